@@ -1,0 +1,104 @@
+package cell
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+)
+
+// Limits from DESIGN.md §1.
+const (
+	MaxRowKeyLen    = 4096
+	MaxQualifierLen = 16 << 10
+	MaxValueLen     = 64 << 20
+	// MaxTimestamp is the largest timestamp a cell may carry.
+	MaxTimestamp = math.MaxInt64
+	// ServerTimestamp in a SetCell mutation asks the tablet server to stamp
+	// the cell with its own clock.
+	ServerTimestamp int64 = -1
+)
+
+// ErrInvalid marks a request that breaks a limit or a naming rule. Errors
+// wrapping it say which field is wrong; the RPC layer maps it to
+// INVALID_ARGUMENT.
+var ErrInvalid = errors.New("invalid argument")
+
+// Invalidf returns an error wrapping ErrInvalid.
+func Invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Cell is one versioned value, as reads return it.
+type Cell struct {
+	Row       []byte
+	Family    string
+	Qualifier []byte
+	Timestamp int64 // microseconds since the Unix epoch
+	Value     []byte
+}
+
+// Compare orders cells as reads return them: row, family, qualifier
+// ascending, then timestamp descending.
+func Compare(a, b *Cell) int {
+	if c := bytes.Compare(a.Row, b.Row); c != 0 {
+		return c
+	}
+	if a.Family != b.Family {
+		if a.Family < b.Family {
+			return -1
+		}
+		return 1
+	}
+	if c := bytes.Compare(a.Qualifier, b.Qualifier); c != 0 {
+		return c
+	}
+	switch {
+	case a.Timestamp > b.Timestamp:
+		return -1
+	case a.Timestamp < b.Timestamp:
+		return 1
+	}
+	return 0
+}
+
+var (
+	tableNameRE  = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,50}$`)
+	familyNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+)
+
+// ValidateTableName checks a table name against [A-Za-z0-9_.-]{1,50}.
+func ValidateTableName(name string) error {
+	if !tableNameRE.MatchString(name) {
+		return Invalidf("table name %q must be 1 to 50 characters of A-Z a-z 0-9 _ . -", name)
+	}
+	return nil
+}
+
+// ValidateFamilyName checks a family name against [A-Za-z0-9_.-]{1,64}.
+func ValidateFamilyName(name string) error {
+	if !familyNameRE.MatchString(name) {
+		return Invalidf("family name %q must be 1 to 64 characters of A-Z a-z 0-9 _ . -", name)
+	}
+	return nil
+}
+
+// ValidateRow checks a row key's length (1..4096 bytes).
+func ValidateRow(row []byte) error {
+	if len(row) == 0 {
+		return Invalidf("row key is empty; a row key is 1 to %d bytes", MaxRowKeyLen)
+	}
+	if len(row) > MaxRowKeyLen {
+		return Invalidf("row key is %d bytes; the limit is %d", len(row), MaxRowKeyLen)
+	}
+	return nil
+}
+
+// ValidateQualifier checks a qualifier's length (0..16384 bytes).
+func ValidateQualifier(q []byte) error {
+	if len(q) > MaxQualifierLen {
+		return Invalidf("qualifier is %d bytes; the limit is %d", len(q), MaxQualifierLen)
+	}
+	return nil
+}

@@ -1,0 +1,238 @@
+package cell
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Kind says what an internal entry is. The numeric order matters: within a
+// row a family tombstone sorts before every column, and within a column the
+// column tombstones sort before the cells.
+type Kind uint8
+
+const (
+	// KindDeleteFamily is a family tombstone: it hides every entry of the
+	// row (in its family) with a smaller sequence number. A DeleteRow is
+	// stored as one KindDeleteFamily per family.
+	KindDeleteFamily Kind = 1
+	// KindDeleteColumn is a column tombstone: it hides the column's entries
+	// with a smaller sequence number whose timestamp lies in the range kept
+	// in its value (see AppendDeleteRange).
+	KindDeleteColumn Kind = 2
+	// KindSet is a cell.
+	KindSet Kind = 3
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindDeleteFamily:
+		return "delete-family"
+	case KindDeleteColumn:
+		return "delete-column"
+	case KindSet:
+		return "set"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// IsTombstone reports whether the kind is a delete marker.
+func (k Kind) IsTombstone() bool { return k == KindDeleteFamily || k == KindDeleteColumn }
+
+// Key is an internal key of one family's entry. Family tombstones have no
+// qualifier and timestamp 0; column tombstones have timestamp 0.
+type Key struct {
+	Row       []byte
+	Qualifier []byte
+	Timestamp int64
+	Seq       uint64
+	Kind      Kind
+}
+
+// ErrCorruptKey marks an encoded key that does not decode.
+var ErrCorruptKey = errors.New("cell: corrupt key")
+
+// The encoded key is byte-comparable (bytes.Compare gives the read order),
+// so every layer below can treat keys as plain byte strings:
+//
+//	+-------------+-------+-----------------------+-----+------------+-------------+
+//	| esc(row) 00 01 | class | esc(qualifier) 00 01 | sub | ^ts (8 BE) | ^seq (8 BE) |
+//	+-------------+-------+-----------------------+-----+------------+-------------+
+//	                        \_ only when class == classColumn _/
+//
+// esc() writes 0x00 as 0x00 0xFF, so the terminator 0x00 0x01 sorts before
+// any continuation and a shorter string before its extensions. class is
+// 0x01 for a family tombstone, 0x02 for a column entry; sub is 0x01 for a
+// column tombstone, 0x02 for a cell. ^ts and ^seq are bitwise complements,
+// so newer timestamps and later sequence numbers sort first. Timestamps
+// are never negative, so their uint64 complement keeps their order.
+const (
+	classFamily = 0x01
+	classColumn = 0x02
+	subDelete   = 0x01
+	subCell     = 0x02
+	trailerLen  = 16
+)
+
+func appendEscaped(dst, s []byte) []byte {
+	for {
+		i := bytes.IndexByte(s, 0)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, s[:i+1]...)
+		dst = append(dst, 0xFF)
+		s = s[i+1:]
+	}
+	dst = append(dst, s...)
+	return append(dst, 0x00, 0x01)
+}
+
+// readEscaped decodes an escaped string from b, returning it and the rest.
+// The result aliases b when it holds no 0x00 byte.
+func readEscaped(b []byte) (s, rest []byte, err error) {
+	var out []byte
+	copied := false
+	for {
+		i := bytes.IndexByte(b, 0)
+		if i < 0 || i+1 >= len(b) {
+			return nil, nil, ErrCorruptKey
+		}
+		switch b[i+1] {
+		case 0x01:
+			if !copied {
+				return b[:i:i], b[i+2:], nil
+			}
+			return append(out, b[:i]...), b[i+2:], nil
+		case 0xFF:
+			if !copied {
+				out = make([]byte, 0, len(b))
+				copied = true
+			}
+			out = append(out, b[:i+1]...)
+			b = b[i+2:]
+		default:
+			return nil, nil, ErrCorruptKey
+		}
+	}
+}
+
+// AppendKey appends the encoding of k to dst.
+func AppendKey(dst []byte, k Key) []byte {
+	dst = appendEscaped(dst, k.Row)
+	switch k.Kind {
+	case KindDeleteFamily:
+		dst = append(dst, classFamily)
+	case KindDeleteColumn:
+		dst = append(dst, classColumn)
+		dst = appendEscaped(dst, k.Qualifier)
+		dst = append(dst, subDelete)
+	default:
+		dst = append(dst, classColumn)
+		dst = appendEscaped(dst, k.Qualifier)
+		dst = append(dst, subCell)
+	}
+	dst = binary.BigEndian.AppendUint64(dst, ^uint64(k.Timestamp))
+	return binary.BigEndian.AppendUint64(dst, ^k.Seq)
+}
+
+// DecodeKey decodes an encoded key. Row and Qualifier alias b unless they
+// contain 0x00 bytes.
+func DecodeKey(b []byte) (Key, error) {
+	var k Key
+	row, rest, err := readEscaped(b)
+	if err != nil || len(rest) < 1 {
+		return k, ErrCorruptKey
+	}
+	k.Row = row
+	switch rest[0] {
+	case classFamily:
+		k.Kind = KindDeleteFamily
+		rest = rest[1:]
+	case classColumn:
+		q, r, err := readEscaped(rest[1:])
+		if err != nil || len(r) < 1 {
+			return k, ErrCorruptKey
+		}
+		k.Qualifier = q
+		switch r[0] {
+		case subDelete:
+			k.Kind = KindDeleteColumn
+		case subCell:
+			k.Kind = KindSet
+		default:
+			return k, ErrCorruptKey
+		}
+		rest = r[1:]
+	default:
+		return k, ErrCorruptKey
+	}
+	if len(rest) != trailerLen {
+		return k, ErrCorruptKey
+	}
+	k.Timestamp = int64(^binary.BigEndian.Uint64(rest))
+	k.Seq = ^binary.BigEndian.Uint64(rest[8:])
+	return k, nil
+}
+
+// RowPrefix returns the encoded row at the head of an encoded key (the
+// escaped row and its terminator). Every key of one row shares it, and no
+// key of another row starts with it.
+func RowPrefix(encoded []byte) ([]byte, error) {
+	_, rest, err := readEscaped(encoded)
+	if err != nil {
+		return nil, err
+	}
+	return encoded[:len(encoded)-len(rest)], nil
+}
+
+// ColumnPrefix returns the encoded row and qualifier at the head of an
+// encoded key: what every entry of one column shares. For a family
+// tombstone it returns the row prefix and ok=false.
+func ColumnPrefix(encoded []byte) (prefix []byte, ok bool, err error) {
+	_, rest, err := readEscaped(encoded)
+	if err != nil || len(rest) < 1 {
+		return nil, false, ErrCorruptKey
+	}
+	if rest[0] != classColumn {
+		return encoded[:len(encoded)-len(rest)], false, nil
+	}
+	_, r, err := readEscaped(rest[1:])
+	if err != nil {
+		return nil, false, err
+	}
+	return encoded[:len(encoded)-len(r)], true, nil
+}
+
+// EncodeRow returns the row prefix of row: the smallest encoded key of the
+// row, to seek to, and the exclusive bound of every row before it.
+func EncodeRow(row []byte) []byte { return appendEscaped(make([]byte, 0, len(row)+2), row) }
+
+// EncodeColumn returns the column prefix of (row, qualifier), the key to
+// seek to for a column, and what a row+column bloom filter holds.
+func EncodeColumn(row, qualifier []byte) []byte {
+	dst := appendEscaped(make([]byte, 0, len(row)+len(qualifier)+5), row)
+	dst = append(dst, classColumn)
+	return appendEscaped(dst, qualifier)
+}
+
+// AppendDeleteRange encodes a column tombstone's timestamp range
+// [start, end) as its value; end 0 means no upper bound.
+func AppendDeleteRange(dst []byte, start, end int64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(start))
+	return binary.BigEndian.AppendUint64(dst, uint64(end))
+}
+
+// DecodeDeleteRange decodes a column tombstone's value.
+func DecodeDeleteRange(v []byte) (start, end int64, err error) {
+	if len(v) != 16 {
+		return 0, 0, fmt.Errorf("cell: corrupt delete range of %d bytes", len(v))
+	}
+	return int64(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:])), nil
+}
+
+// DeleteRangeCovers reports whether a column tombstone's range covers ts.
+func DeleteRangeCovers(start, end, ts int64) bool {
+	return ts >= start && (end == 0 || ts < end)
+}
