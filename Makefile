@@ -23,5 +23,14 @@ test: vet
 fuzz:
 	$(GO) test ./cell -run '^$$' -fuzz FuzzDecodeKey -fuzztime 30s
 
+# Regenerates api/tabulapb from tabula.proto. Needs protoc (Debian's
+# protobuf-compiler) and the Go plugins, installed by the first two lines.
+proto:
+	command -v protoc >/dev/null || (apt-get update && apt-get install -y protobuf-compiler)
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+	cd api/tabulapb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative \
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative tabula.proto
+
 clean:
 	rm -rf bin
