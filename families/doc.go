@@ -1,0 +1,23 @@
+// Package families owns a table's column-family schema: each family's name,
+// its garbage-collection policy (max versions, TTL, and how the two
+// combine), and the storage settings of its SSTables (compression, bloom
+// filter, block size, in-memory hint). It validates families, parses and
+// prints the CLI form of a family, and evaluates the GC policy.
+//
+// One evaluator decides which cells the GC policy condemns, so reads (which
+// hide condemned cells at once) and compactions (which drop them) always
+// agree (DESIGN.md §1):
+//
+//	f, err := families.Parse("metrics:versions=3,ttl=7d,compression=zstd")
+//	if err != nil { ... }
+//	p := f.Policy(nowMicros)
+//	for i, c := range visibleCellsOfOneColumn { // newest first
+//		if p.Condemned(c.Timestamp, i) {
+//			continue // hidden by reads, dropped by major compactions
+//		}
+//		...
+//	}
+//
+// families knows nothing of servers, RPC or etcd; the SSTable writer imports
+// its Compression and Bloom enums.
+package families

@@ -1,0 +1,81 @@
+package families
+
+import (
+	"time"
+
+	"github.com/tabuladb/tabula/cell"
+)
+
+// Block size limits for Family.BlockSize.
+const (
+	MinBlockSize = 1 << 10
+	MaxBlockSize = 4 << 20
+)
+
+// Family is one column family's schema: its GC policy and the settings of
+// its SSTables. The zero value of every field but Name is valid and means
+// the default. Note that the CLI and the admin API give new families
+// compression snappy and bloom row (see Default and Parse); the zero value
+// here is "none" for both.
+type Family struct {
+	// Name is the family name, [A-Za-z0-9_.-]{1,64}.
+	Name string
+	// MaxVersions keeps the newest N versions of each column by timestamp;
+	// 0 means no limit. The default is 0.
+	MaxVersions int
+	// TTL condemns cells whose timestamp is older than now - TTL; it must
+	// be a whole number of microseconds. 0 means never. The default is 0.
+	TTL time.Duration
+	// GC says how MaxVersions and TTL combine when both are set. The
+	// default is GCUnion.
+	GC GCMode
+	// Compression of SSTable blocks. The default is CompressionNone; the
+	// CLI's default is CompressionSnappy.
+	Compression Compression
+	// Bloom says what SSTable bloom filters hold. The default is
+	// BloomNone; the CLI's and admin API's default is BloomRow.
+	Bloom Bloom
+	// BlockSize is the SSTable data block size in bytes, MinBlockSize to
+	// MaxBlockSize; 0 means the sstable package's default (16 KiB). The
+	// default is 0.
+	BlockSize int
+	// InMemory hints that this family's blocks should be kept in the block
+	// cache preferentially; the engine may pin them. The default is false.
+	InMemory bool
+}
+
+// Default returns a family with the CLI's and admin API's defaults:
+// compression snappy, bloom row, no GC rule.
+func Default(name string) Family {
+	return Family{Name: name, Compression: CompressionSnappy, Bloom: BloomRow}
+}
+
+// Validate checks every field; errors wrap cell.ErrInvalid and say how to
+// fix the field.
+func (f *Family) Validate() error {
+	if err := cell.ValidateFamilyName(f.Name); err != nil {
+		return err
+	}
+	if f.MaxVersions < 0 {
+		return cell.Invalidf("family %s: versions %d is negative; give 0 for no limit or N >= 1 to keep N versions", f.Name, f.MaxVersions)
+	}
+	if f.TTL < 0 {
+		return cell.Invalidf("family %s: ttl %v is negative; give 0 for none or a positive duration", f.Name, f.TTL)
+	}
+	if !wholeMicros(f.TTL) {
+		return cell.Invalidf("family %s: ttl %v is not a whole number of microseconds; timestamps are in microseconds", f.Name, f.TTL)
+	}
+	if f.GC > GCIntersection {
+		return cell.Invalidf("family %s: unknown gc mode %d; use union or intersection", f.Name, f.GC)
+	}
+	if f.Compression > CompressionZstd {
+		return cell.Invalidf("family %s: unknown compression %d; use none, snappy or zstd", f.Name, f.Compression)
+	}
+	if f.Bloom > BloomRowColumn {
+		return cell.Invalidf("family %s: unknown bloom %d; use none, row or row+column", f.Name, f.Bloom)
+	}
+	if f.BlockSize != 0 && (f.BlockSize < MinBlockSize || f.BlockSize > MaxBlockSize) {
+		return cell.Invalidf("family %s: block size %d is out of range; give 0 for the default or %d (1k) to %d (4m) bytes", f.Name, f.BlockSize, MinBlockSize, MaxBlockSize)
+	}
+	return nil
+}

@@ -1,0 +1,155 @@
+package families
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabuladb/tabula/cell"
+)
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		spec     string
+		want     Family
+		wantSpec string // canonical form; "" means spec itself
+	}{
+		{"cf", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, ""},
+		{" cf: ", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
+		{"cf:versions=3", Family{Name: "cf", MaxVersions: 3, Compression: CompressionSnappy, Bloom: BloomRow}, ""},
+		{"cf:ttl=7d", Family{Name: "cf", TTL: 7 * day, Compression: CompressionSnappy, Bloom: BloomRow}, ""},
+		{"cf:ttl=36h", Family{Name: "cf", TTL: 36 * time.Hour, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=36h0m0s"},
+		{"cf:ttl=48h", Family{Name: "cf", TTL: 48 * time.Hour, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=2d"},
+		{"cf:ttl=1500us", Family{Name: "cf", TTL: 1500 * time.Microsecond, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=1.5ms"},
+		{"cf:ttl=never", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
+		{"cf:versions=1,ttl=1h,gc=intersection", Family{Name: "cf", MaxVersions: 1, TTL: time.Hour, GC: GCIntersection,
+			Compression: CompressionSnappy, Bloom: BloomRow}, "cf:versions=1,ttl=1h0m0s,gc=intersection"},
+		{"cf:compression=none,bloom=none", Family{Name: "cf"}, ""},
+		{"cf:compression=zstd,bloom=row+column", Family{Name: "cf", Compression: CompressionZstd, Bloom: BloomRowColumn}, ""},
+		{"cf:blocksize=64k", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, BlockSize: 64 << 10}, ""},
+		{"cf:blocksize=2MiB", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, BlockSize: 2 << 20}, "cf:blocksize=2m"},
+		{"cf:blocksize=1500", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, BlockSize: 1500}, ""},
+		{"cf:inmemory=true", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, InMemory: true}, ""},
+		{"cf:inmemory=false", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
+		{"cf: Versions = 2 , TTL=1d,", Family{Name: "cf", MaxVersions: 2, TTL: day, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:versions=2,ttl=1d"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.spec, func(t *testing.T) {
+			got, err := Parse(tc.spec)
+			if err != nil {
+				t.Fatalf("Parse(%q) = %v", tc.spec, err)
+			}
+			if got != tc.want {
+				t.Fatalf("Parse(%q) = %+v, want %+v", tc.spec, got, tc.want)
+			}
+			wantSpec := tc.wantSpec
+			if wantSpec == "" {
+				wantSpec = tc.spec
+			}
+			if s := got.Spec(); s != wantSpec {
+				t.Errorf("Spec() = %q, want %q", s, wantSpec)
+			}
+			back, err := Parse(got.Spec())
+			if err != nil || back != got {
+				t.Errorf("Parse(Spec()) = %+v, %v; want %+v", back, err, got)
+			}
+		})
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct{ spec, wantErr string }{
+		{"", "family name"},
+		{":versions=1", "family name"},
+		{"bad name", "family name"},
+		{"cf:color=red", `unknown option "color"; the options are versions, ttl, gc, compression, bloom, blocksize, inmemory`},
+		{"cf:versions", "has no value"},
+		{"cf:versions=x", "not a whole number"},
+		{"cf:versions=-2", "negative"},
+		{"cf:versions=1,versions=2", "given twice"},
+		{"cf:ttl=forever", "not a duration"},
+		{"cf:ttl=-1h", "negative"},
+		{"cf:ttl=1ns", "microseconds"},
+		{"cf:ttl=99999999999999d", "not a duration"},
+		{"cf:gc=or", "not one of union, intersection"},
+		{"cf:compression=lz4", "not one of none, snappy, zstd"},
+		{"cf:bloom=yes", "not one of none, row, row+column"},
+		{"cf:blocksize=10", "out of range"},
+		{"cf:blocksize=5m", "out of range"},
+		{"cf:blocksize=9999999999m", "not a size"},
+		{"cf:blocksize=lots", "not a size"},
+		{"cf:inmemory=maybe", "not true or false"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.spec, func(t *testing.T) {
+			_, err := Parse(tc.spec)
+			if err == nil {
+				t.Fatalf("Parse(%q) = nil error, want %q", tc.spec, tc.wantErr)
+			}
+			if !errors.Is(err, cell.ErrInvalid) {
+				t.Errorf("error %v does not wrap cell.ErrInvalid", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Parse(%q) = %q, want it to contain %q", tc.spec, err, tc.wantErr)
+			}
+			if strings.Count(err.Error(), cell.ErrInvalid.Error()) != 1 {
+				t.Errorf("error %q repeats %q", err, cell.ErrInvalid)
+			}
+		})
+	}
+}
+
+func TestApplyOptions(t *testing.T) {
+	base := Family{Name: "cf", MaxVersions: 5, TTL: time.Hour, Compression: CompressionZstd, Bloom: BloomRow}
+	got, err := ApplyOptions(base, "versions=3,ttl=24h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := base
+	want.MaxVersions, want.TTL = 3, 24*time.Hour
+	if got != want {
+		t.Fatalf("ApplyOptions = %+v, want %+v", got, want)
+	}
+	// Untouched options keep the family's values, not Parse's defaults.
+	if got.Compression != CompressionZstd {
+		t.Errorf("compression changed to %v", got.Compression)
+	}
+	got, err = ApplyOptions(base, "ttl=0,versions=0")
+	if err != nil || got.TTL != 0 || got.MaxVersions != 0 {
+		t.Errorf("clearing rules: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", " , ", "versions=-1", "name=other", "gc=both"} {
+		if _, err := ApplyOptions(base, bad); !errors.Is(err, cell.ErrInvalid) {
+			t.Errorf("ApplyOptions(%q) = %v, want cell.ErrInvalid", bad, err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"cf", "cf:versions=3,ttl=7d", "cf:ttl=1.5ms,gc=intersection", "cf:compression=none,bloom=row+column",
+		"cf:blocksize=64k,inmemory=true", "cf:ttl=36h0m0s", "x:ttl=2562047h", "a:,,", "cf:versions=1,versions=1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		fam, err := Parse(spec)
+		if err != nil {
+			if !errors.Is(err, cell.ErrInvalid) {
+				t.Fatalf("Parse(%q) error %v does not wrap cell.ErrInvalid", spec, err)
+			}
+			return
+		}
+		if err := fam.Validate(); err != nil {
+			t.Fatalf("Parse(%q) returned an invalid family: %v", spec, err)
+		}
+		back, err := Parse(fam.Spec())
+		if err != nil {
+			t.Fatalf("Parse(%q).Spec() = %q does not parse: %v", spec, fam.Spec(), err)
+		}
+		if back != fam {
+			t.Fatalf("round trip of %q via %q: %+v != %+v", spec, fam.Spec(), back, fam)
+		}
+	})
+}
