@@ -1,0 +1,207 @@
+package commitlog
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// scanBudget bounds the bytes checksummed while looking for a valid record
+// after a bad one in the last segment. Past it the damage is reported as
+// corruption rather than truncated: refusing to open is recoverable by an
+// operator, silently dropping records is not.
+const scanBudget = 1 << 30
+
+// Replay reads every segment numbered >= from, in order, calling fn with each
+// record's payload. The payload slice is only valid during the call. It
+// returns the number of the last segment seen (0 if none).
+//
+// A torn tail of the last segment (a short record header, a length past the
+// end of the file, a checksum mismatch with no valid record after it, an
+// all-zero rest of the file, or a torn segment header) is what a crash in the
+// middle of a write leaves behind: the file is truncated to its last good
+// record, fsynced, and replay succeeds. A bad record anywhere else, a bad
+// segment header, or a gap in the segment numbers is an error wrapping
+// ErrCorrupt naming the file and byte offset. An error from fn stops the
+// replay and is returned as is.
+//
+// Replay is never cut short by a context: a partly replayed log is useless.
+func Replay(dir string, from uint64, fn func(payload []byte) error) (last uint64, err error) {
+	nums, err := listSegments(dir)
+	if err != nil {
+		return 0, err
+	}
+	var buf []byte
+	for i, n := range nums {
+		if n < from {
+			continue
+		}
+		if last != 0 && n != last+1 {
+			return last, fmt.Errorf("%w: %s: segment %s is missing", ErrCorrupt, dir, segmentName(last+1))
+		}
+		last = n
+		isLast := i == len(nums)-1
+		if buf, err = replaySegment(segmentPath(dir, n), isLast, buf, fn); err != nil {
+			return last, err
+		}
+	}
+	return last, nil
+}
+
+// replaySegment replays one segment file. buf is scratch space for payloads;
+// the possibly grown buffer is returned for reuse.
+func replaySegment(path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return buf, fmt.Errorf("commitlog: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return buf, fmt.Errorf("commitlog: %w", err)
+	}
+	size := st.Size()
+	if size == 0 {
+		// An empty segment: created and not yet given its header before a
+		// crash, or truncated by an earlier replay. It holds no records.
+		return buf, nil
+	}
+	r := bufio.NewReaderSize(f, 256<<10)
+
+	// Segment header.
+	want := segmentHeader()
+	got := make([]byte, min(int64(headerLen), size))
+	if _, err := io.ReadFull(r, got); err != nil {
+		return buf, fmt.Errorf("commitlog: read %s: %w", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		if isLast && (bytes.HasPrefix(want, got) || isZero(got)) {
+			if tail, err := readTail(f, 0, size); err != nil {
+				return buf, err
+			} else if isZero(tail) || len(got) < headerLen {
+				return buf, truncate(path, 0)
+			}
+		}
+		if len(got) == headerLen && bytes.Equal(got[:headerLen-1], want[:headerLen-1]) {
+			return buf, corruptf(path, 0, "unknown format version %d", got[headerLen-1])
+		}
+		return buf, corruptf(path, 0, "bad segment header")
+	}
+
+	off := int64(headerLen)
+	var hdr [frameHeaderLen]byte
+	for off < size {
+		rest := size - off
+		var reason string
+		if rest < frameHeaderLen {
+			reason = "short record header"
+		} else {
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
+				return buf, fmt.Errorf("commitlog: read %s: %w", path, err)
+			}
+			n := int64(binary.LittleEndian.Uint32(hdr[4:]))
+			if n > rest-frameHeaderLen {
+				reason = fmt.Sprintf("record length %d past end of file", n)
+			} else {
+				if int64(cap(buf)) < n {
+					buf = make([]byte, n)
+				}
+				buf = buf[:n]
+				if _, err := io.ReadFull(r, buf); err != nil {
+					return buf, fmt.Errorf("commitlog: read %s: %w", path, err)
+				}
+				crc := crc32.Update(crc32.Checksum(hdr[4:], castagnoli), castagnoli, buf)
+				if crc != binary.LittleEndian.Uint32(hdr[:4]) {
+					reason = "checksum mismatch"
+				} else {
+					if err := fn(buf); err != nil {
+						return buf, err
+					}
+					off += frameHeaderLen + n
+					continue
+				}
+			}
+		}
+		// A bad record at off.
+		if !isLast {
+			return buf, corruptf(path, off, "%s", reason)
+		}
+		tail, err := readTail(f, off, size)
+		if err != nil {
+			return buf, err
+		}
+		if at, found, ok := findRecord(tail); !ok {
+			return buf, corruptf(path, off, "%s, and the rest of the file is too large to prove it a torn tail", reason)
+		} else if found {
+			return buf, corruptf(path, off, "%s, with a valid record after it at offset %d", reason, off+at)
+		}
+		return buf, truncate(path, off)
+	}
+	return buf, nil
+}
+
+// readTail reads the bytes of f from off to size.
+func readTail(f *os.File, off, size int64) ([]byte, error) {
+	tail := make([]byte, size-off)
+	if _, err := f.ReadAt(tail, off); err != nil {
+		return nil, fmt.Errorf("commitlog: read %s: %w", f.Name(), err)
+	}
+	return tail, nil
+}
+
+// findRecord looks for a valid record starting anywhere in b after its first
+// byte. It reports ok=false when it gave up after checksumming scanBudget
+// bytes.
+func findRecord(b []byte) (at int64, found, ok bool) {
+	budget := int64(scanBudget)
+	for q := 1; q+frameHeaderLen <= len(b); q++ {
+		n := int64(binary.LittleEndian.Uint32(b[q+4:]))
+		end := int64(q) + frameHeaderLen + n
+		if end > int64(len(b)) {
+			continue
+		}
+		if budget -= 4 + n; budget < 0 {
+			return 0, false, false
+		}
+		if crc32.Checksum(b[q+4:end], castagnoli) == binary.LittleEndian.Uint32(b[q:]) {
+			return int64(q), true, true
+		}
+	}
+	return 0, false, true
+}
+
+// truncate cuts the file at path to size bytes and fsyncs it.
+func truncate(path string, size int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("commitlog: truncate torn tail: %w", err)
+	}
+	err = f.Truncate(size)
+	if err == nil {
+		err = syncTruncated(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("commitlog: truncate torn tail of %s at %d: %w", path, size, err)
+	}
+	return nil
+}
+
+// syncTruncated fsyncs a segment after its torn tail was cut off. It is
+// (*os.File).Sync; the fuzz test replaces it to run at memory speed.
+var syncTruncated = (*os.File).Sync
+
+func isZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,16 @@
+// Package manifest keeps the crash-safe record of one tablet's live files:
+// the SSTables of every family, the commit-log replay point, the highest
+// sequence number the files hold, and the tablet's row range
+// (DESIGN.md §3 "Manifest").
+//
+// The whole state is rewritten on every change: Save writes MANIFEST.tmp,
+// fsyncs it, renames it over MANIFEST and fsyncs the folder, so after a crash
+// at any instant Load yields either the old or the new state.
+//
+//	st, found, err := manifest.Load(dir)
+//	if err != nil { ... } // a damaged MANIFEST wraps manifest.ErrCorrupt
+//	if !found { st.NextFileNum = 1 } // a new tablet
+//	st.Files = append([]manifest.FileRef{ref}, st.Files...)
+//	st.ReplayPoint, st.LastSeq = seg, seq
+//	err = manifest.Save(dir, st)
+package manifest

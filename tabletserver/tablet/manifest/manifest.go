@@ -1,0 +1,251 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// ErrCorrupt marks a MANIFEST that cannot be trusted: bad magic line,
+// unknown format version, checksum mismatch or an undecodable state. Errors
+// wrapping it name the file.
+var ErrCorrupt = errors.New("manifest: corrupt")
+
+// FileRef is one SSTable a tablet reads.
+type FileRef struct {
+	Family string `json:"family"`
+	// Path is relative to the tablet folder, e.g. "cf1/000012.sst", or
+	// "../<parentTablet>/cf1/000007.sst" for a split child's reference to
+	// its parent's file.
+	Path    string `json:"path"`
+	FileNum uint64 `json:"file_num"`
+	// Lower and Upper bound the encoded keys this tablet may read from the
+	// file: [Lower, Upper); nil is unbounded. They are set for split
+	// references. An empty bound is stored as nil.
+	Lower []byte `json:"lower,omitempty"`
+	Upper []byte `json:"upper,omitempty"`
+
+	Size          uint64 `json:"size"`
+	NumCells      uint64 `json:"num_cells"`
+	NumTombstones uint64 `json:"num_tombstones"`
+	MinTimestamp  int64  `json:"min_timestamp"`
+	MaxTimestamp  int64  `json:"max_timestamp"`
+	MinSeq        uint64 `json:"min_seq"`
+	MaxSeq        uint64 `json:"max_seq"`
+}
+
+// State is everything a manifest records.
+type State struct {
+	// Files lists the live SSTables of all families. Save keeps the order
+	// it is given (the engine keeps each family's files newest first).
+	Files []FileRef `json:"files,omitempty"`
+	// ReplayPoint is the commit-log segment number to replay from.
+	ReplayPoint uint64 `json:"replay_point"`
+	// LastSeq is the highest sequence number contained in Files.
+	LastSeq     uint64 `json:"last_seq"`
+	NextFileNum uint64 `json:"next_file_num"`
+	// RangeStart and RangeEnd are the tablet's row range [start, end) as
+	// raw rows; nil is unbounded. An empty bound is stored as nil.
+	RangeStart []byte `json:"range_start,omitempty"`
+	RangeEnd   []byte `json:"range_end,omitempty"`
+	// Parent is the parent tablet's id on a split child (informational).
+	Parent string `json:"parent,omitempty"`
+}
+
+// File names inside the tablet folder.
+const (
+	FileName = "MANIFEST"
+	tempName = "MANIFEST.tmp"
+)
+
+// MANIFEST layout (text, so operators can read it):
+//
+//	tabula-manifest 1\n          magic word and format version
+//	{...state as JSON...}\n      one line; []byte fields are base64
+//	crc32c 1a2b3c4d\n            CRC32C (Castagnoli) of every byte above, 8 hex digits
+const (
+	magic         = "tabula-manifest"
+	formatVersion = 1
+	crcPrefix     = "crc32c "
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encode returns the MANIFEST bytes of s.
+func encode(s State) ([]byte, error) {
+	body, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("manifest: encode: %w", err)
+	}
+	b := fmt.Appendf(nil, "%s %d\n", magic, formatVersion)
+	b = append(b, body...)
+	b = append(b, '\n')
+	return seal(b), nil
+}
+
+// seal appends the checksum trailer to content.
+func seal(content []byte) []byte {
+	return fmt.Appendf(content, "%s%08x\n", crcPrefix, crc32.Checksum(content, castagnoli))
+}
+
+// decode parses MANIFEST bytes; name is used in errors.
+func decode(name string, b []byte) (State, error) {
+	bad := func(format string, args ...any) (State, error) {
+		return State{}, fmt.Errorf("%w: %s: %s", ErrCorrupt, name, fmt.Sprintf(format, args...))
+	}
+	// The trailer is the last line.
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return bad("missing trailer (torn write?)")
+	}
+	i := bytes.LastIndexByte(b[:len(b)-1], '\n')
+	if i < 0 {
+		return bad("missing trailer (torn write?)")
+	}
+	content, trailer := b[:i+1], b[i+1:len(b)-1]
+	hex, ok := bytes.CutPrefix(trailer, []byte(crcPrefix))
+	if !ok || len(hex) != 8 {
+		return bad("bad checksum trailer")
+	}
+	want, err := strconv.ParseUint(string(hex), 16, 32)
+	if err != nil {
+		return bad("bad checksum trailer")
+	}
+	if got := crc32.Checksum(content, castagnoli); got != uint32(want) {
+		return bad("checksum mismatch: file says %08x, content has %08x", want, got)
+	}
+	header, body, ok := bytes.Cut(content, []byte("\n"))
+	if !ok {
+		return bad("missing magic line")
+	}
+	word, ver, ok := bytes.Cut(header, []byte(" "))
+	if !ok || string(word) != magic {
+		return bad("bad magic line %q", header)
+	}
+	if string(ver) != strconv.Itoa(formatVersion) {
+		return bad("unknown format version %q", ver)
+	}
+	var s State
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return bad("decode state: %v", err)
+	}
+	if dec.More() {
+		return bad("trailing data after state")
+	}
+	if err := s.check(); err != nil {
+		return bad("%v", err)
+	}
+	s.normalize()
+	return s, nil
+}
+
+// normalize turns empty bounds and lists into nil, so that what Load returns
+// does not depend on how a writer spelled "none".
+func (s *State) normalize() {
+	s.RangeStart, s.RangeEnd = nilIfEmpty(s.RangeStart), nilIfEmpty(s.RangeEnd)
+	if len(s.Files) == 0 {
+		s.Files = nil
+	}
+	for i := range s.Files {
+		s.Files[i].Lower, s.Files[i].Upper = nilIfEmpty(s.Files[i].Lower), nilIfEmpty(s.Files[i].Upper)
+	}
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// check reports a state no engine could have saved.
+func (s *State) check() error {
+	for i, f := range s.Files {
+		if f.Family == "" || f.Path == "" {
+			return fmt.Errorf("file %d has no family or path", i)
+		}
+		if f.MinSeq > f.MaxSeq {
+			return fmt.Errorf("file %s: min seq %d > max seq %d", f.Path, f.MinSeq, f.MaxSeq)
+		}
+	}
+	return nil
+}
+
+// Load reads <dir>/MANIFEST. A missing file gives the zero State, false and
+// no error; a damaged one an error wrapping ErrCorrupt that names the file.
+// A leftover MANIFEST.tmp (a Save cut short by a crash) is ignored.
+func Load(dir string) (State, bool, error) {
+	path := filepath.Join(dir, FileName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return State{}, false, nil
+	}
+	if err != nil {
+		return State{}, false, fmt.Errorf("manifest: %w", err)
+	}
+	s, err := decode(path, b)
+	if err != nil {
+		return State{}, false, err
+	}
+	return s, true, nil
+}
+
+// Save replaces <dir>/MANIFEST with s: it writes MANIFEST.tmp, fsyncs it,
+// renames it over MANIFEST and fsyncs dir. After a crash at any instant Load
+// yields the old or the new state. dir must exist.
+func Save(dir string, s State) error {
+	if err := s.check(); err != nil {
+		return fmt.Errorf("manifest: refusing to save: %w", err)
+	}
+	b, err := encode(s)
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(dir, tempName)
+	if err := writeSynced(tmp, b); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, FileName)); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("manifest: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("manifest: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// writeSynced writes b to a new file at path and fsyncs it.
+func writeSynced(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

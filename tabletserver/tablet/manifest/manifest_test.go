@@ -1,0 +1,189 @@
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sampleState() State {
+	return State{
+		Files: []FileRef{
+			{Family: "cf1", Path: "cf1/000012.sst", FileNum: 12, Size: 4096, NumCells: 100, NumTombstones: 3,
+				MinTimestamp: -5, MaxTimestamp: 1700000000000000, MinSeq: 40, MaxSeq: 90},
+			{Family: "cf1", Path: "cf1/000007.sst", FileNum: 7, Size: 1 << 40, NumCells: 1, MinSeq: 1, MaxSeq: 39},
+			{Family: "cf2", Path: "../t-parent/cf2/000003.sst", FileNum: 3,
+				Lower: []byte{0, 'a', 0xff, 0}, Upper: []byte("m\x00\x01"), MinSeq: 2, MaxSeq: 2},
+		},
+		ReplayPoint: 7,
+		LastSeq:     90,
+		NextFileNum: 13,
+		RangeStart:  []byte("a\x00b"),
+		RangeEnd:    []byte{0xff, 0xfe},
+		Parent:      "t-parent",
+	}
+}
+
+func TestSaveLoadRoundTrip(t *testing.T) {
+	for name, s := range map[string]State{"sample": sampleState(), "zero": {}} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := Save(dir, s); err != nil {
+				t.Fatal(err)
+			}
+			got, found, err := Load(dir)
+			if err != nil || !found {
+				t.Fatalf("Load: found %v, %v", found, err)
+			}
+			if !reflect.DeepEqual(got, s) {
+				t.Fatalf("Load = %+v\nwant %+v", got, s)
+			}
+			if _, err := os.Stat(filepath.Join(dir, tempName)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("MANIFEST.tmp left behind: %v", err)
+			}
+		})
+	}
+}
+
+func TestEmptyBoundsLoadAsNil(t *testing.T) {
+	dir := t.TempDir()
+	s := State{RangeStart: []byte{}, Files: []FileRef{{Family: "f", Path: "f/1.sst", Lower: []byte{}}}}
+	if err := Save(dir, s); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Load(dir)
+	if err != nil || got.RangeStart != nil || got.Files[0].Lower != nil {
+		t.Fatalf("Load = %+v, %v", got, err)
+	}
+}
+
+func TestLoadMissing(t *testing.T) {
+	s, found, err := Load(t.TempDir())
+	if err != nil || found || !reflect.DeepEqual(s, State{}) {
+		t.Fatalf("Load of empty folder = %+v, %v, %v", s, found, err)
+	}
+}
+
+func TestSaveReplaces(t *testing.T) {
+	dir := t.TempDir()
+	old := sampleState()
+	if err := Save(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	next := old
+	next.Files = next.Files[1:]
+	next.ReplayPoint = 9
+	if err := Save(dir, next); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Load(dir)
+	if err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("Load = %+v, %v", got, err)
+	}
+}
+
+// TestCrashDuringSaveKeepsOldState simulates a crash at every instant of a
+// Save: MANIFEST.tmp written up to any byte (the rename not done) leaves the
+// old state; a later Save still works.
+func TestCrashDuringSaveKeepsOldState(t *testing.T) {
+	dir := t.TempDir()
+	old := sampleState()
+	if err := Save(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	next := old
+	next.LastSeq, next.ReplayPoint = 200, 8
+	b, err := encode(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut := 0; cut <= len(b); cut++ {
+		if err := os.WriteFile(filepath.Join(dir, tempName), b[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, found, err := Load(dir)
+		if err != nil || !found || !reflect.DeepEqual(got, old) {
+			t.Fatalf("tmp cut at %d: Load = %+v, %v, %v; want the old state", cut, got, found, err)
+		}
+	}
+	// The crash after the rename (before the folder fsync): the new state.
+	if err := os.Rename(filepath.Join(dir, tempName), filepath.Join(dir, FileName)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := Load(dir); err != nil || !reflect.DeepEqual(got, next) {
+		t.Fatalf("after rename: %+v, %v", got, err)
+	}
+	// A leftover tmp does not disturb the next Save.
+	os.WriteFile(filepath.Join(dir, tempName), []byte("garbage"), 0o644)
+	if err := Save(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := Load(dir); err != nil || !reflect.DeepEqual(got, old) {
+		t.Fatalf("after recovery Save: %+v, %v", got, err)
+	}
+}
+
+// TestDamagedManifestIsCorrupt: every truncation of MANIFEST is ErrCorrupt
+// naming the file; every single-bit flip is ErrCorrupt or (a flip that does
+// not change meaning, like the case of a hex digit) the very same state —
+// never a different one.
+func TestDamagedManifestIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	s := sampleState()
+	b, err := encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	for cut := 0; cut < len(b); cut++ {
+		os.WriteFile(path, b[:cut], 0o644)
+		_, _, err := Load(dir)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("cut at %d: %v, want ErrCorrupt naming %s", cut, err, path)
+		}
+	}
+	corrupt := 0
+	for i := range b {
+		for bit := range 8 {
+			d := bytes.Clone(b)
+			d[i] ^= 1 << bit
+			got, err := decode(path, d)
+			if errors.Is(err, ErrCorrupt) {
+				corrupt++
+				continue
+			}
+			if err != nil || !reflect.DeepEqual(got, s) {
+				t.Fatalf("byte %d bit %d flipped: Load = %+v, %v", i, bit, got, err)
+			}
+		}
+	}
+	if corrupt < len(b)*8-16 {
+		t.Fatalf("only %d of %d bit flips detected", corrupt, len(b)*8)
+	}
+}
+
+func TestWrongVersionAndMagic(t *testing.T) {
+	s := sampleState()
+	b, _ := encode(s)
+	for name, d := range map[string][]byte{
+		"version": reseal(bytes.Replace(b, []byte("tabula-manifest 1"), []byte("tabula-manifest 2"), 1)),
+		"magic":   reseal(bytes.Replace(b, []byte("tabula-manifest"), []byte("tabula-manifesx"), 1)),
+		"unknown": reseal(bytes.Replace(b, []byte(`"parent"`), []byte(`"parrot"`), 1)),
+		"invalid": reseal(bytes.Replace(b, []byte(`"path":"cf1/000007.sst"`), []byte(`"path":""`), 1)),
+		"extra":   reseal(bytes.Replace(b, []byte("}\n"), []byte("}{}\n"), 1)),
+	} {
+		if _, err := decode("MANIFEST", d); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// reseal recomputes the checksum trailer of a MANIFEST after an edit.
+func reseal(b []byte) []byte {
+	i := bytes.LastIndexByte(b[:len(b)-1], '\n')
+	return seal(bytes.Clone(b[:i+1]))
+}
