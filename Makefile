@@ -20,8 +20,14 @@ test: vet
 	$(GO) test -race -timeout 25m ./...
 
 # Short fuzzing of every decoder (the seed corpora also run in `make test`).
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./cell -run '^$$' -fuzz FuzzDecodeKey -fuzztime 30s
+	$(GO) test ./cell -run '^$$' -fuzz FuzzDecodeKey -fuzztime $(FUZZTIME)
+	$(GO) test ./tabletserver/tablet/commitlog -run '^$$' -fuzz FuzzReplay -fuzztime $(FUZZTIME)
+	$(GO) test ./tabletserver/tablet/manifest -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME)
+	$(GO) test ./families -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
+	$(GO) test ./rowfilter -run '^$$' -fuzz FuzzCompileRegex -fuzztime $(FUZZTIME)
+	$(GO) test ./rowfilter -run '^$$' -fuzz FuzzHints -fuzztime $(FUZZTIME)
 
 # Regenerates api/tabulapb from tabula.proto. Needs protoc (Debian's
 # protobuf-compiler) and the Go plugins, installed by the first two lines.
