@@ -25,6 +25,8 @@ fuzz:
 	$(GO) test ./cell -run '^$$' -fuzz FuzzDecodeKey -fuzztime $(FUZZTIME)
 	$(GO) test ./tabletserver/tablet/commitlog -run '^$$' -fuzz FuzzReplay -fuzztime $(FUZZTIME)
 	$(GO) test ./tabletserver/tablet/manifest -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME)
+	for f in FuzzBlockDecode FuzzFooter FuzzChecksummedBlocks FuzzReader; do \
+		TMPDIR=/dev/shm $(GO) test ./sstable -run '^$$' -fuzz $$f -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./families -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
 	$(GO) test ./rowfilter -run '^$$' -fuzz FuzzCompileRegex -fuzztime $(FUZZTIME)
 	$(GO) test ./rowfilter -run '^$$' -fuzz FuzzHints -fuzztime $(FUZZTIME)

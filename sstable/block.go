@@ -1,0 +1,220 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+)
+
+// Block encoding (data and index blocks), before compression:
+//
+//	+---------+---------+-----+-----------+--------------+-------------------+
+//	| entry 0 | entry 1 | ... | entry n-1 | restarts     | numRestarts       |
+//	|         |         |     |           | [m]uint32 LE | uint32 LE (= m)   |
+//	+---------+---------+-----+-----------+--------------+-------------------+
+//
+//	entry: uvarint shared | uvarint unshared | uvarint valueLen |
+//	       key[shared:] (unshared bytes) | value (valueLen bytes)
+//
+// shared is the length of the prefix the key shares with the previous key
+// of the block; it is 0 at every restart point, where the whole key is
+// written. restarts holds the offsets of the restart entries (one every
+// RestartInterval entries, the first at 0), in increasing order, so that a
+// seek binary-searches them before scanning at most RestartInterval entries.
+// A block with no entries has no restarts (m = 0).
+
+// blockWriter builds one block.
+type blockWriter struct {
+	interval int
+	buf      []byte
+	restarts []uint32
+	counter  int // entries since the last restart
+	entries  int
+	lastKey  []byte
+}
+
+func (b *blockWriter) add(key, value []byte) {
+	shared := 0
+	if b.counter < b.interval && b.entries > 0 {
+		n := min(len(key), len(b.lastKey))
+		for shared < n && key[shared] == b.lastKey[shared] {
+			shared++
+		}
+	} else {
+		b.restarts = append(b.restarts, uint32(len(b.buf)))
+		b.counter = 0
+	}
+	b.buf = binary.AppendUvarint(b.buf, uint64(shared))
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(key)-shared))
+	b.buf = binary.AppendUvarint(b.buf, uint64(len(value)))
+	b.buf = append(b.buf, key[shared:]...)
+	b.buf = append(b.buf, value...)
+	b.lastKey = append(b.lastKey[:0], key...)
+	b.counter++
+	b.entries++
+}
+
+// estimatedSize is the size finish would return.
+func (b *blockWriter) estimatedSize() int { return len(b.buf) + 4*len(b.restarts) + 4 }
+
+// finish appends the restart array and returns the block. The result is
+// valid until reset.
+func (b *blockWriter) finish() []byte {
+	for _, r := range b.restarts {
+		b.buf = binary.LittleEndian.AppendUint32(b.buf, r)
+	}
+	b.buf = binary.LittleEndian.AppendUint32(b.buf, uint32(len(b.restarts)))
+	return b.buf
+}
+
+func (b *blockWriter) reset() {
+	b.buf = b.buf[:0]
+	b.restarts = b.restarts[:0]
+	b.counter = 0
+	b.entries = 0
+	b.lastKey = b.lastKey[:0]
+}
+
+var (
+	errBlockTrailer  = errors.New("bad restart array")
+	errBlockEntry    = errors.New("bad entry")
+	errBlockTooLarge = errors.New("block too large")
+)
+
+// blockIter walks the entries of one decoded block. Key is valid until the
+// next move; Value aliases the block.
+type blockIter struct {
+	data        []byte
+	entriesEnd  int // start of the restart array
+	numRestarts int
+	off         int // offset of the current entry
+	nextOff     int // offset of the entry after it
+	key         []byte
+	val         []byte
+	valid       bool
+	err         error
+}
+
+// init checks the block's restart array and positions nowhere.
+func (it *blockIter) init(data []byte) error {
+	*it = blockIter{key: it.key[:0]}
+	if len(data) < 4 {
+		return errBlockTrailer
+	}
+	n := uint64(binary.LittleEndian.Uint32(data[len(data)-4:]))
+	if n > uint64(len(data)-4)/4 {
+		return errBlockTrailer
+	}
+	end := len(data) - 4 - 4*int(n)
+	if n == 0 && end != 0 {
+		return errBlockTrailer
+	}
+	prev := -1
+	for i := 0; i < int(n); i++ {
+		r := int(binary.LittleEndian.Uint32(data[end+4*i:]))
+		if (i == 0 && r != 0) || r <= prev || r >= end {
+			return errBlockTrailer
+		}
+		prev = r
+	}
+	it.data = data
+	it.entriesEnd = end
+	it.numRestarts = int(n)
+	return nil
+}
+
+func (it *blockIter) restart(i int) int {
+	return int(binary.LittleEndian.Uint32(it.data[it.entriesEnd+4*i:]))
+}
+
+// decodeAt decodes the entry at off on top of the current key.
+func (it *blockIter) decodeAt(off int) bool {
+	if off >= it.entriesEnd {
+		it.valid = false
+		return false
+	}
+	p := it.data[off:it.entriesEnd]
+	shared, n1 := binary.Uvarint(p)
+	if n1 <= 0 {
+		return it.fail(errBlockEntry)
+	}
+	unshared, n2 := binary.Uvarint(p[n1:])
+	if n2 <= 0 {
+		return it.fail(errBlockEntry)
+	}
+	vlen, n3 := binary.Uvarint(p[n1+n2:])
+	if n3 <= 0 {
+		return it.fail(errBlockEntry)
+	}
+	h := n1 + n2 + n3
+	rest := uint64(len(p) - h)
+	if shared > uint64(len(it.key)) || unshared > rest || vlen > rest-unshared {
+		return it.fail(errBlockEntry)
+	}
+	ks := h + int(unshared)
+	it.key = append(it.key[:shared], p[h:ks]...)
+	it.val = p[ks : ks+int(vlen) : ks+int(vlen)]
+	it.off = off
+	it.nextOff = off + ks + int(vlen)
+	it.valid = true
+	return true
+}
+
+func (it *blockIter) fail(err error) bool {
+	it.err = err
+	it.valid = false
+	return false
+}
+
+// seekRestart positions at restart point i. The key buffer is emptied
+// first, so an entry there that claims a shared prefix fails to decode.
+func (it *blockIter) seekRestart(i int) bool {
+	it.key = it.key[:0]
+	return it.decodeAt(it.restart(i))
+}
+
+func (it *blockIter) first() bool {
+	if it.numRestarts == 0 {
+		it.valid = false
+		return false
+	}
+	return it.seekRestart(0)
+}
+
+func (it *blockIter) next() bool {
+	if !it.valid {
+		return false
+	}
+	return it.decodeAt(it.nextOff)
+}
+
+// seekGE positions at the first entry with key >= target.
+func (it *blockIter) seekGE(target []byte) bool {
+	if it.numRestarts == 0 {
+		it.valid = false
+		return false
+	}
+	// Find the last restart point whose key is < target.
+	lo, hi := 0, it.numRestarts // invariant: restarts before lo have key < target
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if !it.seekRestart(mid) {
+			return false
+		}
+		if bytes.Compare(it.key, target) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	start := max(lo-1, 0)
+	if !it.seekRestart(start) {
+		return false
+	}
+	for bytes.Compare(it.key, target) < 0 {
+		if !it.next() {
+			return false
+		}
+	}
+	return true
+}

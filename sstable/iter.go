@@ -1,0 +1,149 @@
+package sstable
+
+import (
+	"bytes"
+	"sort"
+)
+
+// Iter walks a Reader's entries in key order, restricted to [lower, upper).
+// It is not safe for concurrent use; close it exactly once. Key and Value
+// are valid until the next move.
+type Iter struct {
+	r            *Reader
+	lower, upper []byte
+	block        int // index of the current data block
+	blk          blockIter
+	valid        bool
+	err          error
+	closed       bool
+}
+
+// NewIter returns an iterator over the keys in [lower, upper); a nil bound
+// is unbounded. The bounds are copied.
+func (r *Reader) NewIter(lower, upper []byte) *Iter {
+	it := &Iter{r: r}
+	if lower != nil {
+		it.lower = bytes.Clone(lower)
+	}
+	if upper != nil {
+		it.upper = bytes.Clone(upper)
+	}
+	return it
+}
+
+// First positions at the first key >= lower.
+func (it *Iter) First() bool {
+	if it.lower != nil {
+		return it.SeekGE(it.lower)
+	}
+	return it.start(0, nil)
+}
+
+// SeekGE positions at the first key >= key (and >= lower). It resets the
+// error.
+func (it *Iter) SeekGE(key []byte) bool {
+	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
+		key = it.lower
+	}
+	idx := it.r.index
+	i := sort.Search(len(idx), func(i int) bool { return bytes.Compare(idx[i].lastKey, key) >= 0 })
+	return it.start(i, key)
+}
+
+// start positions at the first entry >= key (nil: the first entry) of
+// block i or of the blocks after it.
+func (it *Iter) start(i int, key []byte) bool {
+	it.err = nil
+	it.valid = false
+	if it.closed {
+		it.err = ErrClosed
+		return false
+	}
+	for ; i < len(it.r.index); i++ {
+		if !it.loadBlock(i) {
+			return false
+		}
+		var ok bool
+		if key != nil {
+			ok = it.blk.seekGE(key)
+		} else {
+			ok = it.blk.first()
+		}
+		if ok {
+			return it.settle()
+		}
+		if it.blk.err != nil {
+			return it.blockFailed()
+		}
+		key = nil // later blocks hold only larger keys
+	}
+	return false
+}
+
+// Next moves to the next key.
+func (it *Iter) Next() bool {
+	if !it.valid {
+		return false
+	}
+	if it.blk.next() {
+		return it.settle()
+	}
+	if it.blk.err != nil {
+		return it.blockFailed()
+	}
+	return it.start(it.block+1, nil)
+}
+
+// settle applies the upper bound to the entry the block iterator is at.
+func (it *Iter) settle() bool {
+	it.valid = it.upper == nil || bytes.Compare(it.blk.key, it.upper) < 0
+	return it.valid
+}
+
+func (it *Iter) loadBlock(i int) bool {
+	if it.upper != nil && i > 0 && bytes.Compare(it.r.index[i-1].lastKey, it.upper) >= 0 {
+		return false // every key of block i is past the upper bound
+	}
+	b, err := it.r.dataBlock(i)
+	if err != nil {
+		it.err = err
+		return false
+	}
+	it.block = i
+	if err := it.blk.init(b); err != nil {
+		it.blk.err = err
+		return it.blockFailed()
+	}
+	return true
+}
+
+func (it *Iter) blockFailed() bool {
+	off := it.r.index[it.block].handle.offset
+	it.err = corruptf(it.r.path, kindData, off, "%v", it.blk.err)
+	it.valid = false
+	return false
+}
+
+// Valid reports whether the iterator is at an entry.
+func (it *Iter) Valid() bool { return it.valid }
+
+// Key returns the current key; it is valid until the next move.
+func (it *Iter) Key() []byte { return it.blk.key }
+
+// Value returns the current value; it is valid until the next move and
+// must not be modified.
+func (it *Iter) Value() []byte { return it.blk.val }
+
+// Error returns the error that stopped the iterator, if any.
+func (it *Iter) Error() error { return it.err }
+
+// Close releases the iterator. It returns the iterator's error.
+func (it *Iter) Close() error {
+	if it.closed {
+		return nil
+	}
+	it.closed = true
+	it.valid = false
+	it.blk = blockIter{}
+	return it.err
+}

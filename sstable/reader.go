@@ -1,0 +1,332 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/bits-and-blooms/bloom/v3"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
+)
+
+// ReaderOptions configure Open. The zero value means the defaults.
+type ReaderOptions struct {
+	// Cache holds decompressed data blocks, shared with other Readers.
+	// The default is nil: no caching.
+	Cache *Cache
+	// CacheID identifies the file in the cache; it must be unique per open
+	// file (callers pass a process-wide counter). The default is 0: the
+	// Reader takes one from a package counter that starts at 1<<63, far
+	// from callers' counters.
+	CacheID uint64
+}
+
+var nextCacheID atomic.Uint64
+
+func init() { nextCacheID.Store(1 << 63) }
+
+// IndexEntry describes one data block, for choosing split keys.
+type IndexEntry struct {
+	// LastKey is the block's last key.
+	LastKey []byte
+	// Size is the block's size on disk (with its trailer).
+	Size uint64
+}
+
+// indexEntry is a decoded index entry.
+type indexEntry struct {
+	lastKey []byte
+	handle  blockHandle
+}
+
+// Reader reads one SSTable. Its methods are safe for concurrent use; each
+// Iter is used by one goroutine at a time.
+type Reader struct {
+	path    string
+	f       *os.File
+	cache   *Cache
+	cacheID uint64
+	index   []indexEntry
+	filter  *bloom.BloomFilter // nil when the file has none
+	props   Properties
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open opens the SSTable at path: it reads and checks the footer, index,
+// filter and properties. Damage is reported as an error wrapping ErrCorrupt.
+func Open(path string, opts ReaderOptions) (_ *Reader, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("sstable: open: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("sstable: open: %w", err)
+	}
+	r := &Reader{path: path, f: f, cache: opts.Cache, cacheID: opts.CacheID}
+	if r.cacheID == 0 {
+		r.cacheID = nextCacheID.Add(1)
+	}
+	if err := r.load(uint64(st.Size())); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// load reads the metadata of a file of the given size.
+func (r *Reader) load(size uint64) error {
+	if size < footerLen {
+		return corruptf(r.path, kindFooter, 0, "file of %d bytes is shorter than a footer", size)
+	}
+	footOff := size - footerLen
+	buf := make([]byte, footerLen)
+	if err := r.readAt(buf, footOff, kindFooter); err != nil {
+		return err
+	}
+	ft, err := decodeFooter(buf)
+	if err != nil {
+		return corruptf(r.path, kindFooter, footOff, "%v", err)
+	}
+	// Metadata blocks lie between the data blocks and the footer.
+	metaStart := footOff
+	check := func(h blockHandle, kind string) error {
+		if h.offset > footOff || h.length > footOff-h.offset || trailerLen > footOff-h.offset-h.length {
+			return corruptf(r.path, kind, h.offset, "block of %d bytes does not fit a file of %d bytes", h.length, size)
+		}
+		metaStart = min(metaStart, h.offset)
+		return nil
+	}
+	if err := check(ft.index, kindIndex); err != nil {
+		return err
+	}
+	if err := check(ft.properties, kindProperties); err != nil {
+		return err
+	}
+	hasFilter := ft.filter != (blockHandle{})
+	if hasFilter {
+		if err := check(ft.filter, kindFilter); err != nil {
+			return err
+		}
+	}
+
+	b, err := r.readBlock(ft.properties, kindProperties)
+	if err != nil {
+		return err
+	}
+	if r.props, err = decodeProperties(b); err != nil {
+		return corruptf(r.path, kindProperties, ft.properties.offset, "%v", err)
+	}
+	r.props.FileSize = size
+	if hasFilter {
+		if b, err = r.readBlock(ft.filter, kindFilter); err != nil {
+			return err
+		}
+		if r.filter, err = decodeFilter(b); err != nil {
+			return corruptf(r.path, kindFilter, ft.filter.offset, "%v", err)
+		}
+	}
+	if b, err = r.readBlock(ft.index, kindIndex); err != nil {
+		return err
+	}
+	if err := r.decodeIndex(b, ft.index.offset, metaStart); err != nil {
+		return err
+	}
+	if uint64(len(r.index)) != r.props.NumDataBlocks {
+		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", len(r.index), r.props.NumDataBlocks)
+	}
+	return nil
+}
+
+// decodeIndex decodes the index block and checks that the data blocks
+// follow each other from offset 0 up to dataEnd, in increasing key order.
+func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
+	bad := func(format string, args ...any) error {
+		return corruptf(r.path, kindIndex, off, format, args...)
+	}
+	var it blockIter
+	if err := it.init(b); err != nil {
+		return bad("%v", err)
+	}
+	next := uint64(0)
+	for ok := it.first(); ok; ok = it.next() {
+		v := it.val
+		o, n1 := binary.Uvarint(v)
+		if n1 <= 0 {
+			return bad("bad block handle")
+		}
+		l, n2 := binary.Uvarint(v[n1:])
+		if n2 <= 0 || n1+n2 != len(v) {
+			return bad("bad block handle")
+		}
+		h := blockHandle{offset: o, length: l}
+		if o != next || l > dataEnd-o || trailerLen > dataEnd-o-l {
+			return bad("data block handle (%d, %d) out of place", o, l)
+		}
+		if len(r.index) > 0 && bytes.Compare(r.index[len(r.index)-1].lastKey, it.key) >= 0 {
+			return bad("keys out of order")
+		}
+		r.index = append(r.index, indexEntry{lastKey: bytes.Clone(it.key), handle: h})
+		next = h.end()
+	}
+	if it.err != nil {
+		return bad("%v", it.err)
+	}
+	if next != dataEnd {
+		return bad("data blocks end at %d, metadata starts at %d", next, dataEnd)
+	}
+	return nil
+}
+
+// readAt fills buf from off; a short read means the file is damaged.
+func (r *Reader) readAt(buf []byte, off uint64, kind string) error {
+	n, err := r.f.ReadAt(buf, int64(off))
+	if n == len(buf) {
+		return nil
+	}
+	if errors.Is(err, io.EOF) {
+		return corruptf(r.path, kind, off, "short read of %d of %d bytes", n, len(buf))
+	}
+	return fmt.Errorf("sstable: read %s: %s block at offset %d: %w", r.path, kind, off, err)
+}
+
+// readBlock reads, checks and decompresses a block.
+func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
+	if h.length > maxBlockSize {
+		return nil, corruptf(r.path, kind, h.offset, "block of %d bytes is too large", h.length)
+	}
+	buf := make([]byte, h.length+trailerLen)
+	if err := r.readAt(buf, h.offset, kind); err != nil {
+		return nil, err
+	}
+	stored, typ, err := checkTrailer(buf)
+	if err != nil {
+		return nil, corruptf(r.path, kind, h.offset, "%v", err)
+	}
+	if kind != kindData && typ != blockTypeNone {
+		return nil, corruptf(r.path, kind, h.offset, "compressed metadata block")
+	}
+	b, err := decompressBlock(typ, stored)
+	if err != nil {
+		return nil, corruptf(r.path, kind, h.offset, "decompress (type %d): %v", typ, err)
+	}
+	return b, nil
+}
+
+// dataBlock returns the decoded data block i, through the cache.
+func (r *Reader) dataBlock(i int) ([]byte, error) {
+	h := r.index[i].handle
+	if r.cache != nil {
+		if b, ok := r.cache.get(r.cacheID, h.offset); ok {
+			return b, nil
+		}
+	}
+	b, err := r.readBlock(h, kindData)
+	if err != nil {
+		return nil, err
+	}
+	if r.cache != nil {
+		r.cache.put(r.cacheID, h.offset, b)
+	}
+	return b, nil
+}
+
+// Path returns the file's path.
+func (r *Reader) Path() string { return r.path }
+
+// Properties returns the file's properties; callers must not modify them.
+func (r *Reader) Properties() *Properties { return &r.props }
+
+// MayContainRow reports whether the file may hold entries of the row whose
+// cell.EncodeRow encoding is given. It is true when there is no filter.
+func (r *Reader) MayContainRow(encodedRow []byte) bool {
+	if r.props.NumEntries == 0 {
+		return false
+	}
+	return r.filter == nil || r.filter.Test(encodedRow)
+}
+
+// MayContainColumn reports whether the file may hold entries of the column
+// whose cell.EncodeColumn encoding is given. A row+column filter answers for
+// the column; a row filter answers for its row; without a filter it is true.
+// Family tombstones belong to the row, not to a column: a reader of a
+// column must ask MayContainRow to find those.
+func (r *Reader) MayContainColumn(encodedColumn []byte) bool {
+	if r.props.NumEntries == 0 {
+		return false
+	}
+	if r.filter == nil {
+		return true
+	}
+	if r.props.Bloom == families.BloomRowColumn {
+		return r.filter.Test(encodedColumn)
+	}
+	row, err := cell.RowPrefix(encodedColumn)
+	if err != nil {
+		return true
+	}
+	return r.filter.Test(row)
+}
+
+// blocksFor returns the range [lo, hi) of data blocks that may hold keys in
+// [lower, upper).
+func (r *Reader) blocksFor(lower, upper []byte) (lo, hi int) {
+	n := len(r.index)
+	if lower != nil {
+		lo = sort.Search(n, func(i int) bool { return bytes.Compare(r.index[i].lastKey, lower) >= 0 })
+	}
+	hi = n
+	if upper != nil {
+		// Block i holds keys > lastKey[i-1]; it may hold keys < upper only
+		// when lastKey[i-1] < upper.
+		hi = sort.Search(n, func(i int) bool {
+			return i > 0 && bytes.Compare(r.index[i-1].lastKey, upper) >= 0
+		})
+		if len(r.props.SmallestKey) > 0 && n > 0 && bytes.Compare(r.props.SmallestKey, upper) >= 0 {
+			hi = 0
+		}
+	}
+	return lo, max(lo, hi)
+}
+
+// IndexEntries describes the data blocks that may hold keys in
+// [lower, upper); nil bounds are unbounded.
+func (r *Reader) IndexEntries(lower, upper []byte) []IndexEntry {
+	lo, hi := r.blocksFor(lower, upper)
+	out := make([]IndexEntry, 0, hi-lo)
+	for _, e := range r.index[lo:hi] {
+		out = append(out, IndexEntry{LastKey: bytes.Clone(e.lastKey), Size: e.handle.length + trailerLen})
+	}
+	return out
+}
+
+// ApproximateSize sums the on-disk sizes of the data blocks that may hold
+// keys in [lower, upper).
+func (r *Reader) ApproximateSize(lower, upper []byte) uint64 {
+	lo, hi := r.blocksFor(lower, upper)
+	var s uint64
+	for _, e := range r.index[lo:hi] {
+		s += e.handle.length + trailerLen
+	}
+	return s
+}
+
+// Close closes the file. Iterators must be closed first. Calling it again
+// returns the same result.
+func (r *Reader) Close() error {
+	r.closeOnce.Do(func() { r.closeErr = r.f.Close() })
+	return r.closeErr
+}

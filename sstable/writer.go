@@ -1,0 +1,253 @@
+package sstable
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
+)
+
+// WriterOptions configure a Writer. The zero value means the defaults.
+type WriterOptions struct {
+	// Compression compresses data blocks; a block that would not shrink by
+	// at least 12.5% is stored uncompressed. The default is none.
+	Compression families.Compression
+	// Bloom selects the filter's entries: BloomRow adds the row prefix
+	// (cell.RowPrefix) of every key, BloomRowColumn adds the row prefix and
+	// the column prefix (cell.ColumnPrefix) of every key. The default is
+	// none (no filter).
+	Bloom families.Bloom
+	// BloomFalsePositive is the filter's target false-positive rate, in
+	// (0, 1). The default is 0.01.
+	BloomFalsePositive float64
+	// BlockSize is the target uncompressed size of a data block; a block is
+	// cut after the entry that reaches it. The default is 16 KiB.
+	BlockSize int
+	// RestartInterval is the number of keys between restart points of a
+	// block. The default is 16.
+	RestartInterval int
+}
+
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.BloomFalsePositive <= 0 || o.BloomFalsePositive >= 1 {
+		o.BloomFalsePositive = 0.01
+	}
+	if o.BlockSize <= 0 {
+		o.BlockSize = 16 << 10
+	}
+	if o.RestartInterval <= 0 {
+		o.RestartInterval = 16
+	}
+	return o
+}
+
+// Writer writes one SSTable from keys added in strictly increasing order.
+// It is not safe for concurrent use. Finish with Close, or Abort and
+// remove the file.
+type Writer struct {
+	f        *os.File
+	bw       *bufio.Writer
+	opts     WriterOptions
+	offset   uint64
+	data     blockWriter
+	index    blockWriter
+	filter   *filterBuilder
+	props    Properties
+	scratch  []byte
+	err      error // sticky: the first write failure
+	closed   bool
+	closeErr error
+}
+
+// NewWriter returns a Writer that writes to f through a buffer. The Writer
+// owns f from now on: Close and Abort close it.
+func NewWriter(f *os.File, opts WriterOptions) *Writer {
+	opts = opts.withDefaults()
+	w := &Writer{
+		f:     f,
+		bw:    bufio.NewWriterSize(f, 256<<10),
+		opts:  opts,
+		data:  blockWriter{interval: opts.RestartInterval},
+		index: blockWriter{interval: opts.RestartInterval},
+	}
+	w.props.Compression = opts.Compression
+	w.props.Bloom = opts.Bloom
+	if opts.Bloom != families.BloomNone {
+		w.filter = &filterBuilder{}
+	}
+	switch {
+	case opts.Compression > families.CompressionZstd:
+		w.err = fmt.Errorf("sstable: unknown compression %v", opts.Compression)
+	case opts.Bloom > families.BloomRowColumn:
+		w.err = fmt.Errorf("sstable: unknown bloom setting %v", opts.Bloom)
+	}
+	return w
+}
+
+// Add appends an entry. key must be greater than the previous key
+// (bytes.Compare); the Writer copies what it keeps.
+func (w *Writer) Add(key, value []byte) error {
+	if w.closed {
+		return ErrClosed
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if w.props.NumEntries > 0 && bytes.Compare(key, w.props.LargestKey) <= 0 {
+		return fmt.Errorf("%w: %q after %q", ErrKeyOrder, key, w.props.LargestKey)
+	}
+	if uint64(len(key))+uint64(len(value)) > maxEntrySize {
+		return fmt.Errorf("%w: %d bytes of key and value", ErrTooLarge, len(key)+len(value))
+	}
+	w.props.observe(key, value)
+	w.props.LargestKey = append(w.props.LargestKey[:0], key...)
+	if w.filter != nil {
+		w.addToFilter(key)
+	}
+	w.data.add(key, value)
+	if w.data.estimatedSize() >= w.opts.BlockSize {
+		return w.flushDataBlock()
+	}
+	return nil
+}
+
+// addToFilter adds the key's prefixes; keys that are not cell keys add nothing.
+func (w *Writer) addToFilter(key []byte) {
+	if w.opts.Bloom == families.BloomRowColumn {
+		col, ok, err := cell.ColumnPrefix(key)
+		if err != nil {
+			return
+		}
+		if ok {
+			w.filter.addColumn(col)
+		}
+	}
+	if row, err := cell.RowPrefix(key); err == nil {
+		w.filter.addRow(row)
+	}
+}
+
+// EstimatedSize returns the bytes written so far plus the pending block.
+func (w *Writer) EstimatedSize() uint64 {
+	if w.data.entries == 0 {
+		return w.offset
+	}
+	return w.offset + uint64(w.data.estimatedSize()) + trailerLen
+}
+
+func (w *Writer) flushDataBlock() error {
+	h, err := w.writeBlock(w.data.finish(), w.opts.Compression)
+	if err != nil {
+		return err
+	}
+	w.scratch = binary.AppendUvarint(w.scratch[:0], h.offset)
+	w.scratch = binary.AppendUvarint(w.scratch, h.length)
+	w.index.add(w.data.lastKey, w.scratch)
+	w.props.NumDataBlocks++
+	w.props.DataSize += h.length + trailerLen
+	w.data.reset()
+	return nil
+}
+
+// writeBlock compresses and writes a block with its trailer.
+func (w *Writer) writeBlock(raw []byte, c families.Compression) (blockHandle, error) {
+	stored, typ, err := compressBlock(c, raw, w.scratch)
+	if err != nil {
+		w.err = err
+		return blockHandle{}, err
+	}
+	if typ != blockTypeNone {
+		w.scratch = stored[:0]
+	}
+	t := blockTrailer(stored, typ)
+	h := blockHandle{offset: w.offset, length: uint64(len(stored))}
+	if _, err := w.bw.Write(stored); err != nil {
+		w.err = err
+		return h, err
+	}
+	if _, err := w.bw.Write(t[:]); err != nil {
+		w.err = err
+		return h, err
+	}
+	w.offset = h.end()
+	return h, nil
+}
+
+// Close finishes the file (last data block, filter, properties, index,
+// footer), syncs it and closes it. Calling it again returns the same result.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.closeErr
+	}
+	w.closed = true
+	err := w.finish()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	w.closeErr = err
+	return err
+}
+
+func (w *Writer) finish() error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.data.entries > 0 {
+		if err := w.flushDataBlock(); err != nil {
+			return err
+		}
+	}
+	var ft footer
+	ft.version = formatVersion
+	if w.filter != nil {
+		h, err := w.writeBlock(w.filter.build(w.opts.BloomFalsePositive), families.CompressionNone)
+		if err != nil {
+			return err
+		}
+		ft.filter = h
+		w.filter = nil
+	}
+	h, err := w.writeBlock(w.props.encode(), families.CompressionNone)
+	if err != nil {
+		return err
+	}
+	ft.properties = h
+	if ft.index, err = w.writeBlock(w.index.finish(), families.CompressionNone); err != nil {
+		return err
+	}
+	if _, err := w.bw.Write(ft.encode()); err != nil {
+		return err
+	}
+	w.offset += footerLen
+	if err := w.bw.Flush(); err != nil {
+		return err
+	}
+	w.props.FileSize = w.offset
+	return w.f.Sync()
+}
+
+// Abort closes the file without finishing it; the caller removes it.
+func (w *Writer) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.closeErr = ErrClosed
+	_ = w.f.Close()
+}
+
+// Properties returns the file's properties; they are complete after a
+// successful Close.
+func (w *Writer) Properties() Properties {
+	p := w.props
+	p.SmallestKey = append([]byte(nil), p.SmallestKey...)
+	p.LargestKey = append([]byte(nil), p.LargestKey...)
+	if p.NumEntries == 0 {
+		p.SmallestKey, p.LargestKey = nil, nil
+	}
+	return p
+}
