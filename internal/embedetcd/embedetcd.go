@@ -27,6 +27,10 @@ type Config struct {
 	PeerAddr string
 	// NoFsync turns etcd's fsyncs off (tests only). The default is false.
 	NoFsync bool
+	// LogLevel is etcd's own log level (debug, info, warn, error, panic,
+	// fatal). The default is fatal: etcd logs harmless errors while it shuts
+	// down, and the dev cluster's operators watch Tabula's log, not etcd's.
+	LogLevel string
 	// StartTimeout bounds how long Start waits for the server to be ready.
 	// The default is 60s.
 	StartTimeout time.Duration
@@ -66,7 +70,10 @@ func Start(ctx context.Context, c Config) (_ *Server, err error) {
 	cfg := embed.NewConfig()
 	cfg.Name = "tabula"
 	cfg.Dir = c.Dir
-	cfg.LogLevel = "error"
+	cfg.LogLevel = c.LogLevel
+	if cfg.LogLevel == "" {
+		cfg.LogLevel = "fatal"
+	}
 	cfg.UnsafeNoFsync = c.NoFsync
 	cu := url.URL{Scheme: "http", Host: c.ClientAddr}
 	pu := url.URL{Scheme: "http", Host: c.PeerAddr}
