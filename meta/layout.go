@@ -1,0 +1,87 @@
+package meta
+
+import "strings"
+
+// DefaultCluster is the cluster name used when none is given.
+const DefaultCluster = "default"
+
+// Layout names the etcd keys of one cluster. Its Prefix ends with "/".
+type Layout struct {
+	// Prefix is prepended to every key, e.g. "/tabula/default/".
+	Prefix string
+}
+
+// NewLayout returns the layout of cluster under "/tabula/<cluster>/". An
+// empty cluster means DefaultCluster.
+func NewLayout(cluster string) Layout {
+	if cluster == "" {
+		cluster = DefaultCluster
+	}
+	return Layout{Prefix: "/tabula/" + cluster + "/"}
+}
+
+// WithPrefix returns the layout rooted at prefix (a "/" is appended if it
+// is missing). An empty prefix means NewLayout(DefaultCluster).
+func WithPrefix(prefix string) Layout {
+	if prefix == "" {
+		return NewLayout("")
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	return Layout{Prefix: prefix}
+}
+
+func (l Layout) root() string {
+	if l.Prefix == "" {
+		return NewLayout("").Prefix
+	}
+	return l.Prefix
+}
+
+// ElectionPrefix is the prefix of the masters' concurrency.Election.
+func (l Layout) ElectionPrefix() string { return l.root() + "master/election/" }
+
+// ServersPrefix is the prefix of every live tablet server's key.
+func (l Layout) ServersPrefix() string { return l.root() + "servers/" }
+
+// ServerKey is the key of tablet server id.
+func (l Layout) ServerKey(id string) string { return l.ServersPrefix() + id }
+
+// TablesPrefix is the prefix of every table's schema key.
+func (l Layout) TablesPrefix() string { return l.root() + "tables/" }
+
+// TableKey is the key of table name's schema.
+func (l Layout) TableKey(name string) string { return l.TablesPrefix() + name }
+
+// AllTabletsPrefix is the prefix of every tablet of every table.
+func (l Layout) AllTabletsPrefix() string { return l.root() + "tablets/" }
+
+// TabletsPrefix is the prefix of every tablet of table.
+func (l Layout) TabletsPrefix(table string) string { return l.AllTabletsPrefix() + table + "/" }
+
+// TabletKey is the key of tablet id of table.
+func (l Layout) TabletKey(table, id string) string { return l.TabletsPrefix(table) + id }
+
+// ServerIDFromKey returns the server id of a key under ServersPrefix.
+func (l Layout) ServerIDFromKey(key string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(key, l.ServersPrefix())
+	return id, ok && id != "" && !strings.Contains(id, "/")
+}
+
+// TableFromKey returns the table name of a key under TablesPrefix.
+func (l Layout) TableFromKey(key string) (name string, ok bool) {
+	name, ok = strings.CutPrefix(key, l.TablesPrefix())
+	return name, ok && name != "" && !strings.Contains(name, "/")
+}
+
+// TabletFromKey returns the table and tablet id of a key under
+// AllTabletsPrefix.
+func (l Layout) TabletFromKey(key string) (table, id string, ok bool) {
+	rest, ok := strings.CutPrefix(key, l.AllTabletsPrefix())
+	if !ok {
+		return "", "", false
+	}
+	table, id, ok = strings.Cut(rest, "/")
+	return table, id, ok && table != "" && id != "" && !strings.Contains(id, "/")
+}

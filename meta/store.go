@@ -1,0 +1,170 @@
+package meta
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// VersionedTablet is a tablet record with the ModRevision of its key, the
+// guard of every later update.
+type VersionedTablet struct {
+	TabletRecord
+	ModRevision int64
+}
+
+// GetTablets reads every tablet of table, sorted by start key, and the
+// etcd revision of the read.
+func GetTablets(ctx context.Context, cli *clientv3.Client, l Layout, table string) ([]VersionedTablet, int64, error) {
+	resp, err := cli.Get(ctx, l.TabletsPrefix(table), clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]VersionedTablet, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		t, err := DecodeTablet(kv.Value)
+		if err != nil {
+			return nil, 0, fmt.Errorf("%s: %w", kv.Key, err)
+		}
+		out = append(out, VersionedTablet{TabletRecord: t, ModRevision: kv.ModRevision})
+	}
+	sortVersioned(out)
+	return out, resp.Header.Revision, nil
+}
+
+// GetTablet reads one tablet; ErrNotFound if it does not exist.
+func GetTablet(ctx context.Context, cli *clientv3.Client, l Layout, table, id string) (VersionedTablet, error) {
+	resp, err := cli.Get(ctx, l.TabletKey(table, id))
+	if err != nil {
+		return VersionedTablet{}, err
+	}
+	if len(resp.Kvs) == 0 {
+		return VersionedTablet{}, fmt.Errorf("%w: tablet %s/%s", ErrNotFound, table, id)
+	}
+	t, err := DecodeTablet(resp.Kvs[0].Value)
+	if err != nil {
+		return VersionedTablet{}, err
+	}
+	return VersionedTablet{TabletRecord: t, ModRevision: resp.Kvs[0].ModRevision}, nil
+}
+
+// GetTable reads one table's schema; ErrNotFound if it does not exist.
+func GetTable(ctx context.Context, cli *clientv3.Client, l Layout, name string) (TableRecord, int64, error) {
+	resp, err := cli.Get(ctx, l.TableKey(name))
+	if err != nil {
+		return TableRecord{}, 0, err
+	}
+	if len(resp.Kvs) == 0 {
+		return TableRecord{}, 0, fmt.Errorf("%w: table %s", ErrNotFound, name)
+	}
+	t, err := DecodeTable(resp.Kvs[0].Value)
+	if err != nil {
+		return TableRecord{}, 0, err
+	}
+	return t, resp.Kvs[0].ModRevision, nil
+}
+
+// GetServers reads every live server's record.
+func GetServers(ctx context.Context, cli *clientv3.Client, l Layout) ([]ServerRecord, error) {
+	resp, err := cli.Get(ctx, l.ServersPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ServerRecord, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		s, err := DecodeServer(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", kv.Key, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Update writes next over cur in one transaction guarded by cur's
+// ModRevision and by any extra guards (the master adds its leadership key);
+// ErrConflict if a guard fails, e.g. the key changed (or vanished) since it
+// was read. It returns next with its new ModRevision.
+func Update(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTablet, next TabletRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+	if next.Table != cur.Table || next.ID != cur.ID {
+		return VersionedTablet{}, fmt.Errorf("meta: update of tablet %s/%s names %s/%s", cur.Table, cur.ID, next.Table, next.ID)
+	}
+	key := l.TabletKey(cur.Table, cur.ID)
+	resp, err := cli.Txn(ctx).
+		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)}, guards...)...).
+		Then(clientv3.OpPut(key, EncodeTablet(next))).
+		Commit()
+	if err != nil {
+		return VersionedTablet{}, err
+	}
+	if !resp.Succeeded {
+		return VersionedTablet{}, fmt.Errorf("%w: tablet %s/%s changed since revision %d", ErrConflict, cur.Table, cur.ID, cur.ModRevision)
+	}
+	return VersionedTablet{TabletRecord: next, ModRevision: resp.Header.Revision}, nil
+}
+
+// Assign gives cur to server at address with the epoch bumped by one, in a
+// transaction guarded by cur's ModRevision and the extra guards
+// (ErrConflict if one fails).
+func Assign(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTablet, server, address string, guards ...clientv3.Cmp) (VersionedTablet, error) {
+	next := cur.TabletRecord
+	next.Server, next.Address = server, address
+	next.State = StateAssigned
+	next.Epoch = cur.Epoch + 1
+	return Update(ctx, cli, l, cur, next, guards...)
+}
+
+// CommitSplit replaces parent by left and right in ONE etcd transaction: if
+// the parent key's ModRevision is still parentRev (so its owner and epoch
+// are unchanged) it deletes the parent and puts both children; otherwise it
+// returns ErrConflict. The children must tile the parent's range exactly:
+// left.Start == parent.Start, left.End == right.Start (a non-empty key
+// strictly inside the parent), right.End == parent.End.
+func CommitSplit(ctx context.Context, cli *clientv3.Client, l Layout, parentRev int64, parent, left, right TabletRecord) error {
+	if err := checkSplit(parent, left, right); err != nil {
+		return err
+	}
+	pk := l.TabletKey(parent.Table, parent.ID)
+	lk, rk := l.TabletKey(left.Table, left.ID), l.TabletKey(right.Table, right.ID)
+	resp, err := cli.Txn(ctx).
+		If(
+			clientv3.Compare(clientv3.ModRevision(pk), "=", parentRev),
+			clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
+		).
+		Then(clientv3.OpDelete(pk), clientv3.OpPut(lk, EncodeTablet(left)), clientv3.OpPut(rk, EncodeTablet(right))).
+		Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: split of tablet %s/%s: it changed since revision %d", ErrConflict, parent.Table, parent.ID, parentRev)
+	}
+	return nil
+}
+
+func checkSplit(parent, left, right TabletRecord) error {
+	bad := func(why string) error {
+		return fmt.Errorf("meta: bad split of tablet %s/%s: %s", parent.Table, parent.ID, why)
+	}
+	switch {
+	case left.Table != parent.Table || right.Table != parent.Table:
+		return bad("children belong to another table")
+	case left.ID == "" || right.ID == "" || left.ID == right.ID || left.ID == parent.ID || right.ID == parent.ID:
+		return bad("children need fresh, distinct ids")
+	case !bytes.Equal(left.Start, parent.Start) || !bytes.Equal(right.End, parent.End):
+		return bad("children do not cover the parent's range")
+	case len(left.End) == 0 || !bytes.Equal(left.End, right.Start):
+		return bad("left end and right start must be the same non-empty split key")
+	case !parent.Contains(left.End) || bytes.Equal(left.End, parent.Start):
+		return bad(fmt.Sprintf("split key %q is not strictly inside the parent", left.End))
+	}
+	return nil
+}
+
+func sortVersioned(ts []VersionedTablet) {
+	sort.Slice(ts, func(i, j int) bool { return bytes.Compare(ts[i].Start, ts[j].Start) < 0 })
+}

@@ -1,0 +1,112 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tabuladb/tabula/internal/embedetcd"
+)
+
+// startEtcd starts an embedded etcd and a client for one test.
+func startEtcd(t *testing.T) *clientv3.Client {
+	t.Helper()
+	ctx := context.Background()
+	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func putTablet(t *testing.T, cli *clientv3.Client, l Layout, r TabletRecord) {
+	t.Helper()
+	if _, err := cli.Put(context.Background(), l.TabletKey(r.Table, r.ID), EncodeTablet(r)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAssignAndCommitSplitAreGuarded(t *testing.T) {
+	cli := startEtcd(t)
+	ctx := context.Background()
+	l := NewLayout("test")
+	putTablet(t, cli, l, TabletRecord{Table: "t", ID: "z9", Start: []byte("m"), State: StateUnassigned})
+	putTablet(t, cli, l, TabletRecord{Table: "t", ID: "a1", End: []byte("m"), State: StateUnassigned})
+
+	ts, _, err := GetTablets(ctx, cli, l, "t")
+	if err != nil || len(ts) != 2 || ts[0].ID != "a1" || ts[1].ID != "z9" {
+		t.Fatalf("GetTablets = %+v %v; want sorted by start", ts, err)
+	}
+	parent := ts[1]
+	assigned, err := Assign(ctx, cli, l, parent, "s1", "addr1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if assigned.Epoch != 1 || assigned.State != StateAssigned || assigned.Server != "s1" {
+		t.Fatalf("Assign gave %+v", assigned)
+	}
+	// The stale version loses.
+	if _, err := Assign(ctx, cli, l, parent, "s2", "addr2"); !errors.Is(err, ErrConflict) {
+		t.Fatalf("Assign with a stale revision: %v, want ErrConflict", err)
+	}
+
+	left := TabletRecord{Table: "t", ID: NewTabletID(), Start: []byte("m"), End: []byte("q"), State: StateAssigned, Server: "s1", Epoch: 2, Parent: "z9"}
+	right := TabletRecord{Table: "t", ID: NewTabletID(), Start: []byte("q"), State: StateAssigned, Server: "s1", Epoch: 2, Parent: "z9"}
+	// Bad shapes are refused before touching etcd.
+	badRight := right
+	badRight.Start = []byte("r")
+	if err := CommitSplit(ctx, cli, l, assigned.ModRevision, assigned.TabletRecord, left, badRight); err == nil {
+		t.Fatal("CommitSplit accepted children with a gap")
+	}
+	outside, outsideR := left, right
+	outside.End, outsideR.Start = []byte("a"), []byte("a")
+	if err := CommitSplit(ctx, cli, l, assigned.ModRevision, assigned.TabletRecord, outside, outsideR); err == nil {
+		t.Fatal("CommitSplit accepted a split key outside the parent")
+	}
+	// A stale parent revision conflicts and changes nothing.
+	if err := CommitSplit(ctx, cli, l, parent.ModRevision, assigned.TabletRecord, left, right); !errors.Is(err, ErrConflict) {
+		t.Fatalf("CommitSplit with a stale revision: %v", err)
+	}
+	if ts, _, _ := GetTablets(ctx, cli, l, "t"); len(ts) != 2 {
+		t.Fatalf("a failed split changed the map: %+v", ts)
+	}
+	if err := CommitSplit(ctx, cli, l, assigned.ModRevision, assigned.TabletRecord, left, right); err != nil {
+		t.Fatal(err)
+	}
+	ts, _, err = GetTablets(ctx, cli, l, "t")
+	if err != nil || len(ts) != 3 || ts[1].ID != left.ID || ts[2].ID != right.ID {
+		t.Fatalf("after split: %+v %v", ts, err)
+	}
+	if _, err := GetTablet(ctx, cli, l, "t", "z9"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("parent still there: %v", err)
+	}
+	// Committing the same split again conflicts.
+	if err := CommitSplit(ctx, cli, l, assigned.ModRevision, assigned.TabletRecord, left, right); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second CommitSplit: %v", err)
+	}
+}
+
+func TestGetServersAndTable(t *testing.T) {
+	cli := startEtcd(t)
+	ctx := context.Background()
+	l := NewLayout("")
+	if _, err := cli.Put(ctx, l.ServerKey("s1"), EncodeServer(ServerRecord{ID: "s1", Address: "a:1"})); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := GetServers(ctx, cli, l)
+	if err != nil || len(ss) != 1 || ss[0].Address != "a:1" {
+		t.Fatalf("GetServers = %+v %v", ss, err)
+	}
+	if _, _, err := GetTable(ctx, cli, l, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("GetTable of a missing table: %v", err)
+	}
+}
