@@ -1,0 +1,266 @@
+package master
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
+)
+
+const (
+	// reconcileInterval is how often the leader re-reads the whole map even
+	// without watch events (retries after failures ride on it).
+	reconcileInterval = 500 * time.Millisecond
+	// maxLoadFailures is how many failed LoadTablet calls a server gets
+	// before the tablet is given to another server.
+	maxLoadFailures = 3
+	// maxConcurrentLoads bounds the LoadTablet calls in flight.
+	maxConcurrentLoads = 16
+)
+
+// assigner is the leader's assignment loop for one term: it watches
+// servers/ and tablets/ and makes every tablet of a live table held by a
+// live server, confirmed by a successful LoadTablet.
+type assigner struct {
+	m    *Master
+	term *leadership
+	kick chan struct{}
+	sem  chan struct{}
+	// wg tracks the LoadTablet goroutines; run waits for them.
+	wg sync.WaitGroup
+
+	// mu protects loads.
+	mu sync.Mutex
+	// loads is what this term knows of each tablet key's loading.
+	loads map[string]*loadState
+}
+
+type loadState struct {
+	inflight bool
+	// epoch and server of the last load attempt; confirmed if it worked,
+	// when the server had started at start.
+	epoch     int64
+	server    string
+	start     int64
+	confirmed bool
+	failures  int
+	next      time.Time // no new attempt before this
+}
+
+func newAssigner(m *Master, term *leadership) *assigner {
+	return &assigner{
+		m: m, term: term,
+		kick:  make(chan struct{}, 1),
+		sem:   make(chan struct{}, maxConcurrentLoads),
+		loads: map[string]*loadState{},
+	}
+}
+
+// poke asks for a reconcile soon; it never blocks.
+func (a *assigner) poke() {
+	select {
+	case a.kick <- struct{}{}:
+	default:
+	}
+}
+
+// unconfirm forgets that the tablet at key was loaded, so that the next
+// pass loads it again.
+func (a *assigner) unconfirm(key string) {
+	a.mu.Lock()
+	if st := a.loads[key]; st != nil {
+		st.confirmed = false
+	}
+	a.mu.Unlock()
+	a.poke()
+}
+
+// run reconciles on every watch event, poke and tick until the term ends,
+// then waits for its loads.
+func (a *assigner) run() {
+	defer a.wg.Wait()
+	ctx := a.term.ctx
+	cli, l := a.m.cli, a.m.layout
+	watch := func(prefix string) clientv3.WatchChan {
+		return cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix())
+	}
+	ws, wt := watch(l.ServersPrefix()), watch(l.AllTabletsPrefix())
+	tick := time.NewTicker(reconcileInterval)
+	defer tick.Stop()
+	for {
+		a.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case _, ok := <-ws:
+			if !ok && ctx.Err() == nil {
+				ws = watch(l.ServersPrefix())
+			}
+		case _, ok := <-wt:
+			if !ok && ctx.Err() == nil {
+				wt = watch(l.AllTabletsPrefix())
+			}
+		case <-a.kick:
+		case <-tick.C:
+		}
+		// Coalesce a burst of events into one pass.
+		for drained := false; !drained; {
+			select {
+			case _, ok := <-ws:
+				drained = !ok // a closed watch is re-opened by the select above
+			case _, ok := <-wt:
+				drained = !ok
+			case <-a.kick:
+			default:
+				drained = true
+			}
+		}
+	}
+}
+
+// reconcile makes one pass over the whole tablet map.
+func (a *assigner) reconcile(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	snap, err := a.m.readSnapshot(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.m.log.Warn("reading the tablet map", "err", err)
+		}
+		return
+	}
+	liveAddrs := map[string]bool{}
+	for _, s := range snap.servers {
+		liveAddrs[s.Address] = true
+	}
+	a.m.conns.retain(liveAddrs)
+	counts := snap.counts()
+	seen := make(map[string]bool, len(snap.tablets))
+	now := time.Now()
+	for _, t := range snap.tablets {
+		key := a.m.layout.TabletKey(t.Table, t.ID)
+		seen[key] = true
+		schema := snap.tables[t.Table]
+		if schema == nil || schema.GetState() == meta.TableDeleting {
+			continue
+		}
+		a.mu.Lock()
+		st := a.loads[key]
+		if st == nil {
+			st = &loadState{}
+			a.loads[key] = st
+		}
+		if st.inflight {
+			a.mu.Unlock()
+			continue
+		}
+		if st.epoch != t.Epoch || st.server != t.Server {
+			*st = loadState{} // a new assignment: forget the old one's history
+		}
+		srv, ok := snap.owned(&t.TabletRecord)
+		reassign, exclude, load := false, "", false
+		switch {
+		case !ok:
+			reassign = true
+		case t.State == meta.StateSplitting:
+		case st.confirmed && st.start == srv.StartTime:
+		case st.confirmed:
+			reassign = true // the server restarted under the same id
+		case now.Before(st.next):
+		case st.failures >= maxLoadFailures && len(snap.servers) > 1:
+			reassign, exclude = true, t.Server
+		default:
+			load = true
+		}
+		a.mu.Unlock()
+		switch {
+		case reassign:
+			to, ok := snap.pick(counts, exclude)
+			if !ok {
+				continue // no live server; wait for one
+			}
+			next, err := meta.Assign(ctx, a.m.cli, a.m.layout, t, to.ID, to.Address, a.term.guard())
+			if err != nil {
+				if ctx.Err() == nil {
+					a.m.log.Info("assigning tablet", "tablet", key, "err", err)
+				}
+				continue
+			}
+			counts[to.ID]++
+			if old, ok := snap.owned(&t.TabletRecord); ok {
+				counts[old.ID]--
+			}
+			a.m.log.Info("assigned tablet", "tablet", key, "server", to.ID, "epoch", next.Epoch, "from", t.Server)
+			a.startLoad(ctx, key, next.TabletRecord, schema, to)
+		case load:
+			a.startLoad(ctx, key, t.TabletRecord, schema, srv)
+		}
+	}
+	a.mu.Lock()
+	for key, st := range a.loads {
+		if !seen[key] && !st.inflight {
+			delete(a.loads, key)
+		}
+	}
+	a.mu.Unlock()
+}
+
+// startLoad tells srv to load t at t.Epoch, in the background.
+func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecord, schema *tabulapb.TableSchema, srv meta.ServerRecord) {
+	a.mu.Lock()
+	st := a.loads[key]
+	if st == nil {
+		st = &loadState{}
+		a.loads[key] = st
+	}
+	if st.epoch != t.Epoch || st.server != t.Server {
+		*st = loadState{epoch: t.Epoch, server: t.Server}
+	}
+	st.inflight = true
+	a.mu.Unlock()
+	req := &tabulapb.LoadTabletRequest{Tablet: t.ToProto(), Schema: a.m.serverSchema(schema)}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		err := a.load(ctx, srv.Address, req)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		st.inflight = false
+		if err == nil {
+			st.confirmed, st.start, st.failures, st.next = true, srv.StartTime, 0, time.Time{}
+			return
+		}
+		st.failures++
+		st.next = time.Now().Add(loadBackoff(st.failures))
+		if ctx.Err() == nil {
+			a.m.log.Warn("LoadTablet failed", "tablet", key, "server", srv.ID, "epoch", t.Epoch, "failures", st.failures, "err", err)
+		}
+	}()
+}
+
+func (a *assigner) load(ctx context.Context, addr string, req *tabulapb.LoadTabletRequest) error {
+	select {
+	case a.sem <- struct{}{}:
+		defer func() { <-a.sem }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	c, err := a.m.conns.client(addr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.m.opts.RPCTimeout)
+	defer cancel()
+	_, err = c.LoadTablet(ctx, req)
+	return err
+}
+
+func loadBackoff(failures int) time.Duration {
+	d := 100 * time.Millisecond << min(failures, 6)
+	return min(d, 5*time.Second)
+}

@@ -1,0 +1,95 @@
+package master
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// campaignLoop campaigns until Close; each won election runs one term.
+func (m *Master) campaignLoop() {
+	backoff := 100 * time.Millisecond
+	for m.ctx.Err() == nil {
+		if err := m.campaignOnce(); err != nil && m.ctx.Err() == nil {
+			m.log.Warn("campaign failed; retrying", "err", err, "backoff", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-m.ctx.Done():
+			}
+			backoff = min(2*backoff, 2*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+	}
+}
+
+// campaignOnce opens a session, waits to be elected and serves one term,
+// which ends when the session is lost or the master closes.
+func (m *Master) campaignOnce() error {
+	// The session outlives m.ctx on purpose: Close must still be able to
+	// revoke its lease so that a standby takes over at once.
+	sess, err := concurrency.NewSession(m.cli,
+		concurrency.WithTTL(int(m.opts.SessionTTL/time.Second)),
+		concurrency.WithContext(context.Background()))
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	cctx, ccancel := context.WithCancel(m.ctx)
+	defer ccancel()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-sess.Done():
+		case <-cctx.Done():
+		}
+		ccancel()
+	}()
+
+	// NewElection appends "/" itself.
+	el := concurrency.NewElection(sess, strings.TrimSuffix(m.layout.ElectionPrefix(), "/"))
+	if err := el.Campaign(cctx, m.opts.AdvertiseAddr); err != nil {
+		return err
+	}
+	term := &leadership{key: el.Key(), rev: el.Rev()}
+	var lcancel context.CancelFunc
+	term.ctx, lcancel = context.WithCancel(cctx)
+	term.assign = newAssigner(m, term)
+	m.mu.Lock()
+	m.mu.leader = term
+	m.mu.Unlock()
+	m.log.Info("elected leader", "key", term.key)
+
+	runDone := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(runDone)
+		term.assign.run()
+	}()
+	<-cctx.Done() // session lost or master closing
+
+	m.mu.Lock()
+	m.mu.leader = nil
+	m.mu.Unlock()
+	lcancel()
+	<-runDone
+	if m.ctx.Err() != nil {
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := el.Resign(rctx); err != nil {
+			m.log.Warn("resigning", "err", err)
+		}
+		m.log.Info("resigned leadership")
+		return nil
+	}
+	m.log.Warn("lost leadership (etcd session ended); campaigning again")
+	return nil
+}

@@ -1,0 +1,241 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+)
+
+func TestDeadServersTabletsMoveWithNewEpoch(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1, s2 := c.startServer("s1"), c.startServer("s2")
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	ctx := context.Background()
+	if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("d", "h", "p")}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitAllLoaded(t, c, "t", 4, s1, s2)
+	epochs := map[string]int64{}
+	onS1 := 0
+	for _, tb := range before {
+		epochs[tb.ID] = tb.Epoch
+		if tb.Server == "s1" {
+			onS1++
+		}
+	}
+	if onS1 == 0 {
+		t.Fatal("s1 holds nothing; the test needs it to hold tablets")
+	}
+
+	s1.die()
+	after := waitAllLoaded(t, c, "t", 4, s2)
+	for _, tb := range after {
+		want := epochs[tb.ID]
+		for _, b := range before {
+			if b.ID == tb.ID && b.Server == "s1" {
+				want++
+			}
+		}
+		if tb.Epoch != want || tb.Server != "s2" {
+			t.Errorf("tablet %s: server %s epoch %d, want s2 epoch %d", tb.ID, tb.Server, tb.Epoch, want)
+		}
+	}
+	// s2 was told to load each moved tablet at its new epoch.
+	s2.mu.Lock()
+	defer s2.mu.Unlock()
+	for _, tb := range after {
+		found := false
+		for _, l := range s2.loads {
+			if l.TabletId == tb.ID && l.Epoch == tb.Epoch {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("s2 never got LoadTablet(%s, epoch %d)", tb.ID, tb.Epoch)
+		}
+	}
+}
+
+func TestFailingServerLosesTabletToAnother(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	s1.mu.Lock()
+	s1.failLoad = true
+	s1.mu.Unlock()
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+	// With one failing server the tablet stays there, retried.
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		ts := c.tablets("t")
+		return len(ts) == 1 && ts[0].Server == "s1", fmt.Sprintf("%+v", ts)
+	})
+	s2 := c.startServer("s2")
+	ts := waitAllLoaded(t, c, "t", 1, s2)
+	if ts[0].Epoch < 2 {
+		t.Errorf("moved tablet has epoch %d, want >= 2", ts[0].Epoch)
+	}
+}
+
+func TestStandbyTakesOverAndAnswersLocates(t *testing.T) {
+	c := newCluster(t)
+	m1 := c.startMaster(Options{})
+	m2 := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	leader := c.waitLeader(m1, m2)
+	standby := m1
+	if leader == m1 {
+		standby = m2
+	}
+	lc, sc := c.dial(leader.Addr()), c.dial(standby.Addr())
+	ctx := context.Background()
+
+	_, err := sc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")})
+	wantCode(t, err, codes.Unavailable, "not the leader (leader is "+leader.Addr()+")")
+	if _, err := lc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllLoaded(t, c, "t", 2, s1)
+	// The standby answers reads from etcd.
+	ti, err := sc.LocateTablet(ctx, &tabulapb.LocateTabletRequest{Table: "t", RowKey: []byte("x")})
+	if err != nil || string(ti.StartKey) != "m" || ti.ServerAddress != s1.addr {
+		t.Fatalf("standby LocateTablet = %v, %v", ti, err)
+	}
+	if d, err := sc.DescribeTable(ctx, &tabulapb.DescribeTableRequest{Table: "t"}); err != nil || len(d.Tablets) != 2 {
+		t.Fatalf("standby DescribeTable = %v, %v", d, err)
+	}
+	s1.mu.Lock()
+	loadsBefore := len(s1.loads)
+	s1.mu.Unlock()
+
+	// Closing the leader hands over at once (it resigns).
+	closed := time.Now()
+	if err := leader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	c.waitLeader(standby)
+	t.Logf("standby took over after %v", time.Since(closed))
+	if _, err := sc.AddFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "new"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t2", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllLoaded(t, c, "t2", 1, s1)
+	// The new leader rebuilt its view from etcd: t's tablets keep their
+	// epochs (they are re-sent to their live owner at the same epoch).
+	for _, tb := range c.tablets("t") {
+		if tb.Epoch != 1 || tb.Server != "s1" {
+			t.Errorf("after failover tablet %s: server %s epoch %d", tb.ID, tb.Server, tb.Epoch)
+		}
+	}
+	s1.mu.Lock()
+	t.Logf("loads before failover %d, after %d", loadsBefore, len(s1.loads))
+	s1.mu.Unlock()
+	_, err = lc.ListTables(ctx, &tabulapb.ListTablesRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("closed master answered ListTables: %v", err)
+	}
+}
+
+func TestSplitAndBalance(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	ctx := context.Background()
+	if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllLoaded(t, c, "t", 2, s1)
+
+	resp, err := mc.SplitTablet(ctx, &tabulapb.SplitTabletRequest{Table: "t", RowKey: []byte("f")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Tablets) != 2 || string(resp.Tablets[0].EndKey) != "f" || string(resp.Tablets[1].StartKey) != "f" || resp.Tablets[0].Epoch != 2 {
+		t.Fatalf("SplitTablet answered %v", resp)
+	}
+	// Splitting at a boundary changes nothing.
+	again, err := mc.SplitTablet(ctx, &tabulapb.SplitTabletRequest{Table: "t", RowKey: []byte("f")})
+	if err != nil || len(again.Tablets) != 2 || len(c.tablets("t")) != 3 {
+		t.Fatalf("split at a boundary: %v %v", again, err)
+	}
+	_, err = mc.SplitTablet(ctx, &tabulapb.SplitTabletRequest{Table: "t"})
+	wantCode(t, err, codes.InvalidArgument, "row_key")
+	if _, err := mc.SplitTablet(ctx, &tabulapb.SplitTabletRequest{Table: "t", RowKey: []byte("q")}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllLoaded(t, c, "t", 4, s1)
+
+	s2 := c.startServer("s2")
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		ss, err := mc.ListServers(ctx, &tabulapb.ListServersRequest{})
+		return err == nil && len(ss.Servers) == 2, fmt.Sprint(ss, err)
+	})
+	bal, err := mc.Balance(ctx, &tabulapb.BalanceRequest{})
+	if err != nil || bal.Moved != 2 {
+		t.Fatalf("Balance = %v, %v; want 2 moves", bal, err)
+	}
+	ts := waitAllLoaded(t, c, "t", 4, s1, s2)
+	per := map[string]int{}
+	for _, tb := range ts {
+		per[tb.Server]++
+	}
+	if per["s1"] != 2 || per["s2"] != 2 {
+		t.Errorf("after Balance: %v", per)
+	}
+	s1.mu.Lock()
+	unloads := len(s1.unloads)
+	s1.mu.Unlock()
+	if unloads != 2 {
+		t.Errorf("s1 got %d unloads, want 2 (a move unloads first)", unloads)
+	}
+	if bal, err := mc.Balance(ctx, &tabulapb.BalanceRequest{}); err != nil || bal.Moved != 0 {
+		t.Errorf("second Balance = %v, %v; want no moves", bal, err)
+	}
+}
+
+func TestLeaderThatLosesItsSessionStepsDown(t *testing.T) {
+	c := newCluster(t)
+	m1 := c.startMaster(Options{})
+	m2 := c.startMaster(Options{})
+	leader := c.waitLeader(m1, m2)
+	standby := m1
+	if leader == m1 {
+		standby = m2
+	}
+	ctx := context.Background()
+	// Revoke the leader's election lease, as if etcd had expired it.
+	resp, err := c.cli.Get(ctx, c.layout.ElectionPrefix(), clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != leader.Addr() {
+		t.Fatalf("election key: %v %v", resp, err)
+	}
+	if _, err := c.cli.Revoke(ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return standby.IsLeader() && !leader.IsLeader(), fmt.Sprintf("standby leads %v, old leader leads %v", standby.IsLeader(), leader.IsLeader())
+	})
+	_, err = c.dial(leader.Addr()).CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")})
+	wantCode(t, err, codes.Unavailable, "leader is "+standby.Addr())
+	if _, err := c.dial(standby.Addr()).CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,273 @@
+package master
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// cluster is one test's etcd plus the masters and fake tablet servers
+// started on it; everything is closed by t.Cleanup.
+type cluster struct {
+	t         *testing.T
+	endpoints []string
+	cli       *clientv3.Client
+	layout    meta.Layout
+}
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	srv, err := embedetcd.Start(context.Background(), embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return &cluster{t: t, endpoints: srv.Endpoints(), cli: cli, layout: meta.NewLayout("test")}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// startMaster starts a master with a short session TTL.
+func (c *cluster) startMaster(opts Options) *Master {
+	c.t.Helper()
+	opts.Etcd = c.endpoints
+	opts.Cluster = "test"
+	if opts.SessionTTL == 0 {
+		opts.SessionTTL = time.Second
+	}
+	opts.RPCTimeout = 3 * time.Second
+	opts.Logger = testLogger(c.t)
+	m, err := Start(context.Background(), opts)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { m.Close() })
+	return m
+}
+
+// dial returns a Master client for addr.
+func (c *cluster) dial(addr string) tabulapb.MasterClient {
+	c.t.Helper()
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cc.Close() })
+	return tabulapb.NewMasterClient(cc)
+}
+
+// waitLeader waits until exactly one of ms leads and returns it.
+func (c *cluster) waitLeader(ms ...*Master) *Master {
+	c.t.Helper()
+	var leader *Master
+	waitFor(c.t, 10*time.Second, func() (bool, string) {
+		leader = nil
+		n := 0
+		for _, m := range ms {
+			if m.IsLeader() {
+				leader, n = m, n+1
+			}
+		}
+		return n == 1, fmt.Sprintf("%d leaders", n)
+	})
+	return leader
+}
+
+// tablets reads a table's tablets from etcd.
+func (c *cluster) tablets(table string) []meta.VersionedTablet {
+	c.t.Helper()
+	ts, _, err := meta.GetTablets(context.Background(), c.cli, c.layout, table)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return ts
+}
+
+func waitFor(t *testing.T, timeout time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: %s", timeout, why)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// fakeServer is an in-process tablet server that records the master's
+// calls and registers servers/<id> under a 2 s lease like the real one.
+type fakeServer struct {
+	tabulapb.UnimplementedTabletServerServer
+	id, addr string
+	c        *cluster
+	srv      *grpc.Server
+	cli      *clientv3.Client
+	lease    clientv3.LeaseID
+	stopKA   context.CancelFunc
+
+	// mu protects the fields below.
+	mu       sync.Mutex
+	held     map[string]int64 // tablet id → epoch
+	loads    []*tabulapb.TabletInfo
+	unloads  []*tabulapb.TabletRef
+	schemas  []*tabulapb.TableSchema
+	compacts []*tabulapb.CompactTabletRequest
+	failLoad bool
+}
+
+func (c *cluster) startServer(id string) *fakeServer {
+	c.t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	f := &fakeServer{id: id, addr: lis.Addr().String(), c: c, srv: grpc.NewServer(), held: map[string]int64{}}
+	tabulapb.RegisterTabletServerServer(f.srv, f)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		f.srv.Serve(lis)
+	}()
+	c.t.Cleanup(func() { f.srv.Stop(); <-served })
+	f.cli, err = clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: 5 * time.Second})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { f.cli.Close() })
+	ctx := context.Background()
+	lr, err := f.cli.Grant(ctx, 2)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	f.lease = lr.ID
+	kctx, cancel := context.WithCancel(ctx)
+	f.stopKA = cancel
+	c.t.Cleanup(cancel)
+	ka, err := f.cli.KeepAlive(kctx, lr.ID)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	go func() {
+		for range ka {
+		}
+	}()
+	rec := meta.ServerRecord{ID: id, Address: f.addr, StartTime: time.Now().UnixMicro()}
+	if _, err := f.cli.Put(ctx, c.layout.ServerKey(id), meta.EncodeServer(rec), clientv3.WithLease(lr.ID)); err != nil {
+		c.t.Fatal(err)
+	}
+	return f
+}
+
+// die revokes the server's lease, as if it had crashed, and stops serving.
+func (f *fakeServer) die() {
+	f.stopKA()
+	if _, err := f.cli.Revoke(context.Background(), f.lease); err != nil {
+		f.c.t.Fatal(err)
+	}
+	f.srv.Stop()
+}
+
+func (f *fakeServer) holds() map[string]int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int64{}
+	for k, v := range f.held {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *fakeServer) LoadTablet(_ context.Context, req *tabulapb.LoadTabletRequest) (*tabulapb.LoadTabletResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failLoad {
+		return nil, fmt.Errorf("fake load failure")
+	}
+	t := req.GetTablet()
+	if t.GetServerId() != f.id {
+		return nil, fmt.Errorf("tablet %s is assigned to %s, not %s", t.GetTabletId(), t.GetServerId(), f.id)
+	}
+	f.loads = append(f.loads, proto.Clone(t).(*tabulapb.TabletInfo))
+	f.held[t.GetTabletId()] = t.GetEpoch()
+	return &tabulapb.LoadTabletResponse{}, nil
+}
+
+func (f *fakeServer) UnloadTablet(_ context.Context, req *tabulapb.UnloadTabletRequest) (*tabulapb.UnloadTabletResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unloads = append(f.unloads, req.GetTablet())
+	delete(f.held, req.GetTablet().GetTabletId())
+	return &tabulapb.UnloadTabletResponse{}, nil
+}
+
+func (f *fakeServer) UpdateSchema(_ context.Context, req *tabulapb.UpdateSchemaRequest) (*tabulapb.UpdateSchemaResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.schemas = append(f.schemas, req.GetSchema())
+	return &tabulapb.UpdateSchemaResponse{}, nil
+}
+
+func (f *fakeServer) CompactTablet(_ context.Context, req *tabulapb.CompactTabletRequest) (*tabulapb.CompactTabletResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.compacts = append(f.compacts, req)
+	return &tabulapb.CompactTabletResponse{}, nil
+}
+
+// SplitTablet splits like the real server: it commits the children with
+// meta.CommitSplit at the parent's epoch+1 and holds them.
+func (f *fakeServer) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest) (*tabulapb.SplitTabletResponse, error) {
+	ref := req.GetTablet()
+	p, err := meta.GetTablet(ctx, f.cli, f.c.layout, ref.GetTable(), ref.GetTabletId())
+	if err != nil {
+		return nil, err
+	}
+	if p.Server != f.id || p.Epoch != ref.GetEpoch() {
+		return nil, fmt.Errorf("not serving %s at epoch %d", ref.GetTabletId(), ref.GetEpoch())
+	}
+	left, right := p.TabletRecord, p.TabletRecord
+	left.ID, right.ID = meta.NewTabletID(), meta.NewTabletID()
+	left.End, right.Start = req.GetRowKey(), req.GetRowKey()
+	left.Epoch, right.Epoch = p.Epoch+1, p.Epoch+1
+	left.Parent, right.Parent = p.ID, p.ID
+	if err := meta.CommitSplit(ctx, f.cli, f.c.layout, p.ModRevision, p.TabletRecord, left, right); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	delete(f.held, p.ID)
+	f.held[left.ID], f.held[right.ID] = left.Epoch, right.Epoch
+	f.mu.Unlock()
+	return &tabulapb.SplitTabletResponse{Tablets: []*tabulapb.TabletInfo{left.ToProto(), right.ToProto()}}, nil
+}

@@ -1,0 +1,172 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// The calls in this file only read etcd; standbys answer them too.
+
+// ListTables lists every table's schema, sorted by name.
+func (m *Master) ListTables(ctx context.Context, _ *tabulapb.ListTablesRequest) (*tabulapb.ListTablesResponse, error) {
+	snap, err := m.readSnapshot(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &tabulapb.ListTablesResponse{}
+	for _, s := range snap.tables {
+		out.Tables = append(out.Tables, s)
+	}
+	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Name < out.Tables[j].Name })
+	return out, nil
+}
+
+// DescribeTable returns a table's schema and tablets.
+func (m *Master) DescribeTable(ctx context.Context, req *tabulapb.DescribeTableRequest) (*tabulapb.DescribeTableResponse, error) {
+	schema, tablets, err := m.tableAndTablets(ctx, req.GetTable())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &tabulapb.DescribeTableResponse{Schema: schema, Tablets: toProtos(tablets)}, nil
+}
+
+// ListTablets lists a table's tablets in key order.
+func (m *Master) ListTablets(ctx context.Context, req *tabulapb.ListTabletsRequest) (*tabulapb.ListTabletsResponse, error) {
+	_, tablets, err := m.tableAndTablets(ctx, req.GetTable())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &tabulapb.ListTabletsResponse{Tablets: toProtos(tablets)}, nil
+}
+
+// ListServers lists the live tablet servers with their tablet counts.
+func (m *Master) ListServers(ctx context.Context, _ *tabulapb.ListServersRequest) (*tabulapb.ListServersResponse, error) {
+	snap, err := m.readSnapshot(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	counts := snap.counts()
+	out := &tabulapb.ListServersResponse{}
+	for id, s := range snap.servers {
+		out.Servers = append(out.Servers, &tabulapb.ServerInfo{Id: id, Address: s.Address, StartTimeMicros: s.StartTime, Tablets: int32(counts[id])})
+	}
+	sort.Slice(out.Servers, func(i, j int) bool { return out.Servers[i].Id < out.Servers[j].Id })
+	return out, nil
+}
+
+// LocateTablet returns the tablet holding row (an empty row means the
+// first tablet). A tablet that no live server holds yet answers
+// UNAVAILABLE: retry shortly.
+func (m *Master) LocateTablet(ctx context.Context, req *tabulapb.LocateTabletRequest) (*tabulapb.TabletInfo, error) {
+	t, err := m.locate(ctx, req.GetTable(), req.GetRowKey())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return t.ToProto(), nil
+}
+
+func (m *Master) locate(ctx context.Context, table string, row []byte) (meta.TabletRecord, error) {
+	if len(row) > cell.MaxRowKeyLen {
+		return meta.TabletRecord{}, cell.Invalidf("row_key is %d bytes; the limit is %d", len(row), cell.MaxRowKeyLen)
+	}
+	_, tablets, err := m.tableAndTablets(ctx, table)
+	if err != nil {
+		return meta.TabletRecord{}, err
+	}
+	i := sort.Search(len(tablets), func(i int) bool { return bytes.Compare(tablets[i].Start, row) > 0 }) - 1
+	if i < 0 || !tablets[i].Contains(row) {
+		return meta.TabletRecord{}, notReadyf("no tablet of table %s holds row %q (the tablet map is changing); retry", table, row)
+	}
+	t := tablets[i]
+	if t.Address == "" || t.State == meta.StateUnassigned {
+		return meta.TabletRecord{}, notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, table)
+	}
+	return t.TabletRecord, nil
+}
+
+// LocateRange returns the tablets overlapping [start_key, end_key) in key
+// order, at most limit of them. The answer stops before the first tablet
+// that no server holds yet; if that is the first one, it is UNAVAILABLE.
+func (m *Master) LocateRange(ctx context.Context, req *tabulapb.LocateRangeRequest) (*tabulapb.LocateRangeResponse, error) {
+	start, end := req.GetStartKey(), req.GetEndKey()
+	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
+		return nil, toStatus(cell.Invalidf("start_key %q must be below end_key %q", start, end))
+	}
+	if req.GetLimit() < 0 {
+		return nil, toStatus(cell.Invalidf("limit %d is negative; give 0 for all", req.GetLimit()))
+	}
+	_, tablets, err := m.tableAndTablets(ctx, req.GetTable())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &tabulapb.LocateRangeResponse{}
+	for _, t := range tablets {
+		if !t.Overlaps(start, end) {
+			continue
+		}
+		if t.Address == "" || t.State == meta.StateUnassigned {
+			if len(out.Tablets) == 0 {
+				return nil, toStatus(notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, t.Table))
+			}
+			break
+		}
+		out.Tablets = append(out.Tablets, t.ToProto())
+		if req.GetLimit() > 0 && len(out.Tablets) >= int(req.GetLimit()) {
+			break
+		}
+	}
+	if len(out.Tablets) == 0 {
+		return nil, toStatus(notReadyf("no tablet of table %s overlaps the range (the tablet map is changing); retry", req.GetTable()))
+	}
+	return out, nil
+}
+
+// tableAndTablets reads a table's schema and its tablets sorted by start
+// key; NOT_FOUND if the table does not exist.
+func (m *Master) tableAndTablets(ctx context.Context, table string) (*tabulapb.TableSchema, []meta.VersionedTablet, error) {
+	if err := cell.ValidateTableName(table); err != nil {
+		return nil, nil, err
+	}
+	// One transaction, so schema and tablets come from one revision.
+	resp, err := m.cli.Txn(ctx).Then(
+		clientv3.OpGet(m.layout.TableKey(table)),
+		clientv3.OpGet(m.layout.TabletsPrefix(table), clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return nil, nil, err
+	}
+	tkv := resp.Responses[0].GetResponseRange().Kvs
+	if len(tkv) == 0 {
+		return nil, nil, notFoundf("table %s does not exist", table)
+	}
+	rec, err := meta.DecodeTable(tkv[0].Value)
+	if err != nil {
+		return nil, nil, err
+	}
+	var tablets []meta.VersionedTablet
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		t, err := meta.DecodeTablet(kv.Value)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", kv.Key, err)
+		}
+		tablets = append(tablets, meta.VersionedTablet{TabletRecord: t, ModRevision: kv.ModRevision})
+	}
+	sort.Slice(tablets, func(i, j int) bool { return bytes.Compare(tablets[i].Start, tablets[j].Start) < 0 })
+	return rec.Schema, tablets, nil
+}
+
+func toProtos(ts []meta.VersionedTablet) []*tabulapb.TabletInfo {
+	out := make([]*tabulapb.TabletInfo, len(ts))
+	for i := range ts {
+		out[i] = ts[i].ToProto()
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// Master is one master process: a gRPC server, an etcd client and a
+// campaign for leadership. Safe for concurrent use.
+type Master struct {
+	tabulapb.UnimplementedMasterServer
+
+	opts   Options
+	layout meta.Layout
+	log    *slog.Logger
+	cli    *clientv3.Client
+	lis    net.Listener
+	srv    *grpc.Server
+	conns  *connPool
+
+	// ctx is cancelled by Close; every background goroutine runs under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+
+	// mu protects the fields below.
+	mu struct {
+		sync.Mutex
+		// leader is set while this master is the leader.
+		leader *leadership
+	}
+}
+
+// leadership is one term of office.
+type leadership struct {
+	// ctx is cancelled when the term ends.
+	ctx context.Context
+	// key and rev name the election key; every write of the term is guarded
+	// by it still existing at rev.
+	key string
+	rev int64
+	// assign runs the assignment loop of the term.
+	assign *assigner
+}
+
+// guard is the etcd comparison that holds only while this term lasts.
+func (l *leadership) guard() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)
+}
+
+// Start starts a master: it serves gRPC at once (a standby answers reads
+// from etcd) and campaigns for leadership in the background.
+func Start(ctx context.Context, opts Options) (_ *Master, err error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	lis, err := net.Listen("tcp", opts.ListenAddr)
+	if err != nil {
+		return nil, fmt.Errorf("master: listening on %s: %w", opts.ListenAddr, err)
+	}
+	defer func() {
+		if err != nil {
+			lis.Close()
+		}
+	}()
+	opts.fillAddrs(lis)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: opts.Etcd, DialTimeout: 5 * time.Second, Context: context.WithoutCancel(ctx)})
+	if err != nil {
+		return nil, fmt.Errorf("master: connecting to etcd %v: %w", opts.Etcd, err)
+	}
+	m := &Master{
+		opts:   opts,
+		layout: opts.layout(),
+		log:    opts.Logger.With("master", opts.ID),
+		cli:    cli,
+		lis:    lis,
+		srv:    grpc.NewServer(grpc.WaitForHandlers(true)),
+		conns:  newConnPool(),
+	}
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	tabulapb.RegisterMasterServer(m.srv, m)
+	m.wg.Add(2)
+	go func() {
+		defer m.wg.Done()
+		if err := m.srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			m.log.Error("gRPC server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer m.wg.Done()
+		m.campaignLoop()
+	}()
+	m.log.Info("master started", "addr", opts.AdvertiseAddr)
+	return m, nil
+}
+
+// Addr returns the address clients use to reach this master.
+func (m *Master) Addr() string { return m.opts.AdvertiseAddr }
+
+// IsLeader reports whether this master is the leader now.
+func (m *Master) IsLeader() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.leader != nil
+}
+
+// Close resigns leadership (so a standby takes over at once), stops the
+// gRPC server and releases everything. It is idempotent.
+func (m *Master) Close() error {
+	m.closeOnce.Do(func() {
+		m.cancel()
+		m.srv.Stop()
+		m.wg.Wait()
+		m.conns.close()
+		m.closeErr = m.cli.Close()
+		m.log.Info("master stopped")
+	})
+	return m.closeErr
+}
+
+// lead returns the current term, or ErrNotLeader naming the leader.
+func (m *Master) lead(ctx context.Context) (*leadership, error) {
+	m.mu.Lock()
+	l := m.mu.leader
+	m.mu.Unlock()
+	if l != nil {
+		return l, nil
+	}
+	if m.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	if addr := m.leaderAddr(ctx); addr != "" {
+		return nil, fmt.Errorf("%w (leader is %s)", ErrNotLeader, addr)
+	}
+	return nil, fmt.Errorf("%w (no leader is elected yet; retry)", ErrNotLeader)
+}
+
+// leaderAddr reads the current leader's address from the election, or "".
+func (m *Master) leaderAddr(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := m.cli.Get(ctx, m.layout.ElectionPrefix(), clientv3.WithFirstCreate()...)
+	if err != nil || len(resp.Kvs) == 0 {
+		return ""
+	}
+	return string(resp.Kvs[0].Value)
+}

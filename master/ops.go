@@ -1,0 +1,176 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// SplitTablet splits the tablet holding row at row. The tablet's server
+// does the work and commits the new map (meta.CommitSplit); the answer is
+// its two children. Splitting at an existing boundary changes nothing and
+// answers the two tablets that meet there.
+func (m *Master) SplitTablet(ctx context.Context, req *tabulapb.SplitTabletRequest) (*tabulapb.SplitTabletResponse, error) {
+	resp, err := m.splitTablet(ctx, req.GetTable(), req.GetRowKey())
+	return resp, toStatus(err)
+}
+
+func (m *Master) splitTablet(ctx context.Context, table string, row []byte) (*tabulapb.SplitTabletResponse, error) {
+	if err := cell.ValidateRow(row); err != nil {
+		return nil, cell.Invalidf("row_key: %v", err)
+	}
+	if _, err := m.lead(ctx); err != nil {
+		return nil, err
+	}
+	_, tablets, err := m.tableAndTablets(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	i := sort.Search(len(tablets), func(i int) bool { return bytes.Compare(tablets[i].Start, row) > 0 }) - 1
+	if i < 0 || !tablets[i].Contains(row) {
+		return nil, notReadyf("no tablet of table %s holds row %q (the tablet map is changing); retry", table, row)
+	}
+	t := tablets[i]
+	if bytes.Equal(t.Start, row) && i > 0 {
+		return &tabulapb.SplitTabletResponse{Tablets: []*tabulapb.TabletInfo{tablets[i-1].ToProto(), t.ToProto()}}, nil
+	}
+	if t.Address == "" || t.State == meta.StateUnassigned {
+		return nil, notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, table)
+	}
+	var resp *tabulapb.SplitTabletResponse
+	err = m.callServer(ctx, t.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+		var err error
+		resp, err = c.SplitTablet(ctx, &tabulapb.SplitRequest{Tablet: ref(&t.TabletRecord), RowKey: row})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.log.Info("split tablet", "table", table, "tablet", t.ID, "row", string(row))
+	return resp, nil
+}
+
+// CompactTable asks the server of every tablet of the table to compact it.
+func (m *Master) CompactTable(ctx context.Context, req *tabulapb.CompactTableRequest) (*tabulapb.CompactTableResponse, error) {
+	return &tabulapb.CompactTableResponse{}, toStatus(m.compactTable(ctx, req.GetTable(), req.GetMajor()))
+}
+
+func (m *Master) compactTable(ctx context.Context, table string, major bool) error {
+	if _, err := m.lead(ctx); err != nil {
+		return err
+	}
+	_, tablets, err := m.tableAndTablets(ctx, table)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, t := range tablets {
+		if t.Address == "" || t.State == meta.StateUnassigned {
+			errs = append(errs, notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, table))
+			continue
+		}
+		err := m.callServer(ctx, t.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+			_, err := c.CompactTablet(ctx, &tabulapb.CompactTabletRequest{Tablet: ref(&t.TabletRecord), Major: major})
+			return err
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errs[0] // keeps the first error's status code
+	}
+	return nil
+}
+
+// Balance moves tablets from the fullest to the emptiest live server until
+// their counts differ by at most one. Each move unloads the tablet from its
+// server (which flushes it) and assigns it to the other at epoch+1; the
+// assignment loop then loads it. The answer counts the moves.
+func (m *Master) Balance(ctx context.Context, _ *tabulapb.BalanceRequest) (*tabulapb.BalanceResponse, error) {
+	n, err := m.balance(ctx)
+	return &tabulapb.BalanceResponse{Moved: int32(n)}, toStatus(err)
+}
+
+func (m *Master) balance(ctx context.Context) (int, error) {
+	term, err := m.lead(ctx)
+	if err != nil {
+		return 0, err
+	}
+	snap, err := m.readSnapshot(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(snap.servers) < 2 {
+		return 0, nil
+	}
+	counts := snap.counts()
+	// Movable tablets per server: held, of a live table, not splitting.
+	byServer := map[string][]meta.VersionedTablet{}
+	for _, t := range snap.tablets {
+		s := snap.tables[t.Table]
+		if srv, ok := snap.owned(&t.TabletRecord); ok && s != nil && s.GetState() != meta.TableDeleting && t.State != meta.StateSplitting {
+			byServer[srv.ID] = append(byServer[srv.ID], t)
+		}
+	}
+	moved := 0
+	for ctx.Err() == nil {
+		var hi, lo string
+		for id := range snap.servers {
+			if hi == "" || counts[id] > counts[hi] || (counts[id] == counts[hi] && id < hi) {
+				hi = id
+			}
+			if lo == "" || counts[id] < counts[lo] || (counts[id] == counts[lo] && id < lo) {
+				lo = id
+			}
+		}
+		if counts[hi]-counts[lo] <= 1 || len(byServer[hi]) == 0 {
+			break
+		}
+		t := byServer[hi][len(byServer[hi])-1]
+		byServer[hi] = byServer[hi][:len(byServer[hi])-1]
+		if err := m.move(ctx, term, t, snap.servers[lo]); err != nil {
+			m.log.Warn("moving tablet", "table", t.Table, "tablet", t.ID, "to", lo, "err", err)
+			if errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
+				return moved, err
+			}
+			continue
+		}
+		counts[hi]--
+		counts[lo]++
+		moved++
+	}
+	if moved > 0 {
+		term.assign.poke()
+	}
+	return moved, ctx.Err()
+}
+
+// move unloads t from its server and assigns it to to at epoch+1. If the
+// unload fails the tablet stays where it is.
+func (m *Master) move(ctx context.Context, term *leadership, t meta.VersionedTablet, to meta.ServerRecord) error {
+	err := m.callServer(ctx, t.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+		_, err := c.UnloadTablet(ctx, &tabulapb.UnloadTabletRequest{Tablet: ref(&t.TabletRecord)})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	next, err := meta.Assign(ctx, m.cli, m.layout, t, to.ID, to.Address, term.guard())
+	if err != nil {
+		// The old server no longer holds it: make the loop load it again.
+		term.assign.unconfirm(m.layout.TabletKey(t.Table, t.ID))
+		return err
+	}
+	m.log.Info("moved tablet", "table", t.Table, "tablet", t.ID, "from", t.Server, "to", to.ID, "epoch", next.Epoch)
+	return nil
+}
+
+func ref(t *meta.TabletRecord) *tabulapb.TabletRef {
+	return &tabulapb.TabletRef{Table: t.Table, TabletId: t.ID, Epoch: t.Epoch}
+}

@@ -1,0 +1,97 @@
+package master
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/tabuladb/tabula/meta"
+)
+
+// Options configure a master. The zero value of every field but Etcd means
+// the default.
+type Options struct {
+	// Etcd lists the etcd endpoints (host:port). Required.
+	Etcd []string
+	// Prefix is the etcd key prefix; it overrides Cluster. The default is
+	// "/tabula/<Cluster>/".
+	Prefix string
+	// Cluster names the cluster in the default prefix. The default is
+	// "default".
+	Cluster string
+	// ListenAddr is where the gRPC service listens. The default is
+	// "127.0.0.1:0" (a free port).
+	ListenAddr string
+	// AdvertiseAddr is the address other processes use to reach this
+	// master. The default is the listener's address.
+	AdvertiseAddr string
+	// ID names this master in logs. The default is its advertised host:port.
+	ID string
+	// StorageRoot, if set, is the storage root shared with the tablet
+	// servers; DeleteTable then removes <root>/tables/<table>. The default is
+	// "" (files are left in place).
+	StorageRoot string
+	// DefaultSplitThreshold is the split threshold of tables whose schema
+	// gives none; it is sent to the tablet servers with the schema. The
+	// default is 256 MiB.
+	DefaultSplitThreshold int64
+	// SessionTTL is the TTL of the election session: a leader that cannot
+	// reach etcd for this long loses leadership. Whole seconds, at least 1.
+	// The default is 10s.
+	SessionTTL time.Duration
+	// RPCTimeout bounds each call to a tablet server. The default is 10s.
+	RPCTimeout time.Duration
+	// Logger receives the master's logs. The default is slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultSplitThreshold = 256 << 20
+	defaultSessionTTL     = 10 * time.Second
+	defaultRPCTimeout     = 10 * time.Second
+)
+
+func (o *Options) fill() error {
+	if len(o.Etcd) == 0 {
+		return fmt.Errorf("master: Options.Etcd is required")
+	}
+	if o.ListenAddr == "" {
+		o.ListenAddr = "127.0.0.1:0"
+	}
+	if o.DefaultSplitThreshold == 0 {
+		o.DefaultSplitThreshold = defaultSplitThreshold
+	}
+	if o.DefaultSplitThreshold < 0 {
+		return fmt.Errorf("master: Options.DefaultSplitThreshold %d is negative", o.DefaultSplitThreshold)
+	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = defaultSessionTTL
+	}
+	if o.SessionTTL < time.Second {
+		return fmt.Errorf("master: Options.SessionTTL %v is below etcd's 1s lease granularity", o.SessionTTL)
+	}
+	if o.RPCTimeout <= 0 {
+		o.RPCTimeout = defaultRPCTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+func (o *Options) layout() meta.Layout {
+	if o.Prefix != "" {
+		return meta.WithPrefix(o.Prefix)
+	}
+	return meta.NewLayout(o.Cluster)
+}
+
+func (o *Options) fillAddrs(l net.Listener) {
+	if o.AdvertiseAddr == "" {
+		o.AdvertiseAddr = l.Addr().String()
+	}
+	if o.ID == "" {
+		o.ID = o.AdvertiseAddr
+	}
+}

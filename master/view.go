@@ -1,0 +1,119 @@
+package master
+
+import (
+	"bytes"
+	"context"
+	"sort"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// snapshot is the cluster as etcd had it at one revision.
+type snapshot struct {
+	servers map[string]meta.ServerRecord
+	tables  map[string]*tabulapb.TableSchema
+	// tablets of every table, sorted by table, then start key.
+	tablets []meta.VersionedTablet
+	rev     int64
+}
+
+// readSnapshot reads servers, tables and tablets in one transaction, so at
+// one revision. Undecodable records are logged and skipped.
+func (m *Master) readSnapshot(ctx context.Context) (*snapshot, error) {
+	l := m.layout
+	resp, err := m.cli.Txn(ctx).Then(
+		clientv3.OpGet(l.ServersPrefix(), clientv3.WithPrefix()),
+		clientv3.OpGet(l.TablesPrefix(), clientv3.WithPrefix()),
+		clientv3.OpGet(l.AllTabletsPrefix(), clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return nil, err
+	}
+	s := &snapshot{servers: map[string]meta.ServerRecord{}, tables: map[string]*tabulapb.TableSchema{}, rev: resp.Header.Revision}
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		r, err := meta.DecodeServer(kv.Value)
+		if err != nil {
+			m.log.Warn("skipping server record", "key", string(kv.Key), "err", err)
+			continue
+		}
+		s.servers[r.ID] = r
+	}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		r, err := meta.DecodeTable(kv.Value)
+		if err != nil {
+			m.log.Warn("skipping table record", "key", string(kv.Key), "err", err)
+			continue
+		}
+		s.tables[r.Schema.GetName()] = r.Schema
+	}
+	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
+		r, err := meta.DecodeTablet(kv.Value)
+		if err != nil {
+			m.log.Warn("skipping tablet record", "key", string(kv.Key), "err", err)
+			continue
+		}
+		s.tablets = append(s.tablets, meta.VersionedTablet{TabletRecord: r, ModRevision: kv.ModRevision})
+	}
+	sort.Slice(s.tablets, func(i, j int) bool {
+		a, b := s.tablets[i], s.tablets[j]
+		if a.Table != b.Table {
+			return a.Table < b.Table
+		}
+		return bytes.Compare(a.Start, b.Start) < 0
+	})
+	return s, nil
+}
+
+// owned reports whether t is held by a live server at the address recorded
+// for it.
+func (s *snapshot) owned(t *meta.TabletRecord) (meta.ServerRecord, bool) {
+	if t.Server == "" || t.State == meta.StateUnassigned {
+		return meta.ServerRecord{}, false
+	}
+	srv, ok := s.servers[t.Server]
+	return srv, ok && srv.Address == t.Address
+}
+
+// counts returns the number of tablets each live server holds.
+func (s *snapshot) counts() map[string]int {
+	c := make(map[string]int, len(s.servers))
+	for id := range s.servers {
+		c[id] = 0
+	}
+	for i := range s.tablets {
+		if srv, ok := s.owned(&s.tablets[i].TabletRecord); ok {
+			c[srv.ID]++
+		}
+	}
+	return c
+}
+
+// pick returns the live server with the fewest tablets (ties by id),
+// avoiding exclude when another server exists.
+func (s *snapshot) pick(counts map[string]int, exclude string) (meta.ServerRecord, bool) {
+	var best meta.ServerRecord
+	found := false
+	for id, srv := range s.servers {
+		if id == exclude && len(s.servers) > 1 {
+			continue
+		}
+		if !found || counts[id] < counts[best.ID] || (counts[id] == counts[best.ID] && id < best.ID) {
+			best, found = srv, true
+		}
+	}
+	return best, found
+}
+
+// serverSchema is the schema as sent to tablet servers: the cluster's
+// default split threshold filled in.
+func (m *Master) serverSchema(s *tabulapb.TableSchema) *tabulapb.TableSchema {
+	c := proto.Clone(s).(*tabulapb.TableSchema)
+	if c.SplitThresholdBytes == 0 {
+		c.SplitThresholdBytes = m.opts.DefaultSplitThreshold
+	}
+	return c
+}
