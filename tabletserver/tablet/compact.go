@@ -1,0 +1,296 @@
+package tablet
+
+import (
+	"bytes"
+	"context"
+	"math"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
+)
+
+// Compact compacts every family. A merging compaction (major=false) merges
+// a family's newest SSTables into one, keeping tombstones; when it would
+// merge every file of the family it is a major one. A major compaction
+// rewrites each family into one file without tombstones, deleted cells or
+// what the GC policy condemns. Both first drop whole files past the TTL
+// without reading them. Compaction never blocks reads or writes.
+func (t *Tablet) Compact(ctx context.Context, major bool) error {
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	for _, name := range t.schema.Load().names {
+		if err := t.compactFamily(ctx, name, major); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// backgroundCompact does the compactions the tablet's state calls for:
+// expired files, families over the L0 trigger, split references.
+func (t *Tablet) backgroundCompact(ctx context.Context) error {
+	for _, name := range t.schema.Load().names {
+		if t.closed.Load() {
+			return ErrClosed
+		}
+		t.mu.Lock()
+		if t.cur == nil {
+			t.mu.Unlock()
+			return ErrClosed
+		}
+		files := t.cur.files[name]
+		t.mu.Unlock()
+		refs := hasReferences(files)
+		if len(files) > t.opts.L0Trigger || refs {
+			if err := t.compactFamily(ctx, name, refs); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := t.dropExpiredFiles(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hasReferences(fs []*tableFile) bool {
+	for _, f := range fs {
+		if !f.own || f.ref.Lower != nil || f.ref.Upper != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// currentFiles returns a referenced current version.
+func (t *Tablet) currentVersion() (*version, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cur == nil {
+		return nil, ErrClosed
+	}
+	t.cur.ref()
+	return t.cur, nil
+}
+
+// dropExpiredFiles drops the family's files past the TTL (alone, without a
+// merge).
+func (t *Tablet) dropExpiredFiles(ctx context.Context, name string) error {
+	if err := t.opts.Compactions.acquire(ctx); err != nil {
+		return err
+	}
+	defer t.opts.Compactions.release()
+	t.compactMu.Lock()
+	defer t.compactMu.Unlock()
+	fam := t.schema.Load().byName[name]
+	if fam == nil || t.closed.Load() {
+		return nil
+	}
+	return t.dropExpiredLocked(name, fam.Policy(t.clock()))
+}
+
+// dropExpiredLocked removes from the version every file of the family
+// whose newest cell is past the TTL cutoff, without reading it. A file with
+// tombstones goes only when every older file goes too, since its tombstones
+// may delete cells of older files that are still live. compactMu held.
+func (t *Tablet) dropExpiredLocked(name string, p families.Policy) error {
+	cutoff, ok := p.ExpiredFileCutoff()
+	if !ok {
+		return nil
+	}
+	v, err := t.currentVersion()
+	if err != nil {
+		return err
+	}
+	defer v.unref()
+	files := v.files[name] // newest first
+	drop := map[*tableFile]bool{}
+	olderAllDropped := true
+	for i := len(files) - 1; i >= 0; i-- {
+		f := files[i]
+		expired := f.ref.NumCells == 0 || f.ref.MaxTimestamp < cutoff
+		if expired && (f.ref.NumTombstones == 0 || olderAllDropped) {
+			drop[f] = true
+		} else {
+			olderAllDropped = false
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	return t.replaceFiles(name, drop, nil)
+}
+
+// replaceFiles removes the files in drop from the family and adds out (if
+// not nil), saving the manifest. Files no longer listed are deleted once
+// unreferenced (only those in the tablet's own folder).
+func (t *Tablet) replaceFiles(name string, drop map[*tableFile]bool, out *tableFile) error {
+	t.editMu.Lock()
+	defer t.editMu.Unlock()
+	t.mu.Lock()
+	v := t.cur
+	t.mu.Unlock()
+	if v == nil {
+		return ErrClosed
+	}
+	var obsolete []*tableFile
+	files := v.edit(name, func(fs []*tableFile) []*tableFile {
+		kept := fs[:0]
+		for _, f := range fs {
+			if drop[f] {
+				obsolete = append(obsolete, f)
+			} else {
+				kept = append(kept, f)
+			}
+		}
+		if out != nil {
+			kept = append(kept, out)
+		}
+		return kept
+	})
+	if len(obsolete) != len(drop) {
+		// The family changed under us (SetFamilies dropped it): discard.
+		return errCompactionRace
+	}
+	return t.installLocked(files, nil, obsolete)
+}
+
+// errCompactionRace is internal: a compaction's inputs vanished.
+var errCompactionRace = errorString("tablet: compaction inputs changed")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// compactFamily runs one compaction of a family (see Compact).
+func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) error {
+	if err := t.opts.Compactions.acquire(ctx); err != nil {
+		return err
+	}
+	defer t.opts.Compactions.release()
+	t.compactMu.Lock()
+	defer t.compactMu.Unlock()
+	fam := t.schema.Load().byName[name]
+	if fam == nil || t.closed.Load() {
+		return nil
+	}
+	policy := fam.Policy(t.clock())
+	if err := t.dropExpiredLocked(name, policy); err != nil {
+		return err
+	}
+	v, err := t.currentVersion()
+	if err != nil {
+		return err
+	}
+	defer v.unref()
+	files := v.files[name]
+	inputs := pickInputs(files, major || hasReferences(files))
+	if len(inputs) == 0 {
+		return nil
+	}
+	mode := modeMerge
+	if len(inputs) == len(files) {
+		mode = modeMajor
+		if len(inputs) == 1 && !hasReferences(inputs) && inputs[0].ref.NumTombstones == 0 && policy.Unlimited() {
+			return nil // already as compact as it gets
+		}
+	} else if len(inputs) < 2 {
+		return nil
+	}
+	var maxSeq uint64
+	for _, f := range inputs {
+		maxSeq = max(maxSeq, f.ref.MaxSeq)
+	}
+	if err := t.waitVisible(ctx, maxSeq); err != nil {
+		return err
+	}
+	out, err := t.writeTable(fam, func(add func(k, v []byte) error) error {
+		return mergeInputs(ctx, inputs, policy, mode, add)
+	})
+	if err != nil {
+		return err
+	}
+	drop := map[*tableFile]bool{}
+	for _, f := range inputs {
+		drop[f] = true
+	}
+	if err := t.replaceFiles(name, drop, out); err != nil {
+		if out != nil {
+			out.obsolete.Store(true)
+			out.refs.Store(1)
+			out.unref()
+		}
+		if err == errCompactionRace {
+			return nil
+		}
+		return err
+	}
+	t.logger.Debug("compacted", "dir", t.dir, "family", name, "inputs", len(inputs), "major", mode == modeMajor)
+	return nil
+}
+
+// pickInputs chooses the files to merge: all of them when all is set;
+// otherwise the newest ones, leaving the oldest out when it is bigger than
+// the rest together (size-tiered), so a small flush does not rewrite a big
+// base file every time.
+func pickInputs(files []*tableFile, all bool) []*tableFile {
+	if all || len(files) < 3 {
+		return files
+	}
+	var rest uint64
+	for _, f := range files[:len(files)-1] {
+		rest += f.ref.Size
+	}
+	if files[len(files)-1].ref.Size > rest {
+		return files[:len(files)-1]
+	}
+	return files
+}
+
+// mergeInputs merges the inputs row by row through the assembler, calling
+// add with the entries to keep, in key order.
+func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, mode assembleMode, add func(k, v []byte) error) error {
+	srcs := make([]internalIter, 0, len(inputs))
+	for _, f := range inputs {
+		srcs = append(srcs, f.reader.NewIter(f.lower(), f.upper()))
+	}
+	m := newMergeIter(srcs)
+	defer m.Close()
+	buf := rowBuffer{reuse: true}
+	var addErr error
+	emit := func(e *rawEntry) {
+		if addErr == nil {
+			addErr = add(e.enc, e.value)
+		}
+	}
+	rows := 0
+	for ok := m.SeekGE(nil); ok; {
+		if rows++; rows%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		rp, err := cell.RowPrefix(m.Key())
+		if err != nil {
+			return err
+		}
+		rp = bytes.Clone(rp)
+		buf.reset()
+		for ok && bytes.HasPrefix(m.Key(), rp) {
+			if err := buf.add(m.Key(), m.Value()); err != nil {
+				return err
+			}
+			ok = m.Next()
+		}
+		if err := m.Error(); err != nil {
+			return err
+		}
+		assembleFamily(buf.entries, math.MaxUint64, p, mode, emit)
+		if addErr != nil {
+			return addErr
+		}
+	}
+	return m.Error()
+}

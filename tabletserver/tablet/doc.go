@@ -1,0 +1,29 @@
+// Package tablet is the storage engine of one tablet: everything below RPC.
+//
+// A Tablet owns a commit log, one memtable (a skiplist per column family),
+// and per family a stack of immutable SSTables recorded in a manifest. Writes
+// go through a group-committed log and become visible atomically per row;
+// reads merge the memtable and the SSTables, apply deletes by sequence
+// number, the family's GC policy and the request's filter. Background work
+// flushes memtables, compacts SSTables and drops expired files; Split hands
+// the tablet's files to two children by reference.
+//
+// Use:
+//
+//	t, err := tablet.Open(tablet.Options{
+//		Dir:      "/data/tables/users/t1",
+//		Families: []families.Family{{Name: "cf", MaxVersions: 3}},
+//	})
+//	if err != nil { ... }
+//	defer t.Close()
+//	err = t.Apply(ctx, []byte("row1"), []cell.Mutation{{Kind: cell.SetCell,
+//		Family: "cf", Qualifier: []byte("q"), Timestamp: cell.ServerTimestamp, Value: []byte("v")}})
+//	cells, err := t.ReadRow(ctx, []byte("row1"), nil)
+//	it, err := t.NewRowIterator(ctx, tablet.ReadOptions{Ranges: []tablet.RowRange{{Start: []byte("a"), End: []byte("m")}}})
+//	for it.Next() { use(it.Row(), it.Cells()) }
+//	err = it.Close()
+//
+// The engine knows nothing of RPC or etcd; the tablet server runs one Tablet
+// per loaded tablet and shares a block cache, a MemoryBudget and a compaction
+// Limiter between them.
+package tablet

@@ -1,0 +1,24 @@
+package tablet
+
+import "errors"
+
+var (
+	// ErrUnknownFamily marks a request naming a family the table does not
+	// have; errors wrap it with the family's name. The RPC layer maps it to
+	// NOT_FOUND.
+	ErrUnknownFamily = errors.New("tablet: unknown family")
+	// ErrOutOfRange marks a row outside the tablet's range [Start, End). The
+	// RPC layer maps it to "not serving this tablet".
+	ErrOutOfRange = errors.New("tablet: row out of range")
+	// ErrClosed is returned by calls on a closed (or split) tablet.
+	ErrClosed = errors.New("tablet: closed")
+	// ErrResourceExhausted is returned when memtable memory is past the hard
+	// limit; the RPC layer maps it to RESOURCE_EXHAUSTED.
+	ErrResourceExhausted = errors.New("tablet: resource exhausted")
+	// ErrNoSplitKey is returned by SplitKey when the tablet cannot be split
+	// (empty, or a single row).
+	ErrNoSplitKey = errors.New("tablet: no split key")
+	// ErrCorrupt marks damaged data found by the engine itself (a commit log
+	// record that does not decode, a manifest naming a bad file).
+	ErrCorrupt = errors.New("tablet: corrupt")
+)

@@ -1,0 +1,241 @@
+package tablet
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+)
+
+// Flush writes the memtable to SSTables (one per non-empty family), records
+// them in the manifest with the new log replay point, and drops the log
+// segments they cover.
+func (t *Tablet) Flush(ctx context.Context) error {
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	t.flushMu.Lock()
+	defer t.flushMu.Unlock()
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	return t.flushLocked(ctx, false)
+}
+
+// flushLocked flushes with flushMu held. force rotates the log and saves the
+// manifest even when the memtable is empty.
+func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
+	t.mu.Lock()
+	pending := len(t.imm) > 0
+	t.mu.Unlock()
+	if !pending {
+		// Swap the memtable and rotate the log under the commit mutex, so
+		// the immutable memtable holds exactly the records of the segments
+		// before the new one.
+		t.commitMu.Lock()
+		if t.failErr != nil {
+			t.commitMu.Unlock()
+			return fmt.Errorf("tablet: commit log failed earlier: %w", t.failErr)
+		}
+		if t.mem.empty() && !force {
+			t.commitMu.Unlock()
+			return nil
+		}
+		seg, err := t.log.Rotate()
+		if err != nil {
+			t.failErr = err
+			t.commitMu.Unlock()
+			return fmt.Errorf("tablet: rotate commit log: %w", err)
+		}
+		im := &immutable{m: t.mem, replayPoint: seg, lastSeq: t.lastSeq}
+		t.mu.Lock()
+		t.mem = newMemtable()
+		t.imm = append(t.imm, im)
+		t.mu.Unlock()
+		t.commitMu.Unlock()
+	}
+	for {
+		t.mu.Lock()
+		if len(t.imm) == 0 {
+			t.mu.Unlock()
+			break
+		}
+		im := t.imm[0]
+		t.mu.Unlock()
+		if err := t.flushImmutable(ctx, im); err != nil {
+			return err
+		}
+	}
+	t.requestCompaction()
+	return nil
+}
+
+// waitVisible waits until every batch up to seq is published. The records
+// are durable (Rotate synced them); their writers are only returning.
+func (t *Tablet) waitVisible(ctx context.Context, seq uint64) error {
+	for t.visibleSeq.Load() < seq {
+		t.commitMu.Lock()
+		failed := t.failErr
+		t.commitMu.Unlock()
+		if failed != nil {
+			return fmt.Errorf("tablet: commit log failed: %w", failed)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+	return nil
+}
+
+func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
+	if err := t.waitVisible(ctx, im.lastSeq); err != nil {
+		return err
+	}
+	sch := t.schema.Load()
+	lists := *im.m.lists.Load()
+	var made []*tableFile
+	fail := func(err error) error {
+		for _, f := range made {
+			_ = f.reader.Close()
+			_ = os.Remove(f.path)
+		}
+		return err
+	}
+	for _, name := range sch.names {
+		l := lists[name]
+		if l == nil || l.head.next[0].Load() == nil {
+			continue
+		}
+		it := &skipIter{s: l}
+		f, err := t.writeTable(sch.byName[name], func(add func(k, v []byte) error) error {
+			for ok := it.First(); ok; ok = it.Next() {
+				if err := add(it.Key(), it.Value()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fail(err)
+		}
+		if f != nil {
+			made = append(made, f)
+		}
+	}
+	t.editMu.Lock()
+	t.mu.Lock()
+	v := t.cur
+	t.mu.Unlock()
+	if v == nil {
+		t.editMu.Unlock()
+		return fail(ErrClosed)
+	}
+	files := v.files
+	for _, f := range made {
+		f := f
+		files = (&version{files: files}).edit(f.ref.Family, func(fs []*tableFile) []*tableFile { return append(fs, f) })
+	}
+	err := t.installLocked(files, im, nil)
+	t.editMu.Unlock()
+	if err != nil {
+		return fail(err)
+	}
+	t.opts.Memory.release(im.m.bytes.Load())
+	if err := t.log.RemoveBefore(im.replayPoint); err != nil {
+		t.logger.Warn("removing old commit log segments", "dir", t.dir, "err", err)
+	}
+	return nil
+}
+
+// allocFileNum returns a new file number.
+func (t *Tablet) allocFileNum() uint64 {
+	t.editMu.Lock()
+	defer t.editMu.Unlock()
+	n := t.nextFileNum
+	t.nextFileNum++
+	return n
+}
+
+// writeTable writes one SSTable of family fam from the entries fill adds
+// (in key order), fsyncs it and opens it. It returns nil when fill added
+// nothing (the file is removed).
+func (t *Tablet) writeTable(fam *families.Family, fill func(add func(k, v []byte) error) error) (_ *tableFile, err error) {
+	num := t.allocFileNum()
+	rel := fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
+	path := filepath.Join(t.dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("tablet: %w", err)
+	}
+	fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: create sstable: %w", err)
+	}
+	w := sstable.NewWriter(fh, writerOptions(fam))
+	n := 0
+	err = fill(func(k, v []byte) error {
+		n++
+		if t.closed.Load() && t.bgCtx.Err() != nil {
+			return ErrClosed
+		}
+		return w.Add(k, v)
+	})
+	if err != nil || n == 0 {
+		w.Abort()
+		_ = os.Remove(path)
+		if err != nil {
+			return nil, fmt.Errorf("tablet: write sstable %s: %w", path, err)
+		}
+		return nil, nil
+	}
+	if err := w.Close(); err != nil {
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("tablet: finish sstable %s: %w", path, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	p := w.Properties()
+	ref := manifest.FileRef{
+		Family: fam.Name, Path: rel, FileNum: num, Size: p.FileSize,
+		NumCells: p.NumCells, NumTombstones: p.NumDeleteFamily + p.NumDeleteColumn,
+		MinTimestamp: p.MinTimestamp, MaxTimestamp: p.MaxTimestamp, MinSeq: p.MinSeq, MaxSeq: p.MaxSeq,
+	}
+	f, err := t.openFile(ref)
+	if err != nil {
+		_ = os.Remove(path)
+		return nil, err
+	}
+	return f, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("tablet: sync folder: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("tablet: sync folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+// familyFolder returns the folder of a family's SSTables: its name, except
+// for names that would clash with the tablet's own entries or climb out of
+// the folder ("." "..", "log", "MANIFEST", "MANIFEST.tmp"), which get a "~"
+// prefix ("~" is not allowed in family names, so nothing collides).
+func familyFolder(name string) string {
+	switch name {
+	case ".", "..", logDirName, "MANIFEST", "MANIFEST.tmp":
+		return "~" + name
+	}
+	return name
+}

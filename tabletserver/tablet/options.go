@@ -1,0 +1,123 @@
+package tablet
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"sort"
+	"time"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+)
+
+// Options configure a Tablet. The zero value with Dir set is valid (a tablet
+// with no families accepts no writes until SetFamilies).
+type Options struct {
+	// Dir is the tablet's folder, created if missing. Layout: MANIFEST,
+	// log/ (commit log segments), <family>/NNNNNN.sst. It must be set.
+	Dir string
+	// Families is the table's current schema. The default is none.
+	Families []families.Family
+	// Start and End bound the tablet's rows to [Start, End); nil means
+	// unbounded. They are stored in the manifest when the tablet is created;
+	// on reopen the manifest's range wins. The default is unbounded.
+	Start, End []byte
+	// SyncMode says when a write is durable. The default is always.
+	SyncMode commitlog.SyncMode
+	// SyncInterval is the fsync period of SyncMode interval. The default is
+	// 100ms.
+	SyncInterval time.Duration
+	// MemtableSize is the memtable size past which the tablet flushes. The
+	// default is 64 MiB.
+	MemtableSize int64
+	// Cache is the block cache shared by every tablet of a server. The
+	// default is a private 32 MiB cache.
+	Cache *sstable.Cache
+	// Memory is the server-wide memtable budget. The default is a private
+	// budget (soft 256 MiB, hard 512 MiB).
+	Memory *MemoryBudget
+	// Compactions bounds concurrent compactions across tablets. The default
+	// is a private limiter of 1.
+	Compactions *Limiter
+	// L0Trigger: a family with more SSTables than this gets a merging
+	// compaction. The default is 4.
+	L0Trigger int
+	// Clock returns microseconds since the epoch; it stamps server
+	// timestamps and evaluates TTLs. The default is time.Now().UnixMicro.
+	Clock func() int64
+	// DisableBackgroundWork turns off automatic flushes and compactions
+	// (tests drive Flush and Compact). The default is false.
+	DisableBackgroundWork bool
+	// Logger receives background errors. The default discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Dir == "" {
+		return o, cell.Invalidf("tablet: Options.Dir is empty")
+	}
+	if o.SyncMode > commitlog.SyncNone {
+		return o, cell.Invalidf("tablet: unknown sync mode %d", o.SyncMode)
+	}
+	if o.MemtableSize < 0 || o.L0Trigger < 0 || o.SyncInterval < 0 {
+		return o, cell.Invalidf("tablet: negative MemtableSize, L0Trigger or SyncInterval")
+	}
+	if o.Start != nil && o.End != nil && bytes.Compare(o.Start, o.End) >= 0 {
+		return o, cell.Invalidf("tablet: range start %q is not before end %q", o.Start, o.End)
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = 100 * time.Millisecond
+	}
+	if o.MemtableSize == 0 {
+		o.MemtableSize = 64 << 20
+	}
+	if o.Cache == nil {
+		o.Cache = sstable.NewCache(32 << 20)
+	}
+	if o.Memory == nil {
+		o.Memory = NewMemoryBudget(256<<20, 512<<20)
+	}
+	if o.Compactions == nil {
+		o.Compactions = NewLimiter(1)
+	}
+	if o.L0Trigger == 0 {
+		o.L0Trigger = 4
+	}
+	if o.Clock == nil {
+		o.Clock = func() int64 { return time.Now().UnixMicro() }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o, nil
+}
+
+// schema is an immutable view of the table's families.
+type schema struct {
+	byName map[string]*families.Family
+	names  []string // sorted
+}
+
+func newSchema(fams []families.Family) (*schema, error) {
+	s := &schema{byName: make(map[string]*families.Family, len(fams))}
+	for i := range fams {
+		f := fams[i]
+		if err := f.Validate(); err != nil {
+			return nil, err
+		}
+		if s.byName[f.Name] != nil {
+			return nil, cell.Invalidf("family %s is given twice", f.Name)
+		}
+		s.byName[f.Name] = &f
+		s.names = append(s.names, f.Name)
+	}
+	sort.Strings(s.names)
+	return s, nil
+}
+
+func writerOptions(f *families.Family) sstable.WriterOptions {
+	return sstable.WriterOptions{Compression: f.Compression, Bloom: f.Bloom, BlockSize: f.BlockSize}
+}

@@ -1,0 +1,452 @@
+package tablet
+
+import (
+	"bytes"
+	"context"
+	"sort"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/rowfilter"
+)
+
+// readState is what one read sees: a snapshot sequence number, the
+// memtables (newest first) and a referenced version.
+type readState struct {
+	seq    uint64
+	mems   []*memtable
+	v      *version
+	schema *schema
+	now    int64
+}
+
+// acquire takes a read snapshot. The sequence number is read before the
+// state: data only moves from memtable to SSTables by publishing a state
+// that holds it, so everything up to seq is in what is taken next.
+func (t *Tablet) acquire() (*readState, error) {
+	seq := t.visibleSeq.Load()
+	t.mu.Lock()
+	if t.cur == nil {
+		t.mu.Unlock()
+		return nil, ErrClosed
+	}
+	v := t.cur
+	v.ref()
+	mems := make([]*memtable, 0, 1+len(t.imm))
+	mems = append(mems, t.mem)
+	for i := len(t.imm) - 1; i >= 0; i-- {
+		mems = append(mems, t.imm[i].m)
+	}
+	t.mu.Unlock()
+	return &readState{seq: seq, mems: mems, v: v, schema: t.schema.Load(), now: t.clock()}, nil
+}
+
+func (s *readState) release() {
+	if s.v != nil {
+		s.v.unref()
+		s.v = nil
+	}
+}
+
+// rowUpper returns the exclusive upper bound of every key of the row whose
+// prefix is rp (rp ends in the terminator 0x00 0x01).
+func rowUpper(rp []byte) []byte {
+	u := bytes.Clone(rp)
+	u[len(u)-1]++
+	return u
+}
+
+// span is a key range [lo, hi) (nil = unbounded) of a read; point spans are
+// one row, read with bloom filters.
+type span struct {
+	lo, hi []byte
+	point  bool
+}
+
+// intersect returns [max(lo1,lo2), min(hi1,hi2)) and whether it is non-empty.
+func intersect(lo1, hi1, lo2, hi2 []byte) (lo, hi []byte, ok bool) {
+	lo, hi = lo1, hi1
+	if lo2 != nil && (lo == nil || bytes.Compare(lo2, lo) > 0) {
+		lo = lo2
+	}
+	if hi2 != nil && (hi == nil || bytes.Compare(hi2, hi) < 0) {
+		hi = hi2
+	}
+	return lo, hi, lo == nil || hi == nil || bytes.Compare(lo, hi) < 0
+}
+
+// familyCursor reads one family of a span.
+type familyCursor struct {
+	name   string
+	policy families.Policy
+	it     *mergeIter
+}
+
+// openSpan opens a cursor per family over the span. fams restricts the
+// families (nil = all of the schema).
+func (s *readState) openSpan(sp span, fams map[string]bool) []*familyCursor {
+	var cs []*familyCursor
+	for _, name := range s.schema.names {
+		if fams != nil && !fams[name] {
+			continue
+		}
+		var srcs []internalIter
+		for _, m := range s.mems {
+			if l := m.list(name); l != nil {
+				srcs = append(srcs, &skipIter{s: l, lower: sp.lo, upper: sp.hi})
+			}
+		}
+		for _, f := range s.v.files[name] {
+			lo, hi, ok := intersect(sp.lo, sp.hi, f.lower(), f.upper())
+			if !ok {
+				continue
+			}
+			if sp.point && !f.reader.MayContainRow(sp.lo) {
+				continue
+			}
+			srcs = append(srcs, f.reader.NewIter(lo, hi))
+		}
+		if len(srcs) == 0 {
+			continue
+		}
+		fam := s.schema.byName[name]
+		c := &familyCursor{name: name, policy: fam.Policy(s.now), it: newMergeIter(srcs)}
+		c.it.SeekGE(sp.lo)
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func closeCursors(cs []*familyCursor) error {
+	var err error
+	for _, c := range cs {
+		if e := c.it.Close(); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// rowScanner yields the rows of one span.
+type rowScanner struct {
+	st     *readState
+	cs     []*familyCursor
+	filter *rowfilter.Compiled
+	buf    rowBuffer
+	err    error
+}
+
+func (s *readState) newScanner(sp span, filter *rowfilter.Compiled) *rowScanner {
+	var fams map[string]bool
+	if filter != nil {
+		if names, restricted := filter.Families(); restricted {
+			fams = names
+			if fams == nil {
+				fams = map[string]bool{}
+			}
+		}
+	}
+	return &rowScanner{st: s, cs: s.openSpan(sp, fams), filter: filter}
+}
+
+// next returns the next row with cells left after GC and the filter.
+func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, ok bool) {
+	for r.err == nil {
+		if err := ctx.Err(); err != nil {
+			r.err = err
+			return nil, nil, false
+		}
+		var minKey []byte
+		for _, c := range r.cs {
+			if err := c.it.Error(); err != nil {
+				r.err = err
+				return nil, nil, false
+			}
+			if c.it.Valid() && (minKey == nil || bytes.Compare(c.it.Key(), minKey) < 0) {
+				minKey = c.it.Key()
+			}
+		}
+		if minKey == nil {
+			return nil, nil, false
+		}
+		k, err := cell.DecodeKey(minKey)
+		if err != nil {
+			r.err = err
+			return nil, nil, false
+		}
+		row = bytes.Clone(k.Row)
+		rp := cell.EncodeRow(row)
+		if r.filter != nil && !r.filter.RowMayMatch(row) {
+			up := rowUpper(rp)
+			for _, c := range r.cs {
+				if c.it.Valid() && bytes.HasPrefix(c.it.Key(), rp) {
+					c.it.SeekGE(up)
+				}
+			}
+			continue
+		}
+		cells = cells[:0]
+		for _, c := range r.cs {
+			r.buf.reset()
+			for c.it.Valid() && bytes.HasPrefix(c.it.Key(), rp) {
+				if err := r.buf.add(c.it.Key(), c.it.Value()); err != nil {
+					r.err = err
+					return nil, nil, false
+				}
+				c.it.Next()
+			}
+			if len(r.buf.entries) == 0 {
+				continue
+			}
+			name := c.name
+			assembleFamily(r.buf.entries, r.st.seq, c.policy, modeRead, func(e *rawEntry) {
+				cells = append(cells, cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
+			})
+		}
+		if r.filter != nil && len(cells) > 0 {
+			cells = r.filter.Apply(row, cells)
+		}
+		if len(cells) > 0 {
+			return row, cells, true
+		}
+	}
+	return nil, nil, false
+}
+
+func (r *rowScanner) close() error {
+	err := closeCursors(r.cs)
+	r.cs = nil
+	return err
+}
+
+// ReadRow returns the row's cells in read order after deletes, the GC
+// policy and filter (nil = all); nil when the row has none.
+func (t *Tablet) ReadRow(ctx context.Context, row []byte, filter *rowfilter.Filter) ([]cell.Cell, error) {
+	if err := t.checkRow(row); err != nil {
+		return nil, err
+	}
+	var c *rowfilter.Compiled
+	if filter != nil {
+		var err error
+		if c, err = rowfilter.Compile(filter); err != nil {
+			return nil, err
+		}
+	}
+	return t.readRowCompiled(ctx, row, c)
+}
+
+func (t *Tablet) readRowCompiled(ctx context.Context, row []byte, filter *rowfilter.Compiled) ([]cell.Cell, error) {
+	st, err := t.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer st.release()
+	lo := cell.EncodeRow(row)
+	sc := st.newScanner(span{lo: lo, hi: rowUpper(lo), point: true}, filter)
+	_, cells, _ := sc.next(ctx)
+	cerr := sc.close()
+	if sc.err != nil {
+		return nil, sc.err
+	}
+	if cerr != nil {
+		return nil, cerr
+	}
+	return cells, nil
+}
+
+// RowRange is a row range [Start, End); a nil Start is the tablet's start,
+// a nil End the tablet's end.
+type RowRange struct{ Start, End []byte }
+
+// ReadOptions say which rows a RowIterator reads.
+type ReadOptions struct {
+	// Keys and Ranges are the row set; both empty means the whole tablet.
+	// Rows outside the tablet's range are ignored.
+	Keys   [][]byte
+	Ranges []RowRange
+	// Filter is applied to every row; nil passes everything.
+	Filter *rowfilter.Filter
+	// Limit bounds the rows returned; 0 means no limit.
+	Limit int64
+}
+
+// spans turns a row set into ascending, disjoint key spans clipped to the
+// tablet's range.
+func (t *Tablet) spans(opts ReadOptions) []span {
+	var tlo, thi []byte
+	if t.start != nil {
+		tlo = cell.EncodeRow(t.start)
+	}
+	if t.end != nil {
+		thi = cell.EncodeRow(t.end)
+	}
+	var sps []span
+	if len(opts.Keys) == 0 && len(opts.Ranges) == 0 {
+		return []span{{lo: tlo, hi: thi}}
+	}
+	for _, k := range opts.Keys {
+		if len(k) == 0 || !t.inRange(k) {
+			continue
+		}
+		lo := cell.EncodeRow(k)
+		sps = append(sps, span{lo: lo, hi: rowUpper(lo), point: true})
+	}
+	for _, r := range opts.Ranges {
+		var lo, hi []byte
+		if r.Start != nil {
+			lo = cell.EncodeRow(r.Start)
+		}
+		if r.End != nil {
+			hi = cell.EncodeRow(r.End)
+		}
+		lo, hi, ok := intersect(lo, hi, tlo, thi)
+		if ok {
+			sps = append(sps, span{lo: lo, hi: hi})
+		}
+	}
+	sort.SliceStable(sps, func(i, j int) bool { return compareLower(sps[i].lo, sps[j].lo) < 0 })
+	var out []span
+	for _, s := range sps {
+		if n := len(out); n > 0 {
+			p := &out[n-1]
+			if p.hi == nil || bytes.Compare(s.lo, p.hi) < 0 { // overlap
+				if p.point && s.point && bytes.Equal(p.lo, s.lo) {
+					continue
+				}
+				if p.hi != nil && (s.hi == nil || bytes.Compare(s.hi, p.hi) > 0) {
+					p.hi = s.hi
+				}
+				p.point = false
+				continue
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// compareLower compares lower bounds, nil being the smallest.
+func compareLower(a, b []byte) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return bytes.Compare(a, b)
+}
+
+// RowIterator yields rows in key order; rows left with no cells are
+// skipped. Not safe for concurrent use; Close it exactly once.
+type RowIterator struct {
+	ctx    context.Context
+	st     *readState
+	spans  []span
+	filter *rowfilter.Compiled
+	limit  int64
+	count  int64
+	sc     *rowScanner
+	row    []byte
+	cells  []cell.Cell
+	err    error
+	done   bool
+}
+
+// NewRowIterator starts a read of the row set in opts at the current
+// snapshot. The iterator keeps the files it reads open until Close.
+func (t *Tablet) NewRowIterator(ctx context.Context, opts ReadOptions) (*RowIterator, error) {
+	if opts.Limit < 0 {
+		return nil, cell.Invalidf("row limit %d is negative; give 0 for no limit", opts.Limit)
+	}
+	for _, k := range opts.Keys {
+		if err := cell.ValidateRow(k); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range opts.Ranges {
+		if r.Start != nil && r.End != nil && bytes.Compare(r.Start, r.End) > 0 {
+			return nil, cell.Invalidf("row range [%q, %q) has its start after its end", r.Start, r.End)
+		}
+	}
+	var c *rowfilter.Compiled
+	if opts.Filter != nil {
+		var err error
+		if c, err = rowfilter.Compile(opts.Filter); err != nil {
+			return nil, err
+		}
+	}
+	st, err := t.acquire()
+	if err != nil {
+		return nil, err
+	}
+	return &RowIterator{ctx: ctx, st: st, spans: t.spans(opts), filter: c, limit: opts.Limit}, nil
+}
+
+// Next moves to the next row; false at the end or on error.
+func (it *RowIterator) Next() bool {
+	if it.done || it.err != nil {
+		return false
+	}
+	if it.limit > 0 && it.count >= it.limit {
+		it.finish()
+		return false
+	}
+	for {
+		if it.sc == nil {
+			if len(it.spans) == 0 {
+				it.finish()
+				return false
+			}
+			it.sc = it.st.newScanner(it.spans[0], it.filter)
+			it.spans = it.spans[1:]
+		}
+		row, cells, ok := it.sc.next(it.ctx)
+		if ok {
+			it.row, it.cells = row, cells
+			it.count++
+			return true
+		}
+		err := it.sc.err
+		if cerr := it.sc.close(); err == nil {
+			err = cerr
+		}
+		it.sc = nil
+		if err != nil {
+			it.err = err
+			it.finish()
+			return false
+		}
+	}
+}
+
+func (it *RowIterator) finish() {
+	it.done = true
+	it.row, it.cells = nil, nil
+	if it.sc != nil {
+		if err := it.sc.close(); err != nil && it.err == nil {
+			it.err = err
+		}
+		it.sc = nil
+	}
+	it.st.release()
+}
+
+// Row returns the current row key.
+func (it *RowIterator) Row() []byte { return it.row }
+
+// Cells returns the current row's cells in read order. They stay valid
+// after Next.
+func (it *RowIterator) Cells() []cell.Cell { return it.cells }
+
+// Error returns the error that stopped the iteration, if any.
+func (it *RowIterator) Error() error { return it.err }
+
+// Close releases the iterator's snapshot and returns its error.
+func (it *RowIterator) Close() error {
+	if !it.done {
+		it.finish()
+	}
+	return it.err
+}

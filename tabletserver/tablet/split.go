@@ -1,0 +1,253 @@
+package tablet
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+)
+
+// SplitKey returns a middle row of the tablet, taken from the SSTable
+// indexes and weighted by block size across families: the row where half of
+// the data lies before it. It returns ErrNoSplitKey when no row splits the
+// tablet into two non-empty parts (no data, or one row). Flush first to
+// count the memtable's data.
+func (t *Tablet) SplitKey() ([]byte, error) {
+	v, err := t.currentVersion()
+	if err != nil {
+		return nil, err
+	}
+	defer v.unref()
+	type point struct {
+		row  []byte
+		size uint64
+	}
+	var pts []point
+	var total uint64
+	var minRow []byte
+	for _, name := range t.schema.Load().names {
+		for _, f := range v.files[name] {
+			for _, e := range f.reader.IndexEntries(f.lower(), f.upper()) {
+				row, ok := rowOfKey(e.LastKey)
+				if !ok {
+					continue
+				}
+				pts = append(pts, point{row, e.Size})
+				total += e.Size
+			}
+			// The file's first row within its bounds, to rule out a split
+			// that leaves the left child empty.
+			it := f.reader.NewIter(f.lower(), f.upper())
+			if it.First() {
+				if r, ok := rowOfKey(it.Key()); ok && (minRow == nil || bytes.Compare(r, minRow) < 0) {
+					minRow = bytes.Clone(r)
+				}
+			}
+			_ = it.Close()
+		}
+	}
+	if len(pts) == 0 || minRow == nil {
+		return nil, ErrNoSplitKey
+	}
+	sort.SliceStable(pts, func(i, j int) bool { return bytes.Compare(pts[i].row, pts[j].row) < 0 })
+	var acc uint64
+	idx := len(pts) - 1
+	for i, p := range pts {
+		acc += p.size
+		if 2*acc >= total {
+			idx = i
+			break
+		}
+	}
+	// Take the first candidate at or after the middle that is strictly
+	// inside the tablet's data and range, else the last one before it.
+	ok := func(r []byte) bool {
+		return bytes.Compare(r, minRow) > 0 && t.inRange(r) && (t.start == nil || bytes.Compare(r, t.start) > 0)
+	}
+	for i := idx; i < len(pts); i++ {
+		if ok(pts[i].row) {
+			return bytes.Clone(pts[i].row), nil
+		}
+	}
+	for i := idx - 1; i >= 0; i-- {
+		if ok(pts[i].row) {
+			return bytes.Clone(pts[i].row), nil
+		}
+	}
+	return nil, ErrNoSplitKey
+}
+
+// rowOfKey returns the row of an encoded key (or of an index separator that
+// at least starts with a whole row prefix).
+func rowOfKey(k []byte) ([]byte, bool) {
+	if key, err := cell.DecodeKey(k); err == nil {
+		return key.Row, true
+	}
+	rp, err := cell.RowPrefix(k)
+	if err != nil {
+		return nil, false
+	}
+	fake := cell.AppendKey(nil, cell.Key{Kind: cell.KindDeleteFamily})
+	// A family tombstone key of the row: the row prefix, then a fixed tail.
+	fake = append(bytes.Clone(rp), fake[len(cell.EncodeRow(nil)):]...)
+	key, err := cell.DecodeKey(fake)
+	if err != nil || len(key.Row) == 0 {
+		return nil, false
+	}
+	return key.Row, true
+}
+
+// Split splits the tablet at row (strictly inside its range) into a left
+// child [Start, row) in leftDir and a right child [row, End) in rightDir.
+// It blocks writes, flushes, and writes each child a manifest whose files
+// are references to the parent's files restricted to the child's range (no
+// data is copied); then it closes the parent. The parent's folder is left
+// intact: delete it only when no child references it (see Referenced).
+// Open the children with Open; their first compactions rewrite the
+// references into files of their own.
+func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string) error {
+	if err := cell.ValidateRow(row); err != nil {
+		return err
+	}
+	if (t.start != nil && bytes.Compare(row, t.start) <= 0) || (t.end != nil && bytes.Compare(row, t.end) >= 0) {
+		return fmt.Errorf("%w: split row %q is not strictly inside [%q, %q)", ErrOutOfRange, row, t.start, t.end)
+	}
+	absParent, err := filepath.Abs(t.dir)
+	if err != nil {
+		return fmt.Errorf("tablet: %w", err)
+	}
+	children := []struct {
+		dir        string
+		start, end []byte
+	}{{leftDir, t.start, row}, {rightDir, row, t.end}}
+	for _, c := range children {
+		a, err := filepath.Abs(c.dir)
+		if err != nil {
+			return fmt.Errorf("tablet: %w", err)
+		}
+		if a == absParent || leftDir == rightDir {
+			return cell.Invalidf("split folders must differ from each other and from the parent's")
+		}
+		if _, found, err := manifest.Load(c.dir); err != nil || found {
+			return cell.Invalidf("split folder %s already holds a tablet", c.dir)
+		}
+	}
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	t.flushMu.Lock()
+	err = t.flushLocked(ctx, false)
+	t.flushMu.Unlock()
+	if err != nil {
+		return err
+	}
+	// No compaction may change the files while the children copy the list.
+	t.compactMu.Lock()
+	t.editMu.Lock()
+	v, verr := t.currentVersion()
+	lastSeq, nextFile := t.flushedSeq, t.nextFileNum
+	t.editMu.Unlock()
+	if verr != nil {
+		t.compactMu.Unlock()
+		return verr
+	}
+	err = func() error {
+		defer v.unref()
+		for _, c := range children {
+			if err := writeChild(absParent, c.dir, c.start, c.end, v, lastSeq, nextFile); err != nil {
+				return err
+			}
+		}
+		return nil
+	}()
+	if err != nil {
+		t.compactMu.Unlock()
+		for _, c := range children {
+			_ = os.Remove(filepath.Join(c.dir, "MANIFEST"))
+		}
+		return err
+	}
+	// Mark the parent closed before another compaction can start: from
+	// now on the children own (references to) its files, which must stay.
+	t.closed.Store(true)
+	t.compactMu.Unlock()
+	return t.closeGated()
+}
+
+// writeChild writes a split child's manifest referencing the parent's files.
+func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("tablet: split: %w", err)
+	}
+	absDir, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("tablet: split: %w", err)
+	}
+	var lo, hi []byte
+	if start != nil {
+		lo = cell.EncodeRow(start)
+	}
+	if end != nil {
+		hi = cell.EncodeRow(end)
+	}
+	st := manifest.State{ReplayPoint: 0, LastSeq: lastSeq, NextFileNum: nextFile,
+		RangeStart: bytes.Clone(start), RangeEnd: bytes.Clone(end), Parent: filepath.Base(absParent)}
+	for _, ref := range v.fileRefs() {
+		l, u, ok := intersect(ref.Lower, ref.Upper, lo, hi)
+		if !ok {
+			continue
+		}
+		var f *tableFile
+		for _, cand := range v.files[ref.Family] {
+			if cand.ref.Path == ref.Path {
+				f = cand
+			}
+		}
+		if f != nil {
+			// Skip files with no key in the child's part.
+			p := f.reader.Properties()
+			if (u != nil && bytes.Compare(p.SmallestKey, u) >= 0) || (l != nil && bytes.Compare(p.LargestKey, l) < 0) {
+				continue
+			}
+		}
+		rel, err := filepath.Rel(absDir, filepath.Join(absParent, filepath.FromSlash(ref.Path)))
+		if err != nil {
+			return fmt.Errorf("tablet: split: %w", err)
+		}
+		ref.Path = filepath.ToSlash(rel)
+		ref.Lower, ref.Upper = bytes.Clone(l), bytes.Clone(u)
+		st.Files = append(st.Files, ref)
+	}
+	if err := manifest.Save(dir, st); err != nil {
+		return fmt.Errorf("tablet: split: write child manifest: %w", err)
+	}
+	return nil
+}
+
+// Referenced lists the files outside the tablet folder dir that its
+// manifest references (a split child's references to its parent's files),
+// as paths joined to dir and cleaned. A parent folder may be deleted when no
+// child lists any of its files.
+func Referenced(dir string) ([]string, error) {
+	st, found, err := manifest.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: %w", err)
+	}
+	if !found {
+		return nil, nil
+	}
+	var out []string
+	for _, f := range st.Files {
+		if !isOwnPath(f.Path) {
+			out = append(out, filepath.Join(dir, filepath.FromSlash(f.Path)))
+		}
+	}
+	return out, nil
+}

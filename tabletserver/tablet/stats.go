@@ -1,0 +1,54 @@
+package tablet
+
+// FamilyStats describes one family's SSTables.
+type FamilyStats struct {
+	Bytes      uint64 // SSTable file bytes (whole files, also for split references)
+	SSTables   int
+	Cells      uint64 // cells in the SSTables, before deletes and GC
+	Tombstones uint64
+}
+
+// Stats describes a tablet.
+type Stats struct {
+	Families      map[string]FamilyStats
+	MemtableBytes int64 // active and flushing memtables
+	LogBytes      int64 // live commit log segments
+	// CompactionBacklog is the number of SSTables over the L0 trigger,
+	// summed over families, plus every split reference still to rewrite.
+	CompactionBacklog int
+	LastSeq           uint64 // highest visible sequence number
+	SizeBytes         uint64 // SSTable bytes plus memtable bytes
+}
+
+// Stats returns the tablet's current numbers.
+func (t *Tablet) Stats() Stats {
+	s := Stats{Families: map[string]FamilyStats{}, LastSeq: t.visibleSeq.Load(), MemtableBytes: t.memBytes()}
+	if !t.closed.Load() {
+		s.LogBytes = t.log.Size()
+	}
+	v, err := t.currentVersion()
+	if err == nil {
+		defer v.unref()
+		for _, name := range t.schema.Load().names {
+			var fs FamilyStats
+			refs := 0
+			for _, f := range v.files[name] {
+				fs.Bytes += f.ref.Size
+				fs.SSTables++
+				fs.Cells += f.ref.NumCells
+				fs.Tombstones += f.ref.NumTombstones
+				if !f.own || f.ref.Lower != nil || f.ref.Upper != nil {
+					refs++
+				}
+			}
+			s.Families[name] = fs
+			s.SizeBytes += fs.Bytes
+			if over := fs.SSTables - t.opts.L0Trigger; over > 0 {
+				s.CompactionBacklog += over
+			}
+			s.CompactionBacklog += refs
+		}
+	}
+	s.SizeBytes += uint64(s.MemtableBytes)
+	return s
+}

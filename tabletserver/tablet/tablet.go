@@ -1,0 +1,448 @@
+package tablet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+)
+
+const (
+	rowLockStripes = 512
+	logDirName     = "log"
+)
+
+// Tablet is the storage engine of one tablet. It is safe for concurrent use.
+//
+// Lock order: gate → row lock → flushMu → compactMu → editMu → commitMu → mu.
+type Tablet struct {
+	opts   Options
+	dir    string
+	logger *slog.Logger
+	clock  func() int64
+	start  []byte // row range [start, end); nil = unbounded
+	end    []byte
+	parent string
+	log    *commitlog.Log
+
+	schema atomic.Pointer[schema]
+
+	// visibleSeq is the snapshot new readers take: every batch with a seq
+	// up to it is durable and fully in the memtable or SSTables.
+	visibleSeq atomic.Uint64
+	closed     atomic.Bool
+
+	// gate is held shared by writers and exclusively by Split and Close, so
+	// they can block writes and wait for those in flight.
+	gate sync.RWMutex
+
+	rowLocks [rowLockStripes]sync.Mutex
+
+	// commitMu serializes the commit pipeline and protects the fields below.
+	commitMu sync.Mutex
+	lastSeq  uint64 // highest sequence number assigned
+	failErr  error  // set when the log failed: the tablet takes no more writes
+
+	// mu protects the read state below; held only briefly, never over I/O.
+	mu  sync.Mutex
+	mem *memtable
+	imm []*immutable // being flushed, oldest first
+	cur *version
+
+	flushMu   sync.Mutex // one flush at a time
+	compactMu sync.Mutex // one compaction at a time
+
+	// editMu serializes version edits and manifest saves and protects the
+	// fields below.
+	editMu      sync.Mutex
+	nextFileNum uint64
+	replayPoint uint64
+	flushedSeq  uint64 // manifest LastSeq
+
+	bgCtx     context.Context
+	bgCancel  context.CancelFunc
+	wg        sync.WaitGroup
+	flushCh   chan struct{}
+	compactCh chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// immutable is a memtable waiting to be flushed.
+type immutable struct {
+	m           *memtable
+	replayPoint uint64 // log segment new writes went to after the swap
+	lastSeq     uint64 // highest sequence number assigned before the swap
+}
+
+// Open creates or reopens the tablet in opts.Dir and replays its commit log.
+func Open(opts Options) (_ *Tablet, err error) {
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	sch, err := newSchema(opts.Families)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("tablet: %w", err)
+	}
+	st, found, err := manifest.Load(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
+	}
+	if !found {
+		st = manifest.State{NextFileNum: 1, RangeStart: opts.Start, RangeEnd: opts.End}
+		if err := manifest.Save(opts.Dir, st); err != nil {
+			return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
+		}
+	}
+	if st.NextFileNum == 0 {
+		st.NextFileNum = 1
+	}
+	t := &Tablet{
+		opts: opts, dir: opts.Dir, logger: opts.Logger, clock: opts.Clock,
+		start: st.RangeStart, end: st.RangeEnd, parent: st.Parent,
+		mem:         newMemtable(),
+		nextFileNum: st.NextFileNum, replayPoint: st.ReplayPoint, flushedSeq: st.LastSeq,
+		flushCh: make(chan struct{}, 1), compactCh: make(chan struct{}, 1),
+	}
+	t.schema.Store(sch)
+	files := map[string][]*tableFile{}
+	defer func() {
+		if err != nil {
+			if t.cur != nil {
+				t.cur.unref()
+			} else {
+				for _, fs := range files {
+					for _, f := range fs {
+						_ = f.reader.Close()
+					}
+				}
+			}
+			if t.log != nil {
+				_ = t.log.Close()
+			}
+			if b := t.mem.bytes.Load(); b > 0 {
+				opts.Memory.release(b)
+			}
+		}
+	}()
+	for _, ref := range st.Files {
+		f, err := t.openFile(ref)
+		if err != nil {
+			return nil, err
+		}
+		files[ref.Family] = append(files[ref.Family], f)
+	}
+	for _, fs := range files {
+		sortNewestFirst(fs)
+	}
+	t.cur = newVersion(files)
+
+	if err := t.replay(st); err != nil {
+		return nil, err
+	}
+	t.log, err = commitlog.Open(commitlog.Options{Dir: filepath.Join(t.dir, logDirName), SyncMode: opts.SyncMode, SyncInterval: opts.SyncInterval})
+	if err != nil {
+		return nil, fmt.Errorf("tablet: open commit log: %w", err)
+	}
+	t.visibleSeq.Store(t.lastSeq)
+	opts.Memory.register(t)
+	t.bgCtx, t.bgCancel = context.WithCancel(context.Background())
+	if !opts.DisableBackgroundWork {
+		t.wg.Add(2)
+		go t.flushLoop()
+		go t.compactLoop()
+		t.requestCompaction()
+		if t.mem.bytes.Load() > opts.MemtableSize {
+			t.requestFlush()
+		}
+	}
+	return t, nil
+}
+
+// openFile opens the SSTable a manifest record names.
+func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
+	path := filepath.Join(t.dir, filepath.FromSlash(ref.Path))
+	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache})
+	if err != nil {
+		return nil, fmt.Errorf("tablet: open sstable of family %s: %w", ref.Family, err)
+	}
+	return &tableFile{ref: ref, path: path, own: isOwnPath(ref.Path), reader: r, t: t}, nil
+}
+
+// replay inserts the commit log records after the manifest's LastSeq into
+// the memtable. It is never cut short by a context.
+func (t *Tablet) replay(st manifest.State) error {
+	t.lastSeq = st.LastSeq
+	sch := t.schema.Load()
+	_, err := commitlog.Replay(filepath.Join(t.dir, logDirName), st.ReplayPoint, func(p []byte) error {
+		b, err := decodeBatch(p)
+		if err != nil {
+			return err
+		}
+		if b.seq <= st.LastSeq {
+			return nil
+		}
+		// The payload is only valid during the call: copy what the memtable keeps.
+		b.row = bytes.Clone(b.row)
+		kept := b.entries[:0]
+		for _, e := range b.entries {
+			if sch.byName[e.family] == nil {
+				continue
+			}
+			e.qualifier = bytes.Clone(e.qualifier)
+			e.value = bytes.Clone(e.value)
+			kept = append(kept, e)
+		}
+		b.entries = kept
+		t.opts.Memory.charge(t.mem.insertBatchLocked(&b))
+		if b.seq > t.lastSeq {
+			t.lastSeq = b.seq
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("tablet: replay commit log of %s: %w", t.dir, err)
+	}
+	return nil
+}
+
+// Range returns the tablet's row range [start, end); nil means unbounded.
+func (t *Tablet) Range() (start, end []byte) { return bytes.Clone(t.start), bytes.Clone(t.end) }
+
+// inRange reports whether row is in [start, end).
+func (t *Tablet) inRange(row []byte) bool {
+	return (t.start == nil || bytes.Compare(row, t.start) >= 0) && (t.end == nil || bytes.Compare(row, t.end) < 0)
+}
+
+// SetFamilies replaces the schema. Added families take writes at once;
+// modified policies apply to reads at once; deleted families' data is
+// dropped (their memtable entries and SSTables, after a flush that moves
+// the log's replay point past them).
+func (t *Tablet) SetFamilies(fams []families.Family) error {
+	sch, err := newSchema(fams)
+	if err != nil {
+		return err
+	}
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	old := t.schema.Load()
+	var dropped []string
+	for _, n := range old.names {
+		if sch.byName[n] == nil {
+			dropped = append(dropped, n)
+		}
+	}
+	t.commitMu.Lock()
+	t.schema.Store(sch)
+	t.commitMu.Unlock()
+	if len(dropped) == 0 {
+		return nil
+	}
+	t.flushMu.Lock()
+	defer t.flushMu.Unlock()
+	t.commitMu.Lock()
+	t.mu.Lock()
+	for _, n := range dropped {
+		t.mem.dropFamilyLocked(n)
+		for _, im := range t.imm {
+			im.m.dropFamilyLocked(n)
+		}
+	}
+	t.mu.Unlock()
+	t.commitMu.Unlock()
+	// Flush so the log no longer replays the dropped families' entries,
+	// then drop their files.
+	if err := t.flushLocked(t.bgCtxOrBackground(), true); err != nil {
+		return err
+	}
+	t.editMu.Lock()
+	defer t.editMu.Unlock()
+	t.mu.Lock()
+	v := t.cur
+	t.mu.Unlock()
+	if v == nil {
+		return ErrClosed
+	}
+	files := v.files
+	for _, n := range dropped {
+		files = (&version{files: files}).edit(n, func([]*tableFile) []*tableFile { return nil })
+	}
+	return t.installLocked(files, nil, dropFiles(v, dropped))
+}
+
+func dropFiles(v *version, fams []string) []*tableFile {
+	var out []*tableFile
+	for _, n := range fams {
+		out = append(out, v.files[n]...)
+	}
+	return out
+}
+
+func (t *Tablet) bgCtxOrBackground() context.Context {
+	if t.bgCtx != nil {
+		return t.bgCtx
+	}
+	return context.Background()
+}
+
+// installLocked saves a manifest listing files and makes them the current
+// version; obsolete files are deleted once no reader holds them. With
+// flushed set, the manifest's replay point and LastSeq advance too. editMu
+// held.
+func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable, obsolete []*tableFile) error {
+	nv := &version{files: files}
+	st := manifest.State{
+		Files: nv.fileRefs(), ReplayPoint: t.replayPoint, LastSeq: t.flushedSeq, NextFileNum: t.nextFileNum,
+		RangeStart: t.start, RangeEnd: t.end, Parent: t.parent,
+	}
+	if flushed != nil {
+		st.ReplayPoint = flushed.replayPoint
+		if flushed.lastSeq > st.LastSeq {
+			st.LastSeq = flushed.lastSeq
+		}
+	}
+	if err := manifest.Save(t.dir, st); err != nil {
+		return fmt.Errorf("tablet: save manifest: %w", err)
+	}
+	t.replayPoint, t.flushedSeq = st.ReplayPoint, st.LastSeq
+	for _, f := range obsolete {
+		f.obsolete.Store(true)
+	}
+	nv = newVersion(files)
+	t.mu.Lock()
+	old := t.cur
+	t.cur = nv
+	if flushed != nil && len(t.imm) > 0 && t.imm[0] == flushed {
+		t.imm = t.imm[1:]
+	}
+	t.mu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+	return nil
+}
+
+// memBytes returns the tablet's memtable bytes (active and being flushed).
+func (t *Tablet) memBytes() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.mem == nil {
+		return 0
+	}
+	n := t.mem.bytes.Load()
+	for _, im := range t.imm {
+		n += im.m.bytes.Load()
+	}
+	return n
+}
+
+func (t *Tablet) requestFlush() {
+	select {
+	case t.flushCh <- struct{}{}:
+	default:
+	}
+}
+
+func (t *Tablet) requestCompaction() {
+	select {
+	case t.compactCh <- struct{}{}:
+	default:
+	}
+}
+
+func (t *Tablet) flushLoop() {
+	defer t.wg.Done()
+	for {
+		select {
+		case <-t.bgCtx.Done():
+			return
+		case <-t.flushCh:
+		}
+		if err := t.Flush(t.bgCtx); err != nil {
+			if t.bgCtx.Err() != nil || errors.Is(err, ErrClosed) {
+				return
+			}
+			t.logger.Error("background flush", "dir", t.dir, "err", err)
+			select {
+			case <-t.bgCtx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			t.requestFlush()
+		}
+	}
+}
+
+func (t *Tablet) compactLoop() {
+	defer t.wg.Done()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.bgCtx.Done():
+			return
+		case <-t.compactCh:
+		case <-tick.C:
+		}
+		if err := t.backgroundCompact(t.bgCtx); err != nil {
+			if t.bgCtx.Err() != nil || errors.Is(err, ErrClosed) {
+				return
+			}
+			t.logger.Error("background compaction", "dir", t.dir, "err", err)
+		}
+	}
+}
+
+// Close stops background work, waits for it and for writes in flight, and
+// closes the commit log. It does not flush: the log holds the data. Readers
+// still open keep their files until they close. Close is idempotent.
+func (t *Tablet) Close() error {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	return t.closeGated()
+}
+
+// closeGated closes with the gate held exclusively.
+func (t *Tablet) closeGated() error {
+	t.closeOnce.Do(func() {
+		t.closed.Store(true)
+		t.bgCancel()
+		t.wg.Wait()
+		// Wait for an explicit Flush or Compact in flight.
+		t.flushMu.Lock()
+		t.compactMu.Lock()
+		t.closeErr = t.log.Close()
+		t.mu.Lock()
+		v := t.cur
+		t.cur = nil
+		t.mu.Unlock()
+		t.compactMu.Unlock()
+		t.flushMu.Unlock()
+		if v != nil {
+			v.unref()
+		}
+		t.opts.Memory.unregister(t)
+		t.opts.Memory.release(t.memBytes())
+		t.mu.Lock()
+		t.mem, t.imm = nil, nil
+		t.mu.Unlock()
+	})
+	return t.closeErr
+}
