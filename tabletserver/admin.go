@@ -1,0 +1,145 @@
+package tabletserver
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/tabletserver/tablet"
+)
+
+// The calls only the master makes.
+
+// LoadTablet opens a tablet the master assigned here (checked in etcd).
+func (s *Server) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletRequest) (*tabulapb.LoadTabletResponse, error) {
+	info := req.GetTablet()
+	if info == nil {
+		return nil, toStatus(cell.Invalidf("tablet is missing"), "", "", nil)
+	}
+	if err := s.load(ctx, info, req.GetSchema()); err != nil {
+		return nil, toStatus(err, info.GetTable(), info.GetTabletId(), nil)
+	}
+	return &tabulapb.LoadTabletResponse{}, nil
+}
+
+// UnloadTablet flushes and closes a tablet.
+func (s *Server) UnloadTablet(ctx context.Context, req *tabulapb.UnloadTabletRequest) (*tabulapb.UnloadTabletResponse, error) {
+	ref := req.GetTablet()
+	if err := s.unload(ctx, ref); err != nil {
+		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	return &tabulapb.UnloadTabletResponse{}, nil
+}
+
+// FlushTablet writes a tablet's memtable to SSTables.
+func (s *Server) FlushTablet(ctx context.Context, ref *tabulapb.TabletRef) (*tabulapb.FlushTabletResponse, error) {
+	h, err := s.resolve(ref, nil)
+	if err == nil {
+		err = h.t.Flush(ctx)
+	}
+	if err != nil {
+		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	return &tabulapb.FlushTabletResponse{}, nil
+}
+
+// CompactTablet runs a merging (or major) compaction of every family.
+func (s *Server) CompactTablet(ctx context.Context, req *tabulapb.CompactTabletRequest) (*tabulapb.CompactTabletResponse, error) {
+	ref := req.GetTablet()
+	h, err := s.resolve(ref, nil)
+	if err == nil {
+		err = h.t.Compact(ctx, req.GetMajor())
+	}
+	if err != nil {
+		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	return &tabulapb.CompactTabletResponse{}, nil
+}
+
+// SplitTablet splits a tablet at row_key (or a middle key of its choice)
+// and answers the two children, served here at the parent's epoch + 1.
+func (s *Server) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest) (*tabulapb.SplitTabletResponse, error) {
+	ref := req.GetTablet()
+	h, err := s.resolve(ref, req.GetRowKey())
+	if err != nil {
+		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), req.GetRowKey())
+	}
+	children, err := s.split(ctx, h, req.GetRowKey())
+	if err != nil {
+		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), req.GetRowKey())
+	}
+	resp := &tabulapb.SplitTabletResponse{}
+	for i := range children {
+		resp.Tablets = append(resp.Tablets, children[i].ToProto())
+	}
+	return resp, nil
+}
+
+// UpdateSchema applies a table's new families to every tablet of it held
+// here.
+func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaRequest) (*tabulapb.UpdateSchemaResponse, error) {
+	sch := req.GetSchema()
+	table := sch.GetName()
+	fail := func(err error) error { return toStatus(err, table, "", nil) }
+	if err := cell.ValidateTableName(table); err != nil {
+		return nil, fail(err)
+	}
+	fams, err := familiesFromSchema(sch)
+	if err != nil {
+		return nil, fail(err)
+	}
+	s.mu.Lock()
+	s.schemas[table] = sch
+	s.mu.Unlock()
+	var errs []error
+	for _, h := range s.heldTablets(table) {
+		if err := h.t.SetFamilies(fams); err != nil && !errors.Is(err, tablet.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fail(err)
+	}
+	return &tabulapb.UpdateSchemaResponse{}, nil
+}
+
+// ServerStats answers the statistics of every tablet held here, sorted by
+// table and start key.
+func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
+	resp := &tabulapb.ServerStatsResponse{ServerId: s.id}
+	if !s.Serving() {
+		return resp, nil
+	}
+	for _, h := range s.heldTablets("") {
+		resp.Tablets = append(resp.Tablets, tabletStats(h))
+	}
+	sort.Slice(resp.Tablets, func(i, j int) bool {
+		a, b := resp.Tablets[i], resp.Tablets[j]
+		if a.Tablet.Table != b.Tablet.Table {
+			return a.Tablet.Table < b.Tablet.Table
+		}
+		return string(a.StartKey) < string(b.StartKey)
+	})
+	return resp, nil
+}
+
+func tabletStats(h *held) *tabulapb.TabletStats {
+	st := h.t.Stats()
+	start, end := h.t.Range()
+	ts := &tabulapb.TabletStats{
+		Tablet:            &tabulapb.TabletRef{Table: h.table, TabletId: h.id, Epoch: h.epoch},
+		StartKey:          start,
+		EndKey:            end,
+		SizeBytes:         int64(st.SizeBytes),
+		MemtableBytes:     st.MemtableBytes,
+		CompactionBacklog: int64(st.CompactionBacklog),
+	}
+	for _, f := range st.Families {
+		ts.Sstables += int32(f.SSTables)
+		ts.Cells += int64(f.Cells)
+		ts.Tombstones += int64(f.Tombstones)
+	}
+	return ts
+}

@@ -1,0 +1,98 @@
+package tabletserver
+
+import (
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// TestFenceStopsWritesBeforeTheLeaseExpires stops the server's renewals
+// with the fault hook and checks that it refuses writes while etcd still
+// holds its lease (so no other server can have been given its tablets),
+// then registers again under a new lease once renewals resume.
+func TestFenceStopsWritesBeforeTheLeaseExpires(t *testing.T) {
+	e := newEnv(t)
+	var p pauser
+	srv := e.start(func(o *Options) { o.PauseRenewals = p.fn })
+	c := e.dial(srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	if err := put(e.ctx, c, ref, "before", set("cf", "q", 1, "acked")); err != nil {
+		t.Fatal(err)
+	}
+	key := e.layout.ServerKey(srv.ID())
+	resp, err := e.cli.Get(e.ctx, key)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("server key: %v, %v", resp, err)
+	}
+	oldLease := clientv3.LeaseID(resp.Kvs[0].Lease)
+
+	p.paused.Store(true)
+	paused := time.Now()
+	var refused error
+	for time.Since(paused) < 5*time.Second {
+		if refused = put(e.ctx, c, ref, "during", set("cf", "q", 1, "x")); refused != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	elapsed := time.Since(paused)
+	wantNotServing(t, "write after renewals stopped", refused, "users", "t1")
+	resp, err = e.cli.Get(e.ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 || clientv3.LeaseID(resp.Kvs[0].Lease) != oldLease {
+		t.Fatalf("the lease had expired at etcd when writes were refused after %s: fenced too late", elapsed)
+	}
+	t.Logf("writes refused %s after renewals stopped, while etcd still held the lease", elapsed)
+	if srv.Serving() {
+		t.Fatal("Serving() is true after the fence")
+	}
+	eventually(t, 5*time.Second, "the fence", func() bool { return srv.Fences() == 1 })
+	_, err = readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
+	wantNotServing(t, "read while fenced", err, "users", "t1")
+	rec := e.tablet("t1")
+	if _, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema}); err == nil {
+		t.Fatal("a fenced server loaded a tablet")
+	}
+
+	// Renewals resume: the server registers under a new lease and hands
+	// back the tablets etcd still assigned to it.
+	p.paused.Store(false)
+	eventually(t, 10*time.Second, "registration under a new lease", func() bool {
+		resp, err := e.cli.Get(e.ctx, key)
+		return err == nil && len(resp.Kvs) == 1 && clientv3.LeaseID(resp.Kvs[0].Lease) != oldLease && srv.Serving()
+	})
+	if rec = e.tablet("t1"); rec.State != meta.StateUnassigned || rec.Server != "" {
+		t.Fatalf("tablet after re-registration: %+v, want unassigned", rec.TabletRecord)
+	}
+	// The master assigns it again: the acknowledged write is there.
+	ref2 := e.load(c, e.assign("t1", nil, nil, srv, 2))
+	rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref2})
+	if err != nil || len(rows) < 1 || string(rows[0].Key) != "before" {
+		t.Fatalf("after reassignment read %v, %v; want the acknowledged row", rowKeys(rows), err)
+	}
+}
+
+func TestLostLeaseFencesAtOnce(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	c := e.dial(srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	resp, err := e.cli.Get(e.ctx, e.layout.ServerKey(srv.ID()))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("server key: %v, %v", resp, err)
+	}
+	// Someone revokes the lease (an operator, or etcd lost it): the next
+	// renewal learns it and the server fences.
+	if _, err := e.cli.Revoke(e.ctx, clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the fence", func() bool { return srv.Fences() >= 1 })
+	wantNotServing(t, "write after the lease was lost", put(e.ctx, c, ref, "r", set("cf", "q", 1, "x")), "users", "t1")
+	eventually(t, 5*time.Second, "registration again", srv.Serving)
+}

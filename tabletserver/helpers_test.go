@@ -1,0 +1,197 @@
+package tabletserver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// env is one test's cluster: a prefix in the shared etcd, a storage root,
+// and the servers it started.
+type env struct {
+	t       *testing.T
+	ctx     context.Context
+	cli     *clientv3.Client
+	cluster string
+	layout  meta.Layout
+	root    string
+	schema  *tabulapb.TableSchema
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: testEtcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
+	t.Cleanup(cancel)
+	cluster := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	return &env{
+		t: t, ctx: ctx, cli: cli, cluster: cluster, layout: meta.NewLayout(cluster), root: t.TempDir(),
+		schema: &tabulapb.TableSchema{Name: "users", Families: []*tabulapb.Family{
+			{Name: "cf", Bloom: tabulapb.Bloom_BLOOM_ROW}, {Name: "meta", MaxVersions: 1},
+		}},
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("TABLETSERVER_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// start starts a server with test defaults (LeaseTTL 2s), changed by edit.
+func (e *env) start(edit func(*Options)) *Server {
+	e.t.Helper()
+	opts := Options{
+		DataDir: e.root, Etcd: testEtcd.Endpoints(), Cluster: e.cluster, LeaseTTL: 2 * time.Second,
+		SplitCheckInterval: -1, ShutdownTimeout: 5 * time.Second, Logger: testLogger(),
+	}
+	if edit != nil {
+		edit(&opts)
+	}
+	srv, err := Start(e.ctx, opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// dial returns a client of srv.
+func (e *env) dial(srv *Server) tabulapb.TabletServerClient {
+	e.t.Helper()
+	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { conn.Close() })
+	return tabulapb.NewTabletServerClient(conn)
+}
+
+// assign writes tablets/<table>/<id> as the master would: assigned to srv
+// at epoch.
+func (e *env) assign(id string, start, end []byte, srv *Server, epoch int64) meta.TabletRecord {
+	e.t.Helper()
+	rec := meta.TabletRecord{Table: e.schema.Name, ID: id, Start: start, End: end, State: meta.StateAssigned,
+		Server: srv.ID(), Address: srv.Addr(), Epoch: epoch}
+	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(rec.Table, rec.ID), meta.EncodeTablet(rec)); err != nil {
+		e.t.Fatal(err)
+	}
+	return rec
+}
+
+// load assigns and loads a tablet and returns its ref.
+func (e *env) load(c tabulapb.TabletServerClient, rec meta.TabletRecord) *tabulapb.TabletRef {
+	e.t.Helper()
+	if _, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema}); err != nil {
+		e.t.Fatalf("LoadTablet %s at epoch %d: %v", rec.ID, rec.Epoch, err)
+	}
+	return &tabulapb.TabletRef{Table: rec.Table, TabletId: rec.ID, Epoch: rec.Epoch}
+}
+
+func (e *env) tablet(id string) meta.VersionedTablet {
+	e.t.Helper()
+	vt, err := meta.GetTablet(e.ctx, e.cli, e.layout, e.schema.Name, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return vt
+}
+
+func set(family, qualifier string, ts int64, value string) *tabulapb.Mutation {
+	return &tabulapb.Mutation{Mutation: &tabulapb.Mutation_SetCell_{SetCell: &tabulapb.Mutation_SetCell{
+		Family: family, Qualifier: []byte(qualifier), TimestampMicros: ts, Value: []byte(value)}}}
+}
+
+func put(ctx context.Context, c tabulapb.TabletServerClient, ref *tabulapb.TabletRef, row string, muts ...*tabulapb.Mutation) error {
+	_, err := c.MutateRow(ctx, &tabulapb.MutateRowRequest{Tablet: ref, RowKey: []byte(row), Mutations: muts})
+	return err
+}
+
+// readAll reads the whole row set of a tablet and returns row key → cell
+// values ("family:qualifier@ts=value").
+func readAll(ctx context.Context, c tabulapb.TabletServerClient, req *tabulapb.ReadRowsRequest) ([]*tabulapb.Row, error) {
+	stream, err := c.ReadRows(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var rows []*tabulapb.Row
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return rows, nil
+		}
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, resp.Rows...)
+	}
+}
+
+func rowKeys(rows []*tabulapb.Row) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = string(r.Key)
+	}
+	return out
+}
+
+// wantCode fails unless err is a status with code.
+func wantCode(t *testing.T, what string, err error, code codes.Code) {
+	t.Helper()
+	if got := status.Code(err); got != code {
+		t.Fatalf("%s: got %v (%v), want %v", what, got, err, code)
+	}
+}
+
+// wantNotServing fails unless err is FAILED_PRECONDITION with a NotServing
+// detail naming the tablet.
+func wantNotServing(t *testing.T, what string, err error, table, id string) {
+	t.Helper()
+	wantCode(t, what, err, codes.FailedPrecondition)
+	for _, d := range status.Convert(err).Details() {
+		if ns, ok := d.(*tabulapb.NotServing); ok {
+			if ns.Table != table || ns.TabletId != id {
+				t.Fatalf("%s: NotServing names %s/%s, want %s/%s", what, ns.Table, ns.TabletId, table, id)
+			}
+			return
+		}
+	}
+	t.Fatalf("%s: %v has no NotServing detail", what, err)
+}
+
+// eventually polls cond every 20ms until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+type pauser struct{ paused atomic.Bool }
+
+func (p *pauser) fn() bool { return p.paused.Load() }

@@ -1,0 +1,144 @@
+package tabletserver
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+)
+
+// DefaultSplitThreshold is the tablet size past which a tablet is split
+// when neither the table schema nor Options say otherwise.
+const DefaultSplitThreshold = 256 << 20
+
+// Options configure a Server. The zero value with DataDir and Etcd set is
+// valid.
+type Options struct {
+	// ID names the server in etcd (servers/<id>). The default is the
+	// advertised address.
+	ID string
+	// ListenAddr is the gRPC listen address. The default is "127.0.0.1:0".
+	ListenAddr string
+	// AdvertiseAddr is the address clients and the master dial. The
+	// default is the listener's address.
+	AdvertiseAddr string
+	// DataDir is the storage root; tablets live in
+	// <DataDir>/tables/<table>/<tablet-id>/. It must be set.
+	DataDir string
+	// Etcd lists the etcd endpoints. It must be set.
+	Etcd []string
+	// Cluster names the cluster; keys live under /tabula/<cluster>/. The
+	// default is "default".
+	Cluster string
+	// Prefix, when set, is the etcd key prefix and overrides Cluster. The
+	// default is empty.
+	Prefix string
+	// LeaseTTL is the TTL of the server's etcd lease. The server fences
+	// itself when it has not renewed for LeaseTTL*3/4. The default is 10s.
+	LeaseTTL time.Duration
+	// MemtableSize is each tablet's flush threshold. The default is the
+	// engine's (64 MiB).
+	MemtableSize int64
+	// MemtableSoftLimit is the server-wide memtable total past which
+	// writers wait for flushes. The default is 256 MiB.
+	MemtableSoftLimit int64
+	// MemtableHardLimit is the server-wide memtable total past which
+	// writes fail with RESOURCE_EXHAUSTED. The default is 512 MiB.
+	MemtableHardLimit int64
+	// CacheBytes is the size of the server's block cache. The default is
+	// 64 MiB.
+	CacheBytes int64
+	// Compactions bounds concurrent compactions on the server. The default
+	// is 1.
+	Compactions int
+	// SyncMode is the commit log sync mode: "always", "interval" or
+	// "none". The default is "always".
+	SyncMode string
+	// SplitThreshold is the tablet size past which a tablet is split when
+	// its table's schema gives no threshold. The default is 256 MiB.
+	SplitThreshold int64
+	// SplitCheckInterval is how often the background loop looks for
+	// tablets to split; negative disables the loop. The default is 5s.
+	SplitCheckInterval time.Duration
+	// ShutdownTimeout bounds how long Close waits for in-flight RPCs
+	// before cutting them off. The default is 10s.
+	ShutdownTimeout time.Duration
+	// PauseRenewals is a fault hook for tests: while it returns true the
+	// server sends no lease renewals and does not register again, as if
+	// etcd were unreachable. The default is nil (never paused).
+	PauseRenewals func() bool
+	// DisableBackgroundWork turns off the engines' automatic flushes and
+	// compactions (tests). The default is false.
+	DisableBackgroundWork bool
+	// Logger receives the server's log. The default discards.
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.DataDir == "" {
+		return o, cell.Invalidf("tabletserver: Options.DataDir is empty")
+	}
+	if len(o.Etcd) == 0 {
+		return o, cell.Invalidf("tabletserver: Options.Etcd is empty")
+	}
+	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 ||
+		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 {
+		return o, cell.Invalidf("tabletserver: negative size, count or duration in Options")
+	}
+	if o.ListenAddr == "" {
+		o.ListenAddr = "127.0.0.1:0"
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = 10 * time.Second
+	}
+	if o.LeaseTTL < time.Second {
+		return o, cell.Invalidf("tabletserver: LeaseTTL %s is below etcd's minimum of 1s", o.LeaseTTL)
+	}
+	if o.MemtableSoftLimit == 0 {
+		o.MemtableSoftLimit = 256 << 20
+	}
+	if o.MemtableHardLimit == 0 {
+		o.MemtableHardLimit = 512 << 20
+	}
+	if o.MemtableHardLimit < o.MemtableSoftLimit {
+		return o, cell.Invalidf("tabletserver: MemtableHardLimit %d is below MemtableSoftLimit %d", o.MemtableHardLimit, o.MemtableSoftLimit)
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = 64 << 20
+	}
+	if o.Compactions == 0 {
+		o.Compactions = 1
+	}
+	if o.SyncMode == "" {
+		o.SyncMode = "always"
+	}
+	if _, err := commitlog.ParseSyncMode(o.SyncMode); err != nil {
+		return o, err
+	}
+	if o.SplitThreshold == 0 {
+		o.SplitThreshold = DefaultSplitThreshold
+	}
+	if o.SplitCheckInterval == 0 {
+		o.SplitCheckInterval = 5 * time.Second
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.PauseRenewals == nil {
+		o.PauseRenewals = func() bool { return false }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o, nil
+}
+
+func (o Options) layout() meta.Layout {
+	if o.Prefix != "" {
+		return meta.WithPrefix(o.Prefix)
+	}
+	return meta.NewLayout(o.Cluster)
+}

@@ -1,0 +1,278 @@
+package tabletserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+)
+
+// Server is a running tablet server. Its methods are safe for concurrent
+// use.
+type Server struct {
+	tabulapb.UnimplementedTabletServerServer
+
+	opts     Options
+	id, addr string
+	layout   meta.Layout
+	logger   *slog.Logger
+	etcd     *clientv3.Client
+	lis      net.Listener
+	grpc     *grpc.Server
+	syncMode commitlog.SyncMode
+
+	// Shared by every tablet of the server.
+	cache   *sstable.Cache
+	memory  *tablet.MemoryBudget
+	limiter *tablet.Limiter
+
+	// Lease state (lease.go). base is the monotonic origin of safeUntil,
+	// which is nanoseconds since base; 0 means fenced.
+	base   time.Time
+	fences atomic.Int64 // how many times the server fenced
+	// leaseMu serializes changes of the lease state below (reads of the
+	// atomics need no lock).
+	leaseMu   sync.Mutex
+	safeUntil atomic.Int64
+	leaseID   atomic.Int64
+	fenced    bool // set by fence, cleared by register
+
+	keys keyLocks // serializes load, unload and split of one tablet
+
+	// lifecycle is held by fence and by Close's flushing, so a fence never
+	// races a flush.
+	lifecycle sync.Mutex
+
+	// mu protects the fields below.
+	mu      sync.RWMutex
+	tablets map[string]*held                 // by tabletKey(table, id)
+	schemas map[string]*tabulapb.TableSchema // latest schema per table
+	gen     uint64                           // bumped by every fence
+	parents []splitParent                    // split parents whose folders wait for deletion
+
+	closed      atomic.Bool
+	serveWG     sync.WaitGroup // the gRPC Serve goroutine
+	splitCancel context.CancelFunc
+	splitWG     sync.WaitGroup // the split loop
+	leaseCancel context.CancelFunc
+	leaseWG     sync.WaitGroup // the lease loop
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// held is a tablet the server serves at an epoch.
+type held struct {
+	table, id string
+	epoch     int64
+	dir       string
+	t         *tablet.Tablet
+	splitting atomic.Bool // data calls get NotServing while set
+}
+
+func tabletKey(table, id string) string { return table + "/" + id }
+
+// Start opens the server: it listens, registers servers/<id> in etcd under
+// a new lease, serves gRPC and starts the lease and split loops.
+func Start(ctx context.Context, opts Options) (_ *Server, err error) {
+	opts, err = opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	syncMode, _ := commitlog.ParseSyncMode(opts.SyncMode) // checked by withDefaults
+	if opts.DataDir, err = filepath.Abs(opts.DataDir); err != nil {
+		return nil, fmt.Errorf("tabletserver: %w", err)
+	}
+	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("tabletserver: %w", err)
+	}
+	s := &Server{
+		opts: opts, layout: opts.layout(), logger: opts.Logger, syncMode: syncMode,
+		cache:   sstable.NewCache(opts.CacheBytes),
+		memory:  tablet.NewMemoryBudget(opts.MemtableSoftLimit, opts.MemtableHardLimit),
+		limiter: tablet.NewLimiter(opts.Compactions),
+		base:    time.Now(),
+		tablets: make(map[string]*held),
+		schemas: make(map[string]*tabulapb.TableSchema),
+	}
+	s.lis, err = net.Listen("tcp", opts.ListenAddr)
+	if err != nil {
+		return nil, fmt.Errorf("tabletserver: listen on %s: %w", opts.ListenAddr, err)
+	}
+	defer func() {
+		if err != nil {
+			s.lis.Close()
+		}
+	}()
+	s.addr = opts.AdvertiseAddr
+	if s.addr == "" {
+		s.addr = s.lis.Addr().String()
+	}
+	s.id = opts.ID
+	if s.id == "" {
+		s.id = s.addr
+	}
+	s.logger = s.logger.With("server", s.id)
+	s.etcd, err = clientv3.New(clientv3.Config{
+		Endpoints: opts.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tabletserver: etcd client: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			s.etcd.Close()
+		}
+	}()
+	if err := s.register(ctx); err != nil {
+		return nil, fmt.Errorf("tabletserver: registering %s in etcd: %w", s.id, err)
+	}
+
+	s.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(96<<20), grpc.MaxSendMsgSize(96<<20))
+	tabulapb.RegisterTabletServerServer(s.grpc, s)
+	s.serveWG.Add(1)
+	go func() {
+		defer s.serveWG.Done()
+		if err := s.grpc.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.logger.Error("grpc serve", "err", err)
+		}
+	}()
+
+	leaseCtx, leaseCancel := context.WithCancel(context.Background())
+	s.leaseCancel = leaseCancel
+	s.leaseWG.Add(1)
+	go func() {
+		defer s.leaseWG.Done()
+		s.leaseLoop(leaseCtx)
+	}()
+	splitCtx, splitCancel := context.WithCancel(context.Background())
+	s.splitCancel = splitCancel
+	if opts.SplitCheckInterval > 0 {
+		s.splitWG.Add(1)
+		go func() {
+			defer s.splitWG.Done()
+			s.splitLoop(splitCtx)
+		}()
+	}
+	s.logger.Info("serving", "address", s.addr)
+	return s, nil
+}
+
+// Addr returns the address clients dial.
+func (s *Server) Addr() string { return s.addr }
+
+// ID returns the server's id in etcd.
+func (s *Server) ID() string { return s.id }
+
+// Close shuts the server down gracefully: it stops accepting calls (waiting
+// up to ShutdownTimeout for those in flight), stops splitting, flushes and
+// closes every tablet, then revokes the lease so the master reassigns at
+// once. A fenced server's tablets were already closed without a flush.
+// Close is idempotent.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		done := make(chan struct{})
+		go func() {
+			s.grpc.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(s.opts.ShutdownTimeout):
+			s.grpc.Stop()
+			<-done
+		}
+		s.serveWG.Wait()
+		s.splitCancel()
+		s.splitWG.Wait()
+
+		var errs []error
+		s.lifecycle.Lock()
+		s.mu.Lock()
+		hs := s.tablets
+		s.tablets = make(map[string]*held)
+		s.mu.Unlock()
+		for _, h := range hs {
+			if s.leaseSafe() {
+				ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+				if err := h.t.Flush(ctx); err != nil && !errors.Is(err, tablet.ErrClosed) {
+					errs = append(errs, fmt.Errorf("flushing tablet %s/%s: %w", h.table, h.id, err))
+				}
+				cancel()
+			}
+			if err := h.t.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing tablet %s/%s: %w", h.table, h.id, err))
+			}
+		}
+		s.lifecycle.Unlock()
+
+		s.leaseCancel()
+		s.leaseWG.Wait()
+		s.revoke(clientv3.LeaseID(s.leaseID.Swap(0)))
+		if err := s.etcd.Close(); err != nil && !errors.Is(err, context.Canceled) {
+			errs = append(errs, err)
+		}
+		s.closeErr = errors.Join(errs...)
+		s.logger.Info("closed")
+	})
+	return s.closeErr
+}
+
+// Fences returns how many times the server has fenced itself.
+func (s *Server) Fences() int64 { return s.fences.Load() }
+
+// Serving reports whether the server may serve now: its lease is safe and
+// it is not closed.
+func (s *Server) Serving() bool { return !s.closed.Load() && s.leaseSafe() }
+
+// keyLocks is a set of mutexes by key, created on demand.
+type keyLocks struct {
+	mu sync.Mutex
+	m  map[string]*keyLock
+}
+
+type keyLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock locks key and returns the unlock function.
+func (k *keyLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = make(map[string]*keyLock)
+	}
+	l := k.m[key]
+	if l == nil {
+		l = &keyLock{}
+		k.m[key] = l
+	}
+	l.refs++
+	k.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		k.mu.Lock()
+		l.refs--
+		if l.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

@@ -1,0 +1,348 @@
+package tabletserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/tabletserver/tablet"
+)
+
+// Splits are decided by the server (DESIGN.md §4):
+//
+//  1. mark the parent splitting (data calls get NotServing; clients retry)
+//     and read its etcd record with its ModRevision, checking that it is
+//     still assigned here at the held epoch;
+//  2. tablet.Split into two new folders (fresh meta.NewTabletID ids); the
+//     engine flushes the parent, writes the children's manifests (they
+//     reference the parent's files) and closes the parent;
+//  3. meta.CommitSplit: one etcd transaction, guarded by the parent's
+//     ModRevision, deletes the parent and puts both children assigned here
+//     at epoch parent.Epoch+1;
+//  4. on success open both children and serve them; on conflict remove the
+//     children's folders and reopen the parent if etcd still assigns it
+//     here at its epoch.
+//
+// The parent's folder is deleted later, once no tablet of the table
+// references its files (collectParents).
+
+// splitCommitTimeout bounds the etcd work of a split once the engine has
+// split: it runs even if the caller's context is cancelled, so the outcome
+// is known.
+const splitCommitTimeout = 10 * time.Second
+
+// splitParent is a split parent whose folder waits until no tablet
+// references its files.
+type splitParent struct {
+	table, dir string
+}
+
+// split splits h at row (or at its SplitKey when row is empty) and returns
+// the children's records.
+func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.TabletRecord, err error) {
+	key := tabletKey(h.table, h.id)
+	unlock := s.keys.lock(key)
+	defer unlock()
+	s.mu.RLock()
+	cur, gen := s.tablets[key], s.gen
+	s.mu.RUnlock()
+	if cur != h || !h.splitting.CompareAndSwap(false, true) {
+		return nil, notServing(h.table, h.id, row, "tablet is no longer served here")
+	}
+	parentClosed := false
+	defer func() {
+		if err != nil && !parentClosed {
+			h.splitting.Store(false)
+		}
+	}()
+
+	start, end := h.t.Range()
+	if len(row) == 0 {
+		row, err = h.t.SplitKey()
+		if errors.Is(err, tablet.ErrNoSplitKey) && h.t.Stats().MemtableBytes > 0 {
+			// The split key comes from SSTable indexes: flush and look again.
+			if err = h.t.Flush(ctx); err == nil {
+				row, err = h.t.SplitKey()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !inside(row, start, end) {
+		return nil, cell.Invalidf("split row %q is not strictly inside the tablet's range [%q, %q)", row, start, end)
+	}
+	parent, err := meta.GetTablet(ctx, s.etcd, s.layout, h.table, h.id)
+	if err != nil {
+		return nil, err
+	}
+	if parent.Server != s.id || parent.Epoch != h.epoch {
+		return nil, fmt.Errorf("%w: etcd assigns tablet %s to %q at epoch %d", ErrNotAssigned, key, parent.Server, parent.Epoch)
+	}
+	left := parent.TabletRecord
+	left.ID, left.End = meta.NewTabletID(), row
+	right := parent.TabletRecord
+	right.ID, right.Start = meta.NewTabletID(), row
+	for _, c := range []*meta.TabletRecord{&left, &right} {
+		c.State, c.Server, c.Address, c.Epoch, c.Parent = meta.StateAssigned, s.id, s.addr, parent.Epoch+1, parent.ID
+	}
+	leftDir, rightDir := s.tabletDir(h.table, left.ID), s.tabletDir(h.table, right.ID)
+	removeChildren := func() {
+		for _, d := range []string{leftDir, rightDir} {
+			if err := os.RemoveAll(d); err != nil {
+				s.logger.Warn("removing split child folder", "dir", d, "err", err)
+			}
+		}
+	}
+
+	parentClosed = true // tablet.Split closes the parent whether or not it succeeds
+	if err := h.t.Split(ctx, row, leftDir, rightDir); err != nil {
+		removeChildren()
+		s.reopenParent(h, gen)
+		return nil, fmt.Errorf("tabletserver: splitting tablet %s: %w", key, err)
+	}
+
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), splitCommitTimeout)
+	defer cancel()
+	err = meta.CommitSplit(cctx, s.etcd, s.layout, parent.ModRevision, parent.TabletRecord, left, right)
+	if err != nil && !errors.Is(err, meta.ErrConflict) {
+		// The transaction may or may not have committed: look.
+		if committed, cerr := s.splitCommitted(cctx, left); cerr == nil && committed {
+			err = nil
+		} else if cerr != nil {
+			// Unknown outcome: keep the children's folders (etcd may name
+			// them) and stop serving the parent; the master sorts it out.
+			s.dropHeld(h)
+			return nil, fmt.Errorf("tabletserver: split of %s: outcome unknown: %w", key, err)
+		}
+	}
+	if err != nil {
+		removeChildren()
+		s.reopenParent(h, gen)
+		return nil, fmt.Errorf("tabletserver: committing split of %s: %w", key, err)
+	}
+	s.logger.Info("split tablet", "tablet", key, "row", row, "left", left.ID, "right", right.ID)
+
+	// Open both children, then swap them for the parent in one step, so
+	// the served set never lacks the range.
+	fams, err := s.familiesOf(h.table)
+	var opened []*held
+	for _, c := range []struct {
+		rec meta.TabletRecord
+		dir string
+	}{{left, leftDir}, {right, rightDir}} {
+		if err != nil {
+			break
+		}
+		t, oerr := tablet.Open(s.engineOptions(c.dir, fams, c.rec.Start, c.rec.End))
+		if oerr != nil {
+			err = fmt.Errorf("tabletserver: opening split child %s: %w", c.rec.ID, oerr)
+			break
+		}
+		opened = append(opened, &held{table: h.table, id: c.rec.ID, epoch: c.rec.Epoch, dir: c.dir, t: t})
+	}
+	s.mu.Lock()
+	if s.tablets[key] == h {
+		delete(s.tablets, key)
+	}
+	installed := s.gen == gen && !s.closed.Load()
+	if installed {
+		for _, c := range opened {
+			s.tablets[tabletKey(c.table, c.id)] = c
+		}
+	}
+	s.parents = append(s.parents, splitParent{table: h.table, dir: h.dir})
+	s.mu.Unlock()
+	h.t.Close()
+	if !installed {
+		for _, c := range opened {
+			c.t.Close()
+		}
+		return []meta.TabletRecord{left, right}, nil // fenced or closing: the master reassigns them
+	}
+	if err != nil {
+		// The split is committed; a child this server failed to open is
+		// handed back to the master.
+		s.logger.Error("serving split children", "tablet", key, "err", err)
+		s.releaseChildren(cctx, left, right)
+	}
+	return []meta.TabletRecord{left, right}, nil
+}
+
+// splitCommitted reports whether the split that creates left committed.
+func (s *Server) splitCommitted(ctx context.Context, left meta.TabletRecord) (bool, error) {
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		var vt meta.VersionedTablet
+		vt, err = meta.GetTablet(ctx, s.etcd, s.layout, left.Table, left.ID)
+		if err == nil {
+			return vt.Parent == left.Parent, nil
+		}
+		if errors.Is(err, meta.ErrNotFound) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+		}
+	}
+	return false, err
+}
+
+// releaseChildren marks split children this server does not serve as
+// unassigned, so the master assigns them again.
+func (s *Server) releaseChildren(ctx context.Context, children ...meta.TabletRecord) {
+	for _, c := range children {
+		s.mu.RLock()
+		_, served := s.tablets[tabletKey(c.Table, c.ID)]
+		s.mu.RUnlock()
+		if served {
+			continue
+		}
+		vt, err := meta.GetTablet(ctx, s.etcd, s.layout, c.Table, c.ID)
+		if err != nil || vt.Server != s.id || vt.Epoch != c.Epoch {
+			continue
+		}
+		next := vt.TabletRecord
+		next.State, next.Server, next.Address = meta.StateUnassigned, "", ""
+		if _, err := meta.Update(ctx, s.etcd, s.layout, vt, next); err != nil {
+			s.logger.Warn("releasing split child", "tablet", c.ID, "err", err)
+		}
+	}
+}
+
+// dropHeld removes h from the served set if it is still there.
+func (s *Server) dropHeld(h *held) {
+	key := tabletKey(h.table, h.id)
+	s.mu.Lock()
+	if s.tablets[key] == h {
+		delete(s.tablets, key)
+	}
+	s.mu.Unlock()
+	h.t.Close()
+}
+
+// reopenParent serves a split parent again after a failed split, if etcd
+// still assigns it here at its epoch; otherwise it stops serving it.
+func (s *Server) reopenParent(h *held, gen uint64) {
+	s.dropHeld(h)
+	ctx, cancel := context.WithTimeout(context.Background(), splitCommitTimeout)
+	defer cancel()
+	vt, err := meta.GetTablet(ctx, s.etcd, s.layout, h.table, h.id)
+	if err != nil || vt.Server != s.id || vt.Epoch != h.epoch {
+		s.logger.Warn("not reopening split parent", "tablet", h.id, "err", err)
+		return
+	}
+	fams, err := s.familiesOf(h.table)
+	if err != nil {
+		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
+		return
+	}
+	t, err := tablet.Open(s.engineOptions(h.dir, fams, vt.Start, vt.End))
+	if err != nil {
+		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
+		return
+	}
+	if err := s.install(gen, nil, &held{table: h.table, id: h.id, epoch: h.epoch, dir: h.dir, t: t}); err != nil {
+		s.logger.Warn("reopening split parent", "tablet", h.id, "err", err)
+	}
+}
+
+// splitLoop splits tablets past their table's threshold and deletes split
+// parents' folders no longer referenced, until ctx is done.
+func (s *Server) splitLoop(ctx context.Context) {
+	ticker := time.NewTicker(s.opts.SplitCheckInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if !s.Serving() {
+			continue
+		}
+		for _, h := range s.heldTablets("") {
+			if ctx.Err() != nil {
+				return
+			}
+			// A tablet with compaction backlog may still reference its
+			// parent's files, whose whole size Stats counts: wait until
+			// compaction has rewritten them (HBase likewise splits no region
+			// that holds references).
+			st := h.t.Stats()
+			if h.splitting.Load() || st.CompactionBacklog > 0 || int64(st.SizeBytes) <= s.splitThreshold(h.table) {
+				continue
+			}
+			if _, err := s.split(ctx, h, nil); err != nil && !errors.Is(err, tablet.ErrNoSplitKey) {
+				s.logger.Warn("automatic split", "table", h.table, "tablet", h.id, "err", err)
+			}
+		}
+		s.collectParents()
+	}
+}
+
+// collectParents deletes the folders of split parents that no tablet
+// folder of their table references any more.
+func (s *Server) collectParents() {
+	s.mu.Lock()
+	parents := s.parents
+	s.parents = nil
+	s.mu.Unlock()
+	var keep []splitParent
+	for _, p := range parents {
+		referenced, err := s.referenced(p)
+		if err != nil || referenced {
+			keep = append(keep, p)
+			continue
+		}
+		if err := os.RemoveAll(p.dir); err != nil {
+			s.logger.Warn("removing split parent folder", "dir", p.dir, "err", err)
+			keep = append(keep, p)
+			continue
+		}
+		s.logger.Info("removed split parent folder", "dir", p.dir)
+	}
+	s.mu.Lock()
+	s.parents = append(s.parents, keep...)
+	s.mu.Unlock()
+}
+
+// referenced reports whether any other tablet folder of p's table
+// references a file inside p's folder.
+func (s *Server) referenced(p splitParent) (bool, error) {
+	tableDir := filepath.Dir(p.dir)
+	entries, err := os.ReadDir(tableDir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		dir := filepath.Join(tableDir, e.Name())
+		if !e.IsDir() || dir == p.dir {
+			continue
+		}
+		refs, err := tablet.Referenced(dir)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return false, err
+		}
+		for _, r := range refs {
+			if !filepath.IsAbs(r) {
+				r = filepath.Join(dir, r)
+			}
+			if strings.HasPrefix(filepath.Clean(r), p.dir+string(filepath.Separator)) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}

@@ -1,0 +1,264 @@
+package tabletserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/tabletserver/tablet"
+)
+
+// validateTabletName checks a table name and tablet id before they become
+// path elements.
+func validateTabletName(table, id string) error {
+	if err := cell.ValidateTableName(table); err != nil {
+		return err
+	}
+	if table == "." || table == ".." {
+		return cell.Invalidf("table name %q is reserved", table)
+	}
+	if id == "" || len(id) > 64 || id == "." || id == ".." {
+		return cell.Invalidf("tablet id %q must be 1..64 characters of [A-Za-z0-9_.-] and not . or ..", id)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return cell.Invalidf("tablet id %q must be 1..64 characters of [A-Za-z0-9_.-]", id)
+		}
+	}
+	return nil
+}
+
+// tabletDir is <root>/tables/<table>/<id>.
+func (s *Server) tabletDir(table, id string) string {
+	return filepath.Join(s.opts.DataDir, "tables", table, id)
+}
+
+// engineOptions are the options of one tablet's engine on this server.
+func (s *Server) engineOptions(dir string, fams []families.Family, start, end []byte) tablet.Options {
+	return tablet.Options{
+		Dir: dir, Families: fams, Start: nilIfEmpty(start), End: nilIfEmpty(end),
+		SyncMode: s.syncMode, MemtableSize: s.opts.MemtableSize,
+		Cache: s.cache, Memory: s.memory, Compactions: s.limiter,
+		DisableBackgroundWork: s.opts.DisableBackgroundWork,
+		Logger:                s.logger.With("tablet", filepath.Base(dir)),
+	}
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// resolve finds the tablet a data call names, at exactly its epoch.
+func (s *Server) resolve(ref *tabulapb.TabletRef, row []byte) (*held, error) {
+	if ref == nil {
+		return nil, cell.Invalidf("tablet: the TabletRef is missing")
+	}
+	table, id := ref.GetTable(), ref.GetTabletId()
+	if s.closed.Load() {
+		return nil, notServing(table, id, row, "server is shutting down")
+	}
+	if !s.leaseSafe() {
+		return nil, &notServingError{table: table, tablet: id, row: row, reason: "server lease not renewed in time", cause: ErrFenced}
+	}
+	s.mu.RLock()
+	h := s.tablets[tabletKey(table, id)]
+	s.mu.RUnlock()
+	switch {
+	case h == nil:
+		return nil, notServing(table, id, row, "tablet not loaded on this server")
+	case h.epoch != ref.GetEpoch():
+		return nil, notServing(table, id, row, fmt.Sprintf("epoch %d is not the current epoch %d", ref.GetEpoch(), h.epoch))
+	case h.splitting.Load():
+		return nil, notServing(table, id, row, "tablet is splitting")
+	}
+	return h, nil
+}
+
+// heldTablets returns a snapshot of the held tablets, of one table if
+// table is not empty.
+func (s *Server) heldTablets(table string) []*held {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]*held, 0, len(s.tablets))
+	for _, h := range s.tablets {
+		if table == "" || h.table == table {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// splitThreshold is the size past which a tablet of table splits.
+func (s *Server) splitThreshold(table string) int64 {
+	s.mu.RLock()
+	sch := s.schemas[table]
+	s.mu.RUnlock()
+	if t := sch.GetSplitThresholdBytes(); t > 0 {
+		return t
+	}
+	return s.opts.SplitThreshold
+}
+
+// familiesOf returns the families of table's latest schema.
+func (s *Server) familiesOf(table string) ([]families.Family, error) {
+	s.mu.RLock()
+	sch := s.schemas[table]
+	s.mu.RUnlock()
+	if sch == nil {
+		return nil, fmt.Errorf("tabletserver: no schema for table %s", table)
+	}
+	return familiesFromSchema(sch)
+}
+
+// load opens tablet info at its epoch after checking in etcd that the
+// tablet is assigned here at that epoch. Loading a tablet already held at
+// that epoch is a no-op; one held at another epoch is closed (without a
+// flush: another server may have written its log since) and reopened.
+func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *tabulapb.TableSchema) error {
+	table, id := info.GetTable(), info.GetTabletId()
+	if err := validateTabletName(table, id); err != nil {
+		return err
+	}
+	if schema == nil {
+		return cell.Invalidf("schema is missing")
+	}
+	if schema.GetName() != "" && schema.GetName() != table {
+		return cell.Invalidf("schema names table %s, the tablet is of table %s", schema.GetName(), table)
+	}
+	fams, err := familiesFromSchema(schema)
+	if err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if !s.leaseSafe() {
+		return ErrFenced
+	}
+	key := tabletKey(table, id)
+	unlock := s.keys.lock(key)
+	defer unlock()
+
+	s.mu.RLock()
+	gen := s.gen
+	s.mu.RUnlock()
+	rec, err := meta.GetTablet(ctx, s.etcd, s.layout, table, id)
+	if err != nil {
+		if errors.Is(err, meta.ErrNotFound) {
+			return fmt.Errorf("%w: %v", ErrNotAssigned, err)
+		}
+		return err
+	}
+	if rec.Server != s.id || rec.Epoch != info.GetEpoch() {
+		return fmt.Errorf("%w: etcd assigns tablet %s/%s to server %q at epoch %d, not to %q at epoch %d",
+			ErrNotAssigned, table, id, rec.Server, rec.Epoch, s.id, info.GetEpoch())
+	}
+
+	s.mu.Lock()
+	old := s.tablets[key]
+	if old != nil && old.epoch == rec.Epoch {
+		s.schemas[table] = schema
+		s.mu.Unlock()
+		return old.t.SetFamilies(fams)
+	}
+	if old != nil {
+		delete(s.tablets, key)
+	}
+	s.mu.Unlock()
+	if old != nil {
+		if err := old.t.Close(); err != nil {
+			s.logger.Warn("closing tablet held at an old epoch", "tablet", key, "epoch", old.epoch, "err", err)
+		}
+	}
+
+	dir := s.tabletDir(table, id)
+	t, err := tablet.Open(s.engineOptions(dir, fams, rec.Start, rec.End))
+	if err != nil {
+		return fmt.Errorf("tabletserver: opening tablet %s: %w", key, err)
+	}
+	if err := s.install(gen, schema, &held{table: table, id: id, epoch: rec.Epoch, dir: dir, t: t}); err != nil {
+		return err
+	}
+	s.logger.Info("loaded tablet", "tablet", key, "epoch", rec.Epoch, "start", rec.Start, "end", rec.End)
+	return nil
+}
+
+// install adds opened tablets to the served set unless the server fenced
+// (or closed) since generation gen; then it closes them and fails.
+func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, hs ...*held) error {
+	s.mu.Lock()
+	ok := s.gen == gen && !s.closed.Load()
+	if ok {
+		for _, h := range hs {
+			s.tablets[tabletKey(h.table, h.id)] = h
+		}
+		if schema != nil {
+			s.schemas[hs[0].table] = schema
+		}
+	}
+	s.mu.Unlock()
+	if ok {
+		return nil
+	}
+	for _, h := range hs {
+		h.t.Close()
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return ErrFenced
+}
+
+// unload stops serving a tablet: it flushes (so the next owner has little
+// to replay) and closes it. Unloading a tablet not held is a no-op; a ref
+// with another epoch than the held one is refused.
+func (s *Server) unload(ctx context.Context, ref *tabulapb.TabletRef) error {
+	if ref == nil {
+		return cell.Invalidf("tablet: the TabletRef is missing")
+	}
+	table, id := ref.GetTable(), ref.GetTabletId()
+	key := tabletKey(table, id)
+	unlock := s.keys.lock(key)
+	defer unlock()
+	s.mu.Lock()
+	h := s.tablets[key]
+	if h == nil {
+		s.mu.Unlock()
+		return nil
+	}
+	if ref.GetEpoch() != 0 && h.epoch != ref.GetEpoch() {
+		s.mu.Unlock()
+		return notServing(table, id, nil, fmt.Sprintf("held at epoch %d, not %d", h.epoch, ref.GetEpoch()))
+	}
+	delete(s.tablets, key)
+	s.mu.Unlock()
+
+	s.lifecycle.Lock()
+	defer s.lifecycle.Unlock()
+	if s.leaseSafe() {
+		if err := h.t.Flush(ctx); err != nil && !errors.Is(err, tablet.ErrClosed) {
+			s.logger.Warn("flushing tablet on unload", "tablet", key, "err", err)
+		}
+	}
+	if err := h.t.Close(); err != nil {
+		s.logger.Warn("closing tablet on unload", "tablet", key, "err", err)
+	}
+	s.logger.Info("unloaded tablet", "tablet", key, "epoch", h.epoch)
+	return nil
+}
+
+// inside reports whether row lies strictly inside (start, end): a valid
+// split point.
+func inside(row, start, end []byte) bool {
+	return len(row) > 0 && bytes.Compare(row, start) > 0 && (len(end) == 0 || bytes.Compare(row, end) < 0)
+}
