@@ -1,0 +1,195 @@
+package client
+
+import (
+	"context"
+	"sync"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/locator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// bulkEntry is one row of an ApplyBulk call.
+type bulkEntry struct {
+	index      int
+	row        []byte
+	muts       []*tabulapb.Mutation
+	idempotent bool
+	tablet     locator.Tablet
+}
+
+// ApplyBulk applies muts[i] to rows[i] for every i. Rows are not applied
+// atomically together: errs[i] is row i's outcome (nil when applied). The
+// rows are grouped per tablet server and sent in parallel; entries that
+// fail with a retryable error are retried as Apply would retry them. err
+// is non-nil only when the call as a whole is wrong (mismatched lengths)
+// or its context ended, in which case errs still says which rows were
+// applied.
+func (t *Table) ApplyBulk(ctx context.Context, rows [][]byte, muts []*Mutation) (errs []error, err error) {
+	if len(rows) != len(muts) {
+		return nil, invalid("ApplyBulk got %d rows and %d mutations; give one mutation per row", len(rows), len(muts))
+	}
+	errs = make([]error, len(rows))
+	var pending []*bulkEntry
+	for i := range rows {
+		pm, err := muts[i].checked(rows[i])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		pending = append(pending, &bulkEntry{index: i, row: rows[i], muts: pm, idempotent: muts[i].Idempotent()})
+	}
+	r := t.c.newRetrier()
+	for len(pending) > 0 {
+		if ctx.Err() != nil {
+			break
+		}
+		var retry []*bulkEntry
+		var lastRetryable error
+		groups := map[string][]*bulkEntry{}
+		for _, e := range pending {
+			tab, err := t.c.loc.Locate(ctx, t.name, e.row)
+			if err != nil {
+				ok, st := locateError(err)
+				errs[e.index] = st
+				if ok && ctx.Err() == nil {
+					retry = append(retry, e)
+					lastRetryable = st
+				}
+				continue
+			}
+			e.tablet = tab
+			groups[tab.Address] = append(groups[tab.Address], e)
+		}
+		var mu sync.Mutex // protects retry and lastRetryable below
+		var wg sync.WaitGroup
+		for addr, group := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				again := t.sendBulk(ctx, addr, group, errs)
+				if len(again) > 0 {
+					mu.Lock()
+					retry = append(retry, again...)
+					lastRetryable = errs[again[0].index]
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(retry) == 0 {
+			break
+		}
+		if len(retry) < len(pending) {
+			r.progress()
+		}
+		if werr := r.wait(ctx, lastRetryable); werr != nil {
+			break
+		}
+		pending = retry
+	}
+	if ctx.Err() != nil {
+		return errs, contextStatus(ctx, nil)
+	}
+	return errs, nil
+}
+
+// Limits of one MutateRows request: the server takes messages of up to
+// MaxMessageBytes; stay well below it.
+const (
+	maxBulkEntries = 10000
+	maxBulkBytes   = 32 << 20
+)
+
+// sendBulk sends one server's entries in MutateRows calls of bounded
+// size, one after the other, records each entry's outcome in errs and
+// returns the entries to retry.
+func (t *Table) sendBulk(ctx context.Context, addr string, group []*bulkEntry, errs []error) (retry []*bulkEntry) {
+	for len(group) > 0 {
+		n, size := 0, 0
+		for n < len(group) && n < maxBulkEntries {
+			sz := len(group[n].row) + 64
+			for _, m := range group[n].muts {
+				sz += proto.Size(m)
+			}
+			if n > 0 && size+sz > maxBulkBytes {
+				break
+			}
+			size += sz
+			n++
+		}
+		retry = append(retry, t.sendChunk(ctx, addr, group[:n], errs)...)
+		group = group[n:]
+	}
+	return retry
+}
+
+// sendChunk sends entries in one MutateRows call.
+func (t *Table) sendChunk(ctx context.Context, addr string, group []*bulkEntry, errs []error) (retry []*bulkEntry) {
+	ts, err := t.c.pool.server(addr)
+	if err != nil {
+		for _, e := range group {
+			errs[e.index] = err
+		}
+		return nil
+	}
+	req := &tabulapb.MutateRowsRequest{Entries: make([]*tabulapb.MutateRowsRequest_Entry, len(group))}
+	for i, e := range group {
+		req.Entries[i] = &tabulapb.MutateRowsRequest_Entry{Tablet: e.tablet.Ref(), RowKey: e.row, Mutations: e.muts}
+	}
+	resp, err := ts.MutateRows(ctx, req)
+	if err != nil {
+		// The whole call failed: each entry's fate is unknown.
+		for _, e := range group {
+			retry = t.settle(ctx, e, err, errs, retry)
+		}
+		return retry
+	}
+	seen := make([]bool, len(group))
+	for _, pe := range resp.GetEntries() {
+		i := pe.GetIndex()
+		if i < 0 || i >= int64(len(group)) || seen[i] {
+			continue
+		}
+		seen[i] = true
+		var eerr error
+		if c := codes.Code(pe.GetCode()); c != codes.OK {
+			st := status.New(c, pe.GetMessage())
+			if ns := pe.GetNotServing(); ns != nil {
+				if d, derr := st.WithDetails(ns); derr == nil {
+					st = d
+				}
+			}
+			eerr = st.Err()
+		}
+		retry = t.settle(ctx, group[i], eerr, errs, retry)
+	}
+	for i, e := range group {
+		if !seen[i] {
+			retry = t.settle(ctx, e, status.Error(codes.Unavailable, "client: the server's answer left this entry out"), errs, retry)
+		}
+	}
+	return retry
+}
+
+// settle records e's outcome err and appends e to retry if it should be
+// tried again.
+func (t *Table) settle(ctx context.Context, e *bulkEntry, err error, errs []error, retry []*bulkEntry) []*bulkEntry {
+	errs[e.index] = err
+	if err == nil {
+		return retry
+	}
+	if ctx.Err() != nil {
+		return retry
+	}
+	again, evict := serverError(err, e.idempotent)
+	if evict {
+		t.c.loc.Invalidate(e.tablet)
+	}
+	if again {
+		return append(retry, e)
+	}
+	return retry
+}

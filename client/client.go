@@ -1,0 +1,316 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/locator"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// ServerTime as a Set timestamp asks the tablet server to stamp the cell
+// with its clock. Such a mutation is not idempotent and is not retried
+// after an ambiguous failure.
+const ServerTime = cell.ServerTimestamp
+
+// MaxMessageBytes is the largest gRPC message the client receives by
+// default; the tablet server accepts and sends up to the same size.
+const MaxMessageBytes = 96 << 20
+
+// Options configure a Client. The zero value (plus master addresses) is
+// ready to use.
+type Options struct {
+	// Masters are the master addresses (host:port), leader and standbys in
+	// any order. Required.
+	Masters []string
+	// DialOptions are used for every connection to masters and tablet
+	// servers. The default is plaintext (insecure transport credentials)
+	// and a receive limit of MaxMessageBytes, so that rows holding values
+	// near the 64 MiB cell limit come through.
+	DialOptions []grpc.DialOption
+	// ConnectTimeout bounds how long NewClient waits for a master to
+	// answer. The default is 5s.
+	ConnectTimeout time.Duration
+	// RetryTimeout bounds the retries of one call (on top of its
+	// context): after it, the last error is returned. The default is 1m.
+	RetryTimeout time.Duration
+	// Backoff paces retries. The default is locator.Backoff's defaults
+	// (20ms doubling to 2s, with jitter).
+	Backoff locator.Backoff
+	// Locator configures the location cache's lookups. The default is
+	// locator.Options' defaults.
+	Locator locator.Options
+}
+
+func (o Options) withDefaults() Options {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 5 * time.Second
+	}
+	if o.RetryTimeout <= 0 {
+		o.RetryTimeout = time.Minute
+	}
+	if len(o.DialOptions) == 0 {
+		o.DialOptions = []grpc.DialOption{
+			grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
+		}
+	}
+	if len(o.Locator.DialOptions) == 0 {
+		o.Locator.DialOptions = o.DialOptions
+	}
+	return o
+}
+
+// Client is a connection to a Tabula cluster. It is safe for concurrent
+// use.
+type Client struct {
+	opts Options
+	loc  *locator.Locator
+	pool *pool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewClient connects to the cluster whose masters are at masterAddrs and
+// checks that one of them answers (within ctx and a 5s bound).
+func NewClient(ctx context.Context, masterAddrs ...string) (*Client, error) {
+	return NewClientWithOptions(ctx, Options{Masters: masterAddrs})
+}
+
+// NewClientWithOptions is NewClient with options.
+func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err error) {
+	opts = opts.withDefaults()
+	if len(opts.Masters) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "client: no master address given; pass the master's host:port")
+	}
+	loc, err := locator.New(opts.Masters, opts.Locator)
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{opts: opts, loc: loc, pool: newPool(opts.DialOptions)}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	cctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	defer cancel()
+	err = loc.CallMaster(cctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		_, err := m.ListServers(ctx, &tabulapb.ListServersRequest{})
+		return err
+	})
+	if err != nil {
+		return nil, status.Errorf(status.Code(err), "client: no master answered at %v: %v", opts.Masters, status.Convert(err).Message())
+	}
+	return c, nil
+}
+
+// Close closes every connection. It is idempotent; calls in flight fail.
+func (c *Client) Close() error {
+	c.closeOnce.Do(func() {
+		c.closeErr = errors.Join(c.pool.close(), c.loc.Close())
+	})
+	return c.closeErr
+}
+
+// Open returns a handle on table. It does not check that the table exists;
+// the first call does.
+func (c *Client) Open(table string) *Table { return &Table{c: c, name: table} }
+
+// Admin returns the admin client of the cluster.
+func (c *Client) Admin() *AdminClient { return &AdminClient{c: c} }
+
+// Locator returns the client's location cache.
+func (c *Client) Locator() *locator.Locator { return c.loc }
+
+// pool shares one gRPC connection per tablet server address.
+type pool struct {
+	dial []grpc.DialOption
+	// mu protects the fields below.
+	mu     sync.Mutex
+	conns  map[string]*grpc.ClientConn
+	closed bool
+}
+
+func newPool(dial []grpc.DialOption) *pool {
+	return &pool{dial: dial, conns: make(map[string]*grpc.ClientConn)}
+}
+
+// server returns a client for the tablet server at addr.
+func (p *pool) server(addr string) (tabulapb.TabletServerClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, status.Error(codes.Canceled, "client: closed")
+	}
+	conn, ok := p.conns[addr]
+	if !ok {
+		var err error
+		conn, err = grpc.NewClient(addr, p.dial...)
+		if err != nil {
+			return nil, status.Errorf(codes.Unavailable, "client: tablet server address %q: %v", addr, err)
+		}
+		p.conns[addr] = conn
+	}
+	return tabulapb.NewTabletServerClient(conn), nil
+}
+
+func (p *pool) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	var errs []error
+	for _, c := range p.conns {
+		errs = append(errs, c.Close())
+	}
+	p.conns = nil
+	return errors.Join(errs...)
+}
+
+// Table is a handle on one table. It is safe for concurrent use.
+type Table struct {
+	c    *Client
+	name string
+}
+
+// Name returns the table's name.
+func (t *Table) Name() string { return t.name }
+
+// tabletOp is one attempt of a call to the tablet holding a row.
+type tabletOp func(ctx context.Context, tab locator.Tablet, ts tabulapb.TabletServerClient) error
+
+// retrier paces the attempts of one call. Options.RetryTimeout bounds a
+// streak of failures: it counts from the first failure since the last
+// progress (a scan that has returned rows starts afresh).
+type retrier struct {
+	c       *Client
+	since   time.Time // first failure of the current streak; zero if none
+	attempt int
+	last    error
+}
+
+func (c *Client) newRetrier() *retrier { return &retrier{c: c} }
+
+// wait records err as the last error and sleeps before the next attempt.
+// It returns the error to give up with, or nil to go on.
+func (r *retrier) wait(ctx context.Context, err error) error {
+	r.last = err
+	now := time.Now()
+	if r.since.IsZero() {
+		r.since = now
+	}
+	if now.Sub(r.since) >= r.c.opts.RetryTimeout {
+		return r.last
+	}
+	if werr := r.c.opts.Backoff.Wait(ctx, r.attempt); werr != nil {
+		return contextStatus(ctx, r.last)
+	}
+	r.attempt++
+	return nil
+}
+
+// progress ends a streak of failures.
+func (r *retrier) progress() {
+	if r.attempt != 0 || !r.since.IsZero() {
+		r.attempt, r.since = 0, time.Time{}
+	}
+}
+
+// contextStatus is the status for a call whose context ended, naming the
+// last error seen.
+func contextStatus(ctx context.Context, last error) error {
+	st := status.FromContextError(ctx.Err())
+	if last == nil {
+		return st.Err()
+	}
+	return status.Errorf(st.Code(), "%s (last error: %s)", st.Message(), status.Convert(last).Message())
+}
+
+// locateError classifies an error from the locator: nothing was sent to a
+// tablet server, so it is retryable whenever the cause is transient.
+func locateError(err error) (retry bool, st error) {
+	switch {
+	case errors.Is(err, locator.ErrUnassigned):
+		return true, status.Error(codes.Unavailable, err.Error())
+	case locator.IsUnavailable(err):
+		return true, err
+	}
+	return false, err
+}
+
+// serverError classifies an error from a tablet server: whether to retry
+// and whether the cached location is stale.
+func serverError(err error, idempotent bool) (retry, evict bool) {
+	if _, ok := locator.NotServingOf(err); ok {
+		return true, true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable:
+		return idempotent, true
+	case codes.ResourceExhausted:
+		return idempotent, false
+	}
+	return false, false
+}
+
+// do runs op against the tablet holding row, re-locating and retrying as
+// the package documentation describes.
+func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bool, op tabletOp) error {
+	r := c.newRetrier()
+	for {
+		if err := ctx.Err(); err != nil {
+			return contextStatus(ctx, r.last)
+		}
+		tab, err := c.loc.Locate(ctx, table, row)
+		if err != nil {
+			if ctx.Err() != nil {
+				return contextStatus(ctx, r.last)
+			}
+			retry, st := locateError(err)
+			if !retry {
+				return st
+			}
+			if err := r.wait(ctx, st); err != nil {
+				return err
+			}
+			continue
+		}
+		ts, err := c.pool.server(tab.Address)
+		if err != nil {
+			return err
+		}
+		err = op(ctx, tab, ts)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return contextStatus(ctx, err)
+		}
+		retry, evict := serverError(err, idempotent)
+		if evict {
+			c.loc.Invalidate(tab)
+		}
+		if !retry {
+			return err
+		}
+		if err := r.wait(ctx, err); err != nil {
+			return err
+		}
+	}
+}
+
+func invalid(format string, args ...any) error {
+	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
+}

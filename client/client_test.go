@@ -1,0 +1,475 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/rowfilter"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func alphabet() []string {
+	var rows []string
+	for c := 'a'; c <= 'z'; c++ {
+		rows = append(rows, string(c))
+	}
+	return rows
+}
+
+func fill(t *testing.T, tbl *Table, rows []string) {
+	t.Helper()
+	for _, r := range rows {
+		m := NewMutation().Set("cf", []byte("q"), 10, []byte("v"+r)).Set("cg", []byte("x"), 10, []byte("x"+r))
+		if err := tbl.Apply(context.Background(), []byte(r), m); err != nil {
+			t.Fatalf("Apply(%s): %v", r, err)
+		}
+	}
+}
+
+func keys(t *testing.T, it *RowIterator) string {
+	t.Helper()
+	defer it.Close()
+	var ks []string
+	for it.Next() {
+		ks = append(ks, string(it.Row().Key))
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("scan failed after %v: %v", ks, err)
+	}
+	return strings.Join(ks, "")
+}
+
+func TestRangeScanSpansTabletsInOrderWithLimit(t *testing.T) {
+	c := newCluster(t, 3, "g", "p")
+	tbl := c.client(t).Open("t")
+	fill(t, tbl, alphabet())
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		rs   RowSet
+		opts []ReadOption
+		want string
+	}{
+		{"whole table", nil, nil, "abcdefghijklmnopqrstuvwxyz"},
+		{"range across all three", NewRange([]byte("e"), []byte("r")), nil, "efghijklmnopq"},
+		{"limit across tablets", NewRange([]byte("e"), []byte("r")), []ReadOption{LimitRows(10)}, "efghijklmn"},
+		{"limit inside first tablet", nil, []ReadOption{LimitRows(3)}, "abc"},
+		{"limit at tablet end", nil, []ReadOption{LimitRows(7)}, "abcdefg"},
+		{"key list out of order", RowList([]byte("z"), []byte("a"), []byte("h"), []byte("a"), []byte("zz")), nil, "ahz"},
+		{"prefix", PrefixRange([]byte("q")), nil, "q"},
+		{"infinite", InfiniteRange([]byte("x")), nil, "xyz"},
+		{"union", Union(NewRange([]byte("b"), []byte("d")), SingleRow([]byte("m")), NewRange([]byte("c"), []byte("e"))), nil, "bcdm"},
+		{"filter drops rows", nil, []ReadOption{WithFilter(rowfilter.RowKeyRegex("[aeiou]"))}, "aeiou"},
+		{"empty range", NewRange([]byte("m"), []byte("m")), nil, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := keys(t, tbl.ReadRows(ctx, tc.rs, tc.opts...)); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// Every server saw reads: the scan really went to three tablets.
+	for addr, s := range c.servers {
+		if s.callCount("ReadRows") == 0 {
+			t.Errorf("server %s never read", addr)
+		}
+	}
+}
+
+func TestReadRowReturnsCellsOrEmptyRow(t *testing.T) {
+	c := newCluster(t, 2, "m")
+	tbl := c.client(t).Open("t")
+	fill(t, tbl, []string{"k", "z"})
+	ctx := context.Background()
+	row, err := tbl.ReadRow(ctx, []byte("z"), WithFilter(rowfilter.Family("cf")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(row.Cells) != 1 || string(row.Cells[0].Value) != "vz" || string(row.Cells[0].Row) != "z" {
+		t.Errorf("ReadRow(z) = %+v", row)
+	}
+	row, err = tbl.ReadRow(ctx, []byte("absent"))
+	if err != nil || string(row.Key) != "absent" || len(row.Cells) != 0 {
+		t.Errorf("ReadRow(absent) = %+v, %v", row, err)
+	}
+	if _, err := tbl.ReadRow(ctx, []byte("k"), WithFilter(rowfilter.CellsPerRowLimit(0))); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("bad filter: %v, want INVALID_ARGUMENT", err)
+	}
+	if _, err := c.client(t).Open("nope").ReadRow(ctx, []byte("k")); status.Code(err) != codes.NotFound {
+		t.Errorf("unknown table: %v, want NOT_FOUND", err)
+	}
+}
+
+func TestNotServingRelocatesAndSucceeds(t *testing.T) {
+	c := newCluster(t, 2, "m")
+	cl := c.client(t)
+	tbl := cl.Open("t")
+	fill(t, tbl, []string{"a", "b"}) // caches tablet "" on server 0
+	var from, to string
+	for addr, s := range c.servers {
+		if _, ok := s.held["tab"]; ok {
+			from = addr
+		} else {
+			to = addr
+		}
+	}
+	c.move("a", to)
+	before := c.servers[from].callCount("MutateRow")
+	// Non-idempotent on purpose: a NotServing refusal is safe to retry.
+	if err := tbl.Apply(context.Background(), []byte("a"), NewMutation().Set("cf", []byte("n"), ServerTime, []byte("1"))); err != nil {
+		t.Fatalf("Apply after move: %v", err)
+	}
+	if got := c.servers[from].callCount("MutateRow") - before; got != 1 {
+		t.Errorf("old server got %d calls, want 1 (then re-locate)", got)
+	}
+	if got := keys(t, tbl.ReadRows(context.Background(), NewRange(nil, []byte("m")))); got != "ab" {
+		t.Errorf("read after move = %q", got)
+	}
+	if tab, ok := cl.Locator().Cached("t", []byte("a")); !ok || tab.Address != to || tab.Epoch != 2 {
+		t.Errorf("cache after re-locate: %+v, %v", tab, ok)
+	}
+}
+
+func TestOnlyIdempotentMutationsRetryOnUnavailable(t *testing.T) {
+	c := newCluster(t, 1)
+	tbl := c.client(t).Open("t")
+	var s *fakeServer
+	for _, s = range c.servers {
+	}
+	ctx := context.Background()
+	unavailable := status.Error(codes.Unavailable, "fake: connection reset")
+
+	s.inject("MutateRow", unavailable)
+	err := tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("q"), ServerTime, []byte("v")))
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("non-idempotent Apply = %v, want UNAVAILABLE", err)
+	}
+	if n := s.callCount("MutateRow"); n != 1 {
+		t.Errorf("non-idempotent Apply sent %d times, want 1", n)
+	}
+
+	s.inject("MutateRow", unavailable, status.Error(codes.ResourceExhausted, "fake: slow down"))
+	if err := tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("q"), 7, []byte("v"))); err != nil {
+		t.Errorf("idempotent Apply = %v, want success after retries", err)
+	}
+	if n := s.callCount("MutateRow"); n != 4 {
+		t.Errorf("MutateRow calls = %d, want 4 (1 + 3 for the idempotent one)", n)
+	}
+
+	// Other errors are never retried.
+	s.inject("MutateRow", status.Error(codes.InvalidArgument, "fake: bad"))
+	if err := tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("q"), 7, []byte("v"))); status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "fake: bad") {
+		t.Errorf("Apply = %v, want the server's INVALID_ARGUMENT", err)
+	}
+	// Client-side validation stops bad input before the wire.
+	calls := s.callCount("MutateRow")
+	if err := tbl.Apply(ctx, []byte("r"), NewMutation().Set("bad family", nil, 1, nil)); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("bad family: %v", err)
+	}
+	if err := tbl.Apply(ctx, []byte("r"), NewMutation()); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("empty mutation: %v", err)
+	}
+	if s.callCount("MutateRow") != calls {
+		t.Error("invalid mutations reached the server")
+	}
+}
+
+func TestApplyBulkReportsPerRowErrors(t *testing.T) {
+	c := newCluster(t, 2, "m")
+	tbl := c.client(t).Open("t")
+	ctx := context.Background()
+	rows := [][]byte{[]byte("a"), []byte("b"), []byte("n"), []byte("o"), []byte("p"), []byte("q")}
+	muts := []*Mutation{
+		NewMutation().Set("cf", []byte("q"), 1, []byte("1")),
+		NewMutation().Set("nofam", []byte("q"), 1, []byte("1")), // server: NOT_FOUND
+		NewMutation().Set("cf", []byte("q"), 1, []byte("1")),
+		NewMutation().Set("bad fam", nil, 1, nil), // client: INVALID_ARGUMENT
+		NewMutation().Set("cf", []byte("q"), ServerTime, []byte("1")),
+		NewMutation().DeleteRow(),
+	}
+	// The second server answers the first entry it sees with NotServing.
+	for _, s := range c.servers {
+		if _, ok := s.held["tabm"]; ok {
+			s.inject("MutateRows.entry", notServing(nil, nil))
+		}
+	}
+	errs, err := tbl.ApplyBulk(ctx, rows, muts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []codes.Code{codes.OK, codes.NotFound, codes.OK, codes.InvalidArgument, codes.OK, codes.OK}
+	for i, w := range want {
+		if got := status.Code(errs[i]); got != w {
+			t.Errorf("row %s: %v, want %v", rows[i], errs[i], w)
+		}
+	}
+	if got := keys(t, tbl.ReadRows(ctx, nil)); got != "anp" {
+		t.Errorf("rows after bulk = %q, want anp", got)
+	}
+	if _, err := tbl.ApplyBulk(ctx, rows, muts[:2]); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("mismatched lengths: %v", err)
+	}
+}
+
+func TestApplyBulkDoesNotRetryNonIdempotentOnUnavailable(t *testing.T) {
+	c := newCluster(t, 1)
+	tbl := c.client(t).Open("t")
+	var s *fakeServer
+	for _, s = range c.servers {
+	}
+	u := status.Error(codes.Unavailable, "fake: overloaded")
+	s.inject("MutateRows.entry", u, u)
+	errs, err := tbl.ApplyBulk(context.Background(), [][]byte{[]byte("a"), []byte("b")}, []*Mutation{
+		NewMutation().Set("cf", nil, ServerTime, nil),
+		NewMutation().Set("cf", nil, 3, nil),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status.Code(errs[0]) != codes.Unavailable || errs[1] != nil {
+		t.Errorf("errs = %v, want [UNAVAILABLE, nil]", errs)
+	}
+	if n := s.callCount("MutateRows.entry"); n != 3 {
+		t.Errorf("entries sent %d times, want 3 (b retried once)", n)
+	}
+}
+
+func TestScanResumesAfterLastRowWhenStreamBreaks(t *testing.T) {
+	c := newCluster(t, 1)
+	tbl := c.client(t).Open("t")
+	fill(t, tbl, alphabet())
+	var s *fakeServer
+	for _, s = range c.servers {
+	}
+	s.mu.Lock()
+	s.failAfter = 5
+	s.mu.Unlock()
+	if got := keys(t, tbl.ReadRows(context.Background(), nil, LimitRows(20))); got != "abcdefghijklmnopqrst" {
+		t.Errorf("scan = %q", got)
+	}
+	if n := s.callCount("ReadRows"); n != 2 {
+		t.Errorf("ReadRows calls = %d, want 2 (one resume)", n)
+	}
+}
+
+func TestCheckAndMutateAndReadModifyWrite(t *testing.T) {
+	c := newCluster(t, 2, "m")
+	tbl := c.client(t).Open("t")
+	ctx := context.Background()
+	row := []byte("x")
+	matched, err := tbl.CheckAndMutate(ctx, row, rowfilter.Family("cf"),
+		NewMutation().Set("cf", []byte("t"), 1, []byte("true")),
+		NewMutation().Set("cf", []byte("f"), 1, []byte("false")))
+	if err != nil || matched {
+		t.Fatalf("first CheckAndMutate = %v, %v; want false", matched, err)
+	}
+	matched, err = tbl.CheckAndMutate(ctx, row, rowfilter.Chain(rowfilter.Family("cf"), rowfilter.ValueRegex("false")),
+		NewMutation().Set("cf", []byte("t"), 1, []byte("true")), nil)
+	if err != nil || !matched {
+		t.Fatalf("second CheckAndMutate = %v, %v; want true", matched, err)
+	}
+	got, _ := tbl.ReadRow(ctx, row)
+	if len(got.Cells) != 2 {
+		t.Errorf("row after check-and-mutate: %+v", got.Cells)
+	}
+
+	r, err := tbl.ReadModifyWrite(ctx, row, NewReadModifyWrite().Increment("cg", []byte("n"), 5).Append("cg", []byte("s"), []byte("ab")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err = tbl.ReadModifyWrite(ctx, row, NewReadModifyWrite().Increment("cg", []byte("n"), -2).Append("cg", []byte("s"), []byte("cd")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Cells) != 2 || int64(binary.BigEndian.Uint64(r.Cells[0].Value)) != 3 || string(r.Cells[1].Value) != "abcd" {
+		t.Errorf("ReadModifyWrite = %+v", r)
+	}
+	if _, err := tbl.ReadModifyWrite(ctx, row, NewReadModifyWrite()); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("empty rules: %v", err)
+	}
+	// Not retried on UNAVAILABLE: the increment may have happened.
+	for _, s := range c.servers {
+		s.inject("ReadModifyWriteRow", status.Error(codes.Unavailable, "fake"))
+	}
+	if _, err := tbl.ReadModifyWrite(ctx, row, NewReadModifyWrite().Increment("cg", []byte("n"), 1)); status.Code(err) != codes.Unavailable {
+		t.Errorf("ReadModifyWrite after UNAVAILABLE: %v", err)
+	}
+}
+
+func TestContextCancelStopsCalls(t *testing.T) {
+	c := newCluster(t, 1)
+	tbl := c.client(t).Open("t")
+	var s *fakeServer
+	for _, s = range c.servers {
+	}
+	fill(t, tbl, []string{"a"})
+	gate := make(chan struct{})
+	defer close(gate)
+	s.mu.Lock()
+	s.gate = gate
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	it := tbl.ReadRows(ctx, nil)
+	if it.Next() {
+		t.Fatal("got a row from a blocked server")
+	}
+	if status.Code(it.Err()) != codes.Canceled {
+		t.Errorf("scan err = %v, want CANCELED", it.Err())
+	}
+	it.Close()
+
+	// A server that keeps failing: retries end at the deadline.
+	for i := 0; i < 1000; i++ {
+		s.inject("MutateRow", status.Error(codes.Unavailable, "fake: down"))
+	}
+	dctx, dcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer dcancel()
+	start := time.Now()
+	err := tbl.Apply(dctx, []byte("a"), NewMutation().Set("cf", nil, 1, nil))
+	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "fake: down") {
+		t.Errorf("Apply = %v, want DEADLINE_EXCEEDED naming the last error", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Apply took %v after its deadline", d)
+	}
+}
+
+func TestSampleRowKeysCoversEveryTablet(t *testing.T) {
+	c := newCluster(t, 2, "g", "p")
+	samples, err := c.client(t).Open("t").SampleRowKeys(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range samples {
+		got = append(got, fmt.Sprintf("%s@%d", s.Key, s.OffsetBytes))
+	}
+	if want := "tab@100 tabg@200 tabp@300"; strings.Join(got, " ") != want {
+		t.Errorf("samples = %v, want %s", got, want)
+	}
+}
+
+func TestNewClientFailsWithoutMaster(t *testing.T) {
+	_, err := NewClientWithOptions(context.Background(), Options{Masters: []string{"127.0.0.1:1"}, ConnectTimeout: time.Second})
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Errorf("NewClient = %v, want UNAVAILABLE naming the address", err)
+	}
+	if _, err := NewClient(context.Background()); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("NewClient() = %v", err)
+	}
+}
+
+func TestAdminCreateTableSendsSchema(t *testing.T) {
+	c := newCluster(t, 1)
+	adm := c.client(t).Admin()
+	fams := []families.Family{families.Default("cf"), {Name: "ts", MaxVersions: 2, TTL: time.Hour}}
+	if err := adm.CreateTable(context.Background(), "users", fams, [][]byte{[]byte("m")}); err != nil {
+		t.Fatal(err)
+	}
+	c.master.mu.Lock()
+	req := c.master.created[0]
+	c.master.mu.Unlock()
+	if req.GetSchema().GetName() != "users" || len(req.GetSchema().GetFamilies()) != 2 ||
+		req.GetSchema().GetFamilies()[1].GetTtlMicros() != 3600e6 || string(req.GetSplitKeys()[0]) != "m" {
+		t.Errorf("CreateTable sent %v", req)
+	}
+	if err := adm.CreateTable(context.Background(), "bad name", fams, nil); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("bad table name: %v", err)
+	}
+}
+
+func TestScanFollowsSplitsThroughStaleCache(t *testing.T) {
+	c := newCluster(t, 3, "g", "p")
+	cl := c.client(t)
+	tbl := cl.Open("t")
+	fill(t, tbl, alphabet())
+	ctx := context.Background()
+	if got := keys(t, tbl.ReadRows(ctx, nil)); got != "abcdefghijklmnopqrstuvwxyz" {
+		t.Fatalf("first scan = %q", got)
+	}
+	var addrs []string
+	for a := range c.servers {
+		addrs = append(addrs, a)
+	}
+	// Split the middle and last tablets behind the client's back.
+	c.split("k", addrs[0], addrs[1])
+	c.split("t", addrs[2], addrs[0])
+	if got := keys(t, tbl.ReadRows(ctx, NewRange([]byte("c"), nil), LimitRows(20))); got != "cdefghijklmnopqrstuv" {
+		t.Errorf("scan after splits = %q", got)
+	}
+	// The cache now holds the children, not the parents.
+	for row, id := range map[string]string{"h": "tabgL", "m": "tabgR", "q": "tabpL", "z": "tabpR"} {
+		if tab, ok := cl.Locator().Cached("t", []byte(row)); !ok || tab.ID != id {
+			t.Errorf("cached tablet of %s = %+v, %v; want %s", row, tab, ok, id)
+		}
+	}
+	if got := keys(t, tbl.ReadRows(ctx, nil)); got != "abcdefghijklmnopqrstuvwxyz" {
+		t.Errorf("full scan after splits = %q", got)
+	}
+}
+
+func TestRetryTimeoutBoundsRetriesWithoutDeadline(t *testing.T) {
+	c := newCluster(t, 1)
+	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.addr},
+		RetryTimeout: 150 * time.Millisecond, Backoff: locatorBackoff(10 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var s *fakeServer
+	for _, s = range c.servers {
+	}
+	for i := 0; i < 1000; i++ {
+		s.inject("ReadRows", status.Error(codes.Unavailable, "fake: down"))
+	}
+	start := time.Now()
+	_, err = cl.Open("t").ReadRow(context.Background(), []byte("a"))
+	if status.Code(err) != codes.Unavailable {
+		t.Errorf("ReadRow = %v, want the last UNAVAILABLE", err)
+	}
+	if d := time.Since(start); d < 150*time.Millisecond || d > 3*time.Second {
+		t.Errorf("gave up after %v, want about 150ms", d)
+	}
+	if n := s.callCount("ReadRows"); n < 3 {
+		t.Errorf("only %d attempts", n)
+	}
+}
+
+func TestApplyBulkGroupsPerServerAndBoundsRequests(t *testing.T) {
+	c := newCluster(t, 2, "m")
+	tbl := c.client(t).Open("t")
+	var rows [][]byte
+	var muts []*Mutation
+	for i := 0; i < maxBulkEntries+10; i++ {
+		rows = append(rows, []byte(fmt.Sprintf("a%05d", i))) // all in the first tablet
+		muts = append(muts, NewMutation().Set("cf", nil, 1, nil))
+	}
+	rows = append(rows, []byte("z"))
+	muts = append(muts, NewMutation().Set("cf", nil, 1, nil))
+	errs, err := tbl.ApplyBulk(context.Background(), rows, muts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range errs {
+		if e != nil {
+			t.Fatalf("row %s: %v", rows[i], e)
+		}
+	}
+	for _, s := range c.servers {
+		want := 1
+		if _, ok := s.held["tab"]; ok {
+			want = 2 // more entries than one request may carry
+		}
+		if got := s.callCount("MutateRows"); got != want {
+			t.Errorf("server holding %v got %d MutateRows calls, want %d", s.held, got, want)
+		}
+	}
+}

@@ -1,0 +1,36 @@
+// Package client is Tabula's Go client library (DESIGN.md §6). A Client
+// finds tablets through the masters (package locator, cached) and talks
+// to the tablet servers directly; range scans span tablets transparently
+// and come back in key order.
+//
+//	c, err := client.NewClient(ctx, "127.0.0.1:7000")
+//	if err != nil { ... }
+//	defer c.Close()
+//	tbl := c.Open("users")
+//	m := client.NewMutation().Set("info", []byte("name"), client.ServerTime, []byte("Ada"))
+//	if err := tbl.Apply(ctx, []byte("user42"), m); err != nil { ... }
+//	it := tbl.ReadRows(ctx, client.PrefixRange([]byte("user")), client.LimitRows(10))
+//	defer it.Close()
+//	for it.Next() {
+//		row := it.Row()
+//		...
+//	}
+//	if err := it.Err(); err != nil { ... }
+//
+// Errors are gRPC status errors carrying the server's message; inspect
+// them with status.Code: NOT_FOUND (no such table or family),
+// INVALID_ARGUMENT (bad request), RESOURCE_EXHAUSTED (back-pressure),
+// UNAVAILABLE, DEADLINE_EXCEEDED or CANCELED.
+//
+// Retries follow DESIGN.md §5: reads are always retried; a mutation is
+// retried after UNAVAILABLE or RESOURCE_EXHAUSTED only when it is
+// idempotent (every cell carries an explicit timestamp, cell.Idempotent).
+// A "not serving" answer (FAILED_PRECONDITION with a NotServing detail:
+// the tablet moved or split) is a refusal given before the request is
+// applied, so the client re-locates and retries every kind of request
+// after it. Retries back off exponentially with jitter and stop when the
+// context ends or Options.RetryTimeout has passed.
+//
+// A Client, its Tables and its AdminClient are safe for concurrent use; a
+// RowIterator is not.
+package client

@@ -1,0 +1,255 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+
+	"github.com/tabuladb/tabula/api/convert"
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/locator"
+	"github.com/tabuladb/tabula/rowfilter"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Row is one row a read returns: its key and its cells in read order
+// (family, qualifier ascending, timestamp descending).
+type Row struct {
+	Key   []byte
+	Cells []cell.Cell
+}
+
+// ReadOption changes a read.
+type ReadOption interface{ apply(*readSettings) }
+
+type readSettings struct {
+	filter *rowfilter.Filter
+	limit  int64
+}
+
+type readOptionFunc func(*readSettings)
+
+func (f readOptionFunc) apply(s *readSettings) { f(s) }
+
+// WithFilter applies f to every row read (server side).
+func WithFilter(f *rowfilter.Filter) ReadOption {
+	return readOptionFunc(func(s *readSettings) { s.filter = f })
+}
+
+// LimitRows stops a read after n rows; n <= 0 means no limit.
+func LimitRows(n int64) ReadOption {
+	return readOptionFunc(func(s *readSettings) { s.limit = n })
+}
+
+// ReadRow reads one row. An absent row (or one the filter empties) is a
+// Row with the key and no cells, not an error.
+func (t *Table) ReadRow(ctx context.Context, key []byte, opts ...ReadOption) (Row, error) {
+	it := t.ReadRows(ctx, SingleRow(key), opts...)
+	defer it.Close()
+	if it.Next() {
+		return it.Row(), nil
+	}
+	if err := it.Err(); err != nil {
+		return Row{}, err
+	}
+	return Row{Key: key}, nil
+}
+
+// ReadRows reads the rows of rs (nil: the whole table) in key order,
+// across as many tablets as the set spans. Close the iterator when done
+// with it.
+func (t *Table) ReadRows(ctx context.Context, rs RowSet, opts ...ReadOption) *RowIterator {
+	var s readSettings
+	for _, o := range opts {
+		o.apply(&s)
+	}
+	if rs == nil {
+		rs = InfiniteRange(nil)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	it := &RowIterator{t: t, ctx: ctx, cancel: cancel, set: rs.spans(), limit: s.limit, pos: []byte{}, r: t.c.newRetrier()}
+	if s.limit < 0 {
+		it.limit = 0
+	}
+	if s.filter != nil {
+		if _, err := rowfilter.Compile(s.filter); err != nil {
+			it.err = status.Error(codes.InvalidArgument, err.Error())
+		}
+		it.filter = convert.FilterToProto(s.filter)
+	}
+	return it
+}
+
+// RowIterator walks the rows of a read. It is not safe for concurrent use.
+//
+// Under the hood it reads one tablet at a time with a stream holding the
+// row set clipped to the tablet; when a stream fails with a retryable
+// error it re-locates and resumes after the last row it returned.
+type RowIterator struct {
+	t      *Table
+	ctx    context.Context
+	cancel context.CancelFunc
+	set    rowSpans
+	filter *tabulapb.RowFilter
+	limit  int64 // 0: none
+
+	pos     []byte // every row before pos has been returned or skipped
+	emitted int64
+	done    bool
+	r       *retrier
+
+	tablet       locator.Tablet
+	stream       tabulapb.TabletServer_ReadRowsClient
+	streamCancel context.CancelFunc
+	buf          []*tabulapb.Row
+
+	row Row
+	err error
+}
+
+// Next advances to the next row, reporting false at the end or on error
+// (see Err).
+func (it *RowIterator) Next() bool {
+	for {
+		if it.done || it.err != nil {
+			it.finish()
+			return false
+		}
+		if it.limit > 0 && it.emitted >= it.limit {
+			it.done = true
+			continue
+		}
+		if len(it.buf) > 0 {
+			p := it.buf[0]
+			it.buf[0] = nil
+			it.buf = it.buf[1:]
+			key := p.GetKey()
+			if bytes.Compare(key, it.pos) < 0 || !it.set.contains(key) {
+				continue // a duplicate after a resume, or not asked for
+			}
+			it.row = Row{Key: key, Cells: convert.CellsFromProtoRow(p)}
+			it.pos = successor(key)
+			it.emitted++
+			it.r.progress()
+			return true
+		}
+		if it.stream == nil {
+			it.open()
+			continue
+		}
+		resp, err := it.stream.Recv()
+		if err == io.EOF {
+			it.closeStream()
+			if len(it.tablet.End) == 0 {
+				it.done = true
+			} else if bytes.Compare(it.pos, it.tablet.End) < 0 {
+				it.pos = it.tablet.End
+			}
+			continue
+		}
+		if err != nil {
+			it.closeStream()
+			it.retry(err, true)
+			continue
+		}
+		it.buf = resp.GetRows()
+	}
+}
+
+// open locates the tablet of the next row of the set and starts a stream
+// there, or ends the iteration when no row is left.
+func (it *RowIterator) open() {
+	lo, ok := it.set.first(it.pos)
+	if !ok {
+		it.done = true
+		return
+	}
+	tab, err := it.t.c.loc.Locate(it.ctx, it.t.name, lo)
+	if err != nil {
+		if it.ctx.Err() != nil {
+			it.err = contextStatus(it.ctx, it.r.last)
+			return
+		}
+		retry, st := locateError(err)
+		if !retry {
+			it.err = st
+			return
+		}
+		if werr := it.r.wait(it.ctx, st); werr != nil {
+			it.err = werr
+		}
+		return
+	}
+	ts, err := it.t.c.pool.server(tab.Address)
+	if err != nil {
+		it.err = err
+		return
+	}
+	req := &tabulapb.ReadRowsRequest{Tablet: tab.Ref(), Rows: it.set.clip(lo, tab.End), Filter: it.filter}
+	if it.limit > 0 {
+		req.RowsLimit = it.limit - it.emitted
+	}
+	sctx, cancel := context.WithCancel(it.ctx)
+	stream, err := ts.ReadRows(sctx, req)
+	if err != nil {
+		cancel()
+		it.tablet = tab
+		it.retry(err, true)
+		return
+	}
+	it.tablet, it.stream, it.streamCancel = tab, stream, cancel
+}
+
+// retry handles a failed stream: evict, back off and let Next re-open, or
+// record the error.
+func (it *RowIterator) retry(err error, idempotent bool) {
+	if it.ctx.Err() != nil {
+		it.err = contextStatus(it.ctx, err)
+		return
+	}
+	retry, evict := serverError(err, idempotent)
+	if evict {
+		it.t.c.loc.Invalidate(it.tablet)
+	}
+	if !retry {
+		it.err = err
+		return
+	}
+	if werr := it.r.wait(it.ctx, err); werr != nil {
+		it.err = werr
+	}
+}
+
+func (it *RowIterator) closeStream() {
+	if it.streamCancel != nil {
+		it.streamCancel()
+	}
+	it.stream, it.streamCancel, it.buf = nil, nil, nil
+}
+
+func (it *RowIterator) finish() {
+	it.closeStream()
+	it.cancel()
+}
+
+// Row returns the current row. Its slices stay valid after Next.
+func (it *RowIterator) Row() Row { return it.row }
+
+// Err returns the error that ended the iteration, if any.
+func (it *RowIterator) Err() error {
+	if errors.Is(it.err, context.Canceled) {
+		return status.FromContextError(it.err).Err()
+	}
+	return it.err
+}
+
+// Close ends the iteration and releases its stream. It is idempotent.
+func (it *RowIterator) Close() {
+	if !it.done && it.err == nil {
+		it.done = true
+	}
+	it.finish()
+}
