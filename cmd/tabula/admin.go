@@ -1,0 +1,347 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/families"
+)
+
+func newTableCmd() *cobra.Command {
+	c := &cobra.Command{Use: "table", Short: "Create, list, describe, delete, split and compact tables"}
+	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
+		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd())
+	return c
+}
+
+func newTableCreateCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "create TABLE --family NAME[:OPTIONS] ... [--splits KEY,KEY,...]",
+		Short: "Create a table with its column families, optionally pre-split",
+		Long: `Create a table. Each --family takes NAME[:OPTION=VALUE,...] with options
+  versions=N (0: no limit)   ttl=DURATION (90m, 36h, 7d; 0: none)   gc=union|intersection
+  compression=none|snappy|zstd (default snappy)   bloom=none|row|row+column (default row)
+  blocksize=N[k|m]   inmemory=true|false
+--splits gives row keys where the table starts out split into tablets.`,
+		Example: "  tabula table create users --family profile:versions=3 --family log:ttl=7d,compression=zstd --splits g,n,t",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			specs, _ := cmd.Flags().GetStringArray("family")
+			splits, _ := cmd.Flags().GetStringSlice("splits")
+			if err := cell.ValidateTableName(args[0]); err != nil {
+				return err
+			}
+			if len(specs) == 0 {
+				return cell.Invalidf("table %s needs at least one --family NAME[:OPTIONS]", args[0])
+			}
+			var fams []families.Family
+			for _, s := range specs {
+				f, err := families.Parse(s)
+				if err != nil {
+					return err
+				}
+				fams = append(fams, f)
+			}
+			var keys [][]byte
+			for _, k := range splits {
+				if k == "" {
+					return cell.Invalidf("--splits has an empty key; give non-empty row keys separated by commas")
+				}
+				keys = append(keys, []byte(k))
+			}
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Admin().CreateTable(s.ctx, args[0], fams, keys); err != nil {
+				return wrapf(err, "creating table %s", args[0])
+			}
+			return s.out.message(fmt.Sprintf("created table %s with %d tablet(s)", args[0], len(keys)+1), "created", args[0])
+		},
+	}
+	c.Flags().StringArray("family", nil, "a column family NAME[:OPTION=VALUE,...]; repeat for more")
+	c.Flags().StringSlice("splits", nil, "pre-split row keys, comma-separated")
+	return c
+}
+
+func newTableListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List tables",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			tables, err := s.cli.Admin().ListTables(s.ctx)
+			if err != nil {
+				return wrapf(err, "listing tables")
+			}
+			var rows [][]any
+			for _, t := range tables {
+				var names []string
+				for _, f := range t.Families {
+					names = append(names, f.Name)
+				}
+				rows = append(rows, []any{t.Name, strings.Join(names, ",")})
+			}
+			return s.out.table([]string{"name", "families"}, rows)
+		},
+	}
+}
+
+func newTableDescribeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe TABLE",
+		Short: "Show a table's families, split threshold and tablets",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			t, err := s.cli.Admin().DescribeTable(s.ctx, args[0])
+			if err != nil {
+				return wrapf(err, "describing table %s", args[0])
+			}
+			if s.out.json {
+				fams := make([]map[string]any, 0, len(t.Families))
+				for _, f := range t.Families {
+					fams = append(fams, familyJSON(f))
+				}
+				return s.out.object(map[string]any{
+					"name": t.Name, "families": fams, "split_threshold": t.SplitThreshold, "tablets": len(t.Tablets),
+				})
+			}
+			w := s.out.w
+			fmt.Fprintf(w, "table %s\n", t.Name)
+			if t.SplitThreshold > 0 {
+				fmt.Fprintf(w, "split threshold: %d bytes\n", t.SplitThreshold)
+			}
+			fmt.Fprintf(w, "tablets: %d\n", len(t.Tablets))
+			fmt.Fprintln(w, "families:")
+			for _, f := range t.Families {
+				fmt.Fprintf(w, "  %s\tversions=%d ttl=%s gc=%s compression=%s bloom=%s blocksize=%d inmemory=%t\n",
+					f.Name, f.MaxVersions, f.TTL, f.GC, f.Compression, f.Bloom, f.BlockSize, f.InMemory)
+			}
+			return nil
+		},
+	}
+}
+
+func familyJSON(f families.Family) map[string]any {
+	return map[string]any{
+		"name": f.Name, "versions": f.MaxVersions, "ttl": f.TTL.String(), "gc": f.GC.String(),
+		"compression": f.Compression.String(), "bloom": f.Bloom.String(), "blocksize": f.BlockSize,
+		"inmemory": f.InMemory, "spec": f.Spec(),
+	}
+}
+
+func newTableDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete TABLE",
+		Short: "Delete a table and all its data",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Admin().DeleteTable(s.ctx, args[0]); err != nil {
+				return wrapf(err, "deleting table %s", args[0])
+			}
+			return s.out.message("deleted table "+args[0], "deleted", args[0])
+		},
+	}
+}
+
+func newTableTabletsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "tablets TABLE",
+		Short: "List a table's tablets: key ranges, servers, epochs, states",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			ts, err := s.cli.Admin().Tablets(s.ctx, args[0])
+			if err != nil {
+				return wrapf(err, "listing the tablets of %s", args[0])
+			}
+			return printTablets(s.out, ts)
+		},
+	}
+}
+
+func printTablets(out *printer, ts []client.TabletInfo) error {
+	var rows [][]any
+	for _, t := range ts {
+		if out.json {
+			rows = append(rows, []any{t.ID, string(t.Start), string(t.End), t.Server, t.Address, t.Epoch, t.State})
+			continue
+		}
+		rows = append(rows, []any{t.ID, keyText(t.Start, "-inf"), keyText(t.End, "+inf"), t.Server, t.Address, t.Epoch, t.State})
+	}
+	return out.table([]string{"id", "start", "end", "server", "address", "epoch", "state"}, rows)
+}
+
+func newTableSplitCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "split TABLE ROW",
+		Short: "Split the tablet holding ROW at ROW",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Admin().SplitTablet(s.ctx, args[0], []byte(args[1])); err != nil {
+				return wrapf(err, "splitting %s at %q", args[0], args[1])
+			}
+			return s.out.message(fmt.Sprintf("split %s at %s", args[0], display([]byte(args[1]))), "split", args[1])
+		},
+	}
+}
+
+func newTableCompactCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "compact TABLE [--major]",
+		Short: "Compact every tablet of a table (--major: rewrite each family into one file)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			major, _ := cmd.Flags().GetBool("major")
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Admin().CompactTable(s.ctx, args[0], major); err != nil {
+				return wrapf(err, "compacting %s", args[0])
+			}
+			return s.out.message("compacted "+args[0], "compacted", args[0])
+		},
+	}
+	c.Flags().Bool("major", false, "major compaction: drop deleted and expired cells, one file per family")
+	return c
+}
+
+func newFamilyCmd() *cobra.Command {
+	c := &cobra.Command{Use: "family", Short: "Add, modify or delete a table's column families"}
+	c.AddCommand(
+		&cobra.Command{
+			Use:     "add TABLE NAME[:OPTIONS]",
+			Short:   "Add a column family (options as in `table create`)",
+			Example: "  tabula family add users log:ttl=7d,versions=1",
+			Args:    cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				f, err := families.Parse(args[1])
+				if err != nil {
+					return err
+				}
+				s, err := connect(cmd)
+				if err != nil {
+					return err
+				}
+				defer s.close()
+				if err := s.cli.Admin().AddFamily(s.ctx, args[0], f); err != nil {
+					return wrapf(err, "adding family %s to %s", f.Name, args[0])
+				}
+				return s.out.message(fmt.Sprintf("added family %s to %s", f.Spec(), args[0]), "added", f.Spec())
+			},
+		},
+		&cobra.Command{
+			Use:     "modify TABLE NAME:OPTIONS",
+			Short:   "Change some options of a column family; the others keep their values",
+			Example: "  tabula family modify users profile:versions=5",
+			Args:    cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				name, opts, _ := strings.Cut(args[1], ":")
+				if err := cell.ValidateFamilyName(name); err != nil {
+					return err
+				}
+				if strings.TrimSpace(opts) == "" {
+					return cell.Invalidf("family %s: no options to change; write NAME:OPTION=VALUE,...", name)
+				}
+				s, err := connect(cmd)
+				if err != nil {
+					return err
+				}
+				defer s.close()
+				t, err := s.cli.Admin().DescribeTable(s.ctx, args[0])
+				if err != nil {
+					return wrapf(err, "reading table %s", args[0])
+				}
+				var cur *families.Family
+				for i := range t.Families {
+					if t.Families[i].Name == name {
+						cur = &t.Families[i]
+					}
+				}
+				if cur == nil {
+					return fmt.Errorf("table %s has no family %s; add it with `tabula family add %s %s`: %w", args[0], name, args[0], name, errNoFamily)
+				}
+				f, err := families.ApplyOptions(*cur, opts)
+				if err != nil {
+					return err
+				}
+				if err := s.cli.Admin().ModifyFamily(s.ctx, args[0], f); err != nil {
+					return wrapf(err, "modifying family %s of %s", name, args[0])
+				}
+				return s.out.message(fmt.Sprintf("modified family of %s: %s", args[0], f.Spec()), "modified", f.Spec())
+			},
+		},
+		&cobra.Command{
+			Use:   "delete TABLE NAME",
+			Short: "Delete a column family and its data",
+			Args:  cobra.ExactArgs(2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				s, err := connect(cmd)
+				if err != nil {
+					return err
+				}
+				defer s.close()
+				if err := s.cli.Admin().DeleteFamily(s.ctx, args[0], args[1]); err != nil {
+					return wrapf(err, "deleting family %s of %s", args[1], args[0])
+				}
+				return s.out.message(fmt.Sprintf("deleted family %s of %s", args[1], args[0]), "deleted", args[1])
+			},
+		},
+	)
+	return c
+}
+
+func newServersCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "servers",
+		Short: "List the live tablet servers and how many tablets each holds",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			servers, err := s.cli.Admin().Servers(s.ctx)
+			if err != nil {
+				return wrapf(err, "listing servers")
+			}
+			var rows [][]any
+			for _, sv := range servers {
+				rows = append(rows, []any{sv.ID, sv.Address, sv.Tablets})
+			}
+			return s.out.table([]string{"id", "address", "tablets"}, rows)
+		},
+	}
+}

@@ -1,0 +1,338 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/families"
+)
+
+// The workloads of the Bigtable paper's per-server benchmark (§7), in the
+// order they run: the sequential writes load the rows the others use.
+var benchWorkloads = []string{"seqwrite", "randwrite", "seqread", "randread", "scan"}
+
+const benchFamily = "cf"
+
+// benchResult is one workload's measurement.
+type benchResult struct {
+	name     string
+	ops      int64 // rows written or read
+	bytes    int64 // value bytes written or read
+	elapsed  time.Duration
+	lat      []time.Duration // one per call (per batch for batched writes, per row for scans)
+	notFound int64
+}
+
+func newBenchCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bench [--rows N] [--clients N] [--batch N] [--workloads LIST]",
+		Short: "Measure random/sequential writes and reads, and scans (the Bigtable paper's workloads)",
+		Long: `Run the Bigtable paper's per-server workloads against a cluster (the dev
+cluster by default): sequential writes, random writes, sequential reads,
+random reads and scans of --rows rows with --value-size byte values, from
+--clients concurrent goroutines, and print ops/s, MB/s and p50/p99 latency.
+--batch N > 1 sends writes N rows per ApplyBulk call (latency is then per
+batch). Scan latency is per row. The table (--table, default "bench") is
+created pre-split into --tablets tablets unless it exists, and deleted at
+the end if bench created it, unless --keep. Without --timeout there is no
+deadline.`,
+		Args: cobra.NoArgs,
+		RunE: runBench,
+	}
+	f := c.Flags()
+	f.String("table", "bench", "table to use; created (family cf) if it does not exist")
+	f.Int("rows", 10000, "number of rows (R in the paper)")
+	f.Int("clients", 8, "concurrent client goroutines")
+	f.Int("batch", 1, "rows per write call (>1 uses ApplyBulk)")
+	f.Int("value-size", 1000, "value size in bytes")
+	f.Int("tablets", 8, "tablets to pre-split a new table into")
+	f.String("workloads", strings.Join(benchWorkloads, ","), "workloads to run, comma-separated, in this order")
+	f.Bool("keep", false, "keep the table at the end")
+	f.Int64("seed", 0, "random seed (0: from the clock); printed for replay")
+	return c
+}
+
+func runBench(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	rows, _ := f.GetInt("rows")
+	clients, _ := f.GetInt("clients")
+	batch, _ := f.GetInt("batch")
+	vsize, _ := f.GetInt("value-size")
+	tablets, _ := f.GetInt("tablets")
+	table, _ := f.GetString("table")
+	keep, _ := f.GetBool("keep")
+	seed, _ := f.GetInt64("seed")
+	wl, _ := f.GetString("workloads")
+	if rows < 1 || clients < 1 || batch < 1 || vsize < 0 || tablets < 1 {
+		return cell.Invalidf("--rows, --clients, --batch and --tablets must be >= 1 and --value-size >= 0")
+	}
+	var workloads []string
+	for w := range strings.SplitSeq(wl, ",") {
+		w = strings.TrimSpace(w)
+		if !slices.Contains(benchWorkloads, w) {
+			return cell.Invalidf("--workloads: %q is not one of %s", w, strings.Join(benchWorkloads, ", "))
+		}
+		workloads = append(workloads, w)
+	}
+	if seed == 0 {
+		seed = time.Now().UnixNano()
+	}
+	s, err := connectLong(cmd)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	progress := cmd.ErrOrStderr()
+	fmt.Fprintf(progress, "bench: table %s, %d rows, %d-byte values, %d clients, batch %d, seed %d\n", table, rows, vsize, clients, batch, seed)
+
+	created, err := ensureBenchTable(s.ctx, s.cli.Admin(), table, rows, tablets)
+	if err != nil {
+		return err
+	}
+	if created && !keep {
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if err := s.cli.Admin().DeleteTable(ctx, table); err != nil {
+				fmt.Fprintf(progress, "bench: could not delete table %s: %v\n", table, err)
+			}
+		}()
+	}
+	b := &bencher{t: s.cli.Open(table), rows: rows, clients: clients, batch: batch, vsize: vsize, seed: seed}
+	var results []benchResult
+	for _, w := range workloads {
+		fmt.Fprintf(progress, "bench: %s...\n", w)
+		r, err := b.run(s.ctx, w)
+		if err != nil {
+			return wrapf(err, "bench %s", w)
+		}
+		results = append(results, r)
+	}
+	return printBench(s.out, results, batch)
+}
+
+// connectLong is connect for long-running commands: without an explicit
+// --timeout (flag, TABULA_TIMEOUT or config) there is no deadline.
+func connectLong(cmd *cobra.Command) (*session, error) {
+	if !cmd.Flags().Changed("timeout") && os.Getenv("TABULA_TIMEOUT") == "" {
+		v, err := settings(cmd)
+		if err != nil {
+			return nil, err
+		}
+		if !v.InConfig("timeout") {
+			if err := cmd.Flags().Set("timeout", "0s"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return connect(cmd)
+}
+
+// ensureBenchTable creates the table pre-split into n tablets unless it
+// exists, and says whether it created it.
+func ensureBenchTable(ctx context.Context, admin *client.AdminClient, table string, rows, n int) (bool, error) {
+	var splits [][]byte
+	for i := 1; i < n; i++ {
+		splits = append(splits, benchKey(i*rows/n))
+	}
+	err := admin.CreateTable(ctx, table, []families.Family{families.Default(benchFamily)}, splits)
+	if status.Code(errors.Unwrap(err)) == codes.AlreadyExists || status.Code(err) == codes.AlreadyExists {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrapf(err, "creating table %s", table)
+	}
+	return true, waitAssigned(ctx, admin, table)
+}
+
+// waitAssigned waits until every tablet of a new table has a server, so
+// that the first writes do not race the master's assignment.
+func waitAssigned(ctx context.Context, admin *client.AdminClient, table string) error {
+	for {
+		ts, err := admin.Tablets(ctx, table)
+		ready := err == nil && len(ts) > 0
+		for _, t := range ts {
+			if t.Address == "" || t.State == "unassigned" {
+				ready = false
+			}
+		}
+		if ready {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return wrapf(ctx.Err(), "waiting for the tablets of %s to be assigned", table)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func benchKey(i int) []byte { return fmt.Appendf(nil, "row%010d", i) }
+
+type bencher struct {
+	t                           *client.Table
+	rows, clients, batch, vsize int
+	seed                        int64
+}
+
+// run runs one workload with b.clients goroutines; each client works on
+// its own share of the rows (a contiguous chunk for sequential workloads).
+func (b *bencher) run(ctx context.Context, name string) (benchResult, error) {
+	parts := make([]benchResult, b.clients)
+	errs := make([]error, b.clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := range b.clients {
+		lo, hi := c*b.rows/b.clients, (c+1)*b.rows/b.clients
+		rng := rand.New(rand.NewPCG(uint64(b.seed), uint64(c)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[c] = b.client(ctx, name, lo, hi, rng, &parts[c])
+		}()
+	}
+	wg.Wait()
+	res := benchResult{name: name, elapsed: time.Since(start)}
+	for _, p := range parts {
+		res.ops += p.ops
+		res.bytes += p.bytes
+		res.notFound += p.notFound
+		res.lat = append(res.lat, p.lat...)
+	}
+	return res, errors.Join(errs...)
+}
+
+func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand.Rand, r *benchResult) error {
+	n := hi - lo
+	key := func(i int) []byte {
+		if name == "randwrite" || name == "randread" {
+			return benchKey(rng.IntN(b.rows))
+		}
+		return benchKey(lo + i)
+	}
+	switch name {
+	case "seqwrite", "randwrite":
+		val := make([]byte, b.vsize)
+		for i := 0; i < n; i += b.batch {
+			m := min(b.batch, n-i)
+			keys := make([][]byte, m)
+			muts := make([]*client.Mutation, m)
+			for j := range m {
+				fillRandom(rng, val)
+				keys[j] = key(i + j)
+				// An explicit timestamp makes the write idempotent, so the
+				// client may retry it through tablet moves.
+				muts[j] = client.NewMutation().Set(benchFamily, []byte("v"), time.Now().UnixMicro(), slices.Clone(val))
+			}
+			t0 := time.Now()
+			var err error
+			if m == 1 {
+				err = b.t.Apply(ctx, keys[0], muts[0])
+			} else {
+				var rowErrs []error
+				rowErrs, err = b.t.ApplyBulk(ctx, keys, muts)
+				err = errors.Join(append(rowErrs, err)...)
+			}
+			if err != nil {
+				return err
+			}
+			r.lat = append(r.lat, time.Since(t0))
+			r.ops += int64(m)
+			r.bytes += int64(m * b.vsize)
+		}
+	case "seqread", "randread":
+		for i := range n {
+			t0 := time.Now()
+			row, err := b.t.ReadRow(ctx, key(i))
+			if err != nil {
+				return err
+			}
+			r.lat = append(r.lat, time.Since(t0))
+			r.ops++
+			if len(row.Cells) == 0 {
+				r.notFound++
+			}
+			for _, c := range row.Cells {
+				r.bytes += int64(len(c.Value))
+			}
+		}
+	case "scan":
+		if n == 0 {
+			return nil
+		}
+		it := b.t.ReadRows(ctx, client.NewRange(benchKey(lo), benchKey(hi)))
+		defer it.Close()
+		t0 := time.Now()
+		for it.Next() {
+			r.lat = append(r.lat, time.Since(t0))
+			r.ops++
+			for _, c := range it.Row().Cells {
+				r.bytes += int64(len(c.Value))
+			}
+			t0 = time.Now()
+		}
+		return it.Err()
+	}
+	return nil
+}
+
+func fillRandom(rng *rand.Rand, b []byte) {
+	for i := 0; i+8 <= len(b); i += 8 {
+		v := rng.Uint64()
+		for j := range 8 {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p * float64(len(sorted)-1))
+	return sorted[i]
+}
+
+func printBench(out *printer, results []benchResult, batch int) error {
+	header := []string{"workload", "ops", "seconds", "ops_per_sec", "mb_per_sec", "p50", "p99", "note"}
+	var rows [][]any
+	for _, r := range results {
+		slices.Sort(r.lat)
+		secs := r.elapsed.Seconds()
+		opsPerSec, mbPerSec := float64(r.ops)/secs, float64(r.bytes)/secs/1e6
+		var notes []string
+		if batch > 1 && strings.HasSuffix(r.name, "write") {
+			notes = append(notes, fmt.Sprintf("batched %d rows/call; latency per call", batch))
+		}
+		if r.name == "scan" {
+			notes = append(notes, "latency per row")
+		}
+		if r.notFound > 0 {
+			notes = append(notes, fmt.Sprintf("%d rows not found", r.notFound))
+		}
+		p50, p99 := percentile(r.lat, 0.50), percentile(r.lat, 0.99)
+		if out.json {
+			rows = append(rows, []any{r.name, r.ops, secs, opsPerSec, mbPerSec, p50.Microseconds(), p99.Microseconds(), strings.Join(notes, "; ")})
+			continue
+		}
+		rows = append(rows, []any{r.name, r.ops, fmt.Sprintf("%.2f", secs), fmt.Sprintf("%.0f", opsPerSec),
+			fmt.Sprintf("%.1f", mbPerSec), p50.Round(time.Microsecond), p99.Round(time.Microsecond), strings.Join(notes, "; ")})
+	}
+	if out.json {
+		header[5], header[6] = "p50_us", "p99_us"
+	}
+	return out.table(header, rows)
+}

@@ -1,0 +1,269 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// jsonCells parses --output json cell lines.
+func jsonCells(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var cells []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var c map[string]any
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("line %q is not JSON: %v", line, err)
+		}
+		cells = append(cells, c)
+	}
+	return cells
+}
+
+// summary renders JSON cells as "row/family:qualifier@ts=value" strings.
+func summary(t *testing.T, out string) []string {
+	t.Helper()
+	var s []string
+	for _, c := range jsonCells(t, out) {
+		s = append(s, c["row"].(string)+"/"+c["family"].(string)+":"+c["qualifier"].(string)+
+			"@"+strconv.FormatInt(int64(c["timestamp"].(float64)), 10)+"="+c["value"].(string))
+	}
+	return s
+}
+
+func rowsOf(t *testing.T, out string) []string {
+	var rows []string
+	for _, c := range jsonCells(t, out) {
+		if r := c["row"].(string); len(rows) == 0 || rows[len(rows)-1] != r {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func wantList(t *testing.T, what string, got []string, want ...string) {
+	t.Helper()
+	if !slices.Equal(got, want) {
+		t.Errorf("%s:\n got  %q\n want %q", what, got, want)
+	}
+}
+
+// waitTabletsAssigned waits until every tablet of table has a server and is not
+// unassigned, and returns how many tablets there are.
+func waitTabletsAssigned(t *testing.T, table string) int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := ok(t, "table", "tablets", table, "--output", "json")
+		var n, ready int
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var tab map[string]any
+			if json.Unmarshal([]byte(line), &tab) != nil {
+				continue
+			}
+			n++
+			if tab["server"] != "" && tab["address"] != "" && tab["state"] != "unassigned" {
+				ready++
+			}
+		}
+		if n > 0 && ready == n {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tablets of %s not all assigned after 30s:\n%s", table, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func TestCLIAgainstDevCluster(t *testing.T) {
+	servers := ok(t, "servers", "--output", "json")
+	if n := len(jsonCells(t, servers)); n != 3 {
+		t.Fatalf("servers: %d lines, want 3:\n%s", n, servers)
+	}
+	for _, id := range []string{"ts-1", "ts-2", "ts-3"} {
+		if !strings.Contains(servers, `"`+id+`"`) {
+			t.Errorf("servers lacks %s:\n%s", id, servers)
+		}
+	}
+
+	ok(t, "table", "create", "users", "--family", "profile:versions=3", "--family", "log:versions=2,compression=zstd", "--family", "recent:ttl=7d", "--splits", "g,n")
+	if n := waitTabletsAssigned(t, "users"); n != 3 {
+		t.Fatalf("users has %d tablets, want 3 (splits g,n)", n)
+	}
+	if out := ok(t, "table", "list"); !strings.Contains(out, "users") || !strings.Contains(out, "profile") {
+		t.Errorf("table list:\n%s", out)
+	}
+
+	ok(t, "put", "users", "alice", "profile:name=Alice", "profile:city=Paris", "--timestamp", "1000")
+	ok(t, "put", "users", "alice", "profile:name=Alicia", "--timestamp", "2000")
+	ok(t, "put", "users", "bob", "profile:name=Bob", "log:login=mon", "--timestamp", "1000")
+	ok(t, "put", "users", "hank", "profile:name=Hank", "--timestamp", "1000")
+	ok(t, "put", "users", "zed", "log:login=tue", "--timestamp", "1000")
+	ok(t, "put", "users", "zoe", "profile:name=Zoe") // server timestamp
+
+	t.Run("get", func(t *testing.T) {
+		wantList(t, "get alice", summary(t, ok(t, "get", "users", "alice", "-o", "json")),
+			"alice/profile:city@1000=Paris", "alice/profile:name@2000=Alicia", "alice/profile:name@1000=Alice")
+		wantList(t, "get --versions 1", summary(t, ok(t, "get", "users", "alice", "--versions", "1", "-o", "json")),
+			"alice/profile:city@1000=Paris", "alice/profile:name@2000=Alicia")
+		wantList(t, "get --columns profile:name", summary(t, ok(t, "get", "users", "alice", "--columns", "profile:name", "-o", "json")),
+			"alice/profile:name@2000=Alicia", "alice/profile:name@1000=Alice")
+		wantList(t, "get bob --columns log", summary(t, ok(t, "get", "users", "bob", "--columns", "log", "-o", "json")),
+			"bob/log:login@1000=mon")
+		text := ok(t, "get", "users", "alice", "--columns", "profile:city")
+		if want := "alice\tprofile:city\t@1000\tParis\n"; text != want {
+			t.Errorf("text get = %q, want %q", text, want)
+		}
+		zoe := jsonCells(t, ok(t, "get", "users", "zoe", "-o", "json"))
+		if len(zoe) != 1 || zoe[0]["timestamp"].(float64) < float64(time.Now().Add(-time.Hour).UnixMicro()) {
+			t.Errorf("server-stamped cell: %v", zoe)
+		}
+		if r := tabula(t, "get", "users", "nobody"); r.code != 0 || r.stdout != "" {
+			t.Errorf("get of an absent row: exit %d stdout %q", r.code, r.stdout)
+		}
+	})
+
+	t.Run("scan", func(t *testing.T) {
+		wantList(t, "scan", rowsOf(t, ok(t, "scan", "users", "-o", "json")), "alice", "bob", "hank", "zed", "zoe")
+		wantList(t, "scan --start b --end i", rowsOf(t, ok(t, "scan", "users", "--start", "b", "--end", "i", "-o", "json")), "bob", "hank")
+		wantList(t, "scan --start h", rowsOf(t, ok(t, "scan", "users", "--start", "h", "-o", "json")), "hank", "zed", "zoe")
+		wantList(t, "scan --end bob", rowsOf(t, ok(t, "scan", "users", "--end", "bob", "-o", "json")), "alice")
+		wantList(t, "scan --prefix z", rowsOf(t, ok(t, "scan", "users", "--prefix", "z", "-o", "json")), "zed", "zoe")
+		wantList(t, "scan --limit 2", rowsOf(t, ok(t, "scan", "users", "--limit", "2", "-o", "json")), "alice", "bob")
+		wantList(t, "scan --start c --limit 2", rowsOf(t, ok(t, "scan", "users", "--start", "c", "--limit", "2", "-o", "json")), "hank", "zed")
+		wantList(t, "scan --columns log", rowsOf(t, ok(t, "scan", "users", "--columns", "log", "-o", "json")), "bob", "zed")
+		wantList(t, "scan --prefix a --versions 1", summary(t, ok(t, "scan", "users", "--prefix", "a", "--versions", "1", "-o", "json")),
+			"alice/profile:city@1000=Paris", "alice/profile:name@2000=Alicia")
+		text := ok(t, "scan", "users", "--start", "b", "--end", "c")
+		if want := "bob\tlog:login\t@1000\tmon\nbob\tprofile:name\t@1000\tBob\n"; text != want {
+			t.Errorf("text scan = %q, want %q", text, want)
+		}
+	})
+
+	t.Run("count", func(t *testing.T) {
+		if got := strings.TrimSpace(ok(t, "count", "users")); got != "5" {
+			t.Errorf("count = %q, want 5", got)
+		}
+		if got := strings.TrimSpace(ok(t, "count", "users", "--prefix", "z", "-o", "json")); got != `{"rows":2}` {
+			t.Errorf("count --prefix z -o json = %q", got)
+		}
+	})
+
+	t.Run("describe", func(t *testing.T) {
+		out := ok(t, "table", "describe", "users")
+		for _, w := range []string{"table users", "tablets: 3", "profile", "versions=3", "log", "compression=zstd", "recent", "ttl=168h0m0s"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("describe lacks %q:\n%s", w, out)
+			}
+		}
+		tablets := ok(t, "table", "tablets", "users")
+		for _, w := range []string{"-inf", "+inf", "ts-", "ID", "EPOCH"} {
+			if !strings.Contains(tablets, w) {
+				t.Errorf("tablets lacks %q:\n%s", w, tablets)
+			}
+		}
+	})
+
+	t.Run("bad input changes nothing", func(t *testing.T) {
+		before := ok(t, "scan", "users", "-o", "json")
+		fails(t, []string{"get", "nosuch", "alice"}, "nosuch", "hint:")
+		fails(t, []string{"put", "nosuch", "alice", "profile:name=X", "--timestamp", "5"}, "nosuch", "hint:")
+		fails(t, []string{"put", "users", "alice", "nofam:q=v", "--timestamp", "5"}, "nofam", "hint:")
+		// One bad family in a row's mutation rejects the whole row.
+		fails(t, []string{"put", "users", "alice", "profile:name=Half", "nofam:q=v", "--timestamp", "5"}, "nofam")
+		fails(t, []string{"put", "users", "alice", "profile:name=Y", "profilename"}, "FAMILY:QUALIFIER=VALUE", "hint:")
+		fails(t, []string{"put", "users", "alice", "profile:nameY"}, "FAMILY:QUALIFIER=VALUE")
+		fails(t, []string{"delete", "users", "alice", "nofam"}, "nofam")
+		fails(t, []string{"scan", "users", "--prefix", "a", "--start", "b"}, "--prefix")
+		fails(t, []string{"table", "create", "bad", "--family", "cf:versions=x"}, "versions")
+		fails(t, []string{"table", "create", "users", "--family", "cf"}, "users")
+		fails(t, []string{"family", "modify", "users", "nofam:versions=2"}, "nofam")
+		fails(t, []string{"scan", "users", "--output", "yaml"}, "yaml")
+		if r := fails(t, []string{"get", "users"}, "usage", "--help"); r.code != 2 {
+			t.Errorf("a wrong argument count exits %d, want 2", r.code)
+		}
+		r := tabulaEnv(t, nil, "table", "list", "--master", "127.0.0.1:1")
+		if r.code == 0 || !strings.Contains(r.stderr, "cannot reach the master") || !strings.Contains(r.stderr, "tabula dev") {
+			t.Errorf("unreachable master: exit %d stderr:\n%s", r.code, r.stderr)
+		}
+		r = tabulaEnv(t, []string{"TABULA_MASTER=127.0.0.1:1"}, "put", "users", "alice", "profile:name=Z", "--timestamp", "5")
+		if r.code == 0 || !strings.Contains(r.stderr, "127.0.0.1:1") {
+			t.Errorf("unreachable TABULA_MASTER: exit %d stderr:\n%s", r.code, r.stderr)
+		}
+		if after := ok(t, "scan", "users", "-o", "json"); after != before {
+			t.Errorf("bad input changed the table:\nbefore %s\nafter  %s", before, after)
+		}
+		if out := ok(t, "table", "list", "-o", "json"); strings.Contains(out, `"bad"`) {
+			t.Errorf("a failed create left a table:\n%s", out)
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		ok(t, "delete", "users", "alice", "profile:city")
+		wantList(t, "after deleting a column", summary(t, ok(t, "get", "users", "alice", "-o", "json")),
+			"alice/profile:name@2000=Alicia", "alice/profile:name@1000=Alice")
+		ok(t, "delete", "users", "bob", "log")
+		wantList(t, "after deleting a family", summary(t, ok(t, "get", "users", "bob", "-o", "json")), "bob/profile:name@1000=Bob")
+		ok(t, "delete", "users", "zed")
+		wantList(t, "after deleting a row", rowsOf(t, ok(t, "scan", "users", "-o", "json")), "alice", "bob", "hank", "zoe")
+		// A later write is not masked by the earlier delete, whatever its timestamp.
+		ok(t, "put", "users", "zed", "log:login=wed", "--timestamp", "1")
+		wantList(t, "write after delete", summary(t, ok(t, "get", "users", "zed", "-o", "json")), "zed/log:login@1=wed")
+	})
+
+	t.Run("families", func(t *testing.T) {
+		ok(t, "family", "add", "users", "extra:versions=1")
+		if out := ok(t, "table", "describe", "users"); !strings.Contains(out, "extra") {
+			t.Fatalf("describe after family add:\n%s", out)
+		}
+		ok(t, "put", "users", "hank", "extra:x=1", "--timestamp", "10")
+		ok(t, "family", "modify", "users", "extra:versions=2,compression=none")
+		var desc map[string]any
+		if err := json.Unmarshal([]byte(ok(t, "table", "describe", "users", "-o", "json")), &desc); err != nil {
+			t.Fatal(err)
+		}
+		var found bool
+		for _, f := range desc["families"].([]any) {
+			f := f.(map[string]any)
+			if f["name"] == "extra" {
+				found = true
+				if f["versions"] != float64(2) || f["compression"] != "none" {
+					t.Errorf("modified family: %v", f)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("describe -o json lacks family extra: %v", desc)
+		}
+		ok(t, "family", "delete", "users", "extra")
+		if out := ok(t, "table", "describe", "users"); strings.Contains(out, "extra") {
+			t.Errorf("describe after family delete:\n%s", out)
+		}
+		fails(t, []string{"put", "users", "hank", "extra:x=2", "--timestamp", "11"}, "extra")
+	})
+
+	t.Run("split and compact keep the data", func(t *testing.T) {
+		before := ok(t, "scan", "users", "-o", "json")
+		ok(t, "table", "split", "users", "b")
+		if n := waitTabletsAssigned(t, "users"); n != 4 {
+			t.Errorf("after split: %d tablets, want 4", n)
+		}
+		ok(t, "table", "compact", "users", "--major")
+		if after := ok(t, "scan", "users", "-o", "json"); after != before {
+			t.Errorf("split+compact changed the data:\nbefore %s\nafter  %s", before, after)
+		}
+	})
+
+	ok(t, "table", "delete", "users")
+	if out := ok(t, "table", "list", "-o", "json"); strings.Contains(out, `"users"`) {
+		t.Errorf("table list after delete:\n%s", out)
+	}
+	fails(t, []string{"scan", "users"}, "users")
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/cell"
+)
+
+// errUnreachable marks a master that could not be reached at all.
+var errUnreachable = errors.New("cannot reach the master")
+
+// explain turns an error into the message and hint printed on stderr.
+func explain(err error) (msg, hint string) {
+	if errors.Is(err, errUnreachable) {
+		return err.Error(), "start a dev cluster with `tabula dev` (or `make run`), or point --master / TABULA_MASTER at a running master"
+	}
+	if errors.Is(err, cell.ErrInvalid) {
+		return err.Error(), "fix the argument named in the message; `tabula COMMAND --help` shows the expected forms"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return err.Error(), "the cluster did not answer in time; check it is running (`tabula servers`) or raise --timeout"
+	}
+	if errors.Is(err, context.Canceled) {
+		return "interrupted", ""
+	}
+	st, ok := status.FromError(unwrapStatus(err))
+	if !ok {
+		return err.Error(), ""
+	}
+	prefix := errPrefix(err)
+	msg = prefix + st.Message()
+	switch st.Code() {
+	case codes.NotFound:
+		hint = "check the names: `tabula table list` lists tables, `tabula table describe TABLE` lists a table's families"
+	case codes.AlreadyExists:
+		hint = "pick another name, or delete the existing one first"
+	case codes.InvalidArgument:
+		hint = "fix the argument named in the message; `tabula COMMAND --help` shows the expected forms"
+	case codes.FailedPrecondition:
+		hint = "the cluster is moving tablets or a server is unavailable; retry in a few seconds"
+	case codes.ResourceExhausted:
+		hint = "the server is overloaded (flushes are behind); retry later or write in smaller batches"
+	case codes.Unavailable:
+		hint = "is the cluster running? start one with `tabula dev`, or point --master / TABULA_MASTER at a running master; then retry"
+	case codes.DeadlineExceeded:
+		hint = "the cluster did not answer in time; check it is running (`tabula servers`) or raise --timeout"
+	case codes.Unimplemented:
+		hint = "the server is a different version of tabula than this binary"
+	}
+	if msg == "" {
+		msg = st.Code().String()
+	}
+	return msg, hint
+}
+
+// unwrapStatus finds a gRPC status error inside a wrapped error chain.
+func unwrapStatus(err error) error {
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if _, ok := e.(interface{ GRPCStatus() *status.Status }); ok {
+			return e
+		}
+	}
+	return err
+}
+
+// errPrefix returns the context our own code wrapped around a status error
+// ("creating table t: "), so the message keeps it.
+func errPrefix(err error) string {
+	inner := unwrapStatus(err)
+	if inner == err {
+		return ""
+	}
+	full, tail := err.Error(), inner.Error()
+	if i := strings.Index(full, tail); i > 0 {
+		return full[:i]
+	}
+	return ""
+}
+
+// wrapf adds context to an error, keeping it inspectable with errors.Is.
+func wrapf(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// errNoFamily marks a family name the table does not have.
+var errNoFamily = errors.New("no such family")

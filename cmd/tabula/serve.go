@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/devcluster"
+	"github.com/tabuladb/tabula/master"
+	"github.com/tabuladb/tabula/tabletserver"
+)
+
+// Server commands read these keys from flags, TABULA_* env and --config.
+
+func addLogFlag(c *cobra.Command, def string) {
+	c.Flags().String("log-level", def, "log level: debug, info, warn or error")
+}
+
+func newLogger(v *viper.Viper) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
+		return nil, cell.Invalidf("--log-level %q is not debug, info, warn or error", v.GetString("log-level"))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// sizeSetting reads a byte-size setting ("64MiB"); empty means 0 (the
+// component's default).
+func sizeSetting(v *viper.Viper, key string) (int64, error) {
+	s := strings.TrimSpace(v.GetString(key))
+	if s == "" {
+		return 0, nil
+	}
+	n, err := parseSize(s)
+	if err != nil {
+		return 0, fmt.Errorf("--%s: %w", key, err)
+	}
+	return n, nil
+}
+
+func sizeSettings(v *viper.Viper, keys ...string) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, k := range keys {
+		n, err := sizeSetting(v, k)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = n
+	}
+	return out, nil
+}
+
+// waitForSignal blocks until SIGINT or SIGTERM (or the parent context).
+func waitForSignal(ctx context.Context) {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+}
+
+func newDevCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "dev [--servers N] [--data DIR]",
+		Short: "Run a whole cluster in this process: embedded etcd, a master and N tablet servers",
+		Long: `Run a dev cluster on loopback: an embedded etcd, one master and N tablet
+servers, with all state under --data (kept across restarts). It prints the
+master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(v)
+			if err != nil {
+				return err
+			}
+			sizes, err := sizeSettings(v, "memtable-size", "cache-size", "split-threshold")
+			if err != nil {
+				return err
+			}
+			addr := v.GetString("master-addr")
+			if addr == "" {
+				if ms := stringList(v, "master"); len(ms) > 0 {
+					addr = ms[0]
+				}
+			}
+			dir := v.GetString("data")
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cl, err := devcluster.Start(ctx, devcluster.Config{
+				Dir:            dir,
+				Servers:        v.GetInt("servers"),
+				MasterAddr:     addr,
+				EtcdAddr:       v.GetString("etcd-addr"),
+				Cluster:        v.GetString("cluster"),
+				LeaseTTL:       v.GetDuration("lease-ttl"),
+				MemtableSize:   sizes["memtable-size"],
+				CacheBytes:     sizes["cache-size"],
+				SplitThreshold: sizes["split-threshold"],
+				SyncMode:       v.GetString("sync"),
+				Logger:         log,
+			})
+			if err != nil {
+				return wrapf(err, "starting the dev cluster in %s", dir)
+			}
+			maddr := cl.MasterAddr()
+			if err := os.WriteFile(filepath.Join(dir, "master.addr"), []byte(maddr+"\n"), 0o644); err != nil {
+				cl.Close()
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "tabula dev cluster: master %s, %d tablet servers, etcd %s, data in %s\n",
+				maddr, v.GetInt("servers"), strings.Join(cl.EtcdEndpoints(), ","), dir)
+			if maddr != defaultMaster {
+				fmt.Fprintf(cmd.OutOrStdout(), "use it with: export TABULA_MASTER=%s\n", maddr)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "press Ctrl-C to stop")
+			<-ctx.Done()
+			fmt.Fprintln(cmd.OutOrStdout(), "stopping: flushing tablets...")
+			if err := cl.Close(); err != nil {
+				return wrapf(err, "stopping the dev cluster")
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "stopped")
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.Int("servers", 3, "number of tablet servers")
+	f.String("data", "./tabula-data", "directory for all state (etcd and tablets); kept across restarts")
+	f.String("master-addr", "", "master listen address (default: the --master address, 127.0.0.1:7100); :0 picks a free port")
+	f.String("etcd-addr", "", "embedded etcd client address (default: the previous run's, else a free port)")
+	f.String("cluster", "default", "cluster name: etcd keys live under /tabula/<cluster>/")
+	f.Duration("lease-ttl", 10*time.Second, "tablet server lease TTL and master election session TTL")
+	f.String("memtable-size", "", "memtable flush size per tablet, e.g. 64MiB (default: the server's)")
+	f.String("cache-size", "", "block cache per server, e.g. 256MiB (default: the server's)")
+	f.String("split-threshold", "", "tablet size that triggers a split, e.g. 256MiB (default 256MiB)")
+	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
+	addLogFlag(c, "warn")
+	return c
+}
+
+func addEtcdFlags(c *cobra.Command) {
+	c.Flags().String("etcd", "127.0.0.1:2379", "etcd endpoints host:port, comma-separated")
+	c.Flags().String("cluster", "default", "cluster name: etcd keys live under /tabula/<cluster>/")
+	c.Flags().String("advertise", "", "address others use to reach this process (default: the listen address)")
+}
+
+func newMasterCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "master --etcd HOST:PORT,...",
+		Short: "Run a master (leader or standby) against an external etcd",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(v)
+			if err != nil {
+				return err
+			}
+			thr, err := sizeSetting(v, "split-threshold")
+			if err != nil {
+				return err
+			}
+			m, err := master.Start(cmd.Context(), master.Options{
+				Etcd:                  stringList(v, "etcd"),
+				Cluster:               v.GetString("cluster"),
+				ListenAddr:            v.GetString("listen"),
+				AdvertiseAddr:         v.GetString("advertise"),
+				ID:                    v.GetString("id"),
+				StorageRoot:           v.GetString("storage-root"),
+				DefaultSplitThreshold: thr,
+				SessionTTL:            v.GetDuration("session-ttl"),
+				Logger:                log,
+			})
+			if err != nil {
+				return wrapf(err, "starting the master")
+			}
+			log.Info("master serving", "addr", m.Addr())
+			fmt.Fprintf(cmd.OutOrStdout(), "tabula master serving on %s\n", m.Addr())
+			waitForSignal(cmd.Context())
+			return wrapf(m.Close(), "stopping the master")
+		},
+	}
+	addEtcdFlags(c)
+	f := c.Flags()
+	f.String("listen", defaultMaster, "gRPC listen address")
+	f.String("id", "", "master ID in the election (default: the advertised address)")
+	f.String("storage-root", "", "tablet storage root; if set, deleting a table removes its files")
+	f.String("split-threshold", "", "default tablet split threshold, e.g. 256MiB (default 256MiB)")
+	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
+	addLogFlag(c, "info")
+	return c
+}
+
+func newTabletServerCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "tabletserver --etcd HOST:PORT,... --id ID --data DIR",
+		Short: "Run a tablet server against an external etcd",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			log, err := newLogger(v)
+			if err != nil {
+				return err
+			}
+			sizes, err := sizeSettings(v, "memtable-size", "memtable-soft-limit", "memtable-hard-limit", "cache-size", "split-threshold")
+			if err != nil {
+				return err
+			}
+			s, err := tabletserver.Start(cmd.Context(), tabletserver.Options{
+				ID:                v.GetString("id"),
+				ListenAddr:        v.GetString("listen"),
+				AdvertiseAddr:     v.GetString("advertise"),
+				DataDir:           v.GetString("data"),
+				Etcd:              stringList(v, "etcd"),
+				Cluster:           v.GetString("cluster"),
+				LeaseTTL:          v.GetDuration("lease-ttl"),
+				MemtableSize:      sizes["memtable-size"],
+				MemtableSoftLimit: sizes["memtable-soft-limit"],
+				MemtableHardLimit: sizes["memtable-hard-limit"],
+				CacheBytes:        sizes["cache-size"],
+				SyncMode:          v.GetString("sync"),
+				SplitThreshold:    sizes["split-threshold"],
+				Logger:            log,
+			})
+			if err != nil {
+				return wrapf(err, "starting the tablet server")
+			}
+			log.Info("tablet server serving", "id", s.ID(), "addr", s.Addr())
+			fmt.Fprintf(cmd.OutOrStdout(), "tabula tablet server %s serving on %s\n", s.ID(), s.Addr())
+			waitForSignal(cmd.Context())
+			return wrapf(s.Close(), "stopping the tablet server")
+		},
+	}
+	addEtcdFlags(c)
+	f := c.Flags()
+	f.String("listen", "127.0.0.1:7200", "gRPC listen address")
+	f.String("id", "", "stable server ID (default: the tablet server's default)")
+	f.String("data", "./tabula-data/data", "storage root: tablets live in DIR/tables/<table>/<tablet>/")
+	f.Duration("lease-ttl", 10*time.Second, "etcd lease TTL; the server fences itself before it can expire")
+	f.String("memtable-size", "", "memtable flush size per tablet, e.g. 64MiB (default: the server's)")
+	f.String("memtable-soft-limit", "", "server-wide memtable memory past which writers are throttled (default: the server's)")
+	f.String("memtable-hard-limit", "", "server-wide memtable memory past which writes fail with RESOURCE_EXHAUSTED (default: the server's)")
+	f.String("cache-size", "", "block cache size, e.g. 256MiB (default: the server's)")
+	f.String("split-threshold", "", "tablet split threshold when the schema sets none, e.g. 256MiB (default 256MiB)")
+	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
+	addLogFlag(c, "info")
+	return c
+}

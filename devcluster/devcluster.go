@@ -1,0 +1,249 @@
+// Package devcluster runs a whole Tabula cluster inside one process: an
+// embedded etcd, one master and N tablet servers on loopback, with every
+// byte of state under one directory so that a restart in the same
+// directory finds its tables again. `tabula dev` is a thin wrapper around
+// it; tests use it to get a real cluster in a few seconds.
+//
+//	c, err := devcluster.Start(ctx, devcluster.Config{Dir: "tabula-data"})
+//	if err != nil { ... }
+//	defer c.Close()
+//	cli, err := client.NewClient(ctx, c.MasterAddr())
+//
+// Layout of Dir:
+//
+//	Dir/etcd/         the embedded etcd's data
+//	Dir/etcd.addrs    the etcd client and peer addresses, reused on restart
+//	Dir/data/         the tablet servers' shared storage root (tables/...)
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/master"
+	"github.com/tabuladb/tabula/tabletserver"
+)
+
+// ErrConfig marks a Config that cannot be used.
+var ErrConfig = errors.New("devcluster: bad config")
+
+// Config says where the dev cluster keeps its state and how it is sized.
+// The zero value of every field but Dir means the default.
+type Config struct {
+	// Dir holds all state (etcd data and tablet storage). Required.
+	Dir string
+	// Servers is the number of tablet servers, named "ts-1".."ts-N" so
+	// their identity survives restarts. The default is 3.
+	Servers int
+	// MasterAddr is the master's listen address. The default is
+	// "127.0.0.1:0" (a free port); the CLI passes "127.0.0.1:7100".
+	MasterAddr string
+	// EtcdAddr is the embedded etcd's client address. The default is the
+	// address used by the previous run in Dir, else a free port.
+	EtcdAddr string
+	// Cluster names the etcd key prefix /tabula/<cluster>/. The default is
+	// "default".
+	Cluster string
+	// LeaseTTL is the tablet servers' lease TTL and the master's election
+	// session TTL. The default is 10s.
+	LeaseTTL time.Duration
+	// MemtableSize is each tablet's memtable flush size in bytes. The
+	// default is the tablet server's default.
+	MemtableSize int64
+	// CacheBytes is each server's block cache size in bytes. The default
+	// is the tablet server's default.
+	CacheBytes int64
+	// SplitThreshold is the tablet size in bytes past which tablets
+	// split. The default is the servers' and master's default (256 MiB).
+	SplitThreshold int64
+	// SyncMode is the commit log sync mode: always, interval or none. The
+	// default is the tablet server's default ("always").
+	SyncMode string
+	// NoFsync turns off etcd's fsyncs (tests only). The default is false.
+	NoFsync bool
+	// Logger receives the components' logs. The default discards them.
+	Logger *slog.Logger
+}
+
+// Cluster is a running dev cluster.
+type Cluster struct {
+	etcd    *embedetcd.Server
+	master  *master.Master
+	servers []*tabletserver.Server
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func (c *Config) fill() error {
+	if c.Dir == "" {
+		return fmt.Errorf("%w: Dir is required", ErrConfig)
+	}
+	if c.Servers == 0 {
+		c.Servers = 3
+	}
+	if c.Servers < 0 {
+		return fmt.Errorf("%w: Servers is %d; give at least 1", ErrConfig, c.Servers)
+	}
+	if c.MasterAddr == "" {
+		c.MasterAddr = "127.0.0.1:0"
+	}
+	if c.Cluster == "" {
+		c.Cluster = "default"
+	}
+	if c.LeaseTTL == 0 {
+		c.LeaseTTL = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return nil
+}
+
+// Start starts etcd, the master and the tablet servers, and returns once
+// all of them serve. On error everything already started is stopped.
+func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("devcluster: creating %s: %w", cfg.Dir, err)
+	}
+	c := &Cluster{}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+
+	clientAddr, peerAddr, err := etcdAddrs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.etcd, err = embedetcd.Start(ctx, embedetcd.Config{
+		Dir:        filepath.Join(cfg.Dir, "etcd"),
+		ClientAddr: clientAddr,
+		PeerAddr:   peerAddr,
+		NoFsync:    cfg.NoFsync,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(addrsFile(cfg.Dir), []byte(clientAddr+" "+peerAddr+"\n"), 0o644); err != nil {
+		return nil, fmt.Errorf("devcluster: %w", err)
+	}
+
+	storage := filepath.Join(cfg.Dir, "data")
+	c.master, err = master.Start(ctx, master.Options{
+		Etcd:                  c.etcd.Endpoints(),
+		Cluster:               cfg.Cluster,
+		ListenAddr:            cfg.MasterAddr,
+		StorageRoot:           storage,
+		DefaultSplitThreshold: cfg.SplitThreshold,
+		SessionTTL:            cfg.LeaseTTL,
+		Logger:                cfg.Logger.With("component", "master"),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devcluster: starting the master on %s: %w", cfg.MasterAddr, err)
+	}
+	for i := 1; i <= cfg.Servers; i++ {
+		id := fmt.Sprintf("ts-%d", i)
+		s, err := tabletserver.Start(ctx, tabletserver.Options{
+			ID:             id,
+			ListenAddr:     "127.0.0.1:0",
+			DataDir:        storage,
+			Etcd:           c.etcd.Endpoints(),
+			Cluster:        cfg.Cluster,
+			LeaseTTL:       cfg.LeaseTTL,
+			MemtableSize:   cfg.MemtableSize,
+			CacheBytes:     cfg.CacheBytes,
+			SyncMode:       cfg.SyncMode,
+			SplitThreshold: cfg.SplitThreshold,
+			Logger:         cfg.Logger.With("component", "tabletserver", "id", id),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("devcluster: starting tablet server %s: %w", id, err)
+		}
+		c.servers = append(c.servers, s)
+	}
+	return c, nil
+}
+
+func addrsFile(dir string) string { return filepath.Join(dir, "etcd.addrs") }
+
+// etcdAddrs returns the etcd client and peer addresses: the configured
+// one, else the previous run's (etcd remembers its peer URL in its data),
+// else free ports.
+func etcdAddrs(cfg Config) (client, peer string, err error) {
+	if b, rerr := os.ReadFile(addrsFile(cfg.Dir)); rerr == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			client, peer = f[0], f[1]
+		}
+	}
+	if cfg.EtcdAddr != "" {
+		client = cfg.EtcdAddr
+	}
+	if client == "" {
+		if client, err = embedetcd.FreeAddr(); err != nil {
+			return "", "", fmt.Errorf("devcluster: %w", err)
+		}
+	}
+	if peer == "" {
+		if peer, err = embedetcd.FreeAddr(); err != nil {
+			return "", "", fmt.Errorf("devcluster: %w", err)
+		}
+	}
+	return client, peer, nil
+}
+
+// MasterAddr returns the master's address (host:port) for clients.
+func (c *Cluster) MasterAddr() string { return c.master.Addr() }
+
+// EtcdEndpoints returns the embedded etcd's client endpoints.
+func (c *Cluster) EtcdEndpoints() []string { return c.etcd.Endpoints() }
+
+// ServerAddrs returns the tablet servers' addresses, ts-1 first.
+func (c *Cluster) ServerAddrs() []string {
+	out := make([]string, len(c.servers))
+	for i, s := range c.servers {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+// Close stops everything in reverse order of start: the tablet servers
+// (which flush their tablets and release their leases), the master, then
+// etcd. It is idempotent and returns the first error.
+func (c *Cluster) Close() error {
+	c.closeOnce.Do(func() {
+		var errs []error
+		var wg sync.WaitGroup
+		serrs := make([]error, len(c.servers))
+		for i, s := range c.servers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				serrs[i] = s.Close()
+			}()
+		}
+		wg.Wait()
+		errs = append(errs, serrs...)
+		if c.master != nil {
+			errs = append(errs, c.master.Close())
+		}
+		if c.etcd != nil {
+			c.etcd.Close()
+		}
+		c.closeErr = errors.Join(errs...)
+	})
+	return c.closeErr
+}
