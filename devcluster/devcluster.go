@@ -220,12 +220,18 @@ func (c *Cluster) ServerAddrs() []string {
 	return out
 }
 
-// Close stops everything in reverse order of start: the tablet servers
-// (which flush their tablets and release their leases), the master, then
-// etcd. It is idempotent and returns the first error.
+// Close stops the master, then the tablet servers (which flush their
+// tablets and release their leases), then etcd. It is idempotent and
+// returns the errors joined.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
 		var errs []error
+		// The master goes first: with it gone nobody reassigns the tablets
+		// of servers that are shutting down, so the servers flush and stop
+		// without the master trying to load their tablets elsewhere.
+		if c.master != nil {
+			errs = append(errs, c.master.Close())
+		}
 		var wg sync.WaitGroup
 		serrs := make([]error, len(c.servers))
 		for i, s := range c.servers {
@@ -237,9 +243,6 @@ func (c *Cluster) Close() error {
 		}
 		wg.Wait()
 		errs = append(errs, serrs...)
-		if c.master != nil {
-			errs = append(errs, c.master.Close())
-		}
 		if c.etcd != nil {
 			c.etcd.Close()
 		}
