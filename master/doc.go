@@ -17,6 +17,10 @@
 // leader's election key, then the server is told to LoadTablet (retried with
 // backoff; a server that keeps failing loses the tablet to another).
 //
+// With Options.StorageRoot set, the leader also sweeps the storage root
+// every Options.GCInterval for tablet folders that no tablet in etcd names
+// and no kept tablet references, older than Options.GCGrace (gc.go).
+//
 //	m, err := master.Start(ctx, master.Options{Etcd: []string{"127.0.0.1:2379"}})
 //	if err != nil { ... }
 //	defer m.Close()

@@ -67,20 +67,27 @@ func (m *Master) campaignOnce() error {
 	m.mu.Unlock()
 	m.log.Info("elected leader", "key", term.key)
 
-	runDone := make(chan struct{})
-	wg.Add(1)
+	// termWG tracks the term's loops; the term ends only after they stop.
+	var termWG sync.WaitGroup
+	termWG.Add(1)
 	go func() {
-		defer wg.Done()
-		defer close(runDone)
+		defer termWG.Done()
 		term.assign.run()
 	}()
+	if m.opts.StorageRoot != "" && m.opts.GCInterval > 0 {
+		termWG.Add(1)
+		go func() {
+			defer termWG.Done()
+			m.gcLoop(term)
+		}()
+	}
 	<-cctx.Done() // session lost or master closing
 
 	m.mu.Lock()
 	m.mu.leader = nil
 	m.mu.Unlock()
 	lcancel()
-	<-runDone
+	termWG.Wait()
 	if m.ctx.Err() != nil {
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

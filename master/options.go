@@ -32,6 +32,16 @@ type Options struct {
 	// servers; DeleteTable then removes <root>/tables/<table>. The default is
 	// "" (files are left in place).
 	StorageRoot string
+	// GCInterval is how often the leader sweeps StorageRoot for tablet
+	// folders no tablet needs any more (see gc.go); a negative value turns
+	// the sweep off. Without StorageRoot there is no sweep. The default is
+	// 5 minutes.
+	GCInterval time.Duration
+	// GCGrace is how old a tablet folder and everything in it must be
+	// before the sweep may delete it; it must outlast a split in progress,
+	// whose children's folders exist before etcd names them. The default
+	// is 10 minutes.
+	GCGrace time.Duration
 	// DefaultSplitThreshold is the split threshold of tables whose schema
 	// gives none; it is sent to the tablet servers with the schema. The
 	// default is 256 MiB.
@@ -70,6 +80,15 @@ func (o *Options) fill() error {
 	}
 	if o.SessionTTL < time.Second {
 		return fmt.Errorf("master: Options.SessionTTL %v is below etcd's 1s lease granularity", o.SessionTTL)
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = defaultGCInterval
+	}
+	if o.GCGrace == 0 {
+		o.GCGrace = defaultGCGrace
+	}
+	if o.GCGrace < 0 {
+		return fmt.Errorf("master: Options.GCGrace %v is negative", o.GCGrace)
 	}
 	if o.RPCTimeout <= 0 {
 		o.RPCTimeout = defaultRPCTimeout

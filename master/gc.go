@@ -1,0 +1,321 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/tabletserver/tablet"
+)
+
+// Garbage collection of tablet folders.
+//
+// Tablet servers keep each tablet in <StorageRoot>/tables/<table>/<id>/.
+// After a split the children reference the parent's files until their
+// compactions rewrite them; the splitting server deletes the parent's folder
+// only while it still remembers the split (it forgets on restart). Folders
+// of split children whose commit failed with an unknown outcome, and of
+// tablets of deleted tables, are likewise left behind. The leader sweeps
+// them every Options.GCInterval and deletes a tablet folder only when all
+// of these hold:
+//
+//  1. no tablet record in etcd has its id (tablets/ is read at one
+//     revision, in a transaction guarded by the leader's election key);
+//  2. no folder that is kept references a file inside it: every live
+//     tablet's folder, every fresh folder, and (transitively) every folder
+//     kept because of a reference. tablet.Referenced reads the references;
+//     an unreadable manifest keeps every folder of that table;
+//  3. the folder and everything inside it are older than Options.GCGrace:
+//     a split in progress writes its children's folders before the etcd
+//     transaction that names them commits;
+//  4. this master is still the leader when it deletes.
+//
+// An empty table folder is removed too when the table has neither a schema
+// nor tablets in etcd and the folder was already older than the grace
+// period before the sweep.
+
+const (
+	defaultGCInterval = 5 * time.Minute
+	defaultGCGrace    = 10 * time.Minute
+)
+
+// gcResult is what one sweep did.
+type gcResult struct {
+	// removed lists the folders deleted, tablet folders and table folders.
+	removed []string
+	// blocked lists the tables whose folders were all kept because a
+	// manifest could not be read.
+	blocked []string
+}
+
+// gcLoop sweeps every GCInterval until the term ends.
+func (m *Master) gcLoop(term *leadership) {
+	ticker := time.NewTicker(m.opts.GCInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-term.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if _, err := m.sweep(term.ctx, term); err != nil && term.ctx.Err() == nil {
+			m.log.Warn("gc: sweep of tablet folders failed", "err", err)
+		}
+	}
+}
+
+// stillLeading reports whether term is the current term and not over.
+func (m *Master) stillLeading(term *leadership) bool {
+	if term.ctx.Err() != nil {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.leader == term
+}
+
+// gcView is etcd's tablet map and table set at one revision, as far as the
+// sweep needs it.
+type gcView struct {
+	rev int64
+	// ids holds every tablet id in etcd, of any table.
+	ids map[string]bool
+	// tables holds every table with a schema or at least one tablet.
+	tables map[string]bool
+}
+
+// readGCView reads tables/ and tablets/ at one revision, guarded by term.
+func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, error) {
+	l := m.layout
+	resp, err := m.cli.Txn(ctx).If(term.guard()).Then(
+		clientv3.OpGet(l.TablesPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(l.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+	).Commit()
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Succeeded {
+		return nil, ErrNotLeader
+	}
+	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, tables: map[string]bool{}}
+	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
+		if name, ok := l.TableFromKey(string(kv.Key)); ok {
+			v.tables[name] = true
+		}
+	}
+	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+		// The key names the tablet even when its value does not decode.
+		table, id, ok := l.TabletFromKey(string(kv.Key))
+		if !ok {
+			return nil, fmt.Errorf("master: gc: unexpected key %q under tablets/; not sweeping", kv.Key)
+		}
+		v.ids[id] = true
+		v.tables[table] = true
+	}
+	return v, nil
+}
+
+// sweep makes one pass over <StorageRoot>/tables and deletes the folders
+// no tablet needs any more (see the comment at the top of this file).
+func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) {
+	var res gcResult
+	if m.opts.StorageRoot == "" {
+		return res, nil
+	}
+	view, err := m.readGCView(ctx, term)
+	if err != nil {
+		return res, err
+	}
+	// The folders are listed after the read, so every folder of a tablet
+	// created before the read is seen in its state at or after the read.
+	root := filepath.Join(m.opts.StorageRoot, "tables")
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("master: gc: %w", err)
+	}
+	now := time.Now()
+	for _, e := range entries {
+		if !e.IsDir() || cell.ValidateTableName(e.Name()) != nil {
+			continue // not a table folder of ours
+		}
+		if !m.stillLeading(term) {
+			return res, ErrNotLeader
+		}
+		removed, blocked, err := m.sweepTable(ctx, term, view, e.Name(), filepath.Join(root, e.Name()), now)
+		res.removed = append(res.removed, removed...)
+		if blocked {
+			res.blocked = append(res.blocked, e.Name())
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+	if len(res.removed) > 0 {
+		m.log.Info("gc: sweep done", "removed", len(res.removed), "revision", view.rev)
+	}
+	return res, nil
+}
+
+// gcFolder is one tablet folder of a table during a sweep.
+type gcFolder struct {
+	name, dir string
+	// keep is set for folders that must stay; refsRead once their
+	// references have been added to the referenced set.
+	keep, refsRead bool
+	why            string
+}
+
+// sweepTable sweeps one table folder. blocked reports that an unreadable
+// manifest kept every folder.
+func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView, table, dir string, now time.Time) (removed []string, blocked bool, err error) {
+	tableOld := olderThan(dir, now.Add(-m.opts.GCGrace), false)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false, fmt.Errorf("master: gc: %w", err)
+	}
+	cutoff := now.Add(-m.opts.GCGrace)
+	var folders []*gcFolder
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		f := &gcFolder{name: e.Name(), dir: filepath.Join(dir, e.Name())}
+		switch {
+		case view.ids[f.name]:
+			f.keep, f.why = true, "live"
+		case !olderThan(f.dir, cutoff, true):
+			f.keep, f.why = true, "within grace period"
+		}
+		folders = append(folders, f)
+	}
+
+	// Mark every folder that a kept folder references, until nothing
+	// changes: a kept folder's references must stay readable.
+	var refs []string
+	for changed := true; changed; {
+		changed = false
+		for _, f := range folders {
+			if !f.keep || f.refsRead {
+				continue
+			}
+			r, err := tablet.Referenced(f.dir)
+			if err != nil {
+				m.log.Error("gc: cannot read a tablet manifest; keeping every folder of the table",
+					"table", table, "tablet", f.name, "err", err)
+				return nil, true, nil
+			}
+			f.refsRead = true
+			refs = append(refs, r...)
+		}
+		for _, f := range folders {
+			if !f.keep && referencesInside(refs, f.dir) {
+				f.keep, f.why, changed = true, "referenced by a kept tablet", true
+			}
+		}
+	}
+
+	var doomed []*gcFolder
+	for _, f := range folders {
+		switch {
+		case !f.keep:
+			doomed = append(doomed, f)
+		case !view.ids[f.name]:
+			m.log.Debug("gc: keeping tablet folder not in etcd", "table", table, "tablet", f.name, "why", f.why)
+		}
+	}
+	if len(doomed) == 0 && !(tableOld && !view.tables[table]) {
+		return nil, false, nil
+	}
+	// Ask etcd once more that this term still leads before deleting.
+	if err := m.checkLeader(ctx, term); err != nil {
+		return nil, false, err
+	}
+	sort.Slice(doomed, func(i, j int) bool { return doomed[i].name < doomed[j].name })
+	for _, f := range doomed {
+		if !m.stillLeading(term) {
+			return removed, false, ErrNotLeader
+		}
+		// Look at the age once more, just before deleting.
+		if !olderThan(f.dir, time.Now().Add(-m.opts.GCGrace), true) {
+			continue
+		}
+		if err := os.RemoveAll(f.dir); err != nil {
+			m.log.Warn("gc: removing tablet folder", "table", table, "tablet", f.name, "dir", f.dir, "err", err)
+			continue
+		}
+		m.log.Info("gc: removed tablet folder no tablet needs", "table", table, "tablet", f.name, "dir", f.dir)
+		removed = append(removed, f.dir)
+	}
+	if tableOld && !view.tables[table] && m.stillLeading(term) {
+		// Remove fails, harmlessly, if the folder is not empty.
+		if err := os.Remove(dir); err == nil {
+			m.log.Info("gc: removed folder of a table that no longer exists", "table", table, "dir", dir)
+			removed = append(removed, dir)
+		}
+	}
+	return removed, false, nil
+}
+
+// checkLeader asks etcd whether term's election key still exists.
+func (m *Master) checkLeader(ctx context.Context, term *leadership) error {
+	resp, err := m.cli.Txn(ctx).If(term.guard()).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return ErrNotLeader
+	}
+	return nil
+}
+
+// referencesInside reports whether any of refs lies inside dir.
+func referencesInside(refs []string, dir string) bool {
+	prefix := filepath.Clean(dir) + string(filepath.Separator)
+	for _, r := range refs {
+		if strings.HasPrefix(filepath.Clean(r), prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// olderThan reports whether path was last modified before cutoff and,
+// when deep, so was everything inside it. Anything it cannot read counts as
+// new, so that it is kept.
+func olderThan(path string, cutoff time.Time, deep bool) bool {
+	info, err := os.Lstat(path)
+	if err != nil || !info.ModTime().Before(cutoff) {
+		return false
+	}
+	if !deep {
+		return true
+	}
+	old := true
+	err = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !info.ModTime().Before(cutoff) {
+			old = false
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return old && err == nil
+}
