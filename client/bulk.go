@@ -139,7 +139,12 @@ func (t *Table) sendChunk(ctx context.Context, addr string, group []*bulkEntry, 
 	for i, e := range group {
 		req.Entries[i] = &tabulapb.MutateRowsRequest_Entry{Tablet: e.tablet.Ref(), RowKey: e.row, Mutations: e.muts}
 	}
-	resp, err := ts.MutateRows(ctx, req)
+	actx, cancel := t.c.attempt(ctx)
+	resp, err := ts.MutateRows(actx, req)
+	if err != nil && attemptTimedOut(ctx, actx, err) {
+		err = t.c.timeoutError(addr, err)
+	}
+	cancel()
 	if err != nil {
 		// The whole call failed: each entry's fate is unknown.
 		for _, e := range group {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 )
 
@@ -48,7 +49,38 @@ type Options struct {
 	// Locator configures the location cache's lookups. The default is
 	// locator.Options' defaults.
 	Locator locator.Options
+	// AttemptTimeout bounds one attempt of a call to a tablet server: a
+	// mutation, check-and-mutate, read-modify-write or sample call, one
+	// MutateRows request of ApplyBulk, and each wait for the next message
+	// of a read stream. An attempt that gets no answer in time fails with
+	// UNAVAILABLE (its outcome is unknown): the client re-locates the
+	// tablet and retries when that is safe (reads, idempotent mutations),
+	// so that a hung server (paused, partitioned) does not stall callers.
+	// Tablet servers send an empty message every 2s while a scan finds
+	// nothing to return, so keep it well above that. Negative disables the
+	// bound. The default is DefaultAttemptTimeout.
+	AttemptTimeout time.Duration
+	// KeepaliveTime is how long a tablet server connection with calls in
+	// flight may be silent before the client pings it; a server that does
+	// not answer the ping within KeepaliveTimeout is treated as gone and
+	// the connection's calls fail with UNAVAILABLE. gRPC enforces a
+	// minimum of 10s. Negative disables pings. The default is 20s.
+	KeepaliveTime time.Duration
+	// KeepaliveTimeout is how long the client waits for a ping's answer.
+	// The default is 10s.
+	KeepaliveTimeout time.Duration
 }
+
+// DefaultAttemptTimeout is the default Options.AttemptTimeout.
+const DefaultAttemptTimeout = 10 * time.Second
+
+// Window sizes of tablet server connections: large windows let a scan
+// stream several MiB without waiting for flow-control updates.
+const (
+	streamWindowBytes = 8 << 20
+	connWindowBytes   = 32 << 20
+	bufferBytes       = 256 << 10
+)
 
 func (o Options) withDefaults() Options {
 	if o.ConnectTimeout <= 0 {
@@ -66,7 +98,74 @@ func (o Options) withDefaults() Options {
 	if len(o.Locator.DialOptions) == 0 {
 		o.Locator.DialOptions = o.DialOptions
 	}
+	if o.AttemptTimeout == 0 {
+		o.AttemptTimeout = DefaultAttemptTimeout
+	}
+	if o.KeepaliveTime == 0 {
+		o.KeepaliveTime = 20 * time.Second
+	}
+	if o.KeepaliveTimeout <= 0 {
+		o.KeepaliveTimeout = 10 * time.Second
+	}
 	return o
+}
+
+// serverDialOptions are the dial options of tablet server connections:
+// the caller's, then flow-control windows and keepalive.
+func (o Options) serverDialOptions() []grpc.DialOption {
+	dial := append([]grpc.DialOption{
+		grpc.WithInitialWindowSize(streamWindowBytes),
+		grpc.WithInitialConnWindowSize(connWindowBytes),
+		grpc.WithReadBufferSize(bufferBytes),
+		grpc.WithWriteBufferSize(bufferBytes),
+	}, o.DialOptions...)
+	if o.KeepaliveTime > 0 {
+		dial = append(dial, grpc.WithKeepaliveParams(keepalive.ClientParameters{
+			Time: o.KeepaliveTime, Timeout: o.KeepaliveTimeout,
+		}))
+	}
+	return dial
+}
+
+// attempt returns the context of one attempt of a call under ctx, bounded
+// by AttemptTimeout, and its cancel function.
+func (c *Client) attempt(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.opts.AttemptTimeout < 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, c.opts.AttemptTimeout, errAttemptTimeout)
+}
+
+// errAttemptTimeout is the cause of an attempt context that timed out.
+var errAttemptTimeout = errors.New("client: attempt timed out")
+
+// attemptTimedOut reports whether an attempt under ctx that failed with
+// err did so because its own bound ran out (ctx itself being still live).
+// The server may notice the deadline (sent along as grpc-timeout) and
+// answer DEADLINE_EXCEEDED just before the client's timer fires.
+func attemptTimedOut(ctx, actx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(context.Cause(actx), errAttemptTimeout) {
+		return true
+	}
+	if status.Code(err) != codes.DeadlineExceeded {
+		return false
+	}
+	ad, ok := actx.Deadline()
+	if !ok {
+		return false
+	}
+	d, ok := ctx.Deadline()
+	return !ok || ad.Before(d)
+}
+
+// timeoutError is the error of an attempt that timed out: UNAVAILABLE,
+// since the server may or may not have applied the call.
+func (c *Client) timeoutError(addr string, err error) error {
+	return status.Errorf(codes.Unavailable, "client: no answer from tablet server %s within %s (attempt timeout; last: %s)",
+		addr, c.opts.AttemptTimeout, status.Convert(err).Message())
 }
 
 // Client is a connection to a Tabula cluster. It is safe for concurrent
@@ -96,7 +195,7 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: opts, loc: loc, pool: newPool(opts.DialOptions)}
+	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions())}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -291,7 +390,12 @@ func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bo
 		if err != nil {
 			return err
 		}
-		err = op(ctx, tab, ts)
+		actx, cancel := c.attempt(ctx)
+		err = op(actx, tab, ts)
+		if err != nil && attemptTimedOut(ctx, actx, err) {
+			err = c.timeoutError(tab.Address, err)
+		}
+		cancel()
 		if err == nil {
 			return nil
 		}

@@ -31,6 +31,13 @@
 // after it. Retries back off exponentially with jitter and stop when the
 // context ends or Options.RetryTimeout has passed.
 //
+// Each attempt at a tablet server is bounded by Options.AttemptTimeout
+// (default 10s; for read streams, the wait for each message): a server
+// that hangs (paused, partitioned) fails the attempt with UNAVAILABLE, and
+// the client re-locates and retries it when that is safe, instead of
+// stalling until the server wakes. Connections to tablet servers also
+// send keepalive pings (Options.KeepaliveTime).
+//
 // A Client, its Tables and its AdminClient are safe for concurrent use; a
 // RowIterator is not.
 package client

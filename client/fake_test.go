@@ -56,6 +56,31 @@ type fakeServer struct {
 	// many rows (once).
 	failAfter int
 	gate      chan struct{} // ReadRows waits for it when set
+	// hang, when set, makes MutateRow, MutateRows and ReadRows block
+	// until it is closed or the call is cancelled, like a paused server.
+	hang chan struct{}
+	// stallAfter makes ReadRows stop answering (until cancelled) after
+	// sending that many rows (once).
+	stallAfter int
+}
+
+// hangIfPaused blocks while the server is "paused" (see hang).
+func (s *fakeServer) hangIfPaused(ctx context.Context) error {
+	s.mu.Lock()
+	hang := s.hang
+	s.mu.Unlock()
+	if hang == nil {
+		return nil
+	}
+	s.mu.Lock()
+	s.calls["hung"]++
+	s.mu.Unlock()
+	select {
+	case <-hang:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
 }
 
 type store struct {
@@ -280,7 +305,10 @@ func (st *store) read(row []byte) []cell.Cell {
 	return append([]cell.Cell(nil), st.rows[string(row)]...)
 }
 
-func (s *fakeServer) MutateRow(_ context.Context, req *tabulapb.MutateRowRequest) (*tabulapb.MutateRowResponse, error) {
+func (s *fakeServer) MutateRow(ctx context.Context, req *tabulapb.MutateRowRequest) (*tabulapb.MutateRowResponse, error) {
+	if err := s.hangIfPaused(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.enter("MutateRow", req.GetTablet(), req.GetRowKey()); err != nil {
 		return nil, err
 	}
@@ -291,7 +319,10 @@ func (s *fakeServer) MutateRow(_ context.Context, req *tabulapb.MutateRowRequest
 	return &tabulapb.MutateRowResponse{}, s.store.apply(req.GetRowKey(), muts)
 }
 
-func (s *fakeServer) MutateRows(_ context.Context, req *tabulapb.MutateRowsRequest) (*tabulapb.MutateRowsResponse, error) {
+func (s *fakeServer) MutateRows(ctx context.Context, req *tabulapb.MutateRowsRequest) (*tabulapb.MutateRowsResponse, error) {
+	if err := s.hangIfPaused(ctx); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	s.calls["MutateRows"]++
 	s.mu.Unlock()
@@ -320,12 +351,15 @@ func (s *fakeServer) MutateRows(_ context.Context, req *tabulapb.MutateRowsReque
 }
 
 func (s *fakeServer) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletServer_ReadRowsServer) error {
+	if err := s.hangIfPaused(stream.Context()); err != nil {
+		return err
+	}
 	if err := s.enter("ReadRows", req.GetTablet(), nil); err != nil {
 		return err
 	}
 	s.mu.Lock()
-	gate, failAfter := s.gate, s.failAfter
-	s.failAfter = 0
+	gate, failAfter, stallAfter := s.gate, s.failAfter, s.stallAfter
+	s.failAfter, s.stallAfter = 0, 0
 	s.mu.Unlock()
 	if gate != nil {
 		select {
@@ -357,6 +391,13 @@ func (s *fakeServer) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.Tab
 		cells := cf.Apply([]byte(k), s.store.read([]byte(k)))
 		if len(cells) == 0 {
 			continue
+		}
+		if stallAfter > 0 && sent == int64(stallAfter) {
+			if len(batch) > 0 {
+				stream.Send(&tabulapb.ReadRowsResponse{Rows: batch})
+			}
+			<-stream.Context().Done()
+			return stream.Context().Err()
 		}
 		if failAfter > 0 && sent == int64(failAfter) {
 			if len(batch) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -103,7 +104,9 @@ type RowIterator struct {
 
 	tablet       locator.Tablet
 	stream       tabulapb.TabletServer_ReadRowsClient
-	streamCancel context.CancelFunc
+	streamCtx    context.Context
+	streamCancel context.CancelCauseFunc
+	watch        *time.Timer // cancels the stream when a message is late; nil without AttemptTimeout
 	buf          []*tabulapb.Row
 
 	row Row
@@ -140,7 +143,7 @@ func (it *RowIterator) Next() bool {
 			it.open()
 			continue
 		}
-		resp, err := it.stream.Recv()
+		resp, err := it.recv()
 		if err == io.EOF {
 			it.closeStream()
 			if len(it.tablet.End) == 0 {
@@ -192,15 +195,42 @@ func (it *RowIterator) open() {
 	if it.limit > 0 {
 		req.RowsLimit = it.limit - it.emitted
 	}
-	sctx, cancel := context.WithCancel(it.ctx)
+	sctx, cancel := context.WithCancelCause(it.ctx)
+	var watch *time.Timer
+	if d := it.t.c.opts.AttemptTimeout; d > 0 {
+		watch = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
+	}
 	stream, err := ts.ReadRows(sctx, req)
 	if err != nil {
-		cancel()
+		if watch != nil {
+			watch.Stop()
+		}
+		if it.ctx.Err() == nil && errors.Is(context.Cause(sctx), errAttemptTimeout) {
+			err = it.t.c.timeoutError(tab.Address, err)
+		}
+		cancel(nil)
 		it.tablet = tab
 		it.retry(err, true)
 		return
 	}
-	it.tablet, it.stream, it.streamCancel = tab, stream, cancel
+	it.tablet, it.stream, it.streamCtx, it.streamCancel, it.watch = tab, stream, sctx, cancel, watch
+}
+
+// recv waits for the stream's next message, at most AttemptTimeout: a
+// server that stops answering mid-stream (paused, partitioned) fails the
+// stream with UNAVAILABLE, and Next resumes elsewhere after the last row.
+func (it *RowIterator) recv() (*tabulapb.ReadRowsResponse, error) {
+	if it.watch != nil {
+		it.watch.Reset(it.t.c.opts.AttemptTimeout)
+	}
+	resp, err := it.stream.Recv()
+	if it.watch != nil {
+		it.watch.Stop()
+	}
+	if err != nil && err != io.EOF && it.ctx.Err() == nil && errors.Is(context.Cause(it.streamCtx), errAttemptTimeout) {
+		err = it.t.c.timeoutError(it.tablet.Address, err)
+	}
+	return resp, err
 }
 
 // retry handles a failed stream: evict, back off and let Next re-open, or
@@ -224,10 +254,13 @@ func (it *RowIterator) retry(err error, idempotent bool) {
 }
 
 func (it *RowIterator) closeStream() {
-	if it.streamCancel != nil {
-		it.streamCancel()
+	if it.watch != nil {
+		it.watch.Stop()
 	}
-	it.stream, it.streamCancel, it.buf = nil, nil, nil
+	if it.streamCancel != nil {
+		it.streamCancel(nil)
+	}
+	it.stream, it.streamCtx, it.streamCancel, it.watch, it.buf = nil, nil, nil, nil, nil
 }
 
 func (it *RowIterator) finish() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -19,8 +20,10 @@ const (
 	readBatchBytes = 1 << 20
 )
 
-// mutateRowsParallelism bounds the tablets MutateRows applies to at once.
-const mutateRowsParallelism = 8
+// mutateRowsParallelism bounds the rows one MutateRows call applies at
+// once. The rows of a call wait for the same commit log syncs, so the bound
+// is about goroutines and memory, not CPU.
+const mutateRowsParallelism = 128
 
 func familiesFromSchema(s *tabulapb.TableSchema) ([]families.Family, error) {
 	return convert.FamiliesFromProto(s.GetFamilies())
@@ -52,11 +55,16 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		opts.Ranges = append(opts.Ranges, tablet.RowRange{Start: nilIfEmpty(r.GetStartKey()), End: nilIfEmpty(r.GetEndKey())})
 	}
 	ctx := stream.Context()
+	if len(opts.Keys) == 1 && len(opts.Ranges) == 0 {
+		return fail(s.readOneRow(stream, h, opts))
+	}
 	it, err := h.t.NewRowIterator(ctx, opts)
 	if err != nil {
 		return fail(err)
 	}
 	defer it.Close()
+	sender := startSender(stream, readHeartbeat)
+	defer sender.close()
 	resp := &tabulapb.ReadRowsResponse{}
 	size := 0
 	send := func() error {
@@ -68,7 +76,7 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		if !s.leaseSafe() {
 			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
 		}
-		if err := stream.Send(resp); err != nil {
+		if err := sender.send(resp); err != nil {
 			return err
 		}
 		resp, size = &tabulapb.ReadRowsResponse{}, 0
@@ -97,6 +105,23 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 	return fail(send())
 }
 
+// readOneRow answers a read of a single row key (the common point read)
+// without a row iterator.
+func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held, opts tablet.ReadOptions) error {
+	row := opts.Keys[0]
+	cells, err := h.t.ReadRow(stream.Context(), row, opts.Filter)
+	if errors.Is(err, tablet.ErrOutOfRange) {
+		return nil // like the iterator, ignore rows outside the tablet
+	}
+	if err != nil || len(cells) == 0 {
+		return err
+	}
+	if !s.leaseSafe() {
+		return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
+	}
+	return stream.Send(&tabulapb.ReadRowsResponse{Rows: []*tabulapb.Row{convert.CellsToProtoRow(row, cells)}})
+}
+
 // MutateRow applies one row's mutations atomically.
 func (s *Server) MutateRow(ctx context.Context, req *tabulapb.MutateRowRequest) (*tabulapb.MutateRowResponse, error) {
 	ref, row := req.GetTablet(), req.GetRowKey()
@@ -115,42 +140,75 @@ func (s *Server) mutate(ctx context.Context, ref *tabulapb.TabletRef, row []byte
 	if err != nil {
 		return err
 	}
-	return h.t.Apply(ctx, row, muts)
+	return s.acknowledge(h.t.Apply(ctx, row, muts))
 }
 
 // MutateRows applies each entry on its own (not atomically across rows) and
-// answers a status per entry. Entries are grouped by tablet; groups run in
-// parallel, each group in request order.
+// answers a status per entry. Entries of the same row (of the same tablet)
+// are applied in request order; different rows are applied concurrently, up
+// to mutateRowsParallelism at once, so that their commit log syncs share
+// group-commit rounds instead of each waiting for its own fsync.
 func (s *Server) MutateRows(ctx context.Context, req *tabulapb.MutateRowsRequest) (*tabulapb.MutateRowsResponse, error) {
 	entries := req.GetEntries()
 	out := make([]*tabulapb.MutateRowsResponse_Entry, len(entries))
-	groups := make(map[string][]int)
-	var order []string
-	for i, e := range entries {
-		k := tabletKey(e.GetTablet().GetTable(), e.GetTablet().GetTabletId())
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], i)
+	apply := func(i int) {
+		e := entries[i]
+		err := s.mutate(ctx, e.GetTablet(), e.GetRowKey(), e.GetMutations())
+		out[i] = entryStatus(i, err, e.GetTablet().GetTable(), e.GetTablet().GetTabletId(), e.GetRowKey())
 	}
-	sem := make(chan struct{}, mutateRowsParallelism)
+	chains := rowChains(entries)
+	workers := min(len(chains), mutateRowsParallelism)
+	if workers <= 1 {
+		for _, c := range chains {
+			for _, i := range c {
+				apply(i)
+			}
+		}
+		return &tabulapb.MutateRowsResponse{Entries: out}, nil
+	}
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for _, k := range order {
-		idx := groups[k]
-		sem <- struct{}{}
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-sem }()
-			for _, i := range idx {
-				e := entries[i]
-				err := s.mutate(ctx, e.GetTablet(), e.GetRowKey(), e.GetMutations())
-				out[i] = entryStatus(i, err, e.GetTablet().GetTable(), e.GetTablet().GetTabletId(), e.GetRowKey())
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(chains) {
+					return
+				}
+				for _, i := range chains[k] {
+					apply(i)
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	return &tabulapb.MutateRowsResponse{Entries: out}, nil
+}
+
+// rowChains groups the indexes of entries by (tablet, row), each group in
+// request order, the groups in order of first appearance. Requests rarely
+// repeat a row, so the common case allocates one slice per entry.
+func rowChains(entries []*tabulapb.MutateRowsRequest_Entry) [][]int {
+	chains := make([][]int, 0, len(entries))
+	first := make(map[string]int, len(entries)) // chain index by tablet and row
+	var key []byte
+	for i, e := range entries {
+		ref := e.GetTablet()
+		key = append(key[:0], ref.GetTable()...)
+		key = append(key, 0)
+		key = append(key, ref.GetTabletId()...)
+		key = append(key, 0)
+		key = append(key, e.GetRowKey()...)
+		if c, ok := first[string(key)]; ok {
+			chains[c] = append(chains[c], i)
+			continue
+		}
+		first[string(key)] = len(chains)
+		chains = append(chains, []int{i})
+	}
+	return chains
 }
 
 // CheckAndMutateRow applies true_mutations when the predicate filter emits
@@ -181,7 +239,8 @@ func (s *Server) checkAndMutate(ctx context.Context, req *tabulapb.CheckAndMutat
 	if err != nil {
 		return false, err
 	}
-	return h.t.CheckAndMutate(ctx, req.GetRowKey(), pred, onTrue, onFalse)
+	matched, err := h.t.CheckAndMutate(ctx, req.GetRowKey(), pred, onTrue, onFalse)
+	return matched, s.acknowledge(err)
 }
 
 // ReadModifyWriteRow applies increment and append rules atomically and
@@ -198,7 +257,7 @@ func (s *Server) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModif
 		return nil, fail(err)
 	}
 	cells, err := h.t.ReadModifyWrite(ctx, row, rules)
-	if err != nil {
+	if err = s.acknowledge(err); err != nil {
 		return nil, fail(err)
 	}
 	return &tabulapb.ReadModifyWriteRowResponse{Row: convert.CellsToProtoRow(row, cells)}, nil

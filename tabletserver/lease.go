@@ -31,6 +31,20 @@ func (s *Server) leaseSafe() bool {
 	return s.sinceBase() < time.Duration(s.safeUntil.Load())
 }
 
+// acknowledge turns the result of a write that succeeded into
+// ErrOutcomeUnknown when the lease is no longer safe. A process paused
+// (SIGSTOP, a long GC or swap) between the check before the write and its
+// answer may wake after another server has taken the tablet and replayed
+// its log; acknowledging then would let two owners acknowledge writes. The
+// write was durable before this check, so if the check passes, the lease
+// was still held when it became durable and the next owner's replay has it.
+func (s *Server) acknowledge(err error) error {
+	if err == nil && !s.leaseSafe() {
+		return ErrOutcomeUnknown
+	}
+	return err
+}
+
 func (s *Server) leaseMargin() time.Duration { return s.opts.LeaseTTL / 4 }
 
 // register grants a new lease, releases the tablets etcd still assigns to

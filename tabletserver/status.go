@@ -25,6 +25,11 @@ var (
 	// ErrNotAssigned means etcd does not assign the tablet to this server
 	// at the requested epoch.
 	ErrNotAssigned = errors.New("tabletserver: tablet not assigned here")
+	// ErrOutcomeUnknown means a write finished after the server's lease
+	// may have expired, so it is not acknowledged: the tablet's next owner
+	// may or may not have replayed it. Clients retry it only if it is
+	// idempotent (UNAVAILABLE, not "not serving").
+	ErrOutcomeUnknown = errors.New("tabletserver: the lease ran out before the write was acknowledged; it may or may not have been applied")
 	// ErrClosed is returned by calls on a closed server.
 	ErrClosed = errors.New("tabletserver: closed")
 )
@@ -102,7 +107,7 @@ func codeOf(err error) codes.Code {
 		return codes.DeadlineExceeded
 	case errors.Is(err, tablet.ErrCorrupt), errors.Is(err, meta.ErrCorrupt):
 		return codes.Internal
-	case errors.Is(err, ErrClosed):
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown):
 		return codes.Unavailable
 	}
 	if st, ok := status.FromError(err); ok {

@@ -9,9 +9,11 @@ import (
 // a Row message. The cells' Row fields are not consulted.
 func CellsToProtoRow(row []byte, cells []cell.Cell) *tabulapb.Row {
 	r := &tabulapb.Row{Key: row, Cells: make([]*tabulapb.Cell, len(cells))}
+	slab := make([]tabulapb.Cell, len(cells)) // one allocation for all cells
 	for i := range cells {
-		c := &cells[i]
-		r.Cells[i] = &tabulapb.Cell{Family: c.Family, Qualifier: c.Qualifier, TimestampMicros: c.Timestamp, Value: c.Value}
+		c, pc := &cells[i], &slab[i]
+		pc.Family, pc.Qualifier, pc.TimestampMicros, pc.Value = c.Family, c.Qualifier, c.Timestamp, c.Value
+		r.Cells[i] = pc
 	}
 	return r
 }

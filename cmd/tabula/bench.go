@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/rowfilter"
 )
 
 // The workloads of the Bigtable paper's per-server benchmark (§7), in the
@@ -62,6 +64,7 @@ deadline.`,
 	f.String("workloads", strings.Join(benchWorkloads, ","), "workloads to run, comma-separated, in this order")
 	f.Bool("keep", false, "keep the table at the end")
 	f.Int64("seed", 0, "random seed (0: from the clock); printed for replay")
+	f.String("cpuprofile", "", "write a CPU profile of the bench process (the client side) to this file")
 	return c
 }
 
@@ -110,6 +113,13 @@ func runBench(cmd *cobra.Command, _ []string) error {
 				fmt.Fprintf(progress, "bench: could not delete table %s: %v\n", table, err)
 			}
 		}()
+	}
+	if path, _ := f.GetString("cpuprofile"); path != "" {
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	b := &bencher{t: s.cli.Open(table), rows: rows, clients: clients, batch: batch, vsize: vsize, seed: seed}
 	var results []benchResult
@@ -217,6 +227,10 @@ func (b *bencher) run(ctx context.Context, name string) (benchResult, error) {
 
 func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand.Rand, r *benchResult) error {
 	n := hi - lo
+	// Reads and scans return the newest value of each row, as in the
+	// paper: both write workloads write every key, so rows hold several
+	// versions and reading them all would count each row's bytes twice.
+	latest := client.WithFilter(rowfilter.CellsPerColumnLimit(1))
 	key := func(i int) []byte {
 		if name == "randwrite" || name == "randread" {
 			return benchKey(rng.IntN(b.rows))
@@ -256,7 +270,7 @@ func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand
 	case "seqread", "randread":
 		for i := range n {
 			t0 := time.Now()
-			row, err := b.t.ReadRow(ctx, key(i))
+			row, err := b.t.ReadRow(ctx, key(i), latest)
 			if err != nil {
 				return err
 			}
@@ -273,7 +287,7 @@ func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand
 		if n == 0 {
 			return nil
 		}
-		it := b.t.ReadRows(ctx, client.NewRange(benchKey(lo), benchKey(hi)))
+		it := b.t.ReadRows(ctx, client.NewRange(benchKey(lo), benchKey(hi)), latest)
 		defer it.Close()
 		t0 := time.Now()
 		for it.Next() {
@@ -335,4 +349,21 @@ func printBench(out *printer, results []benchResult, batch int) error {
 		header[5], header[6] = "p50_us", "p99_us"
 	}
 	return out.table(header, rows)
+}
+
+// startCPUProfile writes a CPU profile to path until the returned function
+// is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, wrapf(err, "--cpuprofile")
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, wrapf(err, "--cpuprofile")
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
