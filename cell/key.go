@@ -142,10 +142,37 @@ func AppendKey(dst []byte, k Key) []byte {
 func DecodeKey(b []byte) (Key, error) {
 	var k Key
 	row, rest, err := readEscaped(b)
-	if err != nil || len(rest) < 1 {
+	if err != nil {
 		return k, ErrCorruptKey
 	}
 	k.Row = row
+	if err := decodeAfterRow(&k, rest); err != nil {
+		return Key{}, err
+	}
+	return k, nil
+}
+
+// DecodeKeyInRow decodes an encoded key whose row prefix (see RowPrefix) the
+// caller already knows: b[:prefixLen] is that prefix and row its decoded
+// row, which the result's Row is set to. A scan decodes each row once
+// instead of once per entry this way. It fails like DecodeKey on keys that
+// do not decode after the prefix; the prefix itself is not checked.
+func DecodeKeyInRow(b []byte, prefixLen int, row []byte) (Key, error) {
+	if prefixLen < 2 || prefixLen > len(b) {
+		return Key{}, ErrCorruptKey
+	}
+	k := Key{Row: row}
+	if err := decodeAfterRow(&k, b[prefixLen:]); err != nil {
+		return Key{}, err
+	}
+	return k, nil
+}
+
+// decodeAfterRow decodes what follows the row prefix of a key into k.
+func decodeAfterRow(k *Key, rest []byte) error {
+	if len(rest) < 1 {
+		return ErrCorruptKey
+	}
 	switch rest[0] {
 	case classFamily:
 		k.Kind = KindDeleteFamily
@@ -153,7 +180,7 @@ func DecodeKey(b []byte) (Key, error) {
 	case classColumn:
 		q, r, err := readEscaped(rest[1:])
 		if err != nil || len(r) < 1 {
-			return k, ErrCorruptKey
+			return ErrCorruptKey
 		}
 		k.Qualifier = q
 		switch r[0] {
@@ -162,29 +189,75 @@ func DecodeKey(b []byte) (Key, error) {
 		case subCell:
 			k.Kind = KindSet
 		default:
-			return k, ErrCorruptKey
+			return ErrCorruptKey
 		}
 		rest = r[1:]
 	default:
-		return k, ErrCorruptKey
+		return ErrCorruptKey
 	}
 	if len(rest) != trailerLen {
-		return k, ErrCorruptKey
+		return ErrCorruptKey
 	}
 	k.Timestamp = int64(^binary.BigEndian.Uint64(rest))
 	k.Seq = ^binary.BigEndian.Uint64(rest[8:])
-	return k, nil
+	return nil
+}
+
+// escapedLen returns the length of the escaped string (terminator
+// included) at the head of b, without decoding it: scans use it to find a
+// key's row prefix without allocating. A byte loop rather than
+// bytes.IndexByte: rows are short and often hold several 0x00 bytes, and a
+// call per 0x00 costs more than the loop.
+func escapedLen(b []byte) (int, error) {
+	for i := 0; i+1 < len(b); i++ {
+		if b[i] != 0 {
+			continue
+		}
+		switch b[i+1] {
+		case 0x01:
+			return i + 2, nil
+		case 0xFF:
+			i++
+		default:
+			return 0, ErrCorruptKey
+		}
+	}
+	return 0, ErrCorruptKey
 }
 
 // RowPrefix returns the encoded row at the head of an encoded key (the
 // escaped row and its terminator). Every key of one row shares it, and no
 // key of another row starts with it.
 func RowPrefix(encoded []byte) ([]byte, error) {
-	_, rest, err := readEscaped(encoded)
+	n, err := escapedLen(encoded)
 	if err != nil {
 		return nil, err
 	}
-	return encoded[:len(encoded)-len(rest)], nil
+	return encoded[:n], nil
+}
+
+// AppendKeyRow appends the row encoded at the head of key (an encoded key,
+// or a row prefix alone) to dst, and returns the result and the length of
+// the row prefix (what RowPrefix returns). It finds and decodes the row in
+// one pass, for scans that need both once per row.
+func AppendKeyRow(dst, key []byte) (row []byte, prefixLen int, err error) {
+	start := 0
+	for i := 0; i+1 < len(key); i++ {
+		if key[i] != 0 {
+			continue
+		}
+		switch key[i+1] {
+		case 0x01:
+			return append(dst, key[start:i]...), i + 2, nil
+		case 0xFF:
+			dst = append(dst, key[start:i+1]...)
+			start = i + 2
+			i++
+		default:
+			return dst, 0, ErrCorruptKey
+		}
+	}
+	return dst, 0, ErrCorruptKey
 }
 
 // ColumnPrefix returns the encoded row and qualifier at the head of an

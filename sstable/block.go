@@ -134,15 +134,15 @@ func (it *blockIter) decodeAt(off int) bool {
 		return false
 	}
 	p := it.data[off:it.entriesEnd]
-	shared, n1 := binary.Uvarint(p)
+	shared, n1 := uvarint(p)
 	if n1 <= 0 {
 		return it.fail(errBlockEntry)
 	}
-	unshared, n2 := binary.Uvarint(p[n1:])
+	unshared, n2 := uvarint(p[n1:])
 	if n2 <= 0 {
 		return it.fail(errBlockEntry)
 	}
-	vlen, n3 := binary.Uvarint(p[n1+n2:])
+	vlen, n3 := uvarint(p[n1+n2:])
 	if n3 <= 0 {
 		return it.fail(errBlockEntry)
 	}
@@ -160,6 +160,16 @@ func (it *blockIter) decodeAt(off int) bool {
 	return true
 }
 
+// uvarint is binary.Uvarint with the one-byte case inlined: shared and
+// unshared key lengths (and small values' lengths) take one byte, and a
+// seek decodes a dozen entries.
+func uvarint(p []byte) (uint64, int) {
+	if len(p) > 0 && p[0] < 0x80 {
+		return uint64(p[0]), 1
+	}
+	return binary.Uvarint(p)
+}
+
 func (it *blockIter) fail(err error) bool {
 	it.err = err
 	it.valid = false
@@ -171,6 +181,31 @@ func (it *blockIter) fail(err error) bool {
 func (it *blockIter) seekRestart(i int) bool {
 	it.key = it.key[:0]
 	return it.decodeAt(it.restart(i))
+}
+
+// restartKey returns the key of restart point i without decoding the
+// entry into the iterator (a restart entry holds its whole key), for the
+// binary search of seekGE. A malformed entry fails the iterator.
+func (it *blockIter) restartKey(i int) ([]byte, bool) {
+	off := it.restart(i)
+	p := it.data[off:it.entriesEnd]
+	shared, n1 := uvarint(p)
+	if n1 <= 0 || shared != 0 {
+		return nil, it.fail(errBlockEntry)
+	}
+	unshared, n2 := uvarint(p[n1:])
+	if n2 <= 0 {
+		return nil, it.fail(errBlockEntry)
+	}
+	_, n3 := uvarint(p[n1+n2:])
+	if n3 <= 0 {
+		return nil, it.fail(errBlockEntry)
+	}
+	h := n1 + n2 + n3
+	if unshared > uint64(len(p)-h) {
+		return nil, it.fail(errBlockEntry)
+	}
+	return p[h : h+int(unshared)], true
 }
 
 func (it *blockIter) first() bool {
@@ -198,10 +233,11 @@ func (it *blockIter) seekGE(target []byte) bool {
 	lo, hi := 0, it.numRestarts // invariant: restarts before lo have key < target
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if !it.seekRestart(mid) {
+		k, ok := it.restartKey(mid)
+		if !ok {
 			return false
 		}
-		if bytes.Compare(it.key, target) < 0 {
+		if bytes.Compare(k, target) < 0 {
 			lo = mid + 1
 		} else {
 			hi = mid

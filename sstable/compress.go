@@ -67,7 +67,9 @@ func compressBlock(c families.Compression, raw, dst []byte) ([]byte, byte, error
 var errUnknownBlockType = errors.New("unknown block type")
 
 // decompressBlock returns the decoded block of stored bytes of type typ.
-// An uncompressed block is returned as it is.
+// An uncompressed block is returned as it is; a compressed one is decoded
+// into fresh memory that never aliases stored (readers recycle stored, and
+// hand decoded blocks out for good).
 func decompressBlock(typ byte, stored []byte) ([]byte, error) {
 	switch typ {
 	case blockTypeNone:

@@ -16,17 +16,25 @@ type Iter struct {
 	valid        bool
 	err          error
 	closed       bool
+	// keyBuf is the block iterator's first key buffer, so that a point
+	// read's first decode does not allocate.
+	keyBuf [64]byte
 }
 
 // NewIter returns an iterator over the keys in [lower, upper); a nil bound
 // is unbounded. The bounds are copied.
 func (r *Reader) NewIter(lower, upper []byte) *Iter {
 	it := &Iter{r: r}
+	it.blk.key = it.keyBuf[:0]
+	// One allocation holds both bounds' copies.
+	buf := make([]byte, 0, len(lower)+len(upper))
 	if lower != nil {
-		it.lower = bytes.Clone(lower)
+		buf = append(buf, lower...)
+		it.lower = buf[:len(lower):len(lower)]
 	}
 	if upper != nil {
-		it.upper = bytes.Clone(upper)
+		buf = append(buf, upper...)
+		it.upper = buf[len(buf)-len(upper):]
 	}
 	return it
 }
@@ -144,6 +152,6 @@ func (it *Iter) Close() error {
 	}
 	it.closed = true
 	it.valid = false
-	it.blk = blockIter{}
+	it.blk = blockIter{key: it.blk.key[:0]}
 	return it.err
 }

@@ -208,22 +208,50 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if h.length > maxBlockSize {
 		return nil, corruptf(r.path, kind, h.offset, "block of %d bytes is too large", h.length)
 	}
-	buf := make([]byte, h.length+trailerLen)
+	n := int(h.length + trailerLen)
+	bp := readBufPool.Get().(*[]byte)
+	if cap(*bp) < n {
+		*bp = make([]byte, n)
+	}
+	buf := (*bp)[:n]
+	b, typ, err := r.decodeBlock(buf, h, kind)
+	if err == nil && typ == blockTypeNone {
+		// The block is buf itself, handed out for good: leave the pool
+		// without it.
+		*bp = nil
+	}
+	if cap(*bp) <= maxPooledReadBuf {
+		readBufPool.Put(bp)
+	}
+	return b, err
+}
+
+// readBufPool holds buffers for the stored bytes of compressed blocks: they
+// are garbage once decompressed (into fresh memory), and a scan of files
+// larger than the cache reads one per block.
+var readBufPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledReadBuf bounds the buffers kept in readBufPool.
+const maxPooledReadBuf = 256 << 10
+
+// decodeBlock reads a block into buf, checks and decompresses it. When the
+// block is not compressed, the result is buf's storage.
+func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string) ([]byte, byte, error) {
 	if err := r.readAt(buf, h.offset, kind); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	stored, typ, err := checkTrailer(buf)
 	if err != nil {
-		return nil, corruptf(r.path, kind, h.offset, "%v", err)
+		return nil, 0, corruptf(r.path, kind, h.offset, "%v", err)
 	}
 	if kind != kindData && typ != blockTypeNone {
-		return nil, corruptf(r.path, kind, h.offset, "compressed metadata block")
+		return nil, 0, corruptf(r.path, kind, h.offset, "compressed metadata block")
 	}
 	b, err := decompressBlock(typ, stored)
 	if err != nil {
-		return nil, corruptf(r.path, kind, h.offset, "decompress (type %d): %v", typ, err)
+		return nil, 0, corruptf(r.path, kind, h.offset, "decompress (type %d): %v", typ, err)
 	}
-	return b, nil
+	return b, typ, nil
 }
 
 // dataBlock returns the decoded data block i, through the cache.

@@ -1,10 +1,13 @@
 package tabletserver
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta"
@@ -34,7 +37,11 @@ func TestFenceStopsWritesBeforeTheLeaseExpires(t *testing.T) {
 	paused := time.Now()
 	var refused error
 	for time.Since(paused) < 5*time.Second {
-		if refused = put(e.ctx, c, ref, "during", set("cf", "q", 1, "x")); refused != nil {
+		refused = put(e.ctx, c, ref, "during", set("cf", "q", 1, "x"))
+		// A write that began before the deadline and ended after it is
+		// refused too, as UNAVAILABLE (outcome unknown); keep going until
+		// writes are refused up front.
+		if refused != nil && status.Code(refused) != codes.Unavailable {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -95,4 +102,28 @@ func TestLostLeaseFencesAtOnce(t *testing.T) {
 	eventually(t, 5*time.Second, "the fence", func() bool { return srv.Fences() >= 1 })
 	wantNotServing(t, "write after the lease was lost", put(e.ctx, c, ref, "r", set("cf", "q", 1, "x")), "users", "t1")
 	eventually(t, 5*time.Second, "registration again", srv.Serving)
+}
+
+// TestWriteFinishingAfterTheLeaseIsNotAcknowledged checks the answer to a
+// write whose lease ran out while it was being applied (a process paused
+// between its lease check and its answer): not an acknowledgement, and not
+// "not serving" either, since the write may be in the log the next owner
+// replays; UNAVAILABLE tells clients to retry only idempotent writes.
+func TestWriteFinishingAfterTheLeaseIsNotAcknowledged(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	if err := srv.acknowledge(nil); err != nil {
+		t.Fatalf("acknowledge with a safe lease = %v", err)
+	}
+	srv.safeUntil.Store(0) // as if the process slept past its lease
+	err := srv.acknowledge(nil)
+	if !errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("acknowledge after the lease = %v, want ErrOutcomeUnknown", err)
+	}
+	if got := status.Code(toStatus(err, "users", "t1", []byte("r"))); got != codes.Unavailable {
+		t.Fatalf("code %v, want Unavailable", got)
+	}
+	if isNotServing(err) {
+		t.Fatal("an unknown outcome must not read as not serving (clients would retry non-idempotent writes)")
+	}
 }

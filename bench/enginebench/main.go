@@ -18,6 +18,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ var (
 	flagCache      = flag.Int64("cache", 64<<20, "block cache bytes for every engine")
 	flagEngines    = flag.String("engines", "tabula,pebble,goleveldb", "engines to run")
 	flagSeed       = flag.Int64("seed", 1, "random seed")
+	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 )
 
 type result struct {
@@ -58,6 +60,15 @@ func value(r *rand.Rand, size int) []byte {
 
 func main() {
 	flag.Parse()
+	if *flagCPUProfile != "" {
+		f, err := os.Create(*flagCPUProfile)
+		check(err)
+		check(pprof.StartCPUProfile(f))
+		defer func() {
+			pprof.StopCPUProfile()
+			check(f.Close())
+		}()
+	}
 	dir := *flagDir
 	if dir == "" {
 		d, err := os.MkdirTemp("", "enginebench")

@@ -7,8 +7,10 @@ import (
 	"github.com/tabuladb/tabula/families"
 )
 
-// rawEntry is one internal entry of a row, decoded; enc, key's slices and
-// value are owned by the row being assembled.
+// rawEntry is one internal entry of a row, decoded; enc (nil unless the
+// rowBuffer keeps it) and key's slices are owned by the row being
+// assembled, value aliases immutable memory of the source (see
+// rowBuffer.add).
 type rawEntry struct {
 	enc   []byte
 	key   cell.Key
@@ -113,48 +115,92 @@ func assembleFamily(es []rawEntry, snap uint64, p families.Policy, mode assemble
 }
 
 // rowBuffer collects one row's entries of one family, copying them out of
-// iterators whose buffers move on.
+// iterators whose buffers move on. A row starts with startRow, which
+// decodes the row once; each family's entries then follow startFamily, and
+// add decodes only what follows the row prefix of each key.
 type rowBuffer struct {
 	arena   []byte
 	entries []rawEntry
-	// reuse lets reset keep the arena; only when nothing emitted from a
-	// row outlives the next row (compaction, whose writer copies).
+	// reuse lets startRow recycle the arena; only when nothing emitted
+	// from a row outlives the next row (compaction, whose writer copies).
 	reuse bool
-	chunk int // size of the last arena chunk
+	// keepEnc keeps each entry's encoded key (rawEntry.enc), which only a
+	// compaction, writing entries out again, needs.
+	keepEnc bool
+	chunk   int    // size of the last arena chunk
+	rowLen  int    // length of the current row prefix
+	row     []byte // the current row, decoded, in the arena
 }
 
-func (b *rowBuffer) reset() {
-	if b.reuse {
-		b.arena = b.arena[:0]
-	} else {
-		// Keep appending after the previous row's bytes, which cells
-		// handed out still point into; they are never overwritten.
-		b.arena = b.arena[len(b.arena):]
-	}
-	b.entries = b.entries[:0]
-}
-
-// add copies key and value in. Keys that do not decode are reported.
-func (b *rowBuffer) add(key, value []byte) error {
-	// Copy into fresh memory when the arena would grow, so earlier
-	// entries' slices stay valid.
-	need := len(key) + len(value)
-	if cap(b.arena)-len(b.arena) < need {
-		// Grow chunk sizes geometrically from 512 bytes (a point read stays
-		// small) to 32 KiB (a scan amortizes its allocations).
-		b.chunk = min(max(2*b.chunk, 512), 32<<10)
-		n := max(b.chunk, need)
-		b.arena = make([]byte, 0, n)
+// alloc returns n bytes of the arena. With reuse unset, bytes handed out
+// are never written again: cells handed out point into them.
+func (b *rowBuffer) alloc(n int) []byte {
+	if cap(b.arena)-len(b.arena) < n {
+		// Fresh memory when the arena would grow, so earlier slices stay
+		// valid. Chunk sizes grow geometrically from 128 bytes (a point
+		// read stays small) to 32 KiB (a scan amortizes its allocations).
+		b.chunk = min(max(2*b.chunk, 128), 32<<10)
+		b.arena = make([]byte, 0, max(b.chunk, n))
 	}
 	off := len(b.arena)
-	b.arena = append(b.arena, key...)
-	b.arena = append(b.arena, value...)
-	enc := b.arena[off : off+len(key) : off+len(key)]
-	val := b.arena[off+len(key) : off+need : off+need]
-	k, err := cell.DecodeKey(enc)
+	b.arena = b.arena[:off+n]
+	return b.arena[off : off+n : off+n]
+}
+
+// startRow begins the row of key (any of the row's encoded keys) and
+// returns the decoded row, which stays valid like the arena's other bytes,
+// and the length of the row prefix that every entry of the row starts with.
+func (b *rowBuffer) startRow(key []byte) (row []byte, prefixLen int, err error) {
+	if b.reuse {
+		b.arena = b.arena[:0]
+	}
+	b.entries = b.entries[:0]
+	// The decoded row is never longer than the key.
+	dst := b.alloc(len(key))[:0]
+	row, n, err := cell.AppendKeyRow(dst, key)
+	if err != nil {
+		return nil, 0, err
+	}
+	// Give back what the row did not use.
+	b.arena = b.arena[:len(b.arena)-len(key)+len(row)]
+	b.rowLen, b.row = n, row[:len(row):len(row)]
+	return b.row, n, nil
+}
+
+// startFamily empties the entries for the next family of the row.
+func (b *rowBuffer) startFamily() { b.entries = b.entries[:0] }
+
+// add copies key in and keeps value as it is. key must start with the
+// current row's prefix. Keys that do not decode are reported.
+//
+// Only the key is copied: iterators reuse their key buffers, but values
+// alias memory that is never written again (a decoded SSTable block, or a
+// memtable node's copy made at insert), so cells may point into it for as
+// long as they live. Copying values made up most of a scan's memory
+// traffic.
+//
+// Without keepEnc (reads) not even the key is kept: only its qualifier is
+// copied, which is all a cell needs beyond the row.
+func (b *rowBuffer) add(key, value []byte) error {
+	if !b.keepEnc {
+		k, err := cell.DecodeKeyInRow(key, b.rowLen, b.row)
+		if err != nil {
+			return err
+		}
+		if len(k.Qualifier) > 0 {
+			q := b.alloc(len(k.Qualifier))
+			copy(q, k.Qualifier)
+			k.Qualifier = q
+		}
+		b.entries = append(b.entries, rawEntry{key: k, value: value[:len(value):len(value)]})
+		return nil
+	}
+	enc := b.alloc(len(key))
+	copy(enc, key)
+	k, err := cell.DecodeKeyInRow(enc, b.rowLen, b.row)
 	if err != nil {
 		return err
 	}
-	b.entries = append(b.entries, rawEntry{enc: enc, key: k, value: val})
+	b.entries = append(b.entries, rawEntry{enc: enc, key: k, value: value[:len(value):len(value)]})
 	return nil
 }

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/tabuladb/tabula/cell"
 )
@@ -46,6 +47,9 @@ type entry struct {
 	qualifier []byte
 	timestamp int64
 	value     []byte
+	// valueOff is where encode put the value in the record, so that the
+	// memtable can keep the record's copy (see Tablet.commit).
+	valueOff int
 }
 
 // batchSeqOffset is where the fixed-size sequence number sits in a record.
@@ -53,6 +57,14 @@ const batchSeqOffset = 1
 
 // encode appends the record of b to dst.
 func (b *batch) encode(dst []byte) []byte {
+	// Size the record up front: growing it entry by entry cost several
+	// allocations per write.
+	n := 1 + 8 + binary.MaxVarintLen64*2 + len(b.row)
+	for i := range b.entries {
+		e := &b.entries[i]
+		n += 1 + 8 + binary.MaxVarintLen64*3 + len(e.family) + len(e.qualifier) + len(e.value)
+	}
+	dst = slices.Grow(dst, n)
 	dst = append(dst, batchVersion)
 	dst = binary.LittleEndian.AppendUint64(dst, b.seq)
 	dst = binary.AppendUvarint(dst, uint64(len(b.row)))
@@ -67,6 +79,7 @@ func (b *batch) encode(dst []byte) []byte {
 		dst = append(dst, e.qualifier...)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.timestamp))
 		dst = binary.AppendUvarint(dst, uint64(len(e.value)))
+		e.valueOff = len(dst)
 		dst = append(dst, e.value...)
 	}
 	return dst
@@ -255,6 +268,8 @@ func normalize(muts []cell.Mutation, fams []string, now int64) []entry {
 			}
 		}
 	}
-	sort.SliceStable(es, func(i, j int) bool { return es[i].family < es[j].family })
+	// slices, not sort.SliceStable: the latter allocates a reflective
+	// swapper on every write.
+	slices.SortStableFunc(es, func(a, b entry) int { return strings.Compare(a.family, b.family) })
 	return es
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"math"
 
-	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 )
 
@@ -258,7 +257,7 @@ func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, mo
 	}
 	m := newMergeIter(srcs)
 	defer m.Close()
-	buf := rowBuffer{reuse: true}
+	buf := rowBuffer{reuse: true, keepEnc: true}
 	var addErr error
 	emit := func(e *rawEntry) {
 		if addErr == nil {
@@ -266,18 +265,20 @@ func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, mo
 		}
 	}
 	rows := 0
+	var rpBuf []byte
 	for ok := m.SeekGE(nil); ok; {
 		if rows++; rows%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		rp, err := cell.RowPrefix(m.Key())
+		_, n, err := buf.startRow(m.Key())
 		if err != nil {
 			return err
 		}
-		rp = bytes.Clone(rp)
-		buf.reset()
+		// The iterator's key moves on: keep a copy of the row prefix.
+		rpBuf = append(rpBuf[:0], m.Key()[:n]...)
+		rp := rpBuf
 		for ok && bytes.HasPrefix(m.Key(), rp) {
 			if err := buf.add(m.Key(), m.Value()); err != nil {
 				return err

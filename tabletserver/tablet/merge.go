@@ -2,7 +2,6 @@ package tablet
 
 import (
 	"bytes"
-	"container/heap"
 )
 
 // internalIter is the iterator contract shared by memtable and SSTable
@@ -20,80 +19,110 @@ type internalIter interface {
 // mergeIter merges sources by key. Sources hold disjoint entries in
 // practice (a key carries its sequence number); equal keys are emitted once,
 // from the first source holding them.
+//
+// The heap is hand-written rather than container/heap: a scan moves it once
+// per entry, and the interface calls of container/heap cost more than the
+// comparisons. With one source left (the common case after a compaction)
+// Next is a plain call of that source: keys within one source are strictly
+// increasing, so there is nothing to merge or deduplicate.
 type mergeIter struct {
 	srcs []internalIter
-	h    mergeHeap
+	heap []int  // indexes of the valid sources, a min-heap by (key, index)
 	prev []byte // the current key's copy, to skip duplicates
 	err  error
 }
 
-type mergeHeap struct {
-	srcs []internalIter
-	idx  []int
+func newMergeIter(srcs []internalIter) *mergeIter {
+	return &mergeIter{srcs: srcs, heap: make([]int, 0, len(srcs))}
 }
 
-func (h *mergeHeap) Len() int { return len(h.idx) }
-func (h *mergeHeap) Less(i, j int) bool {
-	c := bytes.Compare(h.srcs[h.idx[i]].Key(), h.srcs[h.idx[j]].Key())
-	if c != 0 {
+// less orders heap positions i and j by key, then by source index.
+func (m *mergeIter) less(i, j int) bool {
+	a, b := m.heap[i], m.heap[j]
+	if c := bytes.Compare(m.srcs[a].Key(), m.srcs[b].Key()); c != 0 {
 		return c < 0
 	}
-	return h.idx[i] < h.idx[j]
-}
-func (h *mergeHeap) Swap(i, j int) { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
-func (h *mergeHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
-func (h *mergeHeap) Pop() any {
-	n := len(h.idx) - 1
-	x := h.idx[n]
-	h.idx = h.idx[:n]
-	return x
+	return a < b
 }
 
-func newMergeIter(srcs []internalIter) *mergeIter {
-	return &mergeIter{srcs: srcs, h: mergeHeap{srcs: srcs}}
+// down restores the heap order below position i.
+func (m *mergeIter) down(i int) {
+	n := len(m.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		c := l
+		if r := l + 1; r < n && m.less(r, l) {
+			c = r
+		}
+		if !m.less(c, i) {
+			return
+		}
+		m.heap[i], m.heap[c] = m.heap[c], m.heap[i]
+		i = c
+	}
 }
 
 // SeekGE positions every source at the first key >= k.
 func (m *mergeIter) SeekGE(k []byte) bool {
-	m.h.idx = m.h.idx[:0]
+	m.heap = m.heap[:0]
 	m.err = nil
 	for i, s := range m.srcs {
 		if s.SeekGE(k) {
-			m.h.idx = append(m.h.idx, i)
+			m.heap = append(m.heap, i)
 		} else if err := s.Error(); err != nil {
 			m.err = err
-			m.h.idx = m.h.idx[:0]
+			m.heap = m.heap[:0]
 			return false
 		}
 	}
-	heap.Init(&m.h)
+	for i := len(m.heap)/2 - 1; i >= 0; i-- {
+		m.down(i)
+	}
 	return m.Valid()
 }
 
-func (m *mergeIter) Valid() bool { return m.err == nil && len(m.h.idx) > 0 }
+func (m *mergeIter) Valid() bool { return m.err == nil && len(m.heap) > 0 }
 
-func (m *mergeIter) Key() []byte   { return m.srcs[m.h.idx[0]].Key() }
-func (m *mergeIter) Value() []byte { return m.srcs[m.h.idx[0]].Value() }
+func (m *mergeIter) Key() []byte   { return m.srcs[m.heap[0]].Key() }
+func (m *mergeIter) Value() []byte { return m.srcs[m.heap[0]].Value() }
 func (m *mergeIter) Error() error  { return m.err }
 
 // advanceTop moves the top source on.
 func (m *mergeIter) advanceTop() bool {
-	s := m.srcs[m.h.idx[0]]
+	s := m.srcs[m.heap[0]]
 	if s.Next() {
-		heap.Fix(&m.h, 0)
+		m.down(0)
 		return true
 	}
 	if err := s.Error(); err != nil {
 		m.err = err
 		return false
 	}
-	heap.Pop(&m.h)
+	n := len(m.heap) - 1
+	m.heap[0] = m.heap[n]
+	m.heap = m.heap[:n]
+	m.down(0)
 	return true
 }
 
 // Next moves to the next distinct key.
 func (m *mergeIter) Next() bool {
 	if !m.Valid() {
+		return false
+	}
+	if len(m.heap) == 1 {
+		s := m.srcs[m.heap[0]]
+		if s.Next() {
+			return true
+		}
+		if err := s.Error(); err != nil {
+			m.err = err
+			return false
+		}
+		m.heap = m.heap[:0]
 		return false
 	}
 	m.prev = append(m.prev[:0], m.Key()...)
@@ -115,6 +144,6 @@ func (m *mergeIter) Close() error {
 		}
 	}
 	m.srcs = nil
-	m.h.idx = nil
+	m.heap = nil
 	return err
 }

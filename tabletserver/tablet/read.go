@@ -18,6 +18,9 @@ type readState struct {
 	v      *version
 	schema *schema
 	now    int64
+	// memsBuf backs mems in the usual case of at most one immutable
+	// memtable, saving an allocation per read.
+	memsBuf [2]*memtable
 }
 
 // acquire takes a read snapshot. The sequence number is read before the
@@ -32,13 +35,14 @@ func (t *Tablet) acquire() (*readState, error) {
 	}
 	v := t.cur
 	v.ref()
-	mems := make([]*memtable, 0, 1+len(t.imm))
-	mems = append(mems, t.mem)
+	st := &readState{seq: seq, v: v}
+	st.mems = append(st.memsBuf[:0], t.mem)
 	for i := len(t.imm) - 1; i >= 0; i-- {
-		mems = append(mems, t.imm[i].m)
+		st.mems = append(st.mems, t.imm[i].m)
 	}
 	t.mu.Unlock()
-	return &readState{seq: seq, mems: mems, v: v, schema: t.schema.Load(), now: t.clock()}, nil
+	st.schema, st.now = t.schema.Load(), t.clock()
+	return st, nil
 }
 
 func (s *readState) release() {
@@ -133,8 +137,22 @@ type rowScanner struct {
 	cs     []*familyCursor
 	filter *rowfilter.Compiled
 	buf    rowBuffer
-	err    error
+	rp     []byte // the current row's prefix (a copy: iterator keys move on)
+	// slab holds the cells handed out; a row's cells are slab[rowStart:].
+	// Cells are carved from slabs rather than allocated per row; a slab is
+	// never written again once a row's cells in it are handed out.
+	slab     []cell.Cell
+	rowStart int
+	calls    int
+	err      error
 }
+
+// Cell slabs grow geometrically from minCellSlab cells (a point read stays
+// small) to maxCellSlab (a scan amortizes its allocations).
+const (
+	minCellSlab = 2
+	maxCellSlab = 256
+)
 
 func (s *readState) newScanner(sp span, filter *rowfilter.Compiled) *rowScanner {
 	var fams map[string]bool
@@ -149,12 +167,29 @@ func (s *readState) newScanner(sp span, filter *rowfilter.Compiled) *rowScanner 
 	return &rowScanner{st: s, cs: s.openSpan(sp, fams), filter: filter}
 }
 
+// appendCell adds a cell to the current row, moving the row's cells to a
+// new slab when the current one is full.
+func (r *rowScanner) appendCell(c cell.Cell) {
+	if len(r.slab) == cap(r.slab) {
+		cur := r.slab[r.rowStart:]
+		n := min(max(2*cap(r.slab), minCellSlab), maxCellSlab)
+		next := make([]cell.Cell, len(cur), max(n, 2*len(cur)))
+		copy(next, cur)
+		r.slab, r.rowStart = next, 0
+	}
+	r.slab = append(r.slab, c)
+}
+
 // next returns the next row with cells left after GC and the filter.
 func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, ok bool) {
 	for r.err == nil {
-		if err := ctx.Err(); err != nil {
-			r.err = err
-			return nil, nil, false
+		// A cancelled context stops the scan within a few rows; checking
+		// it for every row costs a lock per row for cancellable contexts.
+		if r.calls++; r.calls%16 == 1 {
+			if err := ctx.Err(); err != nil {
+				r.err = err
+				return nil, nil, false
+			}
 		}
 		var minKey []byte
 		for _, c := range r.cs {
@@ -169,13 +204,13 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 		if minKey == nil {
 			return nil, nil, false
 		}
-		k, err := cell.DecodeKey(minKey)
+		row, n, err := r.buf.startRow(minKey)
 		if err != nil {
 			r.err = err
 			return nil, nil, false
 		}
-		row = bytes.Clone(k.Row)
-		rp := cell.EncodeRow(row)
+		r.rp = append(r.rp[:0], minKey[:n]...)
+		rp := r.rp
 		if r.filter != nil && !r.filter.RowMayMatch(row) {
 			up := rowUpper(rp)
 			for _, c := range r.cs {
@@ -185,9 +220,12 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 			}
 			continue
 		}
-		cells = cells[:0]
+		r.rowStart = len(r.slab)
 		for _, c := range r.cs {
-			r.buf.reset()
+			if !c.it.Valid() || !bytes.HasPrefix(c.it.Key(), rp) {
+				continue
+			}
+			r.buf.startFamily()
 			for c.it.Valid() && bytes.HasPrefix(c.it.Key(), rp) {
 				if err := r.buf.add(c.it.Key(), c.it.Value()); err != nil {
 					r.err = err
@@ -195,20 +233,26 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 				}
 				c.it.Next()
 			}
-			if len(r.buf.entries) == 0 {
-				continue
+			if err := c.it.Error(); err != nil {
+				// The row may be incomplete: do not return it.
+				r.err = err
+				return nil, nil, false
 			}
 			name := c.name
 			assembleFamily(r.buf.entries, r.st.seq, c.policy, modeRead, func(e *rawEntry) {
-				cells = append(cells, cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
+				r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
 			})
 		}
+		end := len(r.slab)
+		cells = r.slab[r.rowStart:end:end]
 		if r.filter != nil && len(cells) > 0 {
 			cells = r.filter.Apply(row, cells)
 		}
 		if len(cells) > 0 {
 			return row, cells, true
 		}
+		// Nothing handed out: the row's slab space can be used again.
+		r.slab = r.slab[:r.rowStart]
 	}
 	return nil, nil, false
 }
@@ -220,7 +264,8 @@ func (r *rowScanner) close() error {
 }
 
 // ReadRow returns the row's cells in read order after deletes, the GC
-// policy and filter (nil = all); nil when the row has none.
+// policy and filter (nil = all); nil when the row has none. The cells'
+// byte slices may share memory with the engine: do not modify them.
 func (t *Tablet) ReadRow(ctx context.Context, row []byte, filter *rowfilter.Filter) ([]cell.Cell, error) {
 	if err := t.checkRow(row); err != nil {
 		return nil, err
@@ -437,7 +482,8 @@ func (it *RowIterator) finish() {
 func (it *RowIterator) Row() []byte { return it.row }
 
 // Cells returns the current row's cells in read order. They stay valid
-// after Next.
+// after Next and Close. Their byte slices may share memory with the engine
+// (values are not copied out of blocks and memtables): do not modify them.
 func (it *RowIterator) Cells() []cell.Cell { return it.cells }
 
 // Error returns the error that stopped the iteration, if any.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"sort"
+	"sync"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/rowfilter"
@@ -14,11 +15,12 @@ import (
 
 var rowLockSeed = maphash.MakeSeed()
 
-// lockRow locks row's stripe and returns the unlock function.
-func (t *Tablet) lockRow(row []byte) func() {
+// lockRow locks row's stripe and returns it, to unlock. (Not an unlock
+// function: a method value allocates, on every write.)
+func (t *Tablet) lockRow(row []byte) *sync.Mutex {
 	mu := &t.rowLocks[maphash.Bytes(rowLockSeed, row)%rowLockStripes]
 	mu.Lock()
-	return mu.Unlock
+	return mu
 }
 
 // checkMutations validates a row's mutations against the limits, the schema
@@ -48,24 +50,24 @@ func (t *Tablet) checkRow(row []byte) error {
 	return nil
 }
 
-// enterWrite throttles a writer and holds the gate shared; call the
-// returned function when done.
-func (t *Tablet) enterWrite(ctx context.Context) (func(), error) {
+// enterWrite throttles a writer and holds the gate shared; on success the
+// caller calls t.gate.RUnlock when done.
+func (t *Tablet) enterWrite(ctx context.Context) error {
 	if t.closed.Load() {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := t.opts.Memory.admit(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	t.gate.RLock()
 	if t.closed.Load() {
 		t.gate.RUnlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
-	return t.gate.RUnlock, nil
+	return nil
 }
 
 // Apply applies one row's mutations atomically: a reader sees all or none
@@ -75,12 +77,11 @@ func (t *Tablet) Apply(ctx context.Context, row []byte, muts []cell.Mutation) er
 	if err := t.checkMutations(sch, row, muts, false); err != nil {
 		return err
 	}
-	leave, err := t.enterWrite(ctx)
-	if err != nil {
+	if err := t.enterWrite(ctx); err != nil {
 		return err
 	}
-	defer leave()
-	defer t.lockRow(row)()
+	defer t.gate.RUnlock()
+	defer t.lockRow(row).Unlock()
 	return t.commit(sch, row, muts)
 }
 
@@ -123,6 +124,14 @@ func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
 			return fmt.Errorf("%w: the families of this write were deleted", ErrUnknownFamily)
 		}
 		payload = b.encode(payload[:0])
+	}
+	// The memtable keeps the record's copies of the values rather than
+	// the caller's buffers: the record is never written again (the log
+	// copies it), so this makes the memtable immutable without copying
+	// each value once more.
+	for i := range b.entries {
+		e := &b.entries[i]
+		e.value = payload[e.valueOff : e.valueOff+len(e.value) : e.valueOff+len(e.value)]
 	}
 	b.seq = t.lastSeq + 1
 	binary.LittleEndian.PutUint64(payload[batchSeqOffset:], b.seq)
@@ -177,12 +186,11 @@ func (t *Tablet) CheckAndMutate(ctx context.Context, row []byte, predicate *rowf
 	if err != nil {
 		return false, err
 	}
-	leave, err := t.enterWrite(ctx)
-	if err != nil {
+	if err := t.enterWrite(ctx); err != nil {
 		return false, err
 	}
-	defer leave()
-	defer t.lockRow(row)()
+	defer t.gate.RUnlock()
+	defer t.lockRow(row).Unlock()
 	cells, err := t.readRowCompiled(ctx, row, pred)
 	if err != nil {
 		return false, err
@@ -221,12 +229,11 @@ func (t *Tablet) ReadModifyWrite(ctx context.Context, row []byte, rules []cell.R
 			return nil, fmt.Errorf("%w: %q", ErrUnknownFamily, rules[i].Family)
 		}
 	}
-	leave, err := t.enterWrite(ctx)
-	if err != nil {
+	if err := t.enterWrite(ctx); err != nil {
 		return nil, err
 	}
-	defer leave()
-	defer t.lockRow(row)()
+	defer t.gate.RUnlock()
+	defer t.lockRow(row).Unlock()
 	cur, err := t.readRowCompiled(ctx, row, nil)
 	if err != nil {
 		return nil, err
