@@ -11,7 +11,10 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // Sentinel errors of the server; check them with errors.Is.
@@ -105,7 +108,10 @@ func codeOf(err error) codes.Code {
 		return codes.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return codes.DeadlineExceeded
-	case errors.Is(err, tablet.ErrCorrupt), errors.Is(err, meta.ErrCorrupt):
+	case errors.Is(err, tablet.ErrCorrupt), errors.Is(err, meta.ErrCorrupt),
+		errors.Is(err, sstable.ErrCorrupt), errors.Is(err, commitlog.ErrCorrupt), errors.Is(err, manifest.ErrCorrupt):
+		// Damaged files are not retryable: retrying would read the same
+		// bytes. An operator has to look (the message names file and block).
 		return codes.Internal
 	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown):
 		return codes.Unavailable
