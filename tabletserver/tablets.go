@@ -48,7 +48,19 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 		Cache: s.cache, Memory: s.memory, Compactions: s.limiter,
 		DisableBackgroundWork: s.opts.DisableBackgroundWork,
 		Logger:                s.logger.With("tablet", filepath.Base(dir)),
+		Guard:                 s.writeGuard,
 	}
+}
+
+// writeGuard is every tablet's tablet.Options.Guard: once the lease is no
+// longer safe, another server may own the tablet and write its folder, so
+// background flushes and compactions that wake up before the lease loop
+// fences must not save a manifest or delete files (DESIGN.md §4).
+func (s *Server) writeGuard() error {
+	if !s.leaseSafe() {
+		return ErrFenced
+	}
+	return nil
 }
 
 func nilIfEmpty(b []byte) []byte {

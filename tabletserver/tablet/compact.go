@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"os"
 
 	"github.com/tabuladb/tabula/families"
 )
@@ -77,6 +78,9 @@ func (t *Tablet) currentVersion() (*version, error) {
 // dropExpiredFiles drops the family's files past the TTL (alone, without a
 // merge).
 func (t *Tablet) dropExpiredFiles(ctx context.Context, name string) error {
+	if err := t.checkGuard("drop expired files"); err != nil {
+		return err
+	}
 	if err := t.opts.Compactions.acquire(ctx); err != nil {
 		return err
 	}
@@ -165,6 +169,10 @@ func (e errorString) Error() string { return string(e) }
 
 // compactFamily runs one compaction of a family (see Compact).
 func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) error {
+	// A cheap early exit; every manifest save is checked again.
+	if err := t.checkGuard("compact"); err != nil {
+		return err
+	}
 	if err := t.opts.Compactions.acquire(ctx); err != nil {
 		return err
 	}
@@ -217,9 +225,10 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	}
 	if err := t.replaceFiles(name, drop, out); err != nil {
 		if out != nil {
-			out.obsolete.Store(true)
-			out.refs.Store(1)
-			out.unref()
+			// Never published: remove it directly (the guarded deletion
+			// of obsolete files is for files a manifest listed).
+			_ = out.reader.Close()
+			_ = os.Remove(out.path)
 		}
 		if err == errCompactionRace {
 			return nil

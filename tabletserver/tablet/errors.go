@@ -21,4 +21,7 @@ var (
 	// ErrCorrupt marks damaged data found by the engine itself (a commit log
 	// record that does not decode, a manifest naming a bad file).
 	ErrCorrupt = errors.New("tablet: corrupt")
+	// ErrGuardRefused is wrapped, together with the guard's own error, by
+	// every error of an operation that Options.Guard refused (see guard.go).
+	ErrGuardRefused = errors.New("tablet: refused by the write guard")
 )

@@ -30,6 +30,11 @@ func (t *Tablet) Flush(ctx context.Context) error {
 // flushLocked flushes with flushMu held. force rotates the log and saves the
 // manifest even when the memtable is empty.
 func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
+	// A cheap early exit: a refused flush leaves the memtable and the log
+	// as they are (the manifest save is checked again below).
+	if err := t.checkGuard("flush"); err != nil {
+		return err
+	}
 	t.mu.Lock()
 	pending := len(t.imm) > 0
 	t.mu.Unlock()
@@ -148,6 +153,11 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 		return fail(err)
 	}
 	t.opts.Memory.release(im.m.bytes.Load())
+	// The flush is published; only the deletion of the log segments it
+	// covers is left. A refused deletion leaves them for a later flush.
+	if err := t.checkGuard("remove commit log segments"); err != nil {
+		return nil
+	}
 	if err := t.log.RemoveBefore(im.replayPoint); err != nil {
 		t.logger.Warn("removing old commit log segments", "dir", t.dir, "err", err)
 	}
@@ -212,6 +222,9 @@ func (t *Tablet) writeTable(fam *families.Family, fill func(add func(k, v []byte
 	if err != nil {
 		_ = os.Remove(path)
 		return nil, err
+	}
+	if t.testHookTableWritten != nil {
+		t.testHookTableWritten()
 	}
 	return f, nil
 }

@@ -53,6 +53,15 @@ type Options struct {
 	DisableBackgroundWork bool
 	// Logger receives background errors. The default discards.
 	Logger *slog.Logger
+	// Guard, when set, is asked immediately before every durable change to
+	// the tablet's shared files (manifest saves, deleting obsolete SSTables
+	// and commit log segments) and before a flush or compaction starts; if
+	// it returns an error the engine abandons that work without touching the
+	// manifest and fails it with an error wrapping ErrGuardRefused and the
+	// guard's error. A tablet server passes one that refuses once its lease
+	// is no longer safe (see guard.go). It must be cheap and safe for
+	// concurrent use. The default is nil: always allowed.
+	Guard func() error
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -161,7 +161,8 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 	err = func() error {
 		defer v.unref()
 		for _, c := range children {
-			if err := writeChild(absParent, c.dir, c.start, c.end, v, lastSeq, nextFile); err != nil {
+			guard := func() error { return t.checkGuard("write split child manifest") }
+			if err := writeChild(absParent, c.dir, c.start, c.end, v, lastSeq, nextFile, guard); err != nil {
 				return err
 			}
 		}
@@ -181,8 +182,9 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 	return t.closeGated()
 }
 
-// writeChild writes a split child's manifest referencing the parent's files.
-func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64) error {
+// writeChild writes a split child's manifest referencing the parent's
+// files; guard is asked right before the manifest is saved.
+func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64, guard func() error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("tablet: split: %w", err)
 	}
@@ -224,6 +226,9 @@ func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, n
 		ref.Path = filepath.ToSlash(rel)
 		ref.Lower, ref.Upper = bytes.Clone(l), bytes.Clone(u)
 		st.Files = append(st.Files, ref)
+	}
+	if err := guard(); err != nil {
+		return err
 	}
 	if err := manifest.Save(dir, st); err != nil {
 		return fmt.Errorf("tablet: split: write child manifest: %w", err)

@@ -78,6 +78,10 @@ type Tablet struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// testHookTableWritten, when set by a test, runs after each new
+	// SSTable is written and before it is published.
+	testHookTableWritten func()
 }
 
 // immutable is a memtable waiting to be flushed.
@@ -106,6 +110,11 @@ func Open(opts Options) (_ *Tablet, err error) {
 	}
 	if !found {
 		st = manifest.State{NextFileNum: 1, RangeStart: opts.Start, RangeEnd: opts.End}
+		if opts.Guard != nil {
+			if gerr := opts.Guard(); gerr != nil {
+				return nil, fmt.Errorf("%w: create %s: %w", ErrGuardRefused, opts.Dir, gerr)
+			}
+		}
 		if err := manifest.Save(opts.Dir, st); err != nil {
 			return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
 		}
@@ -249,6 +258,13 @@ func (t *Tablet) SetFamilies(fams []families.Family) error {
 			dropped = append(dropped, n)
 		}
 	}
+	// Dropping families rewrites the manifest: ask the guard before
+	// changing anything, so a refusal leaves the tablet as it was.
+	if len(dropped) > 0 {
+		if err := t.checkGuard("drop families"); err != nil {
+			return err
+		}
+	}
 	t.commitMu.Lock()
 	t.schema.Store(sch)
 	t.commitMu.Unlock()
@@ -317,6 +333,9 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 		if flushed.lastSeq > st.LastSeq {
 			st.LastSeq = flushed.lastSeq
 		}
+	}
+	if err := t.checkGuard("save manifest"); err != nil {
+		return err
 	}
 	if err := manifest.Save(t.dir, st); err != nil {
 		return fmt.Errorf("tablet: save manifest: %w", err)

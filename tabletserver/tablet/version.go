@@ -32,6 +32,11 @@ func (f *tableFile) unref() {
 	}
 	_ = f.reader.Close()
 	if f.obsolete.Load() && f.own {
+		// Another owner's manifest may list the file (see guard.go): leave
+		// it behind when the guard refuses.
+		if f.t.checkGuard("remove obsolete sstable") != nil {
+			return
+		}
 		if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {
 			f.t.logger.Warn("removing obsolete sstable", "path", f.path, "err", err)
 		}
