@@ -19,15 +19,32 @@ type Iter struct {
 	// keyBuf is the block iterator's first key buffer, so that a point
 	// read's first decode does not allocate.
 	keyBuf [64]byte
+	// bounds backs lower and upper; InitIter reuses it.
+	bounds []byte
 }
 
 // NewIter returns an iterator over the keys in [lower, upper); a nil bound
 // is unbounded. The bounds are copied.
 func (r *Reader) NewIter(lower, upper []byte) *Iter {
-	it := &Iter{r: r}
+	it := &Iter{}
+	r.InitIter(it, lower, upper)
+	return it
+}
+
+// InitIter makes it an iterator over r's keys in [lower, upper), as NewIter
+// does, reusing its memory: a reader doing many point reads keeps a few
+// iterators instead of allocating one per read. it must be closed or
+// never used.
+func (r *Reader) InitIter(it *Iter, lower, upper []byte) {
+	bounds := it.bounds[:0]
+	*it = Iter{r: r}
 	it.blk.key = it.keyBuf[:0]
-	// One allocation holds both bounds' copies.
-	buf := make([]byte, 0, len(lower)+len(upper))
+	// One buffer holds both bounds' copies.
+	buf := bounds
+	if cap(buf) < len(lower)+len(upper) {
+		buf = make([]byte, 0, len(lower)+len(upper))
+	}
+	it.bounds = buf
 	if lower != nil {
 		buf = append(buf, lower...)
 		it.lower = buf[:len(lower):len(lower)]
@@ -36,7 +53,6 @@ func (r *Reader) NewIter(lower, upper []byte) *Iter {
 		buf = append(buf, upper...)
 		it.upper = buf[len(buf)-len(upper):]
 	}
-	return it
 }
 
 // First positions at the first key >= lower.
@@ -50,6 +66,9 @@ func (it *Iter) First() bool {
 // SeekGE positions at the first key >= key (and >= lower). It resets the
 // error.
 func (it *Iter) SeekGE(key []byte) bool {
+	if it.closed {
+		return it.start(0, key) // fails with ErrClosed
+	}
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
@@ -152,6 +171,9 @@ func (it *Iter) Close() error {
 	}
 	it.closed = true
 	it.valid = false
+	// Drop the references to the file and block: a closed iterator may
+	// wait in a pool for reuse.
+	it.r = nil
 	it.blk = blockIter{key: it.blk.key[:0]}
 	return it.err
 }

@@ -47,9 +47,6 @@ type entry struct {
 	qualifier []byte
 	timestamp int64
 	value     []byte
-	// valueOff is where encode put the value in the record, so that the
-	// memtable can keep the record's copy (see Tablet.commit).
-	valueOff int
 }
 
 // batchSeqOffset is where the fixed-size sequence number sits in a record.
@@ -79,7 +76,6 @@ func (b *batch) encode(dst []byte) []byte {
 		dst = append(dst, e.qualifier...)
 		dst = binary.LittleEndian.AppendUint64(dst, uint64(e.timestamp))
 		dst = binary.AppendUvarint(dst, uint64(len(e.value)))
-		e.valueOff = len(dst)
 		dst = append(dst, e.value...)
 	}
 	return dst
@@ -209,7 +205,13 @@ func (e *entry) key(row []byte, seq uint64) cell.Key {
 // so that two deletes of one column with different ranges in one batch get
 // distinct keys; two with the same start merge into the wider range.
 func normalize(muts []cell.Mutation, fams []string, now int64) []entry {
-	var es []entry
+	return appendNormalized(nil, muts, fams, now)
+}
+
+// appendNormalized is normalize appending to dst (which it may overwrite
+// past its length), so that a write can build its entries on the stack.
+func appendNormalized(dst []entry, muts []cell.Mutation, fams []string, now int64) []entry {
+	es := dst
 	keep := func(pred func(e *entry) bool) {
 		out := es[:0]
 		for i := range es {

@@ -115,7 +115,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	}
 	for _, name := range sch.names {
 		l := lists[name]
-		if l == nil || l.head.next[0].Load() == nil {
+		if l == nil || l.empty() {
 			continue
 		}
 		it := &skipIter{s: l}

@@ -2,8 +2,10 @@ package tablet
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tabuladb/tabula/cell"
 )
@@ -13,42 +15,62 @@ import (
 const maxHeight = 16
 
 // nodeOverhead approximates a node's memory beyond its key and value.
-const nodeOverhead = 64 + inlineBytes
+const nodeOverhead = nodeHeader + 8
 
-type node struct {
-	key, value []byte
-	next       []atomic.Pointer[node]
-	// tower backs next for nodes up to inlineHeight levels high (15 of 16
-	// with p=1/4), saving an allocation per insert and a cache miss per
-	// node visited by a search.
-	tower [inlineHeight]atomic.Pointer[node]
-	// inline holds the key when it fits (and the value too when both
-	// fit), so that a search visiting the node finds the key in the same
-	// allocation instead of taking a second cache miss to reach it.
-	inline [inlineBytes]byte
-}
-
+// A skiplist's nodes live in an arena: a few large byte chunks instead of
+// one Go object per entry. A node is named by a ref, its chunk's index in
+// the high 32 bits and its offset in the chunk in the low 32 (0 is no node:
+// no node starts at offset 0). Its layout, 8-byte aligned:
+//
+//	[0:4] key length  [4:8] value length  [8:12] height  [12:16] unused
+//	[16:16+8h] tower: the ref of the next node at each level (atomic)
+//	then the key, then the value.
+//
+// A search visiting a node thus finds its next pointer and its key in the
+// same cache line or the next one, and an insert allocates nothing but a
+// new chunk now and then; the garbage collector sees a few chunks, not
+// millions of objects.
 const (
-	inlineHeight = 2
-	inlineBytes  = 64
+	nodeHeader = 16
+	// Chunks grow from minChunk to maxChunk bytes, so that a memtable of
+	// a small family costs little; an entry larger than a chunk gets a
+	// chunk of its own.
+	minChunk = 64 << 10
+	maxChunk = 4 << 20
 )
 
+type nodeRef = uint64
+
 // skiplist is a sorted map of encoded internal keys to values. Reads are
-// lock-free (next pointers are atomic and a node is fully built before it is
+// lock-free (tower entries are atomic and a node is fully built before it is
 // linked); inserts must be serialized by the caller (the tablet's commit
 // mutex).
 type skiplist struct {
-	head   *node
-	height atomic.Int32
-	bytes  atomic.Int64
-	rnd    *rand.Rand // insert-only, under the caller's lock
+	// chunks is copy-on-write: a reader that meets a ref past the chunks
+	// it loaded loads them again (a chunk is published before any node
+	// in it is linked).
+	chunks atomic.Pointer[[][]byte]
+	// head is the first node's tower, one ref per level.
+	headTower [maxHeight]atomic.Uint64
+	height    atomic.Int32
+	bytes     atomic.Int64
+	rnd       *rand.Rand // insert-only, under the caller's lock
+	// cur is the chunk being filled and used its bytes taken; insert-only.
+	cur  []byte
+	used int
 }
 
 func newSkiplist() *skiplist {
-	s := &skiplist{head: &node{next: make([]atomic.Pointer[node], maxHeight)}, rnd: rand.New(rand.NewPCG(rand.Uint64(), 1))}
+	s := &skiplist{rnd: rand.New(rand.NewPCG(rand.Uint64(), 1))}
+	empty := [][]byte{}
+	s.chunks.Store(&empty)
 	s.height.Store(1)
 	return s
 }
+
+// empty reports whether nothing was inserted. Ref 0 is never a node (every
+// chunk's first bytes are unused), so an empty level-0 head means no nodes.
+func (s *skiplist) empty() bool { return s.headTower[0].Load() == 0 }
 
 func (s *skiplist) randomHeight() int {
 	h := 1
@@ -58,27 +80,71 @@ func (s *skiplist) randomHeight() int {
 	return h
 }
 
+// nodeBytes returns the bytes of node ref, from its header on. chunks is
+// the caller's snapshot, reloaded when ref lies past it.
+func (s *skiplist) nodeBytes(chunks *[][]byte, ref nodeRef) []byte {
+	i := int(ref >> 32)
+	if i >= len(*chunks) {
+		*chunks = *s.chunks.Load()
+	}
+	return (*chunks)[i][uint32(ref):]
+}
+
+// towerAt returns the atomic tower entry at level of node bytes b.
+func towerAt(b []byte, level int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&b[nodeHeader+8*level]))
+}
+
+func nodeKey(b []byte) []byte {
+	kl := binary.LittleEndian.Uint32(b)
+	h := binary.LittleEndian.Uint32(b[8:])
+	o := nodeHeader + 8*h
+	return b[o : o+kl : o+kl]
+}
+
+func nodeValue(b []byte) []byte {
+	kl := binary.LittleEndian.Uint32(b)
+	vl := binary.LittleEndian.Uint32(b[4:])
+	h := binary.LittleEndian.Uint32(b[8:])
+	o := nodeHeader + 8*h + kl
+	return b[o : o+vl : o+vl]
+}
+
+// next returns the ref following x (0: the head) at level.
+func (s *skiplist) next(chunks *[][]byte, x nodeRef, level int) nodeRef {
+	if x == 0 {
+		return s.headTower[level].Load()
+	}
+	return towerAt(s.nodeBytes(chunks, x), level).Load()
+}
+
 // findGE returns the first node with key >= k, filling prev (if non-nil) with
-// the last node < k at every level.
-func (s *skiplist) findGE(k []byte, prev *[maxHeight]*node) *node {
-	x := s.head
-	var next *node
+// the last node < k at every level (0: the head).
+func (s *skiplist) findGE(k []byte, prev *[maxHeight]nodeRef) nodeRef {
+	chunks := *s.chunks.Load()
+	var x, next nodeRef
+	var xb []byte // x's bytes; nil for the head
 	// known is a node already found to be >= k: when the search drops a
 	// level and meets it again (about once per level), it need not compare
 	// keys again. Comparisons, mostly cache misses on keys, are what an
 	// insert costs.
-	var known *node
+	var known nodeRef
 	for level := int(s.height.Load()) - 1; level >= 0; level-- {
 		for {
-			next = x.next[level].Load()
-			if next == nil || next == known {
+			if xb == nil {
+				next = s.headTower[level].Load()
+			} else {
+				next = towerAt(xb, level).Load()
+			}
+			if next == 0 || next == known {
 				break
 			}
-			if bytes.Compare(next.key, k) >= 0 {
+			nb := s.nodeBytes(&chunks, next)
+			if bytes.Compare(nodeKey(nb), k) >= 0 {
 				known = next
 				break
 			}
-			x = next
+			x, xb = next, nb
 		}
 		if prev != nil {
 			prev[level] = x
@@ -87,38 +153,64 @@ func (s *skiplist) findGE(k []byte, prev *[maxHeight]*node) *node {
 	return next
 }
 
-// insert adds key → value; the caller serializes inserts. key is copied;
-// value is kept and must never be modified afterwards: readers hand it out
-// without copying (see rowBuffer.add). An existing equal key keeps its
-// first value (keys carry sequence numbers, so equal keys are the same
-// entry).
+// alloc returns a zeroed 8-aligned span of n bytes for a node and its ref.
+func (s *skiplist) alloc(n int) (nodeRef, []byte) {
+	n = (n + 7) &^ 7
+	if s.cur == nil || s.used+n > len(s.cur) {
+		size := minChunk
+		if s.cur != nil {
+			size = min(2*len(s.cur), maxChunk)
+		}
+		size = max(size, n+8)
+		old := *s.chunks.Load()
+		next := make([][]byte, len(old)+1)
+		copy(next, old)
+		// Offset 0 stays unused: ref 0 means no node.
+		s.cur, s.used = make([]byte, size), 8
+		next[len(old)] = s.cur
+		s.chunks.Store(&next)
+	}
+	ref := nodeRef(len(*s.chunks.Load())-1)<<32 | nodeRef(s.used)
+	b := s.cur[s.used : s.used+n : s.used+n]
+	s.used += n
+	return ref, b
+}
+
+// insert adds key → value; the caller serializes inserts. Both are copied.
+// An existing equal key keeps its first value (keys carry sequence numbers,
+// so equal keys are the same entry).
 func (s *skiplist) insert(key, value []byte) {
-	var prev [maxHeight]*node
-	if n := s.findGE(key, &prev); n != nil && bytes.Equal(n.key, key) {
-		return
+	var prev [maxHeight]nodeRef
+	if n := s.findGE(key, &prev); n != 0 {
+		chunks := *s.chunks.Load()
+		if bytes.Equal(nodeKey(s.nodeBytes(&chunks, n)), key) {
+			return
+		}
 	}
 	h := s.randomHeight()
 	if cur := int(s.height.Load()); h > cur {
 		for l := cur; l < h; l++ {
-			prev[l] = s.head
+			prev[l] = 0
 		}
 		s.height.Store(int32(h))
 	}
-	n := &node{value: value}
-	if kl := len(key); kl <= inlineBytes {
-		copy(n.inline[:], key)
-		n.key = n.inline[:kl:kl]
-	} else {
-		n.key = bytes.Clone(key)
-	}
-	if h <= inlineHeight {
-		n.next = n.tower[:h]
-	} else {
-		n.next = make([]atomic.Pointer[node], h)
-	}
+	ref, b := s.alloc(nodeHeader + 8*h + len(key) + len(value))
+	binary.LittleEndian.PutUint32(b, uint32(len(key)))
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(value)))
+	binary.LittleEndian.PutUint32(b[8:], uint32(h))
+	o := nodeHeader + 8*h
+	copy(b[o:], key)
+	copy(b[o+len(key):], value)
+	chunks := *s.chunks.Load()
 	for l := 0; l < h; l++ {
-		n.next[l].Store(prev[l].next[l].Load())
-		prev[l].next[l].Store(n)
+		var pt *atomic.Uint64
+		if prev[l] == 0 {
+			pt = &s.headTower[l]
+		} else {
+			pt = towerAt(s.nodeBytes(&chunks, prev[l]), l)
+		}
+		towerAt(b, l).Store(pt.Load())
+		pt.Store(ref)
 	}
 	s.bytes.Add(int64(len(key) + len(value) + nodeOverhead))
 }
@@ -129,45 +221,50 @@ func (s *skiplist) insert(key, value []byte) {
 type skipIter struct {
 	s            *skiplist
 	lower, upper []byte
-	n            *node
+	n            nodeRef
+	nb           []byte // n's bytes
+	chunks       [][]byte
 }
 
-func (it *skipIter) check() bool {
-	if it.n != nil && it.upper != nil && bytes.Compare(it.n.key, it.upper) >= 0 {
-		it.n = nil
+func (it *skipIter) set(n nodeRef) bool {
+	it.n, it.nb = n, nil
+	if n == 0 {
+		return false
 	}
-	return it.n != nil
+	it.nb = it.s.nodeBytes(&it.chunks, n)
+	if it.upper != nil && bytes.Compare(nodeKey(it.nb), it.upper) >= 0 {
+		it.n, it.nb = 0, nil
+		return false
+	}
+	return true
 }
 
 func (it *skipIter) SeekGE(k []byte) bool {
 	if it.lower != nil && bytes.Compare(k, it.lower) < 0 {
 		k = it.lower
 	}
-	it.n = it.s.findGE(k, nil)
-	return it.check()
+	return it.set(it.s.findGE(k, nil))
 }
 
 func (it *skipIter) First() bool {
 	if it.lower != nil {
 		return it.SeekGE(it.lower)
 	}
-	it.n = it.s.head.next[0].Load()
-	return it.check()
+	return it.set(it.s.headTower[0].Load())
 }
 
 func (it *skipIter) Next() bool {
-	if it.n == nil {
+	if it.n == 0 {
 		return false
 	}
-	it.n = it.n.next[0].Load()
-	return it.check()
+	return it.set(towerAt(it.nb, 0).Load())
 }
 
-func (it *skipIter) Valid() bool   { return it.n != nil }
-func (it *skipIter) Key() []byte   { return it.n.key }
-func (it *skipIter) Value() []byte { return it.n.value }
+func (it *skipIter) Valid() bool   { return it.n != 0 }
+func (it *skipIter) Key() []byte   { return nodeKey(it.nb) }
+func (it *skipIter) Value() []byte { return nodeValue(it.nb) }
 func (it *skipIter) Error() error  { return nil }
-func (it *skipIter) Close() error  { it.n = nil; return nil }
+func (it *skipIter) Close() error  { it.n, it.nb = 0, nil; return nil }
 
 // memtable holds a tablet's recent writes: one skiplist per family. The map
 // is copy-on-write so readers never lock: lists are added or removed (by
@@ -222,9 +319,8 @@ func (m *memtable) dropFamilyLocked(family string) {
 	m.lists.Store(&next)
 }
 
-// insertBatchLocked inserts a batch's entries and returns the bytes added.
-// The memtable keeps the entries' values, which must never be modified
-// afterwards. Commit mutex held.
+// insertBatchLocked inserts a batch's entries (copying them) and returns
+// the bytes added. Commit mutex held.
 func (m *memtable) insertBatchLocked(b *batch) int64 {
 	var added int64
 	for i := range b.entries {

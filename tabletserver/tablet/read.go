@@ -3,11 +3,14 @@ package tablet
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/rowfilter"
+	"github.com/tabuladb/tabula/sstable"
 )
 
 // readState is what one read sees: a snapshot sequence number, the
@@ -33,16 +36,34 @@ func (t *Tablet) acquire() (*readState, error) {
 		t.mu.Unlock()
 		return nil, ErrClosed
 	}
+	st := &readState{}
+	t.fillStateLocked(st, seq)
+	return st, nil
+}
+
+// acquireInto is acquire filling st.
+func (t *Tablet) acquireInto(st *readState) error {
+	seq := t.visibleSeq.Load()
+	t.mu.Lock()
+	if t.cur == nil {
+		t.mu.Unlock()
+		return ErrClosed
+	}
+	t.fillStateLocked(st, seq)
+	return nil
+}
+
+// fillStateLocked fills st and unlocks t.mu.
+func (t *Tablet) fillStateLocked(st *readState, seq uint64) {
 	v := t.cur
 	v.ref()
-	st := &readState{seq: seq, v: v}
+	st.seq, st.v = seq, v
 	st.mems = append(st.memsBuf[:0], t.mem)
 	for i := len(t.imm) - 1; i >= 0; i-- {
 		st.mems = append(st.mems, t.imm[i].m)
 	}
 	t.mu.Unlock()
 	st.schema, st.now = t.schema.Load(), t.clock()
-	return st, nil
 }
 
 func (s *readState) release() {
@@ -87,17 +108,44 @@ type familyCursor struct {
 }
 
 // openSpan opens a cursor per family over the span. fams restricts the
-// families (nil = all of the schema).
-func (s *readState) openSpan(sp span, fams map[string]bool) []*familyCursor {
+// families (nil = all of the schema). p, if not nil, provides the memory.
+func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*familyCursor {
 	var cs []*familyCursor
+	if p != nil {
+		cs = p.cs[:0]
+		// Room for every iterator up front: a pointer handed out must
+		// stay the one element the pool reuses (an open iterator copied
+		// by growth would keep its block alive in the pool).
+		nf := 0
+		for _, name := range s.schema.names {
+			nf += len(s.v.files[name])
+		}
+		nn := len(s.schema.names)
+		p.ssts = slices.Grow(p.ssts[:0], nf)
+		p.skips = slices.Grow(p.skips[:0], nn*len(s.mems))
+		p.cursors = slices.Grow(p.cursors[:0], nn)
+		p.merges = slices.Grow(p.merges[:0], nn)
+	}
 	for _, name := range s.schema.names {
 		if fams != nil && !fams[name] {
 			continue
 		}
 		var srcs []internalIter
+		first := 0
+		if p != nil {
+			srcs, first = p.srcs, len(p.srcs)
+		}
 		for _, m := range s.mems {
 			if l := m.list(name); l != nil {
-				srcs = append(srcs, &skipIter{s: l, lower: sp.lo, upper: sp.hi})
+				var it *skipIter
+				if p != nil {
+					p.skips = append(p.skips, skipIter{})
+					it = &p.skips[len(p.skips)-1]
+				} else {
+					it = &skipIter{}
+				}
+				*it = skipIter{s: l, lower: sp.lo, upper: sp.hi}
+				srcs = append(srcs, it)
 			}
 		}
 		for _, f := range s.v.files[name] {
@@ -108,17 +156,89 @@ func (s *readState) openSpan(sp span, fams map[string]bool) []*familyCursor {
 			if sp.point && !f.reader.MayContainRow(sp.lo) {
 				continue
 			}
-			srcs = append(srcs, f.reader.NewIter(lo, hi))
+			if p != nil {
+				// Reslice rather than append a zero Iter: InitIter
+				// reuses the element's buffers (openSpan made room).
+				p.ssts = p.ssts[:len(p.ssts)+1]
+				it := &p.ssts[len(p.ssts)-1]
+				f.reader.InitIter(it, lo, hi)
+				srcs = append(srcs, it)
+			} else {
+				srcs = append(srcs, f.reader.NewIter(lo, hi))
+			}
+		}
+		if p != nil {
+			p.srcs = srcs
+			srcs = srcs[first:len(srcs):len(srcs)]
 		}
 		if len(srcs) == 0 {
 			continue
 		}
 		fam := s.schema.byName[name]
-		c := &familyCursor{name: name, policy: fam.Policy(s.now), it: newMergeIter(srcs)}
+		var c *familyCursor
+		if p != nil {
+			p.cursors = append(p.cursors, familyCursor{})
+			c = &p.cursors[len(p.cursors)-1]
+			p.merges = append(p.merges, mergeIter{})
+			m := &p.merges[len(p.merges)-1]
+			first := len(p.heaps)
+			p.heaps = slices.Grow(p.heaps, len(srcs))
+			*m = mergeIter{srcs: srcs, heap: p.heaps[first : first : first+len(srcs)]}
+			p.heaps = p.heaps[:first+len(srcs)]
+			*c = familyCursor{name: name, policy: fam.Policy(s.now), it: m}
+		} else {
+			c = &familyCursor{name: name, policy: fam.Policy(s.now), it: newMergeIter(srcs)}
+		}
 		c.it.SeekGE(sp.lo)
 		cs = append(cs, c)
 	}
+	if p != nil {
+		p.cs = cs
+	}
 	return cs
+}
+
+// pointScratch is the reusable memory of a point read: what the read builds
+// to find the row, none of what it returns (the cells, row and qualifiers
+// are fresh memory; values alias blocks and memtables, never written
+// again).
+type pointScratch struct {
+	st      readState
+	sc      rowScanner
+	hi      []byte
+	cs      []*familyCursor
+	cursors []familyCursor
+	srcs    []internalIter
+	skips   []skipIter
+	ssts    []sstable.Iter
+	merges  []mergeIter
+	heaps   []int
+}
+
+var pointPool = sync.Pool{New: func() any { return new(pointScratch) }}
+
+// release drops every reference the scratch holds (so a pooled scratch
+// keeps no memtable, file or block alive) and returns it to the pool. The
+// iterators must be closed.
+func (p *pointScratch) release() {
+	p.st = readState{}
+	entries := p.sc.buf.entries
+	clear(entries[:cap(entries)])
+	p.sc = rowScanner{buf: rowBuffer{entries: entries[:0]}}
+	clear(p.cs)
+	p.cs = p.cs[:0]
+	clear(p.cursors)
+	p.cursors = p.cursors[:0]
+	clear(p.srcs)
+	p.srcs = p.srcs[:0]
+	clear(p.skips)
+	p.skips = p.skips[:0]
+	// Closed SSTable iterators hold no references and keep their buffers.
+	p.ssts = p.ssts[:0]
+	clear(p.merges)
+	p.merges = p.merges[:0]
+	p.heaps = p.heaps[:0]
+	pointPool.Put(p)
 }
 
 func closeCursors(cs []*familyCursor) error {
@@ -164,7 +284,23 @@ func (s *readState) newScanner(sp span, filter *rowfilter.Compiled) *rowScanner 
 			}
 		}
 	}
-	return &rowScanner{st: s, cs: s.openSpan(sp, fams), filter: filter}
+	return &rowScanner{st: s, cs: s.openSpan(sp, fams, nil), filter: filter}
+}
+
+// initPointScanner is newScanner for a point span, in p's memory.
+func (s *readState) initPointScanner(p *pointScratch, sp span, filter *rowfilter.Compiled) *rowScanner {
+	var fams map[string]bool
+	if filter != nil {
+		if names, restricted := filter.Families(); restricted {
+			fams = names
+			if fams == nil {
+				fams = map[string]bool{}
+			}
+		}
+	}
+	p.sc.st, p.sc.filter = s, filter
+	p.sc.cs = s.openSpan(sp, fams, p)
+	return &p.sc
 }
 
 // appendCell adds a cell to the current row, moving the row's cells to a
@@ -281,13 +417,17 @@ func (t *Tablet) ReadRow(ctx context.Context, row []byte, filter *rowfilter.Filt
 }
 
 func (t *Tablet) readRowCompiled(ctx context.Context, row []byte, filter *rowfilter.Compiled) ([]cell.Cell, error) {
-	st, err := t.acquire()
-	if err != nil {
+	p := pointPool.Get().(*pointScratch)
+	defer p.release()
+	st := &p.st
+	if err := t.acquireInto(st); err != nil {
 		return nil, err
 	}
 	defer st.release()
 	lo := cell.EncodeRow(row)
-	sc := st.newScanner(span{lo: lo, hi: rowUpper(lo), point: true}, filter)
+	p.hi = append(p.hi[:0], lo...)
+	p.hi[len(p.hi)-1]++ // rowUpper
+	sc := st.initPointScanner(p, span{lo: lo, hi: p.hi, point: true}, filter)
 	_, cells, _ := sc.next(ctx)
 	cerr := sc.close()
 	if sc.err != nil {

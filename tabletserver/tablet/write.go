@@ -85,6 +85,12 @@ func (t *Tablet) Apply(ctx context.Context, row []byte, muts []cell.Mutation) er
 	return t.commit(sch, row, muts)
 }
 
+// payloadPool holds buffers for commit log records being built.
+var payloadPool = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledPayload bounds the record buffers kept in payloadPool.
+const maxPooledPayload = 64 << 10
+
 // commit runs the commit pipeline for one row's mutations: under the commit
 // mutex assign a sequence number, write the log record and insert into the
 // memtable; then wait for durability and publish. The caller holds the row
@@ -96,11 +102,21 @@ func (t *Tablet) Apply(ctx context.Context, row []byte, muts []cell.Mutation) er
 // insert before this one took the commit mutex, so once this batch is
 // durable every earlier one is durable and in the memtable too.
 func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
-	b := batch{row: row, entries: normalize(muts, sch.names, t.clock())}
+	var ebuf [2]entry
+	b := batch{row: row, entries: appendNormalized(ebuf[:0], muts, sch.names, t.clock())}
 	if len(b.entries) == 0 {
 		return nil
 	}
-	payload := b.encode(nil)
+	// The log and the memtable copy what they keep, so the record's
+	// buffer goes back to the pool once both have it.
+	pp := payloadPool.Get().(*[]byte)
+	payload := b.encode((*pp)[:0])
+	defer func() {
+		if cap(payload) <= maxPooledPayload {
+			*pp = payload[:0]
+			payloadPool.Put(pp)
+		}
+	}()
 	t.commitMu.Lock()
 	if t.failErr != nil {
 		t.commitMu.Unlock()
@@ -124,14 +140,6 @@ func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
 			return fmt.Errorf("%w: the families of this write were deleted", ErrUnknownFamily)
 		}
 		payload = b.encode(payload[:0])
-	}
-	// The memtable keeps the record's copies of the values rather than
-	// the caller's buffers: the record is never written again (the log
-	// copies it), so this makes the memtable immutable without copying
-	// each value once more.
-	for i := range b.entries {
-		e := &b.entries[i]
-		e.value = payload[e.valueOff : e.valueOff+len(e.value) : e.valueOff+len(e.value)]
 	}
 	b.seq = t.lastSeq + 1
 	binary.LittleEndian.PutUint64(payload[batchSeqOffset:], b.seq)
