@@ -40,7 +40,10 @@ type Family struct {
 	// default is 0.
 	BlockSize int
 	// InMemory hints that this family's blocks should be kept in the block
-	// cache preferentially; the engine may pin them. The default is false.
+	// cache preferentially, like HBase's IN_MEMORY: the tablet server gives
+	// them the cache's in-memory priority, so scans of other families do not
+	// evict them, up to a quarter of the cache (see sstable.Cache). The
+	// default is false.
 	InMemory bool
 }
 

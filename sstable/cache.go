@@ -9,6 +9,16 @@ import (
 // (CacheID, block offset), bounded in bytes (the blocks' lengths) and
 // evicting the least recently used block first. It is sharded to keep lock
 // contention low and is safe for concurrent use.
+//
+// Blocks of Readers opened with ReaderOptions.InMemory have priority, like
+// HBase's IN_MEMORY column families: each shard keeps them in a separate
+// LRU list, and eviction takes the least recently used normal block first.
+// In-memory blocks are evicted only when no normal block is left or when
+// they hold more than their share of the shard, a quarter of its capacity
+// (HBase's LruBlockCache gives its in-memory bucket 25% too); then they are
+// evicted least recently used first among themselves. So a scan of a big
+// normal family cannot push a small in-memory family out of the cache,
+// while in-memory families cannot starve the rest of it.
 type Cache struct {
 	shards   []cacheShard
 	capacity int64
@@ -20,6 +30,9 @@ type Cache struct {
 type CacheStats struct {
 	Hits, Misses    uint64
 	Bytes, Capacity int64
+	// InMemoryBytes is the part of Bytes held by blocks of in-memory
+	// Readers.
+	InMemoryBytes int64
 }
 
 // Each shard holds at least minShardBytes, so that a small cache is not cut
@@ -29,24 +42,58 @@ const (
 	minShardBytes  = 4 << 20
 )
 
+// inMemoryShareDiv sets the in-memory share of a shard: capacity/4, the 25%
+// of HBase's in-memory bucket.
+const inMemoryShareDiv = 4
+
 type cacheKey struct {
 	id, offset uint64
 }
 
-// cacheEntry is a node of a shard's circular LRU list.
+// cacheEntry is a node of one of a shard's circular LRU lists.
 type cacheEntry struct {
 	key        cacheKey
 	block      []byte
+	inMemory   bool // which list holds it
 	prev, next *cacheEntry
+}
+
+// lruList is a circular doubly linked list of entries with their total size.
+type lruList struct {
+	head  cacheEntry // sentinel: head.next is the most recently used
+	bytes int64
+}
+
+func (l *lruList) init() { l.head.next, l.head.prev = &l.head, &l.head }
+
+func (l *lruList) empty() bool { return l.head.next == &l.head }
+
+// back returns the least recently used entry; the list must not be empty.
+func (l *lruList) back() *cacheEntry { return l.head.prev }
+
+func (l *lruList) pushFront(e *cacheEntry) {
+	e.next = l.head.next
+	e.prev = &l.head
+	l.head.next.prev = e
+	l.head.next = e
+	l.bytes += int64(len(e.block))
+}
+
+func (l *lruList) unlink(e *cacheEntry) {
+	e.prev.next = e.next
+	e.next.prev = e.prev
+	e.prev, e.next = nil, nil
+	l.bytes -= int64(len(e.block))
 }
 
 type cacheShard struct {
 	// mu protects the fields below.
-	mu       sync.Mutex
-	capacity int64
-	bytes    int64
-	items    map[cacheKey]*cacheEntry
-	lru      cacheEntry // sentinel: lru.next is the most recently used
+	mu            sync.Mutex
+	capacity      int64
+	inMemoryShare int64
+	items         map[cacheKey]*cacheEntry
+	normal        lruList
+	inMemory      lruList
 }
 
 // NewCache returns a cache of capacityBytes; a capacity <= 0 caches nothing.
@@ -62,8 +109,10 @@ func NewCache(capacityBytes int64) *Cache {
 		if int64(i) < c.capacity%n {
 			s.capacity++
 		}
+		s.inMemoryShare = s.capacity / inMemoryShareDiv
 		s.items = make(map[cacheKey]*cacheEntry)
-		s.lru.next, s.lru.prev = &s.lru, &s.lru
+		s.normal.init()
+		s.inMemory.init()
 	}
 	return c
 }
@@ -79,15 +128,17 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 	return &c.shards[h%uint64(len(c.shards))]
 }
 
-// get returns the cached block, counting a hit or a miss.
+// get returns the cached block, counting a hit or a miss. A hit makes the
+// block the most recently used of its list.
 func (c *Cache) get(id, offset uint64) ([]byte, bool) {
 	k := cacheKey{id, offset}
 	s := c.shard(k)
 	s.mu.Lock()
 	e, ok := s.items[k]
 	if ok {
-		s.unlinkLocked(e)
-		s.pushFrontLocked(e)
+		l := s.list(e.inMemory)
+		l.unlink(e)
+		l.pushFront(e)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -98,9 +149,9 @@ func (c *Cache) get(id, offset uint64) ([]byte, bool) {
 	return e.block, true
 }
 
-// put adds a block, which must not be modified afterwards. A block larger
-// than its shard is not cached.
-func (c *Cache) put(id, offset uint64, block []byte) {
+// put adds a block, which must not be modified afterwards, to the normal
+// or the in-memory list. A block larger than its shard is not cached.
+func (c *Cache) put(id, offset uint64, block []byte, inMemory bool) {
 	k := cacheKey{id, offset}
 	s := c.shard(k)
 	size := int64(len(block))
@@ -112,12 +163,15 @@ func (c *Cache) put(id, offset uint64, block []byte) {
 	if old, ok := s.items[k]; ok {
 		s.removeLocked(old)
 	}
-	e := &cacheEntry{key: k, block: block}
+	e := &cacheEntry{key: k, block: block, inMemory: inMemory}
 	s.items[k] = e
-	s.pushFrontLocked(e)
-	s.bytes += size
-	for s.bytes > s.capacity {
-		s.removeLocked(s.lru.prev)
+	s.list(inMemory).pushFront(e)
+	for s.normal.bytes+s.inMemory.bytes > s.capacity {
+		if s.normal.empty() || s.inMemory.bytes > s.inMemoryShare {
+			s.removeLocked(s.inMemory.back())
+		} else {
+			s.removeLocked(s.normal.back())
+		}
 	}
 }
 
@@ -142,27 +196,21 @@ func (c *Cache) Stats() CacheStats {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		st.Bytes += s.bytes
+		st.Bytes += s.normal.bytes + s.inMemory.bytes
+		st.InMemoryBytes += s.inMemory.bytes
 		s.mu.Unlock()
 	}
 	return st
 }
 
-func (s *cacheShard) unlinkLocked(e *cacheEntry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	e.prev, e.next = nil, nil
-}
-
-func (s *cacheShard) pushFrontLocked(e *cacheEntry) {
-	e.next = s.lru.next
-	e.prev = &s.lru
-	s.lru.next.prev = e
-	s.lru.next = e
+func (s *cacheShard) list(inMemory bool) *lruList {
+	if inMemory {
+		return &s.inMemory
+	}
+	return &s.normal
 }
 
 func (s *cacheShard) removeLocked(e *cacheEntry) {
-	s.unlinkLocked(e)
+	s.list(e.inMemory).unlink(e)
 	delete(s.items, e.key)
-	s.bytes -= int64(len(e.block))
 }

@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
 	"sync"
 	"testing"
 )
@@ -12,8 +13,8 @@ func TestCacheHitsAndMisses(t *testing.T) {
 	if _, ok := c.get(1, 0); ok {
 		t.Fatal("hit in an empty cache")
 	}
-	c.put(1, 0, []byte("block-a"))
-	c.put(2, 0, []byte("block-b"))
+	c.put(1, 0, []byte("block-a"), false)
+	c.put(2, 0, []byte("block-b"), false)
 	if b, ok := c.get(1, 0); !ok || string(b) != "block-a" {
 		t.Fatalf("get(1, 0) = %q, %v", b, ok)
 	}
@@ -24,7 +25,7 @@ func TestCacheHitsAndMisses(t *testing.T) {
 	if st.Hits != 2 || st.Misses != 1 || st.Bytes != 14 || st.Capacity != 1<<20 {
 		t.Fatalf("stats %+v", st)
 	}
-	c.put(1, 0, []byte("replaced"))
+	c.put(1, 0, []byte("replaced"), false)
 	if st := c.Stats(); st.Bytes != 15 {
 		t.Fatalf("bytes after replacing %d, want 15", st.Bytes)
 	}
@@ -42,12 +43,12 @@ func TestCacheEvictsLeastRecentlyUsedUnderCapacity(t *testing.T) {
 	c := NewCache(capacity) // one shard: LRU order is exact
 	block := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, blockLen) }
 	for i := 0; i < 10; i++ {
-		c.put(7, uint64(i), block(i))
+		c.put(7, uint64(i), block(i), false)
 	}
 	if _, ok := c.get(7, 0); !ok { // 0 becomes the most recently used
 		t.Fatal("block 0 missing before eviction")
 	}
-	c.put(7, 10, block(10)) // evicts 1, the least recently used
+	c.put(7, 10, block(10), false) // evicts 1, the least recently used
 	if _, ok := c.get(7, 1); ok {
 		t.Error("block 1 survived eviction")
 	}
@@ -59,11 +60,11 @@ func TestCacheEvictsLeastRecentlyUsedUnderCapacity(t *testing.T) {
 	if st := c.Stats(); st.Bytes > capacity {
 		t.Errorf("cache holds %d bytes, capacity %d", st.Bytes, capacity)
 	}
-	c.put(7, 99, make([]byte, capacity+1)) // larger than the cache: not kept
+	c.put(7, 99, make([]byte, capacity+1), false) // larger than the cache: not kept
 	if _, ok := c.get(7, 99); ok {
 		t.Error("a block larger than the cache was kept")
 	}
-	if NewCache(0).put(1, 1, []byte("x")); NewCache(0).Stats().Bytes != 0 {
+	if NewCache(0).put(1, 1, []byte("x"), true); NewCache(0).Stats().Bytes != 0 {
 		t.Error("a zero cache holds bytes")
 	}
 }
@@ -88,15 +89,17 @@ func TestCacheConcurrentUse(t *testing.T) {
 					t.Errorf("get(%d, %d) = %q", id, off, b[:min(len(b), 20)])
 					return
 				}
-				c.put(id, off, append(want, make([]byte, pad)...))
+				c.put(id, off, append(want, make([]byte, pad)...), id == 0)
 			}
 		}(w)
 	}
 	wg.Wait()
 	st := c.Stats()
-	if st.Hits+st.Misses != workers*ops || st.Hits == 0 || st.Bytes > st.Capacity {
+	if st.Hits+st.Misses != workers*ops || st.Hits == 0 || st.Bytes > st.Capacity ||
+		st.InMemoryBytes == 0 || st.InMemoryBytes > st.Bytes {
 		t.Errorf("stats %+v after %d gets", st, workers*ops)
 	}
+	checkCacheInvariants(t, c)
 }
 
 // TestReaderUsesCache checks that a second scan is served from the cache
@@ -127,5 +130,206 @@ func TestReaderUsesCache(t *testing.T) {
 		if round == 1 && st.Hits < blocks {
 			t.Errorf("second scan: %d hits, want at least %d", st.Hits, blocks)
 		}
+	}
+}
+
+// checkCacheInvariants walks every shard: each list's byte count matches
+// its entries, entries sit in the list their flag names, the map holds
+// exactly the listed entries and no shard is over capacity.
+func checkCacheInvariants(t *testing.T, c *Cache) {
+	t.Helper()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n := 0
+		for _, l := range []*lruList{&s.normal, &s.inMemory} {
+			var bytes int64
+			for e := l.head.next; e != &l.head; e = e.next {
+				if e.next.prev != e {
+					t.Errorf("shard %d: broken links", i)
+					break
+				}
+				if e.inMemory != (l == &s.inMemory) || s.items[e.key] != e {
+					t.Errorf("shard %d: entry %v in the wrong list or not in the map", i, e.key)
+				}
+				bytes += int64(len(e.block))
+				n++
+			}
+			if bytes != l.bytes {
+				t.Errorf("shard %d: list holds %d bytes, counted %d", i, bytes, l.bytes)
+			}
+		}
+		if n != len(s.items) {
+			t.Errorf("shard %d: %d listed entries, %d in the map", i, n, len(s.items))
+		}
+		if s.normal.bytes+s.inMemory.bytes > s.capacity {
+			t.Errorf("shard %d: %d bytes over capacity %d", i, s.normal.bytes+s.inMemory.bytes, s.capacity)
+		}
+		s.mu.Unlock()
+	}
+}
+
+// TestCacheInMemoryPriority checks the eviction order on one shard: normal
+// blocks go first, in-memory blocks only beyond their 25% share (least
+// recently used first among themselves) or when no normal block is left.
+func TestCacheInMemoryPriority(t *testing.T) {
+	const capacity, blockLen = 10 << 10, 1 << 10 // share: 2.5 blocks
+	c := NewCache(capacity)
+	block := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, blockLen) }
+	const hot, cold = 1, 2
+	for i := 0; i < 6; i++ {
+		c.put(hot, uint64(i), block(i), true)
+	}
+	if _, ok := c.get(hot, 0); !ok { // 0 becomes the most recently used hot block
+		t.Fatal("in-memory block 0 missing before any eviction")
+	}
+	if st := c.Stats(); st.InMemoryBytes != 6*blockLen || st.Bytes != 6*blockLen {
+		t.Fatalf("stats %+v, want 6 in-memory blocks", st)
+	}
+	// Twenty normal blocks: the first four fill the cache, the next four
+	// evict the in-memory blocks over the share (1, 2, 3, 4: least recently
+	// used first), the rest evict normal blocks.
+	for i := 0; i < 20; i++ {
+		c.put(cold, uint64(i), block(i), false)
+		checkCacheInvariants(t, c)
+	}
+	st := c.Stats()
+	if st.InMemoryBytes != 2*blockLen || st.Bytes != capacity {
+		t.Fatalf("stats %+v, want 2 in-memory blocks in a full cache", st)
+	}
+	for i, want := range []bool{true, false, false, false, false, true} {
+		if b, ok := c.get(hot, uint64(i)); ok != want || (ok && !bytes.Equal(b, block(i))) {
+			t.Errorf("in-memory block %d cached %v, want %v", i, ok, want)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		if _, ok := c.get(cold, uint64(i)); ok != (i >= 12) {
+			t.Errorf("normal block %d cached %v, want %v", i, ok, i >= 12)
+		}
+	}
+	// More normal blocks no longer touch the in-memory ones.
+	for i := 20; i < 60; i++ {
+		c.put(cold, uint64(i), block(i), false)
+	}
+	for _, i := range []uint64{0, 5} {
+		if _, ok := c.get(hot, i); !ok {
+			t.Errorf("in-memory block %d evicted by normal blocks while within its share", i)
+		}
+	}
+	// With no normal block left, in-memory blocks use the whole cache.
+	c.EvictFile(cold)
+	for i := 10; i < 30; i++ {
+		c.put(hot, uint64(i), block(i), true)
+	}
+	if st := c.Stats(); st.InMemoryBytes != capacity || st.Bytes != capacity {
+		t.Errorf("stats %+v, want a cache full of in-memory blocks", st)
+	}
+	for i := 10; i < 30; i++ {
+		if _, ok := c.get(hot, uint64(i)); ok != (i >= 20) {
+			t.Errorf("in-memory block %d cached %v, want %v", i, ok, i >= 20)
+		}
+	}
+	checkCacheInvariants(t, c)
+}
+
+// TestCacheInMemoryConcurrent mixes in-memory and normal puts, gets,
+// EvictFile and Stats from several goroutines; a small in-memory working
+// set must stay cached throughout once loaded.
+func TestCacheInMemoryConcurrent(t *testing.T) {
+	rng := testRand(t)
+	c := NewCache(8 << 20) // 2 shards of 4 MiB, 1 MiB in-memory share each
+	const hotBlocks, blockLen = 16, 16 << 10
+	for i := 0; i < hotBlocks; i++ {
+		c.put(1, uint64(i), bytes.Repeat([]byte{byte(i)}, blockLen), true)
+	}
+	seeds := make([]int64, 6)
+	for i := range seeds {
+		seeds[i] = rng.Int63()
+	}
+	var wg sync.WaitGroup
+	for w := range seeds {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			r := rand.New(rand.NewSource(seeds[w]))
+			for i := 0; i < 1500; i++ {
+				switch x := r.Intn(100); {
+				case x < 40: // hot reads: always hits
+					off := uint64(r.Intn(hotBlocks))
+					if b, ok := c.get(1, off); !ok || len(b) != blockLen || b[0] != byte(off) {
+						t.Errorf("in-memory block %d: cached %v", off, ok)
+						return
+					}
+				case x < 95: // cold scan traffic, far larger than the cache
+					id, off := uint64(2+r.Intn(3)), uint64(r.Intn(2000))
+					if b, ok := c.get(id, off); ok && (len(b) != blockLen || b[0] != byte(id) || b[1] != byte(off)) {
+						t.Errorf("block %d/%d holds wrong bytes", id, off)
+						return
+					}
+					b := make([]byte, blockLen)
+					b[0], b[1] = byte(id), byte(off)
+					c.put(id, off, b, false)
+				case x < 97:
+					c.EvictFile(uint64(2 + r.Intn(3)))
+				default:
+					if st := c.Stats(); st.Bytes > st.Capacity || st.InMemoryBytes < hotBlocks*blockLen {
+						t.Errorf("stats %+v", st)
+						return
+					}
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	checkCacheInvariants(t, c)
+}
+
+// TestReaderInMemoryFamilySurvivesScans scans a big normal table over and
+// over through a cache smaller than it: a small in-memory table's blocks
+// stay cached, while the same table opened without the hint is evicted.
+func TestReaderInMemoryFamilySurvivesScans(t *testing.T) {
+	rng := testRand(t)
+	dir := t.TempDir()
+	small, big := randomEntries(rng, 60, 100), randomEntries(rng, 3000, 200)
+	ps, sprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, small)
+	pb, bprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, big)
+	if sprops.DataSize >= 16<<10 || bprops.DataSize <= 128<<10 {
+		t.Fatalf("test tables of %d and %d bytes do not fit the test's premise", sprops.DataSize, bprops.DataSize)
+	}
+	for _, inMemory := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inMemory=%v", inMemory), func(t *testing.T) {
+			c := NewCache(64 << 10) // one shard; in-memory share 16 KiB
+			rs := openTable(t, ps, ReaderOptions{Cache: c, InMemory: inMemory})
+			rb := openTable(t, pb, ReaderOptions{Cache: c})
+			scan := func(r *Reader, want []kv) {
+				it := r.NewIter(nil, nil)
+				sameEntries(t, "scan", collect(t, it), want)
+				_ = it.Close()
+			}
+			scan(rs, small)
+			before := c.Stats()
+			if inMemory && before.InMemoryBytes == 0 || !inMemory && before.InMemoryBytes != 0 {
+				t.Fatalf("stats after loading the small table %+v", before)
+			}
+			for round := 0; round < 3; round++ {
+				scan(rb, big)
+				scan(rs, small)
+			}
+			st := c.Stats()
+			smallMisses := st.Misses - before.Misses - 3*bprops.NumDataBlocks
+			if st.Misses-before.Misses < 3*bprops.NumDataBlocks {
+				t.Fatalf("big table scans missed %d times, want at least %d: the cache is not too small", st.Misses-before.Misses, 3*bprops.NumDataBlocks)
+			}
+			if inMemory && smallMisses != 0 {
+				t.Errorf("in-memory table missed %d times after scans of the big table", smallMisses)
+			}
+			if !inMemory && smallMisses < sprops.NumDataBlocks {
+				t.Errorf("normal small table missed only %d times: the big scans should evict it", smallMisses)
+			}
+			if st.Bytes > st.Capacity || st.InMemoryBytes > st.Bytes {
+				t.Errorf("stats %+v", st)
+			}
+			checkCacheInvariants(t, c)
+		})
 	}
 }

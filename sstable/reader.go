@@ -26,6 +26,9 @@ type ReaderOptions struct {
 	// Reader takes one from a package counter that starts at 1<<63, far
 	// from callers' counters.
 	CacheID uint64
+	// InMemory gives the file's data blocks the cache's in-memory priority
+	// (see Cache), for families marked InMemory. The default is false.
+	InMemory bool
 }
 
 var nextCacheID atomic.Uint64
@@ -53,6 +56,7 @@ type Reader struct {
 	f       *os.File
 	cache   *Cache
 	cacheID uint64
+	inMem   bool // put blocks in the cache's in-memory list
 	index   []indexEntry
 	filter  *bloom.BloomFilter // nil when the file has none
 	props   Properties
@@ -77,7 +81,7 @@ func Open(path string, opts ReaderOptions) (_ *Reader, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("sstable: open: %w", err)
 	}
-	r := &Reader{path: path, f: f, cache: opts.Cache, cacheID: opts.CacheID}
+	r := &Reader{path: path, f: f, cache: opts.Cache, cacheID: opts.CacheID, inMem: opts.InMemory}
 	if r.cacheID == 0 {
 		r.cacheID = nextCacheID.Add(1)
 	}
@@ -267,7 +271,7 @@ func (r *Reader) dataBlock(i int) ([]byte, error) {
 		return nil, err
 	}
 	if r.cache != nil {
-		r.cache.put(r.cacheID, h.offset, b)
+		r.cache.put(r.cacheID, h.offset, b, r.inMem)
 	}
 	return b, nil
 }

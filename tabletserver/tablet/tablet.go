@@ -187,7 +187,12 @@ func Open(opts Options) (_ *Tablet, err error) {
 // openFile opens the SSTable a manifest record names.
 func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 	path := filepath.Join(t.dir, filepath.FromSlash(ref.Path))
-	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache})
+	// A file keeps the InMemory hint its family had when it was opened;
+	// after a schema change, files written later (flush, compaction) get
+	// the new one.
+	fam := t.schema.Load().byName[ref.Family]
+	inMemory := fam != nil && fam.InMemory
+	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache, InMemory: inMemory})
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open sstable of family %s: %w", ref.Family, err)
 	}
