@@ -75,6 +75,10 @@ func Start(ctx context.Context, c Config) (_ *Server, err error) {
 		cfg.LogLevel = "fatal"
 	}
 	cfg.UnsafeNoFsync = c.NoFsync
+	// Keep one hour of history: every reassignment writes a new revision
+	// of a tablet record, and without compaction etcd keeps them all.
+	cfg.AutoCompactionMode = "periodic"
+	cfg.AutoCompactionRetention = "1h"
 	cu := url.URL{Scheme: "http", Host: c.ClientAddr}
 	pu := url.URL{Scheme: "http", Host: c.PeerAddr}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
