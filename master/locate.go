@@ -17,13 +17,21 @@ import (
 
 // ListTables lists every table's schema, sorted by name.
 func (m *Master) ListTables(ctx context.Context, _ *tabulapb.ListTablesRequest) (*tabulapb.ListTablesResponse, error) {
-	snap, err := m.readSnapshot(ctx)
-	if err != nil {
-		return nil, toStatus(err)
-	}
 	out := &tabulapb.ListTablesResponse{}
-	for _, s := range snap.tables {
-		out.Tables = append(out.Tables, s)
+	schemas, ok := []*tabulapb.TableSchema(nil), false
+	if m.index.sync(ctx) {
+		schemas, ok = m.index.schemaList()
+	}
+	if ok {
+		out.Tables = schemas
+	} else {
+		snap, err := m.readSnapshot(ctx)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		for _, s := range snap.tables {
+			out.Tables = append(out.Tables, s)
+		}
 	}
 	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Name < out.Tables[j].Name })
 	return out, nil
@@ -31,7 +39,7 @@ func (m *Master) ListTables(ctx context.Context, _ *tabulapb.ListTablesRequest) 
 
 // DescribeTable returns a table's schema and tablets.
 func (m *Master) DescribeTable(ctx context.Context, req *tabulapb.DescribeTableRequest) (*tabulapb.DescribeTableResponse, error) {
-	schema, tablets, err := m.tableAndTablets(ctx, req.GetTable())
+	schema, tablets, err := m.syncedTable(ctx, req.GetTable())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -40,7 +48,7 @@ func (m *Master) DescribeTable(ctx context.Context, req *tabulapb.DescribeTableR
 
 // ListTablets lists a table's tablets in key order.
 func (m *Master) ListTablets(ctx context.Context, req *tabulapb.ListTabletsRequest) (*tabulapb.ListTabletsResponse, error) {
-	_, tablets, err := m.tableAndTablets(ctx, req.GetTable())
+	_, tablets, err := m.syncedTable(ctx, req.GetTable())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -77,6 +85,24 @@ func (m *Master) locate(ctx context.Context, table string, row []byte) (meta.Tab
 	if len(row) > cell.MaxRowKeyLen {
 		return meta.TabletRecord{}, cell.Invalidf("row_key is %d bytes; the limit is %d", len(row), cell.MaxRowKeyLen)
 	}
+	if err := cell.ValidateTableName(table); err != nil {
+		return meta.TabletRecord{}, err
+	}
+	if t := m.index.locate(table, row); t != nil {
+		if t.Address != "" && t.State != meta.StateUnassigned {
+			return t.TabletRecord, nil
+		}
+		// The index may lag the assignment: read just this tablet.
+		cur, err := meta.GetTablet(ctx, m.cli, m.layout, table, t.ID)
+		if err == nil && cur.Contains(row) {
+			if cur.Address == "" || cur.State == meta.StateUnassigned {
+				return meta.TabletRecord{}, notReadyf("tablet %s of table %s is not assigned to a server yet; retry", cur.ID, table)
+			}
+			return cur.TabletRecord, nil
+		}
+	}
+	// The index is not built, does not know the table yet or has no tablet
+	// holding row (it lags): read etcd.
 	_, tablets, err := m.tableAndTablets(ctx, table)
 	if err != nil {
 		return meta.TabletRecord{}, err
@@ -103,9 +129,20 @@ func (m *Master) LocateRange(ctx context.Context, req *tabulapb.LocateRangeReque
 	if req.GetLimit() < 0 {
 		return nil, toStatus(cell.Invalidf("limit %d is negative; give 0 for all", req.GetLimit()))
 	}
-	_, tablets, err := m.tableAndTablets(ctx, req.GetTable())
-	if err != nil {
+	if err := cell.ValidateTableName(req.GetTable()); err != nil {
 		return nil, toStatus(err)
+	}
+	tablets, ok := m.index.overlapping(req.GetTable(), start, end, int(req.GetLimit()))
+	if !ok || len(tablets) == 0 || tablets[0].Address == "" || tablets[0].State == meta.StateUnassigned {
+		// Not built, table unknown, or lagging: read etcd.
+		_, all, err := m.tableAndTablets(ctx, req.GetTable())
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		tablets = make([]*meta.VersionedTablet, len(all))
+		for i := range all {
+			tablets[i] = &all[i]
+		}
 	}
 	out := &tabulapb.LocateRangeResponse{}
 	for _, t := range tablets {
@@ -163,7 +200,29 @@ func (m *Master) tableAndTablets(ctx context.Context, table string) (*tabulapb.T
 	return rec.Schema, tablets, nil
 }
 
-func toProtos(ts []meta.VersionedTablet) []*tabulapb.TabletInfo {
+// syncedTable is tableAndTablets served from the index once it has caught
+// up with etcd (so a reader sees every completed write), else from etcd.
+func (m *Master) syncedTable(ctx context.Context, table string) (*tabulapb.TableSchema, []*meta.VersionedTablet, error) {
+	if err := cell.ValidateTableName(table); err != nil {
+		return nil, nil, err
+	}
+	if m.index.sync(ctx) {
+		if schema, tablets, ok := m.index.table(table); ok {
+			return schema, tablets, nil
+		}
+	}
+	schema, all, err := m.tableAndTablets(ctx, table)
+	if err != nil {
+		return nil, nil, err
+	}
+	tablets := make([]*meta.VersionedTablet, len(all))
+	for i := range all {
+		tablets[i] = &all[i]
+	}
+	return schema, tablets, nil
+}
+
+func toProtos(ts []*meta.VersionedTablet) []*tabulapb.TabletInfo {
 	out := make([]*tabulapb.TabletInfo, len(ts))
 	for i := range ts {
 		out[i] = ts[i].ToProto()

@@ -28,6 +28,8 @@ type Master struct {
 	lis    net.Listener
 	srv    *grpc.Server
 	conns  *connPool
+	// index serves locates and table reads from memory.
+	index *tabletIndex
 
 	// ctx is cancelled by Close; every background goroutine runs under it.
 	ctx    context.Context
@@ -88,12 +90,17 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		log:    opts.Logger.With("master", opts.ID),
 		cli:    cli,
 		lis:    lis,
-		srv:    grpc.NewServer(grpc.WaitForHandlers(true)),
 		conns:  newConnPool(),
 	}
+	m.index = newTabletIndex(cli, m.layout, m.log, 0)
+	m.srv = grpc.NewServer(grpc.WaitForHandlers(true), grpc.UnaryInterceptor(m.syncAfterWrite))
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	tabulapb.RegisterMasterServer(m.srv, m)
-	m.wg.Add(2)
+	m.wg.Add(3)
+	go func() {
+		defer m.wg.Done()
+		m.index.run(m.ctx)
+	}()
 	go func() {
 		defer m.wg.Done()
 		if err := m.srv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
