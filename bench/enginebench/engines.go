@@ -61,8 +61,9 @@ func openTabula(dir string, durable bool, cacheBytes int64) (engine, error) {
 			Name: benchFamily, MaxVersions: 1,
 			Compression: families.CompressionSnappy, Bloom: families.BloomRow,
 		}},
-		SyncMode: mode,
-		Cache:    sstable.NewCache(cacheBytes),
+		SyncMode:     mode,
+		Cache:        sstable.NewCache(cacheBytes),
+		MemtableSize: *flagMemtable,
 	})
 	if err != nil {
 		return nil, err
@@ -126,7 +127,7 @@ type pebbleEngine struct {
 
 func openPebble(dir string, _ bool, cacheBytes int64) (engine, error) {
 	c := pebble.NewCache(cacheBytes)
-	db, err := pebble.Open(dir, &pebble.Options{Cache: c})
+	db, err := pebble.Open(dir, &pebble.Options{Cache: c, MemTableSize: uint64(*flagMemtable)})
 	if err != nil {
 		c.Unref()
 		return nil, err
@@ -181,7 +182,7 @@ func (e *pebbleEngine) Close() error {
 type levelEngine struct{ db *leveldb.DB }
 
 func openLevelDB(dir string, _ bool, cacheBytes int64) (engine, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{BlockCacheCapacity: int(min(cacheBytes, math.MaxInt32))})
+	db, err := leveldb.OpenFile(dir, &opt.Options{BlockCacheCapacity: int(min(cacheBytes, math.MaxInt32)), WriteBuffer: int(*flagMemtable)})
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ var (
 	flagReads      = flag.Int("reads", 200000, "random point reads per size")
 	flagDurableOps = flag.Int("durable-ops", 2000, "synced writes per durable workload")
 	flagCache      = flag.Int64("cache", 64<<20, "block cache bytes for every engine")
+	flagMemtable   = flag.Int64("memtable", 4<<20, "memtable (write buffer) bytes for every engine; the default is pebble's and goleveldb's default")
 	flagEngines    = flag.String("engines", "tabula,pebble,goleveldb", "engines to run")
 	flagSeed       = flag.Int64("seed", 1, "random seed")
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
