@@ -20,6 +20,9 @@ func explain(err error) (msg, hint string) {
 	if errors.Is(err, errUnreachable) {
 		return err.Error(), "start a dev cluster with `tabula dev` (or `make run`), or point --master / TABULA_MASTER at a running master"
 	}
+	if errors.Is(err, errBadInput) {
+		return err.Error(), "each line must be one cell as `tabula export` (or --output json) prints it; fix the line and rerun: rows already written are written again unchanged"
+	}
 	if errors.Is(err, cell.ErrInvalid) {
 		return err.Error(), "fix the argument named in the message; `tabula COMMAND --help` shows the expected forms"
 	}

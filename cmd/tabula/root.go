@@ -56,6 +56,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newDevCmd(), newMasterCmd(), newTabletServerCmd(),
 		newTableCmd(), newFamilyCmd(), newServersCmd(),
 		newPutCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
+		newExportCmd(), newImportCmd(),
 		newBenchCmd(),
 	)
 	wrapArgs(root)
