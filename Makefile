@@ -21,15 +21,15 @@ test: vet
 
 # Short fuzzing of every decoder (the seed corpora also run in `make test`).
 FUZZTIME ?= 30s
+# Runs every FuzzXxx of every package for FUZZTIME each (temp files in
+# /dev/shm: the reader fuzzers write a file per input).
 fuzz:
-	$(GO) test ./cell -run '^$$' -fuzz FuzzDecodeKey -fuzztime $(FUZZTIME)
-	$(GO) test ./tabletserver/tablet/commitlog -run '^$$' -fuzz FuzzReplay -fuzztime $(FUZZTIME)
-	$(GO) test ./tabletserver/tablet/manifest -run '^$$' -fuzz FuzzLoad -fuzztime $(FUZZTIME)
-	for f in FuzzBlockDecode FuzzFooter FuzzChecksummedBlocks FuzzReader; do \
-		TMPDIR=/dev/shm $(GO) test ./sstable -run '^$$' -fuzz $$f -fuzztime $(FUZZTIME) || exit 1; done
-	$(GO) test ./families -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME)
-	$(GO) test ./rowfilter -run '^$$' -fuzz FuzzCompileRegex -fuzztime $(FUZZTIME)
-	$(GO) test ./rowfilter -run '^$$' -fuzz FuzzHints -fuzztime $(FUZZTIME)
+	for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			TMPDIR=/dev/shm $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+		done; \
+	done
 
 # Regenerates api/tabulapb from tabula.proto. Needs protoc (Debian's
 # protobuf-compiler) and the Go plugins, installed by the first two lines.
