@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -361,5 +362,54 @@ func TestFamilyNamesThatClashWithTabletFilesGetTheirOwnFolders(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Dir(dir)); len(entries) != 1 {
 		t.Errorf("files written outside the tablet folder: %d entries", len(entries))
+	}
+}
+
+// TestWritersWaitPastSoftLimit: over the soft limit a writer is throttled,
+// not failed: it waits (here until its context ends, since background work
+// is off and nothing drains the memtable) instead of going ahead at once.
+func TestWritersWaitPastSoftLimit(t *testing.T) {
+	opts := testOptions(t.TempDir())
+	opts.Memory = NewMemoryBudget(1<<10, 1<<30)
+	opts.Memory.SetMaxStall(time.Minute)
+	tb := openTablet(t, opts)
+	apply(t, tb, "big", set("a", "q", 1, string(make([]byte, 4<<10))))
+	ctx, cancel := context.WithTimeout(bg, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := tb.Apply(ctx, []byte("next"), []cell.Mutation{set("a", "q", 1, "v")})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("write over the soft limit = %v after %s, want it to wait until its deadline", err, time.Since(start))
+	}
+	if errors.Is(err, ErrResourceExhausted) {
+		t.Fatal("a write under the hard limit failed with RESOURCE_EXHAUSTED")
+	}
+}
+
+// TestSoftLimitFlushesTheLargestTablet: a writer over the soft limit makes
+// the largest memtable flush, and goes ahead once memory is back under it.
+func TestSoftLimitFlushesTheLargestTablet(t *testing.T) {
+	budget := NewMemoryBudget(8<<10, 1<<30)
+	budget.SetMaxStall(time.Minute)
+	open := func(memtable int64) *Tablet {
+		opts := testOptions(t.TempDir())
+		opts.DisableBackgroundWork = false
+		opts.MemtableSize = memtable
+		opts.Memory = budget
+		return openTablet(t, opts)
+	}
+	large, small := open(1<<30), open(1<<30) // their own thresholds never trigger
+	apply(t, small, "s", set("a", "q", 1, "v"))
+	apply(t, large, "big", set("a", "q", 1, string(make([]byte, 16<<10))))
+	ctx, cancel := context.WithTimeout(bg, 30*time.Second)
+	defer cancel()
+	if err := small.Apply(ctx, []byte("t"), []cell.Mutation{set("a", "q", 1, "v")}); err != nil {
+		t.Fatalf("write after the largest tablet flushed: %v", err)
+	}
+	if got := large.Stats().Families["a"].SSTables; got != 1 {
+		t.Fatalf("largest tablet has %d SSTables, want 1 (flushed by the budget)", got)
+	}
+	if got := small.Stats().Families["a"].SSTables; got != 0 {
+		t.Fatalf("small tablet has %d SSTables, want 0", got)
 	}
 }
