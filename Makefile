@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build run test vet proto bench fuzz clean
+.PHONY: all build run test vet tidy proto bench fuzz clean
 
 all: build
 
@@ -16,8 +16,20 @@ vet:
 	$(GO) vet ./...
 
 # The whole suite with the race detector; e2e tests build and run real processes.
+# First, go.mod and go.sum of both modules (the root and bench/) must be what
+# `go mod tidy` makes of them: -diff prints the difference and fails without
+# changing anything (`make tidy` fixes it). It fetches missing modules from the
+# module proxy.
 test: vet
+	$(GO) mod tidy -diff
+	cd bench && $(GO) mod tidy -diff
 	$(GO) test -race -timeout 25m ./...
+
+# Rewrites go.mod and go.sum of both modules; bench/ replaces the root module
+# with ../, so it follows the root's requirements.
+tidy:
+	$(GO) mod tidy
+	cd bench && $(GO) mod tidy
 
 # Short fuzzing of every decoder (the seed corpora also run in `make test`).
 FUZZTIME ?= 30s
