@@ -3,6 +3,7 @@ package master
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -33,6 +34,9 @@ type assigner struct {
 	// wg tracks the LoadTablet goroutines; run waits for them.
 	wg sync.WaitGroup
 
+	// passes counts finished reconcile passes (tests wait on it).
+	passes atomic.Int64
+
 	// mu protects loads.
 	mu sync.Mutex
 	// loads is what this term knows of each tablet key's loading.
@@ -41,14 +45,16 @@ type assigner struct {
 
 type loadState struct {
 	inflight bool
-	// epoch and server of the last load attempt; confirmed if it worked,
-	// when the server had started at start.
+	// epoch and server of the last load attempt; confirmed if it worked.
+	// A confirmed load stays confirmed while the tablet record keeps its
+	// epoch: the record names the owner's lease, and owned() checks it.
 	epoch     int64
 	server    string
-	start     int64
 	confirmed bool
 	failures  int
 	next      time.Time // no new attempt before this
+	// waiting is set while the previous owner's lease is still alive.
+	waiting bool
 }
 
 func newAssigner(m *Master, term *leadership) *assigner {
@@ -140,6 +146,7 @@ func (a *assigner) reconcile(ctx context.Context) {
 	}
 	a.m.conns.retain(liveAddrs)
 	counts := snap.counts()
+	leaseGone := map[int64]bool{} // TimeToLive answers of this pass
 	seen := make(map[string]bool, len(snap.tablets))
 	now := time.Now()
 	for _, t := range snap.tablets {
@@ -163,28 +170,45 @@ func (a *assigner) reconcile(ctx context.Context) {
 			*st = loadState{} // a new assignment: forget the old one's history
 		}
 		srv, ok := snap.owned(&t.TabletRecord)
-		reassign, exclude, load := false, "", false
+		reassign, exclude, load, handOn, checkLease := false, "", false, false, false
 		switch {
 		case !ok:
-			reassign = true
+			checkLease = true
 		case t.State == meta.StateSplitting:
-		case st.confirmed && st.start == srv.StartTime:
 		case st.confirmed:
-			reassign = true // the server restarted under the same id
 		case now.Before(st.next):
 		case st.failures >= maxLoadFailures && len(snap.servers) > 1:
-			reassign, exclude = true, t.Server
+			handOn = true
 		default:
 			load = true
 		}
 		a.mu.Unlock()
+		if checkLease {
+			// One owner, always: hand the tablet on only once the lease it
+			// was assigned under is gone (docs/OWNERSHIP.md).
+			stopped, err := a.m.previousOwnerStopped(ctx, snap, &t.TabletRecord, leaseGone)
+			a.noteWaiting(key, &t.TabletRecord, !stopped, err)
+			reassign = stopped
+		}
+		if handOn {
+			// The owner keeps failing to load it: take it back with a
+			// confirmed unload before giving it to someone else.
+			if err := a.m.unloadFrom(ctx, &t.TabletRecord); err != nil {
+				a.m.log.Warn("taking back a tablet that fails to load", "tablet", key, "server", t.Server, "err", err)
+				a.mu.Lock()
+				st.next = time.Now().Add(loadBackoff(st.failures))
+				a.mu.Unlock()
+				continue
+			}
+			reassign, exclude = true, t.Server
+		}
 		switch {
 		case reassign:
 			to, ok := snap.pick(counts, exclude)
 			if !ok {
 				continue // no live server; wait for one
 			}
-			next, err := meta.Assign(ctx, a.m.cli, a.m.layout, t, to.ID, to.Address, a.term.guard())
+			next, err := meta.Assign(ctx, a.m.cli, a.m.layout, t, to, a.term.guard())
 			if err != nil {
 				if ctx.Err() == nil {
 					a.m.log.Info("assigning tablet", "tablet", key, "err", err)
@@ -208,6 +232,7 @@ func (a *assigner) reconcile(ctx context.Context) {
 		}
 	}
 	a.mu.Unlock()
+	a.passes.Add(1)
 }
 
 // startLoad tells srv to load t at t.Epoch, in the background.
@@ -232,7 +257,7 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 		defer a.mu.Unlock()
 		st.inflight = false
 		if err == nil {
-			st.confirmed, st.start, st.failures, st.next = true, srv.StartTime, 0, time.Time{}
+			st.confirmed, st.failures, st.next = true, 0, time.Time{}
 			return
 		}
 		st.failures++
@@ -258,6 +283,24 @@ func (a *assigner) load(ctx context.Context, addr string, req *tabulapb.LoadTabl
 	defer cancel()
 	_, err = c.LoadTablet(ctx, req)
 	return err
+}
+
+// noteWaiting logs, once per wait, that a tablet waits for the lease of
+// its previous owner.
+func (a *assigner) noteWaiting(key string, t *meta.TabletRecord, waiting bool, err error) {
+	a.mu.Lock()
+	st := a.loads[key]
+	first := st != nil && waiting && !st.waiting
+	if st != nil {
+		st.waiting = waiting
+	}
+	a.mu.Unlock()
+	switch {
+	case err != nil && a.term.ctx.Err() == nil:
+		a.m.log.Warn("checking the lease of a tablet's previous owner", "tablet", key, "server", t.Server, "lease", t.Lease, "err", err)
+	case first:
+		a.m.log.Info("waiting for the lease of the tablet's previous owner to expire", "tablet", key, "server", t.Server, "lease", t.Lease, "epoch", t.Epoch)
+	}
 }
 
 func loadBackoff(failures int) time.Duration {

@@ -65,6 +65,60 @@ func TestDeadServersTabletsMoveWithNewEpoch(t *testing.T) {
 	}
 }
 
+// A server registering again under a new lease (a restart under the same
+// id, or a server that lost etcd for a moment) may leave its old
+// incarnation alive until the old lease expires. The master must not hand
+// the old incarnation's tablets to anyone before that: two live owners
+// acknowledge writes that overwrite each other.
+func TestTabletsWaitForTheOldLeaseWhenTheirServerRegistersAgain(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	ctx := context.Background()
+	if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitAllLoaded(t, c, "t", 2, s1)
+	s2 := c.startServer("s2")
+	old := s1.reregister()
+	for _, tb := range before {
+		if tb.Lease != int64(old) {
+			t.Fatalf("tablet %s assigned under lease %x, want s1's lease %x", tb.ID, tb.Lease, old)
+		}
+	}
+	// Let the master look several times while the old lease lives.
+	p0 := reconcilePasses(m)
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return reconcilePasses(m) >= p0+3, "three reconcile passes"
+	})
+	for i, tb := range c.tablets("t") {
+		if tb.Epoch != before[i].Epoch || tb.Lease != int64(old) {
+			t.Fatalf("tablet %s handed on (server %s epoch %d lease %x) while the lease it was assigned under was alive", tb.ID, tb.Server, tb.Epoch, tb.Lease)
+		}
+	}
+	// The old incarnation's lease ends: now the tablets move, each at a new
+	// epoch, under a live lease.
+	if _, err := s1.cli.Revoke(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		for i, tb := range c.tablets("t") {
+			if tb.Epoch == before[i].Epoch {
+				return false, fmt.Sprintf("tablet %s still at epoch %d", tb.ID, tb.Epoch)
+			}
+		}
+		return true, ""
+	})
+	after := waitAllLoaded(t, c, "t", 2, s1, s2)
+	for i, tb := range after {
+		if tb.Epoch != before[i].Epoch+1 || tb.Lease == int64(old) {
+			t.Fatalf("tablet %s after the old lease ended: epoch %d lease %x", tb.ID, tb.Epoch, tb.Lease)
+		}
+	}
+}
+
 func TestFailingServerLosesTabletToAnother(t *testing.T) {
 	c := newCluster(t)
 	m := c.startMaster(Options{})

@@ -183,11 +183,49 @@ func (c *cluster) startServer(id string) *fakeServer {
 		for range ka {
 		}
 	}()
-	rec := meta.ServerRecord{ID: id, Address: f.addr, StartTime: time.Now().UnixMicro()}
+	rec := meta.ServerRecord{ID: id, Address: f.addr, StartTime: time.Now().UnixMicro(), Lease: int64(lr.ID)}
 	if _, err := f.cli.Put(ctx, c.layout.ServerKey(id), meta.EncodeServer(rec), clientv3.WithLease(lr.ID)); err != nil {
 		c.t.Fatal(err)
 	}
 	return f
+}
+
+// reregister registers the server again under a new lease, as a server
+// that restarted under the same id (or one that lost and regained etcd)
+// does, WITHOUT revoking the old lease: its old incarnation may still be
+// alive. It returns the old lease.
+func (f *fakeServer) reregister() clientv3.LeaseID {
+	f.c.t.Helper()
+	ctx := context.Background()
+	lr, err := f.cli.Grant(ctx, 2)
+	if err != nil {
+		f.c.t.Fatal(err)
+	}
+	ka, err := f.cli.KeepAlive(ctx, lr.ID)
+	if err != nil {
+		f.c.t.Fatal(err)
+	}
+	go func() {
+		for range ka {
+		}
+	}()
+	rec := meta.ServerRecord{ID: f.id, Address: f.addr, StartTime: time.Now().UnixMicro(), Lease: int64(lr.ID)}
+	if _, err := f.cli.Put(ctx, f.c.layout.ServerKey(f.id), meta.EncodeServer(rec), clientv3.WithLease(lr.ID)); err != nil {
+		f.c.t.Fatal(err)
+	}
+	old := f.lease
+	f.lease = lr.ID
+	return old
+}
+
+// reconcilePasses returns how many assignment passes m's current term ran.
+func reconcilePasses(m *Master) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.leader == nil {
+		return 0
+	}
+	return m.mu.leader.assign.passes.Load()
 }
 
 // die revokes the server's lease, as if it had crashed, and stops serving.

@@ -83,7 +83,13 @@ func TestIndexBuildFollowRebuild(t *testing.T) {
 		last = c.put(l.TabletKey("t", id), meta.EncodeTablet(tabletAt("t", id, bounds[i], bounds[i+1])))
 	}
 	// A key outside the span must not confuse the index.
-	c.put(l.ServerKey("s1"), meta.EncodeServer(meta.ServerRecord{ID: "s1", Address: "127.0.0.1:1"}))
+	lease, err := c.cli.Grant(context.Background(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cli.Put(context.Background(), l.ServerKey("s1"), meta.EncodeServer(meta.ServerRecord{ID: "s1", Address: "127.0.0.1:1", Lease: int64(lease.ID)}), clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
 
 	x := c.startIndex(3)
 	waitFor(t, 5*time.Second, func() (bool, string) { return x.Rev() >= last, fmt.Sprint("rev ", x.Rev()) })
@@ -114,6 +120,7 @@ func TestIndexBuildFollowRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	left, right := tabletAt("t", "L", "d", "e"), tabletAt("t", "R", "e", "f")
+	left.Lease, right.Lease = int64(lease.ID), int64(lease.ID)
 	if err := meta.CommitSplit(context.Background(), c.cli, l, parent.ModRevision, parent.TabletRecord, left, right); err != nil {
 		t.Fatal(err)
 	}

@@ -154,14 +154,10 @@ func (m *Master) balance(ctx context.Context) (int, error) {
 // move unloads t from its server and assigns it to to at epoch+1. If the
 // unload fails the tablet stays where it is.
 func (m *Master) move(ctx context.Context, term *leadership, t meta.VersionedTablet, to meta.ServerRecord) error {
-	err := m.callServer(ctx, t.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
-		_, err := c.UnloadTablet(ctx, &tabulapb.UnloadTabletRequest{Tablet: ref(&t.TabletRecord)})
-		return err
-	})
-	if err != nil {
+	if err := m.unloadFrom(ctx, &t.TabletRecord); err != nil {
 		return err
 	}
-	next, err := meta.Assign(ctx, m.cli, m.layout, t, to.ID, to.Address, term.guard())
+	next, err := meta.Assign(ctx, m.cli, m.layout, t, to, term.guard())
 	if err != nil {
 		// The old server no longer holds it: make the loop load it again.
 		term.assign.unconfirm(m.layout.TabletKey(t.Table, t.ID))

@@ -68,14 +68,19 @@ func (m *Master) readSnapshot(ctx context.Context) (*snapshot, error) {
 	return s, nil
 }
 
-// owned reports whether t is held by a live server at the address recorded
-// for it.
+// owned reports whether t is held by a live server: the server it names is
+// registered under exactly the lease the tablet was assigned under
+// (docs/OWNERSHIP.md). A record without a lease (written before leases
+// were recorded) is owned while its server's address matches.
 func (s *snapshot) owned(t *meta.TabletRecord) (meta.ServerRecord, bool) {
 	if t.Server == "" || t.State == meta.StateUnassigned {
 		return meta.ServerRecord{}, false
 	}
 	srv, ok := s.servers[t.Server]
-	return srv, ok && srv.Address == t.Address
+	if t.Lease == 0 {
+		return srv, ok && srv.Address == t.Address
+	}
+	return srv, ok && srv.Lease == t.Lease
 }
 
 // counts returns the number of tablets each live server holds.

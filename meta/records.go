@@ -48,8 +48,13 @@ const (
 type ServerRecord struct {
 	ID      string `json:"id"`
 	Address string `json:"address"`
-	// StartTime is when the server started, in µs since the Unix epoch.
+	// StartTime is when the server registered, in µs since the Unix epoch
+	// (informational: ownership is decided by Lease, never by a time).
 	StartTime int64 `json:"start_time"`
+	// Lease is the etcd lease the key is bound to: the identity of this
+	// registration. A server that registers again gets a new lease and owns
+	// nothing assigned under its old one (docs/OWNERSHIP.md).
+	Lease int64 `json:"lease,omitempty"`
 }
 
 // TabletRecord is the value of tablets/<table>/<id>.
@@ -67,6 +72,12 @@ type TabletRecord struct {
 	Address string `json:"address,omitempty"`
 	// Epoch increases on every new assignment.
 	Epoch int64 `json:"epoch"`
+	// Lease is the etcd lease of the owner's registration when the tablet
+	// was assigned (or split) to it: the owner may serve the tablet only
+	// while it holds exactly this lease, and the master hands the tablet on
+	// only once this lease has expired or the owner confirmed an unload
+	// (docs/OWNERSHIP.md). Zero while unassigned.
+	Lease int64 `json:"lease,omitempty"`
 	// Parent is the id of the tablet this one was split from, if any.
 	Parent string `json:"parent,omitempty"`
 }
@@ -113,7 +124,8 @@ func (t *TabletRecord) ToProto() *tabulapb.TabletInfo {
 	}
 }
 
-// TabletFromProto converts the RPC form to a record (Parent is not carried).
+// TabletFromProto converts the RPC form to a record (Parent and Lease are
+// not carried).
 func TabletFromProto(p *tabulapb.TabletInfo) TabletRecord {
 	return TabletRecord{
 		Table:   p.GetTable(),
@@ -138,6 +150,9 @@ func (t *TabletRecord) validate() error {
 	}
 	if len(t.End) > 0 && bytes.Compare(t.Start, t.End) >= 0 {
 		return fmt.Errorf("%w: tablet %s/%s has start %q >= end %q", ErrCorrupt, t.Table, t.ID, t.Start, t.End)
+	}
+	if t.Lease < 0 {
+		return fmt.Errorf("%w: tablet %s/%s has negative lease %d", ErrCorrupt, t.Table, t.ID, t.Lease)
 	}
 	if t.Epoch < 0 {
 		return fmt.Errorf("%w: tablet %s/%s has negative epoch %d", ErrCorrupt, t.Table, t.ID, t.Epoch)

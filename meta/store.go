@@ -106,15 +106,34 @@ func Update(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTa
 	return VersionedTablet{TabletRecord: next, ModRevision: resp.Header.Revision}, nil
 }
 
-// Assign gives cur to server at address with the epoch bumped by one, in a
-// transaction guarded by cur's ModRevision and the extra guards
-// (ErrConflict if one fails).
-func Assign(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTablet, server, address string, guards ...clientv3.Cmp) (VersionedTablet, error) {
+// Assign gives cur to server (under the server's current lease) with the
+// epoch bumped by one, in a transaction guarded by cur's ModRevision, by
+// servers/<id> still being bound to server.Lease (so a stale view of a
+// server that registered again cannot hand it a tablet under a lease it no
+// longer holds) and by the extra guards (ErrConflict if one fails).
+func Assign(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTablet, server ServerRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+	if server.Lease == 0 {
+		return VersionedTablet{}, fmt.Errorf("meta: assigning tablet %s/%s to server %s, which has no lease", cur.Table, cur.ID, server.ID)
+	}
 	next := cur.TabletRecord
-	next.Server, next.Address = server, address
+	next.Server, next.Address, next.Lease = server.ID, server.Address, server.Lease
 	next.State = StateAssigned
 	next.Epoch = cur.Epoch + 1
+	guards = append(guards, LeaseGuard(l, server.ID, server.Lease))
 	return Update(ctx, cli, l, cur, next, guards...)
+}
+
+// LeaseGuard is a transaction condition: servers/<id> exists and is bound
+// to lease.
+func LeaseGuard(l Layout, id string, lease int64) clientv3.Cmp {
+	return clientv3.Compare(clientv3.LeaseValue(l.ServerKey(id)), "=", clientv3.LeaseID(lease))
+}
+
+// Unassigned returns r released by its owner: no server, no lease, same
+// epoch (the next assignment bumps it).
+func Unassigned(r TabletRecord) TabletRecord {
+	r.State, r.Server, r.Address, r.Lease = StateUnassigned, "", "", 0
+	return r
 }
 
 // CommitSplit replaces parent by left and right in ONE etcd transaction: if
@@ -123,6 +142,10 @@ func Assign(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTa
 // returns ErrConflict. The children must tile the parent's range exactly:
 // left.Start == parent.Start, left.End == right.Start (a non-empty key
 // strictly inside the parent), right.End == parent.End.
+//
+// The children are assigned to the parent's owner under its lease, and the
+// transaction also requires servers/<owner> to be bound to that lease: a
+// server that lost its registration cannot commit a split.
 func CommitSplit(ctx context.Context, cli *clientv3.Client, l Layout, parentRev int64, parent, left, right TabletRecord) error {
 	if err := checkSplit(parent, left, right); err != nil {
 		return err
@@ -134,6 +157,7 @@ func CommitSplit(ctx context.Context, cli *clientv3.Client, l Layout, parentRev 
 			clientv3.Compare(clientv3.ModRevision(pk), "=", parentRev),
 			clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
+			LeaseGuard(l, left.Server, left.Lease),
 		).
 		Then(clientv3.OpDelete(pk), clientv3.OpPut(lk, EncodeTablet(left)), clientv3.OpPut(rk, EncodeTablet(right))).
 		Commit()
@@ -159,6 +183,8 @@ func checkSplit(parent, left, right TabletRecord) error {
 		return bad("children do not cover the parent's range")
 	case len(left.End) == 0 || !bytes.Equal(left.End, right.Start):
 		return bad("left end and right start must be the same non-empty split key")
+	case left.Server == "" || left.Lease == 0 || left.Server != right.Server || left.Lease != right.Lease:
+		return bad("children must be assigned to one server under its lease")
 	case !parent.Contains(left.End) || bytes.Equal(left.End, parent.Start):
 		return bad(fmt.Sprintf("split key %q is not strictly inside the parent", left.End))
 	}

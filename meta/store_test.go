@@ -47,20 +47,21 @@ func TestAssignAndCommitSplitAreGuarded(t *testing.T) {
 		t.Fatalf("GetTablets = %+v %v; want sorted by start", ts, err)
 	}
 	parent := ts[1]
-	assigned, err := Assign(ctx, cli, l, parent, "s1", "addr1")
+	s1, s2 := register(t, cli, l, "s1", "addr1"), register(t, cli, l, "s2", "addr2")
+	assigned, err := Assign(ctx, cli, l, parent, s1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if assigned.Epoch != 1 || assigned.State != StateAssigned || assigned.Server != "s1" {
+	if assigned.Epoch != 1 || assigned.State != StateAssigned || assigned.Server != "s1" || assigned.Lease != s1.Lease {
 		t.Fatalf("Assign gave %+v", assigned)
 	}
 	// The stale version loses.
-	if _, err := Assign(ctx, cli, l, parent, "s2", "addr2"); !errors.Is(err, ErrConflict) {
+	if _, err := Assign(ctx, cli, l, parent, s2); !errors.Is(err, ErrConflict) {
 		t.Fatalf("Assign with a stale revision: %v, want ErrConflict", err)
 	}
 
-	left := TabletRecord{Table: "t", ID: NewTabletID(), Start: []byte("m"), End: []byte("q"), State: StateAssigned, Server: "s1", Epoch: 2, Parent: "z9"}
-	right := TabletRecord{Table: "t", ID: NewTabletID(), Start: []byte("q"), State: StateAssigned, Server: "s1", Epoch: 2, Parent: "z9"}
+	left := TabletRecord{Table: "t", ID: NewTabletID(), Start: []byte("m"), End: []byte("q"), State: StateAssigned, Server: "s1", Lease: s1.Lease, Epoch: 2, Parent: "z9"}
+	right := TabletRecord{Table: "t", ID: NewTabletID(), Start: []byte("q"), State: StateAssigned, Server: "s1", Lease: s1.Lease, Epoch: 2, Parent: "z9"}
 	// Bad shapes are refused before touching etcd.
 	badRight := right
 	badRight.Start = []byte("r")
@@ -92,6 +93,54 @@ func TestAssignAndCommitSplitAreGuarded(t *testing.T) {
 	// Committing the same split again conflicts.
 	if err := CommitSplit(ctx, cli, l, assigned.ModRevision, assigned.TabletRecord, left, right); !errors.Is(err, ErrConflict) {
 		t.Fatalf("second CommitSplit: %v", err)
+	}
+}
+
+// register puts servers/<id> under a new lease, as a tablet server does.
+func register(t *testing.T, cli *clientv3.Client, l Layout, id, addr string) ServerRecord {
+	t.Helper()
+	g, err := cli.Grant(context.Background(), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := ServerRecord{ID: id, Address: addr, Lease: int64(g.ID)}
+	if _, err := cli.Put(context.Background(), l.ServerKey(id), EncodeServer(rec), clientv3.WithLease(g.ID)); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// A view of a server taken before it registered again must not assign it
+// a tablet (or let it commit a split) under the lease it no longer holds.
+func TestAssignAndSplitRequireTheServersCurrentLease(t *testing.T) {
+	cli := startEtcd(t)
+	ctx := context.Background()
+	l := NewLayout("test")
+	putTablet(t, cli, l, TabletRecord{Table: "t", ID: "p", State: StateUnassigned})
+	p, err := GetTablet(ctx, cli, l, "t", "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := register(t, cli, l, "s1", "addr1")
+	fresh := register(t, cli, l, "s1", "addr1") // registered again: new lease
+	if _, err := Assign(ctx, cli, l, p, stale); !errors.Is(err, ErrConflict) {
+		t.Fatalf("Assign under a replaced lease: %v, want ErrConflict", err)
+	}
+	if _, err := Assign(ctx, cli, l, p, ServerRecord{ID: "s1", Address: "addr1"}); err == nil {
+		t.Fatal("Assign without a lease succeeded")
+	}
+	assigned, err := Assign(ctx, cli, l, p, fresh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := TabletRecord{Table: "t", ID: "l", End: []byte("m"), State: StateAssigned, Server: "s1", Lease: stale.Lease, Epoch: 2, Parent: "p"}
+	right := TabletRecord{Table: "t", ID: "r", Start: []byte("m"), State: StateAssigned, Server: "s1", Lease: stale.Lease, Epoch: 2, Parent: "p"}
+	if err := CommitSplit(ctx, cli, l, assigned.ModRevision, assigned.TabletRecord, left, right); !errors.Is(err, ErrConflict) {
+		t.Fatalf("CommitSplit under a replaced lease: %v, want ErrConflict", err)
+	}
+	left.Lease, right.Lease = fresh.Lease, fresh.Lease
+	if err := CommitSplit(ctx, cli, l, assigned.ModRevision, assigned.TabletRecord, left, right); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -2,6 +2,7 @@ package tabletserver
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,8 +68,14 @@ func TestFenceStopsWritesBeforeTheLeaseExpires(t *testing.T) {
 		t.Fatal("a fenced server loaded a tablet")
 	}
 
-	// Renewals resume: the server registers under a new lease and hands
-	// back the tablets etcd still assigned to it.
+	// The lease expires at etcd while renewals are stuck; when they
+	// resume, etcd says the lease is gone: the server drops its tablets,
+	// registers under a new lease and hands back the tablets etcd still
+	// assigned to it under the old one.
+	eventually(t, 10*time.Second, "the lease to expire at etcd", func() bool {
+		resp, err := e.cli.Get(e.ctx, key)
+		return err == nil && len(resp.Kvs) == 0
+	})
 	p.paused.Store(false)
 	eventually(t, 10*time.Second, "registration under a new lease", func() bool {
 		resp, err := e.cli.Get(e.ctx, key)
@@ -83,6 +90,81 @@ func TestFenceStopsWritesBeforeTheLeaseExpires(t *testing.T) {
 	if err != nil || len(rows) < 1 || string(rows[0].Key) != "before" {
 		t.Fatalf("after reassignment read %v, %v; want the acknowledged row", rowKeys(rows), err)
 	}
+}
+
+// A server that could not renew for a while (etcd unreachable or
+// restarting) pauses; if etcd still has its lease when renewals succeed
+// again, nobody can have been given its tablets, so it serves them again
+// at the same epoch, without re-registering or replaying.
+func TestPausedServerResumesWhenItsLeaseSurvived(t *testing.T) {
+	e := newEnv(t)
+	var p pauser
+	srv := e.start(func(o *Options) { o.PauseRenewals = p.fn })
+	c := e.dial(srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	if err := put(e.ctx, c, ref, "before", set("cf", "q", 1, "acked")); err != nil {
+		t.Fatal(err)
+	}
+	lease := clientv3.LeaseID(srv.leaseID.Load())
+	p.paused.Store(true)
+	eventually(t, 10*time.Second, "the pause", func() bool { return srv.Fences() == 1 && !srv.Serving() })
+	wantNotServing(t, "write while paused", put(e.ctx, c, ref, "during", set("cf", "q", 1, "x")), "users", "t1")
+	// etcd keeps the lease (here: someone else keeps it alive, as etcd
+	// does across a restart).
+	if _, err := e.cli.KeepAliveOnce(e.ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	p.paused.Store(false)
+	eventually(t, 10*time.Second, "serving again", srv.Serving)
+	if got := clientv3.LeaseID(srv.leaseID.Load()); got != lease {
+		t.Fatalf("the server moved to lease %x; want it to keep %x", got, lease)
+	}
+	if rec := e.tablet("t1"); rec.Epoch != 1 || rec.Server != srv.ID() || rec.Lease != int64(lease) {
+		t.Fatalf("tablet after the pause: %+v", rec.TabletRecord)
+	}
+	if err := put(e.ctx, c, ref, "after", set("cf", "q", 1, "acked")); err != nil {
+		t.Fatalf("write after resuming: %v", err)
+	}
+	rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("read after resuming: %v, %v; want after and before", rowKeys(rows), err)
+	}
+}
+
+// A load names an assignment made under a lease; a server that holds
+// another lease (it registered again since) refuses it, so a master's stale
+// view can never make it serve a tablet the master thinks a dead lease
+// owns.
+func TestLoadUnderAnotherLeaseIsRefused(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	c := e.dial(srv)
+	rec := e.assign("t1", nil, nil, srv, 1)
+	rec.Lease++
+	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(rec.Table, rec.ID), meta.EncodeTablet(rec)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema})
+	if err == nil || !strings.Contains(err.Error(), "lease") {
+		t.Fatalf("LoadTablet under another lease: %v, want a refusal naming the lease", err)
+	}
+}
+
+// An unload is the server's promise not to serve that epoch again: a load
+// of it arriving afterwards (sent before the unload, delayed) is refused.
+func TestLoadAfterUnloadOfTheSameEpochIsRefused(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	c := e.dial(srv)
+	rec := e.assign("t1", nil, nil, srv, 3)
+	ref := &tabulapb.TabletRef{Table: rec.Table, TabletId: rec.ID, Epoch: rec.Epoch}
+	if _, err := c.UnloadTablet(e.ctx, &tabulapb.UnloadTabletRequest{Tablet: ref}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema}); err == nil {
+		t.Fatal("a tablet unloaded at epoch 3 was loaded at epoch 3 again")
+	}
+	e.load(c, e.assign("t1", nil, nil, srv, 4)) // a new assignment loads
 }
 
 func TestLostLeaseFencesAtOnce(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -13,15 +14,28 @@ import (
 	"github.com/tabuladb/tabula/meta"
 )
 
-// Self-fencing (DESIGN.md §4). The server renews its lease itself with
-// KeepAliveOnce every TTL/3 and remembers when each successful renewal was
+// Self-fencing and riding out coordination outages (docs/OWNERSHIP.md).
+//
+// The server renews its lease itself with KeepAliveOnce every TTL/3 (every
+// tick while renewals fail) and remembers when each successful renewal was
 // SENT: etcd cannot expire the lease before sendTime+TTL. The server serves
-// only while now < lastSuccessfulSend + TTL - margin (margin = TTL/4); every
-// data call checks that bound against the monotonic clock, so requests stop
-// at the deadline even if the renewal loop is stuck. When the bound passes,
-// the loop fences: it drops and closes every tablet WITHOUT flushing (the
-// next owner replays their logs), then registers again under a new lease.
-
+// only while now < lastSuccessfulSend + TTL - margin (margin = TTL/4);
+// every data call checks that bound against the monotonic clock, so
+// requests stop at the deadline even if the renewal loop is stuck.
+//
+// When the bound passes the server PAUSES: it answers nothing and its
+// tablets take no writes, flushes or compactions (the write guard refuses),
+// but they stay open. What happens next depends on the lease, never on
+// time alone:
+//   - a renewal of the SAME lease succeeds (etcd was briefly unreachable,
+//     or restarted and kept its leases): nobody can have been given the
+//     tablets meanwhile, since the master hands a tablet on only after its
+//     owner's lease expired or the owner confirmed an unload; the server
+//     resumes serving them, with no reassignment and no replay;
+//   - etcd answers that the lease is gone: the tablets may be someone
+//     else's now. The server drops and closes them all WITHOUT flushing
+//     (the next owner replays their logs), then registers under a new
+//     lease, owning nothing.
 // sinceBase returns the monotonic time since the server's base instant.
 func (s *Server) sinceBase() time.Duration { return time.Since(s.base) }
 
@@ -48,8 +62,8 @@ func (s *Server) acknowledge(err error) error {
 func (s *Server) leaseMargin() time.Duration { return s.opts.LeaseTTL / 4 }
 
 // register grants a new lease, releases the tablets etcd still assigns to
-// this server's id (a newly registered server holds none), and puts
-// servers/<id> under the lease.
+// this server's id under another lease (a newly registered server holds
+// none), and puts servers/<id> under the lease.
 func (s *Server) register(ctx context.Context) error {
 	ttl := s.opts.LeaseTTL
 	sent := s.sinceBase()
@@ -58,41 +72,41 @@ func (s *Server) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.releaseAssignments(ctx); err != nil {
+	if err := s.releaseAssignments(ctx, int64(g.ID)); err != nil {
 		s.revoke(g.ID)
 		return err
 	}
-	rec := meta.ServerRecord{ID: s.id, Address: s.addr, StartTime: time.Now().UnixMicro()}
+	rec := meta.ServerRecord{ID: s.id, Address: s.addr, StartTime: time.Now().UnixMicro(), Lease: int64(g.ID)}
 	if _, err := s.etcd.Put(ctx, s.layout.ServerKey(s.id), meta.EncodeServer(rec), clientv3.WithLease(g.ID)); err != nil {
 		s.revoke(g.ID)
 		return err
 	}
 	s.leaseMu.Lock()
 	s.leaseID.Store(int64(g.ID))
-	s.fenced = false
+	s.fenced, s.abandoned = false, false
 	s.safeUntil.Store(int64(sent + ttl - s.leaseMargin()))
 	s.leaseMu.Unlock()
 	s.logger.Info("registered", "id", s.id, "address", s.addr, "lease", int64(g.ID))
 	return nil
 }
 
-// releaseAssignments marks every tablet etcd assigns to this server id as
-// unassigned, so the master gives it out again: a server that (re)registers
-// holds no tablets, and its previous incarnation's tablets must not wait for
-// a load that will never come.
-func (s *Server) releaseAssignments(ctx context.Context) error {
+// releaseAssignments marks every tablet etcd assigns to this server id
+// under another lease than lease as unassigned, so the master gives it out
+// again: a server that (re)registers holds no tablets (its previous
+// incarnation's were dropped by abandon, or died with the process), and they
+// must not wait for the old lease to expire. This is the owner's own
+// confirmation that it stopped serving them.
+func (s *Server) releaseAssignments(ctx context.Context, lease int64) error {
 	resp, err := s.etcd.Get(ctx, s.layout.AllTabletsPrefix(), clientv3.WithPrefix())
 	if err != nil {
 		return err
 	}
 	for _, kv := range resp.Kvs {
 		rec, err := meta.DecodeTablet(kv.Value)
-		if err != nil || rec.Server != s.id {
+		if err != nil || rec.Server != s.id || rec.Lease == lease {
 			continue
 		}
-		next := rec
-		next.State, next.Server, next.Address = meta.StateUnassigned, "", ""
-		_, err = meta.Update(ctx, s.etcd, s.layout, meta.VersionedTablet{TabletRecord: rec, ModRevision: kv.ModRevision}, next)
+		_, err = meta.Update(ctx, s.etcd, s.layout, meta.VersionedTablet{TabletRecord: rec, ModRevision: kv.ModRevision}, meta.Unassigned(rec))
 		if err != nil && !errors.Is(err, meta.ErrConflict) {
 			return err
 		}
@@ -102,7 +116,8 @@ func (s *Server) releaseAssignments(ctx context.Context) error {
 
 // renew sends one KeepAliveOnce for lease id; on success the lease is safe
 // until the send time plus the TTL (minus the margin), unless the server
-// fenced or moved to another lease meanwhile.
+// moved to another lease meanwhile. A paused server whose lease is renewed
+// resumes serving.
 func (s *Server) renew(ctx context.Context, id clientv3.LeaseID) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LeaseTTL-s.leaseMargin())
 	defer cancel()
@@ -117,8 +132,15 @@ func (s *Server) renew(ctx context.Context, id clientv3.LeaseID) error {
 	next := int64(sent + s.opts.LeaseTTL - s.leaseMargin())
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
-	if !s.fenced && clientv3.LeaseID(s.leaseID.Load()) == id && next > s.safeUntil.Load() {
+	if clientv3.LeaseID(s.leaseID.Load()) != id || s.abandoned {
+		return nil
+	}
+	if next > s.safeUntil.Load() && next > int64(s.sinceBase()) {
 		s.safeUntil.Store(next)
+		if s.fenced {
+			s.fenced = false
+			s.logger.Warn("lease renewed after a pause: serving again", "lease", int64(id))
+		}
 	}
 	return nil
 }
@@ -135,66 +157,76 @@ func (s *Server) revoke(id clientv3.LeaseID) {
 	}
 }
 
-// leaseLoop renews the lease, fences when renewals stop succeeding in
-// time, and registers again after a fence. It runs until ctx is done.
-// Renewals run in their own goroutines (owned by the loop) so a slow one
-// neither delays the fence check nor the next renewal.
+// leaseLoop renews the lease, pauses when renewals stop succeeding in time,
+// abandons the tablets when etcd says the lease is gone, and registers
+// again after that. It runs until ctx is done. Renewals run in their own
+// goroutines (owned by the loop) so a slow one neither delays the pause
+// check nor the next renewal; after a failed renewal the next one is sent
+// at the next tick instead of TTL/3 later, so a short etcd outage costs
+// little more than its length.
 func (s *Server) leaseLoop(ctx context.Context) {
 	ttl := s.opts.LeaseTTL
-	ticker := time.NewTicker(max(ttl/20, 10*time.Millisecond))
+	tick := max(ttl/20, 10*time.Millisecond)
+	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	var renewals sync.WaitGroup
 	defer renewals.Wait()
-	lost := make(chan struct{}, 1)
+	lost := make(chan clientv3.LeaseID, 1)
+	var failing atomic.Bool
+	var inflight atomic.Int32
 	lastRenew := s.sinceBase()
-	fenced := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-lost:
-			if !fenced {
-				s.fence("lease lost")
-				fenced = true
+		case id := <-lost:
+			if clientv3.LeaseID(s.leaseID.Load()) == id {
+				s.abandon("etcd says the lease is gone")
 			}
 			continue
 		case <-ticker.C:
 		}
 		paused := s.opts.PauseRenewals()
-		if fenced {
+		if s.isAbandoned() {
 			if paused {
 				continue
 			}
 			s.revoke(clientv3.LeaseID(s.leaseID.Swap(0)))
 			if err := s.register(ctx); err != nil {
-				s.logger.Warn("registering again after a fence", "err", err)
+				s.logger.Warn("registering again", "err", err)
 				continue
 			}
-			fenced = false
 			lastRenew = s.sinceBase()
 			continue
 		}
 		if !s.leaseSafe() {
-			s.fence("lease not renewed in time")
-			fenced = true
-			continue
+			s.pause("lease not renewed in time")
 		}
-		if paused || s.sinceBase()-lastRenew < ttl/3 {
+		due := ttl / 3
+		if failing.Load() || s.isPaused() {
+			due = tick
+		}
+		// At most a few renewals in flight: while etcd is unreachable each
+		// waits for its timeout.
+		if paused || s.sinceBase()-lastRenew < due || inflight.Load() >= 3 {
 			continue
 		}
 		lastRenew = s.sinceBase()
 		id := clientv3.LeaseID(s.leaseID.Load())
 		renewals.Add(1)
+		inflight.Add(1)
 		go func() {
 			defer renewals.Done()
+			defer inflight.Add(-1)
 			err := s.renew(ctx, id)
+			failing.Store(err != nil)
 			if err == nil || ctx.Err() != nil {
 				return
 			}
-			s.logger.Warn("renewing lease", "lease", int64(id), "err", err)
+			s.logger.Debug("renewing lease", "lease", int64(id), "err", err)
 			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 				select {
-				case lost <- struct{}{}:
+				case lost <- id:
 				default:
 				}
 			}
@@ -202,14 +234,44 @@ func (s *Server) leaseLoop(ctx context.Context) {
 	}
 }
 
-// fence stops serving at once: data calls fail from now on, and every
-// tablet is dropped and closed without flushing; nothing is written to
-// them again. Tablets being loaded or split notice the new generation and
-// do not install themselves.
-func (s *Server) fence(reason string) {
+func (s *Server) isPaused() bool {
 	s.leaseMu.Lock()
-	s.fenced = true
+	defer s.leaseMu.Unlock()
+	return s.fenced
+}
+
+func (s *Server) isAbandoned() bool {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	return s.abandoned
+}
+
+// pause stops serving at once, keeping the tablets open: data calls fail
+// and the write guard refuses flushes and compactions until a renewal of
+// the same lease succeeds.
+func (s *Server) pause(reason string) {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
 	s.safeUntil.Store(0)
+	if s.fenced {
+		return
+	}
+	s.fenced = true
+	s.fences.Add(1)
+	s.logger.Warn("paused: lease not known to be held", "reason", reason, "lease", s.leaseID.Load())
+}
+
+// abandon stops serving for good under the current lease: every tablet is
+// dropped and closed without flushing, and nothing is written to them
+// again. Tablets being loaded or split notice the new generation and do not
+// install themselves. The lease loop then registers under a new lease.
+func (s *Server) abandon(reason string) {
+	s.leaseMu.Lock()
+	s.safeUntil.Store(0)
+	if !s.fenced {
+		s.fences.Add(1)
+	}
+	s.fenced, s.abandoned = true, true
 	s.leaseMu.Unlock()
 	s.lifecycle.Lock()
 	defer s.lifecycle.Unlock()
@@ -220,9 +282,8 @@ func (s *Server) fence(reason string) {
 	s.mu.Unlock()
 	for _, h := range hs {
 		if err := h.t.Close(); err != nil {
-			s.logger.Warn("closing fenced tablet", "table", h.table, "tablet", h.id, "err", err)
+			s.logger.Warn("closing abandoned tablet", "table", h.table, "tablet", h.id, "err", err)
 		}
 	}
-	s.fences.Add(1)
-	s.logger.Warn("fenced: stopped serving", "reason", reason, "tablets", len(hs))
+	s.logger.Warn("lease lost: dropped every tablet", "reason", reason, "tablets", len(hs))
 }

@@ -53,9 +53,16 @@ type Server struct {
 	leaseMu   sync.Mutex
 	safeUntil atomic.Int64
 	leaseID   atomic.Int64
-	fenced    bool // set by fence, cleared by register
+	fenced    bool // paused: set by pause and abandon, cleared by a renewal or register
+	abandoned bool // the lease is gone: set by abandon, cleared by register
 
 	keys keyLocks // serializes load, unload and split of one tablet
+
+	// engines is every engine this process opened, by folder (openEngine).
+	engines struct {
+		sync.Mutex
+		m map[string]*tablet.Tablet
+	}
 
 	// lifecycle is held by fence and by Close's flushing, so a fence never
 	// races a flush.
@@ -65,8 +72,16 @@ type Server struct {
 	mu      sync.RWMutex
 	tablets map[string]*held                 // by tabletKey(table, id)
 	schemas map[string]*tabulapb.TableSchema // latest schema per table
-	gen     uint64                           // bumped by every fence
+	gen     uint64                           // bumped by every abandon
 	parents []splitParent                    // split parents whose folders wait for deletion
+	// unloaded is the highest epoch each tablet was unloaded at: loads at
+	// that epoch or below are refused. One entry per tablet ever unloaded
+	// by this process (a few dozen bytes each).
+	unloaded map[string]int64
+
+	// testHookSplitCommitted, set by tests, runs after a split's etcd
+	// commit and before the children are opened.
+	testHookSplitCommitted func(left, right meta.TabletRecord)
 
 	closed      atomic.Bool
 	serveWG     sync.WaitGroup // the gRPC Serve goroutine
@@ -109,9 +124,11 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		memory:  tablet.NewMemoryBudget(opts.MemtableSoftLimit, opts.MemtableHardLimit),
 		limiter: tablet.NewLimiter(opts.Compactions),
 		base:    time.Now(),
-		tablets: make(map[string]*held),
-		schemas: make(map[string]*tabulapb.TableSchema),
+		tablets:  make(map[string]*held),
+		schemas:  make(map[string]*tabulapb.TableSchema),
+		unloaded: make(map[string]int64),
 	}
+	s.engines.m = make(map[string]*tablet.Tablet)
 	s.lis, err = net.Listen("tcp", opts.ListenAddr)
 	if err != nil {
 		return nil, fmt.Errorf("tabletserver: listen on %s: %w", opts.ListenAddr, err)

@@ -82,8 +82,8 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	if err != nil {
 		return nil, err
 	}
-	if parent.Server != s.id || parent.Epoch != h.epoch {
-		return nil, fmt.Errorf("%w: etcd assigns tablet %s to %q at epoch %d", ErrNotAssigned, key, parent.Server, parent.Epoch)
+	if parent.Server != s.id || parent.Epoch != h.epoch || parent.Lease != s.leaseID.Load() {
+		return nil, fmt.Errorf("%w: etcd assigns tablet %s to %q at epoch %d under lease %x", ErrNotAssigned, key, parent.Server, parent.Epoch, parent.Lease)
 	}
 	left := parent.TabletRecord
 	left.ID, left.End = meta.NewTabletID(), row
@@ -92,6 +92,12 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	for _, c := range []*meta.TabletRecord{&left, &right} {
 		c.State, c.Server, c.Address, c.Epoch, c.Parent = meta.StateAssigned, s.id, s.addr, parent.Epoch+1, parent.ID
 	}
+	// Hold the children's key locks from before the commit until they are
+	// served: once the commit is visible the master may send LoadTablet for
+	// a child, which must find it held, not open a second engine on its
+	// folder.
+	defer s.keys.lock(tabletKey(left.Table, left.ID))()
+	defer s.keys.lock(tabletKey(right.Table, right.ID))()
 	leftDir, rightDir := s.tabletDir(h.table, left.ID), s.tabletDir(h.table, right.ID)
 	removeChildren := func() {
 		for _, d := range []string{leftDir, rightDir} {
@@ -128,6 +134,9 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 		return nil, fmt.Errorf("tabletserver: committing split of %s: %w", key, err)
 	}
 	s.logger.Info("split tablet", "tablet", key, "row", row, "left", left.ID, "right", right.ID)
+	if s.testHookSplitCommitted != nil {
+		s.testHookSplitCommitted(left, right)
+	}
 
 	// Open both children, then swap them for the parent in one step, so
 	// the served set never lacks the range.
@@ -140,7 +149,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 		if err != nil {
 			break
 		}
-		t, oerr := tablet.Open(s.engineOptions(c.dir, fams, c.rec.Start, c.rec.End))
+		t, oerr := s.openEngine(c.dir, fams, c.rec.Start, c.rec.End)
 		if oerr != nil {
 			err = fmt.Errorf("tabletserver: opening split child %s: %w", c.rec.ID, oerr)
 			break
@@ -210,9 +219,7 @@ func (s *Server) releaseChildren(ctx context.Context, children ...meta.TabletRec
 		if err != nil || vt.Server != s.id || vt.Epoch != c.Epoch {
 			continue
 		}
-		next := vt.TabletRecord
-		next.State, next.Server, next.Address = meta.StateUnassigned, "", ""
-		if _, err := meta.Update(ctx, s.etcd, s.layout, vt, next); err != nil {
+		if _, err := meta.Update(ctx, s.etcd, s.layout, vt, meta.Unassigned(vt.TabletRecord)); err != nil {
 			s.logger.Warn("releasing split child", "tablet", c.ID, "err", err)
 		}
 	}
@@ -245,7 +252,7 @@ func (s *Server) reopenParent(h *held, gen uint64) {
 		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
 		return
 	}
-	t, err := tablet.Open(s.engineOptions(h.dir, fams, vt.Start, vt.End))
+	t, err := s.openEngine(h.dir, fams, vt.Start, vt.End)
 	if err != nil {
 		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
 		return

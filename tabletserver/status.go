@@ -33,6 +33,9 @@ var (
 	// may or may not have replayed it. Clients retry it only if it is
 	// idempotent (UNAVAILABLE, not "not serving").
 	ErrOutcomeUnknown = errors.New("tabletserver: the lease ran out before the write was acknowledged; it may or may not have been applied")
+	// ErrAlreadyOpen means an engine of this server still has the
+	// tablet's folder open (a bug if it happens: one engine per folder).
+	ErrAlreadyOpen = errors.New("tabletserver: tablet folder already open")
 	// ErrClosed is returned by calls on a closed server.
 	ErrClosed = errors.New("tabletserver: closed")
 )

@@ -52,6 +52,29 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 	}
 }
 
+// openEngine opens the engine of the tablet in dir, refusing if an engine
+// of this process still has that folder open: two engines on one folder
+// would pick the same file numbers and overwrite each other's manifest
+// (one engine per folder is the in-process half of "one owner per tablet").
+func (s *Server) openEngine(dir string, fams []families.Family, start, end []byte) (*tablet.Tablet, error) {
+	s.engines.Lock()
+	defer s.engines.Unlock()
+	if t := s.engines.m[dir]; t != nil && !t.Closed() {
+		return nil, fmt.Errorf("%w: tablet folder %s is already open on this server", ErrAlreadyOpen, dir)
+	}
+	t, err := tablet.Open(s.engineOptions(dir, fams, start, end))
+	if err != nil {
+		return nil, err
+	}
+	for d, o := range s.engines.m {
+		if o.Closed() {
+			delete(s.engines.m, d)
+		}
+	}
+	s.engines.m[dir] = t
+	return t, nil
+}
+
 // writeGuard is every tablet's tablet.Options.Guard: once the lease is no
 // longer safe, another server may own the tablet and write its folder, so
 // background flushes and compactions that wake up before the lease loop
@@ -175,6 +198,14 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 		return fmt.Errorf("%w: etcd assigns tablet %s/%s to server %q at epoch %d, not to %q at epoch %d",
 			ErrNotAssigned, table, id, rec.Server, rec.Epoch, s.id, info.GetEpoch())
 	}
+	if lease := s.leaseID.Load(); rec.Lease != lease {
+		return fmt.Errorf("%w: tablet %s/%s is assigned here under lease %x, this server holds lease %x",
+			ErrNotAssigned, table, id, rec.Lease, lease)
+	}
+	if u, ok := s.unloadedEpoch(key); ok && rec.Epoch <= u {
+		return fmt.Errorf("%w: tablet %s/%s was unloaded here at epoch %d; epoch %d will not be served again",
+			ErrNotAssigned, table, id, u, rec.Epoch)
+	}
 
 	s.mu.Lock()
 	old := s.tablets[key]
@@ -194,7 +225,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 	}
 
 	dir := s.tabletDir(table, id)
-	t, err := tablet.Open(s.engineOptions(dir, fams, rec.Start, rec.End))
+	t, err := s.openEngine(dir, fams, rec.Start, rec.End)
 	if err != nil {
 		return fmt.Errorf("tabletserver: opening tablet %s: %w", key, err)
 	}
@@ -245,6 +276,13 @@ func (s *Server) unload(ctx context.Context, ref *tabulapb.TabletRef) error {
 	s.mu.Lock()
 	h := s.tablets[key]
 	if h == nil {
+		// Not held: remember the epoch anyway, so a load of it that is
+		// still on its way is refused. The master takes a successful
+		// unload as proof that this server will not serve the tablet at
+		// that epoch again (docs/OWNERSHIP.md).
+		if e := ref.GetEpoch(); e > 0 {
+			s.noteUnloadedLocked(key, e)
+		}
 		s.mu.Unlock()
 		return nil
 	}
@@ -253,6 +291,7 @@ func (s *Server) unload(ctx context.Context, ref *tabulapb.TabletRef) error {
 		return notServing(table, id, nil, fmt.Sprintf("held at epoch %d, not %d", h.epoch, ref.GetEpoch()))
 	}
 	delete(s.tablets, key)
+	s.noteUnloadedLocked(key, h.epoch)
 	s.mu.Unlock()
 
 	s.lifecycle.Lock()
@@ -267,6 +306,22 @@ func (s *Server) unload(ctx context.Context, ref *tabulapb.TabletRef) error {
 	}
 	s.logger.Info("unloaded tablet", "tablet", key, "epoch", h.epoch)
 	return nil
+}
+
+// noteUnloadedLocked records that key will not be served at epoch or
+// below again on this server. s.mu held.
+func (s *Server) noteUnloadedLocked(key string, epoch int64) {
+	if epoch > s.unloaded[key] {
+		s.unloaded[key] = epoch
+	}
+}
+
+// unloadedEpoch returns the highest epoch key was unloaded at.
+func (s *Server) unloadedEpoch(key string) (int64, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.unloaded[key]
+	return e, ok
 }
 
 // inside reports whether row lies strictly inside (start, end): a valid

@@ -236,6 +236,9 @@ func (t *Tablet) replay(st manifest.State) error {
 	return nil
 }
 
+// Closed reports whether Close has been called.
+func (t *Tablet) Closed() bool { return t.closed.Load() }
+
 // Range returns the tablet's row range [start, end); nil means unbounded.
 func (t *Tablet) Range() (start, end []byte) { return bytes.Clone(t.start), bytes.Clone(t.end) }
 
