@@ -120,10 +120,10 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s := &Server{
 		opts: opts, layout: opts.layout(), logger: opts.Logger, syncMode: syncMode,
-		cache:   sstable.NewCache(opts.CacheBytes),
-		memory:  tablet.NewMemoryBudget(opts.MemtableSoftLimit, opts.MemtableHardLimit),
-		limiter: tablet.NewLimiter(opts.Compactions),
-		base:    time.Now(),
+		cache:    sstable.NewCache(opts.CacheBytes),
+		memory:   tablet.NewMemoryBudget(opts.MemtableSoftLimit, opts.MemtableHardLimit),
+		limiter:  tablet.NewLimiter(opts.Compactions),
+		base:     time.Now(),
 		tablets:  make(map[string]*held),
 		schemas:  make(map[string]*tabulapb.TableSchema),
 		unloaded: make(map[string]int64),
