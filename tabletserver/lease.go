@@ -36,7 +36,7 @@ import (
 //     else's now. The server drops and closes them all WITHOUT flushing
 //     (the next owner replays their logs), then registers under a new
 //     lease, owning nothing.
-//
+
 // sinceBase returns the monotonic time since the server's base instant.
 func (s *Server) sinceBase() time.Duration { return time.Since(s.base) }
 
