@@ -3,8 +3,9 @@ package cell
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
+
+	"github.com/tabuladb/tabula/corruption"
 )
 
 // Kind says what an internal entry is. The numeric order matters: within a
@@ -50,8 +51,9 @@ type Key struct {
 	Kind      Kind
 }
 
-// ErrCorruptKey marks an encoded key that does not decode.
-var ErrCorruptKey = errors.New("cell: corrupt key")
+// ErrCorruptKey marks an encoded key that does not decode. It wraps
+// corruption.ErrCorrupt.
+var ErrCorruptKey = corruption.New("cell: corrupt key")
 
 // The encoded key is byte-comparable (bytes.Compare gives the read order),
 // so every layer below can treat keys as plain byte strings:

@@ -12,12 +12,14 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/corruption"
 )
 
 // Sentinel errors; check them with errors.Is.
 var (
-	// ErrCorrupt marks a value under the layout that does not decode.
-	ErrCorrupt = errors.New("meta: corrupt record")
+	// ErrCorrupt marks a value under the layout that does not decode. It
+	// wraps corruption.ErrCorrupt.
+	ErrCorrupt = corruption.New("meta: corrupt record")
 	// ErrConflict means a guarded transaction lost a race: the key changed
 	// since it was read. Re-read and retry, or give up.
 	ErrConflict = errors.New("meta: conflicting update")

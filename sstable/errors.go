@@ -3,12 +3,15 @@ package sstable
 import (
 	"errors"
 	"fmt"
+
+	"github.com/tabuladb/tabula/corruption"
 )
 
 var (
 	// ErrCorrupt marks every error caused by a damaged or malformed file.
-	// Such errors name the file and the block (kind and offset).
-	ErrCorrupt = errors.New("sstable: corrupt")
+	// Such errors name the file and the block (kind and offset). It wraps
+	// corruption.ErrCorrupt.
+	ErrCorrupt = corruption.New("sstable: corrupt")
 	// ErrKeyOrder is returned by Writer.Add for a key that is not strictly
 	// greater than the previous one.
 	ErrKeyOrder = errors.New("sstable: keys out of order")

@@ -1,6 +1,10 @@
 package tablet
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/tabuladb/tabula/corruption"
+)
 
 var (
 	// ErrUnknownFamily marks a request naming a family the table does not
@@ -19,8 +23,9 @@ var (
 	// (empty, or a single row).
 	ErrNoSplitKey = errors.New("tablet: no split key")
 	// ErrCorrupt marks damaged data found by the engine itself (a commit log
-	// record that does not decode, a manifest naming a bad file).
-	ErrCorrupt = errors.New("tablet: corrupt")
+	// record that does not decode, a manifest naming a bad file). It wraps
+	// corruption.ErrCorrupt.
+	ErrCorrupt = corruption.New("tablet: corrupt")
 	// ErrGuardRefused is wrapped, together with the guard's own error, by
 	// every error of an operation that Options.Guard refused (see guard.go).
 	ErrGuardRefused = errors.New("tablet: refused by the write guard")

@@ -10,12 +10,15 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/tabuladb/tabula/corruption"
 )
 
 // ErrCorrupt marks a damaged segment: a bad record that is not a torn tail of
 // the last segment, a bad segment header, or a missing segment. Errors
-// wrapping it name the file and the byte offset.
-var ErrCorrupt = errors.New("commitlog: corrupt record")
+// wrapping it name the file and the byte offset. It wraps
+// corruption.ErrCorrupt.
+var ErrCorrupt = corruption.New("commitlog: corrupt record")
 
 // ErrClosed is returned by calls on a closed Log.
 var ErrClosed = errors.New("commitlog: closed")

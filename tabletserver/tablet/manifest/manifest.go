@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/tabuladb/tabula/corruption"
 )
 
 // ErrCorrupt marks a MANIFEST that cannot be trusted: bad magic line,
 // unknown format version, checksum mismatch or an undecodable state. Errors
-// wrapping it name the file.
-var ErrCorrupt = errors.New("manifest: corrupt")
+// wrapping it name the file. It wraps corruption.ErrCorrupt.
+var ErrCorrupt = corruption.New("manifest: corrupt")
 
 // FileRef is one SSTable a tablet reads.
 type FileRef struct {
