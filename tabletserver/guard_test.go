@@ -27,7 +27,7 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(e.root, "guarded")
-	tb, err := tablet.Open(srv.engineOptions(dir, fams, nil, nil))
+	tb, err := tablet.Open(srv.engineOptions(dir, fams, nil, nil, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

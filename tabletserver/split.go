@@ -149,7 +149,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 		if err != nil {
 			break
 		}
-		t, oerr := s.openEngine(c.dir, fams, c.rec.Start, c.rec.End)
+		t, oerr := s.openEngine(c.dir, fams, c.rec.Start, c.rec.End, c.rec.Epoch)
 		if oerr != nil {
 			err = fmt.Errorf("tabletserver: opening split child %s: %w", c.rec.ID, oerr)
 			break
@@ -252,7 +252,7 @@ func (s *Server) reopenParent(h *held, gen uint64) {
 		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
 		return
 	}
-	t, err := s.openEngine(h.dir, fams, vt.Start, vt.End)
+	t, err := s.openEngine(h.dir, fams, vt.Start, vt.End, h.epoch)
 	if err != nil {
 		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
 		return

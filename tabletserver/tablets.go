@@ -41,9 +41,9 @@ func (s *Server) tabletDir(table, id string) string {
 }
 
 // engineOptions are the options of one tablet's engine on this server.
-func (s *Server) engineOptions(dir string, fams []families.Family, start, end []byte) tablet.Options {
+func (s *Server) engineOptions(dir string, fams []families.Family, start, end []byte, epoch int64) tablet.Options {
 	return tablet.Options{
-		Dir: dir, Families: fams, Start: nilIfEmpty(start), End: nilIfEmpty(end),
+		Dir: dir, Families: fams, Start: nilIfEmpty(start), End: nilIfEmpty(end), Epoch: epoch,
 		SyncMode: s.syncMode, MemtableSize: s.opts.MemtableSize,
 		Cache: s.cache, Memory: s.memory, Compactions: s.limiter,
 		DisableBackgroundWork: s.opts.DisableBackgroundWork,
@@ -56,13 +56,13 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 // of this process still has that folder open: two engines on one folder
 // would pick the same file numbers and overwrite each other's manifest
 // (one engine per folder is the in-process half of "one owner per tablet").
-func (s *Server) openEngine(dir string, fams []families.Family, start, end []byte) (*tablet.Tablet, error) {
+func (s *Server) openEngine(dir string, fams []families.Family, start, end []byte, epoch int64) (*tablet.Tablet, error) {
 	s.engines.Lock()
 	defer s.engines.Unlock()
 	if t := s.engines.m[dir]; t != nil && !t.Closed() {
 		return nil, fmt.Errorf("%w: tablet folder %s is already open on this server", ErrAlreadyOpen, dir)
 	}
-	t, err := tablet.Open(s.engineOptions(dir, fams, start, end))
+	t, err := tablet.Open(s.engineOptions(dir, fams, start, end, epoch))
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 	}
 
 	dir := s.tabletDir(table, id)
-	t, err := s.openEngine(dir, fams, rec.Start, rec.End)
+	t, err := s.openEngine(dir, fams, rec.Start, rec.End, rec.Epoch)
 	if err != nil {
 		return fmt.Errorf("tabletserver: opening tablet %s: %w", key, err)
 	}

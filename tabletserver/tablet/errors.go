@@ -29,4 +29,7 @@ var (
 	// ErrGuardRefused is wrapped, together with the guard's own error, by
 	// every error of an operation that Options.Guard refused (see guard.go).
 	ErrGuardRefused = errors.New("tablet: refused by the write guard")
+	// ErrNewerOwner means the tablet's folder holds a manifest written by a
+	// newer owner (a higher epoch) than the one opening it.
+	ErrNewerOwner = errors.New("tablet: a newer owner has written this tablet")
 )

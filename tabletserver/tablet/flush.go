@@ -155,7 +155,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	t.opts.Memory.release(im.m.bytes.Load())
 	// The flush is published; only the deletion of the log segments it
 	// covers is left. A refused deletion leaves them for a later flush.
-	if err := t.checkGuard("remove commit log segments"); err != nil {
+	if !t.mayDelete("remove commit log segments") {
 		return nil
 	}
 	if err := t.log.RemoveBefore(im.replayPoint); err != nil {

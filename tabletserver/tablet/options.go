@@ -62,11 +62,24 @@ type Options struct {
 	// is no longer safe (see guard.go). It must be cheap and safe for
 	// concurrent use. The default is nil: always allowed.
 	Guard func() error
+	// Epoch is the owner's epoch of the tablet (the tablet server passes
+	// the assignment's). With an epoch the engine is fenced against older
+	// owners that may still be running (docs/OWNERSHIP.md): it refuses to
+	// open a folder holding a manifest of a newer epoch, it names its
+	// manifest by the epoch and seals the log it replayed (a flush at open,
+	// so no older owner's late log writes are ever replayed), and it
+	// numbers new files from Epoch<<32 up, so they never collide with files
+	// an older owner is still writing. The default is 0: no fencing (one
+	// process owns the folder, as in tests and tools).
+	Epoch int64
 }
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Dir == "" {
 		return o, cell.Invalidf("tablet: Options.Dir is empty")
+	}
+	if o.Epoch < 0 || o.Epoch >= 1<<31 {
+		return o, cell.Invalidf("tablet: Options.Epoch %d is outside [0, 2^31)", o.Epoch)
 	}
 	if o.SyncMode > commitlog.SyncNone {
 		return o, cell.Invalidf("tablet: unknown sync mode %d", o.SyncMode)

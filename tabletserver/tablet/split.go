@@ -162,7 +162,7 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 		defer v.unref()
 		for _, c := range children {
 			guard := func() error { return t.checkGuard("write split child manifest") }
-			if err := writeChild(absParent, c.dir, c.start, c.end, v, lastSeq, nextFile, guard); err != nil {
+			if err := writeChild(absParent, c.dir, c.start, c.end, v, lastSeq, nextFile, t.opts.Epoch, guard); err != nil {
 				return err
 			}
 		}
@@ -171,7 +171,7 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 	if err != nil {
 		t.compactMu.Unlock()
 		for _, c := range children {
-			_ = os.Remove(filepath.Join(c.dir, "MANIFEST"))
+			_ = manifest.Remove(c.dir, t.opts.Epoch)
 		}
 		return err
 	}
@@ -183,8 +183,9 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 }
 
 // writeChild writes a split child's manifest referencing the parent's
-// files; guard is asked right before the manifest is saved.
-func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64, guard func() error) error {
+// files, at the parent's epoch (the child is opened at a later one, which
+// seals it); guard is asked right before the manifest is saved.
+func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64, epoch int64, guard func() error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("tablet: split: %w", err)
 	}
@@ -230,7 +231,7 @@ func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, n
 	if err := guard(); err != nil {
 		return err
 	}
-	if err := manifest.Save(dir, st); err != nil {
+	if err := manifest.SaveEpoch(dir, epoch, st); err != nil {
 		return fmt.Errorf("tablet: split: write child manifest: %w", err)
 	}
 	return nil

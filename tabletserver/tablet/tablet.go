@@ -104,9 +104,12 @@ func Open(opts Options) (_ *Tablet, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tablet: %w", err)
 	}
-	st, found, err := manifest.Load(opts.Dir)
+	st, mEpoch, found, err := manifest.LoadNewest(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
+	}
+	if found && mEpoch > opts.Epoch && opts.Epoch > 0 {
+		return nil, fmt.Errorf("%w: %s holds the manifest of epoch %d, newer than this owner's epoch %d", ErrNewerOwner, opts.Dir, mEpoch, opts.Epoch)
 	}
 	if !found {
 		st = manifest.State{NextFileNum: 1, RangeStart: opts.Start, RangeEnd: opts.End}
@@ -115,12 +118,15 @@ func Open(opts Options) (_ *Tablet, err error) {
 				return nil, fmt.Errorf("%w: create %s: %w", ErrGuardRefused, opts.Dir, gerr)
 			}
 		}
-		if err := manifest.Save(opts.Dir, st); err != nil {
+		if err := manifest.SaveEpoch(opts.Dir, opts.Epoch, st); err != nil {
 			return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
 		}
 	}
 	if st.NextFileNum == 0 {
 		st.NextFileNum = 1
+	}
+	if floor := uint64(opts.Epoch) << 32; st.NextFileNum < floor {
+		st.NextFileNum = floor // never a number an older owner may use
 	}
 	t := &Tablet{
 		opts: opts, dir: opts.Dir, logger: opts.Logger, clock: opts.Clock,
@@ -132,7 +138,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 	t.schema.Store(sch)
 	files := map[string][]*tableFile{}
 	defer func() {
-		if err != nil {
+		if err != nil && !t.closed.Load() { // a failed seal closed the tablet itself
 			if t.cur != nil {
 				t.cur.unref()
 			} else {
@@ -172,6 +178,12 @@ func Open(opts Options) (_ *Tablet, err error) {
 	t.visibleSeq.Store(t.lastSeq)
 	opts.Memory.register(t)
 	t.bgCtx, t.bgCancel = context.WithCancel(context.Background())
+	if opts.Epoch > 0 {
+		if err := t.seal(); err != nil {
+			_ = t.Close()
+			return nil, err
+		}
+	}
 	if !opts.DisableBackgroundWork {
 		t.wg.Add(2)
 		go t.flushLoop()
@@ -345,7 +357,7 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 	if err := t.checkGuard("save manifest"); err != nil {
 		return err
 	}
-	if err := manifest.Save(t.dir, st); err != nil {
+	if err := manifest.SaveEpoch(t.dir, t.opts.Epoch, st); err != nil {
 		return fmt.Errorf("tablet: save manifest: %w", err)
 	}
 	t.replayPoint, t.flushedSeq = st.ReplayPoint, st.LastSeq

@@ -34,7 +34,7 @@ func (f *tableFile) unref() {
 	if f.obsolete.Load() && f.own {
 		// Another owner's manifest may list the file (see guard.go): leave
 		// it behind when the guard refuses.
-		if f.t.checkGuard("remove obsolete sstable") != nil {
+		if !f.t.mayDelete("remove obsolete sstable") {
 			return
 		}
 		if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {

@@ -8,7 +8,9 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/tabuladb/tabula/corruption"
 )
@@ -60,10 +62,7 @@ type State struct {
 }
 
 // File names inside the tablet folder.
-const (
-	FileName = "MANIFEST"
-	tempName = "MANIFEST.tmp"
-)
+const FileName = "MANIFEST"
 
 // MANIFEST layout (text, so operators can read it):
 //
@@ -179,29 +178,92 @@ func (s *State) check() error {
 	return nil
 }
 
-// Load reads <dir>/MANIFEST. A missing file gives the zero State, false and
-// no error; a damaged one an error wrapping ErrCorrupt that names the file.
-// A leftover MANIFEST.tmp (a Save cut short by a crash) is ignored.
-func Load(dir string) (State, bool, error) {
-	path := filepath.Join(dir, FileName)
-	b, err := os.ReadFile(path)
+// Manifest files are named by the epoch of the owner that wrote them
+// (docs/OWNERSHIP.md): MANIFEST-<epoch> in decimal, and plain MANIFEST for
+// epoch 0 (engines opened without an owner epoch, and tablets written
+// before epochs were recorded). The newest epoch wins. An owner that lost
+// its tablet (a zombie that wakes after its lease expired) can still
+// rewrite its own MANIFEST-<old epoch>, but nobody reads it again once the
+// next owner has written MANIFEST-<new epoch>.
+
+// Name returns the manifest file name of epoch.
+func Name(epoch int64) string {
+	if epoch <= 0 {
+		return FileName
+	}
+	return FileName + "-" + strconv.FormatInt(epoch, 10)
+}
+
+// parseName returns the epoch of a manifest file name.
+func parseName(name string) (int64, bool) {
+	if name == FileName {
+		return 0, true
+	}
+	rest, ok := strings.CutPrefix(name, FileName+"-")
+	if !ok || rest == "" || rest[0] == '0' {
+		return 0, false
+	}
+	e, err := strconv.ParseInt(rest, 10, 64)
+	return e, err == nil && e > 0
+}
+
+// Epochs lists the epochs of the manifests in dir, ascending; none (and
+// no error) when dir does not exist.
+func Epochs(dir string) ([]int64, error) {
+	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return State{}, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return State{}, false, fmt.Errorf("manifest: %w", err)
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	var out []int64
+	for _, e := range entries {
+		if ep, ok := parseName(e.Name()); ok && e.Type().IsRegular() {
+			out = append(out, ep)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// Load reads the newest manifest in dir. A folder without one gives the
+// zero State, false and no error; a damaged newest manifest an error
+// wrapping ErrCorrupt that names the file (an older one is never used in
+// its place). Leftover temporary files (a Save cut short by a crash) are
+// ignored.
+func Load(dir string) (State, bool, error) {
+	s, _, found, err := LoadNewest(dir)
+	return s, found, err
+}
+
+// LoadNewest is Load that also returns the epoch of the manifest read.
+func LoadNewest(dir string) (State, int64, bool, error) {
+	epochs, err := Epochs(dir)
+	if err != nil || len(epochs) == 0 {
+		return State{}, 0, false, err
+	}
+	epoch := epochs[len(epochs)-1]
+	path := filepath.Join(dir, Name(epoch))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return State{}, 0, false, fmt.Errorf("manifest: %w", err)
 	}
 	s, err := decode(path, b)
 	if err != nil {
-		return State{}, false, err
+		return State{}, 0, false, err
 	}
-	return s, true, nil
+	return s, epoch, true, nil
 }
 
-// Save replaces <dir>/MANIFEST with s: it writes MANIFEST.tmp, fsyncs it,
-// renames it over MANIFEST and fsyncs dir. After a crash at any instant Load
-// yields the old or the new state. dir must exist.
-func Save(dir string, s State) error {
+// Save replaces <dir>/MANIFEST (epoch 0) with s; see SaveEpoch.
+func Save(dir string, s State) error { return SaveEpoch(dir, 0, s) }
+
+// SaveEpoch replaces the manifest of epoch in dir with s: it writes a
+// temporary file of that epoch, fsyncs it, renames it over the manifest
+// and fsyncs dir. After a crash at any instant Load yields the old or the
+// new state. dir must exist.
+func SaveEpoch(dir string, epoch int64, s State) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("manifest: refusing to save: %w", err)
 	}
@@ -209,17 +271,48 @@ func Save(dir string, s State) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, tempName)
+	name := Name(epoch)
+	tmp := filepath.Join(dir, name+".tmp")
 	if err := writeSynced(tmp, b); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("manifest: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, FileName)); err != nil {
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("manifest: %w", err)
 	}
 	if err := syncDir(dir); err != nil {
 		return fmt.Errorf("manifest: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// RemoveOlder deletes the manifests of epochs below epoch (and their
+// leftover temporary files), once the manifest of epoch is durable.
+func RemoveOlder(dir string, epoch int64) error {
+	epochs, err := Epochs(dir)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, e := range epochs {
+		if e >= epoch {
+			continue
+		}
+		for _, n := range []string{Name(e), Name(e) + ".tmp"} {
+			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("manifest: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Remove deletes the manifest of epoch in dir, if any.
+func Remove(dir string, epoch int64) error {
+	err := os.Remove(filepath.Join(dir, Name(epoch)))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("manifest: %w", err)
 	}
 	return nil
 }

@@ -42,7 +42,7 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(got, s) {
 				t.Fatalf("Load = %+v\nwant %+v", got, s)
 			}
-			if _, err := os.Stat(filepath.Join(dir, tempName)); !errors.Is(err, os.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(dir, FileName+".tmp")); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("MANIFEST.tmp left behind: %v", err)
 			}
 		})
@@ -102,7 +102,7 @@ func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 		t.Fatal(err)
 	}
 	for cut := 0; cut <= len(b); cut++ {
-		if err := os.WriteFile(filepath.Join(dir, tempName), b[:cut], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, FileName+".tmp"), b[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
 		got, found, err := Load(dir)
@@ -111,14 +111,14 @@ func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 		}
 	}
 	// The crash after the rename (before the folder fsync): the new state.
-	if err := os.Rename(filepath.Join(dir, tempName), filepath.Join(dir, FileName)); err != nil {
+	if err := os.Rename(filepath.Join(dir, FileName+".tmp"), filepath.Join(dir, FileName)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := Load(dir); err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("after rename: %+v, %v", got, err)
 	}
 	// A leftover tmp does not disturb the next Save.
-	os.WriteFile(filepath.Join(dir, tempName), []byte("garbage"), 0o644)
+	os.WriteFile(filepath.Join(dir, FileName+".tmp"), []byte("garbage"), 0o644)
 	if err := Save(dir, old); err != nil {
 		t.Fatal(err)
 	}
@@ -186,4 +186,51 @@ func TestWrongVersionAndMagic(t *testing.T) {
 func reseal(b []byte) []byte {
 	i := bytes.LastIndexByte(b[:len(b)-1], '\n')
 	return seal(bytes.Clone(b[:i+1]))
+}
+
+// The newest epoch's manifest wins; a zombie owner rewriting its older
+// epoch's manifest changes nothing a reader sees.
+func TestNewestEpochWins(t *testing.T) {
+	dir := t.TempDir()
+	old := State{NextFileNum: 1, ReplayPoint: 1}
+	if err := Save(dir, old); err != nil { // epoch 0: plain MANIFEST
+		t.Fatal(err)
+	}
+	if _, e, found, err := LoadNewest(dir); err != nil || !found || e != 0 {
+		t.Fatalf("LoadNewest = epoch %d, %v, %v", e, found, err)
+	}
+	sealed := State{NextFileNum: 7 << 32, ReplayPoint: 9}
+	if err := SaveEpoch(dir, 7, sealed); err != nil {
+		t.Fatal(err)
+	}
+	zombie := State{NextFileNum: 3, ReplayPoint: 5}
+	if err := SaveEpoch(dir, 6, zombie); err != nil {
+		t.Fatal(err)
+	}
+	got, e, found, err := LoadNewest(dir)
+	if err != nil || !found || e != 7 || got.ReplayPoint != 9 {
+		t.Fatalf("LoadNewest = %+v epoch %d %v %v; want epoch 7's", got, e, found, err)
+	}
+	if err := RemoveOlder(dir, 7); err != nil {
+		t.Fatal(err)
+	}
+	if es, err := Epochs(dir); err != nil || len(es) != 1 || es[0] != 7 {
+		t.Fatalf("after RemoveOlder: %v %v", es, err)
+	}
+	// Names that only look like manifests are ignored.
+	for _, n := range []string{"MANIFEST-", "MANIFEST-07", "MANIFEST-x", "MANIFEST-8.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("junk"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, e, _, err := LoadNewest(dir); err != nil || e != 7 {
+		t.Fatalf("with look-alike names: epoch %d, %v", e, err)
+	}
+	// A damaged newest manifest is an error, never a fallback to an older one.
+	if err := os.WriteFile(filepath.Join(dir, Name(9)), []byte("tabula-manifest 1\n{}\ncrc32c 00000000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := LoadNewest(dir); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("damaged newest manifest: %v, want ErrCorrupt", err)
+	}
 }
