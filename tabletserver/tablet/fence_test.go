@@ -69,3 +69,15 @@ func TestNewerOwnerNeverCollidesWithOrTrustsAnOlderOne(t *testing.T) {
 		t.Fatalf("opening at epoch 2 below a manifest of epoch 3: %v, want ErrNewerOwner", err)
 	}
 }
+
+// Family folders never take a manifest's name, whatever the epoch.
+func TestFamilyFoldersNeverShadowManifests(t *testing.T) {
+	for _, name := range []string{"MANIFEST", "MANIFEST.tmp", "MANIFEST-7", "MANIFEST-7.tmp", "log", ".", ".."} {
+		if got := familyFolder(name); got != "~"+name {
+			t.Errorf("familyFolder(%q) = %q, want %q", name, got, "~"+name)
+		}
+	}
+	if got := familyFolder("cf"); got != "cf" {
+		t.Errorf("familyFolder(cf) = %q", got)
+	}
+}

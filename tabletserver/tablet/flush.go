@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/tabuladb/tabula/families"
@@ -243,11 +244,12 @@ func syncDir(dir string) error {
 
 // familyFolder returns the folder of a family's SSTables: its name, except
 // for names that would clash with the tablet's own entries or climb out of
-// the folder ("." "..", "log", "MANIFEST", "MANIFEST.tmp"), which get a "~"
+// the folder ("." "..", "log", and every name starting with "MANIFEST", the
+// manifests of each epoch and their temporary files), which get a "~"
 // prefix ("~" is not allowed in family names, so nothing collides).
 func familyFolder(name string) string {
-	switch name {
-	case ".", "..", logDirName, "MANIFEST", "MANIFEST.tmp":
+	switch {
+	case name == "." || name == ".." || name == logDirName || strings.HasPrefix(name, manifest.FileName):
 		return "~" + name
 	}
 	return name
