@@ -10,6 +10,11 @@
 // the tablet id and epoch, so a fresher entry another goroutine just
 // stored survives), and the next Locate asks the master again.
 //
+// A caller that has waited too long on a silent server asks Relocate
+// whether the tablet has moved meanwhile: it bypasses the cached entry,
+// and concurrent or recent relocates of one tablet share one lookup, so
+// that many callers stuck on one paused server do not flood the masters.
+//
 //	loc, err := locator.New([]string{"127.0.0.1:7000", "127.0.0.1:7001"}, locator.Options{})
 //	if err != nil { ... }
 //	defer loc.Close()

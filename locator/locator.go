@@ -31,6 +31,11 @@ type Options struct {
 	// hangs does not keep the lookup from trying the next one. The default
 	// is 5s.
 	CallTimeout time.Duration
+	// RelocateInterval is how long a Relocate answer about one tablet is
+	// reused: callers that all wait on the same silent server share one
+	// lookup per interval instead of sending one each. Negative: every
+	// Relocate asks a master. The default is 250ms.
+	RelocateInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -39,6 +44,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 5 * time.Second
+	}
+	if o.RelocateInterval == 0 {
+		o.RelocateInterval = 250 * time.Millisecond
 	}
 	o.Backoff = o.Backoff.withDefaults()
 	return o
@@ -52,6 +60,10 @@ type Locator struct {
 	conns   []*grpc.ClientConn // owned; closed by Close
 	cache   *cache
 	flight  flight
+	// recent holds Relocate answers for reuse.
+	recent relocations
+	// now is the clock of RelocateInterval; tests replace it.
+	now func() time.Time
 	// cur is the index of the master that answered last; calls start there.
 	cur     atomic.Int32
 	lookups atomic.Int64
@@ -97,7 +109,7 @@ func New(addrs []string, opts Options) (_ *Locator, err error) {
 // NewWithClients returns a Locator asking the given master clients, which
 // it does not own (Close leaves their connections open).
 func NewWithClients(masters []tabulapb.MasterClient, opts Options) *Locator {
-	return &Locator{opts: opts.withDefaults(), masters: masters, cache: newCache()}
+	return &Locator{opts: opts.withDefaults(), masters: masters, cache: newCache(), now: time.Now}
 }
 
 // Close closes the connections New made. It is idempotent.
@@ -194,23 +206,9 @@ func (l *Locator) Locate(ctx context.Context, table string, row []byte) (Tablet,
 		}
 		var t Tablet
 		err := l.retryMaster(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
-			l.lookups.Add(1)
-			p, err := m.LocateTablet(ctx, &tabulapb.LocateTabletRequest{Table: table, RowKey: row})
-			if err != nil {
-				return err
-			}
-			t = TabletFromProto(p)
-			if t.Table == "" {
-				t.Table = table
-			}
-			if !t.Contains(row) {
-				return status.Errorf(codes.Internal, "locator: master answered tablet %s [%q, %q) for row %q", t.ID, t.Start, t.End, row)
-			}
-			l.cache.insert(t)
-			if !t.Assigned() {
-				return fmt.Errorf("%w: %s tablet %s", ErrUnassigned, table, t.ID)
-			}
-			return nil
+			var err error
+			t, err = l.lookupRow(ctx, m, table, row)
+			return err
 		})
 		if err != nil {
 			return []Tablet{t}, err
@@ -221,6 +219,29 @@ func (l *Locator) Locate(ctx context.Context, table string, row []byte) (Tablet,
 		return Tablet{}, err
 	}
 	return ts[0], err
+}
+
+// lookupRow asks master m for the tablet of table holding row and caches
+// the answer. An unassigned tablet is returned with an error wrapping
+// ErrUnassigned.
+func (l *Locator) lookupRow(ctx context.Context, m tabulapb.MasterClient, table string, row []byte) (Tablet, error) {
+	l.lookups.Add(1)
+	p, err := m.LocateTablet(ctx, &tabulapb.LocateTabletRequest{Table: table, RowKey: row})
+	if err != nil {
+		return Tablet{}, err
+	}
+	t := TabletFromProto(p)
+	if t.Table == "" {
+		t.Table = table
+	}
+	if !t.Contains(row) {
+		return Tablet{}, status.Errorf(codes.Internal, "locator: master answered tablet %s [%q, %q) for row %q", t.ID, t.Start, t.End, row)
+	}
+	l.cache.insert(t)
+	if !t.Assigned() {
+		return t, fmt.Errorf("%w: %s tablet %s", ErrUnassigned, table, t.ID)
+	}
+	return t, nil
 }
 
 // LocateRange returns the tablets of table overlapping [start, end) (end

@@ -56,3 +56,9 @@ func (t Tablet) endsBefore(key []byte) bool {
 func (t Tablet) overlaps(u Tablet) bool {
 	return !t.endsBefore(u.Start) && !u.endsBefore(t.Start)
 }
+
+// sameLocation reports whether t and u are the same tablet at the same
+// epoch on the same server.
+func (t Tablet) sameLocation(u Tablet) bool {
+	return t.Table == u.Table && t.ID == u.ID && t.Epoch == u.Epoch && t.Address == u.Address
+}
