@@ -83,10 +83,15 @@ type Server struct {
 	// commit and before the children are opened.
 	testHookSplitCommitted func(left, right meta.TabletRecord)
 
+	failWG   sync.WaitGroup // retire goroutines of failed tablets
+	failures atomic.Int64   // tablets retired after a failure
+
 	closed      atomic.Bool
 	serveWG     sync.WaitGroup // the gRPC Serve goroutine
 	splitCancel context.CancelFunc
 	splitWG     sync.WaitGroup // the split loop
+	watchCancel context.CancelFunc
+	watchWG     sync.WaitGroup // the assignment watch
 	leaseCancel context.CancelFunc
 	leaseWG     sync.WaitGroup // the lease loop
 	closeOnce   sync.Once
@@ -179,6 +184,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		defer s.leaseWG.Done()
 		s.leaseLoop(leaseCtx)
 	}()
+	watchCtx, watchCancel := context.WithCancel(context.Background())
+	s.watchCancel = watchCancel
+	s.watchWG.Add(1)
+	go func() {
+		defer s.watchWG.Done()
+		s.watchAssignments(watchCtx)
+	}()
 	splitCtx, splitCancel := context.WithCancel(context.Background())
 	s.splitCancel = splitCancel
 	if opts.SplitCheckInterval > 0 {
@@ -239,6 +251,11 @@ func (s *Server) Close() error {
 		s.serveWG.Wait()
 		s.splitCancel()
 		s.splitWG.Wait()
+		s.watchCancel()
+		s.watchWG.Wait()
+		s.mu.Lock() // no retire or drop starts after this
+		s.mu.Unlock()
+		s.failWG.Wait()
 
 		var errs []error
 		s.lifecycle.Lock()

@@ -2,8 +2,10 @@ package tablet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
@@ -59,4 +61,18 @@ func (t *Tablet) mayDelete(what string) bool {
 		return false
 	}
 	return true
+}
+
+// failed records that the commit log or the manifest could not be written
+// and tells the owner, once (Options.OnFailure). Call it without locks.
+func (t *Tablet) failed(err error) {
+	if errors.Is(err, commitlog.ErrClosed) || t.closed.Load() {
+		return // closing, not failing
+	}
+	t.failOnce.Do(func() {
+		t.logger.Error("tablet failed: it takes no more writes", "dir", t.dir, "err", err)
+		if t.opts.OnFailure != nil {
+			t.opts.OnFailure(err)
+		}
+	})
 }

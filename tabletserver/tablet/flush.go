@@ -56,7 +56,9 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
 		if err != nil {
 			t.failErr = err
 			t.commitMu.Unlock()
-			return fmt.Errorf("tablet: rotate commit log: %w", err)
+			err = fmt.Errorf("tablet: rotate commit log: %w", err)
+			t.failed(err)
+			return err
 		}
 		im := &immutable{m: t.mem, replayPoint: seg, lastSeq: t.lastSeq}
 		t.mu.Lock()

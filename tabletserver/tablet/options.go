@@ -62,6 +62,13 @@ type Options struct {
 	// is no longer safe (see guard.go). It must be cheap and safe for
 	// concurrent use. The default is nil: always allowed.
 	Guard func() error
+	// OnFailure, when set, is called once, the first time the tablet's
+	// commit log or manifest cannot be written (an I/O error, a full
+	// disk): from then on the tablet takes no writes and cannot flush, so
+	// its owner should take it out of service and let the next owner
+	// replay its log. It is called without engine locks held and must not
+	// block. Write-guard refusals are not failures. The default is nil.
+	OnFailure func(error)
 	// Epoch is the owner's epoch of the tablet (the tablet server passes
 	// the assignment's). With an epoch the engine is fenced against older
 	// owners that may still be running (docs/OWNERSHIP.md): it refuses to

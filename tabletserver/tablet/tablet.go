@@ -53,6 +53,7 @@ type Tablet struct {
 	commitMu sync.Mutex
 	lastSeq  uint64 // highest sequence number assigned
 	failErr  error  // set when the log failed: the tablet takes no more writes
+	failOnce sync.Once
 
 	// mu protects the read state below; held only briefly, never over I/O.
 	mu  sync.Mutex
@@ -358,7 +359,9 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 		return err
 	}
 	if err := manifest.SaveEpoch(t.dir, t.opts.Epoch, st); err != nil {
-		return fmt.Errorf("tablet: save manifest: %w", err)
+		err = fmt.Errorf("tablet: save manifest: %w", err)
+		t.failed(err)
+		return err
 	}
 	t.replayPoint, t.flushedSeq = st.ReplayPoint, st.LastSeq
 	for _, f := range obsolete {

@@ -147,7 +147,9 @@ func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
 	if err != nil {
 		t.failErr = err
 		t.commitMu.Unlock()
-		return fmt.Errorf("tablet: write commit log: %w", err)
+		err = fmt.Errorf("tablet: write commit log: %w", err)
+		t.failed(err)
+		return err
 	}
 	t.lastSeq = b.seq
 	mem := t.mem
@@ -161,7 +163,9 @@ func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
 			t.failErr = err
 		}
 		t.commitMu.Unlock()
-		return fmt.Errorf("tablet: sync commit log: %w", err)
+		err = fmt.Errorf("tablet: sync commit log: %w", err)
+		t.failed(err)
+		return err
 	}
 	for {
 		v := t.visibleSeq.Load()

@@ -1,0 +1,153 @@
+package tabletserver
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/tabuladb/tabula/meta"
+)
+
+// A server that learns a tablet of its was handed on stops serving it at
+// once (docs/OWNERSHIP.md). The master's protocol already makes sure it
+// hands a tablet on only after its owner stopped; this watch is the second
+// line: if etcd ever names another owner or a newer epoch for a tablet
+// held here (an operator's edit, a bug, a lost unload), or deletes it, the
+// server drops the tablet without flushing instead of serving it next to
+// the new owner.
+//
+// Each server watches the whole tablets/ prefix and filters locally: one
+// watch stream per server, events proportional to assignment changes in
+// the cluster (not to data traffic). The initial read and the read after a
+// broken watch are O(tablets), like the master's.
+
+// watchAssignments runs until ctx is done.
+func (s *Server) watchAssignments(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		rev, err := s.checkAssignments(ctx)
+		if err == nil {
+			backoff = 100 * time.Millisecond
+			err = s.followAssignments(ctx, rev+1)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			s.logger.Debug("watching assignments", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// checkAssignments compares every held tablet with etcd and returns the
+// revision read.
+func (s *Server) checkAssignments(ctx context.Context) (int64, error) {
+	resp, err := s.etcd.Get(ctx, s.layout.AllTabletsPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return 0, err
+	}
+	recs := make(map[string]*meta.TabletRecord, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		if r, err := meta.DecodeTablet(kv.Value); err == nil {
+			recs[tabletKey(r.Table, r.ID)] = &r
+		}
+	}
+	for _, h := range s.heldTablets("") {
+		s.checkHeld(h, recs[tabletKey(h.table, h.id)])
+	}
+	return resp.Header.Revision, nil
+}
+
+// followAssignments applies watch events from rev until the watch ends.
+func (s *Server) followAssignments(ctx context.Context, rev int64) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	for wr := range s.etcd.Watch(wctx, s.layout.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev)) {
+		if err := wr.Err(); err != nil {
+			return err
+		}
+		for _, ev := range wr.Events {
+			table, id, ok := s.layout.TabletFromKey(string(ev.Kv.Key))
+			if !ok {
+				continue
+			}
+			s.mu.RLock()
+			h := s.tablets[tabletKey(table, id)]
+			s.mu.RUnlock()
+			if h == nil {
+				continue
+			}
+			var rec *meta.TabletRecord
+			if ev.Type == clientv3.EventTypePut {
+				r, err := meta.DecodeTablet(ev.Kv.Value)
+				if err != nil {
+					continue
+				}
+				rec = &r
+			}
+			s.checkHeld(h, rec)
+		}
+	}
+	return ctx.Err()
+}
+
+// checkHeld drops h if rec (nil: the key is gone) hands it on: a newer
+// epoch, or the same epoch without this server. A tablet being split is
+// left to the split, which deletes its key itself.
+func (s *Server) checkHeld(h *held, rec *meta.TabletRecord) {
+	if h.splitting.Load() {
+		return
+	}
+	var reason string
+	switch {
+	case rec == nil:
+		reason = "its etcd record is gone"
+	case rec.Epoch > h.epoch:
+		reason = "etcd assigns it at a newer epoch"
+	case rec.Epoch == h.epoch && rec.Server != s.id:
+		reason = "etcd assigns it to another server"
+	default:
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() || s.tablets[tabletKey(h.table, h.id)] != h {
+		return
+	}
+	s.failWG.Add(1)
+	go func() {
+		defer s.failWG.Done()
+		s.drop(h, reason, rec)
+	}()
+}
+
+// drop stops serving h without flushing (another owner may be writing its
+// folder) and never serves its epoch again.
+func (s *Server) drop(h *held, reason string, rec *meta.TabletRecord) {
+	key := tabletKey(h.table, h.id)
+	unlock := s.keys.lock(key)
+	defer unlock()
+	s.mu.Lock()
+	if s.tablets[key] != h || h.splitting.Load() {
+		s.mu.Unlock()
+		return
+	}
+	delete(s.tablets, key)
+	s.noteUnloadedLocked(key, h.epoch)
+	s.mu.Unlock()
+	if err := h.t.Close(); err != nil {
+		s.logger.Debug("closing a tablet handed on", "tablet", key, "err", err)
+	}
+	args := []any{"tablet", key, "epoch", h.epoch, "reason", reason}
+	if rec != nil {
+		args = append(args, "etcd_server", rec.Server, "etcd_epoch", rec.Epoch)
+	}
+	s.logger.Warn("stopped serving a tablet etcd hands on", args...)
+}
