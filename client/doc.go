@@ -20,7 +20,10 @@
 // Errors are gRPC status errors carrying the server's message; inspect
 // them with status.Code: NOT_FOUND (no such table or family),
 // INVALID_ARGUMENT (bad request), RESOURCE_EXHAUSTED (back-pressure),
-// UNAVAILABLE, DEADLINE_EXCEEDED or CANCELED.
+// UNAVAILABLE (transient), DEADLINE_EXCEEDED or CANCELED; INTERNAL means
+// a server found damaged data (the message names the file) and UNKNOWN a
+// failure it could not classify, whose write may or may not have been
+// applied. Neither of the last two is retried.
 //
 // Retries follow DESIGN.md §5: reads are always retried; a mutation is
 // retried after UNAVAILABLE or RESOURCE_EXHAUSTED only when it is

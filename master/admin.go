@@ -21,7 +21,7 @@ import (
 // then lets the assignment loop place the tablets.
 func (m *Master) CreateTable(ctx context.Context, req *tabulapb.CreateTableRequest) (*tabulapb.TableSchema, error) {
 	s, err := m.createTable(ctx, req)
-	return s, toStatus(err)
+	return s, toStatus(ctx, err)
 }
 
 func (m *Master) createTable(ctx context.Context, req *tabulapb.CreateTableRequest) (*tabulapb.TableSchema, error) {
@@ -68,7 +68,7 @@ func (m *Master) createTable(ctx context.Context, req *tabulapb.CreateTableReque
 // schema and the tablets in one transaction, and removes its files when
 // Options.StorageRoot is set.
 func (m *Master) DeleteTable(ctx context.Context, req *tabulapb.DeleteTableRequest) (*tabulapb.DeleteTableResponse, error) {
-	return &tabulapb.DeleteTableResponse{}, toStatus(m.deleteTable(ctx, req.GetTable()))
+	return &tabulapb.DeleteTableResponse{}, toStatus(ctx, m.deleteTable(ctx, req.GetTable()))
 }
 
 func (m *Master) deleteTable(ctx context.Context, name string) error {
@@ -149,7 +149,7 @@ func (m *Master) AddFamily(ctx context.Context, req *tabulapb.FamilyRequest) (*t
 		sortFamilies(s)
 		return nil
 	})
-	return s, toStatus(err)
+	return s, toStatus(ctx, err)
 }
 
 // ModifyFamily replaces a family's settings (NOT_FOUND if absent).
@@ -166,7 +166,7 @@ func (m *Master) ModifyFamily(ctx context.Context, req *tabulapb.FamilyRequest) 
 		s.Families[i] = f
 		return nil
 	})
-	return s, toStatus(err)
+	return s, toStatus(ctx, err)
 }
 
 // DeleteFamily removes a family (NOT_FOUND if absent); the tablet servers
@@ -183,7 +183,7 @@ func (m *Master) DeleteFamily(ctx context.Context, req *tabulapb.DeleteFamilyReq
 		s.Families = append(s.Families[:i], s.Families[i+1:]...)
 		return nil
 	})
-	return s, toStatus(err)
+	return s, toStatus(ctx, err)
 }
 
 // changeFamilies applies change to the stored schema (guarded by its

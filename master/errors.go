@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/corruption"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -39,30 +41,79 @@ func notReadyf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrNotReady, fmt.Sprintf(format, args...))
 }
 
-// toStatus is the one place where master errors become gRPC status errors.
-func toStatus(err error) error {
+// toStatus is the one place where master errors become gRPC status
+// errors. ctx is the call's context, to tell its own end from a timeout
+// the master set on etcd or on a tablet server. The codes:
+//
+//   - INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS: the request is wrong.
+//   - UNAVAILABLE: retry, here or at another master: not the leader, not
+//     ready (no server yet), a guarded etcd update lost a race, closed,
+//     etcd unreachable or timed out, or a deadline the master set on a
+//     dependency (not the caller's) passed. Like a tablet server's
+//     UNAVAILABLE, an admin change answered this way may or may not have
+//     been made.
+//   - INTERNAL: a corrupt etcd record (corruption.ErrCorrupt); retrying
+//     reads the same record, an operator has to look.
+//   - UNKNOWN: anything not classified above. It is not retried: the
+//     master cannot say whether retrying helps, nor whether a change was
+//     made. (It used to be UNAVAILABLE, which had clients retry faults
+//     that do not go away.)
+//   - CANCELED, DEADLINE_EXCEEDED: only when the caller's own context
+//     ended.
+//
+// A tablet server's answer passed through keeps its code and details,
+// except a timeout the master set on the call, which is UNAVAILABLE.
+func toStatus(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok {
+	code := codeOf(ctx, err)
+	if st, ok := status.FromError(err); ok && st.Code() == code {
 		return err // already a status, e.g. passed through from a tablet server
 	}
-	var code codes.Code
-	switch {
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return status.FromContextError(err).Err()
-	case errors.Is(err, cell.ErrInvalid):
-		code = codes.InvalidArgument
-	case errors.Is(err, ErrNotFound), errors.Is(err, meta.ErrNotFound):
-		code = codes.NotFound
-	case errors.Is(err, ErrExists):
-		code = codes.AlreadyExists
-	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotReady), errors.Is(err, meta.ErrConflict), errors.Is(err, ErrClosed):
-		code = codes.Unavailable
-	case errors.Is(err, meta.ErrCorrupt):
-		code = codes.Internal
-	default:
-		code = codes.Unavailable // etcd or network trouble
-	}
 	return status.Error(code, err.Error())
+}
+
+// codeOf classifies an error of a call under ctx; see toStatus.
+func codeOf(ctx context.Context, err error) codes.Code {
+	var etcdErr rpctypes.EtcdError
+	switch {
+	case err == nil:
+		return codes.OK
+	case isContextError(err) && ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Code()
+	case isContextError(err):
+		return codes.Unavailable // a deadline the master set, or shutdown
+	case errors.Is(err, cell.ErrInvalid):
+		return codes.InvalidArgument
+	case errors.Is(err, ErrNotFound), errors.Is(err, meta.ErrNotFound):
+		return codes.NotFound
+	case errors.Is(err, ErrExists):
+		return codes.AlreadyExists
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotReady), errors.Is(err, meta.ErrConflict), errors.Is(err, ErrClosed):
+		return codes.Unavailable
+	case errors.Is(err, corruption.ErrCorrupt):
+		return codes.Internal
+	case errors.As(err, &etcdErr):
+		// etcd's "no leader", "leader changed", "request timed out" are
+		// UNAVAILABLE; its other errors are not the caller's to retry.
+		if etcdErr.Code() == codes.Unavailable {
+			return codes.Unavailable
+		}
+		return codes.Unknown
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code() // a tablet server's answer, or an unreachable etcd
+	}
+	return codes.Unknown
+}
+
+// isContextError reports whether err is a context's end: the error itself
+// or a status made from one (a tablet server call that timed out).
+func isContextError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	return ok && (st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded)
 }

@@ -27,7 +27,7 @@ func (m *Master) ListTables(ctx context.Context, _ *tabulapb.ListTablesRequest) 
 	} else {
 		snap, err := m.readSnapshot(ctx)
 		if err != nil {
-			return nil, toStatus(err)
+			return nil, toStatus(ctx, err)
 		}
 		for _, s := range snap.tables {
 			out.Tables = append(out.Tables, s)
@@ -41,7 +41,7 @@ func (m *Master) ListTables(ctx context.Context, _ *tabulapb.ListTablesRequest) 
 func (m *Master) DescribeTable(ctx context.Context, req *tabulapb.DescribeTableRequest) (*tabulapb.DescribeTableResponse, error) {
 	schema, tablets, err := m.syncedTable(ctx, req.GetTable())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(ctx, err)
 	}
 	return &tabulapb.DescribeTableResponse{Schema: schema, Tablets: toProtos(tablets)}, nil
 }
@@ -50,7 +50,7 @@ func (m *Master) DescribeTable(ctx context.Context, req *tabulapb.DescribeTableR
 func (m *Master) ListTablets(ctx context.Context, req *tabulapb.ListTabletsRequest) (*tabulapb.ListTabletsResponse, error) {
 	_, tablets, err := m.syncedTable(ctx, req.GetTable())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(ctx, err)
 	}
 	return &tabulapb.ListTabletsResponse{Tablets: toProtos(tablets)}, nil
 }
@@ -59,7 +59,7 @@ func (m *Master) ListTablets(ctx context.Context, req *tabulapb.ListTabletsReque
 func (m *Master) ListServers(ctx context.Context, _ *tabulapb.ListServersRequest) (*tabulapb.ListServersResponse, error) {
 	snap, err := m.readSnapshot(ctx)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(ctx, err)
 	}
 	counts := snap.counts()
 	out := &tabulapb.ListServersResponse{}
@@ -76,7 +76,7 @@ func (m *Master) ListServers(ctx context.Context, _ *tabulapb.ListServersRequest
 func (m *Master) LocateTablet(ctx context.Context, req *tabulapb.LocateTabletRequest) (*tabulapb.TabletInfo, error) {
 	t, err := m.locate(ctx, req.GetTable(), req.GetRowKey())
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(ctx, err)
 	}
 	return t.ToProto(), nil
 }
@@ -124,20 +124,20 @@ func (m *Master) locate(ctx context.Context, table string, row []byte) (meta.Tab
 func (m *Master) LocateRange(ctx context.Context, req *tabulapb.LocateRangeRequest) (*tabulapb.LocateRangeResponse, error) {
 	start, end := req.GetStartKey(), req.GetEndKey()
 	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
-		return nil, toStatus(cell.Invalidf("start_key %q must be below end_key %q", start, end))
+		return nil, toStatus(ctx, cell.Invalidf("start_key %q must be below end_key %q", start, end))
 	}
 	if req.GetLimit() < 0 {
-		return nil, toStatus(cell.Invalidf("limit %d is negative; give 0 for all", req.GetLimit()))
+		return nil, toStatus(ctx, cell.Invalidf("limit %d is negative; give 0 for all", req.GetLimit()))
 	}
 	if err := cell.ValidateTableName(req.GetTable()); err != nil {
-		return nil, toStatus(err)
+		return nil, toStatus(ctx, err)
 	}
 	tablets, ok := m.index.overlapping(req.GetTable(), start, end, int(req.GetLimit()))
 	if !ok || len(tablets) == 0 || tablets[0].Address == "" || tablets[0].State == meta.StateUnassigned {
 		// Not built, table unknown, or lagging: read etcd.
 		_, all, err := m.tableAndTablets(ctx, req.GetTable())
 		if err != nil {
-			return nil, toStatus(err)
+			return nil, toStatus(ctx, err)
 		}
 		tablets = make([]*meta.VersionedTablet, len(all))
 		for i := range all {
@@ -151,7 +151,7 @@ func (m *Master) LocateRange(ctx context.Context, req *tabulapb.LocateRangeReque
 		}
 		if t.Address == "" || t.State == meta.StateUnassigned {
 			if len(out.Tablets) == 0 {
-				return nil, toStatus(notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, t.Table))
+				return nil, toStatus(ctx, notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, t.Table))
 			}
 			break
 		}
@@ -161,7 +161,7 @@ func (m *Master) LocateRange(ctx context.Context, req *tabulapb.LocateRangeReque
 		}
 	}
 	if len(out.Tablets) == 0 {
-		return nil, toStatus(notReadyf("no tablet of table %s overlaps the range (the tablet map is changing); retry", req.GetTable()))
+		return nil, toStatus(ctx, notReadyf("no tablet of table %s overlaps the range (the tablet map is changing); retry", req.GetTable()))
 	}
 	return out, nil
 }

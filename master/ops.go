@@ -17,7 +17,7 @@ import (
 // answers the two tablets that meet there.
 func (m *Master) SplitTablet(ctx context.Context, req *tabulapb.SplitTabletRequest) (*tabulapb.SplitTabletResponse, error) {
 	resp, err := m.splitTablet(ctx, req.GetTable(), req.GetRowKey())
-	return resp, toStatus(err)
+	return resp, toStatus(ctx, err)
 }
 
 func (m *Master) splitTablet(ctx context.Context, table string, row []byte) (*tabulapb.SplitTabletResponse, error) {
@@ -57,7 +57,7 @@ func (m *Master) splitTablet(ctx context.Context, table string, row []byte) (*ta
 
 // CompactTable asks the server of every tablet of the table to compact it.
 func (m *Master) CompactTable(ctx context.Context, req *tabulapb.CompactTableRequest) (*tabulapb.CompactTableResponse, error) {
-	return &tabulapb.CompactTableResponse{}, toStatus(m.compactTable(ctx, req.GetTable(), req.GetMajor()))
+	return &tabulapb.CompactTableResponse{}, toStatus(ctx, m.compactTable(ctx, req.GetTable(), req.GetMajor()))
 }
 
 func (m *Master) compactTable(ctx context.Context, table string, major bool) error {
@@ -94,7 +94,7 @@ func (m *Master) compactTable(ctx context.Context, table string, major bool) err
 // assignment loop then loads it. The answer counts the moves.
 func (m *Master) Balance(ctx context.Context, _ *tabulapb.BalanceRequest) (*tabulapb.BalanceResponse, error) {
 	n, err := m.balance(ctx)
-	return &tabulapb.BalanceResponse{Moved: int32(n)}, toStatus(err)
+	return &tabulapb.BalanceResponse{Moved: int32(n)}, toStatus(ctx, err)
 }
 
 func (m *Master) balance(ctx context.Context) (int, error) {

@@ -16,10 +16,10 @@ import (
 func (s *Server) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletRequest) (*tabulapb.LoadTabletResponse, error) {
 	info := req.GetTablet()
 	if info == nil {
-		return nil, toStatus(cell.Invalidf("tablet is missing"), "", "", nil)
+		return nil, toStatus(ctx, cell.Invalidf("tablet is missing"), "", "", nil)
 	}
 	if err := s.load(ctx, info, req.GetSchema()); err != nil {
-		return nil, toStatus(err, info.GetTable(), info.GetTabletId(), nil)
+		return nil, toStatus(ctx, err, info.GetTable(), info.GetTabletId(), nil)
 	}
 	return &tabulapb.LoadTabletResponse{}, nil
 }
@@ -28,7 +28,7 @@ func (s *Server) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletRequest
 func (s *Server) UnloadTablet(ctx context.Context, req *tabulapb.UnloadTabletRequest) (*tabulapb.UnloadTabletResponse, error) {
 	ref := req.GetTablet()
 	if err := s.unload(ctx, ref); err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}
 	return &tabulapb.UnloadTabletResponse{}, nil
 }
@@ -40,7 +40,7 @@ func (s *Server) FlushTablet(ctx context.Context, ref *tabulapb.TabletRef) (*tab
 		err = h.t.Flush(ctx)
 	}
 	if err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}
 	return &tabulapb.FlushTabletResponse{}, nil
 }
@@ -53,7 +53,7 @@ func (s *Server) CompactTablet(ctx context.Context, req *tabulapb.CompactTabletR
 		err = h.t.Compact(ctx, req.GetMajor())
 	}
 	if err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}
 	return &tabulapb.CompactTabletResponse{}, nil
 }
@@ -64,11 +64,11 @@ func (s *Server) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest) (*
 	ref := req.GetTablet()
 	h, err := s.resolve(ref, req.GetRowKey())
 	if err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), req.GetRowKey())
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), req.GetRowKey())
 	}
 	children, err := s.split(ctx, h, req.GetRowKey())
 	if err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), req.GetRowKey())
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), req.GetRowKey())
 	}
 	resp := &tabulapb.SplitTabletResponse{}
 	for i := range children {
@@ -82,7 +82,7 @@ func (s *Server) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest) (*
 func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaRequest) (*tabulapb.UpdateSchemaResponse, error) {
 	sch := req.GetSchema()
 	table := sch.GetName()
-	fail := func(err error) error { return toStatus(err, table, "", nil) }
+	fail := func(err error) error { return toStatus(ctx, err, table, "", nil) }
 	if err := cell.ValidateTableName(table); err != nil {
 		return nil, fail(err)
 	}

@@ -32,7 +32,7 @@ func familiesFromSchema(s *tabulapb.TableSchema) ([]families.Family, error) {
 // ReadRows streams the rows of the request's row set in key order.
 func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletServer_ReadRowsServer) error {
 	ref := req.GetTablet()
-	fail := func(err error) error { return toStatus(err, ref.GetTable(), ref.GetTabletId(), nil) }
+	fail := func(err error) error { return toStatus(stream.Context(), err, ref.GetTable(), ref.GetTabletId(), nil) }
 	h, err := s.resolve(ref, nil)
 	if err != nil {
 		return fail(err)
@@ -126,7 +126,7 @@ func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held
 func (s *Server) MutateRow(ctx context.Context, req *tabulapb.MutateRowRequest) (*tabulapb.MutateRowResponse, error) {
 	ref, row := req.GetTablet(), req.GetRowKey()
 	if err := s.mutate(ctx, ref, row, req.GetMutations()); err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), row)
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), row)
 	}
 	return &tabulapb.MutateRowResponse{}, nil
 }
@@ -154,7 +154,7 @@ func (s *Server) MutateRows(ctx context.Context, req *tabulapb.MutateRowsRequest
 	apply := func(i int) {
 		e := entries[i]
 		err := s.mutate(ctx, e.GetTablet(), e.GetRowKey(), e.GetMutations())
-		out[i] = entryStatus(i, err, e.GetTablet().GetTable(), e.GetTablet().GetTabletId(), e.GetRowKey())
+		out[i] = entryStatus(ctx, i, err, e.GetTablet().GetTable(), e.GetTablet().GetTabletId(), e.GetRowKey())
 	}
 	chains := rowChains(entries)
 	workers := min(len(chains), mutateRowsParallelism)
@@ -217,7 +217,7 @@ func (s *Server) CheckAndMutateRow(ctx context.Context, req *tabulapb.CheckAndMu
 	ref, row := req.GetTablet(), req.GetRowKey()
 	matched, err := s.checkAndMutate(ctx, req)
 	if err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), row)
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), row)
 	}
 	return &tabulapb.CheckAndMutateRowResponse{PredicateMatched: matched}, nil
 }
@@ -247,7 +247,7 @@ func (s *Server) checkAndMutate(ctx context.Context, req *tabulapb.CheckAndMutat
 // answers the new cells.
 func (s *Server) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModifyWriteRowRequest) (*tabulapb.ReadModifyWriteRowResponse, error) {
 	ref, row := req.GetTablet(), req.GetRowKey()
-	fail := func(err error) error { return toStatus(err, ref.GetTable(), ref.GetTabletId(), row) }
+	fail := func(err error) error { return toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), row) }
 	h, err := s.resolve(ref, row)
 	if err != nil {
 		return nil, fail(err)
@@ -271,7 +271,7 @@ func (s *Server) SampleRowKeys(ctx context.Context, req *tabulapb.SampleRowKeysR
 	ref := req.GetTablet()
 	h, err := s.resolve(ref, nil)
 	if err != nil {
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}
 	size := int64(h.t.Stats().SizeBytes)
 	resp := &tabulapb.SampleRowKeysResponse{}
@@ -280,7 +280,7 @@ func (s *Server) SampleRowKeys(ctx context.Context, req *tabulapb.SampleRowKeysR
 	case err == nil:
 		resp.Samples = append(resp.Samples, &tabulapb.SampleRowKeysResponse_Sample{RowKey: mid, OffsetBytes: size / 2})
 	case !errors.Is(err, tablet.ErrNoSplitKey):
-		return nil, toStatus(err, ref.GetTable(), ref.GetTabletId(), nil)
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}
 	_, end := h.t.Range()
 	resp.Samples = append(resp.Samples, &tabulapb.SampleRowKeysResponse_Sample{RowKey: end, OffsetBytes: size})

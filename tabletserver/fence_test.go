@@ -202,7 +202,7 @@ func TestWriteFinishingAfterTheLeaseIsNotAcknowledged(t *testing.T) {
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("acknowledge after the lease = %v, want ErrOutcomeUnknown", err)
 	}
-	if got := status.Code(toStatus(err, "users", "t1", []byte("r"))); got != codes.Unavailable {
+	if got := status.Code(toStatus(e.ctx, err, "users", "t1", []byte("r"))); got != codes.Unavailable {
 		t.Fatalf("code %v, want Unavailable", got)
 	}
 	if isNotServing(err) {

@@ -5,16 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/corruption"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // Sentinel errors of the server; check them with errors.Is.
@@ -60,16 +59,17 @@ func notServing(table, id string, row []byte, reason string) error {
 	return &notServingError{table: table, tablet: id, row: row, reason: reason}
 }
 
-// toStatus is THE place where errors become gRPC status errors. table, id
-// and row say what the call was about, for NotServing details.
-func toStatus(err error, table, id string, row []byte) error {
+// toStatus is THE place where errors become gRPC status errors. ctx is
+// the call's context (to tell its own end from a dependency's timeout);
+// table, id and row say what the call was about, for NotServing details.
+func toStatus(ctx context.Context, err error, table, id string, row []byte) error {
 	if err == nil {
 		return nil
 	}
-	if _, ok := status.FromError(err); ok {
-		return err
+	code := codeOf(ctx, err)
+	if st, ok := status.FromError(err); ok && st.Code() == code {
+		return err // already a status: keep its details
 	}
-	code := codeOf(err)
 	if !isNotServing(err) {
 		return status.Error(code, err.Error())
 	}
@@ -92,12 +92,43 @@ func isNotServing(err error) bool {
 		errors.Is(err, tablet.ErrOutOfRange) || errors.Is(err, tablet.ErrClosed)
 }
 
-// codeOf classifies an error by what it wraps.
-func codeOf(err error) codes.Code {
+// codeOf classifies an error of a call under ctx by what it wraps. Each
+// code has one meaning for clients (client.serverError acts on them):
+//
+//   - FAILED_PRECONDITION: refused before anything was applied; with a
+//     NotServing detail the client re-locates and retries any call.
+//   - INVALID_ARGUMENT, NOT_FOUND: the request is wrong; never retried.
+//   - RESOURCE_EXHAUSTED: back-pressure; idempotent calls are retried.
+//   - UNAVAILABLE: a transient condition, and a write's outcome may be
+//     unknown: the server is closing, its lease ran out mid-write
+//     (ErrOutcomeUnknown), etcd is unreachable or timed out, or a
+//     deadline the server set on a dependency (not the caller's) passed.
+//     The client re-locates and retries idempotent calls.
+//   - INTERNAL: damaged stored data (anything wrapping
+//     corruption.ErrCorrupt) or a broken invariant (ErrAlreadyOpen).
+//     Retrying reads the same bytes, so it is not retried; an operator
+//     has to look (the message names the file). INTERNAL rather than
+//     DATA_LOSS: a bad block or record shows that bytes are damaged, not
+//     that the cells they held are gone for good (the file may be
+//     restored, the log may be replayed by a later owner), and DATA_LOSS
+//     would tell the caller more than the server knows.
+//   - UNKNOWN: everything not classified above (an I/O error, a bug).
+//     The server cannot say whether retrying helps, nor whether a write
+//     was applied (it may have reached the commit log), so clients do
+//     not retry it. (It used to be UNAVAILABLE: clients kept re-locating
+//     and retrying faults that do not go away, such as a failed commit
+//     log.)
+//   - CANCELED, DEADLINE_EXCEEDED: only when the caller's own context
+//     ended.
+func codeOf(ctx context.Context, err error) codes.Code {
+	var etcdErr rpctypes.EtcdError
 	switch {
 	case err == nil:
 		return codes.OK
-	case isNotServing(err), errors.Is(err, ErrNotAssigned), errors.Is(err, meta.ErrConflict):
+	case isContextError(err) && ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Code()
+	case isNotServing(err), errors.Is(err, ErrNotAssigned), errors.Is(err, meta.ErrConflict),
+		errors.Is(err, tablet.ErrNoSplitKey):
 		return codes.FailedPrecondition
 	case errors.Is(err, cell.ErrInvalid):
 		return codes.InvalidArgument
@@ -105,33 +136,45 @@ func codeOf(err error) codes.Code {
 		return codes.NotFound
 	case errors.Is(err, tablet.ErrResourceExhausted):
 		return codes.ResourceExhausted
-	case errors.Is(err, tablet.ErrNoSplitKey):
-		return codes.FailedPrecondition
-	case errors.Is(err, context.Canceled):
-		return codes.Canceled
-	case errors.Is(err, context.DeadlineExceeded):
-		return codes.DeadlineExceeded
-	case errors.Is(err, tablet.ErrCorrupt), errors.Is(err, meta.ErrCorrupt),
-		errors.Is(err, sstable.ErrCorrupt), errors.Is(err, commitlog.ErrCorrupt), errors.Is(err, manifest.ErrCorrupt):
-		// Damaged files are not retryable: retrying would read the same
-		// bytes. An operator has to look (the message names file and block).
+	case errors.Is(err, corruption.ErrCorrupt), errors.Is(err, ErrAlreadyOpen):
 		return codes.Internal
 	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown):
 		return codes.Unavailable
+	case isContextError(err):
+		// The caller's context is live: the deadline was one the server
+		// set on etcd (a split commit), or the server is shutting down.
+		return codes.Unavailable
+	case errors.As(err, &etcdErr):
+		// etcd's own "no leader", "leader changed", "request timed out"
+		// are UNAVAILABLE; its other errors are not the caller's to retry.
+		if etcdErr.Code() == codes.Unavailable {
+			return codes.Unavailable
+		}
+		return codes.Unknown
 	}
 	if st, ok := status.FromError(err); ok {
-		return st.Code()
+		return st.Code() // e.g. UNAVAILABLE from an unreachable etcd
 	}
-	return codes.Unavailable
+	return codes.Unknown
+}
+
+// isContextError reports whether err is a context's end: the error itself
+// or a status made from one.
+func isContextError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	st, ok := status.FromError(err)
+	return ok && (st.Code() == codes.Canceled || st.Code() == codes.DeadlineExceeded)
 }
 
 // entryStatus converts an error to a MutateRows entry.
-func entryStatus(index int, err error, table, id string, row []byte) *tabulapb.MutateRowsResponse_Entry {
+func entryStatus(ctx context.Context, index int, err error, table, id string, row []byte) *tabulapb.MutateRowsResponse_Entry {
 	e := &tabulapb.MutateRowsResponse_Entry{Index: int64(index)}
 	if err == nil {
 		return e
 	}
-	st := status.Convert(toStatus(err, table, id, row))
+	st := status.Convert(toStatus(ctx, err, table, id, row))
 	e.Code, e.Message = int32(st.Code()), st.Message()
 	for _, d := range st.Details() {
 		if ns, ok := d.(*tabulapb.NotServing); ok {

@@ -55,6 +55,10 @@ func explain(err error) (msg, hint string) {
 		hint = "the cluster did not answer in time; check it is running (`tabula servers`) or raise --timeout"
 	case codes.Unimplemented:
 		hint = "the server is a different version of tabula than this binary"
+	case codes.Internal:
+		hint = "the cluster found damaged data (the message names the file) or hit a bug; retrying will not help: see the server's log and docs/OPERATIONS.md"
+	case codes.Unknown:
+		hint = "the server failed in a way it could not classify; a write may or may not have been applied (read it back before retrying); the server's log has the cause"
 	}
 	if msg == "" {
 		msg = st.Code().String()
