@@ -144,7 +144,7 @@ func (t *Table) sendChunk(ctx context.Context, addr string, group []*bulkEntry, 
 	if err != nil && attemptTimedOut(ctx, actx, err) {
 		err = t.c.timeoutError(addr, err)
 	}
-	cancel()
+	cancel(nil)
 	if err != nil {
 		// The whole call failed: each entry's fate is unknown.
 		for _, e := range group {

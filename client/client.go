@@ -60,6 +60,25 @@ type Options struct {
 	// nothing to return, so keep it well above that. Negative disables the
 	// bound. The default is DefaultAttemptTimeout.
 	AttemptTimeout time.Duration
+	// LocationCheckDelay is how long an idempotent call (a read,
+	// SampleRowKeys, a mutation whose every cell carries an explicit
+	// timestamp) waits on a tablet server before the client asks a master
+	// whether the tablet is still there; it asks again at that interval
+	// while the wait lasts (for a read stream: each wait for its next
+	// message). When the tablet has moved (another server, a newer epoch,
+	// split children, or unassigned), the client abandons the wait and
+	// sends the call to the new owner at once, a scan resuming after the
+	// last row it returned, instead of waiting out AttemptTimeout on a
+	// server that lost the tablet (paused past its lease, say). While the
+	// tablet stays put the call keeps waiting: a tablet has one owner, so
+	// there is no other copy to hedge to. Calls that are not idempotent
+	// (ServerTime cells, CheckAndMutate, ReadModifyWrite) and ApplyBulk are
+	// never checked and never sent twice while an attempt is outstanding:
+	// abandoning them early would leave their outcome unknown more often.
+	// A check is one master lookup shared by all the calls waiting on the
+	// tablet (Locator.RelocateInterval). Negative disables checks. The
+	// default is DefaultLocationCheckDelay.
+	LocationCheckDelay time.Duration
 	// KeepaliveTime is how long a tablet server connection with calls in
 	// flight may be silent before the client pings it; a server that does
 	// not answer the ping within KeepaliveTimeout is treated as gone and
@@ -101,6 +120,9 @@ func (o Options) withDefaults() Options {
 	if o.AttemptTimeout == 0 {
 		o.AttemptTimeout = DefaultAttemptTimeout
 	}
+	if o.LocationCheckDelay == 0 {
+		o.LocationCheckDelay = DefaultLocationCheckDelay
+	}
 	if o.KeepaliveTime == 0 {
 		o.KeepaliveTime = 20 * time.Second
 	}
@@ -128,12 +150,18 @@ func (o Options) serverDialOptions() []grpc.DialOption {
 }
 
 // attempt returns the context of one attempt of a call under ctx, bounded
-// by AttemptTimeout, and its cancel function.
-func (c *Client) attempt(ctx context.Context) (context.Context, context.CancelFunc) {
+// by AttemptTimeout, and its cancel function, which takes a cause
+// (errMoved when a location check abandons the attempt; nil when done).
+func (c *Client) attempt(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	actx, abandon := context.WithCancelCause(ctx)
 	if c.opts.AttemptTimeout < 0 {
-		return ctx, func() {}
+		return actx, abandon
 	}
-	return context.WithTimeoutCause(ctx, c.opts.AttemptTimeout, errAttemptTimeout)
+	tctx, cancel := context.WithTimeoutCause(actx, c.opts.AttemptTimeout, errAttemptTimeout)
+	return tctx, func(cause error) {
+		abandon(cause) // first, so that tctx inherits the cause
+		cancel()
+	}
 }
 
 // errAttemptTimeout is the cause of an attempt context that timed out.
@@ -171,9 +199,10 @@ func (c *Client) timeoutError(addr string, err error) error {
 // Client is a connection to a Tabula cluster. It is safe for concurrent
 // use.
 type Client struct {
-	opts Options
-	loc  *locator.Locator
-	pool *pool
+	opts  Options
+	loc   *locator.Locator
+	pool  *pool
+	timer timerFunc // of location checks
 
 	closeOnce sync.Once
 	closeErr  error
@@ -195,7 +224,7 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions())}
+	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions()), timer: realTimer}
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -365,7 +394,9 @@ func serverError(err error, idempotent bool) (retry, evict bool) {
 }
 
 // do runs op against the tablet holding row, re-locating and retrying as
-// the package documentation describes.
+// the package documentation describes. An idempotent op whose tablet moves
+// while it waits is abandoned and re-sent to the new owner
+// (checkLocation); op never runs twice at once.
 func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bool, op tabletOp) error {
 	r := c.newRetrier()
 	for {
@@ -391,16 +422,28 @@ func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bo
 			return err
 		}
 		actx, cancel := c.attempt(ctx)
+		var check *locationCheck
+		if idempotent {
+			check = c.checkLocation(actx, cancel, tab, row)
+		}
 		err = op(actx, tab, ts)
-		if err != nil && attemptTimedOut(ctx, actx, err) {
+		check.stop()
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errMoved) {
+			err = rerouted(tab)
+		} else if err != nil && attemptTimedOut(ctx, actx, err) {
 			err = c.timeoutError(tab.Address, err)
 		}
-		cancel()
+		cancel(nil)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return contextStatus(ctx, err)
+		}
+		if isReroute(err) {
+			// The locator has cached the new location: go there now.
+			r.last = err
+			continue
 		}
 		retry, evict := serverError(err, idempotent)
 		if evict {

@@ -56,9 +56,12 @@ type fakeServer struct {
 	// many rows (once).
 	failAfter int
 	gate      chan struct{} // ReadRows waits for it when set
-	// hang, when set, makes MutateRow, MutateRows and ReadRows block
-	// until it is closed or the call is cancelled, like a paused server.
+	// hang, when set, makes every data call block until it is closed or
+	// the call is cancelled, like a paused server.
 	hang chan struct{}
+	// hungCalls receives (without blocking) once per call that hang
+	// holds.
+	hungCalls chan struct{}
 	// stallAfter makes ReadRows stop answering (until cancelled) after
 	// sending that many rows (once).
 	stallAfter int
@@ -75,6 +78,10 @@ func (s *fakeServer) hangIfPaused(ctx context.Context) error {
 	s.mu.Lock()
 	s.calls["hung"]++
 	s.mu.Unlock()
+	select {
+	case s.hungCalls <- struct{}{}:
+	default:
+	}
 	select {
 	case <-hang:
 		return nil
@@ -113,7 +120,8 @@ func newCluster(t *testing.T, n int, splits ...string) *cluster {
 	c := &cluster{servers: map[string]*fakeServer{}}
 	var addrs []string
 	for i := 0; i < n; i++ {
-		s := &fakeServer{store: st, held: map[string]int64{}, calls: map[string]int{}, faults: map[string][]error{}}
+		s := &fakeServer{store: st, held: map[string]int64{}, calls: map[string]int{}, faults: map[string][]error{},
+			hungCalls: make(chan struct{}, 100)}
 		s.addr = serve(t, func(g *grpc.Server) { tabulapb.RegisterTabletServerServer(g, s) })
 		c.servers[s.addr] = s
 		addrs = append(addrs, s.addr)
@@ -437,7 +445,10 @@ func inSet(rs *tabulapb.RowSet, k []byte) bool {
 	return false
 }
 
-func (s *fakeServer) CheckAndMutateRow(_ context.Context, req *tabulapb.CheckAndMutateRowRequest) (*tabulapb.CheckAndMutateRowResponse, error) {
+func (s *fakeServer) CheckAndMutateRow(ctx context.Context, req *tabulapb.CheckAndMutateRowRequest) (*tabulapb.CheckAndMutateRowResponse, error) {
+	if err := s.hangIfPaused(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.enter("CheckAndMutateRow", req.GetTablet(), req.GetRowKey()); err != nil {
 		return nil, err
 	}
@@ -464,7 +475,10 @@ func (s *fakeServer) CheckAndMutateRow(_ context.Context, req *tabulapb.CheckAnd
 	return &tabulapb.CheckAndMutateRowResponse{PredicateMatched: matched}, nil
 }
 
-func (s *fakeServer) ReadModifyWriteRow(_ context.Context, req *tabulapb.ReadModifyWriteRowRequest) (*tabulapb.ReadModifyWriteRowResponse, error) {
+func (s *fakeServer) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModifyWriteRowRequest) (*tabulapb.ReadModifyWriteRowResponse, error) {
+	if err := s.hangIfPaused(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.enter("ReadModifyWriteRow", req.GetTablet(), req.GetRowKey()); err != nil {
 		return nil, err
 	}
@@ -500,7 +514,10 @@ func (s *fakeServer) ReadModifyWriteRow(_ context.Context, req *tabulapb.ReadMod
 	return &tabulapb.ReadModifyWriteRowResponse{Row: convert.CellsToProtoRow(req.GetRowKey(), out)}, nil
 }
 
-func (s *fakeServer) SampleRowKeys(_ context.Context, req *tabulapb.SampleRowKeysRequest) (*tabulapb.SampleRowKeysResponse, error) {
+func (s *fakeServer) SampleRowKeys(ctx context.Context, req *tabulapb.SampleRowKeysRequest) (*tabulapb.SampleRowKeysResponse, error) {
+	if err := s.hangIfPaused(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.enter("SampleRowKeys", req.GetTablet(), nil); err != nil {
 		return nil, err
 	}

@@ -103,6 +103,7 @@ type RowIterator struct {
 	r       *retrier
 
 	tablet       locator.Tablet
+	tabletRow    []byte // the row tablet was located for
 	stream       tabulapb.TabletServer_ReadRowsClient
 	streamCtx    context.Context
 	streamCancel context.CancelCauseFunc
@@ -213,22 +214,32 @@ func (it *RowIterator) open() {
 		it.retry(err, true)
 		return
 	}
-	it.tablet, it.stream, it.streamCtx, it.streamCancel, it.watch = tab, stream, sctx, cancel, watch
+	it.tablet, it.tabletRow, it.stream, it.streamCtx, it.streamCancel, it.watch = tab, lo, stream, sctx, cancel, watch
 }
 
 // recv waits for the stream's next message, at most AttemptTimeout: a
 // server that stops answering mid-stream (paused, partitioned) fails the
 // stream with UNAVAILABLE, and Next resumes elsewhere after the last row.
+// While it waits, the tablet's location is checked (checkLocation): if the
+// tablet moved, the stream is abandoned at once and Next resumes at the
+// new owner.
 func (it *RowIterator) recv() (*tabulapb.ReadRowsResponse, error) {
 	if it.watch != nil {
 		it.watch.Reset(it.t.c.opts.AttemptTimeout)
 	}
+	check := it.t.c.checkLocation(it.streamCtx, it.streamCancel, it.tablet, it.tabletRow)
 	resp, err := it.stream.Recv()
+	check.stop()
 	if it.watch != nil {
 		it.watch.Stop()
 	}
-	if err != nil && err != io.EOF && it.ctx.Err() == nil && errors.Is(context.Cause(it.streamCtx), errAttemptTimeout) {
-		err = it.t.c.timeoutError(it.tablet.Address, err)
+	if err != nil && err != io.EOF && it.ctx.Err() == nil {
+		switch cause := context.Cause(it.streamCtx); {
+		case errors.Is(cause, errMoved):
+			err = rerouted(it.tablet)
+		case errors.Is(cause, errAttemptTimeout):
+			err = it.t.c.timeoutError(it.tablet.Address, err)
+		}
 	}
 	return resp, err
 }
@@ -238,6 +249,11 @@ func (it *RowIterator) recv() (*tabulapb.ReadRowsResponse, error) {
 func (it *RowIterator) retry(err error, idempotent bool) {
 	if it.ctx.Err() != nil {
 		it.err = contextStatus(it.ctx, err)
+		return
+	}
+	if isReroute(err) {
+		// The locator has cached the new location: go there now.
+		it.r.last = err
 		return
 	}
 	retry, evict := serverError(err, idempotent)
@@ -260,7 +276,7 @@ func (it *RowIterator) closeStream() {
 	if it.streamCancel != nil {
 		it.streamCancel(nil)
 	}
-	it.stream, it.streamCtx, it.streamCancel, it.watch, it.buf = nil, nil, nil, nil, nil
+	it.stream, it.streamCtx, it.streamCancel, it.watch, it.buf, it.tabletRow = nil, nil, nil, nil, nil, nil
 }
 
 func (it *RowIterator) finish() {
