@@ -9,6 +9,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// Store is what Tabula uses of etcd: keys and transactions, leases and
+// watches. *clientv3.Client implements it; tests wrap it to inject faults
+// (meta/faultstore). The functions below need only its KV part.
+type Store interface {
+	clientv3.KV
+	clientv3.Lease
+	clientv3.Watcher
+}
+
+var _ Store = (*clientv3.Client)(nil)
+
 // VersionedTablet is a tablet record with the ModRevision of its key, the
 // guard of every later update.
 type VersionedTablet struct {
@@ -18,7 +29,7 @@ type VersionedTablet struct {
 
 // GetTablets reads every tablet of table, sorted by start key, and the
 // etcd revision of the read.
-func GetTablets(ctx context.Context, cli *clientv3.Client, l Layout, table string) ([]VersionedTablet, int64, error) {
+func GetTablets(ctx context.Context, cli clientv3.KV, l Layout, table string) ([]VersionedTablet, int64, error) {
 	resp, err := cli.Get(ctx, l.TabletsPrefix(table), clientv3.WithPrefix())
 	if err != nil {
 		return nil, 0, err
@@ -36,7 +47,7 @@ func GetTablets(ctx context.Context, cli *clientv3.Client, l Layout, table strin
 }
 
 // GetTablet reads one tablet; ErrNotFound if it does not exist.
-func GetTablet(ctx context.Context, cli *clientv3.Client, l Layout, table, id string) (VersionedTablet, error) {
+func GetTablet(ctx context.Context, cli clientv3.KV, l Layout, table, id string) (VersionedTablet, error) {
 	resp, err := cli.Get(ctx, l.TabletKey(table, id))
 	if err != nil {
 		return VersionedTablet{}, err
@@ -52,7 +63,7 @@ func GetTablet(ctx context.Context, cli *clientv3.Client, l Layout, table, id st
 }
 
 // GetTable reads one table's schema; ErrNotFound if it does not exist.
-func GetTable(ctx context.Context, cli *clientv3.Client, l Layout, name string) (TableRecord, int64, error) {
+func GetTable(ctx context.Context, cli clientv3.KV, l Layout, name string) (TableRecord, int64, error) {
 	resp, err := cli.Get(ctx, l.TableKey(name))
 	if err != nil {
 		return TableRecord{}, 0, err
@@ -68,7 +79,7 @@ func GetTable(ctx context.Context, cli *clientv3.Client, l Layout, name string) 
 }
 
 // GetServers reads every live server's record.
-func GetServers(ctx context.Context, cli *clientv3.Client, l Layout) ([]ServerRecord, error) {
+func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord, error) {
 	resp, err := cli.Get(ctx, l.ServersPrefix(), clientv3.WithPrefix())
 	if err != nil {
 		return nil, err
@@ -88,7 +99,7 @@ func GetServers(ctx context.Context, cli *clientv3.Client, l Layout) ([]ServerRe
 // ModRevision and by any extra guards (the master adds its leadership key);
 // ErrConflict if a guard fails, e.g. the key changed (or vanished) since it
 // was read. It returns next with its new ModRevision.
-func Update(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTablet, next TabletRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, next TabletRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
 	if next.Table != cur.Table || next.ID != cur.ID {
 		return VersionedTablet{}, fmt.Errorf("meta: update of tablet %s/%s names %s/%s", cur.Table, cur.ID, next.Table, next.ID)
 	}
@@ -111,7 +122,7 @@ func Update(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTa
 // servers/<id> still being bound to server.Lease (so a stale view of a
 // server that registered again cannot hand it a tablet under a lease it no
 // longer holds) and by the extra guards (ErrConflict if one fails).
-func Assign(ctx context.Context, cli *clientv3.Client, l Layout, cur VersionedTablet, server ServerRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+func Assign(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, server ServerRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
 	if server.Lease == 0 {
 		return VersionedTablet{}, fmt.Errorf("meta: assigning tablet %s/%s to server %s, which has no lease", cur.Table, cur.ID, server.ID)
 	}
@@ -146,7 +157,7 @@ func Unassigned(r TabletRecord) TabletRecord {
 // The children are assigned to the parent's owner under its lease, and the
 // transaction also requires servers/<owner> to be bound to that lease: a
 // server that lost its registration cannot commit a split.
-func CommitSplit(ctx context.Context, cli *clientv3.Client, l Layout, parentRev int64, parent, left, right TabletRecord) error {
+func CommitSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64, parent, left, right TabletRecord) error {
 	if err := checkSplit(parent, left, right); err != nil {
 		return err
 	}

@@ -70,6 +70,10 @@ type Options struct {
 	// server sends no lease renewals and does not register again, as if
 	// etcd were unreachable. The default is nil (never paused).
 	PauseRenewals func() bool
+	// WrapStore is a fault hook for tests: the server talks to etcd
+	// through WrapStore(client) (meta/faultstore fails, delays or drops
+	// chosen calls). The default is nil (the client itself).
+	WrapStore func(meta.Store) meta.Store
 	// DisableBackgroundWork turns off the engines' automatic flushes and
 	// compactions (tests). The default is false.
 	DisableBackgroundWork bool

@@ -34,7 +34,8 @@ type Server struct {
 	id, addr string
 	layout   meta.Layout
 	logger   *slog.Logger
-	etcd     *clientv3.Client
+	etcd     meta.Store       // client, or what Options.WrapStore made of it
+	client   *clientv3.Client // closed by Close
 	lis      net.Listener
 	grpc     *grpc.Server
 	syncMode commitlog.SyncMode
@@ -152,7 +153,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.id = s.addr
 	}
 	s.logger = s.logger.With("server", s.id)
-	s.etcd, err = clientv3.New(clientv3.Config{
+	s.client, err = clientv3.New(clientv3.Config{
 		Endpoints: opts.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 	})
 	if err != nil {
@@ -160,9 +161,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	defer func() {
 		if err != nil {
-			s.etcd.Close()
+			s.client.Close()
 		}
 	}()
+	s.etcd = s.client
+	if opts.WrapStore != nil {
+		s.etcd = opts.WrapStore(s.client)
+	}
 	if err := s.register(ctx); err != nil {
 		return nil, fmt.Errorf("tabletserver: registering %s in etcd: %w", s.id, err)
 	}
@@ -280,7 +285,7 @@ func (s *Server) Close() error {
 		s.leaseCancel()
 		s.leaseWG.Wait()
 		s.revoke(clientv3.LeaseID(s.leaseID.Swap(0)))
-		if err := s.etcd.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
 		s.closeErr = errors.Join(errs...)
