@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"sort"
 	"sync"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -48,6 +49,7 @@ func (t *Table) ApplyBulk(ctx context.Context, rows [][]byte, muts []*Mutation) 
 		}
 		var retry []*bulkEntry
 		var lastRetryable error
+		onlyMoved := true // every retry is of an entry whose tablet moved
 		groups := map[string][]*bulkEntry{}
 		for _, e := range pending {
 			tab, err := t.c.loc.Locate(ctx, t.name, e.row)
@@ -57,13 +59,14 @@ func (t *Table) ApplyBulk(ctx context.Context, rows [][]byte, muts []*Mutation) 
 				if ok && ctx.Err() == nil {
 					retry = append(retry, e)
 					lastRetryable = st
+					onlyMoved = false
 				}
 				continue
 			}
 			e.tablet = tab
 			groups[tab.Address] = append(groups[tab.Address], e)
 		}
-		var mu sync.Mutex // protects retry and lastRetryable below
+		var mu sync.Mutex // protects retry, lastRetryable and onlyMoved below
 		var wg sync.WaitGroup
 		for addr, group := range groups {
 			wg.Add(1)
@@ -74,6 +77,11 @@ func (t *Table) ApplyBulk(ctx context.Context, rows [][]byte, muts []*Mutation) 
 					mu.Lock()
 					retry = append(retry, again...)
 					lastRetryable = errs[again[0].index]
+					for _, e := range again {
+						if !isReroute(errs[e.index]) {
+							onlyMoved = false
+						}
+					}
 					mu.Unlock()
 				}
 			}()
@@ -85,7 +93,10 @@ func (t *Table) ApplyBulk(ctx context.Context, rows [][]byte, muts []*Mutation) 
 		if len(retry) < len(pending) {
 			r.progress()
 		}
-		if werr := r.wait(ctx, lastRetryable); werr != nil {
+		if onlyMoved {
+			// The locator has cached the new locations: go there now.
+			r.last = lastRetryable
+		} else if werr := r.wait(ctx, lastRetryable); werr != nil {
 			break
 		}
 		pending = retry
@@ -105,11 +116,14 @@ const (
 
 // sendBulk sends one server's entries in MutateRows calls of bounded
 // size, one after the other, records each entry's outcome in errs and
-// returns the entries to retry.
+// returns the entries to retry. Idempotent and non-idempotent entries go
+// in separate calls, so that calls of idempotent entries can be re-routed
+// (see sendChunk).
 func (t *Table) sendBulk(ctx context.Context, addr string, group []*bulkEntry, errs []error) (retry []*bulkEntry) {
+	sort.SliceStable(group, func(i, j int) bool { return group[i].idempotent && !group[j].idempotent })
 	for len(group) > 0 {
 		n, size := 0, 0
-		for n < len(group) && n < maxBulkEntries {
+		for n < len(group) && n < maxBulkEntries && group[n].idempotent == group[0].idempotent {
 			sz := len(group[n].row) + 64
 			for _, m := range group[n].muts {
 				sz += proto.Size(m)
@@ -126,7 +140,10 @@ func (t *Table) sendBulk(ctx context.Context, addr string, group []*bulkEntry, e
 	return retry
 }
 
-// sendChunk sends entries in one MutateRows call.
+// sendChunk sends entries in one MutateRows call. When every entry is
+// idempotent, the call's tablets are checked while it waits
+// (checkLocation): if one moved, the call is abandoned and every entry
+// retried at once, each at its tablet's current location.
 func (t *Table) sendChunk(ctx context.Context, addr string, group []*bulkEntry, errs []error) (retry []*bulkEntry) {
 	ts, err := t.c.pool.server(addr)
 	if err != nil {
@@ -140,8 +157,15 @@ func (t *Table) sendChunk(ctx context.Context, addr string, group []*bulkEntry, 
 		req.Entries[i] = &tabulapb.MutateRowsRequest_Entry{Tablet: e.tablet.Ref(), RowKey: e.row, Mutations: e.muts}
 	}
 	actx, cancel := t.c.attempt(ctx)
+	var check *locationCheck
+	if group[0].idempotent { // then all are (sendBulk)
+		check = t.c.checkLocation(actx, cancel, chunkTablets(group)...)
+	}
 	resp, err := ts.MutateRows(actx, req)
-	if err != nil && attemptTimedOut(ctx, actx, err) {
+	moved := check.stop()
+	if err != nil && ctx.Err() == nil && moved != nil {
+		err = moved
+	} else if err != nil && attemptTimedOut(ctx, actx, err) {
 		err = t.c.timeoutError(addr, err)
 	}
 	cancel(nil)
@@ -189,6 +213,9 @@ func (t *Table) settle(ctx context.Context, e *bulkEntry, err error, errs []erro
 	if ctx.Err() != nil {
 		return retry
 	}
+	if isReroute(err) {
+		return append(retry, e)
+	}
 	again, evict := serverError(err, e.idempotent)
 	if evict {
 		t.c.loc.Invalidate(e.tablet)
@@ -197,4 +224,18 @@ func (t *Table) settle(ctx context.Context, e *bulkEntry, err error, errs []erro
 		return append(retry, e)
 	}
 	return retry
+}
+
+// chunkTablets returns the distinct tablets of entries, each with a row of
+// it.
+func chunkTablets(entries []*bulkEntry) []placed {
+	var out []placed
+	seen := make(map[string]bool)
+	for _, e := range entries {
+		if !seen[e.tablet.ID] {
+			seen[e.tablet.ID] = true
+			out = append(out, placed{e.tablet, e.row})
+		}
+	}
+	return out
 }

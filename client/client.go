@@ -72,9 +72,11 @@ type Options struct {
 	// server that lost the tablet (paused past its lease, say). While the
 	// tablet stays put the call keeps waiting: a tablet has one owner, so
 	// there is no other copy to hedge to. Calls that are not idempotent
-	// (ServerTime cells, CheckAndMutate, ReadModifyWrite) and ApplyBulk are
-	// never checked and never sent twice while an attempt is outstanding:
-	// abandoning them early would leave their outcome unknown more often.
+	// (ServerTime cells, CheckAndMutate, ReadModifyWrite, and ApplyBulk's
+	// requests holding such rows, which it sends apart from the others)
+	// are never checked and never sent twice while an attempt is
+	// outstanding: abandoning them early would leave their outcome unknown
+	// more often.
 	// A check is one master lookup shared by all the calls waiting on the
 	// tablet (Locator.RelocateInterval). Negative disables checks. The
 	// default is DefaultLocationCheckDelay.
@@ -424,12 +426,12 @@ func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bo
 		actx, cancel := c.attempt(ctx)
 		var check *locationCheck
 		if idempotent {
-			check = c.checkLocation(actx, cancel, tab, row)
+			check = c.checkLocation(actx, cancel, placed{tab, row})
 		}
 		err = op(actx, tab, ts)
-		check.stop()
-		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errMoved) {
-			err = rerouted(tab)
+		moved := check.stop()
+		if err != nil && ctx.Err() == nil && moved != nil {
+			err = moved
 		} else if err != nil && attemptTimedOut(ctx, actx, err) {
 			err = c.timeoutError(tab.Address, err)
 		}

@@ -41,18 +41,18 @@
 // stalling until the server wakes. Connections to tablet servers also
 // send keepalive pings (Options.KeepaliveTime).
 //
-// An idempotent call (a read, SampleRowKeys, an Apply whose cells all
-// carry explicit timestamps) that has waited Options.LocationCheckDelay
-// (default 500ms) asks a master whether its tablet is still where it was
-// sent, and asks again at that interval while it waits. If the tablet
-// has moved (off a server paused past its lease, say), the call is
-// abandoned and sent to the new owner at once, a scan resuming after its
-// last row; if not, it keeps waiting, since a tablet has a single owner
-// and there is no copy to hedge to. Calls that are not idempotent
-// (ServerTime cells, CheckAndMutate, ReadModifyWrite) and ApplyBulk are
-// never checked and never sent again while an attempt is outstanding: they
-// wait for an answer or for AttemptTimeout, so that their outcome is not
-// made unknown more often.
+// An idempotent call (a read, SampleRowKeys, an Apply whose cells all carry
+// explicit timestamps, a request of ApplyBulk holding only such rows) that
+// has waited Options.LocationCheckDelay (default 500ms) asks a master
+// whether its tablet is still where it was sent, and asks again at that
+// interval while it waits. If the tablet has moved (off a server paused
+// past its lease, say), the call is abandoned and sent to the new owner at
+// once, a scan resuming after its last row; if not, it keeps waiting, since
+// a tablet has a single owner and there is no copy to hedge to. Calls that
+// are not idempotent (ServerTime cells, CheckAndMutate, ReadModifyWrite,
+// ApplyBulk's requests of such rows) are never checked nor sent again while
+// an attempt is outstanding: they wait for an answer or for AttemptTimeout,
+// so that their outcome is not made unknown more often.
 //
 // A Client, its Tables and its AdminClient are safe for concurrent use; a
 // RowIterator is not.

@@ -227,17 +227,17 @@ func (it *RowIterator) recv() (*tabulapb.ReadRowsResponse, error) {
 	if it.watch != nil {
 		it.watch.Reset(it.t.c.opts.AttemptTimeout)
 	}
-	check := it.t.c.checkLocation(it.streamCtx, it.streamCancel, it.tablet, it.tabletRow)
+	check := it.t.c.checkLocation(it.streamCtx, it.streamCancel, placed{it.tablet, it.tabletRow})
 	resp, err := it.stream.Recv()
-	check.stop()
+	moved := check.stop()
 	if it.watch != nil {
 		it.watch.Stop()
 	}
 	if err != nil && err != io.EOF && it.ctx.Err() == nil {
-		switch cause := context.Cause(it.streamCtx); {
-		case errors.Is(cause, errMoved):
-			err = rerouted(it.tablet)
-		case errors.Is(cause, errAttemptTimeout):
+		switch {
+		case moved != nil:
+			err = moved
+		case errors.Is(context.Cause(it.streamCtx), errAttemptTimeout):
 			err = it.t.c.timeoutError(it.tablet.Address, err)
 		}
 	}

@@ -54,16 +54,24 @@ func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
 type locationCheck struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the goroutine has returned
+	// moved is the tablet found moved, if any; read it after stop.
+	moved *locator.Tablet
+}
+
+// placed is a tablet a call was sent to, and a row of it to locate it by.
+type placed struct {
+	tab locator.Tablet
+	row []byte
 }
 
 // checkLocation starts checking, every LocationCheckDelay until stop,
-// whether tab (the tablet holding row) is still where the call waiting
-// under ctx was sent. When a master says it moved, checkLocation abandons
-// the call with abandon(errMoved) and stops checking. It returns nil
+// whether the tablets of targets are still where the call waiting under
+// ctx was sent. When a master says one moved, checkLocation abandons the
+// call with abandon(errMoved) and stops checking. It returns nil
 // (stopping a nil check does nothing) when checks are disabled.
-func (c *Client) checkLocation(ctx context.Context, abandon context.CancelCauseFunc, tab locator.Tablet, row []byte) *locationCheck {
+func (c *Client) checkLocation(ctx context.Context, abandon context.CancelCauseFunc, targets ...placed) *locationCheck {
 	d := c.opts.LocationCheckDelay
-	if d < 0 {
+	if d < 0 || len(targets) == 0 {
 		return nil
 	}
 	cctx, cancel := context.WithCancel(ctx)
@@ -80,13 +88,16 @@ func (c *Client) checkLocation(ctx context.Context, abandon context.CancelCauseF
 				return
 			case <-fire:
 			}
-			fresh, err := c.loc.Relocate(cctx, tab, row)
-			if cctx.Err() != nil {
-				return
-			}
-			if moved(tab, fresh, err) {
-				abandon(errMoved)
-				return
+			for _, t := range targets {
+				fresh, err := c.loc.Relocate(cctx, t.tab, t.row)
+				if cctx.Err() != nil {
+					return
+				}
+				if moved(t.tab, fresh, err) {
+					w.moved = &t.tab
+					abandon(errMoved)
+					return
+				}
 			}
 			// Unchanged, or no master answered: keep waiting, check again.
 			fire, stopTimer = c.timer(d)
@@ -95,13 +106,18 @@ func (c *Client) checkLocation(ctx context.Context, abandon context.CancelCauseF
 	return w
 }
 
-// stop ends the check and waits for its goroutine.
-func (w *locationCheck) stop() {
+// stop ends the check and waits for its goroutine. It returns the error
+// to give the call when the check abandoned it (a rerouteError), or nil.
+func (w *locationCheck) stop() error {
 	if w == nil {
-		return
+		return nil
 	}
 	w.cancel()
 	<-w.done
+	if w.moved == nil {
+		return nil
+	}
+	return rerouted(*w.moved)
 }
 
 // moved reports whether a Relocate answer (fresh, err) says that tablet
@@ -130,7 +146,7 @@ func (e *rerouteError) GRPCStatus() *status.Status { return e.st }
 
 func rerouted(tab locator.Tablet) error {
 	return &rerouteError{status.New(codes.Unavailable, fmt.Sprintf(
-		"client: tablet %s of table %s moved off tablet server %s (epoch %d) while a call waited; re-sent to its new location",
+		"client: tablet %s of table %s moved off tablet server %s (epoch %d) while a call to it waited; the call was abandoned to be re-sent",
 		tab.ID, tab.Table, tab.Address, tab.Epoch))}
 }
 

@@ -192,6 +192,10 @@ func TestIdempotentCallOnHungServerFollowsTheTabletToItsNewOwner(t *testing.T) {
 		{"Apply with explicit timestamps", "MutateRow", func(ctx context.Context, tbl *Table) error {
 			return tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("n"), 7, []byte("new")))
 		}},
+		{"ApplyBulk with explicit timestamps", "MutateRows", func(ctx context.Context, tbl *Table) error {
+			return firstError(tbl.ApplyBulk(ctx, [][]byte{[]byte("a"), []byte("r")},
+				[]*Mutation{NewMutation().Set("cf", []byte("n"), 7, []byte("x")), NewMutation().Set("cf", []byte("n"), 7, []byte("y"))}))
+		}},
 		{"SampleRowKeys", "SampleRowKeys", func(ctx context.Context, tbl *Table) error {
 			ks, err := tbl.SampleRowKeys(ctx)
 			if err == nil && (len(ks) != 1 || string(ks[0].Key) != "tab") {
@@ -304,6 +308,10 @@ func TestNonIdempotentCallOnHungServerIsNotSentTwice(t *testing.T) {
 		{"Apply with ServerTime", "MutateRow", func(ctx context.Context, tbl *Table) error {
 			return tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("q"), ServerTime, []byte("v")))
 		}},
+		{"ApplyBulk with ServerTime", "MutateRows", func(ctx context.Context, tbl *Table) error {
+			return firstError(tbl.ApplyBulk(ctx, [][]byte{[]byte("r")},
+				[]*Mutation{NewMutation().Set("cf", []byte("q"), ServerTime, []byte("v"))}))
+		}},
 		{"CheckAndMutate", "CheckAndMutateRow", func(ctx context.Context, tbl *Table) error {
 			_, err := tbl.CheckAndMutate(ctx, []byte("r"), nil, nil, NewMutation().Set("cf", []byte("q"), 1, []byte("v")))
 			return err
@@ -351,5 +359,46 @@ func TestRerouteErrorIsUnavailable(t *testing.T) {
 	err := rerouted(locator.Tablet{Table: "t", ID: "x", Address: "a:1", Epoch: 3})
 	if status.Code(err) != codes.Unavailable || !isReroute(err) || !strings.Contains(err.Error(), "moved") {
 		t.Errorf("rerouted = %v (code %v), want an UNAVAILABLE reroute naming the move", err, status.Code(err))
+	}
+}
+
+// firstError returns err or else the first row error of an ApplyBulk.
+func firstError(errs []error, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// TestApplyBulkSendsIdempotentRowsApart: ApplyBulk puts rows that are not
+// safe to send twice in requests of their own, so that the requests of
+// the others can be re-routed.
+func TestApplyBulkSendsIdempotentRowsApart(t *testing.T) {
+	c := newCluster(t, 1)
+	tbl := c.client(t).Open("t")
+	var s *fakeServer
+	for _, s = range c.servers {
+	}
+	rows := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
+	muts := []*Mutation{
+		NewMutation().Set("cf", []byte("q"), 1, []byte("1")),
+		NewMutation().Set("cf", []byte("q"), ServerTime, []byte("2")),
+		NewMutation().Set("cf", []byte("q"), 1, []byte("3")),
+	}
+	if err := firstError(tbl.ApplyBulk(context.Background(), rows, muts)); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.callCount("MutateRows"); n != 2 {
+		t.Errorf("MutateRows calls = %d, want 2 (idempotent rows apart from the other)", n)
+	}
+	for i, r := range rows {
+		if cells := c.servers[s.addr].store.read(r); len(cells) != 1 || string(cells[0].Value) != string(rune('1'+i)) {
+			t.Errorf("row %s = %+v", r, cells)
+		}
 	}
 }
