@@ -58,18 +58,18 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 	if len(opts.Keys) == 1 && len(opts.Ranges) == 0 {
 		return fail(s.readOneRow(stream, h, opts))
 	}
+	sender := newSender(stream)
+	opts.Progress = sender.progress
 	it, err := h.t.NewRowIterator(ctx, opts)
 	if err != nil {
 		return fail(err)
 	}
 	defer it.Close()
-	sender := startSender(stream, readHeartbeat)
-	defer sender.close()
 	resp := &tabulapb.ReadRowsResponse{}
 	size := 0
 	send := func() error {
 		if len(resp.Rows) == 0 {
-			return nil
+			return sender.err // a failed heartbeat broke the stream
 		}
 		// A read must not outlive the lease: another server may own the
 		// tablet once it has expired.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,16 +431,22 @@ func TestReadRowsSingleKey(t *testing.T) {
 
 // TestReadRowsSendsHeartbeatsWhileScanning: a scan whose filter drops
 // every row sends empty messages while it works, so a client bounding the
-// wait for each message does not take it for a hung server.
+// wait for each message does not take it for a hung server. The scan asks
+// heartbeatDue every few rows; the test decides the answer, so the result
+// does not depend on how fast the scan runs.
 func TestReadRowsSendsHeartbeatsWhileScanning(t *testing.T) {
-	defer func(old time.Duration) { readHeartbeat = old }(readHeartbeat)
-	readHeartbeat = time.Millisecond
+	const rows = 3000
+	var due atomic.Bool
+	var checks atomic.Int64
+	old := heartbeatDue
+	t.Cleanup(func() { heartbeatDue = old }) // after the server has stopped
+	heartbeatDue = func(time.Time) bool { checks.Add(1); return due.Load() }
 	e := newEnv(t)
 	srv := e.start(nil)
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
 	var entries []*tabulapb.MutateRowsRequest_Entry
-	for i := range 3000 {
+	for i := range rows {
 		entries = append(entries, &tabulapb.MutateRowsRequest_Entry{Tablet: ref, RowKey: fmt.Appendf(nil, "row%05d", i),
 			Mutations: []*tabulapb.Mutation{set("cf", "q", 1, "v")}})
 	}
@@ -447,33 +454,58 @@ func TestReadRowsSendsHeartbeatsWhileScanning(t *testing.T) {
 		t.Fatal(err)
 	}
 	none := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: "nothing matches this"}}
-	for attempt := 0; ; attempt++ {
+	for _, tc := range []struct {
+		name string
+		due  bool
+	}{
+		{"heartbeat due at every check", true},
+		{"heartbeat never due", false},
+	} {
+		due.Store(tc.due)
+		checks.Store(0)
 		stream, err := c.ReadRows(e.ctx, &tabulapb.ReadRowsRequest{Tablet: ref, Filter: none})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var empty, rows int
+		var empty, got int
 		for {
 			m, err := stream.Recv()
 			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s: %v", tc.name, err)
 			}
 			if len(m.Rows) == 0 {
 				empty++
 			}
-			rows += len(m.Rows)
+			got += len(m.Rows)
 		}
-		if rows != 0 {
-			t.Fatalf("the filter let %d rows through", rows)
+		if got != 0 {
+			t.Fatalf("%s: the filter let %d rows through", tc.name, got)
 		}
-		if empty > 0 {
-			return
+		// The scan checks every 16 rows it passes, filtered or not.
+		if n := checks.Load(); n < rows/16 {
+			t.Fatalf("%s: the scan of %d rows asked for a heartbeat %d times, want at least %d", tc.name, rows, n, rows/16)
 		}
-		if attempt == 20 {
-			t.Fatal("no heartbeat in 20 scans of 3000 filtered rows at a 1ms heartbeat")
+		want := 0
+		if tc.due {
+			want = int(checks.Load())
 		}
+		if empty != want {
+			t.Fatalf("%s: %d empty messages for %d checks, want %d", tc.name, empty, checks.Load(), want)
+		}
+	}
+}
+
+// TestHeartbeatIsDueAfterTheInterval pins the default trigger: a stream
+// quiet for readHeartbeat is due one, a stream that just sent is not.
+func TestHeartbeatIsDueAfterTheInterval(t *testing.T) {
+	now := time.Now()
+	if heartbeatDue(now) {
+		t.Error("a heartbeat is due right after a message")
+	}
+	if !heartbeatDue(now.Add(-readHeartbeat)) {
+		t.Errorf("no heartbeat due %s after the last message", readHeartbeat)
 	}
 }

@@ -264,6 +264,7 @@ type rowScanner struct {
 	slab     []cell.Cell
 	rowStart int
 	calls    int
+	progress func() // ReadOptions.Progress; may be nil
 	err      error
 }
 
@@ -321,10 +322,14 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 	for r.err == nil {
 		// A cancelled context stops the scan within a few rows; checking
 		// it for every row costs a lock per row for cancellable contexts.
+		// Progress is reported at the same pace.
 		if r.calls++; r.calls%16 == 1 {
 			if err := ctx.Err(); err != nil {
 				r.err = err
 				return nil, nil, false
+			}
+			if r.progress != nil {
+				r.progress()
 			}
 		}
 		var minKey []byte
@@ -453,6 +458,12 @@ type ReadOptions struct {
 	Filter *rowfilter.Filter
 	// Limit bounds the rows returned; 0 means no limit.
 	Limit int64
+	// Progress, when set, is called on the reading goroutine every few
+	// rows the scan passes over, including rows that deletes or the
+	// filter drop, so that the caller can show that a selective scan is
+	// still working (the tablet server's stream heartbeats). It must be
+	// cheap and must not use the iterator. The default is nil.
+	Progress func()
 }
 
 // spans turns a row set into ascending, disjoint key spans clipped to the
@@ -537,6 +548,8 @@ type RowIterator struct {
 	cells  []cell.Cell
 	err    error
 	done   bool
+	// progress is ReadOptions.Progress, handed to each span's scanner.
+	progress func()
 }
 
 // NewRowIterator starts a read of the row set in opts at the current
@@ -566,7 +579,7 @@ func (t *Tablet) NewRowIterator(ctx context.Context, opts ReadOptions) (*RowIter
 	if err != nil {
 		return nil, err
 	}
-	return &RowIterator{ctx: ctx, st: st, spans: t.spans(opts), filter: c, limit: opts.Limit}, nil
+	return &RowIterator{ctx: ctx, st: st, spans: t.spans(opts), filter: c, limit: opts.Limit, progress: opts.Progress}, nil
 }
 
 // Next moves to the next row; false at the end or on error.
@@ -585,6 +598,7 @@ func (it *RowIterator) Next() bool {
 				return false
 			}
 			it.sc = it.st.newScanner(it.spans[0], it.filter)
+			it.sc.progress = it.progress
 			it.spans = it.spans[1:]
 		}
 		row, cells, ok := it.sc.next(it.ctx)
