@@ -80,7 +80,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		}
 	}()
 	opts.fillAddrs(lis)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: opts.Etcd, DialTimeout: 5 * time.Second, Context: context.WithoutCancel(ctx)})
+	cli, err := meta.NewClient(context.WithoutCancel(ctx), opts.Etcd)
 	if err != nil {
 		return nil, fmt.Errorf("master: connecting to etcd %v: %w", opts.Etcd, err)
 	}

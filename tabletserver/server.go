@@ -14,7 +14,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
@@ -153,9 +152,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.id = s.addr
 	}
 	s.logger = s.logger.With("server", s.id)
-	s.client, err = clientv3.New(clientv3.Config{
-		Endpoints: opts.Etcd, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-	})
+	s.client, err = meta.NewClient(nil, opts.Etcd)
 	if err != nil {
 		return nil, fmt.Errorf("tabletserver: etcd client: %w", err)
 	}

@@ -108,5 +108,17 @@ func Start(ctx context.Context, c Config) (_ *Server, err error) {
 // Endpoints returns the client endpoints (host:port).
 func (s *Server) Endpoints() []string { return []string{s.endpoint} }
 
+// Err returns a channel that receives the error that stopped the server
+// while it ran (a failed disk, say).
+func (s *Server) Err() <-chan error { return s.etcd.Err() }
+
 // Close stops the server and waits for it.
 func (s *Server) Close() { s.etcd.Close() }
+
+// Kill stops the server at once, as a crash would: the raft node stops
+// first, so nothing (lease expiry included) happens while the listeners
+// shut down. Data already committed stays in Dir.
+func (s *Server) Kill() {
+	s.etcd.Server.HardStop()
+	s.etcd.Close()
+}
