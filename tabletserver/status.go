@@ -128,7 +128,7 @@ func codeOf(ctx context.Context, err error) codes.Code {
 	case isContextError(err) && ctx.Err() != nil:
 		return status.FromContextError(ctx.Err()).Code()
 	case isNotServing(err), errors.Is(err, ErrNotAssigned), errors.Is(err, meta.ErrConflict),
-		errors.Is(err, tablet.ErrNoSplitKey):
+		errors.Is(err, tablet.ErrNoSplitKey), errors.Is(err, tablet.ErrNewerOwner):
 		return codes.FailedPrecondition
 	case errors.Is(err, cell.ErrInvalid):
 		return codes.InvalidArgument

@@ -44,6 +44,7 @@ func TestErrorCodes(t *testing.T) {
 		{name: "not assigned here", err: wrap(ErrNotAssigned), want: codes.FailedPrecondition},
 		{name: "lost an etcd race", err: wrap(meta.ErrConflict), want: codes.FailedPrecondition},
 		{name: "no split key", err: wrap(tablet.ErrNoSplitKey), want: codes.FailedPrecondition},
+		{name: "a newer owner wrote the folder", err: wrap(tablet.ErrNewerOwner), want: codes.FailedPrecondition},
 		{name: "memory past the hard limit", err: wrap(tablet.ErrResourceExhausted), want: codes.ResourceExhausted},
 
 		// Transient: retry (idempotent calls) after re-locating.
