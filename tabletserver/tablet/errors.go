@@ -29,6 +29,13 @@ var (
 	// ErrGuardRefused is wrapped, together with the guard's own error, by
 	// every error of an operation that Options.Guard refused (see guard.go).
 	ErrGuardRefused = errors.New("tablet: refused by the write guard")
+	// ErrFailed marks calls refused because the tablet's commit log or
+	// manifest failed earlier: nothing of the call was applied, and the
+	// tablet is leaving service (Options.OnFailure).
+	ErrFailed = errors.New("tablet: failed earlier; it takes no more writes")
+	// ErrLogFailed marks a write whose commit-log write or sync failed:
+	// it may or may not be in the log the next owner replays.
+	ErrLogFailed = errors.New("tablet: commit log write failed; the write may or may not have been applied")
 	// ErrNewerOwner means the tablet's folder holds a manifest written by a
 	// newer owner (a higher epoch) than the one opening it.
 	ErrNewerOwner = errors.New("tablet: a newer owner has written this tablet")

@@ -46,7 +46,7 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
 		t.commitMu.Lock()
 		if t.failErr != nil {
 			t.commitMu.Unlock()
-			return fmt.Errorf("tablet: commit log failed earlier: %w", t.failErr)
+			return fmt.Errorf("%w: %w", ErrFailed, t.failErr)
 		}
 		if t.mem.empty() && !force {
 			t.commitMu.Unlock()
@@ -91,7 +91,7 @@ func (t *Tablet) waitVisible(ctx context.Context, seq uint64) error {
 		failed := t.failErr
 		t.commitMu.Unlock()
 		if failed != nil {
-			return fmt.Errorf("tablet: commit log failed: %w", failed)
+			return fmt.Errorf("%w: %w", ErrFailed, failed)
 		}
 		select {
 		case <-ctx.Done():

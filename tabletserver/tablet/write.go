@@ -120,7 +120,7 @@ func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
 	t.commitMu.Lock()
 	if t.failErr != nil {
 		t.commitMu.Unlock()
-		return fmt.Errorf("tablet: commit log failed earlier: %w", t.failErr)
+		return fmt.Errorf("%w: %w", ErrFailed, t.failErr)
 	}
 	if t.closed.Load() {
 		t.commitMu.Unlock()
@@ -147,7 +147,7 @@ func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
 	if err != nil {
 		t.failErr = err
 		t.commitMu.Unlock()
-		err = fmt.Errorf("tablet: write commit log: %w", err)
+		err = fmt.Errorf("%w: write: %w", ErrLogFailed, err)
 		t.failed(err)
 		return err
 	}
@@ -163,7 +163,7 @@ func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
 			t.failErr = err
 		}
 		t.commitMu.Unlock()
-		err = fmt.Errorf("tablet: sync commit log: %w", err)
+		err = fmt.Errorf("%w: sync: %w", ErrLogFailed, err)
 		t.failed(err)
 		return err
 	}
