@@ -201,10 +201,10 @@ func (c *Client) timeoutError(addr string, err error) error {
 // Client is a connection to a Tabula cluster. It is safe for concurrent
 // use.
 type Client struct {
-	opts  Options
-	loc   *locator.Locator
-	pool  *pool
-	timer timerFunc // of location checks
+	opts      Options
+	loc       *locator.Locator
+	pool      *pool
+	afterFunc afterFuncer // of location checks
 
 	closeOnce sync.Once
 	closeErr  error
@@ -226,7 +226,7 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions()), timer: realTimer}
+	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions()), afterFunc: realAfterFunc}
 	defer func() {
 		if err != nil {
 			c.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tabuladb/tabula/locator"
@@ -40,23 +41,13 @@ const DefaultLocationCheckDelay = 500 * time.Millisecond
 // master said its tablet moved while it waited.
 var errMoved = errors.New("client: tablet moved while the call waited")
 
-// timerFunc makes the timers of location checks: a channel that receives
-// once after d, and a function that stops the timer. Tests replace it to
-// fire checks on demand.
-type timerFunc func(d time.Duration) (<-chan time.Time, func() bool)
+// afterFuncer runs f in its own goroutine after d, unless the returned
+// stop (which reports whether it stopped f from running, as
+// time.Timer.Stop) is called first. Tests replace it to fire location
+// checks on demand.
+type afterFuncer func(d time.Duration, f func()) (stop func() bool)
 
-func realTimer(d time.Duration) (<-chan time.Time, func() bool) {
-	t := time.NewTimer(d)
-	return t.C, t.Stop
-}
-
-// locationCheck watches one wait on a tablet server; stop ends it.
-type locationCheck struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine has returned
-	// moved is the tablet found moved, if any; read it after stop.
-	moved *locator.Tablet
-}
+func realAfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
 
 // placed is a tablet a call was sent to, and a row of it to locate it by.
 type placed struct {
@@ -64,56 +55,104 @@ type placed struct {
 	row []byte
 }
 
-// checkLocation starts checking, every LocationCheckDelay until stop,
-// whether the tablets of targets are still where the call waiting under
-// ctx was sent. When a master says one moved, checkLocation abandons the
-// call with abandon(errMoved) and stops checking. It returns nil
-// (stopping a nil check does nothing) when checks are disabled.
+// locationCheck watches one wait on a tablet server: a timer that runs a
+// check after LocationCheckDelay and again after each check that found
+// nothing moved; stop ends it. A wait that ends in time costs a timer and
+// no goroutine, so that every call and every message of a read stream can
+// afford one.
+type locationCheck struct {
+	c       *Client
+	ctx     context.Context // the call's
+	abandon context.CancelCauseFunc
+	targets []placed
+	wg      sync.WaitGroup // the armed timer's run, and the running check
+
+	// mu protects the fields below.
+	mu        sync.Mutex
+	stopped   bool
+	stopTimer func() bool        // of the armed timer
+	cancelRun context.CancelFunc // of the running check, nil if none
+	moved     *locator.Tablet    // the tablet found moved, if any
+}
+
+// checkLocation starts watching whether the tablets of targets are still
+// where the call waiting under ctx was sent: every LocationCheckDelay
+// until stop, it asks the locator (Relocate); when a master says one
+// moved, it abandons the call with abandon(errMoved) and stops checking.
+// It returns nil (stopping a nil check does nothing) when checks are
+// disabled. The first timer is armed before checkLocation returns, so
+// before the call is sent.
 func (c *Client) checkLocation(ctx context.Context, abandon context.CancelCauseFunc, targets ...placed) *locationCheck {
-	d := c.opts.LocationCheckDelay
-	if d < 0 || len(targets) == 0 {
+	if c.opts.LocationCheckDelay < 0 || len(targets) == 0 {
 		return nil
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	w := &locationCheck{cancel: cancel, done: make(chan struct{})}
-	// The first timer is armed before the call is sent, not in the
-	// goroutine: tests rely on it.
-	fire, stopTimer := c.timer(d)
-	go func() {
-		defer close(w.done)
-		for {
-			select {
-			case <-cctx.Done():
-				stopTimer()
-				return
-			case <-fire:
-			}
-			for _, t := range targets {
-				fresh, err := c.loc.Relocate(cctx, t.tab, t.row)
-				if cctx.Err() != nil {
-					return
-				}
-				if moved(t.tab, fresh, err) {
-					w.moved = &t.tab
-					abandon(errMoved)
-					return
-				}
-			}
-			// Unchanged, or no master answered: keep waiting, check again.
-			fire, stopTimer = c.timer(d)
-		}
-	}()
+	w := &locationCheck{c: c, ctx: ctx, abandon: abandon, targets: targets}
+	w.mu.Lock()
+	w.armLocked()
+	w.mu.Unlock()
 	return w
 }
 
-// stop ends the check and waits for its goroutine. It returns the error
-// to give the call when the check abandoned it (a rerouteError), or nil.
+func (w *locationCheck) armLocked() {
+	w.wg.Add(1)
+	w.stopTimer = w.c.afterFunc(w.c.opts.LocationCheckDelay, w.run)
+}
+
+// run is one check, in the timer's goroutine.
+func (w *locationCheck) run() {
+	defer w.wg.Done()
+	w.mu.Lock()
+	if w.stopped {
+		w.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	w.cancelRun = cancel
+	w.mu.Unlock()
+	defer cancel()
+
+	var found *locator.Tablet
+	for _, t := range w.targets {
+		fresh, err := w.c.loc.Relocate(ctx, t.tab, t.row)
+		if ctx.Err() != nil {
+			break
+		}
+		if moved(t.tab, fresh, err) {
+			found = &t.tab
+			break
+		}
+	}
+
+	w.mu.Lock()
+	w.cancelRun = nil
+	if found != nil {
+		w.moved = found
+	} else if !w.stopped && ctx.Err() == nil {
+		// Unchanged, or no master answered: keep waiting, check again.
+		w.armLocked()
+	}
+	w.mu.Unlock()
+	if found != nil {
+		w.abandon(errMoved)
+	}
+}
+
+// stop ends the check and waits for it. It returns the error to give the
+// call when the check abandoned it (a rerouteError), or nil.
 func (w *locationCheck) stop() error {
 	if w == nil {
 		return nil
 	}
-	w.cancel()
-	<-w.done
+	w.mu.Lock()
+	w.stopped = true
+	if w.stopTimer() {
+		w.wg.Done() // its run will never start
+	}
+	if w.cancelRun != nil {
+		w.cancelRun()
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
 	if w.moved == nil {
 		return nil
 	}

@@ -22,26 +22,28 @@ const waitLimit = 10 * time.Second
 type manualTimers struct {
 	// mu protects the fields below.
 	mu      sync.Mutex
-	armed   []chan time.Time
+	armed   []*manualTimer
 	arms    int           // timers armed so far
 	changed chan struct{} // closed and replaced whenever a timer is armed
 }
 
+type manualTimer struct{ f func() }
+
 func newManualTimers() *manualTimers { return &manualTimers{changed: make(chan struct{})} }
 
-func (m *manualTimers) timer(time.Duration) (<-chan time.Time, func() bool) {
-	ch := make(chan time.Time, 1)
+func (m *manualTimers) afterFunc(_ time.Duration, f func()) func() bool {
+	mt := &manualTimer{f: f}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.armed = append(m.armed, ch)
+	m.armed = append(m.armed, mt)
 	m.arms++
 	close(m.changed)
 	m.changed = make(chan struct{})
-	return ch, func() bool {
+	return func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		for i, c := range m.armed {
-			if c == ch {
+		for i, x := range m.armed {
+			if x == mt {
 				m.armed = append(m.armed[:i:i], m.armed[i+1:]...)
 				return true
 			}
@@ -76,16 +78,17 @@ func (m *manualTimers) await(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// fire waits for an armed timer and fires every armed one.
+// fire waits for an armed timer and fires every armed one, each in its
+// own goroutine as time.AfterFunc would (the check's stop waits for it).
 func (m *manualTimers) fire(t *testing.T) {
 	t.Helper()
-	var fired []chan time.Time
+	var fired []*manualTimer
 	m.await(t, "armed location check", func() bool {
 		fired, m.armed = m.armed, nil
 		return len(fired) > 0
 	})
-	for _, ch := range fired {
-		ch <- time.Now()
+	for _, mt := range fired {
+		go mt.f()
 	}
 }
 
@@ -113,7 +116,7 @@ func newPausedCluster(t *testing.T) *pausedCluster {
 	}
 	t.Cleanup(func() { cl.Close() })
 	timers := newManualTimers()
-	cl.timer = timers.timer
+	cl.afterFunc = timers.afterFunc
 	p := &pausedCluster{c: c, cl: cl, tbl: cl.Open("t"), timers: timers}
 	p.hung = c.servers[c.master.tablets[0].ServerAddress]
 	for _, s := range c.servers {
