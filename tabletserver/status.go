@@ -89,7 +89,8 @@ func toStatus(ctx context.Context, err error, table, id string, row []byte) erro
 // this row) is not served here": the client re-locates and retries.
 func isNotServing(err error) bool {
 	return errors.Is(err, ErrNotServing) || errors.Is(err, ErrFenced) ||
-		errors.Is(err, tablet.ErrOutOfRange) || errors.Is(err, tablet.ErrClosed)
+		errors.Is(err, tablet.ErrOutOfRange) || errors.Is(err, tablet.ErrClosed) ||
+		errors.Is(err, tablet.ErrFailed) // leaving service; nothing applied
 }
 
 // codeOf classifies an error of a call under ctx by what it wraps. Each
@@ -138,7 +139,7 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		return codes.ResourceExhausted
 	case errors.Is(err, corruption.ErrCorrupt), errors.Is(err, ErrAlreadyOpen):
 		return codes.Internal
-	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown):
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown), errors.Is(err, tablet.ErrLogFailed):
 		return codes.Unavailable
 	case isContextError(err):
 		// The caller's context is live: the deadline was one the server

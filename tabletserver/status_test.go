@@ -72,7 +72,9 @@ func TestErrorCodes(t *testing.T) {
 
 		// Not classified: not retryable, outcome unknown.
 		{name: "unknown error", err: wrap(errors.New("write 000012.sst: input/output error")), want: codes.Unknown},
-		{name: "commit log failed earlier", err: fmt.Errorf("tablet: commit log failed earlier: %w", errors.New("no space left on device")), want: codes.Unknown},
+		{name: "commit log failed earlier", err: fmt.Errorf("%w: %w", tablet.ErrFailed, errors.New("no space left on device")), want: codes.FailedPrecondition},
+		{name: "commit log write failed", err: fmt.Errorf("%w: sync: %w", tablet.ErrLogFailed, errors.New("input/output error")), want: codes.Unavailable},
+		{name: "an unclassified I/O error", err: fmt.Errorf("tablet: %w", errors.New("input/output error")), want: codes.Unknown},
 		{name: "other etcd error", err: wrap(rpctypes.ErrRequestTooLarge), want: codes.Unknown},
 	}
 	for _, c := range cases {
