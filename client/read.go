@@ -237,6 +237,10 @@ func (it *RowIterator) recv() (*tabulapb.ReadRowsResponse, error) {
 		switch {
 		case moved != nil:
 			err = moved
+		case errors.Is(context.Cause(it.streamCtx), errMoved):
+			// An earlier wait's check abandoned the stream just as its
+			// message arrived.
+			err = rerouted(it.tablet)
 		case errors.Is(context.Cause(it.streamCtx), errAttemptTimeout):
 			err = it.t.c.timeoutError(it.tablet.Address, err)
 		}

@@ -405,3 +405,31 @@ func TestApplyBulkSendsIdempotentRowsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestScanAbandonedJustAfterAMessageResumes: a check may abandon a stream
+// just as its message arrives; the next wait then finds the stream
+// cancelled and must resume at the new owner, not fail with CANCELED.
+func TestScanAbandonedJustAfterAMessageResumes(t *testing.T) {
+	p := newPausedCluster(t)
+	fill(t, p.tbl, []string{"a", "b", "c", "d", "e", "f"})
+	p.hung.mu.Lock()
+	p.hung.stallAfter = 4 // the stream stays open after a, b, c, d
+	p.hung.mu.Unlock()
+	it := p.tbl.ReadRows(context.Background(), nil)
+	defer it.Close()
+	if !it.Next() || string(it.Row().Key) != "a" {
+		t.Fatalf("first row: %v", it.Err())
+	}
+	p.c.move("a", p.other.addr)
+	it.streamCancel(errMoved) // as a check finding the move would
+	var got []string
+	for it.Next() {
+		got = append(got, string(it.Row().Key))
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("scan after the late abandon: %v", err)
+	}
+	if strings.Join(got, "") != "bcdef" {
+		t.Errorf("rows after the late abandon = %q, want b c d e f", got)
+	}
+}
