@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build run test vet tidy proto bench fuzz clean
+.PHONY: all build run test vet tidy proto bench fuzz soak clean
 
 all: build
 
@@ -24,6 +24,18 @@ test: vet
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	$(GO) test -race -timeout 25m ./...
+
+# A long `tabula verify run`: a local cluster of real processes takes
+# linked-list, counter and check-and-mutate writes while tablet servers,
+# masters and etcd are killed, paused and restarted at random; then every
+# acknowledged write is checked and the histories are checked for
+# linearizability. Prints the report; fails on any violation. A short run
+# is in `make test` (e2e TestVerifyUnderFaults). SOAK_FLAGS adds flags,
+# e.g. SOAK_FLAGS="--seed 42 --keep".
+SOAK_DURATION ?= 10m
+SOAK_FLAGS ?=
+soak: build
+	./bin/tabula verify run --duration $(SOAK_DURATION) $(SOAK_FLAGS)
 
 # Rewrites go.mod and go.sum of both modules; bench/ replaces the root module
 # with ../, so it follows the root's requirements.

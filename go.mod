@@ -3,6 +3,7 @@ module github.com/tabuladb/tabula
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/bits-and-blooms/bloom/v3 v3.7.1
 	github.com/golang/snappy v1.0.0
 	github.com/klauspost/compress v1.20.4

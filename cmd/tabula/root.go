@@ -58,6 +58,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newPutCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(),
+		newEtcdCmd(), newVerifyCmd(),
 	)
 	wrapArgs(root)
 	return root
