@@ -13,9 +13,9 @@ var nameSeed = flag.Int64("name.seed", 0, "seed of TestNameValidationMatchesRege
 // TestNameValidationMatchesRegexp checks the hand-written name checks
 // against the regular expressions they replace.
 func TestNameValidationMatchesRegexp(t *testing.T) {
-	tableRE := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,50}$`)
+	tableRE := regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,49}$`)
 	familyRE := regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	names := []string{"", "a", "A.b-c_9", "a b", "a/b", "é", "a\n", strings.Repeat("x", 50), strings.Repeat("x", 51),
+	names := []string{"", ".", "..", ".a", "-a", "a.", "_a", "a", "A.b-c_9", "a b", "a/b", "é", "a\n", strings.Repeat("x", 50), strings.Repeat("x", 51),
 		strings.Repeat("y", 64), strings.Repeat("y", 65)}
 	seed := *nameSeed
 	if seed == 0 {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/storepath"
 )
 
 // CreateTable validates the schema and split keys, writes the schema and
@@ -125,9 +124,8 @@ func (m *Master) deleteTable(ctx context.Context, name string) error {
 	}
 	// 4. Files.
 	if m.opts.StorageRoot != "" {
-		dir := filepath.Join(m.opts.StorageRoot, "tables", name)
-		if err := os.RemoveAll(dir); err != nil {
-			m.log.Warn("removing a deleted table's files", "dir", dir, "err", err)
+		if err := storepath.RemoveTable(m.opts.StorageRoot, name); err != nil {
+			m.log.Warn("removing a deleted table's files", "table", name, "err", err)
 		}
 	}
 	m.log.Info("deleted table", "table", name)

@@ -73,7 +73,9 @@ func TestDeadServersTabletsMoveWithNewEpoch(t *testing.T) {
 func TestTabletsWaitForTheOldLeaseWhenTheirServerRegistersAgain(t *testing.T) {
 	c := newCluster(t)
 	m := c.startMaster(Options{})
-	s1 := c.startServer("s1")
+	// A long TTL: the old lease must stay alive however slow the machine
+	// is, so that a tablet handed on meanwhile is the master's doing.
+	s1 := c.startServerTTL("s1", 60)
 	c.waitLeader(m)
 	mc := c.dial(m.Addr())
 	ctx := context.Background()
@@ -210,7 +212,9 @@ func TestStandbyTakesOverAndAnswersLocates(t *testing.T) {
 func TestSplitAndBalance(t *testing.T) {
 	c := newCluster(t)
 	m := c.startMaster(Options{})
-	s1 := c.startServer("s1")
+	// A long TTL: the old lease must stay alive however slow the machine
+	// is, so that a tablet handed on meanwhile is the master's doing.
+	s1 := c.startServerTTL("s1", 60)
 	c.waitLeader(m)
 	mc := c.dial(m.Addr())
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
@@ -251,7 +252,7 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 		if !olderThan(f.dir, time.Now().Add(-m.opts.GCGrace), true) {
 			continue
 		}
-		if err := os.RemoveAll(f.dir); err != nil {
+		if err := storepath.RemoveTabletDir(m.opts.StorageRoot, f.dir); err != nil {
 			m.log.Warn("gc: removing tablet folder", "table", table, "tablet", f.name, "dir", f.dir, "err", err)
 			continue
 		}

@@ -149,6 +149,12 @@ type fakeServer struct {
 
 func (c *cluster) startServer(id string) *fakeServer {
 	c.t.Helper()
+	return c.startServerTTL(id, 2)
+}
+
+// startServerTTL starts a fake server whose lease has a TTL of ttl seconds.
+func (c *cluster) startServerTTL(id string, ttl int64) *fakeServer {
+	c.t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		c.t.Fatal(err)
@@ -167,7 +173,7 @@ func (c *cluster) startServer(id string) *fakeServer {
 	}
 	c.t.Cleanup(func() { f.cli.Close() })
 	ctx := context.Background()
-	lr, err := f.cli.Grant(ctx, 2)
+	lr, err := f.cli.Grant(ctx, ttl)
 	if err != nil {
 		c.t.Fatal(err)
 	}

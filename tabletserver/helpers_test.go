@@ -195,3 +195,12 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 type pauser struct{ paused atomic.Bool }
 
 func (p *pauser) fn() bool { return p.paused.Load() }
+
+// tabletDir is the folder of a tablet with valid names.
+func (s *Server) tabletDir(table, id string) string {
+	dir, err := s.tabletPath(table, id)
+	if err != nil {
+		panic(err)
+	}
+	return dir
+}

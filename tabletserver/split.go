@@ -11,6 +11,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
@@ -98,10 +99,17 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	// folder.
 	defer s.keys.lock(tabletKey(left.Table, left.ID))()
 	defer s.keys.lock(tabletKey(right.Table, right.ID))()
-	leftDir, rightDir := s.tabletDir(h.table, left.ID), s.tabletDir(h.table, right.ID)
+	leftDir, err := s.tabletPath(h.table, left.ID)
+	if err != nil {
+		return nil, err
+	}
+	rightDir, err := s.tabletPath(h.table, right.ID)
+	if err != nil {
+		return nil, err
+	}
 	removeChildren := func() {
 		for _, d := range []string{leftDir, rightDir} {
-			if err := os.RemoveAll(d); err != nil {
+			if err := storepath.RemoveTabletDir(s.opts.DataDir, d); err != nil {
 				s.logger.Warn("removing split child folder", "dir", d, "err", err)
 			}
 		}
@@ -310,7 +318,7 @@ func (s *Server) collectParents() {
 			keep = append(keep, p)
 			continue
 		}
-		if err := os.RemoveAll(p.dir); err != nil {
+		if err := storepath.RemoveTabletDir(s.opts.DataDir, p.dir); err != nil {
 			s.logger.Warn("removing split parent folder", "dir", p.dir, "err", err)
 			keep = append(keep, p)
 			continue

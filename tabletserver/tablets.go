@@ -11,33 +11,14 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
-// validateTabletName checks a table name and tablet id before they become
-// path elements.
-func validateTabletName(table, id string) error {
-	if err := cell.ValidateTableName(table); err != nil {
-		return err
-	}
-	if table == "." || table == ".." {
-		return cell.Invalidf("table name %q is reserved", table)
-	}
-	if id == "" || len(id) > 64 || id == "." || id == ".." {
-		return cell.Invalidf("tablet id %q must be 1..64 characters of [A-Za-z0-9_.-] and not . or ..", id)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return cell.Invalidf("tablet id %q must be 1..64 characters of [A-Za-z0-9_.-]", id)
-		}
-	}
-	return nil
-}
-
-// tabletDir is <root>/tables/<table>/<id>.
-func (s *Server) tabletDir(table, id string) string {
-	return filepath.Join(s.opts.DataDir, "tables", table, id)
+// tabletPath is <root>/tables/<table>/<id>, after checking that both names
+// are plain path elements (storepath).
+func (s *Server) tabletPath(table, id string) (string, error) {
+	return storepath.Tablet(s.opts.DataDir, table, id)
 }
 
 // engineOptions are the options of one tablet's engine on this server.
@@ -164,7 +145,8 @@ func (s *Server) familiesOf(table string) ([]families.Family, error) {
 // flush: another server may have written its log since) and reopened.
 func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *tabulapb.TableSchema) error {
 	table, id := info.GetTable(), info.GetTabletId()
-	if err := validateTabletName(table, id); err != nil {
+	dir, err := s.tabletPath(table, id)
+	if err != nil {
 		return err
 	}
 	if schema == nil {
@@ -227,7 +209,6 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 		}
 	}
 
-	dir := s.tabletDir(table, id)
 	t, err := s.openEngine(dir, fams, rec.Start, rec.End, rec.Epoch)
 	if err != nil {
 		return fmt.Errorf("tabletserver: opening tablet %s: %w", key, err)

@@ -1,0 +1,60 @@
+package storepath
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tabuladb/tabula/cell"
+)
+
+// No name can make a removal reach the root, the tables folder or
+// anything outside it: `tabula table delete ..` once removed the whole
+// storage root.
+func TestNoNameReachesOutsideItsFolder(t *testing.T) {
+	root := t.TempDir()
+	keep := filepath.Join(root, "tables", "keep", "t1")
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", ".", "..", "...", ".hidden", "-x", "a/b", "../x", "a\\b", "tables/..", "x\x00"} {
+		err := RemoveTable(root, name)
+		if name == "..." && err == nil {
+			t.Errorf("RemoveTable(%q) accepted a name starting with a dot", name)
+		}
+		if err == nil && name != "..." {
+			t.Errorf("RemoveTable(%q) succeeded", name)
+		}
+		if err != nil && !errors.Is(err, cell.ErrInvalid) {
+			t.Errorf("RemoveTable(%q) = %v, want an invalid-argument error", name, err)
+		}
+		if err := RemoveTablet(root, "keep", name); err == nil {
+			t.Errorf("RemoveTablet(keep, %q) succeeded", name)
+		}
+	}
+	for _, dir := range []string{root, filepath.Join(root, "tables"), filepath.Join(root, "tables", "keep"), filepath.Join(root, "tables", "keep", ".."), filepath.Dir(root), "/"} {
+		if err := RemoveTabletDir(root, dir); err == nil {
+			t.Errorf("RemoveTabletDir(%s) succeeded", dir)
+		}
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Fatalf("a refused removal removed something: %v", err)
+	}
+	if err := RemoveTabletDir(root, keep); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(keep); !os.IsNotExist(err) {
+		t.Fatalf("tablet folder still there: %v", err)
+	}
+}
+
+func TestPaths(t *testing.T) {
+	got, err := Tablet("/srv/tabula", "users", "a1b2")
+	if err != nil || got != "/srv/tabula/tables/users/a1b2" {
+		t.Fatalf("Tablet = %q, %v", got, err)
+	}
+	if _, err := Table("", "users"); err == nil {
+		t.Fatal("an empty root was accepted")
+	}
+}
