@@ -41,7 +41,7 @@ func (m *Master) createTable(ctx context.Context, req *tabulapb.CreateTableReque
 	var start []byte
 	keys := append(slices.Clip(req.GetSplitKeys()), nil) // the last tablet ends at the end of the table
 	for _, end := range keys {
-		t := meta.TabletRecord{Table: schema.Name, ID: meta.NewTabletID(), Start: start, End: end, State: meta.StateUnassigned}
+		t := meta.TabletRecord{Table: schema.Name, ID: meta.NewTabletID(), Start: start, End: end, State: meta.StateUnassigned, Fresh: true}
 		ops = append(ops, clientv3.OpPut(l.TabletKey(t.Table, t.ID), meta.EncodeTablet(t)))
 		start = end
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta"
@@ -19,6 +21,9 @@ const (
 	// maxLoadFailures is how many failed LoadTablet calls a server gets
 	// before the tablet is given to another server.
 	maxLoadFailures = 3
+	// missingRetry is how often a tablet whose files are missing is tried
+	// again.
+	missingRetry = 30 * time.Second
 	// maxConcurrentLoads bounds the LoadTablet calls in flight.
 	maxConcurrentLoads = 16
 )
@@ -36,6 +41,8 @@ type assigner struct {
 
 	// passes counts finished reconcile passes (tests wait on it).
 	passes atomic.Int64
+	// missing counts loads answered DATA_LOSS (a tablet's files are gone).
+	missing atomic.Int64
 
 	// mu protects loads.
 	mu sync.Mutex
@@ -55,6 +62,9 @@ type loadState struct {
 	next      time.Time // no new attempt before this
 	// waiting is set while the previous owner's lease is still alive.
 	waiting bool
+	// missing is set while the owner answers that the tablet's files are
+	// gone (DATA_LOSS): the tablet is never handed on for that.
+	missing bool
 }
 
 func newAssigner(m *Master, term *leadership) *assigner {
@@ -177,7 +187,7 @@ func (a *assigner) reconcile(ctx context.Context) {
 		case t.State == meta.StateSplitting:
 		case st.confirmed:
 		case now.Before(st.next):
-		case st.failures >= maxLoadFailures && len(snap.servers) > 1:
+		case st.failures >= maxLoadFailures && len(snap.servers) > 1 && !st.missing:
 			handOn = true
 		default:
 			load = true
@@ -260,6 +270,20 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 			st.confirmed, st.failures, st.next = true, 0, time.Time{}
 			return
 		}
+		if status.Code(err) == codes.DataLoss {
+			// The tablet's files are missing: no server can load it, and
+			// handing it around would only bump its epoch. Say so loudly
+			// and look again now and then (an operator may restore them).
+			st.missing = true
+			st.next = time.Now().Add(missingRetry)
+			a.missing.Add(1)
+			if ctx.Err() == nil {
+				a.m.log.Error("tablet data missing: its files are not in the storage root; restore them, it is retried every "+missingRetry.String(),
+					"tablet", key, "server", srv.ID, "epoch", t.Epoch, "err", err)
+			}
+			return
+		}
+		st.missing = false
 		st.failures++
 		st.next = time.Now().Add(loadBackoff(st.failures))
 		if ctx.Err() == nil {

@@ -121,6 +121,43 @@ func TestTabletsWaitForTheOldLeaseWhenTheirServerRegistersAgain(t *testing.T) {
 	}
 }
 
+// A tablet whose files are gone (its server answers DATA_LOSS) is not
+// handed from server to server, bumping its epoch each time: no server can
+// load it. The master says so and tries again only now and then.
+func TestTabletWithMissingFilesIsNotHandedAround(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	s1.mu.Lock()
+	s1.loadCode = codes.DataLoss
+	s1.mu.Unlock()
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		s1.mu.Lock()
+		defer s1.mu.Unlock()
+		return len(s1.loads) > 0, "a load attempt"
+	})
+	c.startServer("s2")
+	p0 := reconcilePasses(m)
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		return reconcilePasses(m) >= p0+10, "ten reconcile passes"
+	})
+	ts := c.tablets("t")
+	if len(ts) != 1 || ts[0].Epoch != 1 || ts[0].Server != "s1" {
+		t.Fatalf("tablet with missing files: %+v; want it left at epoch 1 on s1", ts)
+	}
+	s1.mu.Lock()
+	loads := len(s1.loads)
+	s1.mu.Unlock()
+	if loads != 1 {
+		t.Fatalf("%d load attempts within the retry interval, want 1", loads)
+	}
+}
+
 func TestFailingServerLosesTabletToAnother(t *testing.T) {
 	c := newCluster(t)
 	m := c.startMaster(Options{})

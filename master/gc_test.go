@@ -89,7 +89,7 @@ var gcFamilies = []families.Family{{Name: "cf", MaxVersions: 1}}
 
 func openTablet(t *testing.T, dir string, start, end []byte) *tablet.Tablet {
 	t.Helper()
-	tb, err := tablet.Open(tablet.Options{Dir: dir, Families: gcFamilies, Start: start, End: end, DisableBackgroundWork: true})
+	tb, err := tablet.Open(tablet.Options{Dir: dir, Create: true, Families: gcFamilies, Start: start, End: end, DisableBackgroundWork: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -145,6 +147,8 @@ type fakeServer struct {
 	schemas  []*tabulapb.TableSchema
 	compacts []*tabulapb.CompactTabletRequest
 	failLoad bool
+	// loadCode, when set, is the status code every LoadTablet answers.
+	loadCode codes.Code
 }
 
 func (c *cluster) startServer(id string) *fakeServer {
@@ -258,6 +262,10 @@ func (f *fakeServer) LoadTablet(_ context.Context, req *tabulapb.LoadTabletReque
 	defer f.mu.Unlock()
 	if f.failLoad {
 		return nil, fmt.Errorf("fake load failure")
+	}
+	if f.loadCode != codes.OK {
+		f.loads = append(f.loads, proto.Clone(req.GetTablet()).(*tabulapb.TabletInfo))
+		return nil, status.Error(f.loadCode, "fake load failure")
 	}
 	t := req.GetTablet()
 	if t.GetServerId() != f.id {

@@ -22,7 +22,7 @@ func reopen(t *testing.T, e *env, dir string) (*tablet.Tablet, int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := tablet.Open(tablet.Options{Dir: dir, Families: fams, DisableBackgroundWork: true})
+	tb, err := tablet.Open(tablet.Options{Dir: dir, Create: true, Families: fams, DisableBackgroundWork: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func fuzzServer(f *testing.F) (*Server, *tabulapb.TabletRef) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	tb, err := tablet.Open(tablet.Options{Dir: f.TempDir(), Families: fams, Start: []byte("b"), End: []byte("y"),
+	tb, err := tablet.Open(tablet.Options{Dir: f.TempDir(), Create: true, Families: fams, Start: []byte("b"), End: []byte("y"),
 		DisableBackgroundWork: true, SyncMode: 2 /* none */})
 	if err != nil {
 		f.Fatal(err)

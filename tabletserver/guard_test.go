@@ -27,7 +27,9 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(e.root, "guarded")
-	tb, err := tablet.Open(srv.engineOptions(dir, fams, nil, nil, 0))
+	opts := srv.engineOptions(dir, fams, nil, nil, 0)
+	opts.Create = true
+	tb, err := tablet.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

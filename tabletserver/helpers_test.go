@@ -93,7 +93,7 @@ func (e *env) dial(srv *Server) tabulapb.TabletServerClient {
 func (e *env) assign(id string, start, end []byte, srv *Server, epoch int64) meta.TabletRecord {
 	e.t.Helper()
 	rec := meta.TabletRecord{Table: e.schema.Name, ID: id, Start: start, End: end, State: meta.StateAssigned,
-		Server: srv.ID(), Address: srv.Addr(), Epoch: epoch, Lease: srv.leaseID.Load()}
+		Server: srv.ID(), Address: srv.Addr(), Epoch: epoch, Lease: srv.leaseID.Load(), Fresh: true}
 	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(rec.Table, rec.ID), meta.EncodeTablet(rec)); err != nil {
 		e.t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 		if err != nil {
 			break
 		}
-		t, oerr := s.openEngine(c.dir, fams, c.rec.Start, c.rec.End, c.rec.Epoch)
+		t, oerr := s.openEngine(c.dir, fams, c.rec.Start, c.rec.End, c.rec.Epoch, false)
 		if oerr != nil {
 			err = fmt.Errorf("tabletserver: opening split child %s: %w", c.rec.ID, oerr)
 			break
@@ -260,7 +260,7 @@ func (s *Server) reopenParent(h *held, gen uint64) {
 		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
 		return
 	}
-	t, err := s.openEngine(h.dir, fams, vt.Start, vt.End, h.epoch)
+	t, err := s.openEngine(h.dir, fams, vt.Start, vt.End, h.epoch, false)
 	if err != nil {
 		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
 		return

@@ -137,6 +137,8 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		return codes.NotFound
 	case errors.Is(err, tablet.ErrResourceExhausted):
 		return codes.ResourceExhausted
+	case errors.Is(err, tablet.ErrNoTablet):
+		return codes.DataLoss // the tablet's files are gone; retrying elsewhere will not bring them back
 	case errors.Is(err, corruption.ErrCorrupt), errors.Is(err, ErrAlreadyOpen):
 		return codes.Internal
 	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown), errors.Is(err, tablet.ErrLogFailed):

@@ -40,13 +40,15 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 // of this process still has that folder open: two engines on one folder
 // would pick the same file numbers and overwrite each other's manifest
 // (one engine per folder is the in-process half of "one owner per tablet").
-func (s *Server) openEngine(dir string, fams []families.Family, start, end []byte, epoch int64) (*tablet.Tablet, error) {
+func (s *Server) openEngine(dir string, fams []families.Family, start, end []byte, epoch int64, create bool) (*tablet.Tablet, error) {
 	s.engines.Lock()
 	defer s.engines.Unlock()
 	if t := s.engines.m[dir]; t != nil && !t.Closed() {
 		return nil, fmt.Errorf("%w: tablet folder %s is already open on this server", ErrAlreadyOpen, dir)
 	}
-	t, err := tablet.Open(s.engineOptions(dir, fams, start, end, epoch))
+	opts := s.engineOptions(dir, fams, start, end, epoch)
+	opts.Create = create
+	t, err := tablet.Open(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -209,9 +211,20 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 		}
 	}
 
-	t, err := s.openEngine(dir, fams, rec.Start, rec.End, rec.Epoch)
+	t, err := s.openEngine(dir, fams, rec.Start, rec.End, rec.Epoch, rec.Fresh)
 	if err != nil {
 		return fmt.Errorf("tabletserver: opening tablet %s: %w", key, err)
+	}
+	if rec.Fresh {
+		// Its files exist now: from here on a missing folder is lost data,
+		// never a reason to start empty. Nothing is served before etcd
+		// says so.
+		next := rec.TabletRecord
+		next.Fresh = false
+		if _, err := meta.Update(ctx, s.etcd, s.layout, rec, next); err != nil {
+			t.Close()
+			return fmt.Errorf("tabletserver: recording that tablet %s was created: %w", key, err)
+		}
 	}
 	if err := s.install(gen, schema, &held{table: table, id: id, epoch: rec.Epoch, dir: dir, t: t}); err != nil {
 		return err

@@ -56,7 +56,7 @@ func openTabula(dir string, durable bool, cacheBytes int64) (engine, error) {
 		mode = commitlog.SyncAlways
 	}
 	t, err := tablet.Open(tablet.Options{
-		Dir: dir,
+		Dir: dir, Create: true,
 		Families: []families.Family{{
 			Name: benchFamily, MaxVersions: 1,
 			Compression: families.CompressionSnappy, Bloom: families.BloomRow,

@@ -57,6 +57,8 @@ func explain(err error) (msg, hint string) {
 		hint = "the server is a different version of tabula than this binary"
 	case codes.Internal:
 		hint = "the cluster found damaged data (the message names the file) or hit a bug; retrying will not help: see the server's log and docs/OPERATIONS.md"
+	case codes.DataLoss:
+		hint = "a tablet's files are missing from the storage root (deleted, or the servers point at another root); restore them: the master retries the tablet every 30 s; see docs/OPERATIONS.md"
 	case codes.Unknown:
 		hint = "the server failed in a way it could not classify; a write may or may not have been applied (read it back before retrying); the server's log has the cause"
 	}

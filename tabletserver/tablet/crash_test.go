@@ -35,7 +35,7 @@ const (
 // compactions) and in the parent's checks.
 func crashOptions(dir string) Options {
 	return Options{
-		Dir: dir,
+		Dir: dir, Create: true,
 		Families: []families.Family{
 			{Name: "a", Bloom: families.BloomRow},
 			{Name: "b", Compression: families.CompressionSnappy, BlockSize: families.MinBlockSize},

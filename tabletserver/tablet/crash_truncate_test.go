@@ -30,7 +30,7 @@ func TestCommitLogTruncatedAtEveryBoundary(t *testing.T) {
 	fams := []families.Family{{Name: "a"}, {Name: "b", MaxVersions: 2}}
 	const now = modelT0
 	opts := func(dir string) Options {
-		return Options{Dir: dir, Families: fams, SyncMode: commitlog.SyncAlways, DisableBackgroundWork: true,
+		return Options{Dir: dir, Create: true, Families: fams, SyncMode: commitlog.SyncAlways, DisableBackgroundWork: true,
 			Clock: func() int64 { return now }}
 	}
 	src := filepath.Join(t.TempDir(), "src")

@@ -12,6 +12,7 @@
 //
 //	t, err := tablet.Open(tablet.Options{
 //		Dir:      "/data/tables/users/t1",
+//		Create:   true, // a brand-new tablet; without it a folder without files is an error
 //		Families: []families.Family{{Name: "cf", MaxVersions: 3}},
 //	})
 //	if err != nil { ... }

@@ -36,6 +36,10 @@ var (
 	// ErrLogFailed marks a write whose commit-log write or sync failed:
 	// it may or may not be in the log the next owner replays.
 	ErrLogFailed = errors.New("tablet: commit log write failed; the write may or may not have been applied")
+	// ErrNoTablet means the tablet's folder holds no manifest and Open was
+	// not asked to create one: its files are gone (deleted, or the storage
+	// root is not the one the tablet was written to).
+	ErrNoTablet = errors.New("tablet: no tablet in this folder")
 	// ErrNewerOwner means the tablet's folder holds a manifest written by a
 	// newer owner (a higher epoch) than the one opening it.
 	ErrNewerOwner = errors.New("tablet: a newer owner has written this tablet")

@@ -19,6 +19,7 @@ func Example() {
 	ctx := context.Background()
 	t, err := tablet.Open(tablet.Options{
 		Dir:      dir,
+		Create:   true, // a brand-new tablet
 		Families: []families.Family{{Name: "cf", MaxVersions: 2}},
 	})
 	if err != nil {

@@ -81,3 +81,22 @@ func TestFamilyFoldersNeverShadowManifests(t *testing.T) {
 		t.Errorf("familyFolder(cf) = %q", got)
 	}
 }
+
+// Open creates a tablet only when asked; a folder without a manifest is
+// otherwise lost data, never a new empty tablet.
+func TestOpenCreatesOnlyWhenAsked(t *testing.T) {
+	dir := t.TempDir() + "/t1"
+	o := testOptions(dir)
+	o.Create = false
+	if _, err := Open(o); !errors.Is(err, ErrNoTablet) {
+		t.Fatalf("Open of a folder without a manifest: %v, want ErrNoTablet", err)
+	}
+	tb := openTablet(t, testOptions(dir))
+	apply(t, tb, "r", set("a", "q", 1, "v"))
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := scan(t, openTablet(t, o), ReadOptions{}); got != "r{a:q@1=v}" {
+		t.Fatalf("reopened without Create: %q", got)
+	}
+}

@@ -22,7 +22,7 @@ func (c *fakeClock) Now() int64 { return c.now.Load() }
 
 func testOptions(dir string) Options {
 	return Options{
-		Dir: dir,
+		Dir: dir, Create: true,
 		Families: []families.Family{
 			{Name: "a"},
 			{Name: "b", Bloom: families.BloomRow, Compression: families.CompressionSnappy},

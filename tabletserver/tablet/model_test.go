@@ -110,7 +110,7 @@ func (r *modelRun) newDir() string {
 func (r *modelRun) now() int64 { return r.clock.Now() }
 
 func (r *modelRun) open(mt *modelTablet) {
-	tb, err := Open(Options{Dir: mt.dir, Families: r.fams, Start: mt.start, End: mt.end, SyncMode: commitlog.SyncNone,
+	tb, err := Open(Options{Dir: mt.dir, Create: true, Families: r.fams, Start: mt.start, End: mt.end, SyncMode: commitlog.SyncNone,
 		DisableBackgroundWork: true, Clock: r.clock.Now, Cache: r.cache, L0Trigger: 3})
 	if err != nil {
 		r.fail("Open(%s): %v", mt.dir, err)

@@ -62,6 +62,11 @@ type Options struct {
 	// is no longer safe (see guard.go). It must be cheap and safe for
 	// concurrent use. The default is nil: always allowed.
 	Guard func() error
+	// Create lets Open create a brand-new, empty tablet when Dir holds no
+	// manifest. Without it such a folder is an error wrapping ErrNoTablet:
+	// a tablet whose files are gone must never come back empty. The
+	// default is false.
+	Create bool
 	// OnFailure, when set, is called once, the first time the tablet's
 	// commit log or manifest cannot be written (an I/O error, a full
 	// disk): from then on the tablet takes no writes and cannot flush, so

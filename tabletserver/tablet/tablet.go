@@ -102,9 +102,6 @@ func Open(opts Options) (_ *Tablet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("tablet: %w", err)
-	}
 	st, mEpoch, found, err := manifest.LoadNewest(opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
@@ -112,8 +109,14 @@ func Open(opts Options) (_ *Tablet, err error) {
 	if found && mEpoch > opts.Epoch && opts.Epoch > 0 {
 		return nil, fmt.Errorf("%w: %s holds the manifest of epoch %d, newer than this owner's epoch %d", ErrNewerOwner, opts.Dir, mEpoch, opts.Epoch)
 	}
+	if !found && !opts.Create {
+		return nil, fmt.Errorf("%w: %s holds no manifest: the tablet's files are missing (deleted, or another storage root); it is not recreated empty", ErrNoTablet, opts.Dir)
+	}
 	if !found {
 		st = manifest.State{NextFileNum: 1, RangeStart: opts.Start, RangeEnd: opts.End}
+		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("tablet: %w", err)
+		}
 		if opts.Guard != nil {
 			if gerr := opts.Guard(); gerr != nil {
 				return nil, fmt.Errorf("%w: create %s: %w", ErrGuardRefused, opts.Dir, gerr)
