@@ -181,35 +181,58 @@ func TestWriteWaitKeepsCallOrder(t *testing.T) {
 	}
 }
 
-// TestGroupCommitSharesFsyncs: with a slow fsync, 64 concurrent writers need
-// far fewer fsyncs than records.
+// TestGroupCommitSharesFsyncs: writers that arrive while an fsync runs
+// share the next one. The first writer's fsync is held until 63 more
+// writers have queued their records behind it; once it is released, a
+// single further fsync makes all 63 durable.
 func TestGroupCommitSharesFsyncs(t *testing.T) {
-	const writers, perWriter = 64, 10
+	const writers = 64
 	l := mustOpen(t, Options{Dir: t.TempDir()})
+	held, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int64
 	l.syncFn = func(f *os.File) error {
-		time.Sleep(2 * time.Millisecond)
+		if calls.Add(1) == 1 {
+			close(held)
+			<-release
+		}
 		return f.Sync()
 	}
 	l.fsyncs.Store(0)
+	errs := make(chan error, writers)
 	var wg sync.WaitGroup
+	var releaseOnce sync.Once
+	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	defer func() { unblock(); wg.Wait() }()
+	appendOne := func() { errs <- l.Append([]byte("group commit")) }
+	wg.Go(appendOne)
+	<-held // the first writer's round is in its fsync
+	for range writers - 1 {
+		wg.Go(appendOne)
+	}
+	// Every record is queued (the writers are waiting, or about to) while
+	// the first round still holds its fsync.
+	for queued := uint64(0); queued < writers; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		queued = l.appended
+		l.mu.Unlock()
+	}
+	if n := l.fsyncs.Load(); n != 1 {
+		t.Fatalf("%d fsyncs while the first was held, want 1", n)
+	}
+	unblock()
 	for range writers {
-		wg.Go(func() {
-			for range perWriter {
-				if err := l.Append([]byte("group commit")); err != nil {
-					t.Error(err)
-					return
-				}
-			}
-		})
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
-	wg.Wait()
-	records, fsyncs := writers*perWriter, l.fsyncs.Load()
-	t.Logf("%d records, %d fsyncs", records, fsyncs)
-	if fsyncs >= int64(records/2) {
-		t.Fatalf("%d fsyncs for %d records: group commit is not sharing fsyncs", fsyncs, records)
+	if n := l.fsyncs.Load(); n != 2 {
+		t.Fatalf("%d fsyncs for %d records, want 2: the first writer's and one shared by the %d that queued behind it", n, writers, writers-1)
 	}
-	if fsyncs == 0 {
-		t.Fatal("no fsync at all under SyncAlways")
+	l.mu.Lock()
+	synced := l.synced
+	l.mu.Unlock()
+	if synced != writers {
+		t.Fatalf("%d records synced, want %d", synced, writers)
 	}
 }
 
