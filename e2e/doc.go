@@ -26,6 +26,13 @@
 //   - TestFencedServerStopsWritesBeforeTakeover: a tablet server paused
 //     (SIGSTOP) past its lease refuses writes when it wakes; no write is
 //     acknowledged by two owners.
+//   - TestVerifyUnderFaults: a short `tabula verify run` (its own cluster:
+//     tabula etcd, 2 masters, 3 tablet servers): linked lists, counters and
+//     check-and-mutate chains under at least three of each fault (kill -9
+//     and SIGSTOP of tablet servers, kill -9 of the leader master, etcd
+//     restarts) lose no acknowledged write and stay linearizable.
+//   - TestEtcdCommandKeepsDataAndLeasesAcrossKill: `tabula etcd` killed and
+//     restarted on its data directory keeps its keys and leases.
 //   - TestDevClusterRestartKeepsData: `tabula dev` keeps data across a
 //     SIGTERM restart and a kill -9 restart on the same data directory.
 //
