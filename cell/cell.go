@@ -12,6 +12,10 @@ const (
 	MaxRowKeyLen    = 4096
 	MaxQualifierLen = 16 << 10
 	MaxValueLen     = 64 << 20
+	// MaxMutationsPerRow bounds the mutations of one row in one request
+	// (Cloud Bigtable's limit): a row's mutations are applied atomically,
+	// so they are held, logged and inserted as one unit.
+	MaxMutationsPerRow = 100_000
 	// MaxTimestamp is the largest timestamp a cell may carry.
 	MaxTimestamp = math.MaxInt64
 	// ServerTimestamp in a SetCell mutation asks the tablet server to stamp

@@ -89,6 +89,9 @@ func ValidateMutations(row []byte, muts []Mutation) error {
 	if len(muts) == 0 {
 		return Invalidf("no mutations for row %q; give at least one", row)
 	}
+	if len(muts) > MaxMutationsPerRow {
+		return Invalidf("%d mutations for row %q; the limit is %d per request: split the row's mutations over several requests", len(muts), row, MaxMutationsPerRow)
+	}
 	for i := range muts {
 		if err := muts[i].Validate(); err != nil {
 			return err

@@ -241,7 +241,10 @@ func runImport(cmd *cobra.Command, args []string) (err error) {
 			if err != nil {
 				return fmt.Errorf("%w: %s line %d: %v (its batch was not written)", errBadInput, name, lineNo, err)
 			}
-			if cur == nil || !bytes.Equal(cur.key, c.Row) {
+			// A row wider than one request allows (cell.MaxMutationsPerRow,
+			// or a batch's bytes) goes in several requests: each is atomic,
+			// and re-importing is idempotent (explicit timestamps).
+			if cur == nil || !bytes.Equal(cur.key, c.Row) || cur.cells >= cell.MaxMutationsPerRow || cur.size >= importBatchBytes {
 				if err := closeRow(); err != nil {
 					return err
 				}

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -210,7 +211,211 @@ func normalize(muts []cell.Mutation, fams []string, now int64) []entry {
 
 // appendNormalized is normalize appending to dst (which it may overwrite
 // past its length), so that a write can build its entries on the stack.
+//
+// It runs in O(n log n) for n mutations (a row may carry up to
+// cell.MaxMutationsPerRow): instead of replaying the mutations against the
+// entries built so far, it decides for each mutation whether a LATER one
+// removes it:
+//   - a family tombstone removes everything of its family before it, so
+//     only the last one of each family, and what follows it, survive;
+//   - a SetCell is removed by a later SetCell of the same (column,
+//     timestamp), or by a later column delete covering its timestamp;
+//   - a column delete is removed by a later one of the same (column, range
+//     start), whose range then takes the union of both ends;
+//
+// and keeps the survivors in request order, grouped by family.
 func appendNormalized(dst []entry, muts []cell.Mutation, fams []string, now int64) []entry {
+	if len(muts) <= smallBatch {
+		return appendNormalizedSmall(dst, muts, fams, now)
+	}
+	return appendNormalizedLarge(dst, muts, fams, now)
+}
+
+// appendNormalizedLarge is the O(n log n) appendNormalized.
+func appendNormalizedLarge(dst []entry, muts []cell.Mutation, fams []string, now int64) []entry {
+	// The last family tombstone of each family, by mutation index.
+	lastDel := map[string]int{}
+	for i := range muts {
+		switch muts[i].Kind {
+		case cell.DeleteFamily:
+			lastDel[muts[i].Family] = i
+		case cell.DeleteRow:
+			for _, f := range fams {
+				lastDel[f] = i
+			}
+		}
+	}
+	afterDel := func(i int, fam string) bool {
+		d, ok := lastDel[fam]
+		return !ok || i > d
+	}
+	// Column mutations that no family tombstone removes, grouped by
+	// column, in request order within a group.
+	var cols []int
+	for i := range muts {
+		if k := muts[i].Kind; (k == cell.SetCell || k == cell.DeleteColumn) && afterDel(i, muts[i].Family) {
+			cols = append(cols, i)
+		}
+	}
+	slices.SortFunc(cols, func(a, b int) int {
+		ma, mb := &muts[a], &muts[b]
+		if c := strings.Compare(ma.Family, mb.Family); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(ma.Qualifier, mb.Qualifier); c != 0 {
+			return c
+		}
+		return a - b
+	})
+	survive := make([]bool, len(muts))
+	ends := map[int]int64{} // merged range end of each surviving column delete
+	for lo := 0; lo < len(cols); {
+		hi := lo + 1
+		for hi < len(cols) && muts[cols[hi]].Family == muts[cols[lo]].Family && bytes.Equal(muts[cols[hi]].Qualifier, muts[cols[lo]].Qualifier) {
+			hi++
+		}
+		normalizeColumn(muts, cols[lo:hi], now, survive, ends)
+		lo = hi
+	}
+	es := dst
+	for i := range muts {
+		m := &muts[i]
+		switch m.Kind {
+		case cell.SetCell:
+			if survive[i] {
+				es = append(es, entry{family: m.Family, kind: cell.KindSet, qualifier: m.Qualifier, timestamp: stamp(m.Timestamp, now), value: m.Value})
+			}
+		case cell.DeleteColumn:
+			if survive[i] {
+				es = append(es, entry{family: m.Family, kind: cell.KindDeleteColumn, qualifier: m.Qualifier,
+					timestamp: m.TimeStart, value: cell.AppendDeleteRange(nil, m.TimeStart, ends[i])})
+			}
+		case cell.DeleteFamily:
+			if lastDel[m.Family] == i {
+				es = append(es, entry{family: m.Family, kind: cell.KindDeleteFamily})
+			}
+		case cell.DeleteRow:
+			for _, f := range fams {
+				if lastDel[f] == i {
+					es = append(es, entry{family: f, kind: cell.KindDeleteFamily})
+				}
+			}
+		}
+	}
+	return sortByFamily(es)
+}
+
+// normalizeColumn decides which of one column's mutations (idx, in request
+// order, none removed by a family tombstone) survive, and the merged range
+// end of each surviving delete.
+func normalizeColumn(muts []cell.Mutation, idx []int, now int64, survive []bool, ends map[int]int64) {
+	type del struct {
+		start, end int64 // end 0: unbounded
+		at         int   // mutation index
+	}
+	if len(idx) == 1 { // the common case: nothing else touches the column
+		i := idx[0]
+		survive[i] = true
+		if muts[i].Kind == cell.DeleteColumn {
+			ends[i] = muts[i].TimeEnd
+		}
+		return
+	}
+	var dels []del
+	lastSet := map[int64]int{}  // timestamp → index of the last SetCell
+	merged := map[int64]int64{} // range start → union end so far
+	lastDel := map[int64]int{}  // range start → index of the last delete
+	for _, i := range idx {
+		m := &muts[i]
+		if m.Kind == cell.SetCell {
+			lastSet[stamp(m.Timestamp, now)] = i
+			continue
+		}
+		end := m.TimeEnd
+		if old, ok := merged[m.TimeStart]; ok && (old == 0 || (end != 0 && old > end)) {
+			end = old
+		}
+		merged[m.TimeStart] = end
+		lastDel[m.TimeStart] = i
+		dels = append(dels, del{start: m.TimeStart, end: end, at: i})
+	}
+	for start, i := range lastDel {
+		survive[i] = true
+		ends[i] = merged[start]
+	}
+	// A set survives if it is the last of its timestamp and no later
+	// delete covers it: sweep the sets by timestamp, keeping the deletes
+	// whose range has begun in a heap by index; expired ones are dropped
+	// lazily (timestamps only grow, so they stay expired).
+	type set struct {
+		ts int64
+		at int
+	}
+	sets := make([]set, 0, len(lastSet))
+	for ts, i := range lastSet {
+		sets = append(sets, set{ts, i})
+	}
+	slices.SortFunc(sets, func(a, b set) int { return cmpInt64(a.ts, b.ts) })
+	slices.SortFunc(dels, func(a, b del) int { return cmpInt64(a.start, b.start) })
+	h := &delHeap{}
+	next := 0
+	for _, s := range sets {
+		for next < len(dels) && dels[next].start <= s.ts {
+			heap.Push(h, delRef{at: dels[next].at, end: dels[next].end})
+			next++
+		}
+		for h.Len() > 0 && (*h)[0].end != 0 && (*h)[0].end <= s.ts {
+			heap.Pop(h)
+		}
+		survive[s.at] = h.Len() == 0 || (*h)[0].at < s.at
+	}
+}
+
+// delRef is a column delete in the sweep of normalizeColumn.
+type delRef struct {
+	at  int
+	end int64
+}
+
+// delHeap is a max-heap of deletes by mutation index.
+type delHeap []delRef
+
+func (h delHeap) Len() int           { return len(h) }
+func (h delHeap) Less(i, j int) bool { return h[i].at > h[j].at }
+func (h delHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *delHeap) Push(x any)        { *h = append(*h, x.(delRef)) }
+func (h *delHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func stamp(ts, now int64) int64 {
+	if ts == cell.ServerTimestamp {
+		return now
+	}
+	return ts
+}
+
+// smallBatch is the size up to which appendNormalized replays mutations
+// directly: quadratic, but allocation-free and faster for the few
+// mutations of a typical write.
+const smallBatch = 16
+
+// appendNormalizedSmall is appendNormalized by replaying each mutation
+// against the entries built so far.
+func appendNormalizedSmall(dst []entry, muts []cell.Mutation, fams []string, now int64) []entry {
 	es := dst
 	keep := func(pred func(e *entry) bool) {
 		out := es[:0]
@@ -229,10 +434,7 @@ func appendNormalized(dst []entry, muts []cell.Mutation, fams []string, now int6
 		m := &muts[i]
 		switch m.Kind {
 		case cell.SetCell:
-			ts := m.Timestamp
-			if ts == cell.ServerTimestamp {
-				ts = now
-			}
+			ts := stamp(m.Timestamp, now)
 			keep(func(e *entry) bool {
 				return e.kind == cell.KindSet && e.family == m.Family && e.timestamp == ts && bytes.Equal(e.qualifier, m.Qualifier)
 			})
@@ -270,6 +472,11 @@ func appendNormalized(dst []entry, muts []cell.Mutation, fams []string, now int6
 			}
 		}
 	}
+	return sortByFamily(es)
+}
+
+// sortByFamily groups entries by family, keeping their order otherwise.
+func sortByFamily(es []entry) []entry {
 	// slices, not sort.SliceStable: the latter allocates a reflective
 	// swapper on every write.
 	slices.SortStableFunc(es, func(a, b entry) int { return strings.Compare(a.family, b.family) })

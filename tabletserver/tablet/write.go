@@ -82,7 +82,7 @@ func (t *Tablet) Apply(ctx context.Context, row []byte, muts []cell.Mutation) er
 	}
 	defer t.gate.RUnlock()
 	defer t.lockRow(row).Unlock()
-	return t.commit(sch, row, muts)
+	return t.commit(ctx, sch, row, muts)
 }
 
 // payloadPool holds buffers for commit log records being built.
@@ -101,11 +101,20 @@ const maxPooledPayload = 64 << 10
 // syncs the old segment), and every earlier batch finished its memtable
 // insert before this one took the commit mutex, so once this batch is
 // durable every earlier one is durable and in the memtable too.
-func (t *Tablet) commit(sch *schema, row []byte, muts []cell.Mutation) error {
+//
+// A caller that gave up while the row lock was awaited or the mutations
+// were normalized gets its context's error, and nothing is applied.
+func (t *Tablet) commit(ctx context.Context, sch *schema, row []byte, muts []cell.Mutation) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	var ebuf [2]entry
 	b := batch{row: row, entries: appendNormalized(ebuf[:0], muts, sch.names, t.clock())}
 	if len(b.entries) == 0 {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	// The log and the memtable copy what they keep, so the record's
 	// buffer goes back to the pool once both have it.
@@ -215,7 +224,7 @@ func (t *Tablet) CheckAndMutate(ctx context.Context, row []byte, predicate *rowf
 	if len(muts) == 0 {
 		return matched, nil
 	}
-	return matched, t.commit(sch, row, muts)
+	return matched, t.commit(ctx, sch, row, muts)
 }
 
 // ReadModifyWrite applies the rules to the newest visible cell of each
@@ -301,7 +310,7 @@ func (t *Tablet) ReadModifyWrite(ctx context.Context, row []byte, rules []cell.R
 	for _, c := range out {
 		muts = append(muts, cell.Mutation{Kind: cell.SetCell, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value})
 	}
-	if err := t.commit(sch, row, muts); err != nil {
+	if err := t.commit(ctx, sch, row, muts); err != nil {
 		return nil, err
 	}
 	return out, nil
