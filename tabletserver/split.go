@@ -270,8 +270,7 @@ func (s *Server) reopenParent(h *held, gen uint64) {
 	}
 }
 
-// splitLoop splits tablets past their table's threshold and deletes split
-// parents' folders no longer referenced, until ctx is done.
+// splitLoop runs checkSplits every SplitCheckInterval until ctx is done.
 func (s *Server) splitLoop(ctx context.Context) {
 	ticker := time.NewTicker(s.opts.SplitCheckInterval)
 	defer ticker.Stop()
@@ -281,27 +280,40 @@ func (s *Server) splitLoop(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		if !s.Serving() {
+		s.checkSplits(ctx)
+	}
+}
+
+// checkSplits is one round of the split loop: it splits the tablets past
+// their table's threshold and deletes split parents' folders no longer
+// referenced. It returns how many tablets it split. Tests call it directly
+// (with the loop disabled) to drive splitting round by round.
+func (s *Server) checkSplits(ctx context.Context) (splits int) {
+	if !s.Serving() {
+		return 0
+	}
+	for _, h := range s.heldTablets("") {
+		if ctx.Err() != nil {
+			return splits
+		}
+		// A tablet with compaction backlog may still reference its
+		// parent's files, whose whole size Stats counts: wait until
+		// compaction has rewritten them (HBase likewise splits no region
+		// that holds references).
+		st := h.t.Stats()
+		if h.splitting.Load() || st.CompactionBacklog > 0 || int64(st.SizeBytes) <= s.splitThreshold(h.table) {
 			continue
 		}
-		for _, h := range s.heldTablets("") {
-			if ctx.Err() != nil {
-				return
-			}
-			// A tablet with compaction backlog may still reference its
-			// parent's files, whose whole size Stats counts: wait until
-			// compaction has rewritten them (HBase likewise splits no region
-			// that holds references).
-			st := h.t.Stats()
-			if h.splitting.Load() || st.CompactionBacklog > 0 || int64(st.SizeBytes) <= s.splitThreshold(h.table) {
-				continue
-			}
-			if _, err := s.split(ctx, h, nil); err != nil && !errors.Is(err, tablet.ErrNoSplitKey) {
-				s.logger.Warn("automatic split", "table", h.table, "tablet", h.id, "err", err)
-			}
+		_, err := s.split(ctx, h, nil)
+		switch {
+		case err == nil:
+			splits++
+		case !errors.Is(err, tablet.ErrNoSplitKey):
+			s.logger.Warn("automatic split", "table", h.table, "tablet", h.id, "err", err)
 		}
-		s.collectParents()
 	}
+	s.collectParents()
+	return splits
 }
 
 // collectParents deletes the folders of split parents that no tablet

@@ -136,51 +136,74 @@ func TestSplitConflictKeepsTheParent(t *testing.T) {
 	}
 }
 
-func TestAutomaticSplitPastTheThreshold(t *testing.T) {
-	e := newEnv(t)
-	srv := e.start(func(o *Options) { o.SplitCheckInterval = 100 * time.Millisecond })
-	c := e.dial(srv)
+// bigTablet loads tablet "big" with 64 rows of 1 KB and lowers the table's
+// split threshold to 16 KiB (the table's own threshold overrides the
+// server's default), so the split check splits it.
+func bigTablet(e *env, c tabulapb.TabletServerClient, srv *Server) {
+	e.t.Helper()
 	ref := e.load(c, e.assign("big", nil, nil, srv, 1))
 	value := string(bytes.Repeat([]byte("v"), 1000))
 	for i := range 64 {
 		if err := put(e.ctx, c, ref, fmt.Sprintf("row%03d", i), set("cf", "q", 1, value)); err != nil {
-			t.Fatal(err)
+			e.t.Fatal(err)
 		}
 	}
-	// The table's own threshold (16 KiB) overrides the server's default.
 	sch := &tabulapb.TableSchema{Name: "users", Families: e.schema.Families, SplitThresholdBytes: 16 << 10}
 	if _, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: sch}); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	// Splitting goes on until every tablet is under the threshold and has
-	// compacted away its references to its parent's files.
-	// It has settled when two polls, more than a split check apart, see
-	// the same tablets.
-	var stats []*tabulapb.TabletStats
-	ids := func(ts []*tabulapb.TabletStats) (out []string) {
-		for _, t := range ts {
-			out = append(out, t.Tablet.TabletId)
-		}
-		return out
-	}
-	eventually(t, 30*time.Second, "automatic splits to settle", func() bool {
-		time.Sleep(250 * time.Millisecond)
-		resp, err := c.ServerStats(e.ctx, &tabulapb.ServerStatsRequest{})
-		if err != nil || len(resp.Tablets) < 2 {
-			return false
-		}
-		prev := stats
-		stats = resp.Tablets
-		for _, ts := range resp.Tablets {
-			if ts.CompactionBacklog > 0 || ts.SizeBytes > 16<<10 {
+}
+
+// TestAutomaticSplitPastTheThreshold drives the split check round by
+// round (the background loop is off): each round splits every tablet past
+// the threshold that has compacted away its references to its parent's
+// files; once a round finds nothing to split, every tablet is under the
+// threshold, the tablets tile the table and hold every row, and the split
+// parents' folders are gone.
+func TestAutomaticSplitPastTheThreshold(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil) // SplitCheckInterval -1: the test runs the checks
+	c := e.dial(srv)
+	bigTablet(e, c, srv)
+	noBacklog := func() bool {
+		for _, h := range srv.heldTablets("") {
+			if h.t.Stats().CompactionBacklog > 0 {
 				return false
 			}
 		}
-		return slices.Equal(ids(prev), ids(stats))
-	})
+		return true
+	}
+	rounds := 0
+	for {
+		// The check skips tablets that still reference their parent's
+		// files: let the children's compactions rewrite them first.
+		eventually(t, 30*time.Second, "compactions to rewrite split references", noBacklog)
+		n := srv.checkSplits(e.ctx)
+		t.Logf("round %d: %d splits", rounds, n)
+		if n == 0 {
+			break
+		}
+		if rounds++; rounds > 16 {
+			t.Fatalf("still splitting after %d rounds", rounds)
+		}
+	}
+	if rounds == 0 {
+		t.Fatal("the first check split nothing")
+	}
+	resp, err := c.ServerStats(e.ctx, &tabulapb.ServerStatsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := resp.Tablets
+	if len(stats) < 2 {
+		t.Fatalf("%d tablets after splitting, want at least 2", len(stats))
+	}
 	total := 0
 	var prevEnd []byte
 	for i, ts := range stats {
+		if ts.CompactionBacklog > 0 || ts.SizeBytes > 16<<10 {
+			t.Errorf("tablet %s: %d bytes, backlog %d after a check that split nothing; want at most 16 KiB and no backlog", ts.Tablet.TabletId, ts.SizeBytes, ts.CompactionBacklog)
+		}
 		if i > 0 && !bytes.Equal(ts.StartKey, prevEnd) {
 			t.Fatalf("tablet %d starts at %q, the previous one ends at %q", i, ts.StartKey, prevEnd)
 		}
@@ -194,16 +217,40 @@ func TestAutomaticSplitPastTheThreshold(t *testing.T) {
 	if total != 64 || len(stats[0].StartKey) != 0 || len(prevEnd) != 0 {
 		t.Fatalf("%d tablets hold %d rows, want 64 rows covering the whole table", len(stats), total)
 	}
-	eventually(t, 10*time.Second, "the parent folder's deletion", func() bool {
-		return !exists(srv.tabletDir("users", "big"))
+	// The last round ran after every reference was rewritten: it deleted
+	// the folders of all split parents.
+	if exists(srv.tabletDir("users", "big")) {
+		t.Fatal("the split parent's folder is still there after a check with no references left")
+	}
+	srv.mu.RLock()
+	left := len(srv.parents)
+	srv.mu.RUnlock()
+	if left != 0 {
+		t.Fatalf("%d split parents' folders wait for deletion, want none", left)
+	}
+}
+
+// TestSplitLoopRunsTheCheck: with SplitCheckInterval set, the server runs
+// the split check on its own.
+func TestSplitLoopRunsTheCheck(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.SplitCheckInterval = 10 * time.Millisecond })
+	c := e.dial(srv)
+	bigTablet(e, c, srv)
+	eventually(t, 30*time.Second, "the background loop to split the tablet", func() bool {
+		return len(srv.heldTablets("users")) >= 2
 	})
 }
 
 // TestSplitUnderWritesLosesNoAcknowledgedWrite splits a tablet while
 // writers hammer it; writers that get NotServing re-locate to the child
 // (as the client does). Every acknowledged write is readable afterwards in
-// exactly one child.
+// exactly one child. The split starts once every writer has had writes
+// acknowledged by the parent, holds still after its commit until a write
+// was refused because of it, and the writers stop once each has had
+// writes acknowledged by a child.
 func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
+	const writers, perPhase = 4, 20
 	e := newEnv(t)
 	srv := e.start(nil)
 	c := e.dial(srv)
@@ -212,6 +259,8 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 		mu       sync.Mutex
 		children []*tabulapb.TabletInfo // set once the split answered
 		acked    = map[string]bool{}
+		// acknowledged writes per writer, by the parent and by a child
+		onParent, onChild [writers]int
 	)
 	route := func(row string) *tabulapb.TabletRef {
 		mu.Lock()
@@ -223,9 +272,36 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		return parent
 	}
+	refused := make(chan struct{}) // closed at the first NotServing
+	broken := make(chan struct{})  // closed when a writer fails
+	var refusedOnce, brokenOnce, stopOnce sync.Once
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := range 4 {
+	stopWriters := func() {
+		stopOnce.Do(func() { close(stop) })
+		wg.Wait()
+	}
+	t.Cleanup(stopWriters)
+	// progress reports whether every writer has perPhase acknowledged
+	// writes in counts, or a writer failed (it reported why).
+	progress := func(counts *[writers]int) func() bool {
+		return func() bool {
+			select {
+			case <-broken:
+				return true
+			default:
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, n := range counts {
+				if n < perPhase {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for w := range writers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -237,35 +313,56 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 				}
 				row := fmt.Sprintf("w%d-%05d", w, i)
 				for attempt := 0; attempt < 200; attempt++ {
-					err := put(e.ctx, c, route(row), row, set("cf", "q", 1, row))
+					ref := route(row)
+					err := put(e.ctx, c, ref, row, set("cf", "q", 1, row))
 					if err == nil {
 						mu.Lock()
 						acked[row] = true
+						if ref == parent {
+							onParent[w]++
+						} else {
+							onChild[w]++
+						}
 						mu.Unlock()
 						break
 					}
 					if status.Code(err) != codes.FailedPrecondition {
 						t.Errorf("write %s: %v", row, err)
+						brokenOnce.Do(func() { close(broken) })
 						return
 					}
+					refusedOnce.Do(func() { close(refused) })
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	eventually(t, 30*time.Second, "writes acknowledged by the parent", progress(&onParent))
+	if t.Failed() {
+		return
+	}
+	// The parent refuses writes from the start of the split until its
+	// children serve: hold the split after its commit until a writer has
+	// met a refusal, so writes certainly overlapped it.
+	srv.testHookSplitCommitted = func(_, _ meta.TabletRecord) {
+		select {
+		case <-refused:
+		case <-broken:
+		}
+	}
 	resp, err := c.SplitTablet(e.ctx, &tabulapb.SplitRequest{Tablet: parent, RowKey: []byte("w2")})
 	if err != nil {
-		close(stop)
-		wg.Wait()
+		stopWriters()
 		t.Fatal(err)
 	}
 	mu.Lock()
 	children = resp.Tablets
 	mu.Unlock()
-	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	eventually(t, 30*time.Second, "writes acknowledged by the children", progress(&onChild))
+	stopWriters()
+	if t.Failed() {
+		return
+	}
 
 	seen := map[string]int{}
 	for _, ch := range resp.Tablets {
@@ -282,8 +379,5 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 			t.Fatalf("acknowledged row %s is readable %d times after the split", row, seen[row])
 		}
 	}
-	t.Logf("%d acknowledged writes, %d rows readable", len(acked), len(seen))
-	if len(acked) == 0 {
-		t.Fatal("no write was acknowledged")
-	}
+	t.Logf("%d acknowledged writes (%v by the parent, %v by the children), %d rows readable", len(acked), onParent, onChild, len(seen))
 }
