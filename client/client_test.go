@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -256,6 +257,40 @@ func TestScanResumesAfterLastRowWhenStreamBreaks(t *testing.T) {
 	}
 	if n := s.callCount("ReadRows"); n != 2 {
 		t.Errorf("ReadRows calls = %d, want 2 (one resume)", n)
+	}
+}
+
+// Rows sent in parts (larger than a message) read back whole, also when
+// the stream breaks and the scan resumes.
+func TestScanJoinsRowsSentInParts(t *testing.T) {
+	c := newCluster(t, 1)
+	tbl := c.client(t).Open("t")
+	ctx := context.Background()
+	big := bytes.Repeat([]byte("v"), 40<<10)
+	for _, k := range []string{"a", "b", "c", "d"} {
+		m := NewMutation().Set("cf", []byte("x"), 1, big).Set("cf", []byte("y"), 1, []byte(k))
+		if err := tbl.Apply(ctx, []byte(k), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var s *fakeServer
+	for _, s = range c.servers {
+	}
+	s.mu.Lock()
+	s.partBudget, s.failAfter = 16<<10, 2
+	s.mu.Unlock()
+	it := tbl.ReadRows(ctx, nil)
+	defer it.Close()
+	var got string
+	for it.Next() {
+		r := it.Row()
+		if len(r.Cells) != 2 || !bytes.Equal(r.Cells[0].Value, big) || string(r.Cells[1].Value) != string(r.Key) {
+			t.Fatalf("row %s came back as %d cells", r.Key, len(r.Cells))
+		}
+		got += string(r.Key)
+	}
+	if err := it.Err(); err != nil || got != "abcd" {
+		t.Fatalf("scan = %q, %v", got, err)
 	}
 }
 

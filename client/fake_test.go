@@ -65,6 +65,9 @@ type fakeServer struct {
 	// stallAfter makes ReadRows stop answering (until cancelled) after
 	// sending that many rows (once).
 	stallAfter int
+	// partBudget, when set, sends rows larger than it in parts, as the
+	// real server does with rows larger than a message.
+	partBudget int
 }
 
 // hangIfPaused blocks while the server is "paused" (see hang).
@@ -366,7 +369,7 @@ func (s *fakeServer) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.Tab
 		return err
 	}
 	s.mu.Lock()
-	gate, failAfter, stallAfter := s.gate, s.failAfter, s.stallAfter
+	gate, failAfter, stallAfter, partBudget := s.gate, s.failAfter, s.stallAfter, s.partBudget
 	s.failAfter, s.stallAfter = 0, 0
 	s.mu.Unlock()
 	if gate != nil {
@@ -413,7 +416,11 @@ func (s *fakeServer) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.Tab
 			}
 			return status.Error(codes.Unavailable, "fake: stream broke")
 		}
-		batch = append(batch, convert.CellsToProtoRow([]byte(k), cells))
+		if partBudget > 0 {
+			batch = append(batch, convert.SplitRow(convert.CellsToProtoRow([]byte(k), cells), partBudget)...)
+		} else {
+			batch = append(batch, convert.CellsToProtoRow([]byte(k), cells))
+		}
 		sent++
 		if len(batch) == 2 {
 			if err := stream.Send(&tabulapb.ReadRowsResponse{Rows: batch}); err != nil {

@@ -109,6 +109,7 @@ type RowIterator struct {
 	streamCancel context.CancelCauseFunc
 	watch        *time.Timer // cancels the stream when a message is late; nil without AttemptTimeout
 	buf          []*tabulapb.Row
+	join         convert.RowJoiner // rows sent in parts
 
 	row Row
 	err error
@@ -127,9 +128,16 @@ func (it *RowIterator) Next() bool {
 			continue
 		}
 		if len(it.buf) > 0 {
-			p := it.buf[0]
+			p, err := it.join.Add(it.buf[0])
 			it.buf[0] = nil
 			it.buf = it.buf[1:]
+			if err != nil {
+				it.err = status.Error(codes.Internal, err.Error())
+				continue
+			}
+			if p == nil {
+				continue // a part of a row larger than one message
+			}
 			key := p.GetKey()
 			if bytes.Compare(key, it.pos) < 0 || !it.set.contains(key) {
 				continue // a duplicate after a resume, or not asked for
@@ -281,6 +289,7 @@ func (it *RowIterator) closeStream() {
 		it.streamCancel(nil)
 	}
 	it.stream, it.streamCtx, it.streamCancel, it.watch, it.buf, it.tabletRow = nil, nil, nil, nil, nil, nil
+	it.join.Reset() // a row cut short is read again after pos
 }
 
 func (it *RowIterator) finish() {

@@ -83,13 +83,23 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		return nil
 	}
 	for it.Next() {
-		row := it.Row()
-		cells := it.Cells()
-		resp.Rows = append(resp.Rows, convert.CellsToProtoRow(row, cells))
-		size += len(row)
-		for i := range cells {
-			size += len(cells[i].Family) + len(cells[i].Qualifier) + len(cells[i].Value) + 16
+		pr := convert.CellsToProtoRow(it.Row(), it.Cells())
+		rs := convert.RowSize(pr)
+		if rs > readBatchBytes {
+			// A row larger than a message goes in parts, each alone.
+			if err := send(); err != nil {
+				return fail(err)
+			}
+			for _, part := range convert.SplitRow(pr, readBatchBytes) {
+				resp.Rows = append(resp.Rows, part)
+				if err := send(); err != nil {
+					return fail(err)
+				}
+			}
+			continue
 		}
+		resp.Rows = append(resp.Rows, pr)
+		size += rs
 		if len(resp.Rows) >= readBatchRows || size >= readBatchBytes {
 			if err := send(); err != nil {
 				return fail(err)
@@ -116,10 +126,15 @@ func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held
 	if err != nil || len(cells) == 0 {
 		return err
 	}
-	if !s.leaseSafe() {
-		return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
+	for _, part := range convert.SplitRow(convert.CellsToProtoRow(row, cells), readBatchBytes) {
+		if !s.leaseSafe() {
+			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
+		}
+		if err := stream.Send(&tabulapb.ReadRowsResponse{Rows: []*tabulapb.Row{part}}); err != nil {
+			return err
+		}
 	}
-	return stream.Send(&tabulapb.ReadRowsResponse{Rows: []*tabulapb.Row{convert.CellsToProtoRow(row, cells)}})
+	return nil
 }
 
 // MutateRow applies one row's mutations atomically.

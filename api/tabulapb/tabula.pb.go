@@ -594,8 +594,12 @@ type Cell struct {
 	Qualifier       []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
 	TimestampMicros int64                  `protobuf:"varint,3,opt,name=timestamp_micros,json=timestampMicros,proto3" json:"timestamp_micros,omitempty"`
 	Value           []byte                 `protobuf:"bytes,4,opt,name=value,proto3" json:"value,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// In a read answer only: the value goes on in the first cell of the next
+	// part of the row (same family, qualifier and timestamp). A value larger
+	// than one message is sent in pieces.
+	ValueContinues bool `protobuf:"varint,5,opt,name=value_continues,json=valueContinues,proto3" json:"value_continues,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Cell) Reset() {
@@ -656,11 +660,23 @@ func (x *Cell) GetValue() []byte {
 	return nil
 }
 
+func (x *Cell) GetValueContinues() bool {
+	if x != nil {
+		return x.ValueContinues
+	}
+	return false
+}
+
 type Row struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Key   []byte                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	// In read order: family, qualifier ascending, timestamp descending.
-	Cells         []*Cell `protobuf:"bytes,2,rep,name=cells,proto3" json:"cells,omitempty"`
+	Cells []*Cell `protobuf:"bytes,2,rep,name=cells,proto3" json:"cells,omitempty"`
+	// In a read answer only: more of this row follows in the next part (the
+	// next row of the stream, same key). A row larger than one message is
+	// sent in parts, each in its own message; the reader joins them, and a
+	// stream that ends mid-row has not delivered that row.
+	Continued     bool `protobuf:"varint,3,opt,name=continued,proto3" json:"continued,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -707,6 +723,13 @@ func (x *Row) GetCells() []*Cell {
 		return x.Cells
 	}
 	return nil
+}
+
+func (x *Row) GetContinued() bool {
+	if x != nil {
+		return x.Continued
+	}
+	return false
 }
 
 type RowRange struct {
@@ -4463,15 +4486,17 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
 	"\ttablet_id\x18\x02 \x01(\tR\btabletId\x12\x17\n" +
 	"\arow_key\x18\x03 \x01(\fR\x06rowKey\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"}\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xa6\x01\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
 	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
 	"\x10timestamp_micros\x18\x03 \x01(\x03R\x0ftimestampMicros\x12\x14\n" +
-	"\x05value\x18\x04 \x01(\fR\x05value\">\n" +
+	"\x05value\x18\x04 \x01(\fR\x05value\x12'\n" +
+	"\x0fvalue_continues\x18\x05 \x01(\bR\x0evalueContinues\"\\\n" +
 	"\x03Row\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12%\n" +
-	"\x05cells\x18\x02 \x03(\v2\x0f.tabula.v1.CellR\x05cells\"@\n" +
+	"\x05cells\x18\x02 \x03(\v2\x0f.tabula.v1.CellR\x05cells\x12\x1c\n" +
+	"\tcontinued\x18\x03 \x01(\bR\tcontinued\"@\n" +
 	"\bRowRange\x12\x1b\n" +
 	"\tstart_key\x18\x01 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x02 \x01(\fR\x06endKey\"W\n" +
