@@ -133,6 +133,9 @@ func (s *Server) renew(ctx context.Context, id clientv3.LeaseID) error {
 	next := int64(sent + s.opts.LeaseTTL - s.leaseMargin())
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
+	if hook := s.opts.testHookRenewed; hook != nil {
+		defer func() { hook(time.Duration(s.safeUntil.Load())) }()
+	}
 	if clientv3.LeaseID(s.leaseID.Load()) != id || s.abandoned {
 		return nil
 	}

@@ -79,6 +79,11 @@ type Options struct {
 	DisableBackgroundWork bool
 	// Logger receives the server's log. The default discards.
 	Logger *slog.Logger
+
+	// testHookRenewed, set by tests, runs after each renewal etcd accepted
+	// has been applied to the lease state (leaseMu held), with the
+	// server's serving deadline (safeUntil) after it.
+	testHookRenewed func(safeUntil time.Duration)
 }
 
 func (o Options) withDefaults() (Options, error) {
