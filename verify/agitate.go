@@ -94,8 +94,10 @@ func (o AgitateOptions) withDefaults() AgitateOptions {
 type FaultEvent struct {
 	Kind   FaultKind
 	Target string
-	// At is when the fault began, since the agitator started.
-	At time.Duration
+	// At is when the fault began, since the agitator started; Began is
+	// the same instant on the wall clock (to find it in the logs).
+	At    time.Duration
+	Began time.Time
 	// Down is how long the target was dead or paused.
 	Down time.Duration
 	// FirstAck is the time from the fault to the next acknowledged write
@@ -204,8 +206,8 @@ func Agitate(ctx context.Context, c *Cluster, in *Ingest, o AgitateOptions) (*Ag
 		}
 		counts[kind]++
 		a.res.Events = append(a.res.Events, ev)
-		o.Logf("fault %d %-12s %-8s down %-7v first ack %-9s all writers %s", len(a.res.Events), kind, ev.Target,
-			ev.Down.Round(time.Millisecond), fmtRecovery(ev.FirstAck), fmtRecovery(ev.AllWriters))
+		o.Logf("fault %d %-12s %-8s at %s down %-7v first ack %-9s all writers %s", len(a.res.Events), kind, ev.Target,
+			ev.Began.UTC().Format("15:04:05.000"), ev.Down.Round(time.Millisecond), fmtRecovery(ev.FirstAck), fmtRecovery(ev.AllWriters))
 		if ev.AllWriters < 0 && !o.KeepGoing {
 			a.res.Stopped = fmt.Sprintf("the writers did not all recover within %v of %s of %s", o.RecoveryTimeout, kind, ev.Target)
 			return a.res, errors.New("verify: " + a.res.Stopped)
@@ -263,7 +265,7 @@ func (a *agitator) reviveUnexpected(ctx context.Context) error {
 
 // inject injects one fault, repairs it and measures the recovery.
 func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, error) {
-	ev := FaultEvent{Kind: kind, At: time.Since(a.start)}
+	ev := FaultEvent{Kind: kind, At: time.Since(a.start), Began: time.Now()}
 	var target *proc
 	switch kind {
 	case FaultServerKill, FaultServerStop:

@@ -375,7 +375,7 @@ func describe(op *Op) string {
 	if op.Return != 0 {
 		s += fmt.Sprintf(", took %v", time.Duration(op.Return-op.Call).Round(time.Millisecond))
 	}
-	s += ", invoked at " + time.Unix(0, op.Call).Format("15:04:05.000")
+	s += ", invoked at " + time.Unix(0, op.Call).UTC().Format("15:04:05.000") + " UTC"
 	if op.Err != "" {
 		s += ", error: " + op.Err
 	}
