@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/tabuladb/tabula/client"
 )
 
 // ScanTable reads every row of tbl, every version of every cell, in key
 // order, and passes each to fn. A scan that fails part way (the cluster is
 // still recovering) resumes after the last row it returned, until ctx
-// ends.
+// ends; an error that retrying cannot change (NOT_FOUND: no such table)
+// ends it at once.
 func ScanTable(ctx context.Context, tbl *client.Table, fn func(client.Row) error) error {
 	var last []byte
 	for attempt := 0; ; attempt++ {
@@ -33,7 +37,9 @@ func ScanTable(ctx context.Context, tbl *client.Table, fn func(client.Row) error
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || permanent(err) {
+			// Out of time, or an answer that retrying will not change (no
+			// such table, say).
 			return fmt.Errorf("verify: reading table %s after row %q: %w", tbl.Name(), last, err)
 		}
 		t := time.NewTimer(time.Second)
@@ -61,4 +67,14 @@ func Check(ctx context.Context, tbl *client.Table, historyPath string, o CheckOp
 		return nil, err
 	}
 	return c.Finish(), nil
+}
+
+// permanent reports whether a read error is an answer that retrying will
+// not change.
+func permanent(err error) bool {
+	switch status.Code(err) {
+	case codes.NotFound, codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.Unimplemented, codes.OutOfRange:
+		return true
+	}
+	return false
 }

@@ -37,6 +37,8 @@ func TestVerifyIngestThenCheck(t *testing.T) {
 	if r.code != 1 {
 		t.Errorf("check exit status %d, want 1", r.code)
 	}
+	// A table that does not exist is an error, not an endless retry.
+	fails(t, []string{"verify", "check", "--table", "verifynosuch", "--history", hist}, "verifynosuch")
 }
 
 // firstAckedListRow finds, in a history file, the row of the first list
