@@ -84,15 +84,15 @@ func TestUnloadFlushes(t *testing.T) {
 
 func TestFencedCloseDoesNotFlush(t *testing.T) {
 	e := newEnv(t)
-	var p pauser
-	srv := e.start(func(o *Options) { o.PauseRenewals = p.fn; o.DisableBackgroundWork = true })
+	r := &renewals{}
+	srv := e.startWithRenewals(r, func(o *Options) { o.PauseRenewals = r.isPaused; o.DisableBackgroundWork = true })
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
 	if err := put(e.ctx, c, ref, "alice", set("cf", "q", 1, "v")); err != nil {
 		t.Fatal(err)
 	}
-	p.paused.Store(true)
-	eventually(t, 5*time.Second, "the fence", func() bool { return srv.Fences() == 1 })
+	_, _, fences := r.pause(t) // no renewal can make it serve again
+	eventually(t, 10*time.Second, "the fence", func() bool { return srv.Fences() == fences && !srv.Serving() })
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}

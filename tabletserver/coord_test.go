@@ -88,17 +88,22 @@ func TestSplitWhoseCommitFailedServesTheParentAgain(t *testing.T) {
 func TestServerCutOffPastItsLeaseRegistersAgainOwningNothing(t *testing.T) {
 	fs := faultstore.New(nil)
 	e := newEnv(t)
-	srv := e.start(func(o *Options) { o.WrapStore = fs.Wrap })
+	r := &renewals{}
+	srv := e.startWithRenewals(r, func(o *Options) { o.WrapStore = fs.Wrap })
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
 	old := clientv3.LeaseID(srv.leaseID.Load())
 	release := fs.BlockKeepAlives()
 	defer release()
-	eventually(t, 10*time.Second, "the pause", func() bool { return !srv.Serving() })
+	// A renewal already past the block may still answer: lose it, so
+	// nothing resumes the server once it has paused.
+	_, _, fences := r.pause(t)
+	eventually(t, 10*time.Second, "the pause", func() bool { return srv.Fences() == fences && !srv.Serving() })
 	wantNotServing(t, "write while cut off", put(e.ctx, c, ref, "r", set("cf", "q", 1, "v")), "users", "t1")
 	if err := fs.Expire(e.ctx, old); err != nil {
 		t.Fatal(err)
 	}
+	r.resume()
 	release()
 	eventually(t, 10*time.Second, "registration under a new lease", func() bool {
 		return srv.Serving() && clientv3.LeaseID(srv.leaseID.Load()) != old

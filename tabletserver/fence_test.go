@@ -1,10 +1,8 @@
 package tabletserver
 
 import (
-	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,130 +14,6 @@ import (
 	"github.com/tabuladb/tabula/meta"
 )
 
-// renewals sits between a server and etcd (Options.WrapStore) and records
-// the grants and renewals etcd accepted, with the earliest instant etcd may
-// expire the lease after them: the instant the call was made (before etcd
-// received it) plus the TTL etcd answered. Through Options.testHookRenewed
-// it also records the server's serving deadline after each renewal it
-// applied. pause stops renewals as an unreachable etcd would: the server
-// sends none, and the answer to one already sent is lost on its way back.
-// With extraTTL, leases are granted that many seconds longer than the
-// server asks for, so etcd keeps the lease well past the server's pause.
-type renewals struct {
-	meta.Store
-	extraTTL int64
-	server   *Server // set once Start returned
-
-	// mu protects the fields below.
-	mu       sync.Mutex
-	paused   bool
-	accepted int           // renewals etcd accepted whose answer reached the server
-	applied  int           // renewals the server applied to its lease state
-	expiry   time.Time     // etcd cannot expire the lease before this
-	deadline time.Duration // the latest serving deadline of the server (since its base)
-}
-
-// startWithRenewals starts a server whose lease calls go through a new
-// renewals, and waits until it has applied a renewal.
-func startWithRenewals(e *env, extraTTL int64) (*Server, *renewals) {
-	e.t.Helper()
-	r := &renewals{extraTTL: extraTTL}
-	srv := e.start(func(o *Options) {
-		o.WrapStore = func(s meta.Store) meta.Store { r.Store = s; return r }
-		o.PauseRenewals = r.isPaused
-		o.testHookRenewed = r.renewed
-	})
-	r.mu.Lock()
-	r.server = srv
-	r.mu.Unlock()
-	eventually(e.t, 10*time.Second, "a lease renewal", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.applied > 0
-	})
-	return srv, r
-}
-
-func (r *renewals) Grant(ctx context.Context, ttl int64) (*clientv3.LeaseGrantResponse, error) {
-	sent := time.Now()
-	resp, err := r.Store.Grant(ctx, ttl+r.extraTTL)
-	if err == nil {
-		r.mu.Lock()
-		r.extend(sent, resp.TTL)
-		r.mu.Unlock()
-	}
-	return resp, err
-}
-
-func (r *renewals) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*clientv3.LeaseKeepAliveResponse, error) {
-	sent := time.Now()
-	resp, err := r.Store.KeepAliveOnce(ctx, id)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.paused {
-		return nil, errors.New("renewals: answer lost (paused)")
-	}
-	if err == nil && resp.TTL > 0 {
-		r.accepted++
-		r.extend(sent, resp.TTL)
-	}
-	return resp, err
-}
-
-// extend records that etcd accepted a grant or renewal sent at sent with
-// ttl seconds.
-func (r *renewals) extend(sent time.Time, ttl int64) {
-	if exp := sent.Add(time.Duration(ttl) * time.Second); exp.After(r.expiry) {
-		r.expiry = exp
-	}
-}
-
-func (r *renewals) renewed(safeUntil time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.applied++
-	r.deadline = max(r.deadline, safeUntil)
-}
-
-func (r *renewals) isPaused() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.paused
-}
-
-func (r *renewals) setPaused(p bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.paused = p
-}
-
-// pause stops renewals and waits until the server has applied every
-// renewal that reached it: from then on its serving deadline is final
-// (until renewals resume). It returns the deadline as an instant, the
-// earliest instant etcd may expire the lease, and how many times the
-// server will have fenced once it passes the deadline.
-func (r *renewals) pause(t *testing.T) (deadline, expiry time.Time, fences int64) {
-	t.Helper()
-	r.setPaused(true)
-	eventually(t, 10*time.Second, "the server to apply the renewals it received", func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.applied == r.accepted
-	})
-	r.mu.Lock()
-	srv := r.server
-	r.mu.Unlock()
-	srv.leaseMu.Lock()
-	fences = srv.fences.Load()
-	if !srv.fenced {
-		fences++ // it fences once it passes the deadline
-	}
-	srv.leaseMu.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return srv.base.Add(r.deadline), r.expiry, fences
-}
-
 // TestFenceStopsWritesBeforeTheLeaseExpires stops the server's renewals
 // and checks that it stops serving before etcd can expire its lease (so no
 // other server can have been given its tablets meanwhile): its own
@@ -150,7 +24,8 @@ func (r *renewals) pause(t *testing.T) (deadline, expiry time.Time, fences int64
 // server registers again under a new lease.
 func TestFenceStopsWritesBeforeTheLeaseExpires(t *testing.T) {
 	e := newEnv(t)
-	srv, r := startWithRenewals(e, 0)
+	r := &renewals{}
+	srv := e.startWithRenewals(r, func(o *Options) { o.PauseRenewals = r.isPaused })
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
 	if err := put(e.ctx, c, ref, "before", set("cf", "q", 1, "acked")); err != nil {
@@ -203,7 +78,7 @@ func TestFenceStopsWritesBeforeTheLeaseExpires(t *testing.T) {
 		resp, err := e.cli.Get(e.ctx, key)
 		return err == nil && len(resp.Kvs) == 0
 	})
-	r.setPaused(false)
+	r.resume()
 	eventually(t, 10*time.Second, "registration under a new lease", func() bool {
 		resp, err := e.cli.Get(e.ctx, key)
 		return err == nil && len(resp.Kvs) == 1 && clientv3.LeaseID(resp.Kvs[0].Lease) != oldLease && srv.Serving()
@@ -227,7 +102,8 @@ func TestPausedServerResumesWhenItsLeaseSurvived(t *testing.T) {
 	e := newEnv(t)
 	// etcd keeps the lease a minute longer than the server counts on (as
 	// if someone else kept it alive, as etcd does across a restart).
-	srv, r := startWithRenewals(e, 60)
+	r := &renewals{extraTTL: 60}
+	srv := e.startWithRenewals(r, func(o *Options) { o.PauseRenewals = r.isPaused })
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
 	if err := put(e.ctx, c, ref, "before", set("cf", "q", 1, "acked")); err != nil {
@@ -241,7 +117,7 @@ func TestPausedServerResumesWhenItsLeaseSurvived(t *testing.T) {
 	if _, err := e.cli.KeepAliveOnce(e.ctx, lease); err != nil {
 		t.Fatal(err)
 	}
-	r.setPaused(false)
+	r.resume()
 	eventually(t, 10*time.Second, "serving again", srv.Serving)
 	if got := clientv3.LeaseID(srv.leaseID.Load()); got != lease {
 		t.Fatalf("the server moved to lease %x; want it to keep %x", got, lease)

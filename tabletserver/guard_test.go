@@ -20,8 +20,8 @@ import (
 // and the data reads back after a reopen.
 func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 	e := newEnv(t)
-	var p pauser
-	srv := e.start(func(o *Options) { o.PauseRenewals = p.fn; o.DisableBackgroundWork = true })
+	r := &renewals{}
+	srv := e.startWithRenewals(r, func(o *Options) { o.PauseRenewals = r.isPaused; o.DisableBackgroundWork = true })
 	fams, err := familiesFromSchema(e.schema)
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +52,8 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p.paused.Store(true)
-	eventually(t, 5*time.Second, "the lease to become unsafe", func() bool { return !srv.leaseSafe() })
+	r.pause(t) // no renewal can make the lease safe again
+	eventually(t, 10*time.Second, "the lease to become unsafe", func() bool { return !srv.leaseSafe() })
 	err = tb.Flush(e.ctx)
 	if !errors.Is(err, ErrFenced) || !errors.Is(err, tablet.ErrGuardRefused) {
 		t.Fatalf("flush with an unsafe lease = %v, want ErrFenced through the write guard", err)
@@ -62,7 +62,7 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 		t.Fatalf("the manifest changed while the lease was unsafe (%v)", err)
 	}
 
-	p.paused.Store(false)
+	r.resume()
 	eventually(t, 10*time.Second, "registration again", srv.Serving)
 	if err := tb.Flush(e.ctx); err != nil {
 		t.Fatalf("flush after the lease is safe again: %v", err)
