@@ -43,6 +43,12 @@ type assigner struct {
 	passes atomic.Int64
 	// missing counts loads answered DATA_LOSS (a tablet's files are gone).
 	missing atomic.Int64
+	// audited counts confirmed tablets the audit found not served.
+	audited atomic.Int64
+	// auditing is set while an audit runs (one at a time).
+	auditing atomic.Bool
+	// auditNow, when a test sends on it, runs an audit at once.
+	auditNow chan struct{}
 
 	// mu protects loads.
 	mu sync.Mutex
@@ -58,8 +64,10 @@ type loadState struct {
 	epoch     int64
 	server    string
 	confirmed bool
-	failures  int
-	next      time.Time // no new attempt before this
+	// confirmedAt is when the load was confirmed (the audit skips later ones).
+	confirmedAt time.Time
+	failures    int
+	next        time.Time // no new attempt before this
 	// waiting is set while the previous owner's lease is still alive.
 	waiting bool
 	// missing is set while the owner answers that the tablet's files are
@@ -70,9 +78,10 @@ type loadState struct {
 func newAssigner(m *Master, term *leadership) *assigner {
 	return &assigner{
 		m: m, term: term,
-		kick:  make(chan struct{}, 1),
-		sem:   make(chan struct{}, maxConcurrentLoads),
-		loads: map[string]*loadState{},
+		kick:     make(chan struct{}, 1),
+		auditNow: make(chan struct{}, 1),
+		sem:      make(chan struct{}, maxConcurrentLoads),
+		loads:    map[string]*loadState{},
 	}
 }
 
@@ -107,11 +116,17 @@ func (a *assigner) run() {
 	ws, wt := watch(l.ServersPrefix()), watch(l.AllTabletsPrefix())
 	tick := time.NewTicker(reconcileInterval)
 	defer tick.Stop()
+	auditTick := time.NewTicker(auditInterval)
+	defer auditTick.Stop()
 	for {
 		a.reconcile(ctx)
 		select {
 		case <-ctx.Done():
 			return
+		case <-auditTick.C:
+			a.startAudit(ctx)
+		case <-a.auditNow:
+			a.startAudit(ctx)
 		case _, ok := <-ws:
 			if !ok && ctx.Err() == nil {
 				ws = watch(l.ServersPrefix())
@@ -245,6 +260,19 @@ func (a *assigner) reconcile(ctx context.Context) {
 	a.passes.Add(1)
 }
 
+// startAudit runs auditOnce in the background unless one runs.
+func (a *assigner) startAudit(ctx context.Context) {
+	if !a.auditing.CompareAndSwap(false, true) {
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer a.auditing.Store(false)
+		a.auditOnce(ctx)
+	}()
+}
+
 // startLoad tells srv to load t at t.Epoch, in the background.
 func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecord, schema *tabulapb.TableSchema, srv meta.ServerRecord) {
 	a.mu.Lock()
@@ -267,7 +295,7 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 		defer a.mu.Unlock()
 		st.inflight = false
 		if err == nil {
-			st.confirmed, st.failures, st.next = true, 0, time.Time{}
+			st.confirmed, st.confirmedAt, st.failures, st.next = true, time.Now(), 0, time.Time{}
 			return
 		}
 		if status.Code(err) == codes.DataLoss {

@@ -158,6 +158,27 @@ func TestTabletWithMissingFilesIsNotHandedAround(t *testing.T) {
 	}
 }
 
+// A tablet its server stopped serving without the master's say (a forged
+// UnloadTablet, a failed log whose release was lost) is found by the
+// audit and loaded again, instead of staying down while etcd shows it
+// assigned.
+func TestAuditReloadsATabletItsServerNoLongerServes(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	ts := waitAllLoaded(t, c, "t", 2, s1)
+	s1.mu.Lock()
+	delete(s1.held, ts[0].ID) // unloaded behind the master's back
+	s1.mu.Unlock()
+	auditNow(m)
+	waitAllLoaded(t, c, "t", 2, s1)
+}
+
 func TestFailingServerLosesTabletToAnother(t *testing.T) {
 	c := newCluster(t)
 	m := c.startMaster(Options{})

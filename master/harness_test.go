@@ -140,13 +140,14 @@ type fakeServer struct {
 	stopKA   context.CancelFunc
 
 	// mu protects the fields below.
-	mu       sync.Mutex
-	held     map[string]int64 // tablet id → epoch
-	loads    []*tabulapb.TabletInfo
-	unloads  []*tabulapb.TabletRef
-	schemas  []*tabulapb.TableSchema
-	compacts []*tabulapb.CompactTabletRequest
-	failLoad bool
+	mu        sync.Mutex
+	held      map[string]int64  // tablet id → epoch
+	heldTable map[string]string // tablet id → table
+	loads     []*tabulapb.TabletInfo
+	unloads   []*tabulapb.TabletRef
+	schemas   []*tabulapb.TableSchema
+	compacts  []*tabulapb.CompactTabletRequest
+	failLoad  bool
 	// loadCode, when set, is the status code every LoadTablet answers.
 	loadCode codes.Code
 }
@@ -163,7 +164,7 @@ func (c *cluster) startServerTTL(id string, ttl int64) *fakeServer {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	f := &fakeServer{id: id, addr: lis.Addr().String(), c: c, srv: grpc.NewServer(), held: map[string]int64{}}
+	f := &fakeServer{id: id, addr: lis.Addr().String(), c: c, srv: grpc.NewServer(), held: map[string]int64{}, heldTable: map[string]string{}}
 	tabulapb.RegisterTabletServerServer(f.srv, f)
 	served := make(chan struct{})
 	go func() {
@@ -273,6 +274,7 @@ func (f *fakeServer) LoadTablet(_ context.Context, req *tabulapb.LoadTabletReque
 	}
 	f.loads = append(f.loads, proto.Clone(t).(*tabulapb.TabletInfo))
 	f.held[t.GetTabletId()] = t.GetEpoch()
+	f.heldTable[t.GetTabletId()] = t.GetTable()
 	return &tabulapb.LoadTabletResponse{}, nil
 }
 
@@ -282,6 +284,26 @@ func (f *fakeServer) UnloadTablet(_ context.Context, req *tabulapb.UnloadTabletR
 	f.unloads = append(f.unloads, req.GetTablet())
 	delete(f.held, req.GetTablet().GetTabletId())
 	return &tabulapb.UnloadTabletResponse{}, nil
+}
+
+// ServerStats answers the tablets the fake holds, serving under its lease.
+func (f *fakeServer) ServerStats(context.Context, *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &tabulapb.ServerStatsResponse{ServerId: f.id, Serving: true, Lease: int64(f.lease)}
+	for id, epoch := range f.held {
+		resp.Tablets = append(resp.Tablets, &tabulapb.TabletStats{Tablet: &tabulapb.TabletRef{Table: f.heldTable[id], TabletId: id, Epoch: epoch}})
+	}
+	return resp, nil
+}
+
+// auditNow runs the leader's audit at once.
+func auditNow(m *Master) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.leader != nil {
+		m.mu.leader.assign.auditNow <- struct{}{}
+	}
 }
 
 func (f *fakeServer) UpdateSchema(_ context.Context, req *tabulapb.UpdateSchemaRequest) (*tabulapb.UpdateSchemaResponse, error) {

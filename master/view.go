@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"sort"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
@@ -19,12 +20,14 @@ type snapshot struct {
 	// tablets of every table, sorted by table, then start key.
 	tablets []meta.VersionedTablet
 	rev     int64
+	at      time.Time // when the read was sent
 }
 
 // readSnapshot reads servers, tables and tablets in one transaction, so at
 // one revision. Undecodable records are logged and skipped.
 func (m *Master) readSnapshot(ctx context.Context) (*snapshot, error) {
 	l := m.layout
+	at := time.Now()
 	resp, err := m.cli.Txn(ctx).Then(
 		clientv3.OpGet(l.ServersPrefix(), clientv3.WithPrefix()),
 		clientv3.OpGet(l.TablesPrefix(), clientv3.WithPrefix()),
@@ -33,7 +36,7 @@ func (m *Master) readSnapshot(ctx context.Context) (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{servers: map[string]meta.ServerRecord{}, tables: map[string]*tabulapb.TableSchema{}, rev: resp.Header.Revision}
+	s := &snapshot{servers: map[string]meta.ServerRecord{}, tables: map[string]*tabulapb.TableSchema{}, rev: resp.Header.Revision, at: at}
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		r, err := meta.DecodeServer(kv.Value)
 		if err != nil {

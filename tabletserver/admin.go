@@ -78,12 +78,16 @@ func (s *Server) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest) (*
 }
 
 // UpdateSchema applies a table's new families to every tablet of it held
-// here.
+// here. The families are read from etcd: the request only names the table
+// (trustedSchema).
 func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaRequest) (*tabulapb.UpdateSchemaResponse, error) {
-	sch := req.GetSchema()
-	table := sch.GetName()
+	table := req.GetSchema().GetName()
 	fail := func(err error) error { return toStatus(ctx, err, table, "", nil) }
 	if err := cell.ValidateTableName(table); err != nil {
+		return nil, fail(err)
+	}
+	sch, err := s.trustedSchema(ctx, table, req.GetSchema())
+	if err != nil {
 		return nil, fail(err)
 	}
 	fams, err := familiesFromSchema(sch)
@@ -108,10 +112,11 @@ func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaReq
 // ServerStats answers the statistics of every tablet held here, sorted by
 // table and start key.
 func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
-	resp := &tabulapb.ServerStatsResponse{ServerId: s.id}
+	resp := &tabulapb.ServerStatsResponse{ServerId: s.id, Lease: s.leaseID.Load()}
 	if !s.Serving() {
 		return resp, nil
 	}
+	resp.Serving = true
 	for _, h := range s.heldTablets("") {
 		resp.Tablets = append(resp.Tablets, tabletStats(h))
 	}

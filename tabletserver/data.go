@@ -73,7 +73,7 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		}
 		// A read must not outlive the lease: another server may own the
 		// tablet once it has expired.
-		if !s.leaseSafe() {
+		if !s.owns(h) {
 			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
 		}
 		if err := sender.send(resp); err != nil {
@@ -127,7 +127,7 @@ func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held
 		return err
 	}
 	for _, part := range convert.SplitRow(convert.CellsToProtoRow(row, cells), readBatchBytes) {
-		if !s.leaseSafe() {
+		if !s.owns(h) {
 			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
 		}
 		if err := stream.Send(&tabulapb.ReadRowsResponse{Rows: []*tabulapb.Row{part}}); err != nil {
@@ -155,7 +155,7 @@ func (s *Server) mutate(ctx context.Context, ref *tabulapb.TabletRef, row []byte
 	if err != nil {
 		return err
 	}
-	return s.acknowledge(h.t.Apply(ctx, row, muts))
+	return s.ackFor(h, h.t.Apply(ctx, row, muts))
 }
 
 // MutateRows applies each entry on its own (not atomically across rows) and
@@ -255,7 +255,7 @@ func (s *Server) checkAndMutate(ctx context.Context, req *tabulapb.CheckAndMutat
 		return false, err
 	}
 	matched, err := h.t.CheckAndMutate(ctx, req.GetRowKey(), pred, onTrue, onFalse)
-	return matched, s.acknowledge(err)
+	return matched, s.ackFor(h, err)
 }
 
 // ReadModifyWriteRow applies increment and append rules atomically and
@@ -272,7 +272,7 @@ func (s *Server) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModif
 		return nil, fail(err)
 	}
 	cells, err := h.t.ReadModifyWrite(ctx, row, rules)
-	if err = s.acknowledge(err); err != nil {
+	if err = s.ackFor(h, err); err != nil {
 		return nil, fail(err)
 	}
 	return &tabulapb.ReadModifyWriteRowResponse{Row: convert.CellsToProtoRow(row, cells)}, nil

@@ -44,11 +44,22 @@ func newEnv(t *testing.T) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	t.Cleanup(cancel)
 	cluster := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-	return &env{
+	e := &env{
 		t: t, ctx: ctx, cli: cli, cluster: cluster, layout: meta.NewLayout(cluster), root: t.TempDir(),
 		schema: &tabulapb.TableSchema{Name: "users", Families: []*tabulapb.Family{
 			{Name: "cf", Bloom: tabulapb.Bloom_BLOOM_ROW}, {Name: "meta", MaxVersions: 1},
 		}},
+	}
+	e.putSchema(e.schema)
+	return e
+}
+
+// putSchema writes tables/<name> as the master would; tablet servers read
+// schemas from there.
+func (e *env) putSchema(s *tabulapb.TableSchema) {
+	e.t.Helper()
+	if _, err := e.cli.Put(e.ctx, e.layout.TableKey(s.Name), meta.EncodeTable(meta.TableRecord{Schema: s})); err != nil {
+		e.t.Fatal(err)
 	}
 }
 

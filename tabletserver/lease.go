@@ -60,6 +60,32 @@ func (s *Server) acknowledge(err error) error {
 	return err
 }
 
+// owns reports whether the server may still answer for h: its lease is
+// safe AND it is still the registration h was loaded under. A server that
+// lost its lease while a call was in flight (paused past it, say) drops its
+// tablets and registers under a new lease; the new lease being safe says
+// nothing about the old tablets, whose next owner may have replayed their
+// log before the call's write reached it. leaseSafe is read first: a safe
+// bound of the new lease is only stored after the generation was bumped.
+func (s *Server) owns(h *held) bool {
+	if !s.leaseSafe() {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return h.gen == s.gen
+}
+
+// ackFor is acknowledge for a call served by h: a write that succeeded is
+// acknowledged only if the server still owns h (owns), else it is
+// ErrOutcomeUnknown.
+func (s *Server) ackFor(h *held, err error) error {
+	if err == nil && !s.owns(h) {
+		return ErrOutcomeUnknown
+	}
+	return s.acknowledge(err)
+}
+
 func (s *Server) leaseMargin() time.Duration { return s.opts.LeaseTTL / 4 }
 
 // register grants a new lease, releases the tablets etcd still assigns to

@@ -44,6 +44,7 @@ func TestEtcdRestartPausesServersWithoutMovingTablets(t *testing.T) {
 	}
 	defer cli.Close()
 	e.cli = cli
+	e.putSchema(e.schema)
 	srv := e.startWithRenewals(&renewals{extraTTL: 60}, func(o *Options) { o.Etcd = etcd.Endpoints() })
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))

@@ -104,6 +104,7 @@ type held struct {
 	epoch     int64
 	dir       string
 	t         *tablet.Tablet
+	gen       uint64      // the server generation (registration) it was installed in
 	splitting atomic.Bool // data calls get NotServing while set
 }
 

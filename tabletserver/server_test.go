@@ -333,15 +333,53 @@ func TestUpdateSchemaAddsAFamily(t *testing.T) {
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
 	wantCode(t, "write to a family not yet added", put(e.ctx, c, ref, "r", set("extra", "q", 1, "v")), codes.NotFound)
 	sch := &tabulapb.TableSchema{Name: "users", Families: append(slices.Clone(e.schema.Families), &tabulapb.Family{Name: "extra"})}
+	e.putSchema(sch) // the master writes etcd first, then tells the servers
 	if _, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: sch}); err != nil {
 		t.Fatal(err)
 	}
 	if err := put(e.ctx, c, ref, "r", set("extra", "q", 1, "v")); err != nil {
 		t.Fatalf("write to the added family: %v", err)
 	}
-	_, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: &tabulapb.TableSchema{Name: "users",
-		Families: []*tabulapb.Family{{Name: "bad name!"}}}})
-	wantCode(t, "bad family name", err, codes.InvalidArgument)
+	_, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: &tabulapb.TableSchema{Name: "bad name!"}})
+	wantCode(t, "bad table name", err, codes.InvalidArgument)
+}
+
+// Anyone who can reach a tablet server could once send it a schema: a
+// forged TTL of a microsecond and a major compaction erased a table while
+// etcd (and `table describe`) showed no TTL. The server takes families
+// from etcd only.
+func TestForgedSchemaIsIgnored(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	c := e.dial(srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	for _, r := range []string{"a", "b", "c"} {
+		if err := put(e.ctx, c, ref, r, set("cf", "q", 1, "v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	forged := &tabulapb.TableSchema{Name: "users", Families: []*tabulapb.Family{{Name: "cf", TtlMicros: 1}, {Name: "meta", TtlMicros: 1}}}
+	if _, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: forged}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CompactTablet(e.ctx, &tabulapb.CompactTabletRequest{Tablet: ref, Major: true}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
+	if err != nil || len(rows) != 3 {
+		t.Fatalf("after a forged schema and a major compaction the tablet reads %v, %v; want a, b, c", rowKeys(rows), err)
+	}
+	// A forged schema in a load is ignored too.
+	rec := e.assign("t2", []byte("x"), nil, srv, 1)
+	if _, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: forged}); err != nil {
+		t.Fatal(err)
+	}
+	srv.mu.RLock()
+	got := srv.schemas["users"]
+	srv.mu.RUnlock()
+	if got.GetFamilies()[0].GetTtlMicros() != 0 {
+		t.Fatalf("the server took a TTL from a load request: %v", got)
+	}
 }
 
 // TestMutateRowsKeepsRequestOrderPerRow: MutateRows applies different rows

@@ -171,6 +171,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	installed := s.gen == gen && !s.closed.Load()
 	if installed {
 		for _, c := range opened {
+			c.gen = gen
 			s.tablets[tabletKey(c.table, c.id)] = c
 		}
 	}

@@ -15,6 +15,24 @@ import (
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
+// trustedSchema returns table's schema as etcd holds it: families, GC
+// rules and the rest come from there, never from the request, so a caller
+// that is not the master cannot make a tablet server apply a schema (a
+// forged TTL of a microsecond followed by a major compaction would erase a
+// table). From the request only the split threshold is taken when etcd's
+// is 0 (the master fills in its cluster default there).
+func (s *Server) trustedSchema(ctx context.Context, table string, req *tabulapb.TableSchema) (*tabulapb.TableSchema, error) {
+	rec, _, err := meta.GetTable(ctx, s.etcd, s.layout, table)
+	if err != nil {
+		return nil, err
+	}
+	sch := rec.Schema
+	if sch.GetSplitThresholdBytes() == 0 && req.GetSplitThresholdBytes() > 0 {
+		sch.SplitThresholdBytes = req.GetSplitThresholdBytes()
+	}
+	return sch, nil
+}
+
 // tabletPath is <root>/tables/<table>/<id>, after checking that both names
 // are plain path elements (storepath).
 func (s *Server) tabletPath(table, id string) (string, error) {
@@ -157,6 +175,10 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 	if schema.GetName() != "" && schema.GetName() != table {
 		return cell.Invalidf("schema names table %s, the tablet is of table %s", schema.GetName(), table)
 	}
+	schema, err = s.trustedSchema(ctx, table, schema)
+	if err != nil {
+		return err
+	}
 	fams, err := familiesFromSchema(schema)
 	if err != nil {
 		return err
@@ -240,6 +262,7 @@ func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, hs ...*held) 
 	ok := s.gen == gen && !s.closed.Load()
 	if ok {
 		for _, h := range hs {
+			h.gen = gen
 			s.tablets[tabletKey(h.table, h.id)] = h
 		}
 		if schema != nil {

@@ -3844,9 +3844,14 @@ func (x *TabletStats) GetCompactionBacklog() int64 {
 }
 
 type ServerStatsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ServerId      string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
-	Tablets       []*TabletStats         `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ServerId string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	Tablets  []*TabletStats         `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	// serving is false while the server is paused (its lease not known to be
+	// held) or closing; tablets then lists nothing.
+	Serving bool `protobuf:"varint,3,opt,name=serving,proto3" json:"serving,omitempty"`
+	// lease is the etcd lease the server is registered under.
+	Lease         int64 `protobuf:"varint,4,opt,name=lease,proto3" json:"lease,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3893,6 +3898,20 @@ func (x *ServerStatsResponse) GetTablets() []*TabletStats {
 		return x.Tablets
 	}
 	return nil
+}
+
+func (x *ServerStatsResponse) GetServing() bool {
+	if x != nil {
+		return x.Serving
+	}
+	return false
+}
+
+func (x *ServerStatsResponse) GetLease() int64 {
+	if x != nil {
+		return x.Lease
+	}
+	return 0
 }
 
 type Mutation_SetCell struct {
@@ -4715,10 +4734,12 @@ const file_tabula_proto_rawDesc = "" +
 	"\n" +
 	"tombstones\x18\b \x01(\x03R\n" +
 	"tombstones\x12-\n" +
-	"\x12compaction_backlog\x18\t \x01(\x03R\x11compactionBacklog\"d\n" +
+	"\x12compaction_backlog\x18\t \x01(\x03R\x11compactionBacklog\"\x94\x01\n" +
 	"\x13ServerStatsResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x120\n" +
-	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets*Q\n" +
+	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets\x12\x18\n" +
+	"\aserving\x18\x03 \x01(\bR\aserving\x12\x14\n" +
+	"\x05lease\x18\x04 \x01(\x03R\x05lease*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +

@@ -1,0 +1,88 @@
+package master
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+)
+
+// auditInterval is how often the leader asks every tablet server which
+// tablets it serves.
+const auditInterval = 10 * time.Second
+
+// The audit. A confirmed load says a server served a tablet once; it may
+// have stopped since without the master asking: its commit log failed, an
+// assignment watch dropped it, or someone called UnloadTablet directly.
+// Such a tablet would stay down, assigned and "loaded", until its server
+// died. Every auditInterval the leader asks each server that is serving
+// under the lease it registered which tablets it holds; a confirmed tablet
+// missing there is loaded again (the server refuses an epoch it unloaded,
+// so after a few refusals the tablet is taken back with a confirmed unload
+// and given out at a new epoch).
+
+// auditOnce compares every live server's held tablets with the confirmed
+// loads of this term, in parallel, and forgets the confirmations the
+// servers contradict.
+func (a *assigner) auditOnce(ctx context.Context) {
+	snap, err := a.m.readSnapshot(ctx)
+	if err != nil {
+		return
+	}
+	type heldKey struct {
+		key   string
+		epoch int64
+	}
+	var mu sync.Mutex
+	held := map[string]map[heldKey]bool{} // server id → tablets it serves
+	var wg sync.WaitGroup
+	for id, srv := range snap.servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var resp *tabulapb.ServerStatsResponse
+			err := a.m.callServer(ctx, srv.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+				var err error
+				resp, err = c.ServerStats(ctx, &tabulapb.ServerStatsRequest{})
+				return err
+			})
+			// Only a server serving under the lease it registered with
+			// speaks for its tablets; a paused one may resume them.
+			if err != nil || !resp.GetServing() || resp.GetLease() != srv.Lease {
+				return
+			}
+			set := map[heldKey]bool{}
+			for _, ts := range resp.GetTablets() {
+				r := ts.GetTablet()
+				set[heldKey{a.m.layout.TabletKey(r.GetTable(), r.GetTabletId()), r.GetEpoch()}] = true
+			}
+			mu.Lock()
+			held[id] = set
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, t := range snap.tablets {
+		set, asked := held[t.Server]
+		srv, owned := snap.owned(&t.TabletRecord)
+		if !asked || !owned || srv.ID != t.Server {
+			continue
+		}
+		key := a.m.layout.TabletKey(t.Table, t.ID)
+		a.mu.Lock()
+		st := a.loads[key]
+		// Only loads confirmed before the snapshot: a load confirmed
+		// after the server answered would look missing.
+		lost := st != nil && st.confirmed && !st.inflight && st.epoch == t.Epoch && st.confirmedAt.Before(snap.at) && !set[heldKey{key, t.Epoch}]
+		if lost {
+			st.confirmed = false
+		}
+		a.mu.Unlock()
+		if lost {
+			a.audited.Add(1)
+			a.m.log.Warn("tablet assigned and loaded is not served by its server; loading it again", "tablet", key, "server", t.Server, "epoch", t.Epoch)
+			a.poke()
+		}
+	}
+}
