@@ -3,6 +3,7 @@ package tabletserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -55,6 +56,12 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		opts.Ranges = append(opts.Ranges, tablet.RowRange{Start: nilIfEmpty(r.GetStartKey()), End: nilIfEmpty(r.GetEndKey())})
 	}
 	ctx := stream.Context()
+	select {
+	case s.scans <- struct{}{}:
+		defer func() { <-s.scans }()
+	default:
+		return fail(fmt.Errorf("%w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
+	}
 	if len(opts.Keys) == 1 && len(opts.Ranges) == 0 {
 		return fail(s.readOneRow(stream, h, opts))
 	}

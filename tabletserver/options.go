@@ -66,6 +66,13 @@ type Options struct {
 	// ShutdownTimeout bounds how long Close waits for in-flight RPCs
 	// before cutting them off. The default is 10s.
 	ShutdownTimeout time.Duration
+	// MaxScans bounds the ReadRows streams the server runs at once; past
+	// it a new one is refused with RESOURCE_EXHAUSTED (clients back off
+	// and retry). Each stream holds up to about readBatchBytes of rows
+	// waiting for its reader plus its iterator's blocks, so this bounds
+	// the memory that readers who stop reading can pin. The default is
+	// 1024.
+	MaxScans int
 	// PauseRenewals is a fault hook for tests: while it returns true the
 	// server sends no lease renewals and does not register again, as if
 	// etcd were unreachable. The default is nil (never paused).
@@ -135,6 +142,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.MaxScans == 0 {
+		o.MaxScans = 1024
 	}
 	if o.PauseRenewals == nil {
 		o.PauseRenewals = func() bool { return false }

@@ -83,6 +83,7 @@ type Server struct {
 	// commit and before the children are opened.
 	testHookSplitCommitted func(left, right meta.TabletRecord)
 
+	scans    chan struct{}  // one token per running ReadRows stream (Options.MaxScans)
 	failWG   sync.WaitGroup // retire goroutines of failed tablets
 	failures atomic.Int64   // tablets retired after a failure
 
@@ -135,6 +136,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		unloaded: make(map[string]int64),
 	}
 	s.engines.m = make(map[string]*tablet.Tablet)
+	s.scans = make(chan struct{}, opts.MaxScans)
 	s.lis, err = net.Listen("tcp", opts.ListenAddr)
 	if err != nil {
 		return nil, fmt.Errorf("tabletserver: listen on %s: %w", opts.ListenAddr, err)
@@ -223,8 +225,17 @@ func grpcServerOptions() []grpc.ServerOption {
 		grpc.WriteBufferSize(256 << 10),
 		grpc.NumStreamWorkers(uint32(4 * runtime.GOMAXPROCS(0))),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		// Streams per connection: with MaxScans, what one client can pin.
+		grpc.MaxConcurrentStreams(maxStreamsPerConn),
+		// A connection without calls for this long is closed (clients
+		// reconnect when they need it).
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: 15 * time.Minute}),
 	}
 }
+
+// maxStreamsPerConn is the gRPC streams one client connection may run at
+// once on a tablet server.
+const maxStreamsPerConn = 1000
 
 // Addr returns the address clients dial.
 func (s *Server) Addr() string { return s.addr }
