@@ -36,7 +36,9 @@ func (m *Mutation) DeleteColumn(family string, qualifier []byte) *Mutation {
 }
 
 // DeleteColumnRange deletes the versions of family:qualifier with a
-// timestamp in [start, end) written before; end 0 means no upper bound.
+// timestamp in [start, end) written before; end 0 means no upper bound
+// (the only way to reach a cell at timestamp MaxInt64, since end is
+// exclusive).
 func (m *Mutation) DeleteColumnRange(family string, qualifier []byte, start, end int64) *Mutation {
 	m.ops = append(m.ops, cell.Mutation{Kind: cell.DeleteColumn, Family: family, Qualifier: qualifier, TimeStart: start, TimeEnd: end})
 	return m
@@ -139,7 +141,9 @@ type ReadModifyWrite struct {
 func NewReadModifyWrite() *ReadModifyWrite { return &ReadModifyWrite{} }
 
 // Increment adds delta to family:qualifier read as a 64-bit big-endian
-// signed integer (absent counts as 0).
+// signed integer (absent counts as 0). The sum wraps around in two's
+// complement past the int64 range (MaxInt64 + 1 is MinInt64), as HBase's
+// increments do; a cell that is not 8 bytes long is an error.
 func (r *ReadModifyWrite) Increment(family string, qualifier []byte, delta int64) *ReadModifyWrite {
 	r.rules = append(r.rules, cell.ReadModifyWriteRule{Kind: cell.Increment, Family: family, Qualifier: qualifier, IncrementAmount: delta})
 	return r

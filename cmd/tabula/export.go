@@ -280,6 +280,9 @@ type jsonCell struct {
 // decodeCellLine parses one line of export into a cell with an explicit
 // timestamp, checking every field; the error says what is wrong.
 func decodeCellLine(line []byte) (cell.Cell, error) {
+	if err := checkUniqueKeys(line); err != nil {
+		return cell.Cell{}, err
+	}
 	var j jsonCell
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -430,4 +433,34 @@ func (p *progress) finish(what string, err error) {
 		return
 	}
 	fmt.Fprintf(p.w, "%s %s\n", what, p.line())
+}
+
+// checkUniqueKeys refuses a JSON object that names a field twice:
+// encoding/json would silently keep the last, so `{"value":"a","value":"b"}`
+// would import "b" without a word.
+func checkUniqueKeys(line []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil // not an object: the full decode says what is wrong
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		key, ok := t.(string)
+		if !ok {
+			return nil
+		}
+		if seen[key] {
+			return fmt.Errorf("field %q appears twice; give each field once", key)
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
 }

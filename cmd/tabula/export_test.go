@@ -59,6 +59,8 @@ func TestDecodeCellLineErrors(t *testing.T) {
 		{`{"row":"a","family":"f:x","qualifier":"q","timestamp":1,"value":"v"}`, "family"},
 		{`{"row":"a","family":"f","qualifier":"q","timestamp":1,"value":"v","extra":1}`, "extra"},
 		{`{"row":"a","family":"f","qualifier":"q","timestamp":1,"value":"v"} {}`, "text after"},
+		{`{"row":"a","family":"f","qualifier":"q","timestamp":1,"value":"a","value":"b"}`, `"value" appears twice`},
+		{`{"row":"a","row":"b","family":"f","qualifier":"q","timestamp":1,"value":"v"}`, `"row" appears twice`},
 	} {
 		_, err := decodeCellLine([]byte(tc.line))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
