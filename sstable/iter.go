@@ -13,9 +13,15 @@ type Iter struct {
 	lower, upper []byte
 	block        int // index of the current data block
 	blk          blockIter
-	valid        bool
-	err          error
-	closed       bool
+	// held is the decoded data of block heldIdx, kept so that a seek
+	// landing in the block the iterator already has does not read (and
+	// decompress) it again: a scan skipping rows seeks once per row, and
+	// a large block read per seek made such scans crawl. nil: none.
+	held    []byte
+	heldIdx int
+	valid   bool
+	err     error
+	closed  bool
 	// keyBuf is the block iterator's first key buffer, so that a point
 	// read's first decode does not allocate.
 	keyBuf [64]byte
@@ -131,10 +137,14 @@ func (it *Iter) loadBlock(i int) bool {
 	if it.upper != nil && i > 0 && bytes.Compare(it.r.index[i-1].lastKey, it.upper) >= 0 {
 		return false // every key of block i is past the upper bound
 	}
-	b, err := it.r.dataBlock(i)
-	if err != nil {
-		it.err = err
-		return false
+	b := it.held
+	if b == nil || it.heldIdx != i {
+		var err error
+		if b, err = it.r.dataBlock(i); err != nil {
+			it.err = err
+			return false
+		}
+		it.held, it.heldIdx = b, i
 	}
 	it.block = i
 	if err := it.blk.init(b); err != nil {
@@ -175,5 +185,6 @@ func (it *Iter) Close() error {
 	// wait in a pool for reuse.
 	it.r = nil
 	it.blk = blockIter{key: it.blk.key[:0]}
+	it.held = nil
 	return it.err
 }

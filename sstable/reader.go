@@ -60,6 +60,8 @@ type Reader struct {
 	index   []indexEntry
 	filter  *bloom.BloomFilter // nil when the file has none
 	props   Properties
+	// blockReads counts data blocks read from the file (cache misses).
+	blockReads atomic.Int64
 
 	closeOnce sync.Once
 	closeErr  error
@@ -266,6 +268,7 @@ func (r *Reader) dataBlock(i int) ([]byte, error) {
 			return b, nil
 		}
 	}
+	r.blockReads.Add(1)
 	b, err := r.readBlock(h, kindData)
 	if err != nil {
 		return nil, err

@@ -108,6 +108,14 @@ func (w *Writer) Add(key, value []byte) error {
 	if w.filter != nil {
 		w.addToFilter(key)
 	}
+	// An entry as large as a block gets a block of its own: mixed into a
+	// block of small entries it would make every seek to them read and
+	// decompress it again.
+	if len(key)+len(value) >= w.opts.BlockSize && w.data.entries > 0 {
+		if err := w.flushDataBlock(); err != nil {
+			return err
+		}
+	}
 	w.data.add(key, value)
 	if w.data.estimatedSize() >= w.opts.BlockSize {
 		return w.flushDataBlock()
