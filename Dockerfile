@@ -10,10 +10,16 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/tabula ./cmd/tabula
+# The data folder, owned by the image's unprivileged user (distroless has no
+# shell to create it later); a new volume mounted there inherits the owner.
+RUN mkdir -p /out/data
 
-FROM gcr.io/distroless/static-debian12
+# Runs as the unprivileged "nonroot" user (uid 65532), never as root.
+FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/tabula /usr/local/bin/tabula
 COPY configs/ /etc/tabula/
+COPY --from=build --chown=65532:65532 /out/data /data
+USER 65532:65532
 VOLUME ["/data"]
 EXPOSE 7100 7200
 ENTRYPOINT ["/usr/local/bin/tabula"]

@@ -149,6 +149,11 @@ func TestComposeFileIsWellFormed(t *testing.T) {
 				}
 			}
 		}
+		for _, port := range s.Ports {
+			if !strings.HasPrefix(port, "127.0.0.1:") {
+				t.Errorf("service %s publishes %q on every host interface; bind it to 127.0.0.1", name, port)
+			}
+		}
 		if name == "etcd" {
 			if !strings.HasPrefix(s.Image, "quay.io/coreos/etcd:v3.6.") || len(s.Command) == 0 || s.Command[0] != "etcd" {
 				t.Errorf("etcd service: image %q command %v", s.Image, s.Command)
@@ -175,5 +180,22 @@ func TestComposeFileIsWellFormed(t *testing.T) {
 	}
 	if count["master"] != 2 || count["tabletserver"] != 3 {
 		t.Errorf("want 2 masters and 3 tablet servers, got %v", count)
+	}
+}
+
+// The image runs as an unprivileged user.
+func TestDockerfileRunsAsNonRoot(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "USER" {
+			user = f[1]
+		}
+	}
+	if user == "" || user == "root" || strings.HasPrefix(user, "0") {
+		t.Fatalf("Dockerfile's final USER is %q; want an unprivileged user", user)
 	}
 }
