@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
@@ -57,4 +58,28 @@ func TestPaths(t *testing.T) {
 	if _, err := Table("", "users"); err == nil {
 		t.Fatal("an empty root was accepted")
 	}
+}
+
+// FuzzNames: whatever a table name and tablet id are, a path is either
+// refused or exactly one table or tablet folder inside <root>/tables.
+func FuzzNames(f *testing.F) {
+	for _, s := range []string{"users", ".", "..", "a/b", "../x", "", "t_1.x-y", "\x00"} {
+		f.Add(s, "a1b2")
+		f.Add("users", s)
+	}
+	f.Fuzz(func(t *testing.T, table, id string) {
+		root := "/srv/tabula"
+		tables := filepath.Join(root, TablesFolder) + string(filepath.Separator)
+		if dir, err := Table(root, table); err == nil {
+			rel, _ := filepath.Rel(tables, dir)
+			if !strings.HasPrefix(dir, tables) || rel != table || strings.ContainsRune(rel, filepath.Separator) || rel == "." || rel == ".." {
+				t.Fatalf("Table(%q) = %q", table, dir)
+			}
+		}
+		if dir, err := Tablet(root, table, id); err == nil {
+			if filepath.Dir(filepath.Dir(dir))+string(filepath.Separator) != tables || filepath.Base(dir) != id || filepath.Base(filepath.Dir(dir)) != table {
+				t.Fatalf("Tablet(%q, %q) = %q", table, id, dir)
+			}
+		}
+	})
 }
