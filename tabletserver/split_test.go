@@ -149,6 +149,7 @@ func bigTablet(e *env, c tabulapb.TabletServerClient, srv *Server) {
 		}
 	}
 	sch := &tabulapb.TableSchema{Name: "users", Families: e.schema.Families, SplitThresholdBytes: 16 << 10}
+	e.putSchema(sch) // the master writes etcd first, then tells the servers
 	if _, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: sch}); err != nil {
 		e.t.Fatal(err)
 	}
