@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,10 +201,6 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
-
-type pauser struct{ paused atomic.Bool }
-
-func (p *pauser) fn() bool { return p.paused.Load() }
 
 // tabletDir is the folder of a tablet with valid names.
 func (s *Server) tabletDir(table, id string) string {
