@@ -99,6 +99,9 @@ func (s *Server) register(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.leaseMu.Lock()
+	s.pastLeases[int64(g.ID)] = true
+	s.leaseMu.Unlock()
 	if err := s.releaseAssignments(ctx, int64(g.ID)); err != nil {
 		s.revoke(g.ID)
 		return err
@@ -123,15 +126,40 @@ func (s *Server) register(ctx context.Context) error {
 // incarnation's were dropped by abandon, or died with the process), and they
 // must not wait for the old lease to expire. This is the owner's own
 // confirmation that it stopped serving them.
+//
+// Only assignments under a lease this process held (and dropped with it),
+// or under a lease that no longer exists, are released: a record under
+// another live lease belongs to another incarnation of this id that may
+// still serve it (a process paused, then replaced by a new one started
+// under the same id); the master hands those on once that lease expires.
 func (s *Server) releaseAssignments(ctx context.Context, lease int64) error {
 	resp, err := s.etcd.Get(ctx, s.layout.AllTabletsPrefix(), clientv3.WithPrefix())
 	if err != nil {
 		return err
 	}
+	gone := map[int64]bool{}
 	for _, kv := range resp.Kvs {
 		rec, err := meta.DecodeTablet(kv.Value)
 		if err != nil || rec.Server != s.id || rec.Lease == lease {
 			continue
+		}
+		s.leaseMu.Lock()
+		mine := s.pastLeases[rec.Lease]
+		s.leaseMu.Unlock()
+		if !mine && rec.Lease != 0 {
+			g, ok := gone[rec.Lease]
+			if !ok {
+				ttl, err := s.etcd.TimeToLive(ctx, clientv3.LeaseID(rec.Lease))
+				if err != nil {
+					return err
+				}
+				g = ttl.TTL <= 0
+				gone[rec.Lease] = g
+			}
+			if !g {
+				s.logger.Info("leaving a tablet of another live registration of this id to the master", "table", rec.Table, "tablet", rec.ID, "lease", rec.Lease)
+				continue
+			}
 		}
 		_, err = meta.Update(ctx, s.etcd, s.layout, meta.VersionedTablet{TabletRecord: rec, ModRevision: kv.ModRevision}, meta.Unassigned(rec))
 		if err != nil && !errors.Is(err, meta.ErrConflict) {

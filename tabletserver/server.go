@@ -55,6 +55,9 @@ type Server struct {
 	leaseID   atomic.Int64
 	fenced    bool // paused: set by pause and abandon, cleared by a renewal or register
 	abandoned bool // the lease is gone: set by abandon, cleared by register
+	// pastLeases holds every lease this process was granted: tablets
+	// assigned under them are this process's to release.
+	pastLeases map[int64]bool
 
 	keys keyLocks // serializes load, unload and split of one tablet
 
@@ -136,6 +139,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		unloaded: make(map[string]int64),
 	}
 	s.engines.m = make(map[string]*tablet.Tablet)
+	s.pastLeases = make(map[int64]bool)
 	s.scans = make(chan struct{}, opts.MaxScans)
 	s.lis, err = net.Listen("tcp", opts.ListenAddr)
 	if err != nil {

@@ -3,6 +3,8 @@ package tabletserver
 import (
 	"errors"
 	"testing"
+
+	"github.com/tabuladb/tabula/meta"
 )
 
 // Found by `tabula verify` under SIGSTOP: a write in flight on a tablet
@@ -36,5 +38,44 @@ func TestCallOnATabletOfAnEarlierRegistrationIsNotAcknowledged(t *testing.T) {
 	}
 	if srv.owns(h) {
 		t.Fatal("reads of a tablet of the earlier registration would still be answered")
+	}
+}
+
+// A new process registering under an id whose previous process may still
+// be alive (paused, then replaced without being killed) must not release
+// that process's tablets while its lease lives: the master would hand
+// them on and both would serve. Tablets under a lease that is gone, or
+// under one this process held itself, are released at once.
+func TestRegisteringReleasesOnlyTabletsNoOtherIncarnationHolds(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	other, err := e.cli.Grant(e.ctx, 60) // the other incarnation's live lease
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := e.cli.Grant(e.ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.cli.Revoke(e.ctx, dead.ID); err != nil {
+		t.Fatal(err)
+	}
+	live := e.assign("live", nil, []byte("m"), srv, 3)
+	live.Lease = int64(other.ID)
+	gone := e.assign("gone", []byte("m"), nil, srv, 3)
+	gone.Lease = int64(dead.ID)
+	for _, r := range []meta.TabletRecord{live, gone} {
+		if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(r.Table, r.ID), meta.EncodeTablet(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.releaseAssignments(e.ctx, srv.leaseID.Load()); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.tablet("live"); r.State == meta.StateUnassigned || r.Lease != int64(other.ID) {
+		t.Fatalf("a tablet of another live registration was released: %+v", r.TabletRecord)
+	}
+	if r := e.tablet("gone"); r.State != meta.StateUnassigned {
+		t.Fatalf("a tablet under a lease that is gone was kept: %+v", r.TabletRecord)
 	}
 }
