@@ -71,7 +71,7 @@ type Options struct {
 	// and retry). Each stream holds up to about readBatchBytes of rows
 	// waiting for its reader plus its iterator's blocks, so this bounds
 	// the memory that readers who stop reading can pin. The default is
-	// 1024.
+	// 256.
 	MaxScans int
 	// PauseRenewals is a fault hook for tests: while it returns true the
 	// server sends no lease renewals and does not register again, as if
@@ -144,7 +144,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.ShutdownTimeout = 10 * time.Second
 	}
 	if o.MaxScans == 0 {
-		o.MaxScans = 1024
+		o.MaxScans = 256
 	}
 	if o.PauseRenewals == nil {
 		o.PauseRenewals = func() bool { return false }

@@ -259,7 +259,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("cache-size", "", "block cache size, e.g. 256MiB (default: the server's)")
 	f.String("split-threshold", "", "tablet split threshold when the schema sets none, e.g. 256MiB (default 256MiB)")
 	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
-	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 1024)")
+	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLogFlag(c, "info")
 	return c
 }
