@@ -56,14 +56,14 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		opts.Ranges = append(opts.Ranges, tablet.RowRange{Start: nilIfEmpty(r.GetStartKey()), End: nilIfEmpty(r.GetEndKey())})
 	}
 	ctx := stream.Context()
+	if len(opts.Keys) == 1 && len(opts.Ranges) == 0 {
+		return fail(s.readOneRow(stream, h, opts)) // a point read: not counted as a scan
+	}
 	select {
 	case s.scans <- struct{}{}:
 		defer func() { <-s.scans }()
 	default:
 		return fail(fmt.Errorf("%w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
-	}
-	if len(opts.Keys) == 1 && len(opts.Ranges) == 0 {
-		return fail(s.readOneRow(stream, h, opts))
 	}
 	sender := newSender(stream)
 	opts.Progress = sender.progress
