@@ -73,6 +73,10 @@ type loadState struct {
 	// missing is set while the owner answers that the tablet's files are
 	// gone (DATA_LOSS): the tablet is never handed on for that.
 	missing bool
+	// refused is set when the last load was refused (FAILED_PRECONDITION:
+	// the server will not serve this assignment, e.g. it unloaded that
+	// epoch); a new epoch, even on the same server, is the way out.
+	refused bool
 }
 
 func newAssigner(m *Master, term *leadership) *assigner {
@@ -202,7 +206,10 @@ func (a *assigner) reconcile(ctx context.Context) {
 		case t.State == meta.StateSplitting:
 		case st.confirmed:
 		case now.Before(st.next):
-		case st.failures >= maxLoadFailures && len(snap.servers) > 1 && !st.missing:
+		case st.failures >= maxLoadFailures && !st.missing && (len(snap.servers) > 1 || st.refused):
+			// Hand it on: to another server, or, when the only server
+			// refuses this epoch (it unloaded it), to that server again at
+			// a new epoch.
 			handOn = true
 		default:
 			load = true
@@ -312,6 +319,7 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 			return
 		}
 		st.missing = false
+		st.refused = status.Code(err) == codes.FailedPrecondition
 		st.failures++
 		st.next = time.Now().Add(loadBackoff(st.failures))
 		if ctx.Err() == nil {

@@ -179,6 +179,34 @@ func TestAuditReloadsATabletItsServerNoLongerServes(t *testing.T) {
 	waitAllLoaded(t, c, "t", 2, s1)
 }
 
+// The only server refuses the tablet's epoch (it unloaded it, say after a
+// forged UnloadTablet): the master takes it back with a confirmed unload
+// and gives it to that server again at a new epoch.
+func TestOnlyServerRefusingAnEpochGetsTheTabletAtANewEpoch(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	s1.mu.Lock()
+	s1.loadCode = codes.FailedPrecondition
+	s1.mu.Unlock()
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		ts := c.tablets("t")
+		return len(ts) == 1 && ts[0].Epoch >= 2, fmt.Sprintf("%+v", ts)
+	})
+	s1.mu.Lock()
+	s1.loadCode = codes.OK
+	s1.mu.Unlock()
+	ts := c.tablets("t")
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		return s1.holds()[ts[0].ID] >= ts[0].Epoch, "loaded at the new epoch"
+	})
+}
+
 func TestFailingServerLosesTabletToAnother(t *testing.T) {
 	c := newCluster(t)
 	m := c.startMaster(Options{})
