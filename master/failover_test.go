@@ -125,17 +125,7 @@ func TestTabletsWaitForTheOldLeaseWhenTheirServerRegistersAgain(t *testing.T) {
 // handed from server to server, bumping its epoch each time: no server can
 // load it. The master says so and tries again only now and then.
 func TestTabletWithMissingFilesIsNotHandedAround(t *testing.T) {
-	c := newCluster(t)
-	m := c.startMaster(Options{})
-	s1 := c.startServer("s1")
-	s1.mu.Lock()
-	s1.loadCode = codes.DataLoss
-	s1.mu.Unlock()
-	c.waitLeader(m)
-	mc := c.dial(m.Addr())
-	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
-		t.Fatal(err)
-	}
+	c, m, s1 := oneServerWithLoadCode(t, codes.DataLoss)
 	waitFor(t, 10*time.Second, func() (bool, string) {
 		s1.mu.Lock()
 		defer s1.mu.Unlock()
@@ -183,17 +173,7 @@ func TestAuditReloadsATabletItsServerNoLongerServes(t *testing.T) {
 // forged UnloadTablet): the master takes it back with a confirmed unload
 // and gives it to that server again at a new epoch.
 func TestOnlyServerRefusingAnEpochGetsTheTabletAtANewEpoch(t *testing.T) {
-	c := newCluster(t)
-	m := c.startMaster(Options{})
-	s1 := c.startServer("s1")
-	s1.mu.Lock()
-	s1.loadCode = codes.FailedPrecondition
-	s1.mu.Unlock()
-	c.waitLeader(m)
-	mc := c.dial(m.Addr())
-	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
-		t.Fatal(err)
-	}
+	c, _, s1 := oneServerWithLoadCode(t, codes.FailedPrecondition)
 	waitFor(t, 20*time.Second, func() (bool, string) {
 		ts := c.tablets("t")
 		return len(ts) == 1 && ts[0].Epoch >= 2, fmt.Sprintf("%+v", ts)
@@ -382,4 +362,22 @@ func TestLeaderThatLosesItsSessionStepsDown(t *testing.T) {
 	if _, err := c.dial(standby.Addr()).CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// oneServerWithLoadCode starts a master and server s1 whose LoadTablet
+// answers code, and creates table t with one tablet.
+func oneServerWithLoadCode(t *testing.T, code codes.Code) (*cluster, *Master, *fakeServer) {
+	t.Helper()
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	s1 := c.startServer("s1")
+	s1.mu.Lock()
+	s1.loadCode = code
+	s1.mu.Unlock()
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+	return c, m, s1
 }
