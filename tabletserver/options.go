@@ -36,8 +36,10 @@ type Options struct {
 	// Prefix, when set, is the etcd key prefix and overrides Cluster. The
 	// default is empty.
 	Prefix string
-	// LeaseTTL is the TTL of the server's etcd lease. The server fences
-	// itself when it has not renewed for LeaseTTL*3/4. The default is 10s.
+	// LeaseTTL is the TTL of the server's etcd lease. The server pauses
+	// (serves nothing) when it has not renewed for LeaseTTL*3/4, and
+	// resumes if the same lease is renewed later (lease.go). The default
+	// is 10s.
 	LeaseTTL time.Duration
 	// MemtableSize is each tablet's flush threshold. The default is the
 	// engine's (64 MiB).
