@@ -7,7 +7,7 @@ import (
 	"math"
 )
 
-// Limits from DESIGN.md §1.
+// Limits from docs/CONTRACTS.md §1.
 const (
 	MaxRowKeyLen    = 4096
 	MaxQualifierLen = 16 << 10
@@ -82,12 +82,11 @@ func validName(name string, max int) bool {
 	return true
 }
 
-// ValidateTableName checks a table name against [A-Za-z0-9_][A-Za-z0-9_.-]{0,49}:
-// the characters of DESIGN's table names, and (as Cloud Bigtable and HBase
-// require) not starting with "." or "-", so that a name is always one plain
-// path element, never "." or "..". This is the one check of table names:
-// the master, the tablet servers, the storage paths and the clients all
-// call it.
+// ValidateTableName checks a table name (docs/CONTRACTS.md §1): 1 to 50
+// characters of [A-Za-z0-9_.-], not starting with "." or "-" (as Cloud
+// Bigtable and HBase require), so that a name is always one plain path
+// element, never "." or "..". This is the one check of table names: the
+// master, the tablet servers, the storage paths and the clients all call it.
 func ValidateTableName(name string) error {
 	if !validName(name, 50) || name[0] == '.' || name[0] == '-' {
 		return Invalidf("table name %q must be 1 to 50 characters of A-Z a-z 0-9 _ . - starting with a letter, digit or _", name)

@@ -5,7 +5,7 @@
 // A cell is (row, family, qualifier, timestamp) → value. Reads return cells
 // in row ascending, family ascending, qualifier ascending, timestamp
 // descending order. Internally each entry also carries a sequence number so
-// that a delete removes only what was written before it (DESIGN.md §1).
+// that a delete removes only what was written before it (docs/CONTRACTS.md §1).
 //
 // Within one column family the engine stores entries under an encoded Key
 // whose byte order (bytes.Compare) is the read order:

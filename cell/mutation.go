@@ -45,7 +45,7 @@ type Mutation struct {
 	TimeStart, TimeEnd int64
 }
 
-// Validate checks the mutation's fields against the limits of DESIGN.md §1.
+// Validate checks the mutation's fields against the limits of docs/CONTRACTS.md §1.
 // It does not know the table's schema; the engine checks the family exists.
 func (m *Mutation) Validate() error {
 	if m.Kind != DeleteRow {
@@ -102,7 +102,7 @@ func ValidateMutations(row []byte, muts []Mutation) error {
 
 // Idempotent reports whether applying the mutations twice has the same
 // effect as once: true unless a SetCell asks for the server's clock. Clients
-// retry only idempotent mutations (DESIGN.md §5).
+// retry only idempotent mutations (docs/CONTRACTS.md §5).
 func Idempotent(muts []Mutation) bool {
 	for i := range muts {
 		if muts[i].Kind == SetCell && muts[i].Timestamp == ServerTimestamp {

@@ -1,4 +1,4 @@
-// Package client is Tabula's Go client library (DESIGN.md §6). A Client
+// Package client is Tabula's Go client library (docs/CONTRACTS.md §6). A Client
 // finds tablets through the masters (package locator, cached) and talks
 // to the tablet servers directly; range scans span tablets transparently
 // and come back in key order.
@@ -25,7 +25,7 @@
 // failure it could not classify, whose write may or may not have been
 // applied. Neither of the last two is retried.
 //
-// Retries follow DESIGN.md §5: reads are always retried; a mutation is
+// Retries follow docs/CONTRACTS.md §5: reads are always retried; a mutation is
 // retried after UNAVAILABLE or RESOURCE_EXHAUSTED only when it is
 // idempotent (every cell carries an explicit timestamp, cell.Idempotent).
 // A "not serving" answer (FAILED_PRECONDITION with a NotServing detail:

@@ -13,7 +13,7 @@
 // the cluster through the Go client library (package client), and, to
 // check fencing, straight to a tablet server over gRPC.
 //
-// The tests and the promises (DESIGN.md §7) they hold:
+// The tests and the promises (docs/CONTRACTS.md §7) they hold:
 //
 //   - TestKillTabletServerMidLoad: kill -9 of a tablet server under
 //     concurrent writes loses no acknowledged write and half-applies no

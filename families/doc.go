@@ -6,7 +6,7 @@
 //
 // One evaluator decides which cells the GC policy condemns, so reads (which
 // hide condemned cells at once) and compactions (which drop them) always
-// agree (DESIGN.md §1):
+// agree (docs/CONTRACTS.md §1):
 //
 //	f, err := families.Parse("metrics:versions=3,ttl=7d,compression=zstd")
 //	if err != nil { ... }

@@ -1,4 +1,4 @@
-// Package master runs Tabula's master (DESIGN.md §2, §4): table and family
+// Package master runs Tabula's master (docs/CONTRACTS.md §2, §4): table and family
 // administration, tablet assignment and failover, split bookkeeping and
 // balancing, and tablet location for clients. It keeps no state of its own:
 // etcd holds the schemas and the tablet map (package meta), and a new leader

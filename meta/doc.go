@@ -1,4 +1,4 @@
-// Package meta owns Tabula's etcd key layout (DESIGN.md §4) and the records
+// Package meta owns Tabula's etcd key layout (docs/CONTRACTS.md §4) and the records
 // stored under it. The master and the tablet servers both read and write
 // these keys; this package is the one place that knows their names and value
 // encodings.

@@ -1,5 +1,5 @@
 // Package rowfilter is Tabula's RowFilter: Bigtable's filter language,
-// evaluated on one row at a time (DESIGN.md §5).
+// evaluated on one row at a time (docs/CONTRACTS.md §5).
 //
 // A Filter is a tree that maps one to one to the protobuf RowFilter oneof:
 // chains (each filter sees the output of the one before), interleaves (the

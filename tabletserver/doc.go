@@ -1,5 +1,5 @@
 // Package tabletserver is Tabula's tablet server: it serves the
-// TabletServer gRPC service (DESIGN.md §5) for the tablets the master
+// TabletServer gRPC service (docs/CONTRACTS.md §5) for the tablets the master
 // assigns to it, running one tablet.Tablet engine per loaded tablet.
 //
 // A Server owns:

@@ -15,7 +15,7 @@ import (
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
-// Splits are decided by the server (DESIGN.md §4):
+// Splits are decided by the server (docs/CONTRACTS.md §4):
 //
 //  1. mark the parent splitting (data calls get NotServing; clients retry)
 //     and read its etcd record with its ModRevision, checking that it is

@@ -19,7 +19,7 @@ import (
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
-// TestErrorCodes pins the mapping documented on codeOf (DESIGN.md §5),
+// TestErrorCodes pins the mapping documented on codeOf (docs/CONTRACTS.md §5),
 // with the errors wrapped the way the engine and the server wrap them.
 func TestErrorCodes(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("tablet users/t1: %w", err) }

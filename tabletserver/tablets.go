@@ -82,7 +82,7 @@ func (s *Server) openEngine(dir string, fams []families.Family, start, end []byt
 // writeGuard is every tablet's tablet.Options.Guard: once the lease is no
 // longer safe, another server may own the tablet and write its folder, so
 // background flushes and compactions that wake up before the lease loop
-// fences must not save a manifest or delete files (DESIGN.md §4).
+// fences must not save a manifest or delete files (docs/CONTRACTS.md §4).
 func (s *Server) writeGuard() error {
 	if !s.leaseSafe() {
 		return ErrFenced

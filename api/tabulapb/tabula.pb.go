@@ -1,4 +1,4 @@
-// Tabula's RPC contracts (DESIGN.md §5). Two services: the master's admin and
+// Tabula's RPC contracts (docs/CONTRACTS.md §5). Two services: the master's admin and
 // location service, and the tablet server's data service (plus the calls
 // only the master makes). Errors are gRPC status codes with stable meanings:
 // NOT_FOUND (no such table/family), INVALID_ARGUMENT (the message names the

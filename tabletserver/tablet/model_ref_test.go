@@ -15,7 +15,7 @@ import (
 //
 // Every mutation gets an order number (batch number × 1024 + index in the
 // batch), so "written before" is simply a smaller order. Reads resolve by
-// DESIGN.md §1: a delete hides only what was written before it, whatever
+// docs/CONTRACTS.md §1: a delete hides only what was written before it, whatever
 // the timestamps; a write of the same (row, column, timestamp) replaces the
 // older one; then the family's GC policy condemns by rank among the visible
 // versions of a column (newest timestamp first) and by age.
@@ -118,7 +118,7 @@ func (m *refModel) apply(row string, muts []cell.Mutation, now int64) {
 	}
 }
 
-// condemned is the GC rule of DESIGN.md §1, written out independently of
+// condemned is the GC rule of docs/CONTRACTS.md §1, written out independently of
 // families.Policy.
 func refCondemned(f families.Family, now, ts int64, rank int) bool {
 	versions := f.MaxVersions > 0 && rank >= f.MaxVersions

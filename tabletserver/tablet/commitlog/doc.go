@@ -1,6 +1,6 @@
 // Package commitlog is the write-ahead log of one tablet: append-only
 // segment files of CRC32C-framed records, written with group commit so that
-// concurrent writers share one fsync (DESIGN.md §3 "Commit log").
+// concurrent writers share one fsync (docs/CONTRACTS.md §3 "Commit log").
 //
 // The log knows nothing of what a record means; the tablet engine encodes one
 // row's mutation batch (with its sequence number) as the payload. On open the

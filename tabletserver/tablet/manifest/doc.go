@@ -1,7 +1,7 @@
 // Package manifest keeps the crash-safe record of one tablet's live files:
 // the SSTables of every family, the commit-log replay point, the highest
 // sequence number the files hold, and the tablet's row range
-// (DESIGN.md §3 "Manifest").
+// (docs/CONTRACTS.md §3 "Manifest").
 //
 // The whole state is rewritten on every change: Save writes MANIFEST.tmp,
 // fsyncs it, renames it over MANIFEST and fsyncs the folder, so after a crash
