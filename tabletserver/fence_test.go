@@ -197,11 +197,15 @@ func TestLostLeaseFencesAtOnce(t *testing.T) {
 func TestWriteFinishingAfterTheLeaseIsNotAcknowledged(t *testing.T) {
 	e := newEnv(t)
 	srv := e.start(nil)
-	if err := srv.acknowledge(nil); err != nil {
+	e.load(e.dial(srv), e.assign("t1", nil, nil, srv, 1))
+	srv.mu.RLock()
+	h := srv.tablets[tabletKey("users", "t1")]
+	srv.mu.RUnlock()
+	if err := srv.ackFor(h, nil); err != nil {
 		t.Fatalf("acknowledge with a safe lease = %v", err)
 	}
 	srv.safeUntil.Store(0) // as if the process slept past its lease
-	err := srv.acknowledge(nil)
+	err := srv.ackFor(h, nil)
 	if !errors.Is(err, ErrOutcomeUnknown) {
 		t.Fatalf("acknowledge after the lease = %v, want ErrOutcomeUnknown", err)
 	}

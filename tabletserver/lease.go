@@ -46,44 +46,30 @@ func (s *Server) leaseSafe() bool {
 	return s.sinceBase() < time.Duration(s.safeUntil.Load())
 }
 
-// acknowledge turns the result of a write that succeeded into
-// ErrOutcomeUnknown when the lease is no longer safe. A process paused
-// (SIGSTOP, a long GC or swap) between the check before the write and its
-// answer may wake after another server has taken the tablet and replayed
-// its log; acknowledging then would let two owners acknowledge writes. The
-// write was durable before this check, so if the check passes, the lease
-// was still held when it became durable and the next owner's replay has it.
-func (s *Server) acknowledge(err error) error {
-	if err == nil && !s.leaseSafe() {
-		return ErrOutcomeUnknown
-	}
-	return err
-}
-
 // owns reports whether the server may still answer for h: its lease is
-// safe AND it is still the registration h was loaded under. A server that
+// safe AND it is still the registration h was loaded under. A process
+// paused (SIGSTOP, a long GC or swap) between the check before a write and
+// its answer may wake after another server has taken the tablet and
+// replayed its log; acknowledging then would let two owners acknowledge
+// writes. A write is durable before this check, so if the check passes the
+// lease was still held when it became durable and the next owner's replay
+// has it. A server that
 // lost its lease while a call was in flight (paused past it, say) drops its
 // tablets and registers under a new lease; the new lease being safe says
 // nothing about the old tablets, whose next owner may have replayed their
 // log before the call's write reached it. leaseSafe is read first: a safe
 // bound of the new lease is only stored after the generation was bumped.
 func (s *Server) owns(h *held) bool {
-	if !s.leaseSafe() {
-		return false
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return h.gen == s.gen
+	return s.leaseSafe() && h.gen == s.gen.Load()
 }
 
-// ackFor is acknowledge for a call served by h: a write that succeeded is
-// acknowledged only if the server still owns h (owns), else it is
-// ErrOutcomeUnknown.
+// ackFor turns the result of a write served by h that succeeded into
+// ErrOutcomeUnknown unless the server still owns h.
 func (s *Server) ackFor(h *held, err error) error {
 	if err == nil && !s.owns(h) {
 		return ErrOutcomeUnknown
 	}
-	return s.acknowledge(err)
+	return err
 }
 
 func (s *Server) leaseMargin() time.Duration { return s.opts.LeaseTTL / 4 }
@@ -336,7 +322,7 @@ func (s *Server) abandon(reason string) {
 	s.mu.Lock()
 	hs := s.tablets
 	s.tablets = make(map[string]*held)
-	s.gen++
+	s.gen.Add(1)
 	s.mu.Unlock()
 	for _, h := range hs {
 		if err := h.t.Close(); err != nil {

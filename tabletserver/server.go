@@ -75,8 +75,11 @@ type Server struct {
 	mu      sync.RWMutex
 	tablets map[string]*held                 // by tabletKey(table, id)
 	schemas map[string]*tabulapb.TableSchema // latest schema per table
-	gen     uint64                           // bumped by every abandon
-	parents []splitParent                    // split parents whose folders wait for deletion
+	// gen is bumped by every abandon; changed under mu, so that install
+	// sees it together with the tablets, and read without it by owns on
+	// the data path.
+	gen     atomic.Uint64
+	parents []splitParent // split parents whose folders wait for deletion
 	// unloaded is the highest epoch each tablet was unloaded at: loads at
 	// that epoch or below are refused. One entry per tablet ever unloaded
 	// by this process (a few dozen bytes each).

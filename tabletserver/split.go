@@ -51,7 +51,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	unlock := s.keys.lock(key)
 	defer unlock()
 	s.mu.RLock()
-	cur, gen := s.tablets[key], s.gen
+	cur, gen := s.tablets[key], s.gen.Load()
 	s.mu.RUnlock()
 	if cur != h || !h.splitting.CompareAndSwap(false, true) {
 		return nil, notServing(h.table, h.id, row, "tablet is no longer served here")
@@ -168,7 +168,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	if s.tablets[key] == h {
 		delete(s.tablets, key)
 	}
-	installed := s.gen == gen && !s.closed.Load()
+	installed := s.gen.Load() == gen && !s.closed.Load()
 	if installed {
 		for _, c := range opened {
 			c.gen = gen

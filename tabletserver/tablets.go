@@ -194,7 +194,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 	defer unlock()
 
 	s.mu.RLock()
-	gen := s.gen
+	gen := s.gen.Load()
 	s.mu.RUnlock()
 	rec, err := meta.GetTablet(ctx, s.etcd, s.layout, table, id)
 	if err != nil {
@@ -259,7 +259,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 // (or closed) since generation gen; then it closes them and fails.
 func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, hs ...*held) error {
 	s.mu.Lock()
-	ok := s.gen == gen && !s.closed.Load()
+	ok := s.gen.Load() == gen && !s.closed.Load()
 	if ok {
 		for _, h := range hs {
 			h.gen = gen
