@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
@@ -33,10 +34,17 @@ type Options struct {
 	// any order. Required.
 	Masters []string
 	// DialOptions are used for every connection to masters and tablet
-	// servers. The default is plaintext (insecure transport credentials)
-	// and a receive limit of MaxMessageBytes, so that rows holding values
-	// near the 64 MiB cell limit come through.
+	// servers. The default is plaintext (insecure transport credentials),
+	// or TLS when TLS is set, and a receive limit of MaxMessageBytes, so
+	// that rows holding values near the 64 MiB cell limit come through.
 	DialOptions []grpc.DialOption
+	// TLS, when set, makes every connection TLS: RootCAs verifies the
+	// servers, and a client certificate, if it has one, authenticates the
+	// client (its common name is the principal). The default is plaintext.
+	TLS *tls.Config
+	// Token, when set, is sent as a bearer token with every call (it needs
+	// TLS). Tokens come from `tabula auth token create`.
+	Token string
 	// ConnectTimeout bounds how long NewClient waits for a master to
 	// answer. The default is 5s.
 	ConnectTimeout time.Duration
@@ -116,6 +124,7 @@ func (o Options) withDefaults() Options {
 			grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
 		}
 	}
+	o.DialOptions = append(o.DialOptions, o.securityDialOptions()...)
 	if len(o.Locator.DialOptions) == 0 {
 		o.Locator.DialOptions = o.DialOptions
 	}
@@ -218,6 +227,9 @@ func NewClient(ctx context.Context, masterAddrs ...string) (*Client, error) {
 
 // NewClientWithOptions is NewClient with options.
 func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err error) {
+	if err := opts.checkSecurity(); err != nil {
+		return nil, err
+	}
 	opts = opts.withDefaults()
 	if len(opts.Masters) == 0 {
 		return nil, status.Error(codes.InvalidArgument, "client: no master address given; pass the master's host:port")
@@ -234,10 +246,14 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 	}()
 	cctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
+	// WhoAmI needs no role, and refuses a bad token at once.
 	err = loc.CallMaster(cctx, func(ctx context.Context, m tabulapb.MasterClient) error {
-		_, err := m.ListServers(ctx, &tabulapb.ListServersRequest{})
+		_, err := m.WhoAmI(ctx, &tabulapb.WhoAmIRequest{})
 		return err
 	})
+	if code := status.Code(err); code == codes.Unauthenticated || code == codes.PermissionDenied {
+		return nil, status.Errorf(code, "client: the master at %v refused the credentials: %v", opts.Masters, status.Convert(err).Message())
+	}
 	if err != nil {
 		return nil, status.Errorf(status.Code(err), "client: no master answered at %v: %v", opts.Masters, status.Convert(err).Message())
 	}

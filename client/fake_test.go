@@ -188,6 +188,11 @@ func (m *fakeMaster) ListServers(context.Context, *tabulapb.ListServersRequest) 
 	return &tabulapb.ListServersResponse{}, nil
 }
 
+// WhoAmI answers NewClient's probe.
+func (m *fakeMaster) WhoAmI(context.Context, *tabulapb.WhoAmIRequest) (*tabulapb.WhoAmIResponse, error) {
+	return &tabulapb.WhoAmIResponse{Method: "none"}, nil
+}
+
 func (m *fakeMaster) CreateTable(_ context.Context, req *tabulapb.CreateTableRequest) (*tabulapb.TableSchema, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

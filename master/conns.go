@@ -1,9 +1,11 @@
 package master
 
 import (
+	"crypto/tls"
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -12,12 +14,21 @@ import (
 // connPool keeps one gRPC connection per tablet server address.
 type connPool struct {
 	// mu protects the fields below.
+	creds  credentials.TransportCredentials
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	closed bool
 }
 
-func newConnPool() *connPool { return &connPool{conns: map[string]*grpc.ClientConn{}} }
+// newConnPool dials over TLS with tlsCfg (whose certificate proves the
+// master's identity to the tablet servers), or in plaintext if it is nil.
+func newConnPool(tlsCfg *tls.Config) *connPool {
+	creds := insecure.NewCredentials()
+	if tlsCfg != nil {
+		creds = credentials.NewTLS(tlsCfg)
+	}
+	return &connPool{creds: creds, conns: map[string]*grpc.ClientConn{}}
+}
 
 // client returns a client for the tablet server at addr.
 func (p *connPool) client(addr string) (tabulapb.TabletServerClient, error) {
@@ -30,7 +41,7 @@ func (p *connPool) client(addr string) (tabulapb.TabletServerClient, error) {
 	if !ok {
 		var err error
 		// grpc.NewClient does no I/O; it connects on first use.
-		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err = grpc.NewClient(addr, grpc.WithTransportCredentials(p.creds))
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tabuladb/tabula/auth"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/corruption"
 	"github.com/tabuladb/tabula/meta"
@@ -84,9 +85,9 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		return status.FromContextError(ctx.Err()).Code()
 	case isContextError(err):
 		return codes.Unavailable // a deadline the master set, or shutdown
-	case errors.Is(err, cell.ErrInvalid):
+	case errors.Is(err, cell.ErrInvalid), errors.Is(err, auth.ErrInvalid):
 		return codes.InvalidArgument
-	case errors.Is(err, ErrNotFound), errors.Is(err, meta.ErrNotFound):
+	case errors.Is(err, ErrNotFound), errors.Is(err, meta.ErrNotFound), errors.Is(err, auth.ErrNotFound):
 		return codes.NotFound
 	case errors.Is(err, ErrExists):
 		return codes.AlreadyExists

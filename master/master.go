@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/auth"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -27,6 +28,7 @@ type Master struct {
 	cli    *clientv3.Client
 	lis    net.Listener
 	srv    *grpc.Server
+	guard  *auth.Guard
 	conns  *connPool
 	// index serves locates and table reads from memory.
 	index *tabletIndex
@@ -80,7 +82,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		}
 	}()
 	opts.fillAddrs(lis)
-	cli, err := meta.NewClient(context.WithoutCancel(ctx), opts.Etcd)
+	cli, err := meta.NewClient(context.WithoutCancel(ctx), opts.Etcd, opts.EtcdTLS)
 	if err != nil {
 		return nil, fmt.Errorf("master: connecting to etcd %v: %w", opts.Etcd, err)
 	}
@@ -90,11 +92,12 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		log:    opts.Logger.With("master", opts.ID),
 		cli:    cli,
 		lis:    lis,
-		conns:  newConnPool(),
+		conns:  newConnPool(opts.DialTLS),
 	}
 	m.index = newTabletIndex(cli, m.layout, m.log, 0)
-	m.srv = grpc.NewServer(grpc.WaitForHandlers(true), grpc.UnaryInterceptor(m.syncAfterWrite))
 	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.guard = newGuard(m.ctx, opts, cli, m.layout, m.log)
+	m.srv = grpc.NewServer(m.serverOptions()...)
 	tabulapb.RegisterMasterServer(m.srv, m)
 	m.wg.Add(3)
 	go func() {

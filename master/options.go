@@ -1,6 +1,7 @@
 package master
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -54,6 +55,21 @@ type Options struct {
 	RPCTimeout time.Duration
 	// Logger receives the master's logs. The default is slog.Default().
 	Logger *slog.Logger
+
+	// Security (docs/OPERATIONS.md "Security"). All nil/false by default:
+	// plaintext and no authentication.
+
+	// EtcdTLS, when set, is the TLS client configuration for etcd.
+	EtcdTLS *tls.Config
+	// ServerTLS, when set, serves the gRPC port over TLS; client
+	// certificates signed by its ClientCAs are verified when given.
+	ServerTLS *tls.Config
+	// DialTLS, when set, is the TLS client configuration for calls to
+	// tablet servers; its certificate is the master's identity.
+	DialTLS *tls.Config
+	// Auth requires every call to authenticate (a bearer token or a client
+	// certificate) and checks the caller's role (auth package).
+	Auth bool
 }
 
 const (
@@ -65,6 +81,9 @@ const (
 func (o *Options) fill() error {
 	if len(o.Etcd) == 0 {
 		return fmt.Errorf("master: Options.Etcd is required")
+	}
+	if o.Auth && o.ServerTLS == nil {
+		return fmt.Errorf("master: authentication needs TLS (ServerTLS): tokens sent in plaintext can be read off the network")
 	}
 	if o.ListenAddr == "" {
 		o.ListenAddr = "127.0.0.1:0"

@@ -42,6 +42,24 @@ func (l Layout) root() string {
 // ElectionPrefix is the prefix of the masters' concurrency.Election.
 func (l Layout) ElectionPrefix() string { return l.root() + "master/election/" }
 
+// AuthTokensPrefix is the prefix of the bearer token records (auth
+// package).
+func (l Layout) AuthTokensPrefix() string { return l.root() + "auth/tokens/" }
+
+// AuthTokenKey is the key of the token whose id is id.
+func (l Layout) AuthTokenKey(id string) string { return l.AuthTokensPrefix() + id }
+
+// AuthGrantsPrefix is the prefix of every grant.
+func (l Layout) AuthGrantsPrefix() string { return l.root() + "auth/grants/" }
+
+// AuthGrantKey is the key of principal's grant on table ("*": all).
+func (l Layout) AuthGrantKey(principal, table string) string {
+	return l.AuthGrantsPrefix() + principal + "/" + table
+}
+
+// AuthPrefix holds both tokens and grants.
+func (l Layout) AuthPrefix() string { return l.root() + "auth/" }
+
 // ServersPrefix is the prefix of every live tablet server's key.
 func (l Layout) ServersPrefix() string { return l.root() + "servers/" }
 

@@ -1,6 +1,7 @@
 package tabletserver
 
 import (
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"time"
@@ -89,6 +90,20 @@ type Options struct {
 	// Logger receives the server's log. The default discards.
 	Logger *slog.Logger
 
+	// Security (docs/OPERATIONS.md "Security"). All nil/false by default:
+	// plaintext and no authentication.
+
+	// EtcdTLS, when set, is the TLS client configuration for etcd.
+	EtcdTLS *tls.Config
+	// ServerTLS, when set, serves the gRPC port over TLS; client
+	// certificates signed by its ClientCAs are verified when given. With
+	// it set, the master-only calls (LoadTablet, UnloadTablet, ...) accept
+	// only a caller whose certificate names the master.
+	ServerTLS *tls.Config
+	// Auth requires every call to authenticate (a bearer token or a client
+	// certificate) and checks the caller's role (auth package).
+	Auth bool
+
 	// testHookRenewed, set by tests, runs after each renewal etcd accepted
 	// has been applied to the lease state (leaseMu held), with the
 	// server's serving deadline (safeUntil) after it.
@@ -105,6 +120,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 ||
 		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 {
 		return o, cell.Invalidf("tabletserver: negative size, count or duration in Options")
+	}
+	if o.Auth && o.ServerTLS == nil {
+		return o, cell.Invalidf("tabletserver: authentication needs TLS (ServerTLS): tokens sent in plaintext can be read off the network")
 	}
 	if o.ListenAddr == "" {
 		o.ListenAddr = "127.0.0.1:0"

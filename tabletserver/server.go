@@ -162,7 +162,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.id = s.addr
 	}
 	s.logger = s.logger.With("server", s.id)
-	s.client, err = meta.NewClient(nil, opts.Etcd)
+	s.client, err = meta.NewClient(nil, opts.Etcd, opts.EtcdTLS)
 	if err != nil {
 		return nil, fmt.Errorf("tabletserver: etcd client: %w", err)
 	}
@@ -179,7 +179,15 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("tabletserver: registering %s in etcd: %w", s.id, err)
 	}
 
-	s.grpc = grpc.NewServer(grpcServerOptions()...)
+	// The assignment watch and the credentials cache live until Close.
+	watchCtx, watchCancel := context.WithCancel(context.Background())
+	s.watchCancel = watchCancel
+	defer func() {
+		if err != nil {
+			watchCancel()
+		}
+	}()
+	s.grpc = grpc.NewServer(s.serverOptions(watchCtx)...)
 	tabulapb.RegisterTabletServerServer(s.grpc, s)
 	s.serveWG.Add(1)
 	go func() {
@@ -196,8 +204,6 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		defer s.leaseWG.Done()
 		s.leaseLoop(leaseCtx)
 	}()
-	watchCtx, watchCancel := context.WithCancel(context.Background())
-	s.watchCancel = watchCancel
 	s.watchWG.Add(1)
 	go func() {
 		defer s.watchWG.Done()

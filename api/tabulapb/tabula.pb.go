@@ -2522,6 +2522,783 @@ func (*CompactTableResponse) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{34}
 }
 
+type CreateTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The principal the token authenticates as.
+	Principal     string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_tabula_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *CreateTokenRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The secret: shown once, stored only hashed.
+	Token         string     `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Info          *TokenInfo `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_tabula_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CreateTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateTokenResponse) GetInfo() *TokenInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+type TokenInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Principal     string                 `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	Description   string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	CreatedUnix   int64                  `protobuf:"varint,4,opt,name=created_unix,json=createdUnix,proto3" json:"created_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenInfo) Reset() {
+	*x = TokenInfo{}
+	mi := &file_tabula_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenInfo) ProtoMessage() {}
+
+func (x *TokenInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
+func (*TokenInfo) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TokenInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetCreatedUnix() int64 {
+	if x != nil {
+		return x.CreatedUnix
+	}
+	return 0
+}
+
+type ListTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this principal's tokens; empty = all.
+	Principal     string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensRequest) Reset() {
+	*x = ListTokensRequest{}
+	mi := &file_tabula_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensRequest) ProtoMessage() {}
+
+func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListTokensRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *ListTokensRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+type ListTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*TokenInfo           `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensResponse) Reset() {
+	*x = ListTokensResponse{}
+	mi := &file_tabula_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensResponse) ProtoMessage() {}
+
+func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListTokensResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ListTokensResponse) GetTokens() []*TokenInfo {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_tabula_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RevokeTokenRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RevokeTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_tabula_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{41}
+}
+
+// GrantInfo gives principal a role on table; table "*" means every table
+// and the cluster.
+type GrantInfo struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Principal string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Table     string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	// "read", "write" (implies read) or "admin" (implies write).
+	Role          string `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantInfo) Reset() {
+	*x = GrantInfo{}
+	mi := &file_tabula_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantInfo) ProtoMessage() {}
+
+func (x *GrantInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantInfo.ProtoReflect.Descriptor instead.
+func (*GrantInfo) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GrantInfo) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *GrantInfo) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *GrantInfo) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+type GrantRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grant         *GrantInfo             `protobuf:"bytes,1,opt,name=grant,proto3" json:"grant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantRequest) Reset() {
+	*x = GrantRequest{}
+	mi := &file_tabula_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantRequest) ProtoMessage() {}
+
+func (x *GrantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantRequest.ProtoReflect.Descriptor instead.
+func (*GrantRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *GrantRequest) GetGrant() *GrantInfo {
+	if x != nil {
+		return x.Grant
+	}
+	return nil
+}
+
+type GrantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantResponse) Reset() {
+	*x = GrantResponse{}
+	mi := &file_tabula_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantResponse) ProtoMessage() {}
+
+func (x *GrantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantResponse.ProtoReflect.Descriptor instead.
+func (*GrantResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{44}
+}
+
+type RevokeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeRequest) Reset() {
+	*x = RevokeRequest{}
+	mi := &file_tabula_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeRequest) ProtoMessage() {}
+
+func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeRequest.ProtoReflect.Descriptor instead.
+func (*RevokeRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *RevokeRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *RevokeRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type RevokeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeResponse) Reset() {
+	*x = RevokeResponse{}
+	mi := &file_tabula_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeResponse) ProtoMessage() {}
+
+func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeResponse.ProtoReflect.Descriptor instead.
+func (*RevokeResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{46}
+}
+
+type ListGrantsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Filters; empty = all.
+	Principal     string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Table         string `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGrantsRequest) Reset() {
+	*x = ListGrantsRequest{}
+	mi := &file_tabula_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGrantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGrantsRequest) ProtoMessage() {}
+
+func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
+func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ListGrantsRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ListGrantsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type ListGrantsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Grants        []*GrantInfo           `protobuf:"bytes,1,rep,name=grants,proto3" json:"grants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGrantsResponse) Reset() {
+	*x = ListGrantsResponse{}
+	mi := &file_tabula_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGrantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGrantsResponse) ProtoMessage() {}
+
+func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
+func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListGrantsResponse) GetGrants() []*GrantInfo {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_tabula_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{49}
+}
+
+type WhoAmIResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty when the caller gave no credentials.
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// "token", "certificate" or "none".
+	Method        string       `protobuf:"bytes,2,opt,name=method,proto3" json:"method,omitempty"`
+	AuthEnabled   bool         `protobuf:"varint,3,opt,name=auth_enabled,json=authEnabled,proto3" json:"auth_enabled,omitempty"`
+	Grants        []*GrantInfo `protobuf:"bytes,4,rep,name=grants,proto3" json:"grants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_tabula_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *WhoAmIResponse) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetAuthEnabled() bool {
+	if x != nil {
+		return x.AuthEnabled
+	}
+	return false
+}
+
+func (x *WhoAmIResponse) GetGrants() []*GrantInfo {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
 type BalanceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2530,7 +3307,7 @@ type BalanceRequest struct {
 
 func (x *BalanceRequest) Reset() {
 	*x = BalanceRequest{}
-	mi := &file_tabula_proto_msgTypes[35]
+	mi := &file_tabula_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2542,7 +3319,7 @@ func (x *BalanceRequest) String() string {
 func (*BalanceRequest) ProtoMessage() {}
 
 func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[35]
+	mi := &file_tabula_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2555,7 +3332,7 @@ func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceRequest.ProtoReflect.Descriptor instead.
 func (*BalanceRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{35}
+	return file_tabula_proto_rawDescGZIP(), []int{51}
 }
 
 type BalanceResponse struct {
@@ -2567,7 +3344,7 @@ type BalanceResponse struct {
 
 func (x *BalanceResponse) Reset() {
 	*x = BalanceResponse{}
-	mi := &file_tabula_proto_msgTypes[36]
+	mi := &file_tabula_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2579,7 +3356,7 @@ func (x *BalanceResponse) String() string {
 func (*BalanceResponse) ProtoMessage() {}
 
 func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[36]
+	mi := &file_tabula_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2592,7 +3369,7 @@ func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceResponse.ProtoReflect.Descriptor instead.
 func (*BalanceResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{36}
+	return file_tabula_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *BalanceResponse) GetMoved() int32 {
@@ -2616,7 +3393,7 @@ type TabletRef struct {
 
 func (x *TabletRef) Reset() {
 	*x = TabletRef{}
-	mi := &file_tabula_proto_msgTypes[37]
+	mi := &file_tabula_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +3405,7 @@ func (x *TabletRef) String() string {
 func (*TabletRef) ProtoMessage() {}
 
 func (x *TabletRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[37]
+	mi := &file_tabula_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +3418,7 @@ func (x *TabletRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletRef.ProtoReflect.Descriptor instead.
 func (*TabletRef) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{37}
+	return file_tabula_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *TabletRef) GetTable() string {
@@ -2678,7 +3455,7 @@ type ReadRowsRequest struct {
 
 func (x *ReadRowsRequest) Reset() {
 	*x = ReadRowsRequest{}
-	mi := &file_tabula_proto_msgTypes[38]
+	mi := &file_tabula_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +3467,7 @@ func (x *ReadRowsRequest) String() string {
 func (*ReadRowsRequest) ProtoMessage() {}
 
 func (x *ReadRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[38]
+	mi := &file_tabula_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +3480,7 @@ func (x *ReadRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowsRequest.ProtoReflect.Descriptor instead.
 func (*ReadRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{38}
+	return file_tabula_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReadRowsRequest) GetTablet() *TabletRef {
@@ -2743,7 +3520,7 @@ type ReadRowsResponse struct {
 
 func (x *ReadRowsResponse) Reset() {
 	*x = ReadRowsResponse{}
-	mi := &file_tabula_proto_msgTypes[39]
+	mi := &file_tabula_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +3532,7 @@ func (x *ReadRowsResponse) String() string {
 func (*ReadRowsResponse) ProtoMessage() {}
 
 func (x *ReadRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[39]
+	mi := &file_tabula_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +3545,7 @@ func (x *ReadRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowsResponse.ProtoReflect.Descriptor instead.
 func (*ReadRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{39}
+	return file_tabula_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReadRowsResponse) GetRows() []*Row {
@@ -2789,7 +3566,7 @@ type MutateRowRequest struct {
 
 func (x *MutateRowRequest) Reset() {
 	*x = MutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[40]
+	mi := &file_tabula_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2801,7 +3578,7 @@ func (x *MutateRowRequest) String() string {
 func (*MutateRowRequest) ProtoMessage() {}
 
 func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[40]
+	mi := &file_tabula_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2814,7 +3591,7 @@ func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{40}
+	return file_tabula_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MutateRowRequest) GetTablet() *TabletRef {
@@ -2846,7 +3623,7 @@ type MutateRowResponse struct {
 
 func (x *MutateRowResponse) Reset() {
 	*x = MutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[41]
+	mi := &file_tabula_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +3635,7 @@ func (x *MutateRowResponse) String() string {
 func (*MutateRowResponse) ProtoMessage() {}
 
 func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[41]
+	mi := &file_tabula_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +3648,7 @@ func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{41}
+	return file_tabula_proto_rawDescGZIP(), []int{57}
 }
 
 type MutateRowsRequest struct {
@@ -2883,7 +3660,7 @@ type MutateRowsRequest struct {
 
 func (x *MutateRowsRequest) Reset() {
 	*x = MutateRowsRequest{}
-	mi := &file_tabula_proto_msgTypes[42]
+	mi := &file_tabula_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2895,7 +3672,7 @@ func (x *MutateRowsRequest) String() string {
 func (*MutateRowsRequest) ProtoMessage() {}
 
 func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[42]
+	mi := &file_tabula_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2908,7 +3685,7 @@ func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{42}
+	return file_tabula_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MutateRowsRequest) GetEntries() []*MutateRowsRequest_Entry {
@@ -2927,7 +3704,7 @@ type MutateRowsResponse struct {
 
 func (x *MutateRowsResponse) Reset() {
 	*x = MutateRowsResponse{}
-	mi := &file_tabula_proto_msgTypes[43]
+	mi := &file_tabula_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +3716,7 @@ func (x *MutateRowsResponse) String() string {
 func (*MutateRowsResponse) ProtoMessage() {}
 
 func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[43]
+	mi := &file_tabula_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3729,7 @@ func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{43}
+	return file_tabula_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MutateRowsResponse) GetEntries() []*MutateRowsResponse_Entry {
@@ -2975,7 +3752,7 @@ type CheckAndMutateRowRequest struct {
 
 func (x *CheckAndMutateRowRequest) Reset() {
 	*x = CheckAndMutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[44]
+	mi := &file_tabula_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3764,7 @@ func (x *CheckAndMutateRowRequest) String() string {
 func (*CheckAndMutateRowRequest) ProtoMessage() {}
 
 func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[44]
+	mi := &file_tabula_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3777,7 @@ func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowRequest.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{44}
+	return file_tabula_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CheckAndMutateRowRequest) GetTablet() *TabletRef {
@@ -3047,7 +3824,7 @@ type CheckAndMutateRowResponse struct {
 
 func (x *CheckAndMutateRowResponse) Reset() {
 	*x = CheckAndMutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[45]
+	mi := &file_tabula_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3836,7 @@ func (x *CheckAndMutateRowResponse) String() string {
 func (*CheckAndMutateRowResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[45]
+	mi := &file_tabula_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3849,7 @@ func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{45}
+	return file_tabula_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CheckAndMutateRowResponse) GetPredicateMatched() bool {
@@ -3093,7 +3870,7 @@ type ReadModifyWriteRowRequest struct {
 
 func (x *ReadModifyWriteRowRequest) Reset() {
 	*x = ReadModifyWriteRowRequest{}
-	mi := &file_tabula_proto_msgTypes[46]
+	mi := &file_tabula_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3105,7 +3882,7 @@ func (x *ReadModifyWriteRowRequest) String() string {
 func (*ReadModifyWriteRowRequest) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[46]
+	mi := &file_tabula_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3118,7 +3895,7 @@ func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{46}
+	return file_tabula_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ReadModifyWriteRowRequest) GetTablet() *TabletRef {
@@ -3151,7 +3928,7 @@ type ReadModifyWriteRowResponse struct {
 
 func (x *ReadModifyWriteRowResponse) Reset() {
 	*x = ReadModifyWriteRowResponse{}
-	mi := &file_tabula_proto_msgTypes[47]
+	mi := &file_tabula_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3940,7 @@ func (x *ReadModifyWriteRowResponse) String() string {
 func (*ReadModifyWriteRowResponse) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[47]
+	mi := &file_tabula_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3953,7 @@ func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{47}
+	return file_tabula_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReadModifyWriteRowResponse) GetRow() *Row {
@@ -3195,7 +3972,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tabula_proto_msgTypes[48]
+	mi := &file_tabula_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3207,7 +3984,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[48]
+	mi := &file_tabula_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3220,7 +3997,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{48}
+	return file_tabula_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *SampleRowKeysRequest) GetTablet() *TabletRef {
@@ -3239,7 +4016,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tabula_proto_msgTypes[49]
+	mi := &file_tabula_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3251,7 +4028,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[49]
+	mi := &file_tabula_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3264,7 +4041,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{49}
+	return file_tabula_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -3284,7 +4061,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[50]
+	mi := &file_tabula_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3296,7 +4073,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[50]
+	mi := &file_tabula_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3309,7 +4086,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{50}
+	return file_tabula_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *LoadTabletRequest) GetTablet() *TabletInfo {
@@ -3334,7 +4111,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[51]
+	mi := &file_tabula_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +4123,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[51]
+	mi := &file_tabula_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +4136,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{51}
+	return file_tabula_proto_rawDescGZIP(), []int{67}
 }
 
 type UnloadTabletRequest struct {
@@ -3371,7 +4148,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[52]
+	mi := &file_tabula_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3383,7 +4160,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[52]
+	mi := &file_tabula_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3396,7 +4173,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{52}
+	return file_tabula_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *UnloadTabletRequest) GetTablet() *TabletRef {
@@ -3414,7 +4191,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[53]
+	mi := &file_tabula_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3426,7 +4203,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[53]
+	mi := &file_tabula_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3439,7 +4216,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{53}
+	return file_tabula_proto_rawDescGZIP(), []int{69}
 }
 
 type FlushTabletResponse struct {
@@ -3450,7 +4227,7 @@ type FlushTabletResponse struct {
 
 func (x *FlushTabletResponse) Reset() {
 	*x = FlushTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[54]
+	mi := &file_tabula_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3462,7 +4239,7 @@ func (x *FlushTabletResponse) String() string {
 func (*FlushTabletResponse) ProtoMessage() {}
 
 func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[54]
+	mi := &file_tabula_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3475,7 +4252,7 @@ func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushTabletResponse.ProtoReflect.Descriptor instead.
 func (*FlushTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{54}
+	return file_tabula_proto_rawDescGZIP(), []int{70}
 }
 
 type CompactTabletRequest struct {
@@ -3488,7 +4265,7 @@ type CompactTabletRequest struct {
 
 func (x *CompactTabletRequest) Reset() {
 	*x = CompactTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[55]
+	mi := &file_tabula_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +4277,7 @@ func (x *CompactTabletRequest) String() string {
 func (*CompactTabletRequest) ProtoMessage() {}
 
 func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[55]
+	mi := &file_tabula_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +4290,7 @@ func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletRequest.ProtoReflect.Descriptor instead.
 func (*CompactTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{55}
+	return file_tabula_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *CompactTabletRequest) GetTablet() *TabletRef {
@@ -3538,7 +4315,7 @@ type CompactTabletResponse struct {
 
 func (x *CompactTabletResponse) Reset() {
 	*x = CompactTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[56]
+	mi := &file_tabula_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3550,7 +4327,7 @@ func (x *CompactTabletResponse) String() string {
 func (*CompactTabletResponse) ProtoMessage() {}
 
 func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[56]
+	mi := &file_tabula_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3563,7 +4340,7 @@ func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletResponse.ProtoReflect.Descriptor instead.
 func (*CompactTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{56}
+	return file_tabula_proto_rawDescGZIP(), []int{72}
 }
 
 type SplitRequest struct {
@@ -3577,7 +4354,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3589,7 +4366,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3602,7 +4379,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{57}
+	return file_tabula_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *SplitRequest) GetTablet() *TabletRef {
@@ -3628,7 +4405,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3640,7 +4417,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +4430,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{58}
+	return file_tabula_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *UpdateSchemaRequest) GetSchema() *TableSchema {
@@ -3671,7 +4448,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3683,7 +4460,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3696,7 +4473,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{59}
+	return file_tabula_proto_rawDescGZIP(), []int{75}
 }
 
 type ServerStatsRequest struct {
@@ -3707,7 +4484,7 @@ type ServerStatsRequest struct {
 
 func (x *ServerStatsRequest) Reset() {
 	*x = ServerStatsRequest{}
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3719,7 +4496,7 @@ func (x *ServerStatsRequest) String() string {
 func (*ServerStatsRequest) ProtoMessage() {}
 
 func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,7 +4509,7 @@ func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{60}
+	return file_tabula_proto_rawDescGZIP(), []int{76}
 }
 
 type TabletStats struct {
@@ -3752,7 +4529,7 @@ type TabletStats struct {
 
 func (x *TabletStats) Reset() {
 	*x = TabletStats{}
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +4541,7 @@ func (x *TabletStats) String() string {
 func (*TabletStats) ProtoMessage() {}
 
 func (x *TabletStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3777,7 +4554,7 @@ func (x *TabletStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStats.ProtoReflect.Descriptor instead.
 func (*TabletStats) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{61}
+	return file_tabula_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *TabletStats) GetTablet() *TabletRef {
@@ -3858,7 +4635,7 @@ type ServerStatsResponse struct {
 
 func (x *ServerStatsResponse) Reset() {
 	*x = ServerStatsResponse{}
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3870,7 +4647,7 @@ func (x *ServerStatsResponse) String() string {
 func (*ServerStatsResponse) ProtoMessage() {}
 
 func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3883,7 +4660,7 @@ func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ServerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{62}
+	return file_tabula_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ServerStatsResponse) GetServerId() string {
@@ -3927,7 +4704,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3939,7 +4716,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3996,7 +4773,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4008,7 +4785,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4061,7 +4838,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4073,7 +4850,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4104,7 +4881,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4116,7 +4893,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4141,7 +4918,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4153,7 +4930,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4185,7 +4962,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4197,7 +4974,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4231,7 +5008,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4243,7 +5020,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4291,7 +5068,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4303,7 +5080,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4316,7 +5093,7 @@ func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{42, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{58, 0}
 }
 
 func (x *MutateRowsRequest_Entry) GetTablet() *TabletRef {
@@ -4355,7 +5132,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4367,7 +5144,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4380,7 +5157,7 @@ func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{43, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{59, 0}
 }
 
 func (x *MutateRowsResponse_Entry) GetIndex() int64 {
@@ -4421,7 +5198,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4433,7 +5210,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4446,7 +5223,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{49, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{65, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -4647,7 +5424,47 @@ const file_tabula_proto_rawDesc = "" +
 	"\x13CompactTableRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x14\n" +
 	"\x05major\x18\x02 \x01(\bR\x05major\"\x16\n" +
-	"\x14CompactTableResponse\"\x10\n" +
+	"\x14CompactTableResponse\"T\n" +
+	"\x12CreateTokenRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"U\n" +
+	"\x13CreateTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12(\n" +
+	"\x04info\x18\x02 \x01(\v2\x14.tabula.v1.TokenInfoR\x04info\"~\n" +
+	"\tTokenInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12!\n" +
+	"\fcreated_unix\x18\x04 \x01(\x03R\vcreatedUnix\"1\n" +
+	"\x11ListTokensRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\"B\n" +
+	"\x12ListTokensResponse\x12,\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x14.tabula.v1.TokenInfoR\x06tokens\"$\n" +
+	"\x12RevokeTokenRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x15\n" +
+	"\x13RevokeTokenResponse\"S\n" +
+	"\tGrantInfo\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\":\n" +
+	"\fGrantRequest\x12*\n" +
+	"\x05grant\x18\x01 \x01(\v2\x14.tabula.v1.GrantInfoR\x05grant\"\x0f\n" +
+	"\rGrantResponse\"C\n" +
+	"\rRevokeRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"\x10\n" +
+	"\x0eRevokeResponse\"G\n" +
+	"\x11ListGrantsRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"B\n" +
+	"\x12ListGrantsResponse\x12,\n" +
+	"\x06grants\x18\x01 \x03(\v2\x14.tabula.v1.GrantInfoR\x06grants\"\x0f\n" +
+	"\rWhoAmIRequest\"\x97\x01\n" +
+	"\x0eWhoAmIResponse\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x16\n" +
+	"\x06method\x18\x02 \x01(\tR\x06method\x12!\n" +
+	"\fauth_enabled\x18\x03 \x01(\bR\vauthEnabled\x12,\n" +
+	"\x06grants\x18\x04 \x03(\v2\x14.tabula.v1.GrantInfoR\x06grants\"\x10\n" +
 	"\x0eBalanceRequest\"'\n" +
 	"\x0fBalanceResponse\x12\x14\n" +
 	"\x05moved\x18\x01 \x01(\x05R\x05moved\"T\n" +
@@ -4751,7 +5568,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10BLOOM_ROW_COLUMN\x10\x02*+\n" +
 	"\x06GCMode\x12\f\n" +
 	"\bGC_UNION\x10\x00\x12\x13\n" +
-	"\x0fGC_INTERSECTION\x10\x012\x96\b\n" +
+	"\x0fGC_INTERSECTION\x10\x012\x82\f\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -4767,7 +5584,16 @@ const file_tabula_proto_rawDesc = "" +
 	"\vListServers\x12\x1d.tabula.v1.ListServersRequest\x1a\x1e.tabula.v1.ListServersResponse\x12L\n" +
 	"\vSplitTablet\x12\x1d.tabula.v1.SplitTabletRequest\x1a\x1e.tabula.v1.SplitTabletResponse\x12O\n" +
 	"\fCompactTable\x12\x1e.tabula.v1.CompactTableRequest\x1a\x1f.tabula.v1.CompactTableResponse\x12@\n" +
-	"\aBalance\x12\x19.tabula.v1.BalanceRequest\x1a\x1a.tabula.v1.BalanceResponse2\x9b\b\n" +
+	"\aBalance\x12\x19.tabula.v1.BalanceRequest\x1a\x1a.tabula.v1.BalanceResponse\x12L\n" +
+	"\vCreateToken\x12\x1d.tabula.v1.CreateTokenRequest\x1a\x1e.tabula.v1.CreateTokenResponse\x12I\n" +
+	"\n" +
+	"ListTokens\x12\x1c.tabula.v1.ListTokensRequest\x1a\x1d.tabula.v1.ListTokensResponse\x12L\n" +
+	"\vRevokeToken\x12\x1d.tabula.v1.RevokeTokenRequest\x1a\x1e.tabula.v1.RevokeTokenResponse\x12:\n" +
+	"\x05Grant\x12\x17.tabula.v1.GrantRequest\x1a\x18.tabula.v1.GrantResponse\x12=\n" +
+	"\x06Revoke\x12\x18.tabula.v1.RevokeRequest\x1a\x19.tabula.v1.RevokeResponse\x12I\n" +
+	"\n" +
+	"ListGrants\x12\x1c.tabula.v1.ListGrantsRequest\x1a\x1d.tabula.v1.ListGrantsResponse\x12=\n" +
+	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse2\x9b\b\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -4798,7 +5624,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 73)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -4838,44 +5664,60 @@ var file_tabula_proto_goTypes = []any{
 	(*SplitTabletResponse)(nil),          // 35: tabula.v1.SplitTabletResponse
 	(*CompactTableRequest)(nil),          // 36: tabula.v1.CompactTableRequest
 	(*CompactTableResponse)(nil),         // 37: tabula.v1.CompactTableResponse
-	(*BalanceRequest)(nil),               // 38: tabula.v1.BalanceRequest
-	(*BalanceResponse)(nil),              // 39: tabula.v1.BalanceResponse
-	(*TabletRef)(nil),                    // 40: tabula.v1.TabletRef
-	(*ReadRowsRequest)(nil),              // 41: tabula.v1.ReadRowsRequest
-	(*ReadRowsResponse)(nil),             // 42: tabula.v1.ReadRowsResponse
-	(*MutateRowRequest)(nil),             // 43: tabula.v1.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 44: tabula.v1.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 45: tabula.v1.MutateRowsRequest
-	(*MutateRowsResponse)(nil),           // 46: tabula.v1.MutateRowsResponse
-	(*CheckAndMutateRowRequest)(nil),     // 47: tabula.v1.CheckAndMutateRowRequest
-	(*CheckAndMutateRowResponse)(nil),    // 48: tabula.v1.CheckAndMutateRowResponse
-	(*ReadModifyWriteRowRequest)(nil),    // 49: tabula.v1.ReadModifyWriteRowRequest
-	(*ReadModifyWriteRowResponse)(nil),   // 50: tabula.v1.ReadModifyWriteRowResponse
-	(*SampleRowKeysRequest)(nil),         // 51: tabula.v1.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 52: tabula.v1.SampleRowKeysResponse
-	(*LoadTabletRequest)(nil),            // 53: tabula.v1.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 54: tabula.v1.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 55: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 56: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),          // 57: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),         // 58: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),        // 59: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                 // 60: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),          // 61: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 62: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),           // 63: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                  // 64: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),          // 65: tabula.v1.ServerStatsResponse
-	(*Mutation_SetCell)(nil),             // 66: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 67: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 68: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 69: tabula.v1.Mutation.DeleteFromRow
-	(*RowFilter_Chain)(nil),              // 70: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 71: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 72: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 73: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 74: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 75: tabula.v1.SampleRowKeysResponse.Sample
+	(*CreateTokenRequest)(nil),           // 38: tabula.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),          // 39: tabula.v1.CreateTokenResponse
+	(*TokenInfo)(nil),                    // 40: tabula.v1.TokenInfo
+	(*ListTokensRequest)(nil),            // 41: tabula.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),           // 42: tabula.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),           // 43: tabula.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),          // 44: tabula.v1.RevokeTokenResponse
+	(*GrantInfo)(nil),                    // 45: tabula.v1.GrantInfo
+	(*GrantRequest)(nil),                 // 46: tabula.v1.GrantRequest
+	(*GrantResponse)(nil),                // 47: tabula.v1.GrantResponse
+	(*RevokeRequest)(nil),                // 48: tabula.v1.RevokeRequest
+	(*RevokeResponse)(nil),               // 49: tabula.v1.RevokeResponse
+	(*ListGrantsRequest)(nil),            // 50: tabula.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),           // 51: tabula.v1.ListGrantsResponse
+	(*WhoAmIRequest)(nil),                // 52: tabula.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 53: tabula.v1.WhoAmIResponse
+	(*BalanceRequest)(nil),               // 54: tabula.v1.BalanceRequest
+	(*BalanceResponse)(nil),              // 55: tabula.v1.BalanceResponse
+	(*TabletRef)(nil),                    // 56: tabula.v1.TabletRef
+	(*ReadRowsRequest)(nil),              // 57: tabula.v1.ReadRowsRequest
+	(*ReadRowsResponse)(nil),             // 58: tabula.v1.ReadRowsResponse
+	(*MutateRowRequest)(nil),             // 59: tabula.v1.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 60: tabula.v1.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 61: tabula.v1.MutateRowsRequest
+	(*MutateRowsResponse)(nil),           // 62: tabula.v1.MutateRowsResponse
+	(*CheckAndMutateRowRequest)(nil),     // 63: tabula.v1.CheckAndMutateRowRequest
+	(*CheckAndMutateRowResponse)(nil),    // 64: tabula.v1.CheckAndMutateRowResponse
+	(*ReadModifyWriteRowRequest)(nil),    // 65: tabula.v1.ReadModifyWriteRowRequest
+	(*ReadModifyWriteRowResponse)(nil),   // 66: tabula.v1.ReadModifyWriteRowResponse
+	(*SampleRowKeysRequest)(nil),         // 67: tabula.v1.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 68: tabula.v1.SampleRowKeysResponse
+	(*LoadTabletRequest)(nil),            // 69: tabula.v1.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 70: tabula.v1.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 71: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 72: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),          // 73: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),         // 74: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),        // 75: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                 // 76: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),          // 77: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 78: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),           // 79: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                  // 80: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),          // 81: tabula.v1.ServerStatsResponse
+	(*Mutation_SetCell)(nil),             // 82: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 83: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 84: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 85: tabula.v1.Mutation.DeleteFromRow
+	(*RowFilter_Chain)(nil),              // 86: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 87: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 88: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 89: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 90: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 91: tabula.v1.SampleRowKeysResponse.Sample
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,  // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -4884,13 +5726,13 @@ var file_tabula_proto_depIdxs = []int32{
 	3,  // 3: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	8,  // 4: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	10, // 5: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	66, // 6: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	67, // 7: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	68, // 8: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	69, // 9: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	70, // 10: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	71, // 11: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	72, // 12: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	82, // 6: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	83, // 7: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	84, // 8: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	85, // 9: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	86, // 10: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	87, // 11: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	88, // 12: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	15, // 13: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	16, // 14: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	17, // 15: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -4903,98 +5745,117 @@ var file_tabula_proto_depIdxs = []int32{
 	5,  // 22: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
 	6,  // 23: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
 	5,  // 24: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
-	40, // 25: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
-	11, // 26: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
-	14, // 27: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
-	9,  // 28: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	40, // 29: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	12, // 30: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	73, // 31: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	74, // 32: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	40, // 33: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	14, // 34: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
-	12, // 35: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
-	12, // 36: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	40, // 37: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	13, // 38: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
-	9,  // 39: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	40, // 40: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	75, // 41: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
-	5,  // 42: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
-	4,  // 43: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	40, // 44: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	40, // 45: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	40, // 46: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	4,  // 47: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	40, // 48: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	64, // 49: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	14, // 50: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	14, // 51: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	14, // 52: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	14, // 53: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	14, // 54: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	40, // 55: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	12, // 56: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	7,  // 57: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	18, // 58: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	19, // 59: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	21, // 60: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	23, // 61: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	25, // 62: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	25, // 63: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	26, // 64: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	27, // 65: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	28, // 66: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	30, // 67: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	32, // 68: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	34, // 69: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	36, // 70: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	38, // 71: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	41, // 72: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	43, // 73: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	45, // 74: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	47, // 75: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	49, // 76: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	51, // 77: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	53, // 78: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	55, // 79: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	40, // 80: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	58, // 81: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	60, // 82: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	61, // 83: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	63, // 84: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	4,  // 85: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	20, // 86: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	22, // 87: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	24, // 88: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	4,  // 89: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	4,  // 90: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	4,  // 91: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	5,  // 92: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	29, // 93: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	31, // 94: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	33, // 95: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	35, // 96: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	37, // 97: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	39, // 98: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	42, // 99: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	44, // 100: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	46, // 101: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	48, // 102: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	50, // 103: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	52, // 104: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	54, // 105: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	56, // 106: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	57, // 107: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	59, // 108: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	35, // 109: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	62, // 110: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	65, // 111: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	85, // [85:112] is the sub-list for method output_type
-	58, // [58:85] is the sub-list for method input_type
-	58, // [58:58] is the sub-list for extension type_name
-	58, // [58:58] is the sub-list for extension extendee
-	0,  // [0:58] is the sub-list for field type_name
+	40, // 25: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
+	40, // 26: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
+	45, // 27: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
+	45, // 28: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
+	45, // 29: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
+	56, // 30: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
+	11, // 31: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
+	14, // 32: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
+	9,  // 33: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
+	56, // 34: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	12, // 35: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
+	89, // 36: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	90, // 37: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	56, // 38: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	14, // 39: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
+	12, // 40: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
+	12, // 41: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
+	56, // 42: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	13, // 43: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
+	9,  // 44: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
+	56, // 45: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	91, // 46: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	5,  // 47: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
+	4,  // 48: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
+	56, // 49: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	56, // 50: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	56, // 51: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	4,  // 52: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	56, // 53: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	80, // 54: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	14, // 55: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	14, // 56: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	14, // 57: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	14, // 58: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	14, // 59: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	56, // 60: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	12, // 61: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	7,  // 62: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	18, // 63: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	19, // 64: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	21, // 65: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	23, // 66: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	25, // 67: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	25, // 68: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	26, // 69: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	27, // 70: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	28, // 71: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	30, // 72: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	32, // 73: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	34, // 74: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	36, // 75: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	54, // 76: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	38, // 77: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	41, // 78: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	43, // 79: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	46, // 80: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	48, // 81: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	50, // 82: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	52, // 83: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	57, // 84: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	59, // 85: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	61, // 86: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	63, // 87: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	65, // 88: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	67, // 89: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	69, // 90: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	71, // 91: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	56, // 92: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	74, // 93: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	76, // 94: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	77, // 95: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	79, // 96: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	4,  // 97: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	20, // 98: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	22, // 99: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	24, // 100: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	4,  // 101: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	4,  // 102: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	4,  // 103: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	5,  // 104: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	29, // 105: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	31, // 106: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	33, // 107: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	35, // 108: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	37, // 109: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	55, // 110: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	39, // 111: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	42, // 112: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	44, // 113: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	47, // 114: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	49, // 115: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	51, // 116: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	53, // 117: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	58, // 118: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	60, // 119: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	62, // 120: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	64, // 121: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	66, // 122: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	68, // 123: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	70, // 124: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	72, // 125: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	73, // 126: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	75, // 127: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	35, // 128: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	78, // 129: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	81, // 130: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	97, // [97:131] is the sub-list for method output_type
+	63, // [63:97] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -5038,7 +5899,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   73,
+			NumMessages:   89,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -1,0 +1,50 @@
+package auth
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/meta"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startEtcd starts an embedded etcd and returns a client, both closed by
+// t.Cleanup.
+func startEtcd(t *testing.T) *clientv3.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	cli, err := meta.NewClient(nil, srv.Endpoints(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// eventually polls cond until it holds or 10s pass: the watch delivers
+// changes in milliseconds; the bound only keeps a broken watch from
+// hanging the test.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after 10s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func withPrefix() clientv3.OpOption { return clientv3.WithPrefix() }

@@ -1,0 +1,94 @@
+package auth
+
+import (
+	pb "github.com/tabuladb/tabula/api/tabulapb"
+)
+
+// Rule is what one RPC method needs of its caller.
+type Rule struct {
+	// Open calls need no credentials (WhoAmI).
+	Open bool
+	// MasterOnly calls accept only the master's certificate.
+	MasterOnly bool
+	// Role is needed on every table Tables names, or on AllTables for a
+	// Cluster call. None with neither: any authenticated caller.
+	Role    Role
+	Cluster bool
+	Tables  func(req any) []string
+	// Audit writes an audit line for the call, allowed or not.
+	Audit bool
+}
+
+func one(name string) []string { return []string{name} }
+
+// MasterRules are the rules of the Master service.
+func MasterRules() map[string]Rule {
+	const svc = "/" + "tabula.v1.Master/"
+	adminOn := func(f func(req any) string) Rule {
+		return Rule{Role: Admin, Tables: func(r any) []string { return one(f(r)) }, Audit: true}
+	}
+	readOn := func(f func(req any) string) Rule {
+		return Rule{Role: Read, Tables: func(r any) []string { return one(f(r)) }}
+	}
+	clusterAdmin := Rule{Role: Admin, Cluster: true, Audit: true}
+	return map[string]Rule{
+		svc + "CreateTable":   adminOn(func(r any) string { return r.(*pb.CreateTableRequest).GetSchema().GetName() }),
+		svc + "DeleteTable":   adminOn(func(r any) string { return r.(*pb.DeleteTableRequest).GetTable() }),
+		svc + "AddFamily":     adminOn(func(r any) string { return r.(*pb.FamilyRequest).GetTable() }),
+		svc + "ModifyFamily":  adminOn(func(r any) string { return r.(*pb.FamilyRequest).GetTable() }),
+		svc + "DeleteFamily":  adminOn(func(r any) string { return r.(*pb.DeleteFamilyRequest).GetTable() }),
+		svc + "SplitTablet":   adminOn(func(r any) string { return r.(*pb.SplitTabletRequest).GetTable() }),
+		svc + "CompactTable":  adminOn(func(r any) string { return r.(*pb.CompactTableRequest).GetTable() }),
+		svc + "ListTables":    {},
+		svc + "DescribeTable": readOn(func(r any) string { return r.(*pb.DescribeTableRequest).GetTable() }),
+		svc + "LocateTablet":  readOn(func(r any) string { return r.(*pb.LocateTabletRequest).GetTable() }),
+		svc + "LocateRange":   readOn(func(r any) string { return r.(*pb.LocateRangeRequest).GetTable() }),
+		svc + "ListTablets":   readOn(func(r any) string { return r.(*pb.ListTabletsRequest).GetTable() }),
+		svc + "ListServers":   {Role: Read, Cluster: true},
+		svc + "Balance":       clusterAdmin,
+		svc + "CreateToken":   clusterAdmin,
+		svc + "ListTokens":    {Role: Admin, Cluster: true},
+		svc + "RevokeToken":   clusterAdmin,
+		svc + "Grant":         clusterAdmin,
+		svc + "Revoke":        clusterAdmin,
+		svc + "ListGrants":    {Role: Admin, Cluster: true},
+		svc + "WhoAmI":        {Open: true},
+	}
+}
+
+// TabletServerRules are the rules of the TabletServer service.
+func TabletServerRules() map[string]Rule {
+	const svc = "/" + "tabula.v1.TabletServer/"
+	on := func(role Role, f func(req any) *pb.TabletRef) Rule {
+		return Rule{Role: role, Tables: func(r any) []string { return one(f(r).GetTable()) }}
+	}
+	master := Rule{MasterOnly: true}
+	return map[string]Rule{
+		svc + "ReadRows":           on(Read, func(r any) *pb.TabletRef { return r.(*pb.ReadRowsRequest).GetTablet() }),
+		svc + "SampleRowKeys":      on(Read, func(r any) *pb.TabletRef { return r.(*pb.SampleRowKeysRequest).GetTablet() }),
+		svc + "MutateRow":          on(Write, func(r any) *pb.TabletRef { return r.(*pb.MutateRowRequest).GetTablet() }),
+		svc + "CheckAndMutateRow":  on(Write, func(r any) *pb.TabletRef { return r.(*pb.CheckAndMutateRowRequest).GetTablet() }),
+		svc + "ReadModifyWriteRow": on(Write, func(r any) *pb.TabletRef { return r.(*pb.ReadModifyWriteRowRequest).GetTablet() }),
+		svc + "MutateRows":         {Role: Write, Tables: mutateRowsTables},
+		svc + "LoadTablet":         master,
+		svc + "UnloadTablet":       master,
+		svc + "FlushTablet":        master,
+		svc + "CompactTablet":      master,
+		svc + "SplitTablet":        master,
+		svc + "UpdateSchema":       master,
+		svc + "ServerStats":        master,
+	}
+}
+
+// mutateRowsTables lists the distinct tables of a batch's entries (one in
+// practice: the client batches per tablet).
+func mutateRowsTables(r any) []string {
+	var out []string
+	for _, e := range r.(*pb.MutateRowsRequest).GetEntries() {
+		t := e.GetTablet().GetTable()
+		if len(out) == 0 || out[len(out)-1] != t {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,33 @@
+package tabletserver
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/tabuladb/tabula/auth"
+)
+
+// serverOptions are grpcServerOptions plus security: TLS when configured,
+// and the guard (auth package) before every handler. The guard's rules
+// let only the master's certificate make the master-only calls once the
+// port verifies certificates, and check roles when Options.Auth is on;
+// its credentials cache follows etcd until ctx ends.
+func (s *Server) serverOptions(ctx context.Context) []grpc.ServerOption {
+	var cache *auth.Cache
+	if s.opts.Auth {
+		cache = auth.NewCache(ctx, s.etcd, s.etcd, s.opts.layout(), s.logger)
+	}
+	g := auth.NewGuard(auth.GuardConfig{
+		Rules:     auth.TabletServerRules(),
+		Cache:     cache,
+		MutualTLS: s.opts.ServerTLS != nil,
+		Log:       s.logger,
+	})
+	o := append(grpcServerOptions(), grpc.ChainUnaryInterceptor(g.Unary()), grpc.ChainStreamInterceptor(g.Stream()))
+	if s.opts.ServerTLS != nil {
+		o = append(o, grpc.Creds(credentials.NewTLS(s.opts.ServerTLS)))
+	}
+	return o
+}
