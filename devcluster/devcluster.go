@@ -72,10 +72,21 @@ type Config struct {
 	NoFsync bool
 	// Logger receives the components' logs. The default discards them.
 	Logger *slog.Logger
+	// TLS secures every port with a local CA generated in Dir/tls (kept
+	// and reused across restarts): etcd, the master and the tablet
+	// servers serve TLS and verify each other's certificates. Clients
+	// need ClientTLS. The default is plaintext on loopback.
+	TLS bool
+	// Auth (implies TLS) requires every call to authenticate and checks
+	// roles; the cluster's first admin, "tabula-admin", gets a token
+	// (AdminToken, also in Dir/admin.token) and the admin role on "*".
+	// The default is off.
+	Auth bool
 }
 
 // Cluster is a running dev cluster.
 type Cluster struct {
+	sec     security
 	etcd    *embedetcd.Server
 	master  *master.Master
 	servers []*tabletserver.Server
@@ -125,6 +136,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 	}()
 
+	if c.sec, err = newSecurity(cfg); err != nil {
+		return nil, err
+	}
 	clientAddr, peerAddr, err := etcdAddrs(cfg)
 	if err != nil {
 		return nil, err
@@ -134,8 +148,12 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		ClientAddr: clientAddr,
 		PeerAddr:   peerAddr,
 		NoFsync:    cfg.NoFsync,
+		TLS:        c.sec.pki.Etcd,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := c.sec.bootstrap(ctx, cfg, c.etcd.Endpoints()); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(addrsFile(cfg.Dir), []byte(clientAddr+" "+peerAddr+"\n"), 0o644); err != nil {
@@ -151,6 +169,10 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		DefaultSplitThreshold: cfg.SplitThreshold,
 		SessionTTL:            cfg.LeaseTTL,
 		Logger:                cfg.Logger.With("component", "master"),
+		EtcdTLS:               c.sec.master.etcd,
+		ServerTLS:             c.sec.master.server,
+		DialTLS:               c.sec.master.dial,
+		Auth:                  cfg.Auth,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: starting the master on %s: %w", cfg.MasterAddr, err)
@@ -169,6 +191,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			SyncMode:       cfg.SyncMode,
 			SplitThreshold: cfg.SplitThreshold,
 			Logger:         cfg.Logger.With("component", "tabletserver", "id", id),
+			EtcdTLS:        c.sec.server.etcd,
+			ServerTLS:      c.sec.server.server,
+			Auth:           cfg.Auth,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("devcluster: starting tablet server %s: %w", id, err)

@@ -55,7 +55,11 @@ func connect(cmd *cobra.Command) (_ *session, err error) {
 	if err := probe(ctx, addrs); err != nil {
 		return nil, err
 	}
-	cli, err := client.NewClient(ctx, addrs...)
+	tlsCfg, token, err := clientSecurity(v)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: addrs, TLS: tlsCfg, Token: token})
 	if err != nil {
 		return nil, wrapf(err, "connecting to master %s", strings.Join(addrs, ","))
 	}

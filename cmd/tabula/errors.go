@@ -49,8 +49,15 @@ func explain(err error) (msg, hint string) {
 		hint = "the cluster is moving tablets or a server is unavailable; retry in a few seconds"
 	case codes.ResourceExhausted:
 		hint = "the server is overloaded (flushes are behind); retry later or write in smaller batches"
+	case codes.Unauthenticated:
+		hint = "this cluster requires credentials: pass --token (or TABULA_TOKEN) from `tabula auth token create`, or --tls-cert/--tls-key; see docs/OPERATIONS.md \"Security\""
+	case codes.PermissionDenied:
+		hint = "your principal lacks the role named in the message (`tabula auth whoami` shows yours); ask an admin to grant it"
 	case codes.Unavailable:
 		hint = "is the cluster running? start one with `tabula dev`, or point --master / TABULA_MASTER at a running master; then retry"
+		if tlsMismatch(st.Message()) {
+			hint = "the server speaks TLS and this command did not (or the other way round): pass --tls-ca (TABULA_TLS_CA) with the cluster's CA certificate, or check the address"
+		}
 	case codes.DeadlineExceeded:
 		hint = "the cluster did not answer in time; check it is running (`tabula servers`) or raise --timeout"
 	case codes.Unimplemented:
@@ -102,3 +109,15 @@ func wrapf(err error, format string, args ...any) error {
 
 // errNoFamily marks a family name the table does not have.
 var errNoFamily = errors.New("no such family")
+
+// tlsMismatch recognises the errors gRPC reports when a plaintext client
+// meets a TLS server (the server hangs up before its preface) or a TLS
+// client meets a plaintext one.
+func tlsMismatch(msg string) bool {
+	for _, m := range []string{"error reading server preface", "first record does not look like a TLS handshake", "tls: "} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}

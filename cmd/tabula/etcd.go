@@ -47,6 +47,9 @@ cluster instead.`,
 				PeerAddr:   v.GetString("listen-peer"),
 				NoFsync:    v.GetBool("unsafe-no-fsync"),
 				LogLevel:   v.GetString("log-level"),
+				// --tls-*: serve clients over TLS and require a certificate
+				// signed by --tls-ca.
+				TLS: tlsFiles(v),
 			})
 			if err != nil {
 				return wrapf(err, "starting etcd")

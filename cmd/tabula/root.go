@@ -49,6 +49,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 	pf.String("master", defaultMaster, "master address(es), comma-separated (env TABULA_MASTER)")
 	pf.StringP("output", "o", "text", "output format where data is printed: text or json")
 	pf.Duration("timeout", 30*time.Second, "deadline for the whole command (0: none; scan, count and bench have none unless set)")
+	addTLSFlags(root)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{cmd: strings.TrimPrefix(c.CommandPath(), "tabula "), err: err}
 	})
@@ -58,7 +59,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newPutCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(),
-		newEtcdCmd(), newVerifyCmd(),
+		newEtcdCmd(), newVerifyCmd(), newAuthCmd(),
 	)
 	wrapArgs(root)
 	return root

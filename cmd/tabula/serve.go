@@ -109,6 +109,8 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				SplitThreshold: sizes["split-threshold"],
 				SyncMode:       v.GetString("sync"),
 				Logger:         log,
+				TLS:            v.GetBool("tls"),
+				Auth:           v.GetBool("auth"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -120,6 +122,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula dev cluster: master %s, %d tablet servers, etcd %s, data in %s\n",
 				maddr, v.GetInt("servers"), strings.Join(cl.EtcdEndpoints(), ","), dir)
+			printDevSecurity(cmd.OutOrStdout(), cl)
 			if maddr != defaultMaster {
 				fmt.Fprintf(cmd.OutOrStdout(), "use it with: export TABULA_MASTER=%s\n", maddr)
 			}
@@ -144,11 +147,14 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.String("cache-size", "", "block cache per server, e.g. 256MiB (default: the server's)")
 	f.String("split-threshold", "", "tablet size that triggers a split, e.g. 256MiB (default 256MiB)")
 	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
+	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
+	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	addLogFlag(c, "warn")
 	return c
 }
 
 func addEtcdFlags(c *cobra.Command) {
+	addServerSecurityFlags(c)
 	c.Flags().String("etcd", "127.0.0.1:2379", "etcd endpoints host:port, comma-separated")
 	c.Flags().String("cluster", "default", "cluster name: etcd keys live under /tabula/<cluster>/")
 	c.Flags().String("advertise", "", "address others use to reach this process (default: the listen address)")
@@ -172,6 +178,10 @@ func newMasterCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			sec, err := readServerSecurity(v)
+			if err != nil {
+				return err
+			}
 			m, err := master.Start(cmd.Context(), master.Options{
 				Etcd:                  stringList(v, "etcd"),
 				Cluster:               v.GetString("cluster"),
@@ -182,6 +192,10 @@ func newMasterCmd() *cobra.Command {
 				DefaultSplitThreshold: thr,
 				SessionTTL:            v.GetDuration("session-ttl"),
 				Logger:                log,
+				EtcdTLS:               sec.etcd,
+				ServerTLS:             sec.server,
+				DialTLS:               sec.dial,
+				Auth:                  sec.auth,
 			})
 			if err != nil {
 				return wrapf(err, "starting the master")
@@ -221,6 +235,10 @@ func newTabletServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			sec, err := readServerSecurity(v)
+			if err != nil {
+				return err
+			}
 			s, err := tabletserver.Start(cmd.Context(), tabletserver.Options{
 				ID:                v.GetString("id"),
 				ListenAddr:        v.GetString("listen"),
@@ -237,6 +255,9 @@ func newTabletServerCmd() *cobra.Command {
 				SplitThreshold:    sizes["split-threshold"],
 				MaxScans:          v.GetInt("max-scans"),
 				Logger:            log,
+				EtcdTLS:           sec.etcd,
+				ServerTLS:         sec.server,
+				Auth:              sec.auth,
 			})
 			if err != nil {
 				return wrapf(err, "starting the tablet server")
