@@ -15,7 +15,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -42,6 +41,12 @@ type ClusterOptions struct {
 	// ReadyTimeout bounds the wait for a process to come up. The default
 	// is 60s.
 	ReadyTimeout time.Duration
+	// Secure runs every port with TLS (a dev CA and certificates in
+	// Dir/tls; etcd wants client certificates) and the masters and tablet
+	// servers with --auth. An admin grant and token for tlsconf.AdminName
+	// are bootstrapped into etcd, and Cluster.NewClient uses them. The
+	// default is plaintext with no authentication.
+	Secure bool
 	// Logf reports progress. The default discards it.
 	Logf func(format string, args ...any)
 }
@@ -86,6 +91,7 @@ const clusterName = "verify"
 // with its address, ID and data.
 type Cluster struct {
 	o       ClusterOptions
+	sec     security
 	etcd    *proc
 	masters []*proc
 	servers []*proc
@@ -111,27 +117,23 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 			c.Close()
 		}
 	}()
-	ttl := o.LeaseTTL.String()
-	peer, err := freeAddr()
-	if err != nil {
+	if c.sec, err = newSecurity(o); err != nil {
 		return nil, err
 	}
-	if c.etcd, err = c.newProc("etcd", "etcd",
-		"--data-dir", filepath.Join(o.Dir, "etcd"), "--listen-peer", peer, "--unsafe-no-fsync"); err != nil {
+	if c.etcd, err = c.etcdProc(); err != nil {
 		return nil, err
 	}
-	c.etcd.args = append(c.etcd.args, "--listen-client", c.etcd.addr)
 	if err := c.startEtcd(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.bootstrapAdmin(ctx); err != nil {
+		return nil, err
+	}
 	for i := range o.Masters {
-		name := fmt.Sprintf("master-%d", i+1)
-		m, err := c.newProc(name, "master", "--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name,
-			"--storage-root", storage, "--session-ttl", ttl, "--log-level", "info")
+		m, err := c.masterProc(i, storage)
 		if err != nil {
 			return nil, err
 		}
-		m.args = append(m.args, "--listen", m.addr)
 		c.masters = append(c.masters, m)
 		if err := m.start(); err != nil {
 			return nil, err
@@ -146,13 +148,10 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 		}
 	}
 	for i := range o.Servers {
-		name := fmt.Sprintf("ts-%d", i+1)
-		s, err := c.newProc(name, "tabletserver", "--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name,
-			"--data", storage, "--lease-ttl", ttl, "--memtable-size", o.MemtableSize, "--log-level", "info")
+		s, err := c.serverProc(i, storage)
 		if err != nil {
 			return nil, err
 		}
-		s.args = append(s.args, "--listen", s.addr)
 		c.servers = append(c.servers, s)
 		if err := s.start(); err != nil {
 			return nil, err
@@ -167,14 +166,42 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 	return c, nil
 }
 
-// newProc prepares a process on a free port.
-func (c *Cluster) newProc(name, sub string, args ...string) (*proc, error) {
+// newProc prepares a process on a free port; listen is its flag naming
+// that port.
+func (c *Cluster) newProc(name, sub, listen string, args ...string) (*proc, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	return &proc{name: name, addr: addr, bin: c.o.Binary, args: append([]string{sub}, args...),
+	args = append(append([]string{sub}, args...), listen, addr)
+	return &proc{name: name, addr: addr, bin: c.o.Binary, args: args,
 		log: filepath.Join(c.o.Dir, "logs", name+".log")}, nil
+}
+
+// etcdProc prepares `tabula etcd`.
+func (c *Cluster) etcdProc() (*proc, error) {
+	peer, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--data-dir", filepath.Join(c.o.Dir, "etcd"), "--listen-peer", peer, "--unsafe-no-fsync"}
+	return c.newProc("etcd", "etcd", "--listen-client", append(args, c.sec.tlsArgs(c.sec.pki.Etcd)...)...)
+}
+
+// masterProc prepares the i-th master (from 0).
+func (c *Cluster) masterProc(i int, storage string) (*proc, error) {
+	name := fmt.Sprintf("master-%d", i+1)
+	args := []string{"--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name,
+		"--storage-root", storage, "--session-ttl", c.o.LeaseTTL.String(), "--log-level", "info"}
+	return c.newProc(name, "master", "--listen", append(args, c.sec.serverArgs(c.sec.pki.Master)...)...)
+}
+
+// serverProc prepares the i-th tablet server (from 0).
+func (c *Cluster) serverProc(i int, storage string) (*proc, error) {
+	name := fmt.Sprintf("ts-%d", i+1)
+	args := []string{"--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name, "--data", storage,
+		"--lease-ttl", c.o.LeaseTTL.String(), "--memtable-size", c.o.MemtableSize, "--log-level", "info"}
+	return c.newProc(name, "tabletserver", "--listen", append(args, c.sec.serverArgs(c.sec.pki.TabletServer)...)...)
 }
 
 // MasterAddrs returns the masters' addresses.
@@ -224,8 +251,12 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	}
 }
 
+// etcdClient connects to etcd; on a Secure cluster over TLS with the
+// master's certificate. The endpoint has no scheme: clientv3 takes
+// "http://" to mean plaintext even with Config.TLS set.
 func (c *Cluster) etcdClient() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: []string{c.etcd.addr}, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	return clientv3.New(clientv3.Config{Endpoints: []string{c.etcd.addr}, DialTimeout: 2 * time.Second,
+		Logger: zap.NewNop(), TLS: c.sec.etcd})
 }
 
 // leader returns the elected master's process (nil if none or unknown).
@@ -270,7 +301,7 @@ func (c *Cluster) waitLeader(ctx context.Context, m *proc) error {
 func (c *Cluster) WaitServers(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, c.o.ReadyTimeout)
 	defer cancel()
-	cl, err := client.NewClient(cctx, c.MasterAddrs()...)
+	cl, err := c.NewClient(cctx)
 	if err != nil {
 		return fmt.Errorf("verify: connecting to the masters: %w", err)
 	}

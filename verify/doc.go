@@ -32,5 +32,9 @@
 // Run (run.go) does it all on a local cluster of real processes started
 // from the tabula binary (cluster.go, proc.go) while Agitate (agitate.go)
 // kills, pauses and restarts tablet servers, masters and etcd, and
-// measures how long each fault keeps writers waiting.
+// measures how long each fault keeps writers waiting. With
+// ClusterOptions.Secure (secure.go) every port speaks TLS, the masters and
+// tablet servers require credentials, and the workload and checker connect
+// as an admin bootstrapped into etcd, so the faults also exercise
+// reconnecting with TLS and tokens.
 package verify

@@ -11,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/tabuladb/tabula/client"
 )
 
 // RunOptions configure a whole verify run: a local cluster, an ingest
@@ -123,7 +121,7 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 	}()
 	logf("cluster up: etcd %s, masters %s, %d tablet servers (lease %v)", c.EtcdAddr(),
 		strings.Join(c.MasterAddrs(), ","), len(c.servers), c.o.LeaseTTL)
-	cl, err := client.NewClient(ctx, c.MasterAddrs()...)
+	cl, err := c.NewClient(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("verify: connecting to the cluster: %w", err)
 	}

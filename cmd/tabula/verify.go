@@ -231,7 +231,15 @@ again. After --duration (and --min-faults-per-kind of each kind) it stops,
 runs "verify check", and prints the report: writes, faults per kind,
 unavailability p50/max per kind, violations. The exit status is 1 on any
 violation, crash or unrecovered fault. --seed replays the same choices.
-The data directory is removed after a clean run unless --keep.`,
+The data directory is removed after a clean run unless --keep.
+
+--secure runs the cluster with TLS on every port (a dev CA and certificates
+in DIR/cluster/tls) and --auth on the masters and tablet servers; the
+workload and the check connect as tabula-admin with a token bootstrapped
+into etcd (kept in DIR/cluster/admin.token).
+
+"ingest" and "check" reach a secured cluster with the global --tls-ca and
+--token, like every client command.`,
 		Args: cobra.NoArgs,
 		RunE: runVerifyRun,
 	}
@@ -248,6 +256,7 @@ The data directory is removed after a clean run unless --keep.`,
 	f.Duration("lease-ttl", 2*time.Second, "tablet server lease TTL and master election session TTL")
 	f.String("visualize", "", "directory for porcupine HTML views of rows that are not linearizable")
 	f.Duration("linearizability-timeout", time.Minute, "bound of the linearizability check of one row (then: inconclusive)")
+	f.Bool("secure", false, "run the cluster with TLS on every port and --auth; the workload and check connect as the bootstrapped admin")
 	f.String("binary", "", "tabula binary for the cluster (default: this one)")
 	f.MarkHidden("binary")
 	addIngestFlags(f)
@@ -284,6 +293,7 @@ func runVerifyRun(cmd *cobra.Command, _ []string) error {
 	}
 	o.Cluster.LeaseTTL, _ = f.GetDuration("lease-ttl")
 	o.Cluster.Binary, _ = f.GetString("binary")
+	o.Cluster.Secure, _ = f.GetBool("secure")
 	o.Check = checkOptions(f)
 	o.Out = cmd.ErrOrStderr()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
