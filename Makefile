@@ -15,7 +15,8 @@ run: build
 vet:
 	$(GO) vet ./...
 
-# The whole suite with the race detector; e2e tests build and run real processes.
+# The whole suite with the race detector; e2e tests build and run real
+# processes. Then the cluster tests once more, secured.
 # First, go.mod and go.sum of both modules (the root and bench/) must be what
 # `go mod tidy` makes of them: -diff prints the difference and fails without
 # changing anything (`make tidy` fixes it). It fetches missing modules from the
@@ -24,6 +25,11 @@ test: vet
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	$(GO) test -race -timeout 25m ./...
+	TABULA_TEST_SECURE=1 $(GO) test -race -count=1 -timeout 25m $(SECURE_PKGS)
+
+# The packages whose tests start clusters run a second time with TLS on
+# every port and authentication on (clients as the bootstrapped admin).
+SECURE_PKGS = ./e2e ./cmd/tabula ./devcluster
 
 # A long `tabula verify run`: a local cluster of real processes takes
 # linked-list, counter and check-and-mutate writes while tablet servers,

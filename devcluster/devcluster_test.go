@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
 )
@@ -41,7 +44,7 @@ func TestDataSurvivesRestartInTheSameDir(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cfg := Config{Dir: dir, Servers: 2, LeaseTTL: 2 * time.Second, NoFsync: true}
+	cfg := Config{Dir: dir, Servers: 2, LeaseTTL: 2 * time.Second, NoFsync: true, Auth: secureAll()}
 
 	c, err := Start(ctx, cfg)
 	if err != nil {
@@ -50,10 +53,11 @@ func TestDataSurvivesRestartInTheSameDir(t *testing.T) {
 	if got := len(c.ServerAddrs()); got != 2 {
 		t.Errorf("ServerAddrs: %d, want 2", got)
 	}
-	cli, err := client.NewClient(ctx, c.MasterAddr())
+	cli, err := newClient(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
+	token := c.AdminToken()
 	if err := cli.Admin().CreateTable(ctx, "t", []families.Family{families.Default("cf")}, [][]byte{[]byte("m")}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +91,10 @@ func TestDataSurvivesRestartInTheSameDir(t *testing.T) {
 		t.Fatalf("restart: %v", err)
 	}
 	defer c.Close()
-	cli, err = client.NewClient(ctx, c.MasterAddr())
+	if c.AdminToken() != token {
+		t.Errorf("the admin token changed across a restart")
+	}
+	cli, err = newClient(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,5 +116,61 @@ func TestDataSurvivesRestartInTheSameDir(t *testing.T) {
 	}
 	if got := strings.Join(ids, ","); !strings.Contains(got, "ts-1") || !strings.Contains(got, "ts-2") {
 		t.Errorf("servers after restart: %s, want ts-1 and ts-2", got)
+	}
+}
+
+// secureAll runs the clusters with auth (and TLS) on and the clients as
+// the admin (`make test` runs the package once this way).
+// A function, read while tests run, so that go test's cache knows the
+// result depends on it.
+func secureAll() bool { return os.Getenv("TABULA_TEST_SECURE") != "" }
+
+// newClient connects to c as its admin when it is secured.
+func newClient(ctx context.Context, c *Cluster) (*client.Client, error) {
+	return client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.MasterAddr()}, TLS: c.ClientTLS(), Token: c.AdminToken()})
+}
+
+// TestSecuredDevCluster: with Auth, the admin's token works, a client
+// without it is refused, and every port speaks TLS only.
+func TestSecuredDevCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	c, err := Start(ctx, Config{Dir: dir, Servers: 1, LeaseTTL: 2 * time.Second, NoFsync: true, Auth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.AdminToken() == "" || c.ClientTLS() == nil {
+		t.Fatal("a secured dev cluster has no admin token or client TLS")
+	}
+	if b, err := os.ReadFile(c.AdminTokenFile()); err != nil || strings.TrimSpace(string(b)) != c.AdminToken() {
+		t.Fatalf("admin token file: %q, %v", b, err)
+	}
+	if fi, err := os.Stat(c.AdminTokenFile()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("admin token file mode: %v, %v; want 0600", fi.Mode(), err)
+	}
+	cli, err := newClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	id, err := cli.Admin().WhoAmI(ctx)
+	if err != nil || id.Principal != AdminName || !id.AuthEnabled {
+		t.Fatalf("WhoAmI = %+v, %v", id, err)
+	}
+	anon, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.MasterAddr()}, TLS: c.ClientTLS()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	if _, err := anon.Admin().ListTables(ctx); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("anonymous ListTables: %v, want UNAUTHENTICATED", err)
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer pcancel()
+	if plain, err := client.NewClientWithOptions(pctx, client.Options{Masters: []string{c.MasterAddr()}, ConnectTimeout: 2 * time.Second}); err == nil {
+		plain.Close()
+		t.Error("a plaintext client connected to the secured master")
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/tlsconf"
 )
 
 // devProc runs `tabula dev` on a data directory.
@@ -29,6 +30,9 @@ func (d *devProc) startDev(t *testing.T) string {
 	}
 	d.args = []string{"dev", "--servers", "2", "--data", d.data,
 		"--master-addr", "127.0.0.1:0", "--lease-ttl", ttlFlag, "--log-level", "info"}
+	if secureAll() {
+		d.args = append(d.args, "--auth")
+	}
 	d.start(t)
 	deadline := time.Now().Add(readyWait)
 	for time.Now().Before(deadline) {
@@ -45,12 +49,24 @@ func (d *devProc) startDev(t *testing.T) string {
 	return ""
 }
 
-// devClient connects to the dev cluster at addr; the caller closes it.
-func devClient(t *testing.T, addr string) *client.Client {
+// devClient connects to the dev cluster at addr (with `tabula dev
+// --auth`'s CA and admin token under secureAll); the caller closes it.
+func (d *devProc) devClient(t *testing.T, addr string) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cl, err := client.NewClient(ctx, addr)
+	o := client.Options{Masters: []string{addr}}
+	if secureAll() {
+		tok, err := os.ReadFile(filepath.Join(d.data, "admin.token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.TLS, err = tlsconf.ClientConfig(tlsconf.Files{CA: filepath.Join(d.data, "tls", "ca.pem")}); err != nil {
+			t.Fatal(err)
+		}
+		o.Token = string(bytes.TrimSpace(tok))
+	}
+	cl, err := client.NewClientWithOptions(ctx, o)
 	if err != nil {
 		t.Fatalf("client.NewClient(%s): %v", addr, err)
 	}
@@ -120,7 +136,7 @@ func TestDevClusterRestartKeepsData(t *testing.T) {
 
 	// First run: create the table and write.
 	addr := d.startDev(t)
-	cl := devClient(t, addr)
+	cl := d.devClient(t, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	err := cl.Admin().CreateTable(ctx, table, []families.Family{families.Default(famA), families.Default(famB)}, [][]byte{[]byte("m")})
 	cancel()
@@ -137,7 +153,7 @@ func TestDevClusterRestartKeepsData(t *testing.T) {
 		t.Fatalf("SIGTERM: %v\n%s", err, d.tail(60))
 	}
 	addr = d.startDev(t)
-	cl = devClient(t, addr)
+	cl = d.devClient(t, addr)
 	waitServing(t, cl, table)
 	checkDevRows(t, cl.Open(table), want)
 	want = append(want, writeDevRows(t, cl.Open(table), "two", 100)...)
@@ -146,7 +162,7 @@ func TestDevClusterRestartKeepsData(t *testing.T) {
 	// Crash restart: every acknowledged write is in a commit log.
 	d.kill()
 	addr = d.startDev(t)
-	cl = devClient(t, addr)
+	cl = d.devClient(t, addr)
 	defer cl.Close()
 	waitServing(t, cl, table)
 	checkDevRows(t, cl.Open(table), want)

@@ -8,7 +8,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -72,7 +71,7 @@ func TestFencedServerStopsWritesBeforeTakeover(t *testing.T) {
 		l.acks.Load()-acksAtTakeover, victim.name)
 
 	// Wake it and, at once, try to write through it as its old owner.
-	conn, err := grpc.NewClient(victim.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(victim.addr, c.sec.dialOptions(t)...)
 	if err != nil {
 		t.Fatal(err)
 	}

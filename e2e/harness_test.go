@@ -35,6 +35,12 @@ var (
 	keepDirs = os.Getenv("E2E_KEEP") != ""
 )
 
+// secureAll runs every cluster of these tests with TLS on every port and
+// auth on, the clients as the bootstrapped admin (`make test` runs the
+// package once this way: TABULA_TEST_SECURE=1). A function, read while
+// tests run, so that go test's cache knows the result depends on it.
+func secureAll() bool { return os.Getenv("TABULA_TEST_SECURE") != "" }
+
 // Timings every cluster in these tests uses.
 const (
 	leaseTTL   = 2 * time.Second // tablet server lease and master election session
@@ -251,8 +257,9 @@ func (p *proc) tail(n int) string {
 // processes sharing one storage root.
 type cluster struct {
 	t       *testing.T
-	dir     string // everything of this test: etcd, storage, logs
-	storage string // the tablet servers' shared storage root
+	dir     string           // everything of this test: etcd, storage, logs
+	storage string           // the tablet servers' shared storage root
+	sec     *clusterSecurity // nil: plaintext, no auth
 	etcd    *embedetcd.Server
 	masters []*proc
 	servers []*proc
@@ -263,6 +270,9 @@ type cluster struct {
 // tablet servers.
 type clusterOptions struct {
 	masters, servers int
+	// secure turns TLS and auth on (also on for every cluster when
+	// secureAll).
+	secure bool
 	// serverArgs are extra flags for every tablet server.
 	serverArgs []string
 }
@@ -295,11 +305,15 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readyWait)
 	defer cancel()
+	if o.secure || secureAll() {
+		c.sec = newClusterSecurity(t, dir)
+	}
 	var err error
-	c.etcd, err = embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), NoFsync: true})
+	c.etcd, err = embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), NoFsync: true, TLS: c.sec.etcdFiles()})
 	if err != nil {
 		t.Fatalf("starting etcd: %v", err)
 	}
+	c.sec.bootstrap(t, c)
 	for i := range o.masters {
 		m := c.addMaster(t)
 		if i == 0 {
@@ -353,6 +367,7 @@ func (c *cluster) addMaster(t *testing.T) *proc {
 		"--session-ttl", ttlFlag,
 		"--log-level", "info",
 	}
+	p.args = append(p.args, c.sec.processArgs(c.sec.master())...)
 	p.start(t)
 	c.masters = append(c.masters, p)
 	waitListening(t, p, readyWait)
@@ -376,6 +391,7 @@ func (c *cluster) addServer(t *testing.T, extra ...string) *proc {
 		"--memtable-size", "1MiB",
 		"--log-level", "info",
 	}, extra...)
+	p.args = append(p.args, c.sec.processArgs(c.sec.tabletServer())...)
 	p.start(t)
 	c.servers = append(c.servers, p)
 	waitListening(t, p, readyWait)
@@ -414,7 +430,7 @@ func (c *cluster) server(id string) *proc {
 // etcdClient returns a client of the test's etcd, closed by t.Cleanup.
 func (c *cluster) etcdClient(t *testing.T) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.etcd.Endpoints(), DialTimeout: 5 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.etcd.Endpoints(), DialTimeout: 5 * time.Second, TLS: c.sec.etcdClientTLS(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -462,7 +478,7 @@ func (c *cluster) newClient(t *testing.T) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	cl, err := client.NewClient(ctx, c.masterAddrs()...)
+	cl, err := client.NewClientWithOptions(ctx, c.sec.clientOptions(c.masterAddrs()))
 	if err != nil {
 		t.Fatalf("client.NewClient(%v): %v", c.masterAddrs(), err)
 	}

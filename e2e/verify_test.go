@@ -45,6 +45,9 @@ func TestVerifyUnderFaults(t *testing.T) {
 		"--writers", "6",
 		"--visualize", filepath.Join(dir, "visualize"),
 	}
+	if secureAll() {
+		args = append(args, "--secure")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binPath, args...)

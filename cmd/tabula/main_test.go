@@ -86,8 +86,12 @@ func devCluster(t *testing.T) string {
 		if dev.log, dev.err = os.Create(filepath.Join(binDir, "dev.log")); dev.err != nil {
 			return
 		}
-		dev.cmd = exec.Command(bin, "dev", "--servers", "3", "--data", dev.dir,
-			"--master-addr", "127.0.0.1:0", "--lease-ttl", "2s", "--log-level", "warn")
+		args := []string{"dev", "--servers", "3", "--data", dev.dir,
+			"--master-addr", "127.0.0.1:0", "--lease-ttl", "2s", "--log-level", "warn"}
+		if secureAll() {
+			args = append(args, "--auth")
+		}
+		dev.cmd = exec.Command(bin, args...)
 		// Files, not pipes: exec starts no goroutines to copy output.
 		dev.cmd.Stdout, dev.cmd.Stderr = dev.log, dev.log
 		if dev.err = dev.cmd.Start(); dev.err != nil {
@@ -144,11 +148,31 @@ type result struct {
 	code           int
 }
 
-// tabula runs the binary with TABULA_MASTER pointing at the dev cluster.
+// secureAll runs the dev cluster with --auth and every command as its
+// admin (`make test` runs the package once this way).
+// A function, read while tests run, so that go test's cache knows the
+// result depends on it.
+func secureAll() bool { return os.Getenv("TABULA_TEST_SECURE") != "" }
+
+// tabula runs the binary with TABULA_MASTER pointing at the dev cluster
+// (and, under secureAll, its CA and admin token in TABULA_TLS_CA and
+// TABULA_TOKEN).
 func tabula(t *testing.T, args ...string) result {
 	t.Helper()
 	addr := devCluster(t)
-	return tabulaEnv(t, []string{"TABULA_MASTER=" + addr}, args...)
+	return tabulaEnv(t, append([]string{"TABULA_MASTER=" + addr}, devSecurityEnv(t)...), args...)
+}
+
+// devSecurityEnv is the environment that reaches the secured dev cluster.
+func devSecurityEnv(t *testing.T) []string {
+	if !secureAll() {
+		return nil
+	}
+	tok, err := os.ReadFile(filepath.Join(dev.dir, "admin.token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"TABULA_TLS_CA=" + filepath.Join(dev.dir, "tls", "ca.pem"), "TABULA_TOKEN=" + strings.TrimSpace(string(tok))}
 }
 
 func tabulaEnv(t *testing.T, env []string, args ...string) result {

@@ -47,8 +47,8 @@ type Config struct {
 	// requires a client certificate signed by TLS.CA (etcd's
 	// ClientCertAuth); TLS.Cert must also be good for client
 	// authentication, because etcd's gateway dials its own port with it.
-	// The peer port stays plaintext on loopback: there is one member and
-	// no peer ever connects. etcd reads the certificate and key again on
+	// The peer port speaks TLS too (one member has no peers, but the port
+	// is open). etcd reads the certificate and key again on
 	// every handshake, so overwriting them rotates them. The default is
 	// plaintext.
 	TLS tlsconf.Files
@@ -105,7 +105,7 @@ func Start(ctx context.Context, c Config) (_ *Server, err error) {
 	cfg.AutoCompactionMode = "periodic"
 	cfg.AutoCompactionRetention = "1h"
 	cu := url.URL{Scheme: clientScheme, Host: c.ClientAddr}
-	pu := url.URL{Scheme: "http", Host: c.PeerAddr}
+	pu := url.URL{Scheme: clientScheme, Host: c.PeerAddr}
 	if c.TLS.Enabled() {
 		// Fields set one by one rather than a transport.TLSInfo literal:
 		// naming the type would make go.etcd.io/etcd/client/pkg a direct
@@ -114,6 +114,12 @@ func Start(ctx context.Context, c Config) (_ *Server, err error) {
 		cfg.ClientTLSInfo.KeyFile = c.TLS.Key
 		cfg.ClientTLSInfo.TrustedCAFile = c.TLS.CA
 		cfg.ClientTLSInfo.ClientCertAuth = true
+		// The peer port too: a single member has no peers, but the port is
+		// open, and an open plaintext port is what TLS is meant to remove.
+		cfg.PeerTLSInfo.CertFile = c.TLS.Cert
+		cfg.PeerTLSInfo.KeyFile = c.TLS.Key
+		cfg.PeerTLSInfo.TrustedCAFile = c.TLS.CA
+		cfg.PeerTLSInfo.ClientCertAuth = true
 	}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{cu}, []url.URL{cu}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pu}, []url.URL{pu}
