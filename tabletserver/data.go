@@ -61,15 +61,24 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 	}
 	select {
 	case s.scans <- struct{}{}:
-		defer func() { <-s.scans }()
 	default:
 		return fail(fmt.Errorf("%w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
 	}
+	guard := newStallGuard(stream, s.opts.ScanStallTimeout)
+	return fail(guard.run(&s.scanWG, func() error {
+		defer func() { <-s.scans }()
+		return s.scan(ctx, h, opts, guard)
+	}))
+}
+
+// scan streams the rows of a range scan (ReadRows past its checks). Its
+// errors are not yet statuses.
+func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, stream tabulapb.TabletServer_ReadRowsServer) error {
 	sender := newSender(stream)
 	opts.Progress = sender.progress
 	it, err := h.t.NewRowIterator(ctx, opts)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer it.Close()
 	resp := &tabulapb.ReadRowsResponse{}
@@ -95,12 +104,12 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		if rs > readBatchBytes {
 			// A row larger than a message goes in parts, each alone.
 			if err := send(); err != nil {
-				return fail(err)
+				return err
 			}
 			for _, part := range convert.SplitRow(pr, readBatchBytes) {
 				resp.Rows = append(resp.Rows, part)
 				if err := send(); err != nil {
-					return fail(err)
+					return err
 				}
 			}
 			continue
@@ -109,17 +118,17 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 		size += rs
 		if len(resp.Rows) >= readBatchRows || size >= readBatchBytes {
 			if err := send(); err != nil {
-				return fail(err)
+				return err
 			}
 		}
 	}
 	if err := it.Error(); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := it.Close(); err != nil {
-		return fail(err)
+		return err
 	}
-	return fail(send())
+	return send()
 }
 
 // readOneRow answers a read of a single row key (the common point read)

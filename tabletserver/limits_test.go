@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -47,5 +48,50 @@ func TestScansBeyondTheLimitAreRefusedNotQueued(t *testing.T) {
 	eventually(t, 10e9, "the stalled scans to end", func() bool { return len(srv.scans) == 0 })
 	if got, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref}); err != nil || len(got) != rows {
 		t.Fatalf("a scan after the others ended: %d rows, %v", len(got), err)
+	}
+}
+
+// A client that stops reading cannot hold a scan slot forever: once a
+// send has been blocked for ScanStallTimeout the server ends the stream
+// with UNAVAILABLE (clients resume after the last row they got) and frees
+// the slot, even though the client keeps its end open.
+func TestStalledScanIsEndedAndItsSlotFreed(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.MaxScans = 1; o.ScanStallTimeout = 200 * time.Millisecond })
+	c := e.dial(srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	const rows = 40 // 20 MiB: more than the stream's flow-control window
+	big := strings.Repeat("v", 512<<10)
+	for i := range rows {
+		if err := put(e.ctx, c, ref, fmt.Sprintf("r%02d", i), set("cf", "q", 1, big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, err := c.ReadRows(e.ctx, &tabulapb.ReadRowsRequest{Tablet: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Header(); err != nil {
+		t.Fatal(err)
+	}
+	// The stream stays open on the client side; the server must give up.
+	eventually(t, 30e9, "the stalled scan's slot to be freed", func() bool { return len(srv.scans) == 0 })
+	if got, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref}); err != nil || len(got) != rows {
+		t.Fatalf("a scan after the stalled one: %d rows, %v", len(got), err)
+	}
+	n := 0
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			wantCode(t, "the stalled stream", err, codes.Unavailable)
+			if !strings.Contains(err.Error(), "read nothing") {
+				t.Errorf("the stalled stream's error does not say why: %v", err)
+			}
+			break
+		}
+		n += len(resp.GetRows())
+	}
+	if n >= rows {
+		t.Errorf("the stalled stream delivered all %d rows; it should have been cut short", n)
 	}
 }

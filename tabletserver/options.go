@@ -76,6 +76,13 @@ type Options struct {
 	// the memory that readers who stop reading can pin. The default is
 	// 256.
 	MaxScans int
+	// ScanStallTimeout ends a scan whose client has read nothing for this
+	// long (one message's send blocked on flow control): the stream fails
+	// with UNAVAILABLE, which the client's retry resumes after the last
+	// row it got, and the scan's slot, iterator and buffers are freed, so
+	// clients that stop reading cannot hold all MaxScans slots. The
+	// default is 1 minute.
+	ScanStallTimeout time.Duration
 	// PauseRenewals is a fault hook for tests: while it returns true the
 	// server sends no lease renewals and does not register again, as if
 	// etcd were unreachable. The default is nil (never paused).
@@ -162,6 +169,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.ScanStallTimeout <= 0 {
+		o.ScanStallTimeout = time.Minute
 	}
 	if o.MaxScans == 0 {
 		o.MaxScans = 256

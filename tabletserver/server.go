@@ -90,6 +90,7 @@ type Server struct {
 	testHookSplitCommitted func(left, right meta.TabletRecord)
 
 	scans    chan struct{}  // one token per running ReadRows stream (Options.MaxScans)
+	scanWG   sync.WaitGroup // scan goroutines (stall.go), which may outlive their handler
 	failWG   sync.WaitGroup // retire goroutines of failed tablets
 	failures atomic.Int64   // tablets retired after a failure
 
@@ -276,6 +277,9 @@ func (s *Server) Close() error {
 			<-done
 		}
 		s.serveWG.Wait()
+		// A scan whose handler gave up on a stalled client ends once gRPC
+		// has reset its stream; it must not read a tablet being closed.
+		s.scanWG.Wait()
 		s.splitCancel()
 		s.splitWG.Wait()
 		s.watchCancel()

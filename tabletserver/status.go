@@ -141,7 +141,7 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		return codes.DataLoss // the tablet's files are gone; retrying elsewhere will not bring them back
 	case errors.Is(err, corruption.ErrCorrupt), errors.Is(err, ErrAlreadyOpen):
 		return codes.Internal
-	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown), errors.Is(err, tablet.ErrLogFailed):
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrOutcomeUnknown), errors.Is(err, tablet.ErrLogFailed), isStalled(err):
 		return codes.Unavailable
 	case isContextError(err):
 		// The caller's context is live: the deadline was one the server

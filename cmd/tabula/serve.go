@@ -254,6 +254,7 @@ func newTabletServerCmd() *cobra.Command {
 				SyncMode:          v.GetString("sync"),
 				SplitThreshold:    sizes["split-threshold"],
 				MaxScans:          v.GetInt("max-scans"),
+				ScanStallTimeout:  v.GetDuration("scan-stall-timeout"),
 				Logger:            log,
 				EtcdTLS:           sec.etcd,
 				ServerTLS:         sec.server,
@@ -280,6 +281,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("cache-size", "", "block cache size, e.g. 256MiB (default: the server's)")
 	f.String("split-threshold", "", "tablet split threshold when the schema sets none, e.g. 256MiB (default 256MiB)")
 	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
+	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLogFlag(c, "info")
 	return c
