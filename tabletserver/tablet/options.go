@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"bytes"
+	"github.com/tabuladb/tabula/vfs"
 	"io"
 	"log/slog"
 	"sort"
@@ -19,6 +20,9 @@ type Options struct {
 	// Dir is the tablet's folder, created if missing. Layout: MANIFEST,
 	// log/ (commit log segments), <family>/NNNNNN.sst. It must be set.
 	Dir string
+	// FS holds the tablet's files (vfs package). The default is the local
+	// disk (vfs.Default).
+	FS vfs.FS
 	// Families is the table's current schema. The default is none.
 	Families []families.Family
 	// Start and End bound the tablet's rows to [Start, End); nil means

@@ -1,0 +1,22 @@
+// Package vfs is the storage under the tablet engine: every file that
+// SSTables, commit logs, manifests, the tablet server and the master's
+// garbage collector touch goes through an FS, so that the same engine runs
+// on a local directory or on other storage (docs/CONTRACTS.md §3).
+//
+// The interface is deliberately small, and shaped by what an object
+// store can do as well as a disk: files are created whole and never
+// opened for writing again (the one exception, Truncate, cuts a torn
+// commit-log tail and is local-only in spirit), read with ReadAt,
+// renamed only to publish a finished file, listed by directory.
+//
+// Implementations:
+//
+//   - Local (Default): the operating system's files; what Tabula ran on
+//     before this package existed, byte for byte.
+//   - Faulty: wraps another FS and fails chosen operations (errors,
+//     ENOSPC, short writes), for tests that show a failing disk gives
+//     clear errors and loses nothing acknowledged.
+//
+// Paths are the host's paths (filepath); an FS may reject paths outside
+// the root it serves.
+package vfs

@@ -1,0 +1,93 @@
+package vfs
+
+import (
+	"io"
+	"io/fs"
+	"time"
+)
+
+// FS is a file system for tablet files.
+type FS interface {
+	// Create creates a new file for writing and fails with an error
+	// matching fs.ErrExist if name exists: a file is written once.
+	Create(name string) (Writable, error)
+	// Open opens a file for reading.
+	Open(name string) (Readable, error)
+	// Truncate cuts the file to size bytes and syncs it (a torn commit
+	// log tail).
+	Truncate(name string, size int64) error
+	// Remove removes a file or an empty directory; a missing name gives
+	// an error matching fs.ErrNotExist.
+	Remove(name string) error
+	// RemoveAll removes a directory and everything in it; a missing name
+	// is not an error.
+	RemoveAll(name string) error
+	// Rename atomically replaces newname by oldname.
+	Rename(oldname, newname string) error
+	// MkdirAll creates a directory and its parents.
+	MkdirAll(dir string) error
+	// List returns the entries of a directory, sorted by name.
+	List(dir string) ([]Entry, error)
+	// Stat describes name without following a final symbolic link.
+	Stat(name string) (Info, error)
+	// SyncDir makes the directory's entries (creations, renames,
+	// removals) durable.
+	SyncDir(dir string) error
+}
+
+// Writable is a file being written.
+type Writable interface {
+	io.Writer
+	// Sync makes what was written durable.
+	Sync() error
+	io.Closer
+}
+
+// Readable is a file open for reading.
+type Readable interface {
+	io.Reader
+	io.ReaderAt
+	io.Closer
+	// Size is the file's size when it was opened.
+	Size() int64
+}
+
+// Entry is one directory entry.
+type Entry struct {
+	Name  string
+	IsDir bool
+}
+
+// Info describes a file or directory.
+type Info struct {
+	Name    string
+	Size    int64
+	ModTime time.Time
+	Mode    fs.FileMode
+}
+
+// IsDir reports whether the info is a directory's.
+func (i Info) IsDir() bool { return i.Mode.IsDir() }
+
+// ReadFile reads a whole file.
+func ReadFile(fsys FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b := make([]byte, f.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Or returns fsys, or Default when it is nil: the zero value of options
+// that hold an FS means the local disk.
+func Or(fsys FS) FS {
+	if fsys == nil {
+		return Default
+	}
+	return fsys
+}
