@@ -2,13 +2,13 @@ package sstable
 
 import (
 	"math/rand"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 const benchEntries = 100_000
@@ -27,7 +27,7 @@ func benchKeys() []kv {
 
 func writeBench(b *testing.B, dir string, c families.Compression, entries []kv) string {
 	path := filepath.Join(dir, "bench-"+c.String()+".sst")
-	f, err := os.Create(path)
+	f, err := vfs.Default.Create(path)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@
 //
 // Writing and reading a table:
 //
-//	f, _ := os.Create(path)
+//	f, _ := vfs.Default.Create(path) // or another vfs.FS
 //	w := sstable.NewWriter(f, sstable.WriterOptions{
 //		Compression: families.CompressionSnappy,
 //		Bloom:       families.BloomRow,
@@ -22,7 +22,7 @@
 //	if err := w.Close(); err != nil { ... }
 //
 //	cache := sstable.NewCache(256 << 20)
-//	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: cache})
+//	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: cache}) // FS: the same vfs.FS
 //	it := r.NewIter(lower, upper)
 //	for ok := it.First(); ok; ok = it.Next() {
 //		use(it.Key(), it.Value())

@@ -9,6 +9,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Example writes three cells of one family to a table and reads them back:
@@ -21,7 +22,7 @@ func Example() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "000001.sst")
 
-	f, err := os.Create(path)
+	f, err := vfs.Default.Create(path)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Frozen fixtures: SSTables written once, by the format version 1 writer,
@@ -347,14 +348,14 @@ func fixtureFalsePositives(r *Reader) (rows, cols []int) {
 // record for every fixture.
 func writeFixtures(t *testing.T, entries []kv) {
 	dir := filepath.Join("testdata", "v1")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := vfs.Default.MkdirAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	var rec strings.Builder
 	for _, fx := range sstFixtures {
 		path := filepath.Join(dir, fx.file)
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if _, err := vfs.Default.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			f, err := vfs.Default.Create(path)
 			if err != nil {
 				t.Fatal(err)
 			}

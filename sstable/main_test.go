@@ -3,15 +3,18 @@ package sstable
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/vfs"
 	"go.uber.org/goleak"
 )
 
@@ -95,7 +98,8 @@ func sortEntries(es []kv) {
 // the writer's properties.
 func writeTable(t testing.TB, dir string, opts WriterOptions, entries []kv) (string, Properties) {
 	t.Helper()
-	f, err := os.CreateTemp(dir, "*.sst")
+	path := filepath.Join(dir, fmt.Sprintf("%06d.sst", tableNum.Add(1)))
+	f, err := vfs.Default.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,8 +112,11 @@ func writeTable(t testing.TB, dir string, opts WriterOptions, entries []kv) (str
 	if err := w.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	return filepath.Clean(f.Name()), w.Properties()
+	return path, w.Properties()
 }
+
+// tableNum numbers the files writeTable creates.
+var tableNum atomic.Int64
 
 func openTable(t testing.TB, path string, opts ReaderOptions) *Reader {
 	t.Helper()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // ReaderOptions configure Open. The zero value means the defaults.
@@ -29,6 +29,8 @@ type ReaderOptions struct {
 	// InMemory gives the file's data blocks the cache's in-memory priority
 	// (see Cache), for families marked InMemory. The default is false.
 	InMemory bool
+	// FS holds the file. The default is the local disk (vfs.Default).
+	FS vfs.FS
 }
 
 var nextCacheID atomic.Uint64
@@ -53,7 +55,7 @@ type indexEntry struct {
 // Iter is used by one goroutine at a time.
 type Reader struct {
 	path    string
-	f       *os.File
+	f       vfs.Readable
 	cache   *Cache
 	cacheID uint64
 	inMem   bool // put blocks in the cache's in-memory list
@@ -70,7 +72,7 @@ type Reader struct {
 // Open opens the SSTable at path: it reads and checks the footer, index,
 // filter and properties. Damage is reported as an error wrapping ErrCorrupt.
 func Open(path string, opts ReaderOptions) (_ *Reader, err error) {
-	f, err := os.Open(path)
+	f, err := vfs.Or(opts.FS).Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("sstable: open: %w", err)
 	}
@@ -79,15 +81,11 @@ func Open(path string, opts ReaderOptions) (_ *Reader, err error) {
 			_ = f.Close()
 		}
 	}()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("sstable: open: %w", err)
-	}
 	r := &Reader{path: path, f: f, cache: opts.Cache, cacheID: opts.CacheID, inMem: opts.InMemory}
 	if r.cacheID == 0 {
 		r.cacheID = nextCacheID.Add(1)
 	}
-	if err := r.load(uint64(st.Size())); err != nil {
+	if err := r.load(uint64(f.Size())); err != nil {
 		return nil, err
 	}
 	return r, nil

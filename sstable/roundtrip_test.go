@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 var (
@@ -101,8 +101,8 @@ func TestRoundTripAllCompressionsAndBlooms(t *testing.T) {
 				if r.Properties().FileSize != wprops.FileSize || r.Properties().DataSize != wprops.DataSize {
 					t.Errorf("reader sizes %d/%d, writer %d/%d", r.Properties().FileSize, r.Properties().DataSize, wprops.FileSize, wprops.DataSize)
 				}
-				if st, _ := os.Stat(path); uint64(st.Size()) != wprops.FileSize {
-					t.Errorf("FileSize %d, file has %d bytes", wprops.FileSize, st.Size())
+				if st, _ := vfs.Default.Stat(path); uint64(st.Size) != wprops.FileSize {
+					t.Errorf("FileSize %d, file has %d bytes", wprops.FileSize, st.Size)
 				}
 
 				it := r.NewIter(nil, nil)
@@ -268,7 +268,7 @@ func checkBloomNoFalseNegatives(t *testing.T, r *Reader, entries []kv) {
 }
 
 func TestAddRejectsKeysOutOfOrder(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "x.sst"))
+	f, err := vfs.Default.Create(filepath.Join(t.TempDir(), "x.sst"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestAddRejectsKeysOutOfOrder(t *testing.T) {
 
 func TestWriterAfterCloseAndAbort(t *testing.T) {
 	dir := t.TempDir()
-	f, err := os.Create(filepath.Join(dir, "x.sst"))
+	f, err := vfs.Default.Create(filepath.Join(dir, "x.sst"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestWriterAfterCloseAndAbort(t *testing.T) {
 	}
 	w.Abort() // no effect after Close
 
-	f2, err := os.Create(filepath.Join(dir, "y.sst"))
+	f2, err := vfs.Default.Create(filepath.Join(dir, "y.sst"))
 	if err != nil {
 		t.Fatal(err)
 	}

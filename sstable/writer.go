@@ -5,10 +5,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"os"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // WriterOptions configure a Writer. The zero value means the defaults.
@@ -49,7 +49,7 @@ func (o WriterOptions) withDefaults() WriterOptions {
 // It is not safe for concurrent use. Finish with Close, or Abort and
 // remove the file.
 type Writer struct {
-	f        *os.File
+	f        vfs.Writable
 	bw       *bufio.Writer
 	opts     WriterOptions
 	offset   uint64
@@ -63,9 +63,10 @@ type Writer struct {
 	closeErr error
 }
 
-// NewWriter returns a Writer that writes to f through a buffer. The Writer
-// owns f from now on: Close and Abort close it.
-func NewWriter(f *os.File, opts WriterOptions) *Writer {
+// NewWriter returns a Writer that writes to f (a new file, from
+// vfs.FS.Create) through a buffer. The Writer owns f from now on: Close and
+// Abort close it.
+func NewWriter(f vfs.Writable, opts WriterOptions) *Writer {
 	opts = opts.withDefaults()
 	w := &Writer{
 		f:     f,
