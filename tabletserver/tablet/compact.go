@@ -3,10 +3,11 @@ package tablet
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
-	"os"
 
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // Compact compacts every family. A merging compaction (major=false) merges
@@ -226,9 +227,12 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	if err := t.replaceFiles(name, drop, out); err != nil {
 		if out != nil {
 			// Never published: remove it directly (the guarded deletion
-			// of obsolete files is for files a manifest listed).
+			// of obsolete files is for files a manifest listed), unless
+			// a manifest that may have been saved names it.
 			_ = out.reader.Close()
-			_ = os.Remove(out.path)
+			if !errors.Is(err, manifest.ErrMaybeSaved) {
+				_ = t.opts.FS.Remove(out.path)
+			}
 		}
 		if err == errCompactionRace {
 			return nil

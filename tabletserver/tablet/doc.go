@@ -24,6 +24,10 @@
 //	for it.Next() { use(it.Row(), it.Cells()) }
 //	err = it.Close()
 //
+// Every file the engine touches (manifest, commit log, SSTables, split
+// children's folders) goes through Options.FS, a vfs.FS that is the local
+// disk by default; tests put a vfs.Faulty there to fail the disk under it.
+//
 // The engine knows nothing of RPC or etcd; the tablet server runs one Tablet
 // per loaded tablet and shares a block cache, a MemoryBudget and a compaction
 // Limiter between them.

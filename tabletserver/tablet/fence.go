@@ -40,7 +40,7 @@ func (t *Tablet) seal() error {
 	if err != nil {
 		return fmt.Errorf("tablet: sealing %s at epoch %d: %w", t.dir, t.opts.Epoch, err)
 	}
-	if err := manifest.RemoveOlder(t.dir, t.opts.Epoch); err != nil {
+	if err := manifest.RemoveOlder(t.opts.FS, t.dir, t.opts.Epoch); err != nil {
 		t.logger.Warn("removing older manifests", "dir", t.dir, "err", err)
 	}
 	return nil
@@ -55,7 +55,7 @@ func (t *Tablet) mayDelete(what string) bool {
 	if t.opts.Epoch == 0 {
 		return true
 	}
-	epochs, err := manifest.Epochs(t.dir)
+	epochs, err := manifest.Epochs(t.opts.FS, t.dir)
 	if err != nil || len(epochs) == 0 || epochs[len(epochs)-1] != t.opts.Epoch {
 		t.logger.Warn("not deleting: this owner's manifest is not the newest", "dir", t.dir, "epoch", t.opts.Epoch, "manifests", epochs, "op", what, "err", err)
 		return false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Frozen fixture: testdata/v1/batches/ is a commit log written once by the
@@ -71,7 +72,7 @@ func TestFrozenBatches(t *testing.T) {
 		}
 	}
 	var got []batch
-	if _, err := commitlog.Replay(dir, 0, func(p []byte) error {
+	if _, err := commitlog.Replay(vfs.Default, dir, 0, func(p []byte) error {
 		b, err := decodeBatch(bytes.Clone(p))
 		got = append(got, b)
 		return err

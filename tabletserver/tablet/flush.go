@@ -2,8 +2,8 @@ package tablet
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -110,9 +110,14 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	lists := *im.m.lists.Load()
 	var made []*tableFile
 	fail := func(err error) error {
+		// A manifest that may have been saved names the new files: they
+		// stay, unreferenced if the old manifest is the one read.
+		keep := errors.Is(err, manifest.ErrMaybeSaved)
 		for _, f := range made {
 			_ = f.reader.Close()
-			_ = os.Remove(f.path)
+			if !keep {
+				_ = t.opts.FS.Remove(f.path)
+			}
 		}
 		return err
 	}
@@ -183,12 +188,13 @@ func (t *Tablet) writeTable(fam *families.Family, fill func(add func(k, v []byte
 	num := t.allocFileNum()
 	rel := fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
 	path := filepath.Join(t.dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	fsys := t.opts.FS
+	if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("tablet: %w", err)
 	}
-	fh, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	fh, err := fsys.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("tablet: create sstable: %w", err)
+		return nil, fmt.Errorf("tablet: create sstable %s: %w", path, err)
 	}
 	w := sstable.NewWriter(fh, writerOptions(fam))
 	n := 0
@@ -201,19 +207,19 @@ func (t *Tablet) writeTable(fam *families.Family, fill func(add func(k, v []byte
 	})
 	if err != nil || n == 0 {
 		w.Abort()
-		_ = os.Remove(path)
+		_ = fsys.Remove(path)
 		if err != nil {
 			return nil, fmt.Errorf("tablet: write sstable %s: %w", path, err)
 		}
 		return nil, nil
 	}
 	if err := w.Close(); err != nil {
-		_ = os.Remove(path)
+		_ = fsys.Remove(path)
 		return nil, fmt.Errorf("tablet: finish sstable %s: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		_ = os.Remove(path)
-		return nil, err
+	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
+		_ = fsys.Remove(path)
+		return nil, fmt.Errorf("tablet: sync folder %s: %w", filepath.Dir(path), err)
 	}
 	p := w.Properties()
 	ref := manifest.FileRef{
@@ -223,25 +229,13 @@ func (t *Tablet) writeTable(fam *families.Family, fill func(add func(k, v []byte
 	}
 	f, err := t.openFile(ref)
 	if err != nil {
-		_ = os.Remove(path)
+		_ = fsys.Remove(path)
 		return nil, err
 	}
 	if t.testHookTableWritten != nil {
 		t.testHookTableWritten()
 	}
 	return f, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("tablet: sync folder: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("tablet: sync folder %s: %w", dir, err)
-	}
-	return nil
 }
 
 // familyFolder returns the folder of a family's SSTables: its name, except

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // errTestFenced stands for the tablet server's "fenced" error.
@@ -117,7 +118,7 @@ func readManifest(t *testing.T, dir string) []byte {
 // lists exists.
 func checkReferencedExist(t *testing.T, dir string) manifest.State {
 	t.Helper()
-	st, _, err := manifest.Load(dir)
+	st, _, err := manifest.Load(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -468,7 +469,7 @@ func TestGuardStopsSplit(t *testing.T) {
 		}
 		checkReferencedExist(t, dir)
 		for _, c := range []string{left, right} {
-			if _, found, _ := manifest.Load(c); found {
+			if _, found, _ := manifest.Load(vfs.Default, c); found {
 				t.Fatalf("refusing call %d: child %s has a manifest", k, c)
 			}
 		}
@@ -496,7 +497,7 @@ func TestGuardRefusesCreatingATablet(t *testing.T) {
 	if _, err := Open(opts); !errors.Is(err, errTestFenced) || !errors.Is(err, ErrGuardRefused) {
 		t.Fatalf("Open with a refusing guard: %v", err)
 	}
-	if _, found, _ := manifest.Load(dir); found {
+	if _, found, _ := manifest.Load(vfs.Default, dir); found {
 		t.Fatal("a refused Open wrote a manifest")
 	}
 }

@@ -2,7 +2,6 @@ package tablet
 
 import (
 	"bytes"
-	"github.com/tabuladb/tabula/vfs"
 	"io"
 	"log/slog"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Options configure a Tablet. The zero value with Dir set is valid (a tablet
@@ -20,8 +20,9 @@ type Options struct {
 	// Dir is the tablet's folder, created if missing. Layout: MANIFEST,
 	// log/ (commit log segments), <family>/NNNNNN.sst. It must be set.
 	Dir string
-	// FS holds the tablet's files (vfs package). The default is the local
-	// disk (vfs.Default).
+	// FS holds the tablet's files (vfs package): its manifest, commit log
+	// and SSTables, and the folders of its split children. The default is
+	// the local disk (vfs.Default).
 	FS vfs.FS
 	// Families is the table's current schema. The default is none.
 	Families []families.Family
@@ -106,6 +107,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Start != nil && o.End != nil && bytes.Compare(o.Start, o.End) >= 0 {
 		return o, cell.Invalidf("tablet: range start %q is not before end %q", o.Start, o.End)
 	}
+	o.FS = vfs.Or(o.FS)
 	if o.SyncInterval == 0 {
 		o.SyncInterval = 100 * time.Millisecond
 	}

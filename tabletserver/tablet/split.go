@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // SplitKey returns a middle row of the tablet, taken from the SSTable
@@ -133,7 +133,7 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 		if a == absParent || leftDir == rightDir {
 			return cell.Invalidf("split folders must differ from each other and from the parent's")
 		}
-		if _, found, err := manifest.Load(c.dir); err != nil || found {
+		if _, found, err := manifest.Load(t.opts.FS, c.dir); err != nil || found {
 			return cell.Invalidf("split folder %s already holds a tablet", c.dir)
 		}
 	}
@@ -162,7 +162,7 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 		defer v.unref()
 		for _, c := range children {
 			guard := func() error { return t.checkGuard("write split child manifest") }
-			if err := writeChild(absParent, c.dir, c.start, c.end, v, lastSeq, nextFile, t.opts.Epoch, guard); err != nil {
+			if err := writeChild(t.opts.FS, absParent, c.dir, c.start, c.end, v, lastSeq, nextFile, t.opts.Epoch, guard); err != nil {
 				return err
 			}
 		}
@@ -171,7 +171,7 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 	if err != nil {
 		t.compactMu.Unlock()
 		for _, c := range children {
-			_ = manifest.Remove(c.dir, t.opts.Epoch)
+			_ = manifest.Remove(t.opts.FS, c.dir, t.opts.Epoch)
 		}
 		return err
 	}
@@ -185,8 +185,8 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 // writeChild writes a split child's manifest referencing the parent's
 // files, at the parent's epoch (the child is opened at a later one, which
 // seals it); guard is asked right before the manifest is saved.
-func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64, epoch int64, guard func() error) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+func writeChild(fsys vfs.FS, absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64, epoch int64, guard func() error) error {
+	if err := fsys.MkdirAll(dir); err != nil {
 		return fmt.Errorf("tablet: split: %w", err)
 	}
 	absDir, err := filepath.Abs(dir)
@@ -231,7 +231,7 @@ func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, n
 	if err := guard(); err != nil {
 		return err
 	}
-	if err := manifest.SaveEpoch(dir, epoch, st); err != nil {
+	if err := manifest.SaveEpoch(fsys, dir, epoch, st); err != nil {
 		return fmt.Errorf("tablet: split: write child manifest: %w", err)
 	}
 	return nil
@@ -240,9 +240,12 @@ func writeChild(absParent, dir string, start, end []byte, v *version, lastSeq, n
 // Referenced lists the files outside the tablet folder dir that its
 // manifest references (a split child's references to its parent's files),
 // as paths joined to dir and cleaned. A parent folder may be deleted when no
-// child lists any of its files.
-func Referenced(dir string) ([]string, error) {
-	st, found, err := manifest.Load(dir)
+// child lists any of its files. It reads the local disk; see ReferencedFS.
+func Referenced(dir string) ([]string, error) { return ReferencedFS(vfs.Default, dir) }
+
+// ReferencedFS is Referenced for a tablet folder on fsys.
+func ReferencedFS(fsys vfs.FS, dir string) ([]string, error) {
+	st, found, err := manifest.Load(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: %w", err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -102,7 +101,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	st, mEpoch, found, err := manifest.LoadNewest(opts.Dir)
+	st, mEpoch, found, err := manifest.LoadNewest(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
 	}
@@ -114,7 +113,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 	}
 	if !found {
 		st = manifest.State{NextFileNum: 1, RangeStart: opts.Start, RangeEnd: opts.End}
-		if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		if err := opts.FS.MkdirAll(opts.Dir); err != nil {
 			return nil, fmt.Errorf("tablet: %w", err)
 		}
 		if opts.Guard != nil {
@@ -122,7 +121,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 				return nil, fmt.Errorf("%w: create %s: %w", ErrGuardRefused, opts.Dir, gerr)
 			}
 		}
-		if err := manifest.SaveEpoch(opts.Dir, opts.Epoch, st); err != nil {
+		if err := manifest.SaveEpoch(opts.FS, opts.Dir, opts.Epoch, st); err != nil {
 			return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
 		}
 	}
@@ -175,7 +174,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 	if err := t.replay(st); err != nil {
 		return nil, err
 	}
-	t.log, err = commitlog.Open(commitlog.Options{Dir: filepath.Join(t.dir, logDirName), SyncMode: opts.SyncMode, SyncInterval: opts.SyncInterval})
+	t.log, err = commitlog.Open(commitlog.Options{Dir: filepath.Join(t.dir, logDirName), FS: opts.FS, SyncMode: opts.SyncMode, SyncInterval: opts.SyncInterval})
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open commit log: %w", err)
 	}
@@ -208,7 +207,7 @@ func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 	// the new one.
 	fam := t.schema.Load().byName[ref.Family]
 	inMemory := fam != nil && fam.InMemory
-	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache, InMemory: inMemory})
+	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache, InMemory: inMemory, FS: t.opts.FS})
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open sstable of family %s: %w", ref.Family, err)
 	}
@@ -220,7 +219,7 @@ func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 func (t *Tablet) replay(st manifest.State) error {
 	t.lastSeq = st.LastSeq
 	sch := t.schema.Load()
-	_, err := commitlog.Replay(filepath.Join(t.dir, logDirName), st.ReplayPoint, func(p []byte) error {
+	_, err := commitlog.Replay(t.opts.FS, filepath.Join(t.dir, logDirName), st.ReplayPoint, func(p []byte) error {
 		b, err := decodeBatch(p)
 		if err != nil {
 			return err
@@ -361,7 +360,7 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 	if err := t.checkGuard("save manifest"); err != nil {
 		return err
 	}
-	if err := manifest.SaveEpoch(t.dir, t.opts.Epoch, st); err != nil {
+	if err := manifest.SaveEpoch(t.opts.FS, t.dir, t.opts.Epoch, st); err != nil {
 		err = fmt.Errorf("tablet: save manifest: %w", err)
 		t.failed(err)
 		return err

@@ -1,7 +1,8 @@
 package tablet
 
 import (
-	"os"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,7 +38,7 @@ func (f *tableFile) unref() {
 		if !f.t.mayDelete("remove obsolete sstable") {
 			return
 		}
-		if err := os.Remove(f.path); err != nil && !os.IsNotExist(err) {
+		if err := f.t.opts.FS.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			f.t.logger.Warn("removing obsolete sstable", "path", f.path, "err", err)
 		}
 	}

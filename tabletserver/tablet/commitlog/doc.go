@@ -1,16 +1,18 @@
 // Package commitlog is the write-ahead log of one tablet: append-only
 // segment files of CRC32C-framed records, written with group commit so that
 // concurrent writers share one fsync (docs/CONTRACTS.md §3 "Commit log").
+// Its files live on a vfs.FS (the local disk by default): a segment is
+// created, then appended to through the same handle until it is rotated.
 //
 // The log knows nothing of what a record means; the tablet engine encodes one
 // row's mutation batch (with its sequence number) as the payload. On open the
 // engine first replays the log from its manifest's replay point, then opens
 // the log for new writes, which always go to a fresh segment:
 //
-//	last, err := commitlog.Replay(dir, replayPoint, func(p []byte) error {
+//	last, err := commitlog.Replay(fsys, dir, replayPoint, func(p []byte) error {
 //		return applyBatch(p) // p is only valid during the call
 //	})
-//	l, err := commitlog.Open(commitlog.Options{Dir: dir})
+//	l, err := commitlog.Open(commitlog.Options{Dir: dir, FS: fsys})
 //	defer l.Close()
 //	t, err := l.Write(record) // under the engine's commit mutex: log order = seq order
 //	err = l.Wait(t)           // outside it: concurrent waiters share one fsync

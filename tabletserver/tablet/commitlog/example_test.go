@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 func Example() {
@@ -35,7 +36,7 @@ func Example() {
 	}
 
 	// Next incarnation: replay, then open for new writes.
-	last, err := commitlog.Replay(dir, 0, func(p []byte) error {
+	last, err := commitlog.Replay(vfs.Default, dir, 0, func(p []byte) error {
 		fmt.Printf("replayed %q\n", p)
 		return nil
 	})

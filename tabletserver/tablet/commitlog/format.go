@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tabuladb/tabula/corruption"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // ErrCorrupt marks a damaged segment: a bad record that is not a torn tail of
@@ -88,9 +89,9 @@ func parseSegmentName(name string) (uint64, bool) {
 
 // listSegments returns the numbers of the segment files in dir, ascending.
 // A missing dir has no segments.
-func listSegments(dir string) ([]uint64, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
+func listSegments(fsys vfs.FS, dir string) ([]uint64, error) {
+	entries, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -98,26 +99,12 @@ func listSegments(dir string) ([]uint64, error) {
 	}
 	var nums []uint64
 	for _, e := range entries {
-		if n, ok := parseSegmentName(e.Name()); ok && e.Type().IsRegular() {
+		if n, ok := parseSegmentName(e.Name); ok && !e.IsDir {
 			nums = append(nums, n)
 		}
 	}
 	slices.Sort(nums)
 	return nums, nil
-}
-
-// syncDir fsyncs a directory so that file creations, renames and removals
-// in it are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // corruptf returns an error wrapping ErrCorrupt that names the file and the

@@ -3,10 +3,12 @@ package commitlog
 import (
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tabuladb/tabula/vfs"
 )
 
 const (
@@ -33,10 +35,7 @@ type Ticket struct{ n uint64 }
 type Log struct {
 	opts Options
 
-	// syncFn fsyncs a segment file. It is (*os.File).Sync; tests replace it
-	// (before any concurrent use) to slow down or fail fsyncs.
-	syncFn func(*os.File) error
-	// fsyncs counts calls of syncFn, for tests of group commit.
+	// fsyncs counts segment fsyncs, for tests of group commit.
 	fsyncs atomic.Int64
 
 	stop chan struct{}  // closed by Close to stop the interval syncer
@@ -55,8 +54,8 @@ type Log struct {
 	busy       bool   // a round runs outside mu
 	err        error  // set by the first failed write or fsync: the log is poisoned
 	closed     bool
-	f          *os.File // active segment; nil after Close
-	seg        uint64   // active segment number
+	f          vfs.Writable // active segment; nil after Close
+	seg        uint64       // active segment number
 	// activeBytes counts the active segment's bytes, buffered ones included.
 	activeBytes int64
 	old         []segmentInfo // live segments older than the active one, ascending
@@ -76,22 +75,22 @@ func Open(opts Options) (_ *Log, err error) {
 	if opts, err = opts.withDefaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+	if err := opts.FS.MkdirAll(opts.Dir); err != nil {
 		return nil, fmt.Errorf("commitlog: %w", err)
 	}
-	nums, err := listSegments(opts.Dir)
+	nums, err := listSegments(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
-	l := &Log{opts: opts, syncFn: (*os.File).Sync, stop: make(chan struct{})}
+	l := &Log{opts: opts, stop: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	for _, n := range nums {
-		st, err := os.Stat(segmentPath(opts.Dir, n))
+		st, err := opts.FS.Stat(segmentPath(opts.Dir, n))
 		if err != nil {
 			return nil, fmt.Errorf("commitlog: %w", err)
 		}
-		l.old = append(l.old, segmentInfo{n, st.Size()})
-		l.oldBytes += st.Size()
+		l.old = append(l.old, segmentInfo{n, st.Size})
+		l.oldBytes += st.Size
 	}
 	l.seg = 1
 	if len(nums) > 0 {
@@ -109,17 +108,19 @@ func Open(opts Options) (_ *Log, err error) {
 }
 
 // createSegment creates segment n with its header and makes it durable, so
-// that a segment the manifest may name as replay point always exists.
-func (l *Log) createSegment(n uint64) (_ *os.File, err error) {
+// that a segment the manifest may name as replay point always exists. The
+// file is created exclusively (vfs.FS.Create), so an older owner of the
+// tablet still running can never start a segment this one started.
+func (l *Log) createSegment(n uint64) (_ vfs.Writable, err error) {
 	path := segmentPath(l.opts.Dir, n)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := l.opts.FS.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("commitlog: create segment: %w", err)
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
-			os.Remove(path)
+			l.opts.FS.Remove(path)
 		}
 	}()
 	if _, err := f.Write(segmentHeader()); err != nil {
@@ -128,15 +129,15 @@ func (l *Log) createSegment(n uint64) (_ *os.File, err error) {
 	if err := l.syncFile(f); err != nil {
 		return nil, fmt.Errorf("commitlog: fsync %s: %w", path, err)
 	}
-	if err := syncDir(l.opts.Dir); err != nil {
+	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
 		return nil, fmt.Errorf("commitlog: fsync %s: %w", l.opts.Dir, err)
 	}
 	return f, nil
 }
 
-func (l *Log) syncFile(f *os.File) error {
+func (l *Log) syncFile(f vfs.Writable) error {
 	l.fsyncs.Add(1)
-	return l.syncFn(f)
+	return f.Sync()
 }
 
 // Write frames payload and queues it after every record written before; it
@@ -255,16 +256,16 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	l.mu.Unlock()
 
 	var err error
-	var nf *os.File
+	var nf vfs.Writable
 	oldClosed := false
 	if len(data) > 0 {
 		if _, err = f.Write(data); err != nil {
-			err = fmt.Errorf("commitlog: write %s: %w", f.Name(), err)
+			err = fmt.Errorf("commitlog: write %s: %w", segmentPath(l.opts.Dir, seg), err)
 		}
 	}
 	if err == nil && sync {
 		if err = l.syncFile(f); err != nil {
-			err = fmt.Errorf("commitlog: fsync %s: %w", f.Name(), err)
+			err = fmt.Errorf("commitlog: fsync %s: %w", segmentPath(l.opts.Dir, seg), err)
 		}
 	}
 	if err == nil && rotate {
@@ -343,7 +344,7 @@ func (l *Log) RemoveBefore(seg uint64) error {
 	var errs []error
 	var kept []segmentInfo
 	for _, s := range doomed {
-		if err := os.Remove(segmentPath(l.opts.Dir, s.num)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := l.opts.FS.Remove(segmentPath(l.opts.Dir, s.num)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("commitlog: %w", err))
 			kept = append(kept, s)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 func TestParseSyncMode(t *testing.T) {
@@ -187,16 +188,17 @@ func TestWriteWaitKeepsCallOrder(t *testing.T) {
 // single further fsync makes all 63 durable.
 func TestGroupCommitSharesFsyncs(t *testing.T) {
 	const writers = 64
-	l := mustOpen(t, Options{Dir: t.TempDir()})
+	ffs := vfs.NewFaulty(vfs.Default)
+	l := mustOpen(t, Options{Dir: t.TempDir(), FS: ffs})
 	held, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int64
-	l.syncFn = func(f *os.File) error {
-		if calls.Add(1) == 1 {
+	ffs.Set(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync && calls.Add(1) == 1 {
 			close(held)
 			<-release
 		}
-		return f.Sync()
-	}
+		return nil
+	})
 	l.fsyncs.Store(0)
 	errs := make(chan error, writers)
 	var wg sync.WaitGroup
@@ -238,14 +240,17 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 
 // TestSyncAlwaysWaitsForFsync: Append does not return before its fsync ends.
 func TestSyncAlwaysWaitsForFsync(t *testing.T) {
-	l := mustOpen(t, Options{Dir: t.TempDir()})
+	ffs := vfs.NewFaulty(vfs.Default)
+	l := mustOpen(t, Options{Dir: t.TempDir(), FS: ffs})
 	release := make(chan struct{})
 	entered := make(chan struct{}, 1)
-	l.syncFn = func(f *os.File) error {
-		entered <- struct{}{}
-		<-release
-		return f.Sync()
-	}
+	ffs.Set(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	})
 	var returned atomic.Bool
 	done := make(chan error)
 	go func() {
@@ -262,7 +267,7 @@ func TestSyncAlwaysWaitsForFsync(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	l.syncFn = (*os.File).Sync
+	ffs.Set(nil)
 }
 
 func TestSyncIntervalFsyncsInBackground(t *testing.T) {
@@ -398,14 +403,15 @@ var errInjected = errors.New("injected fsync failure")
 // the error and no fsync is retried.
 func TestFailedFsyncPoisonsLog(t *testing.T) {
 	dir := t.TempDir()
-	l := mustOpen(t, Options{Dir: dir})
+	ffs := vfs.NewFaulty(vfs.Default)
+	l := mustOpen(t, Options{Dir: dir, FS: ffs})
 	var fail atomic.Bool
-	l.syncFn = func(f *os.File) error {
-		if fail.Load() {
+	ffs.Set(func(op vfs.Op, _ string) error {
+		if op == vfs.OpSync && fail.Load() {
 			return errInjected
 		}
-		return f.Sync()
-	}
+		return nil
+	})
 	tk, err := l.Write([]byte("durable"))
 	if err != nil || l.Wait(tk) != nil {
 		t.Fatal("first append failed")
@@ -443,11 +449,15 @@ func TestFailedFsyncPoisonsLog(t *testing.T) {
 // TestFailedFsyncFailsEveryWaiter: concurrent waiters of the failed round all
 // see the error.
 func TestFailedFsyncFailsEveryWaiter(t *testing.T) {
-	l := mustOpen(t, Options{Dir: t.TempDir()})
-	l.syncFn = func(*os.File) error {
+	ffs := vfs.NewFaulty(vfs.Default)
+	l := mustOpen(t, Options{Dir: t.TempDir(), FS: ffs})
+	ffs.Set(func(op vfs.Op, _ string) error {
+		if op != vfs.OpSync {
+			return nil
+		}
 		time.Sleep(time.Millisecond)
 		return errInjected
-	}
+	})
 	var wg sync.WaitGroup
 	var ok atomic.Int64
 	for range 16 {

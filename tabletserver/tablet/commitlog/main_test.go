@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabuladb/tabula/vfs"
 	"go.uber.org/goleak"
 )
 
@@ -50,8 +51,14 @@ func randomPayloads(r *rand.Rand, n, maxLen int) [][]byte {
 // replayAll replays dir from segment from and returns copies of the payloads.
 func replayAll(t testing.TB, dir string, from uint64) ([][]byte, uint64, error) {
 	t.Helper()
+	return replayAllOn(t, vfs.Default, dir, from)
+}
+
+// replayAllOn is replayAll on fsys.
+func replayAllOn(t testing.TB, fsys vfs.FS, dir string, from uint64) ([][]byte, uint64, error) {
+	t.Helper()
 	var got [][]byte
-	last, err := Replay(dir, from, func(p []byte) error {
+	last, err := Replay(fsys, dir, from, func(p []byte) error {
 		got = append(got, slices.Clone(p))
 		return nil
 	})
@@ -67,7 +74,7 @@ func equalPayloads(a, b [][]byte) bool {
 // diskSize sums the sizes of the segment files in dir.
 func diskSize(t testing.TB, dir string) int64 {
 	t.Helper()
-	nums, err := listSegments(dir)
+	nums, err := listSegments(vfs.Default, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

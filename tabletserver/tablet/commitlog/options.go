@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // SyncMode says when an appended record counts as durable.
@@ -56,6 +57,9 @@ type Options struct {
 	// Dir is the folder of segment files; it is created if missing.
 	// Segments are named "%016d.log" by segment number. It must be set.
 	Dir string
+	// FS holds the segment files. The default is the local disk
+	// (vfs.Default).
+	FS vfs.FS
 	// SyncMode says when a record counts as durable. The default is
 	// SyncAlways.
 	SyncMode SyncMode
@@ -89,5 +93,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SegmentSize == 0 {
 		o.SegmentSize = defaultSegmentSize
 	}
+	o.FS = vfs.Or(o.FS)
 	return o, nil
 }

@@ -7,7 +7,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	"os"
+
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // scanBudget bounds the bytes checksummed while looking for a valid record
@@ -16,9 +17,10 @@ import (
 // operator, silently dropping records is not.
 const scanBudget = 1 << 30
 
-// Replay reads every segment numbered >= from, in order, calling fn with each
-// record's payload. The payload slice is only valid during the call. It
-// returns the number of the last segment seen (0 if none).
+// Replay reads every segment in dir on fsys (nil: the local disk) numbered
+// >= from, in order, calling fn with each record's payload. The payload
+// slice is only valid during the call. It returns the number of the last
+// segment seen (0 if none).
 //
 // A torn tail of the last segment (a short record header, a length past the
 // end of the file, a checksum mismatch with no valid record after it, an
@@ -30,8 +32,9 @@ const scanBudget = 1 << 30
 // replay and is returned as is.
 //
 // Replay is never cut short by a context: a partly replayed log is useless.
-func Replay(dir string, from uint64, fn func(payload []byte) error) (last uint64, err error) {
-	nums, err := listSegments(dir)
+func Replay(fsys vfs.FS, dir string, from uint64, fn func(payload []byte) error) (last uint64, err error) {
+	fsys = vfs.Or(fsys)
+	nums, err := listSegments(fsys, dir)
 	if err != nil {
 		return 0, err
 	}
@@ -45,7 +48,7 @@ func Replay(dir string, from uint64, fn func(payload []byte) error) (last uint64
 		}
 		last = n
 		isLast := i == len(nums)-1
-		if buf, err = replaySegment(segmentPath(dir, n), isLast, buf, fn); err != nil {
+		if buf, err = replaySegment(fsys, segmentPath(dir, n), isLast, buf, fn); err != nil {
 			return last, err
 		}
 	}
@@ -54,17 +57,13 @@ func Replay(dir string, from uint64, fn func(payload []byte) error) (last uint64
 
 // replaySegment replays one segment file. buf is scratch space for payloads;
 // the possibly grown buffer is returned for reuse.
-func replaySegment(path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, error) {
-	f, err := os.Open(path)
+func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, error) {
+	f, err := fsys.Open(path)
 	if err != nil {
 		return buf, fmt.Errorf("commitlog: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return buf, fmt.Errorf("commitlog: %w", err)
-	}
-	size := st.Size()
+	size := f.Size()
 	if size == 0 {
 		// An empty segment: created and not yet given its header before a
 		// crash, or truncated by an earlier replay. It holds no records.
@@ -80,10 +79,10 @@ func replaySegment(path string, isLast bool, buf []byte, fn func([]byte) error) 
 	}
 	if !bytes.Equal(got, want) {
 		if isLast && (bytes.HasPrefix(want, got) || isZero(got)) {
-			if tail, err := readTail(f, 0, size); err != nil {
+			if tail, err := readTail(f, path, 0, size); err != nil {
 				return buf, err
 			} else if isZero(tail) || len(got) < headerLen {
-				return buf, truncate(path, 0)
+				return buf, truncate(fsys, path, 0)
 			}
 		}
 		if len(got) == headerLen && bytes.Equal(got[:headerLen-1], want[:headerLen-1]) {
@@ -130,7 +129,7 @@ func replaySegment(path string, isLast bool, buf []byte, fn func([]byte) error) 
 		if !isLast {
 			return buf, corruptf(path, off, "%s", reason)
 		}
-		tail, err := readTail(f, off, size)
+		tail, err := readTail(f, path, off, size)
 		if err != nil {
 			return buf, err
 		}
@@ -139,16 +138,16 @@ func replaySegment(path string, isLast bool, buf []byte, fn func([]byte) error) 
 		} else if found {
 			return buf, corruptf(path, off, "%s, with a valid record after it at offset %d", reason, off+at)
 		}
-		return buf, truncate(path, off)
+		return buf, truncate(fsys, path, off)
 	}
 	return buf, nil
 }
 
-// readTail reads the bytes of f from off to size.
-func readTail(f *os.File, off, size int64) ([]byte, error) {
+// readTail reads the bytes of f (at path) from off to size.
+func readTail(f vfs.Readable, path string, off, size int64) ([]byte, error) {
 	tail := make([]byte, size-off)
 	if _, err := f.ReadAt(tail, off); err != nil {
-		return nil, fmt.Errorf("commitlog: read %s: %w", f.Name(), err)
+		return nil, fmt.Errorf("commitlog: read %s: %w", path, err)
 	}
 	return tail, nil
 }
@@ -175,27 +174,12 @@ func findRecord(b []byte) (at int64, found, ok bool) {
 }
 
 // truncate cuts the file at path to size bytes and fsyncs it.
-func truncate(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("commitlog: truncate torn tail: %w", err)
-	}
-	err = f.Truncate(size)
-	if err == nil {
-		err = syncTruncated(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+func truncate(fsys vfs.FS, path string, size int64) error {
+	if err := fsys.Truncate(path, size); err != nil {
 		return fmt.Errorf("commitlog: truncate torn tail of %s at %d: %w", path, size, err)
 	}
 	return nil
 }
-
-// syncTruncated fsyncs a segment after its torn tail was cut off. It is
-// (*os.File).Sync; the fuzz test replaces it to run at memory speed.
-var syncTruncated = (*os.File).Sync
 
 func isZero(b []byte) bool {
 	for _, c := range b {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // writeSegment writes payloads as a complete segment file and returns its
@@ -209,14 +211,14 @@ func TestMissingSegmentIsCorrupt(t *testing.T) {
 }
 
 func TestReplayEmptyAndMissingDir(t *testing.T) {
-	last, err := Replay(filepath.Join(t.TempDir(), "nope"), 0, func([]byte) error { return nil })
+	last, err := Replay(vfs.Default, filepath.Join(t.TempDir(), "nope"), 0, func([]byte) error { return nil })
 	if err != nil || last != 0 {
 		t.Fatalf("missing dir: %d, %v", last, err)
 	}
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "MANIFEST"), []byte("not a segment"))
 	writeFile(t, filepath.Join(dir, "12.log"), []byte("not a segment name"))
-	if last, err := Replay(dir, 0, func([]byte) error { return nil }); err != nil || last != 0 {
+	if last, err := Replay(vfs.Default, dir, 0, func([]byte) error { return nil }); err != nil || last != 0 {
 		t.Fatalf("dir without segments: %d, %v", last, err)
 	}
 }
@@ -227,7 +229,7 @@ func TestReplayStopsOnCallbackError(t *testing.T) {
 	writeFile(t, filepath.Join(dir, segmentName(1)), seg)
 	stop := errors.New("stop")
 	calls := 0
-	_, err := Replay(dir, 0, func([]byte) error {
+	_, err := Replay(vfs.Default, dir, 0, func([]byte) error {
 		calls++
 		if calls == 2 {
 			return stop

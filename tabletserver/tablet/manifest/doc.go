@@ -7,10 +7,10 @@
 // fsyncs it, renames it over MANIFEST and fsyncs the folder, so after a crash
 // at any instant Load yields either the old or the new state.
 //
-//	st, found, err := manifest.Load(dir)
+//	st, found, err := manifest.Load(fsys, dir) // fsys: a vfs.FS, nil for the local disk
 //	if err != nil { ... } // a damaged MANIFEST wraps manifest.ErrCorrupt
 //	if !found { st.NextFileNum = 1 } // a new tablet
 //	st.Files = append([]manifest.FileRef{ref}, st.Files...)
 //	st.ReplayPoint, st.LastSeq = seg, seq
-//	err = manifest.Save(dir, st)
+//	err = manifest.Save(fsys, dir, st)
 package manifest

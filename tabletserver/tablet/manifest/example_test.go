@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 func Example() {
@@ -15,7 +16,7 @@ func Example() {
 	}
 	defer os.RemoveAll(dir)
 
-	st, found, err := manifest.Load(dir)
+	st, found, err := manifest.Load(vfs.Default, dir)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -25,11 +26,11 @@ func Example() {
 	// commit log may be replayed from segment 4 on.
 	st.Files = append([]manifest.FileRef{{Family: "cf1", Path: "cf1/000001.sst", FileNum: 1, MinSeq: 1, MaxSeq: 42}}, st.Files...)
 	st.ReplayPoint, st.LastSeq, st.NextFileNum = 4, 42, 2
-	if err := manifest.Save(dir, st); err != nil {
+	if err := manifest.Save(vfs.Default, dir, st); err != nil {
 		log.Fatal(err)
 	}
 
-	st, found, err = manifest.Load(dir)
+	st, found, err = manifest.Load(vfs.Default, dir)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Frozen fixtures: the MANIFEST files under testdata/v1/<name>/ were written
@@ -70,7 +72,7 @@ func TestFrozenManifests(t *testing.T) {
 				writeFixtureManifest(t, dir, fx.state)
 			}
 			// Load only reads: it runs on testdata itself.
-			got, found, err := Load(dir)
+			got, found, err := Load(vfs.Default, dir)
 			if err != nil || !found {
 				t.Fatalf("Load(%s): found %v, %v (tablet folders of today hold a file named MANIFEST)", dir, found, err)
 			}
@@ -115,7 +117,7 @@ func writeFixtureManifest(t *testing.T, dir string, s State) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := Save(dir, s); err != nil {
+	if err := Save(vfs.Default, dir, s); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", dir)

@@ -6,19 +6,25 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/tabuladb/tabula/corruption"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // ErrCorrupt marks a MANIFEST that cannot be trusted: bad magic line,
 // unknown format version, checksum mismatch or an undecodable state. Errors
 // wrapping it name the file. It wraps corruption.ErrCorrupt.
 var ErrCorrupt = corruption.New("manifest: corrupt")
+
+// ErrMaybeSaved marks a SaveEpoch that renamed the new manifest into place
+// but could not make the rename durable: after a crash, or on storage that
+// reports the failure late, either the old or the new state may be read.
+var ErrMaybeSaved = errors.New("manifest: saved, but not known to be durable")
 
 // FileRef is one SSTable a tablet reads.
 type FileRef struct {
@@ -207,11 +213,14 @@ func parseName(name string) (int64, bool) {
 	return e, err == nil && e > 0
 }
 
+// Every function below takes the vfs.FS that holds dir; nil means the
+// local disk (vfs.Default).
+
 // Epochs lists the epochs of the manifests in dir, ascending; none (and
 // no error) when dir does not exist.
-func Epochs(dir string) ([]int64, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
+func Epochs(fsys vfs.FS, dir string) ([]int64, error) {
+	entries, err := vfs.Or(fsys).List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
@@ -219,7 +228,7 @@ func Epochs(dir string) ([]int64, error) {
 	}
 	var out []int64
 	for _, e := range entries {
-		if ep, ok := parseName(e.Name()); ok && e.Type().IsRegular() {
+		if ep, ok := parseName(e.Name); ok && !e.IsDir {
 			out = append(out, ep)
 		}
 	}
@@ -232,20 +241,21 @@ func Epochs(dir string) ([]int64, error) {
 // wrapping ErrCorrupt that names the file (an older one is never used in
 // its place). Leftover temporary files (a Save cut short by a crash) are
 // ignored.
-func Load(dir string) (State, bool, error) {
-	s, _, found, err := LoadNewest(dir)
+func Load(fsys vfs.FS, dir string) (State, bool, error) {
+	s, _, found, err := LoadNewest(fsys, dir)
 	return s, found, err
 }
 
 // LoadNewest is Load that also returns the epoch of the manifest read.
-func LoadNewest(dir string) (State, int64, bool, error) {
-	epochs, err := Epochs(dir)
+func LoadNewest(fsys vfs.FS, dir string) (State, int64, bool, error) {
+	fsys = vfs.Or(fsys)
+	epochs, err := Epochs(fsys, dir)
 	if err != nil || len(epochs) == 0 {
 		return State{}, 0, false, err
 	}
 	epoch := epochs[len(epochs)-1]
 	path := filepath.Join(dir, Name(epoch))
-	b, err := os.ReadFile(path)
+	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return State{}, 0, false, fmt.Errorf("manifest: %w", err)
 	}
@@ -257,13 +267,17 @@ func LoadNewest(dir string) (State, int64, bool, error) {
 }
 
 // Save replaces <dir>/MANIFEST (epoch 0) with s; see SaveEpoch.
-func Save(dir string, s State) error { return SaveEpoch(dir, 0, s) }
+func Save(fsys vfs.FS, dir string, s State) error { return SaveEpoch(fsys, dir, 0, s) }
 
 // SaveEpoch replaces the manifest of epoch in dir with s: it writes a
 // temporary file of that epoch, fsyncs it, renames it over the manifest
 // and fsyncs dir. After a crash at any instant Load yields the old or the
 // new state. dir must exist.
-func SaveEpoch(dir string, epoch int64, s State) error {
+//
+// An error wrapping ErrMaybeSaved means the rename was done but not made
+// durable: Load may yield either state, so the files s names must be kept.
+// Any other error leaves the old manifest in place.
+func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("manifest: refusing to save: %w", err)
 	}
@@ -271,26 +285,28 @@ func SaveEpoch(dir string, epoch int64, s State) error {
 	if err != nil {
 		return err
 	}
+	fsys = vfs.Or(fsys)
 	name := Name(epoch)
 	tmp := filepath.Join(dir, name+".tmp")
-	if err := writeSynced(tmp, b); err != nil {
-		os.Remove(tmp)
+	if err := writeSynced(fsys, tmp, b); err != nil {
+		fsys.Remove(tmp)
 		return fmt.Errorf("manifest: %w", err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp)
+	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		fsys.Remove(tmp)
 		return fmt.Errorf("manifest: %w", err)
 	}
-	if err := syncDir(dir); err != nil {
-		return fmt.Errorf("manifest: fsync %s: %w", dir, err)
+	if err := fsys.SyncDir(dir); err != nil {
+		return fmt.Errorf("%w: fsync %s: %w", ErrMaybeSaved, dir, err)
 	}
 	return nil
 }
 
 // RemoveOlder deletes the manifests of epochs below epoch (and their
 // leftover temporary files), once the manifest of epoch is durable.
-func RemoveOlder(dir string, epoch int64) error {
-	epochs, err := Epochs(dir)
+func RemoveOlder(fsys vfs.FS, dir string, epoch int64) error {
+	fsys = vfs.Or(fsys)
+	epochs, err := Epochs(fsys, dir)
 	if err != nil {
 		return err
 	}
@@ -300,7 +316,7 @@ func RemoveOlder(dir string, epoch int64) error {
 			continue
 		}
 		for _, n := range []string{Name(e), Name(e) + ".tmp"} {
-			if err := os.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("manifest: %w", err))
 			}
 		}
@@ -309,17 +325,22 @@ func RemoveOlder(dir string, epoch int64) error {
 }
 
 // Remove deletes the manifest of epoch in dir, if any.
-func Remove(dir string, epoch int64) error {
-	err := os.Remove(filepath.Join(dir, Name(epoch)))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+func Remove(fsys vfs.FS, dir string, epoch int64) error {
+	err := vfs.Or(fsys).Remove(filepath.Join(dir, Name(epoch)))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("manifest: %w", err)
 	}
 	return nil
 }
 
-// writeSynced writes b to a new file at path and fsyncs it.
-func writeSynced(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+// writeSynced writes b to a new file at path and fsyncs it. A file left
+// at path by a save cut short is removed first: files are created
+// exclusively.
+func writeSynced(fsys vfs.FS, path string, b []byte) error {
+	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := fsys.Create(path)
 	if err != nil {
 		return err
 	}
@@ -328,18 +349,6 @@ func writeSynced(path string, b []byte) error {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	return err

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tabuladb/tabula/vfs"
 )
 
 func sampleState() State {
@@ -32,10 +34,10 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 	for name, s := range map[string]State{"sample": sampleState(), "zero": {}} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			if err := Save(dir, s); err != nil {
+			if err := Save(vfs.Default, dir, s); err != nil {
 				t.Fatal(err)
 			}
-			got, found, err := Load(dir)
+			got, found, err := Load(vfs.Default, dir)
 			if err != nil || !found {
 				t.Fatalf("Load: found %v, %v", found, err)
 			}
@@ -52,17 +54,17 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 func TestEmptyBoundsLoadAsNil(t *testing.T) {
 	dir := t.TempDir()
 	s := State{RangeStart: []byte{}, Files: []FileRef{{Family: "f", Path: "f/1.sst", Lower: []byte{}}}}
-	if err := Save(dir, s); err != nil {
+	if err := Save(vfs.Default, dir, s); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := Load(dir)
+	got, _, err := Load(vfs.Default, dir)
 	if err != nil || got.RangeStart != nil || got.Files[0].Lower != nil {
 		t.Fatalf("Load = %+v, %v", got, err)
 	}
 }
 
 func TestLoadMissing(t *testing.T) {
-	s, found, err := Load(t.TempDir())
+	s, found, err := Load(vfs.Default, t.TempDir())
 	if err != nil || found || !reflect.DeepEqual(s, State{}) {
 		t.Fatalf("Load of empty folder = %+v, %v, %v", s, found, err)
 	}
@@ -71,16 +73,16 @@ func TestLoadMissing(t *testing.T) {
 func TestSaveReplaces(t *testing.T) {
 	dir := t.TempDir()
 	old := sampleState()
-	if err := Save(dir, old); err != nil {
+	if err := Save(vfs.Default, dir, old); err != nil {
 		t.Fatal(err)
 	}
 	next := old
 	next.Files = next.Files[1:]
 	next.ReplayPoint = 9
-	if err := Save(dir, next); err != nil {
+	if err := Save(vfs.Default, dir, next); err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := Load(dir)
+	got, _, err := Load(vfs.Default, dir)
 	if err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("Load = %+v, %v", got, err)
 	}
@@ -92,7 +94,7 @@ func TestSaveReplaces(t *testing.T) {
 func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 	dir := t.TempDir()
 	old := sampleState()
-	if err := Save(dir, old); err != nil {
+	if err := Save(vfs.Default, dir, old); err != nil {
 		t.Fatal(err)
 	}
 	next := old
@@ -105,7 +107,7 @@ func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, FileName+".tmp"), b[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		got, found, err := Load(dir)
+		got, found, err := Load(vfs.Default, dir)
 		if err != nil || !found || !reflect.DeepEqual(got, old) {
 			t.Fatalf("tmp cut at %d: Load = %+v, %v, %v; want the old state", cut, got, found, err)
 		}
@@ -114,15 +116,15 @@ func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 	if err := os.Rename(filepath.Join(dir, FileName+".tmp"), filepath.Join(dir, FileName)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := Load(dir); err != nil || !reflect.DeepEqual(got, next) {
+	if got, _, err := Load(vfs.Default, dir); err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("after rename: %+v, %v", got, err)
 	}
 	// A leftover tmp does not disturb the next Save.
 	os.WriteFile(filepath.Join(dir, FileName+".tmp"), []byte("garbage"), 0o644)
-	if err := Save(dir, old); err != nil {
+	if err := Save(vfs.Default, dir, old); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := Load(dir); err != nil || !reflect.DeepEqual(got, old) {
+	if got, _, err := Load(vfs.Default, dir); err != nil || !reflect.DeepEqual(got, old) {
 		t.Fatalf("after recovery Save: %+v, %v", got, err)
 	}
 }
@@ -141,7 +143,7 @@ func TestDamagedManifestIsCorrupt(t *testing.T) {
 	path := filepath.Join(dir, FileName)
 	for cut := 0; cut < len(b); cut++ {
 		os.WriteFile(path, b[:cut], 0o644)
-		_, _, err := Load(dir)
+		_, _, err := Load(vfs.Default, dir)
 		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path) {
 			t.Fatalf("cut at %d: %v, want ErrCorrupt naming %s", cut, err, path)
 		}
@@ -193,28 +195,28 @@ func reseal(b []byte) []byte {
 func TestNewestEpochWins(t *testing.T) {
 	dir := t.TempDir()
 	old := State{NextFileNum: 1, ReplayPoint: 1}
-	if err := Save(dir, old); err != nil { // epoch 0: plain MANIFEST
+	if err := Save(vfs.Default, dir, old); err != nil { // epoch 0: plain MANIFEST
 		t.Fatal(err)
 	}
-	if _, e, found, err := LoadNewest(dir); err != nil || !found || e != 0 {
+	if _, e, found, err := LoadNewest(vfs.Default, dir); err != nil || !found || e != 0 {
 		t.Fatalf("LoadNewest = epoch %d, %v, %v", e, found, err)
 	}
 	sealed := State{NextFileNum: 7 << 32, ReplayPoint: 9}
-	if err := SaveEpoch(dir, 7, sealed); err != nil {
+	if err := SaveEpoch(vfs.Default, dir, 7, sealed); err != nil {
 		t.Fatal(err)
 	}
 	zombie := State{NextFileNum: 3, ReplayPoint: 5}
-	if err := SaveEpoch(dir, 6, zombie); err != nil {
+	if err := SaveEpoch(vfs.Default, dir, 6, zombie); err != nil {
 		t.Fatal(err)
 	}
-	got, e, found, err := LoadNewest(dir)
+	got, e, found, err := LoadNewest(vfs.Default, dir)
 	if err != nil || !found || e != 7 || got.ReplayPoint != 9 {
 		t.Fatalf("LoadNewest = %+v epoch %d %v %v; want epoch 7's", got, e, found, err)
 	}
-	if err := RemoveOlder(dir, 7); err != nil {
+	if err := RemoveOlder(vfs.Default, dir, 7); err != nil {
 		t.Fatal(err)
 	}
-	if es, err := Epochs(dir); err != nil || len(es) != 1 || es[0] != 7 {
+	if es, err := Epochs(vfs.Default, dir); err != nil || len(es) != 1 || es[0] != 7 {
 		t.Fatalf("after RemoveOlder: %v %v", es, err)
 	}
 	// Names that only look like manifests are ignored.
@@ -223,14 +225,14 @@ func TestNewestEpochWins(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, e, _, err := LoadNewest(dir); err != nil || e != 7 {
+	if _, e, _, err := LoadNewest(vfs.Default, dir); err != nil || e != 7 {
 		t.Fatalf("with look-alike names: epoch %d, %v", e, err)
 	}
 	// A damaged newest manifest is an error, never a fallback to an older one.
 	if err := os.WriteFile(filepath.Join(dir, Name(9)), []byte("tabula-manifest 1\n{}\ncrc32c 00000000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := LoadNewest(dir); !errors.Is(err, ErrCorrupt) {
+	if _, _, _, err := LoadNewest(vfs.Default, dir); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("damaged newest manifest: %v, want ErrCorrupt", err)
 	}
 }

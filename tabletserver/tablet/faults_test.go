@@ -1,0 +1,226 @@
+package tablet
+
+import (
+	"bytes"
+	"errors"
+	"maps"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tabuladb/tabula/corruption"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/vfs"
+)
+
+// A failing disk under the engine (Options.FS): what failed says so, what
+// was acknowledged survives a reopen on a healthy disk, and the manifest
+// never lists a file that is not whole.
+
+// TestLogFaultFailsTheWrite: a full disk under the commit log fails the
+// write that hit it (ErrLogFailed: not acknowledged) and every later one
+// (ErrFailed: the log is not trusted again), and tells the owner once.
+func TestLogFaultFailsTheWrite(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   vfs.Op
+		err  error
+	}{
+		{"no space on write", vfs.OpWrite, vfs.NoSpace()},
+		{"short write", vfs.OpWrite, &vfs.ShortWrite{N: 7, Err: vfs.NoSpace()}},
+		{"no space on sync", vfs.OpSync, vfs.NoSpace()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFaultRig(t)
+			r.write(0, 5)
+			r.flush()
+			r.write(5, 10)
+			r.fs.Set(failOn(tc.op, hasSuffix(".log"), tc.err))
+			err := r.tryWrite("lost")
+			if !errors.Is(err, ErrLogFailed) || !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("write on a full disk = %v, want ErrLogFailed and ENOSPC", err)
+			}
+			r.fs.Set(nil) // a disk that works again does not revive the log
+			if err := r.tryWrite("after"); !errors.Is(err, ErrFailed) {
+				t.Fatalf("write after the failure = %v, want ErrFailed", err)
+			}
+			if err := r.tb.Flush(bg); !errors.Is(err, ErrFailed) {
+				t.Fatalf("Flush after the failure = %v, want ErrFailed", err)
+			}
+			if got := r.reported(); len(got) != 1 || !errors.Is(got[0], syscall.ENOSPC) {
+				t.Fatalf("OnFailure got %v, want the one failure", got)
+			}
+			r.checkAcked()
+			r.reopen()
+			// The failed write may or may not be in the log; never half.
+			if got := readRow(t, r.tb, "lost", nil); got != "" && got != wantRow("lost") {
+				t.Fatalf("the failed write reads %q", got)
+			}
+			if got := readRow(t, r.tb, "after", nil); got != "" {
+				t.Fatalf("a refused write reads %q", got)
+			}
+		})
+	}
+}
+
+// TestFlushFaultKeepsMemtable: a full disk while an SSTable is written
+// fails the flush with an error naming the file or folder; the manifest
+// and the SSTables on disk are as before, the data stays readable from the
+// memtable, the tablet keeps taking writes, and a flush on the healthy disk
+// publishes everything.
+func TestFlushFaultKeepsMemtable(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		op    vfs.Op
+		match func(string) bool
+		err   error
+	}{
+		{"no space to create", vfs.OpCreate, sst(), vfs.NoSpace()},
+		{"no space on write", vfs.OpWrite, sst(), vfs.NoSpace()},
+		{"short write", vfs.OpWrite, sst(), &vfs.ShortWrite{N: 100, Err: vfs.NoSpace()}},
+		// Family a's file is whole and must go too.
+		{"short write of the second family", vfs.OpWrite, sst("b"), &vfs.ShortWrite{N: 100, Err: vfs.NoSpace()}},
+		{"no space on sync", vfs.OpSync, sst(), vfs.NoSpace()},
+		{"no space on folder sync", vfs.OpSyncDir, hasSuffix("/a"), vfs.NoSpace()}, // family a's folder
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newFaultRig(t)
+			r.write(0, 5)
+			r.flush()
+			r.write(5, 10)
+			mBefore := readManifest(t, r.dir)
+			sstBefore, err := listSST(r.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.fs.Set(failOn(tc.op, tc.match, tc.err))
+			err = r.tb.Flush(bg)
+			r.fs.Set(nil)
+			if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), r.dir) {
+				t.Fatalf("Flush on a full disk = %v, want ENOSPC naming the file", err)
+			}
+			if !bytes.Equal(readManifest(t, r.dir), mBefore) {
+				t.Fatal("a failed flush changed the manifest")
+			}
+			if sst, err := listSST(r.dir); err != nil || !maps.Equal(sst, sstBefore) {
+				t.Fatalf("SSTables after the failed flush %v (%v), before %v: a partial file is left", sst, err, sstBefore)
+			}
+			if got := r.reported(); len(got) != 0 {
+				t.Fatalf("a failed SSTable write failed the tablet: %v", got)
+			}
+			r.checkAcked()
+			r.write(10, 12)
+			r.flush()
+			checkReferencedExist(t, r.dir)
+			r.reopen()
+		})
+	}
+}
+
+// TestManifestFaultFailsTablet: a manifest that cannot be saved during a
+// flush or a compaction fails the call and tells the owner (OnFailure), as
+// the tablet must then leave service; reopened on a healthy disk, it has
+// every acknowledged row and every file its manifest lists. A failed
+// folder fsync after the rename leaves the new manifest in place: its
+// files must not be deleted.
+func TestManifestFaultFailsTablet(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		op   vfs.Op
+		file string // the file (or folder, "") the fault hits
+	}{
+		{"no space on write", vfs.OpWrite, manifest.FileName + ".tmp"},
+		{"no space on sync", vfs.OpSync, manifest.FileName + ".tmp"},
+		{"failed rename", vfs.OpRename, manifest.FileName},
+		{"failed folder sync", vfs.OpSyncDir, ""},
+	} {
+		for _, during := range []string{"flush", "compaction"} {
+			t.Run(tc.name+" during "+during, func(t *testing.T) {
+				r := newFaultRig(t)
+				r.write(0, 5)
+				r.flush()
+				r.write(5, 10)
+				if during == "compaction" {
+					r.flush()
+				}
+				r.fs.Set(failOn(tc.op, is(filepath.Join(r.dir, tc.file)), vfs.NoSpace()))
+				var err error
+				if during == "flush" {
+					err = r.tb.Flush(bg)
+				} else {
+					err = r.tb.Compact(bg, true)
+				}
+				r.fs.Set(nil)
+				if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "manifest") {
+					t.Fatalf("%s with a failing manifest = %v, want ENOSPC from the manifest", during, err)
+				}
+				if got := r.reported(); len(got) != 1 || !errors.Is(got[0], syscall.ENOSPC) {
+					t.Fatalf("OnFailure got %v, want the one failure", got)
+				}
+				checkReferencedExist(t, r.dir)
+				r.checkAcked()
+				r.reopen()
+				r.write(10, 12)
+				r.flush()
+				if err := r.tb.Compact(bg, true); err != nil {
+					t.Fatalf("Compact on the healthy disk: %v", err)
+				}
+				r.reopen()
+			})
+		}
+	}
+}
+
+// TestSSTableReadFaultIsAnError: a failing read of an SSTable fails the
+// read, the scan, the compaction and the open that hit it with that error,
+// not with corruption (which would condemn a good file) and not with
+// wrong data; once the disk reads again, everything is there.
+func TestSSTableReadFaultIsAnError(t *testing.T) {
+	r := newFaultRig(t)
+	r.write(0, 5)
+	r.flush()
+	r.write(5, 10)
+	r.flush()
+	isIOError := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, vfs.ErrInjected) || errors.Is(err, corruption.ErrCorrupt) {
+			t.Fatalf("%s on a failing disk = %v, want the read error and not corruption", what, err)
+		}
+	}
+	readFault := failOn(vfs.OpRead, sst(), vfs.Failf("bad sector"))
+	r.fs.Set(readFault)
+	_, err := r.tb.ReadRow(bg, []byte("r003"), nil)
+	isIOError("ReadRow", err)
+	it, err := r.tb.NewRowIterator(bg, ReadOptions{})
+	if err == nil {
+		for it.Next() {
+			t.Fatalf("scan on a failing disk returned row %s", it.Row())
+		}
+		err = it.Close()
+	}
+	isIOError("scan", err)
+	mBefore := readManifest(t, r.dir)
+	isIOError("Compact", r.tb.Compact(bg, true))
+	if !bytes.Equal(readManifest(t, r.dir), mBefore) {
+		t.Fatal("a failed compaction changed the manifest")
+	}
+	if got := r.reported(); len(got) != 0 {
+		t.Fatalf("a failed read failed the tablet: %v", got)
+	}
+	r.fs.Set(nil)
+	r.checkAcked()
+
+	if err := r.tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.fs.Set(readFault)
+	if tb, err := Open(r.options(r.fs)); err == nil {
+		tb.Close()
+		t.Fatal("Open read no SSTable")
+	} else {
+		isIOError("Open", err)
+	}
+	r.fs.Set(nil)
+	r.reopen()
+}
