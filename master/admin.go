@@ -124,7 +124,7 @@ func (m *Master) deleteTable(ctx context.Context, name string) error {
 	}
 	// 4. Files.
 	if m.opts.StorageRoot != "" {
-		if err := storepath.RemoveTable(m.opts.StorageRoot, name); err != nil {
+		if err := storepath.RemoveTable(m.fs(), m.opts.StorageRoot, name); err != nil {
 			m.log.Warn("removing a deleted table's files", "table", name, "err", err)
 		}
 	}

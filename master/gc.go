@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Garbage collection of tablet folders.
@@ -139,7 +139,7 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 	// The folders are listed after the read, so every folder of a tablet
 	// created before the read is seen in its state at or after the read.
 	root := filepath.Join(m.opts.StorageRoot, "tables")
-	entries, err := os.ReadDir(root)
+	entries, err := m.fs().List(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return res, nil
 	}
@@ -148,16 +148,16 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 	}
 	now := time.Now()
 	for _, e := range entries {
-		if !e.IsDir() || cell.ValidateTableName(e.Name()) != nil {
+		if !e.IsDir || cell.ValidateTableName(e.Name) != nil {
 			continue // not a table folder of ours
 		}
 		if !m.stillLeading(term) {
 			return res, ErrNotLeader
 		}
-		removed, blocked, err := m.sweepTable(ctx, term, view, e.Name(), filepath.Join(root, e.Name()), now)
+		removed, blocked, err := m.sweepTable(ctx, term, view, e.Name, filepath.Join(root, e.Name), now)
 		res.removed = append(res.removed, removed...)
 		if blocked {
-			res.blocked = append(res.blocked, e.Name())
+			res.blocked = append(res.blocked, e.Name)
 		}
 		if err != nil {
 			return res, err
@@ -181,22 +181,23 @@ type gcFolder struct {
 // sweepTable sweeps one table folder. blocked reports that an unreadable
 // manifest kept every folder.
 func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView, table, dir string, now time.Time) (removed []string, blocked bool, err error) {
-	tableOld := olderThan(dir, now.Add(-m.opts.GCGrace), false)
-	entries, err := os.ReadDir(dir)
+	fsys := m.fs()
+	tableOld := olderThan(fsys, dir, now.Add(-m.opts.GCGrace), false)
+	entries, err := fsys.List(dir)
 	if err != nil {
 		return nil, false, fmt.Errorf("master: gc: %w", err)
 	}
 	cutoff := now.Add(-m.opts.GCGrace)
 	var folders []*gcFolder
 	for _, e := range entries {
-		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+		if !e.IsDir || strings.HasPrefix(e.Name, ".") {
 			continue
 		}
-		f := &gcFolder{name: e.Name(), dir: filepath.Join(dir, e.Name())}
+		f := &gcFolder{name: e.Name, dir: filepath.Join(dir, e.Name)}
 		switch {
 		case view.ids[f.name]:
 			f.keep, f.why = true, "live"
-		case !olderThan(f.dir, cutoff, true):
+		case !olderThan(fsys, f.dir, cutoff, true):
 			f.keep, f.why = true, "within grace period"
 		}
 		folders = append(folders, f)
@@ -211,7 +212,7 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 			if !f.keep || f.refsRead {
 				continue
 			}
-			r, err := tablet.Referenced(f.dir)
+			r, err := tablet.ReferencedFS(fsys, f.dir)
 			if err != nil {
 				m.log.Error("gc: cannot read a tablet manifest; keeping every folder of the table",
 					"table", table, "tablet", f.name, "err", err)
@@ -249,10 +250,10 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 			return removed, false, ErrNotLeader
 		}
 		// Look at the age once more, just before deleting.
-		if !olderThan(f.dir, time.Now().Add(-m.opts.GCGrace), true) {
+		if !olderThan(fsys, f.dir, time.Now().Add(-m.opts.GCGrace), true) {
 			continue
 		}
-		if err := storepath.RemoveTabletDir(m.opts.StorageRoot, f.dir); err != nil {
+		if err := storepath.RemoveTabletDir(fsys, m.opts.StorageRoot, f.dir); err != nil {
 			m.log.Warn("gc: removing tablet folder", "table", table, "tablet", f.name, "dir", f.dir, "err", err)
 			continue
 		}
@@ -261,7 +262,7 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 	}
 	if tableOld && !view.tables[table] && m.stillLeading(term) {
 		// Remove fails, harmlessly, if the folder is not empty.
-		if err := os.Remove(dir); err == nil {
+		if err := fsys.Remove(dir); err == nil {
 			m.log.Info("gc: removed folder of a table that no longer exists", "table", table, "dir", dir)
 			removed = append(removed, dir)
 		}
@@ -294,29 +295,26 @@ func referencesInside(refs []string, dir string) bool {
 
 // olderThan reports whether path was last modified before cutoff and,
 // when deep, so was everything inside it. Anything it cannot read counts as
-// new, so that it is kept.
-func olderThan(path string, cutoff time.Time, deep bool) bool {
-	info, err := os.Lstat(path)
-	if err != nil || !info.ModTime().Before(cutoff) {
+// new, so that it is kept. Symbolic links are looked at, not followed.
+func olderThan(fsys vfs.FS, path string, cutoff time.Time, deep bool) bool {
+	info, err := fsys.Stat(path)
+	if err != nil || !info.ModTime.Before(cutoff) {
 		return false
 	}
-	if !deep {
+	if !deep || !info.IsDir() {
 		return true
 	}
-	old := true
-	err = filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	entries, err := fsys.List(path)
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if !olderThan(fsys, filepath.Join(path, e.Name), cutoff, true) {
+			return false
 		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if !info.ModTime().Before(cutoff) {
-			old = false
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	return old && err == nil
+	}
+	return true
 }
+
+// fs is the file system of the storage root.
+func (m *Master) fs() vfs.FS { return vfs.Or(m.opts.FS) }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // gcEnv is a leader master over a storage root whose sweep the test runs by
@@ -393,4 +395,44 @@ func TestGCLoopSweepsPeriodically(t *testing.T) {
 		return !exists(t, old), "the old orphan is still there"
 	})
 	wantExist(t, true, fresh)
+}
+
+// TestGCOnAFailingDisk: the sweep goes through Options.FS; when the disk
+// fails a removal or a stat, the folder stays (a stat it cannot make
+// counts as fresh) and nothing else is touched; once the disk heals, the
+// orphan goes.
+func TestGCOnAFailingDisk(t *testing.T) {
+	faulty := vfs.NewFaulty(nil)
+	e := newGCEnv(t, Options{FS: faulty})
+	e.putTablet("t", "live", "", "")
+	writeTablet(t, e.dir("t", "live"), "a", "b")
+	stray := e.dir("t", "stray")
+	orphan(t, stray)
+	age(t, filepath.Join(e.root, "tables"), time.Hour)
+
+	faulty.Set(func(op vfs.Op, name string) error {
+		if op == vfs.OpRemove {
+			return vfs.Failf("remove %s", name)
+		}
+		return nil
+	})
+	if res := e.sweep(); len(res.removed) != 0 {
+		t.Fatalf("removed %v though every removal failed", res.removed)
+	}
+	faulty.Set(func(op vfs.Op, name string) error {
+		if op == vfs.OpStat && strings.HasPrefix(name, stray) {
+			return vfs.Failf("stat %s", name)
+		}
+		return nil
+	})
+	if res := e.sweep(); len(res.removed) != 0 {
+		t.Fatalf("removed %v though its age could not be read", res.removed)
+	}
+	wantExist(t, true, stray, e.dir("t", "live"))
+
+	faulty.Set(nil)
+	if res := e.sweep(); !slices.Equal(res.removed, []string{stray}) {
+		t.Fatalf("after the disk healed: removed %v, want %s", res.removed, stray)
+	}
+	wantExist(t, true, e.dir("t", "live"))
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Options configure a master. The zero value of every field but Etcd means
@@ -33,6 +34,9 @@ type Options struct {
 	// servers; DeleteTable then removes <root>/tables/<table>. The default is
 	// "" (files are left in place).
 	StorageRoot string
+	// FS holds StorageRoot's files (vfs package). The default is the local
+	// disk.
+	FS vfs.FS
 	// GCInterval is how often the leader sweeps StorageRoot for tablet
 	// folders no tablet needs any more (see gc.go); a negative value turns
 	// the sweep off. Without StorageRoot there is no sweep. The default is

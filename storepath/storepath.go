@@ -9,16 +9,16 @@
 // outside its tables folder.
 //
 //	dir, err := storepath.Tablet(root, "users", "a1b2c3")  // <root>/tables/users/a1b2c3
-//	err = storepath.RemoveTable(root, "users")              // <root>/tables/users, nothing else
+//	err = storepath.RemoveTable(fsys, root, "users")        // <root>/tables/users, nothing else
 package storepath
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // TablesFolder is the folder under the root that holds one folder per table.
@@ -74,33 +74,33 @@ func Tablet(root, table, id string) (string, error) {
 	return dir, nil
 }
 
-// RemoveTable deletes a table's folder and everything in it.
-func RemoveTable(root, table string) error {
+// RemoveTable deletes a table's folder and everything in it from fsys.
+func RemoveTable(fsys vfs.FS, root, table string) error {
 	dir, err := Table(root, table)
 	if err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	return vfs.Or(fsys).RemoveAll(dir)
 }
 
-// RemoveTablet deletes a tablet's folder and everything in it.
-func RemoveTablet(root, table, id string) error {
+// RemoveTablet deletes a tablet's folder and everything in it from fsys.
+func RemoveTablet(fsys vfs.FS, root, table, id string) error {
 	dir, err := Tablet(root, table, id)
 	if err != nil {
 		return err
 	}
-	return os.RemoveAll(dir)
+	return vfs.Or(fsys).RemoveAll(dir)
 }
 
 // RemoveTabletDir deletes dir if it is a tablet folder under root (as
 // Tablet builds them); the split and GC code hold folders as paths.
-func RemoveTabletDir(root, dir string) error {
+func RemoveTabletDir(fsys vfs.FS, root, dir string) error {
 	if err := check(root, dir, 3); err != nil {
 		return err
 	}
 	rel, _ := filepath.Rel(Tables(root), filepath.Clean(dir))
 	parts := strings.Split(rel, string(filepath.Separator))
-	return RemoveTablet(root, parts[0], parts[1])
+	return RemoveTablet(fsys, root, parts[0], parts[1])
 }
 
 // check verifies that dir is exactly depth elements below root, inside

@@ -20,7 +20,7 @@ func TestNoNameReachesOutsideItsFolder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"", ".", "..", "...", ".hidden", "-x", "a/b", "../x", "a\\b", "tables/..", "x\x00"} {
-		err := RemoveTable(root, name)
+		err := RemoveTable(nil, root, name)
 		if name == "..." && err == nil {
 			t.Errorf("RemoveTable(%q) accepted a name starting with a dot", name)
 		}
@@ -30,19 +30,19 @@ func TestNoNameReachesOutsideItsFolder(t *testing.T) {
 		if err != nil && !errors.Is(err, cell.ErrInvalid) {
 			t.Errorf("RemoveTable(%q) = %v, want an invalid-argument error", name, err)
 		}
-		if err := RemoveTablet(root, "keep", name); err == nil {
+		if err := RemoveTablet(nil, root, "keep", name); err == nil {
 			t.Errorf("RemoveTablet(keep, %q) succeeded", name)
 		}
 	}
 	for _, dir := range []string{root, filepath.Join(root, "tables"), filepath.Join(root, "tables", "keep"), filepath.Join(root, "tables", "keep", ".."), filepath.Dir(root), "/"} {
-		if err := RemoveTabletDir(root, dir); err == nil {
+		if err := RemoveTabletDir(nil, root, dir); err == nil {
 			t.Errorf("RemoveTabletDir(%s) succeeded", dir)
 		}
 	}
 	if _, err := os.Stat(keep); err != nil {
 		t.Fatalf("a refused removal removed something: %v", err)
 	}
-	if err := RemoveTabletDir(root, keep); err != nil {
+	if err := RemoveTabletDir(nil, root, keep); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(keep); !os.IsNotExist(err) {

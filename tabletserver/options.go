@@ -2,6 +2,7 @@ package tabletserver
 
 import (
 	"crypto/tls"
+	"github.com/tabuladb/tabula/vfs"
 	"io"
 	"log/slog"
 	"time"
@@ -29,6 +30,9 @@ type Options struct {
 	// DataDir is the storage root; tablets live in
 	// <DataDir>/tables/<table>/<tablet-id>/. It must be set.
 	DataDir string
+	// FS holds DataDir's files (vfs package). The default is the local
+	// disk.
+	FS vfs.FS
 	// Etcd lists the etcd endpoints. It must be set.
 	Etcd []string
 	// Cluster names the cluster; keys live under /tabula/<cluster>/. The

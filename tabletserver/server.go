@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Server is a running tablet server. Its methods are safe for concurrent
@@ -129,7 +129,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if opts.DataDir, err = filepath.Abs(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("tabletserver: %w", err)
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o755); err != nil {
+	if err := vfs.Or(opts.FS).MkdirAll(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("tabletserver: %w", err)
 	}
 	s := &Server{

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -13,6 +13,7 @@ import (
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Splits are decided by the server (docs/CONTRACTS.md §4):
@@ -109,7 +110,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	}
 	removeChildren := func() {
 		for _, d := range []string{leftDir, rightDir} {
-			if err := storepath.RemoveTabletDir(s.opts.DataDir, d); err != nil {
+			if err := storepath.RemoveTabletDir(s.fs(), s.opts.DataDir, d); err != nil {
 				s.logger.Warn("removing split child folder", "dir", d, "err", err)
 			}
 		}
@@ -331,7 +332,7 @@ func (s *Server) collectParents() {
 			keep = append(keep, p)
 			continue
 		}
-		if err := storepath.RemoveTabletDir(s.opts.DataDir, p.dir); err != nil {
+		if err := storepath.RemoveTabletDir(s.fs(), s.opts.DataDir, p.dir); err != nil {
 			s.logger.Warn("removing split parent folder", "dir", p.dir, "err", err)
 			keep = append(keep, p)
 			continue
@@ -347,18 +348,18 @@ func (s *Server) collectParents() {
 // references a file inside p's folder.
 func (s *Server) referenced(p splitParent) (bool, error) {
 	tableDir := filepath.Dir(p.dir)
-	entries, err := os.ReadDir(tableDir)
+	entries, err := s.fs().List(tableDir)
 	if err != nil {
 		return false, err
 	}
 	for _, e := range entries {
-		dir := filepath.Join(tableDir, e.Name())
-		if !e.IsDir() || dir == p.dir {
+		dir := filepath.Join(tableDir, e.Name)
+		if !e.IsDir || dir == p.dir {
 			continue
 		}
-		refs, err := tablet.Referenced(dir)
+		refs, err := tablet.ReferencedFS(s.fs(), dir)
 		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
+			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
 			return false, err
@@ -374,3 +375,6 @@ func (s *Server) referenced(p splitParent) (bool, error) {
 	}
 	return false, nil
 }
+
+// fs is the file system of the storage root.
+func (s *Server) fs() vfs.FS { return vfs.Or(s.opts.FS) }

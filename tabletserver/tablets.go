@@ -42,7 +42,7 @@ func (s *Server) tabletPath(table, id string) (string, error) {
 // engineOptions are the options of one tablet's engine on this server.
 func (s *Server) engineOptions(dir string, fams []families.Family, start, end []byte, epoch int64) tablet.Options {
 	return tablet.Options{
-		Dir: dir, Families: fams, Start: nilIfEmpty(start), End: nilIfEmpty(end), Epoch: epoch,
+		Dir: dir, FS: s.opts.FS, Families: fams, Start: nilIfEmpty(start), End: nilIfEmpty(end), Epoch: epoch,
 		SyncMode: s.syncMode, MemtableSize: s.opts.MemtableSize,
 		Cache: s.cache, Memory: s.memory, Compactions: s.limiter,
 		DisableBackgroundWork: s.opts.DisableBackgroundWork,
