@@ -1,0 +1,430 @@
+package s3fs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/tabuladb/tabula/vfs"
+)
+
+// FS is a vfs.FS on one bucket and prefix.
+type FS struct {
+	c   *minio.Client
+	cfg Config
+}
+
+var _ vfs.FS = (*FS)(nil)
+
+// Open connects to the store and checks that the bucket exists and the
+// credentials work, within ctx: a wrong endpoint, bucket or key fails
+// here, with an error that says which, not later in the middle of a write.
+func Open(ctx context.Context, cfg Config) (*FS, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Root == "" {
+		return nil, errors.New("s3fs: Config.Root is required")
+	}
+	var creds *credentials.Credentials
+	if cfg.AccessKey != "" {
+		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
+	} else {
+		creds = credentials.New(&credentials.Static{})
+	}
+	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: cfg.Secure, Region: cfg.Region})
+	if err != nil {
+		return nil, fmt.Errorf("s3fs: endpoint %s: %w", cfg.Endpoint, err)
+	}
+	f := &FS{c: c, cfg: cfg}
+	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	ok, err := c.BucketExists(cctx, cfg.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("s3fs: checking bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, explain(err))
+	}
+	if !ok {
+		return nil, fmt.Errorf("s3fs: bucket %q does not exist at %s; create it first", cfg.Bucket, cfg.Endpoint)
+	}
+	// A read is not enough to prove the credentials may write.
+	probe := f.join(".tabula-write-probe")
+	if _, err := c.PutObject(cctx, cfg.Bucket, probe, bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
+		return nil, fmt.Errorf("s3fs: writing to bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, explain(err))
+	}
+	_ = c.RemoveObject(cctx, cfg.Bucket, probe, minio.RemoveObjectOptions{})
+	return f, nil
+}
+
+// explain names the usual causes of a store's refusal.
+func explain(err error) error {
+	switch minio.ToErrorResponse(err).Code {
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken":
+		return fmt.Errorf("the store refused the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN): %w", err)
+	}
+	return err
+}
+
+func (f *FS) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), f.cfg.Timeout)
+}
+
+func (f *FS) join(rel string) string {
+	if f.cfg.Prefix == "" {
+		return rel
+	}
+	return f.cfg.Prefix + "/" + rel
+}
+
+// key maps a local name under Root to its object key (without a part
+// suffix); the root itself maps to "".
+func (f *FS) key(name string) (string, error) {
+	rel, err := filepath.Rel(f.cfg.Root, filepath.Clean(name))
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("s3fs: %s is outside the storage root %s", name, f.cfg.Root)
+	}
+	if rel == "." {
+		return f.cfg.Prefix, nil
+	}
+	rel = filepath.ToSlash(rel)
+	if strings.Contains(rel, partSep) {
+		return "", fmt.Errorf("s3fs: %s: names may not contain %q", name, partSep)
+	}
+	return f.join(rel), nil
+}
+
+// dirPrefix is the prefix of everything inside the directory key.
+func dirPrefix(key string) string {
+	if key == "" {
+		return ""
+	}
+	return key + "/"
+}
+
+const partSep = "~"
+
+func partKey(key string, n int) string { return fmt.Sprintf("%s%s%08d", key, partSep, n) }
+
+// part is one object of a file.
+type part struct {
+	key      string
+	off      int64
+	size     int64
+	modified time.Time
+}
+
+// parts lists the parts of the file key in order.
+func (f *FS) parts(ctx context.Context, key string) ([]part, error) {
+	var out []part
+	for o := range f.c.ListObjects(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: key + partSep, Recursive: true}) {
+		if o.Err != nil {
+			return nil, fmt.Errorf("s3fs: listing %s: %w", key, explain(o.Err))
+		}
+		out = append(out, part{key: o.Key, size: o.Size, modified: o.LastModified})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	var off int64
+	for i := range out {
+		out[i].off = off
+		off += out[i].size
+	}
+	return out, nil
+}
+
+func notExist(op, name string) error { return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist} }
+
+// Create starts a new file; it fails if the file exists.
+func (f *FS) Create(name string) (vfs.Writable, error) {
+	key, err := f.key(name)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	ps, err := f.parts(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) > 0 {
+		return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrExist}
+	}
+	return newWriter(f, name, key)
+}
+
+// Open opens a file for reading; its parts are listed now.
+func (f *FS) Open(name string) (vfs.Readable, error) {
+	key, err := f.key(name)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	ps, err := f.parts(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, notExist("open", name)
+	}
+	return &reader{f: f, name: name, parts: ps, size: ps[len(ps)-1].off + ps[len(ps)-1].size}, nil
+}
+
+// Truncate rewrites the file as one part of its first size bytes.
+func (f *FS) Truncate(name string, size int64) error {
+	r, err := f.Open(name)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if size > r.Size() {
+		return fmt.Errorf("s3fs: truncate %s to %d: the file has %d bytes", name, size, r.Size())
+	}
+	b := make([]byte, size)
+	if _, err := r.ReadAt(b, 0); err != nil && !(err == io.EOF && size == 0) {
+		return err
+	}
+	key, _ := f.key(name)
+	ctx, cancel := f.ctx()
+	defer cancel()
+	old := r.(*reader).parts
+	// Write the new first part, then drop the others: a crash in between
+	// leaves the old tail, which replay reads again and cuts again.
+	if _, err := f.c.PutObject(ctx, f.cfg.Bucket, partKey(key, 0), bytes.NewReader(b), size, minio.PutObjectOptions{}); err != nil {
+		return fmt.Errorf("s3fs: truncate %s: %w", name, explain(err))
+	}
+	for _, p := range old[1:] {
+		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, p.key, minio.RemoveObjectOptions{}); err != nil {
+			return fmt.Errorf("s3fs: truncate %s: %w", name, explain(err))
+		}
+	}
+	return nil
+}
+
+// Remove removes a file, or a directory that holds nothing.
+func (f *FS) Remove(name string) error {
+	key, err := f.key(name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	ps, err := f.parts(ctx, key)
+	if err != nil {
+		return err
+	}
+	if len(ps) > 0 {
+		return f.removeKeys(ctx, name, ps)
+	}
+	entries, marker, err := f.list(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !marker && len(entries) == 0 {
+		return notExist("remove", name)
+	}
+	if len(entries) > 0 {
+		return &fs.PathError{Op: "remove", Path: name, Err: errors.New("directory not empty")}
+	}
+	return f.removeKeys(ctx, name, []part{{key: dirPrefix(key)}})
+}
+
+func (f *FS) removeKeys(ctx context.Context, name string, ps []part) error {
+	for _, p := range ps {
+		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, p.key, minio.RemoveObjectOptions{}); err != nil {
+			return fmt.Errorf("s3fs: remove %s: %w", name, explain(err))
+		}
+	}
+	return nil
+}
+
+// RemoveAll removes a file or a directory tree; a missing name is fine.
+func (f *FS) RemoveAll(name string) error {
+	key, err := f.key(name)
+	if err != nil {
+		return err
+	}
+	if key == f.cfg.Prefix {
+		return fmt.Errorf("s3fs: refusing to remove the whole storage root %s", name)
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	var keys []string
+	for _, prefix := range []string{key + partSep, dirPrefix(key)} {
+		for o := range f.c.ListObjects(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+			if o.Err != nil {
+				return fmt.Errorf("s3fs: remove %s: %w", name, explain(o.Err))
+			}
+			keys = append(keys, o.Key)
+		}
+	}
+	// Deepest first: a directory's marker goes after everything inside it
+	// (stores with real directories, SeaweedFS's filer among them, keep a
+	// directory whose marker was deleted while it still held objects).
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	for _, k := range keys {
+		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, k, minio.RemoveObjectOptions{}); err != nil {
+			return fmt.Errorf("s3fs: remove %s: %w", name, explain(err))
+		}
+	}
+	return nil
+}
+
+// Rename publishes a one-part file under newname, replacing it: a server
+// side copy, which readers see whole or not at all, then the source goes.
+func (f *FS) Rename(oldname, newname string) error {
+	from, err := f.key(oldname)
+	if err != nil {
+		return err
+	}
+	to, err := f.key(newname)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	src, err := f.parts(ctx, from)
+	if err != nil {
+		return err
+	}
+	if len(src) != 1 {
+		if len(src) == 0 {
+			return notExist("rename", oldname)
+		}
+		return fmt.Errorf("s3fs: rename %s: it has %d parts; only a file synced once can be renamed", oldname, len(src))
+	}
+	dst, err := f.parts(ctx, to)
+	if err != nil {
+		return err
+	}
+	if _, err := f.c.CopyObject(ctx, minio.CopyDestOptions{Bucket: f.cfg.Bucket, Object: partKey(to, 0)},
+		minio.CopySrcOptions{Bucket: f.cfg.Bucket, Object: src[0].key}); err != nil {
+		return fmt.Errorf("s3fs: rename %s to %s: %w", oldname, newname, explain(err))
+	}
+	var extra []part
+	for _, p := range dst {
+		if p.key != partKey(to, 0) {
+			extra = append(extra, p)
+		}
+	}
+	if err := f.removeKeys(ctx, newname, extra); err != nil {
+		return err
+	}
+	return f.removeKeys(ctx, oldname, src)
+}
+
+// MkdirAll writes the directory markers of dir and its parents below Root.
+func (f *FS) MkdirAll(dir string) error {
+	key, err := f.key(dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	base := f.cfg.Prefix
+	rest := strings.TrimPrefix(strings.TrimPrefix(key, base), "/")
+	if rest == "" {
+		return nil
+	}
+	cur := base
+	for _, el := range strings.Split(rest, "/") {
+		cur = path.Join(cur, el)
+		if _, err := f.c.PutObject(ctx, f.cfg.Bucket, dirPrefix(cur), bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
+			return fmt.Errorf("s3fs: mkdir %s: %w", dir, explain(err))
+		}
+	}
+	return nil
+}
+
+// list returns the entries directly inside the directory key, and whether
+// its marker exists.
+func (f *FS) list(ctx context.Context, key string) ([]vfs.Entry, bool, error) {
+	prefix := dirPrefix(key)
+	seen := map[string]bool{}
+	var out []vfs.Entry
+	marker := false
+	for o := range f.c.ListObjects(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix}) {
+		if o.Err != nil {
+			return nil, false, fmt.Errorf("s3fs: listing %s: %w", key, explain(o.Err))
+		}
+		rest := strings.TrimPrefix(o.Key, prefix)
+		switch {
+		case rest == "":
+			marker = true
+		case strings.HasSuffix(rest, "/"):
+			if n := strings.TrimSuffix(rest, "/"); !seen[n] {
+				seen[n] = true
+				out = append(out, vfs.Entry{Name: n, IsDir: true})
+			}
+		default:
+			n := rest
+			if i := strings.LastIndex(rest, partSep); i >= 0 {
+				n = rest[:i]
+			}
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, vfs.Entry{Name: n})
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, marker, nil
+}
+
+// List lists a directory; one that has neither a marker nor entries does
+// not exist.
+func (f *FS) List(dir string) ([]vfs.Entry, error) {
+	key, err := f.key(dir)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	out, marker, err := f.list(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if !marker && len(out) == 0 && key != f.cfg.Prefix {
+		return nil, notExist("list", dir)
+	}
+	return out, nil
+}
+
+// Stat describes a file (its size is the sum of its parts, its time the
+// last part's) or a directory (with the zero time: its contents carry the
+// ages that matter).
+func (f *FS) Stat(name string) (vfs.Info, error) {
+	key, err := f.key(name)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	ps, err := f.parts(ctx, key)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	base := path.Base(filepath.ToSlash(name))
+	if len(ps) > 0 {
+		last := ps[len(ps)-1]
+		return vfs.Info{Name: base, Size: last.off + last.size, ModTime: last.modified, Mode: 0o644}, nil
+	}
+	entries, marker, err := f.list(ctx, key)
+	if err != nil {
+		return vfs.Info{}, err
+	}
+	if !marker && len(entries) == 0 && key != f.cfg.Prefix {
+		return vfs.Info{}, notExist("stat", name)
+	}
+	return vfs.Info{Name: base, Mode: fs.ModeDir | 0o755}, nil
+}
+
+// SyncDir does nothing: an object is durable when its PUT returns.
+func (f *FS) SyncDir(string) error { return nil }
