@@ -31,6 +31,8 @@ import (
 	"github.com/tabuladb/tabula/internal/embedetcd"
 	"github.com/tabuladb/tabula/master"
 	"github.com/tabuladb/tabula/tabletserver"
+	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/vfs/backend"
 )
 
 // ErrConfig marks a Config that cannot be used.
@@ -77,6 +79,11 @@ type Config struct {
 	// servers serve TLS and verify each other's certificates. Clients
 	// need ClientTLS. The default is plaintext on loopback.
 	TLS bool
+	// Storage, when set, keeps the tablets on an object store
+	// (s3://BUCKET[/PREFIX]?endpoint=..., vfs/backend) instead of
+	// Dir/data; each tablet server then spools its uploads in Dir/ts-N.
+	// The default is Dir/data on the local disk.
+	Storage string
 	// Auth (implies TLS) requires every call to authenticate and checks
 	// roles; the cluster's first admin, "tabula-admin", gets a token
 	// (AdminToken, also in Dir/admin.token) and the admin role on "*".
@@ -161,11 +168,18 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 
 	storage := filepath.Join(cfg.Dir, "data")
+	var fsys vfs.FS
+	if cfg.Storage != "" {
+		if fsys, storage, err = backend.Open(ctx, cfg.Storage, ""); err != nil {
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+	}
 	c.master, err = master.Start(ctx, master.Options{
 		Etcd:                  c.etcd.Endpoints(),
 		Cluster:               cfg.Cluster,
 		ListenAddr:            cfg.MasterAddr,
 		StorageRoot:           storage,
+		FS:                    fsys,
 		DefaultSplitThreshold: cfg.SplitThreshold,
 		SessionTTL:            cfg.LeaseTTL,
 		Logger:                cfg.Logger.With("component", "master"),
@@ -179,10 +193,18 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	}
 	for i := 1; i <= cfg.Servers; i++ {
 		id := fmt.Sprintf("ts-%d", i)
+		sfs := fsys
+		if cfg.Storage != "" {
+			// Each server spools its own uploads, as on its own host.
+			if sfs, _, err = backend.Open(ctx, cfg.Storage, filepath.Join(cfg.Dir, id)); err != nil {
+				return nil, fmt.Errorf("devcluster: %w", err)
+			}
+		}
 		s, err := tabletserver.Start(ctx, tabletserver.Options{
 			ID:             id,
 			ListenAddr:     "127.0.0.1:0",
 			DataDir:        storage,
+			FS:             sfs,
 			Etcd:           c.etcd.Endpoints(),
 			Cluster:        cfg.Cluster,
 			LeaseTTL:       cfg.LeaseTTL,

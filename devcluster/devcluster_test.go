@@ -14,6 +14,7 @@ import (
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/seaweed"
 )
 
 func TestStartNeedsDir(t *testing.T) {
@@ -172,5 +173,74 @@ func TestSecuredDevCluster(t *testing.T) {
 	if plain, err := client.NewClientWithOptions(pctx, client.Options{Masters: []string{c.MasterAddr()}, ConnectTimeout: 2 * time.Second}); err == nil {
 		plain.Close()
 		t.Error("a plaintext client connected to the secured master")
+	}
+}
+
+// TestDevClusterOnAnObjectStore: with Storage set, the tablets live in the
+// object store: after the cluster stops and every server's local folder is
+// deleted, a restart reads the rows back from the store.
+func TestDevClusterOnAnObjectStore(t *testing.T) {
+	if _, err := seaweed.Binary(); err != nil {
+		if os.Getenv("TABULA_REQUIRE_WEED") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	store, err := seaweed.Start(ctx, seaweed.Config{Dir: t.TempDir(), Bucket: "tabula"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, Servers: 2, LeaseTTL: 2 * time.Second, NoFsync: true, Auth: secureAll(),
+		Storage: "s3://tabula/dev?endpoint=" + store.Endpoint()}
+	c, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := newClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.Admin().CreateTable(ctx, "t", []families.Family{families.Default("cf")}, [][]byte{[]byte("m")}); err != nil {
+		t.Fatal(err)
+	}
+	tbl := cli.Open("t")
+	for _, row := range []string{"a", "z"} {
+		m := client.NewMutation().Set("cf", []byte("q"), 1000, []byte("v-"+row))
+		if err := tbl.Apply(ctx, []byte(row), m); err != nil {
+			t.Fatalf("writing %s: %v", row, err)
+		}
+	}
+	cli.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "tables")); err == nil {
+		t.Fatal("tablet files were written to the local data folder")
+	}
+	for _, id := range []string{"ts-1", "ts-2"} {
+		if err := os.RemoveAll(filepath.Join(dir, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err = Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli, err = newClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	tbl = cli.Open("t")
+	for _, row := range []string{"a", "z"} {
+		r := readRow(ctx, t, tbl, row)
+		if len(r.Cells) != 1 || string(r.Cells[0].Value) != "v-"+row {
+			t.Errorf("after restart, row %s = %+v", row, r.Cells)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/internal/seaweed"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -260,6 +261,8 @@ type cluster struct {
 	dir     string           // everything of this test: etcd, storage, logs
 	storage string           // the tablet servers' shared storage root
 	sec     *clusterSecurity // nil: plaintext, no auth
+	store   *seaweed.Server  // the object store, when the cluster uses one
+	url     string           // its storage URL
 	etcd    *embedetcd.Server
 	masters []*proc
 	servers []*proc
@@ -273,6 +276,10 @@ type clusterOptions struct {
 	// secure turns TLS and auth on (also on for every cluster when
 	// secureAll).
 	secure bool
+	// objectStore keeps the tablets on SeaweedFS (started by the test)
+	// instead of a shared folder; each tablet server then has its own
+	// local folder, as on its own host.
+	objectStore bool
 	// serverArgs are extra flags for every tablet server.
 	serverArgs []string
 }
@@ -308,6 +315,9 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 	if o.secure || secureAll() {
 		c.sec = newClusterSecurity(t, dir)
 	}
+	if o.objectStore {
+		c.startObjectStore(t, ctx)
+	}
 	var err error
 	c.etcd, err = embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), NoFsync: true, TLS: c.sec.etcdFiles()})
 	if err != nil {
@@ -336,6 +346,9 @@ func (c *cluster) teardown() {
 	if c.etcd != nil {
 		c.etcd.Close()
 	}
+	if c.store != nil {
+		c.store.Close()
+	}
 	for _, p := range c.all() {
 		p.checkLog(c.t)
 	}
@@ -363,10 +376,10 @@ func (c *cluster) addMaster(t *testing.T) *proc {
 		"--cluster", clusterKey,
 		"--listen", addr,
 		"--id", p.id,
-		"--storage-root", c.storage,
 		"--session-ttl", ttlFlag,
 		"--log-level", "info",
 	}
+	p.args = append(p.args, c.storageArgs()...)
 	p.args = append(p.args, c.sec.processArgs(c.sec.master())...)
 	p.start(t)
 	c.masters = append(c.masters, p)
@@ -386,11 +399,14 @@ func (c *cluster) addServer(t *testing.T, extra ...string) *proc {
 		"--cluster", clusterKey,
 		"--listen", addr,
 		"--id", id,
-		"--data", c.storage,
+		"--data", c.serverData(id),
 		"--lease-ttl", ttlFlag,
 		"--memtable-size", "1MiB",
 		"--log-level", "info",
 	}, extra...)
+	if c.url != "" {
+		p.args = append(p.args, "--storage", c.url)
+	}
 	p.args = append(p.args, c.sec.processArgs(c.sec.tabletServer())...)
 	p.start(t)
 	c.servers = append(c.servers, p)

@@ -111,6 +111,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				Logger:         log,
 				TLS:            v.GetBool("tls"),
 				Auth:           v.GetBool("auth"),
+				Storage:        v.GetString("storage"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -147,6 +148,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.String("cache-size", "", "block cache per server, e.g. 256MiB (default: the server's)")
 	f.String("split-threshold", "", "tablet size that triggers a split, e.g. 256MiB (default 256MiB)")
 	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
+	f.String("storage", "", "keep tablets on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*), instead of DIR/data")
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	addLogFlag(c, "warn")
@@ -182,13 +184,18 @@ func newMasterCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			fsys, root, err := masterStorage(cmd.Context(), v)
+			if err != nil {
+				return err
+			}
 			m, err := master.Start(cmd.Context(), master.Options{
 				Etcd:                  stringList(v, "etcd"),
 				Cluster:               v.GetString("cluster"),
 				ListenAddr:            v.GetString("listen"),
 				AdvertiseAddr:         v.GetString("advertise"),
 				ID:                    v.GetString("id"),
-				StorageRoot:           v.GetString("storage-root"),
+				StorageRoot:           root,
+				FS:                    fsys,
 				DefaultSplitThreshold: thr,
 				SessionTTL:            v.GetDuration("session-ttl"),
 				Logger:                log,
@@ -210,7 +217,8 @@ func newMasterCmd() *cobra.Command {
 	f := c.Flags()
 	f.String("listen", defaultMaster, "gRPC listen address")
 	f.String("id", "", "master ID in the election (default: the advertised address)")
-	f.String("storage-root", "", "tablet storage root; if set, deleting a table removes its files")
+	f.String("storage-root", "", "tablet storage root on a local or shared disk; if set, deleting a table removes its files and the GC sweeps it")
+	f.String("storage", "", "tablet storage on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*); instead of --storage-root")
 	f.String("split-threshold", "", "default tablet split threshold, e.g. 256MiB (default 256MiB)")
 	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
 	addLogFlag(c, "info")
@@ -239,11 +247,16 @@ func newTabletServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			fsys, root, err := serverStorage(cmd.Context(), v)
+			if err != nil {
+				return err
+			}
 			s, err := tabletserver.Start(cmd.Context(), tabletserver.Options{
 				ID:                v.GetString("id"),
 				ListenAddr:        v.GetString("listen"),
 				AdvertiseAddr:     v.GetString("advertise"),
-				DataDir:           v.GetString("data"),
+				DataDir:           root,
+				FS:                fsys,
 				Etcd:              stringList(v, "etcd"),
 				Cluster:           v.GetString("cluster"),
 				LeaseTTL:          v.GetDuration("lease-ttl"),
@@ -273,7 +286,8 @@ func newTabletServerCmd() *cobra.Command {
 	f := c.Flags()
 	f.String("listen", "127.0.0.1:7200", "gRPC listen address")
 	f.String("id", "", "stable server ID (default: the tablet server's default)")
-	f.String("data", "./tabula-data/data", "storage root: tablets live in DIR/tables/<table>/<tablet>/")
+	f.String("data", "./tabula-data/data", "storage root: tablets live in DIR/tables/<table>/<tablet>/; with --storage, this server's own local folder (upload spool)")
+	f.String("storage", "", "tablet storage on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*); the same for every server and the master")
 	f.Duration("lease-ttl", 10*time.Second, "etcd lease TTL; the server fences itself before it can expire")
 	f.String("memtable-size", "", "memtable flush size per tablet, e.g. 64MiB (default: the server's)")
 	f.String("memtable-soft-limit", "", "server-wide memtable memory past which writers are throttled (default: the server's)")

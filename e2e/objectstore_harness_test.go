@@ -1,0 +1,46 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tabuladb/tabula/internal/seaweed"
+)
+
+// startObjectStore starts SeaweedFS with bucket "tabula" for the cluster;
+// without a weed binary the test fails under TABULA_REQUIRE_WEED (make
+// test) and is skipped otherwise.
+func (c *cluster) startObjectStore(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := seaweed.Binary(); err != nil {
+		if os.Getenv("TABULA_REQUIRE_WEED") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	srv, err := seaweed.Start(ctx, seaweed.Config{Dir: filepath.Join(c.dir, "seaweed"), Bucket: "tabula"})
+	if err != nil {
+		t.Fatalf("starting SeaweedFS: %v", err)
+	}
+	c.store = srv
+	c.url = "s3://tabula/e2e?endpoint=" + srv.Endpoint()
+}
+
+// storageArgs are a master's storage flags.
+func (c *cluster) storageArgs() []string {
+	if c.url != "" {
+		return []string{"--storage", c.url}
+	}
+	return []string{"--storage-root", c.storage}
+}
+
+// serverData is a tablet server's --data: the shared storage root, or,
+// with an object store, the server's own folder.
+func (c *cluster) serverData(id string) string {
+	if c.url != "" {
+		return filepath.Join(c.dir, "hosts", id)
+	}
+	return c.storage
+}
