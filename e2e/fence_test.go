@@ -23,9 +23,20 @@ import (
 // in the end the data equals exactly the acknowledged writes, so no write
 // was acknowledged by two owners.
 func TestFencedServerStopsWritesBeforeTakeover(t *testing.T) {
+	testFencedServer(t, clusterOptions{})
+}
+
+// TestFencedServerOnAnObjectStore is the same with the tablets on an
+// object store and a separate local folder per server: a paused server
+// that wakes cannot make a write visible through the store either.
+func TestFencedServerOnAnObjectStore(t *testing.T) {
+	testFencedServer(t, clusterOptions{objectStore: true})
+}
+
+func testFencedServer(t *testing.T, o clusterOptions) {
 	slow(t)
 	rng := newRand(t)
-	c := startCluster(t, clusterOptions{})
+	c := startCluster(t, o)
 	cl := c.newClient(t)
 	const table = "fence"
 	createTable(t, c, cl, table, hexSplits)

@@ -188,6 +188,19 @@ func (l *loader) ackedSince(since time.Time, in func(row string) bool) int {
 	return n
 }
 
+// ackedBetween counts rows acknowledged after from and before to.
+func (l *loader) ackedBetween(from, to time.Time) int {
+	l.model.mu.Lock()
+	defer l.model.mu.Unlock()
+	n := 0
+	for _, at := range l.model.acked {
+		if at.After(from) && at.Before(to) {
+			n++
+		}
+	}
+	return n
+}
+
 var errAbsent = errors.New("row absent")
 
 // checkLoadRow returns nil if cells are exactly the load's two cells of

@@ -17,6 +17,7 @@ import (
 	"github.com/tabuladb/tabula/rowfilter"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 var (
@@ -50,19 +51,36 @@ func TestModelRandomized(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			t.Logf("seed %d (replay with -model.seed %d)", seed, seed)
-			r := newModelRun(t, seed)
-			defer r.closeAll()
-			for i := 0; i < ops; i++ {
-				r.step(i)
-				if i%10 == 9 {
-					r.verify()
-				}
-			}
-			r.verify()
-			t.Logf("operations: %v; %d tablets at the end", r.counts, len(r.tablets))
+			runModel(t, seed, ops, vfs.Default, t.TempDir())
 		})
 	}
+}
+
+// TestModelRandomizedOnObjectStore runs the model test with the tablets on
+// an object store (SeaweedFS through vfs/s3fs): flushes, compactions,
+// splits and reopens must read the same as on a disk.
+func TestModelRandomizedOnObjectStore(t *testing.T) {
+	fsys := startObjectStore(t)
+	seed := time.Now().UnixNano()
+	if *modelSeed != 0 {
+		seed = *modelSeed
+	}
+	ops := min(*modelOps, 1000)
+	runModel(t, seed, ops, fsys, "/model")
+}
+
+func runModel(t *testing.T, seed int64, ops int, fsys vfs.FS, root string) {
+	t.Logf("seed %d (replay with -model.seed %d)", seed, seed)
+	r := newModelRun(t, seed, fsys, root)
+	defer r.closeAll()
+	for i := 0; i < ops; i++ {
+		r.step(i)
+		if i%10 == 9 {
+			r.verify()
+		}
+	}
+	r.verify()
+	t.Logf("operations: %v; %d tablets at the end", r.counts, len(r.tablets))
 }
 
 type modelTablet struct {
@@ -81,15 +99,16 @@ type modelRun struct {
 	fams    []families.Family
 	tablets []*modelTablet // ascending, covering every row
 	root    string
+	fs      vfs.FS
 	ndirs   int
 	ops     []string
 	nval    int
 	counts  map[string]int // operations done, by kind
 }
 
-func newModelRun(t *testing.T, seed int64) *modelRun {
+func newModelRun(t *testing.T, seed int64, fsys vfs.FS, root string) *modelRun {
 	r := &modelRun{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), clock: &fakeClock{},
-		cache: sstable.NewCache(1 << 20), root: t.TempDir(), counts: map[string]int{}}
+		cache: sstable.NewCache(1 << 20), root: root, fs: fsys, counts: map[string]int{}}
 	r.clock.now.Store(modelT0)
 	r.fams = []families.Family{
 		{Name: "a", Compression: families.CompressionSnappy, Bloom: families.BloomRow, BlockSize: families.MinBlockSize},
@@ -110,7 +129,7 @@ func (r *modelRun) newDir() string {
 func (r *modelRun) now() int64 { return r.clock.Now() }
 
 func (r *modelRun) open(mt *modelTablet) {
-	tb, err := Open(Options{Dir: mt.dir, Create: true, Families: r.fams, Start: mt.start, End: mt.end, SyncMode: commitlog.SyncNone,
+	tb, err := Open(Options{Dir: mt.dir, FS: r.fs, Create: true, Families: r.fams, Start: mt.start, End: mt.end, SyncMode: commitlog.SyncNone,
 		DisableBackgroundWork: true, Clock: r.clock.Now, Cache: r.cache, L0Trigger: 3})
 	if err != nil {
 		r.fail("Open(%s): %v", mt.dir, err)
