@@ -1,0 +1,262 @@
+// Package filecache keeps local copies of immutable files read from a
+// slow FS (an object store), bounded in bytes: the first Open of a
+// cacheable file downloads it whole into a local folder, later Opens read
+// the local copy. Least recently opened files are evicted past the bound.
+// Losing the folder loses nothing: it is only ever a copy.
+//
+// Only files that are never rewritten may be cached (SSTables: their names
+// are unique per owner epoch and they are written once); the caller says
+// which with Options.Cacheable. Everything else, and every write, goes to
+// the underlying FS unchanged. Removing or renaming a name drops its copy.
+//
+// The cache sits under the engine's block cache: the block cache holds
+// decompressed blocks in memory, this one whole files on local disk, so a
+// block cache miss costs a local read instead of a ranged GET.
+package filecache
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tabuladb/tabula/vfs"
+)
+
+// Options configure a cache.
+type Options struct {
+	// Dir is the local folder of the copies (created; its old contents are
+	// discarded at start, as nothing records what they were copies of).
+	Dir string
+	// MaxBytes bounds the copies' total size; a file larger than it is
+	// never cached.
+	MaxBytes int64
+	// Cacheable says which names may be cached.
+	Cacheable func(name string) bool
+}
+
+// FS is a caching vfs.FS over another.
+type FS struct {
+	vfs.FS
+	opts Options
+
+	mu      sync.Mutex
+	entries map[string]*list.Element // by name; values *entry
+	lru     *list.List               // front: most recently opened
+	bytes   int64
+	hits    int64
+	misses  int64
+	loading map[string]*sync.WaitGroup // downloads in flight, by name
+}
+
+type entry struct {
+	name, path string
+	size       int64
+}
+
+// New returns a cache over inner.
+func New(inner vfs.FS, opts Options) (*FS, error) {
+	if opts.Dir == "" || opts.MaxBytes <= 0 || opts.Cacheable == nil {
+		return nil, errors.New("filecache: Dir, MaxBytes and Cacheable are required")
+	}
+	if err := os.RemoveAll(opts.Dir); err != nil {
+		return nil, fmt.Errorf("filecache: clearing %s: %w", opts.Dir, err)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("filecache: %w", err)
+	}
+	return &FS{FS: vfs.Or(inner), opts: opts, entries: map[string]*list.Element{}, lru: list.New(),
+		loading: map[string]*sync.WaitGroup{}}, nil
+}
+
+// Stats are the cache's counters.
+type Stats struct {
+	Hits, Misses int64 // Opens served locally, and downloads
+	Files        int
+	Bytes        int64
+}
+
+// Stats returns the counters.
+func (f *FS) Stats() Stats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return Stats{Hits: f.hits, Misses: f.misses, Files: len(f.entries), Bytes: f.bytes}
+}
+
+// Open serves a cacheable name from its local copy, downloading it first
+// if needed; other names come from the underlying FS.
+func (f *FS) Open(name string) (vfs.Readable, error) {
+	if !f.opts.Cacheable(name) {
+		return f.FS.Open(name)
+	}
+	for {
+		f.mu.Lock()
+		if el, ok := f.entries[name]; ok {
+			e := el.Value.(*entry)
+			if r, err := openLocal(e.path); err == nil {
+				f.lru.MoveToFront(el)
+				f.hits++
+				f.mu.Unlock()
+				return r, nil
+			}
+			// The copy went missing (someone cleaned the folder): forget it.
+			f.dropLocked(el)
+		}
+		if wg, ok := f.loading[name]; ok {
+			f.mu.Unlock()
+			wg.Wait() // another Open is downloading it
+			continue
+		}
+		wg := &sync.WaitGroup{}
+		wg.Add(1)
+		f.loading[name] = wg
+		f.misses++
+		f.mu.Unlock()
+		r, err := f.download(name)
+		f.mu.Lock()
+		delete(f.loading, name)
+		f.mu.Unlock()
+		wg.Done()
+		return r, err
+	}
+}
+
+// download copies name into the cache and opens the copy; a file too large
+// to cache, or a failed local write, is read from the underlying FS.
+func (f *FS) download(name string) (vfs.Readable, error) {
+	src, err := f.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if src.Size() > f.opts.MaxBytes {
+		return src, nil
+	}
+	path := filepath.Join(f.opts.Dir, key(name))
+	tmp, err := os.CreateTemp(f.opts.Dir, "dl-*")
+	if err != nil {
+		return src, nil
+	}
+	_, err = io.Copy(tmp, io.NewSectionReader(src, 0, src.Size()))
+	if err == nil {
+		err = tmp.Close()
+	} else {
+		tmp.Close()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return src, nil // the local disk failed; the store still works
+	}
+	size := src.Size()
+	src.Close()
+	r, err := openLocal(path)
+	if err != nil {
+		os.Remove(path)
+		return f.FS.Open(name)
+	}
+	f.mu.Lock()
+	if el, ok := f.entries[name]; ok {
+		f.dropLocked(el)
+	}
+	f.entries[name] = f.lru.PushFront(&entry{name: name, path: path, size: size})
+	f.bytes += size
+	f.evictLocked()
+	f.mu.Unlock()
+	return r, nil
+}
+
+// evictLocked removes least recently opened copies past the bound. A copy
+// still open by a reader stays readable: unlinking does not close it.
+func (f *FS) evictLocked() {
+	for f.bytes > f.opts.MaxBytes && f.lru.Len() > 0 {
+		f.dropLocked(f.lru.Back())
+	}
+}
+
+func (f *FS) dropLocked(el *list.Element) {
+	e := el.Value.(*entry)
+	f.lru.Remove(el)
+	delete(f.entries, e.name)
+	f.bytes -= e.size
+	os.Remove(e.path)
+}
+
+func (f *FS) forget(name string) {
+	f.mu.Lock()
+	if el, ok := f.entries[name]; ok {
+		f.dropLocked(el)
+	}
+	f.mu.Unlock()
+}
+
+// Create drops any copy of name (a name is cached only once written, but
+// a stale copy must never outlive a rewrite).
+func (f *FS) Create(name string) (vfs.Writable, error) {
+	f.forget(name)
+	return f.FS.Create(name)
+}
+
+// Remove removes name and its copy.
+func (f *FS) Remove(name string) error {
+	f.forget(name)
+	return f.FS.Remove(name)
+}
+
+// RemoveAll removes a tree and the copies of the files in it.
+func (f *FS) RemoveAll(name string) error {
+	prefix := filepath.Clean(name) + string(filepath.Separator)
+	f.mu.Lock()
+	for n, el := range f.entries {
+		if n == name || len(n) > len(prefix) && n[:len(prefix)] == prefix {
+			f.dropLocked(el)
+		}
+	}
+	f.mu.Unlock()
+	return f.FS.RemoveAll(name)
+}
+
+// Rename drops the copies of both names.
+func (f *FS) Rename(oldname, newname string) error {
+	f.forget(oldname)
+	f.forget(newname)
+	return f.FS.Rename(oldname, newname)
+}
+
+// Truncate drops the copy.
+func (f *FS) Truncate(name string, size int64) error {
+	f.forget(name)
+	return f.FS.Truncate(name, size)
+}
+
+// key names a copy: a hash, so any name is a safe file name.
+func key(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(h[:16])
+}
+
+type localFile struct {
+	*os.File
+	size int64
+}
+
+func (l localFile) Size() int64 { return l.size }
+
+func openLocal(path string) (vfs.Readable, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return localFile{File: f, size: st.Size()}, nil
+}
