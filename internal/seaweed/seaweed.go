@@ -34,6 +34,10 @@ type Config struct {
 	Bucket string
 	// StartTimeout bounds the wait for the S3 port. The default is 60s.
 	StartTimeout time.Duration
+	// S3Config, when set, is the JSON of SeaweedFS's S3 identities
+	// (access keys and the actions each may take); without it the S3
+	// gateway accepts anonymous requests.
+	S3Config string
 }
 
 // Server is a running weed process.
@@ -114,6 +118,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Bucket != "" {
 		s.args = append(s.args, "-bucket="+cfg.Bucket)
 	}
+	if cfg.S3Config != "" {
+		path := filepath.Join(cfg.Dir, "s3.json")
+		if err := os.WriteFile(path, []byte(cfg.S3Config), 0o600); err != nil {
+			return nil, err
+		}
+		s.args = append(s.args, "-s3.config="+path)
+	}
 	if err := s.start(ctx); err != nil {
 		return nil, err
 	}
@@ -181,7 +192,9 @@ func (s *Server) ready(ctx context.Context) bool {
 		return false
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	// With identities configured an anonymous request is refused (403),
+	// which still shows the gateway is up.
+	return resp.StatusCode == http.StatusOK || (s.cfg.S3Config != "" && resp.StatusCode == http.StatusForbidden)
 }
 
 // Endpoint is the S3 gateway's URL.

@@ -237,12 +237,44 @@ func (f *FS) Remove(name string) error {
 }
 
 func (f *FS) removeKeys(ctx context.Context, name string, ps []part) error {
-	for _, p := range ps {
-		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, p.key, minio.RemoveObjectOptions{}); err != nil {
+	keys := make([]string, len(ps))
+	for i, p := range ps {
+		keys[i] = p.key
+	}
+	return f.deleteKeys(ctx, name, keys)
+}
+
+// deleteKeys deletes keys in the order given, with multi-object deletes
+// of up to 1000 keys a request (a busy commit log segment is thousands of
+// objects: one per group commit).
+func (f *FS) deleteKeys(ctx context.Context, name string, keys []string) error {
+	if len(keys) == 1 {
+		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, keys[0], minio.RemoveObjectOptions{}); err != nil {
 			return fmt.Errorf("s3fs: remove %s: %w", name, explain(err))
 		}
+		return nil
 	}
-	return nil
+	ch := make(chan minio.ObjectInfo)
+	go func() {
+		defer close(ch)
+		for _, k := range keys {
+			select {
+			case ch <- minio.ObjectInfo{Key: k}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var errs []error
+	for e := range f.c.RemoveObjects(ctx, f.cfg.Bucket, ch, minio.RemoveObjectsOptions{}) {
+		if len(errs) < 3 {
+			errs = append(errs, fmt.Errorf("%s: %w", e.ObjectName, explain(e.Err)))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("s3fs: remove %s: %w", name, errors.Join(errs...))
+	}
+	return ctx.Err()
 }
 
 // RemoveAll removes a file or a directory tree; a missing name is fine.
@@ -269,12 +301,7 @@ func (f *FS) RemoveAll(name string) error {
 	// (stores with real directories, SeaweedFS's filer among them, keep a
 	// directory whose marker was deleted while it still held objects).
 	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
-	for _, k := range keys {
-		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, k, minio.RemoveObjectOptions{}); err != nil {
-			return fmt.Errorf("s3fs: remove %s: %w", name, explain(err))
-		}
-	}
-	return nil
+	return f.deleteKeys(ctx, name, keys)
 }
 
 // Rename publishes a one-part file under newname, replacing it: a server

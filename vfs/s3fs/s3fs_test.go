@@ -127,3 +127,91 @@ func TestParseURL(t *testing.T) {
 		t.Error("a key without a secret was accepted")
 	}
 }
+
+// TestRemoveAllManyObjects: a tree of more objects than one multi-delete
+// request takes (a busy commit log segment is one object per group
+// commit) is removed whole.
+func TestRemoveAllManyObjects(t *testing.T) {
+	srv := startStore(t)
+	f, err := Open(context.Background(), config(t, srv, "many"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := "/storage/tables/t/tab/log"
+	if err := f.MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.Create(dir + "/000001.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parts = 1100
+	for i := range parts {
+		w.Write([]byte{byte(i)})
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.Close()
+	if info, err := f.Stat(dir + "/000001.log"); err != nil || info.Size != parts {
+		t.Fatalf("Stat = %+v, %v; want %d bytes", info, err, parts)
+	}
+	if err := f.RemoveAll("/storage/tables/t"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if ps, err := f.parts(ctx, "many/tables/t/tab/log/000001.log"); err != nil || len(ps) != 0 {
+		t.Fatalf("%d parts left after RemoveAll (%v)", len(ps), err)
+	}
+	if _, err := f.Stat("/storage/tables/t"); err == nil {
+		t.Fatal("the tree is still there")
+	}
+}
+
+// TestCredentialsAreChecked: with access keys configured on the store, a
+// wrong secret and a key that may only read both fail at Open with an
+// error that names the credentials; the right key works.
+func TestCredentialsAreChecked(t *testing.T) {
+	if _, err := seaweed.Binary(); err != nil {
+		if os.Getenv("TABULA_REQUIRE_WEED") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv, err := seaweed.Start(ctx, seaweed.Config{Dir: t.TempDir(), Bucket: "tabula", S3Config: `{"identities": [
+		{"name": "admin", "credentials": [{"accessKey": "ADMINKEY", "secretKey": "adminsecret"}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
+		{"name": "reader", "credentials": [{"accessKey": "READKEY", "secretKey": "readsecret"}], "actions": ["Read", "List"]}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	with := func(ak, sk string) Config {
+		c := config(t, srv, "creds")
+		c.AccessKey, c.SecretKey = ak, sk
+		return c
+	}
+	// weed creates the bucket just after its gateway answers.
+	for {
+		_, err := Open(ctx, with("ADMINKEY", "adminsecret"))
+		if err == nil {
+			break
+		}
+		if !strings.Contains(err.Error(), "does not exist") || ctx.Err() != nil {
+			t.Fatalf("the right key: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, c := range []struct{ what, ak, sk string }{
+		{"a wrong secret", "ADMINKEY", "wrong"},
+		{"a read-only key", "READKEY", "readsecret"},
+		{"no key", "", ""},
+	} {
+		_, err := Open(ctx, with(c.ak, c.sk))
+		t.Logf("%s: %v", c.what, err)
+		if err == nil || !strings.Contains(err.Error(), "credentials") {
+			t.Errorf("%s: %v; want an error naming the credentials", c.what, err)
+		}
+	}
+}
