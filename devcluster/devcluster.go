@@ -91,6 +91,10 @@ type Config struct {
 	Auth bool
 }
 
+// devFileCache bounds each dev tablet server's local copies of SSTables
+// read from an object store.
+const devFileCache = 256 << 20
+
 // Cluster is a running dev cluster.
 type Cluster struct {
 	sec     security
@@ -197,6 +201,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		if cfg.Storage != "" {
 			// Each server spools its own uploads, as on its own host.
 			if sfs, _, err = backend.Open(ctx, cfg.Storage, filepath.Join(cfg.Dir, id)); err != nil {
+				return nil, fmt.Errorf("devcluster: %w", err)
+			}
+			if sfs, err = backend.WithFileCache(sfs, filepath.Join(cfg.Dir, id, "cache"), devFileCache); err != nil {
 				return nil, fmt.Errorf("devcluster: %w", err)
 			}
 		}

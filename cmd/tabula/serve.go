@@ -288,6 +288,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("id", "", "stable server ID (default: the tablet server's default)")
 	f.String("data", "./tabula-data/data", "storage root: tablets live in DIR/tables/<table>/<tablet>/; with --storage, this server's own local folder (upload spool)")
 	f.String("storage", "", "tablet storage on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*); the same for every server and the master")
+	f.String("file-cache-size", "1GiB", "with --storage: local copies of SSTables in DATA/cache, at most this much (0: none)")
 	f.Duration("lease-ttl", 10*time.Second, "etcd lease TTL; the server fences itself before it can expire")
 	f.String("memtable-size", "", "memtable flush size per tablet, e.g. 64MiB (default: the server's)")
 	f.String("memtable-soft-limit", "", "server-wide memtable memory past which writers are throttled (default: the server's)")

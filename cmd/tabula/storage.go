@@ -12,15 +12,26 @@ import (
 )
 
 // serverStorage is a tablet server's storage: the object store of
-// --storage (its uploads spooled under --data), else the local root --data.
+// --storage (its uploads spooled under --data, SSTables cached in
+// --data/cache up to --file-cache-size), else the local root --data.
 func serverStorage(ctx context.Context, v *viper.Viper) (vfs.FS, string, error) {
 	spec := v.GetString("storage")
 	if spec == "" {
-		spec = v.GetString("data")
-	} else if !backend.IsURL(spec) {
+		return backend.Open(ctx, v.GetString("data"), "")
+	}
+	if !backend.IsURL(spec) {
 		return nil, "", fmt.Errorf("--storage %q is not an object store URL (s3://BUCKET[/PREFIX]?endpoint=...); a local storage root goes in --data", spec)
 	}
-	return backend.Open(ctx, spec, filepath.Join(v.GetString("data"), "spool"))
+	fsys, root, err := backend.Open(ctx, spec, filepath.Join(v.GetString("data"), "spool"))
+	if err != nil {
+		return nil, "", err
+	}
+	size, err := sizeSetting(v, "file-cache-size")
+	if err != nil || size <= 0 {
+		return fsys, root, err
+	}
+	cached, err := backend.WithFileCache(fsys, filepath.Join(v.GetString("data"), "cache"), size)
+	return cached, root, err
 }
 
 // masterStorage is the master's view of the storage: --storage (an object

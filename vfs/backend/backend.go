@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/vfs/filecache"
 	"github.com/tabuladb/tabula/vfs/s3fs"
 )
 
@@ -63,4 +64,13 @@ func redact(spec string) string {
 		return spec[:i] + "?..."
 	}
 	return spec
+}
+
+// WithFileCache puts a bounded local cache of SSTables (vfs/filecache) in
+// dir over fsys: a block cache miss then reads a local copy instead of
+// making a ranged GET. SSTables are the one kind of tablet file that is
+// never rewritten, so they are the ones a copy can be kept of.
+func WithFileCache(fsys vfs.FS, dir string, maxBytes int64) (vfs.FS, error) {
+	return filecache.New(fsys, filecache.Options{Dir: dir, MaxBytes: maxBytes,
+		Cacheable: func(name string) bool { return strings.HasSuffix(name, ".sst") }})
 }
