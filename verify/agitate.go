@@ -16,7 +16,9 @@ type FaultKind string
 // The faults.
 const (
 	// FaultServerKill: kill -9 a random tablet server, restart it (same ID,
-	// address and storage) after 0 to 2 lease TTLs.
+	// address and storage) after 0 to 2 lease TTLs. On an object store
+	// every other one (the first, third, ...) deletes the server's own
+	// --data folder before the restart, as if its host were replaced.
 	FaultServerKill FaultKind = "server-kill"
 	// FaultServerStop: SIGSTOP a random tablet server for 1.5 to 3 lease
 	// TTLs (past its lease: its tablets move), then SIGCONT.
@@ -27,10 +29,31 @@ const (
 	// FaultEtcdRestart: kill -9 etcd, restart it on the same data after
 	// 0.25 to 2 lease TTLs.
 	FaultEtcdRestart FaultKind = "etcd-restart"
+	// FaultStoreRestart: kill -9 the object store (ObjectStore clusters
+	// only), restart it on the same data after 0.25 to 2 lease TTLs; the
+	// Tabula processes keep running through it.
+	FaultStoreRestart FaultKind = "store-restart"
 )
 
 // AllFaults lists every fault kind.
-var AllFaults = []FaultKind{FaultServerKill, FaultServerStop, FaultMasterKill, FaultEtcdRestart}
+var AllFaults = []FaultKind{FaultServerKill, FaultServerStop, FaultMasterKill, FaultEtcdRestart, FaultStoreRestart}
+
+// DefaultFaults returns the fault kinds that apply to a cluster: all of
+// them with an object store, else all but FaultStoreRestart.
+func DefaultFaults(objectStore bool) []FaultKind {
+	if objectStore {
+		return AllFaults
+	}
+	return slices.DeleteFunc(slices.Clone(AllFaults), func(k FaultKind) bool { return k == FaultStoreRestart })
+}
+
+// CheckFaults fails if a fault kind does not apply to a cluster.
+func CheckFaults(kinds []FaultKind, objectStore bool) error {
+	if slices.Contains(kinds, FaultStoreRestart) && !objectStore {
+		return fmt.Errorf("verify: fault %s needs a cluster on an object store (ClusterOptions.ObjectStore, --object-store)", FaultStoreRestart)
+	}
+	return nil
+}
 
 // ParseFaultKind checks a fault kind's name.
 func ParseFaultKind(s string) (FaultKind, error) {
@@ -53,7 +76,8 @@ type AgitateOptions struct {
 	// default is 5s.
 	Interval time.Duration
 	// Kinds are the faults to inject, drawn in shuffled rounds so that
-	// each kind comes equally often. The default is AllFaults.
+	// each kind comes equally often. The default is the cluster's
+	// DefaultFaults.
 	Kinds []FaultKind
 	// Seed seeds every choice. The default (0) is the clock.
 	Seed uint64
@@ -68,7 +92,7 @@ type AgitateOptions struct {
 	Logf func(format string, args ...any)
 }
 
-func (o AgitateOptions) withDefaults() AgitateOptions {
+func (o AgitateOptions) withDefaults(objectStore bool) AgitateOptions {
 	if o.Duration <= 0 {
 		o.Duration = 10 * time.Minute
 	}
@@ -76,7 +100,7 @@ func (o AgitateOptions) withDefaults() AgitateOptions {
 		o.Interval = 5 * time.Second
 	}
 	if len(o.Kinds) == 0 {
-		o.Kinds = AllFaults
+		o.Kinds = DefaultFaults(objectStore)
 	}
 	if o.Seed == 0 {
 		o.Seed = uint64(time.Now().UnixNano())
@@ -104,6 +128,9 @@ type FaultEvent struct {
 	// of any writer; AllWriters to when every writer had made progress
 	// again. Negative: not within the recovery timeout.
 	FirstAck, AllWriters time.Duration
+	// Wiped: the target's own --data folder was deleted before its
+	// restart, as on a new host (a FaultServerKill on an object store).
+	Wiped bool
 }
 
 // AgitateResult is what the agitator did.
@@ -119,6 +146,8 @@ type AgitateResult struct {
 // FaultSummary sums up the faults of one kind.
 type FaultSummary struct {
 	Count, Unrecovered int
+	// Wiped counts the events that deleted the target's --data folder.
+	Wiped int
 	// FirstAck and AllWriters are the p50 and max of the events' times.
 	FirstAckP50, FirstAckMax     time.Duration
 	AllWritersP50, AllWritersMax time.Duration
@@ -135,6 +164,9 @@ func (r *AgitateResult) Summary() map[FaultKind]FaultSummary {
 		var first, all []time.Duration
 		s := FaultSummary{Count: len(es)}
 		for _, e := range es {
+			if e.Wiped {
+				s.Wiped++
+			}
 			if e.FirstAck >= 0 {
 				first = append(first, e.FirstAck)
 			}
@@ -169,6 +201,8 @@ type agitator struct {
 	start time.Time
 	res   *AgitateResult
 	ttl   time.Duration
+	// kills counts the FaultServerKill faults, to wipe every other one.
+	kills int
 }
 
 // Agitate injects faults into c, one at a time, while in writes to it,
@@ -176,9 +210,13 @@ type agitator struct {
 // injected) or ctx ends. Every process is running and resumed when it
 // returns.
 func Agitate(ctx context.Context, c *Cluster, in *Ingest, o AgitateOptions) (*AgitateResult, error) {
-	o = o.withDefaults()
+	o = o.withDefaults(c.o.ObjectStore)
 	a := &agitator{c: c, in: in, o: o, rng: rand.New(rand.NewPCG(o.Seed, 0xa617a7e)), start: time.Now(),
 		res: &AgitateResult{Seed: o.Seed}, ttl: c.o.LeaseTTL}
+	if err := CheckFaults(o.Kinds, c.o.ObjectStore); err != nil {
+		a.res.Stopped = err.Error()
+		return a.res, err
+	}
 	defer func() { c.EnsureRunning(context.Background()) }()
 	var deck []FaultKind
 	counts := map[FaultKind]int{}
@@ -206,8 +244,12 @@ func Agitate(ctx context.Context, c *Cluster, in *Ingest, o AgitateOptions) (*Ag
 		}
 		counts[kind]++
 		a.res.Events = append(a.res.Events, ev)
-		o.Logf("fault %d %-12s %-8s at %s down %-7v first ack %-9s all writers %s", len(a.res.Events), kind, ev.Target,
-			ev.Began.UTC().Format("15:04:05.000"), ev.Down.Round(time.Millisecond), fmtRecovery(ev.FirstAck), fmtRecovery(ev.AllWriters))
+		note := ""
+		if ev.Wiped {
+			note = " (its --data folder deleted)"
+		}
+		o.Logf("fault %d %-13s %-8s at %s down %-7v first ack %-9s all writers %s%s", len(a.res.Events), kind, ev.Target,
+			ev.Began.UTC().Format("15:04:05.000"), ev.Down.Round(time.Millisecond), fmtRecovery(ev.FirstAck), fmtRecovery(ev.AllWriters), note)
 		if ev.AllWriters < 0 && !o.KeepGoing {
 			a.res.Stopped = fmt.Sprintf("the writers did not all recover within %v of %s of %s", o.RecoveryTimeout, kind, ev.Target)
 			return a.res, errors.New("verify: " + a.res.Stopped)
@@ -239,6 +281,18 @@ func (a *agitator) jitter(d time.Duration) time.Duration {
 // between draws a duration from [lo, hi] × the lease TTL.
 func (a *agitator) between(lo, hi float64) time.Duration {
 	return time.Duration((lo + (hi-lo)*a.rng.Float64()) * float64(a.ttl))
+}
+
+// wipes says whether a fault of kind deletes its target's --data folder
+// before the restart: every other server kill on an object store, the
+// first included, so that even a short run loses a host. Counting rather
+// than drawing keeps the seed's other choices as they were.
+func (a *agitator) wipes(kind FaultKind) bool {
+	if kind != FaultServerKill || !a.c.o.ObjectStore {
+		return false
+	}
+	a.kills++
+	return a.kills%2 == 1
 }
 
 // reviveUnexpected restarts processes that exited by themselves.
@@ -278,7 +332,11 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 	case FaultEtcdRestart:
 		target = a.c.etcd
 	}
-	ev.Target = target.name
+	if kind == FaultStoreRestart {
+		ev.Target = storeName
+	} else {
+		ev.Target = target.name
+	}
 	t0 := a.in.Now()
 	m := startMeasure(a.in, t0)
 	defer m.stop()
@@ -290,6 +348,10 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 			sleep(ctx, a.between(1.5, 3))
 			err = target.signal(syscall.SIGCONT)
 		}
+	case FaultStoreRestart:
+		a.c.killStore()
+		sleep(ctx, a.between(0.25, 2))
+		err = a.c.restartStore(ctx)
 	default:
 		var pause time.Duration
 		switch kind {
@@ -301,8 +363,13 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 			pause = a.between(0.25, 2)
 		}
 		target.kill()
-		sleep(ctx, pause)
-		err = a.c.restart(ctx, target)
+		if ev.Wiped = a.wipes(kind); ev.Wiped {
+			err = a.c.wipeHost(target)
+		}
+		if err == nil {
+			sleep(ctx, pause)
+			err = a.c.restart(ctx, target)
+		}
 	}
 	ev.Down = time.Since(begin)
 	if err != nil {

@@ -22,7 +22,8 @@ import (
 // (plus Dir) is one etcd, two masters and three tablet servers with 2s
 // leases.
 type ClusterOptions struct {
-	// Dir holds everything: etcd's data, the tablet storage root and the
+	// Dir holds everything: etcd's data, the tablet storage root (or the
+	// object store's data and each tablet server's own folder) and the
 	// processes' logs. Required.
 	Dir string
 	// Binary is the tabula binary to run. The default is this process's
@@ -47,6 +48,13 @@ type ClusterOptions struct {
 	// are bootstrapped into etcd, and Cluster.NewClient uses them. The
 	// default is plaintext with no authentication.
 	Secure bool
+	// ObjectStore keeps the tablets on SeaweedFS started by the cluster
+	// (data in Dir/seaweed; the weed binary of `make tools` or
+	// TABULA_WEED): the masters and tablet servers take its URL as
+	// --storage, and each server has its own --data folder,
+	// Dir/hosts/<id>, as if on its own host. The default is one local
+	// folder, Dir/storage, that every server shares.
+	ObjectStore bool
 	// Logf reports progress. The default discards it.
 	Logf func(format string, args ...any)
 }
@@ -92,32 +100,44 @@ const clusterName = "verify"
 type Cluster struct {
 	o       ClusterOptions
 	sec     security
+	store   objectStore
 	etcd    *proc
 	masters []*proc
 	servers []*proc
 }
 
-// StartCluster starts etcd, the masters (the first one leads) and the
-// tablet servers, and waits until every server has registered. On error
-// it stops what it started.
+// StartCluster starts the object store (with ObjectStore), etcd, the
+// masters (the first one leads) and the tablet servers, and waits until
+// every server has registered. On error it stops what it started.
 func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error) {
 	o, err = o.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	storage := filepath.Join(o.Dir, "storage")
-	for _, d := range []string{storage, filepath.Join(o.Dir, "logs")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	if o.ObjectStore {
+		if err := checkWeed(); err != nil {
 			return nil, err
 		}
 	}
 	c := &Cluster{o: o}
+	dirs := []string{filepath.Join(o.Dir, "logs")}
+	if !o.ObjectStore {
+		dirs = append(dirs, c.localStorage())
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
 	defer func() {
 		if err != nil {
 			c.Close()
 		}
 	}()
 	if c.sec, err = newSecurity(o); err != nil {
+		return nil, err
+	}
+	if err := c.startObjectStore(ctx); err != nil {
 		return nil, err
 	}
 	if c.etcd, err = c.etcdProc(); err != nil {
@@ -130,7 +150,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 		return nil, err
 	}
 	for i := range o.Masters {
-		m, err := c.masterProc(i, storage)
+		m, err := c.masterProc(i)
 		if err != nil {
 			return nil, err
 		}
@@ -148,7 +168,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (_ *Cluster, err error)
 		}
 	}
 	for i := range o.Servers {
-		s, err := c.serverProc(i, storage)
+		s, err := c.serverProc(i)
 		if err != nil {
 			return nil, err
 		}
@@ -189,18 +209,20 @@ func (c *Cluster) etcdProc() (*proc, error) {
 }
 
 // masterProc prepares the i-th master (from 0).
-func (c *Cluster) masterProc(i int, storage string) (*proc, error) {
+func (c *Cluster) masterProc(i int) (*proc, error) {
 	name := fmt.Sprintf("master-%d", i+1)
-	args := []string{"--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name,
-		"--storage-root", storage, "--session-ttl", c.o.LeaseTTL.String(), "--log-level", "info"}
+	args := append([]string{"--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name},
+		c.masterStorageArgs()...)
+	args = append(args, "--session-ttl", c.o.LeaseTTL.String(), "--log-level", "info")
 	return c.newProc(name, "master", "--listen", append(args, c.sec.serverArgs(c.sec.pki.Master)...)...)
 }
 
 // serverProc prepares the i-th tablet server (from 0).
-func (c *Cluster) serverProc(i int, storage string) (*proc, error) {
+func (c *Cluster) serverProc(i int) (*proc, error) {
 	name := fmt.Sprintf("ts-%d", i+1)
-	args := []string{"--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name, "--data", storage,
-		"--lease-ttl", c.o.LeaseTTL.String(), "--memtable-size", c.o.MemtableSize, "--log-level", "info"}
+	args := append([]string{"--etcd", c.etcd.addr, "--cluster", clusterName, "--id", name},
+		c.serverStorageArgs(name)...)
+	args = append(args, "--lease-ttl", c.o.LeaseTTL.String(), "--memtable-size", c.o.MemtableSize, "--log-level", "info")
 	return c.newProc(name, "tabletserver", "--listen", append(args, c.sec.serverArgs(c.sec.pki.TabletServer)...)...)
 }
 
@@ -341,10 +363,13 @@ func (c *Cluster) restart(ctx context.Context, p *proc) error {
 	return p.waitListening(c.o.ReadyTimeout)
 }
 
-// EnsureRunning restarts every process that is not running and resumes
-// every paused one.
+// EnsureRunning restarts the object store if it was killed, every process
+// that is not running, and resumes every paused one.
 func (c *Cluster) EnsureRunning(ctx context.Context) error {
 	var errs []error
+	if c.store.down {
+		errs = append(errs, c.restartStore(ctx))
+	}
 	for _, p := range c.all() {
 		p.mu.Lock()
 		paused := p.paused
@@ -370,7 +395,8 @@ func (c *Cluster) Crashes() []string {
 	return out
 }
 
-// Close stops every process: tablet servers, masters, then etcd.
+// Close stops every process: tablet servers, masters, etcd, then the
+// object store, which the others may still write to as they stop.
 func (c *Cluster) Close() error {
 	var errs []error
 	for _, group := range [][]*proc{c.servers, c.masters, {c.etcd}} {
@@ -379,6 +405,9 @@ func (c *Cluster) Close() error {
 				errs = append(errs, p.terminate(20*time.Second))
 			}
 		}
+	}
+	if c.store.srv != nil {
+		c.store.srv.Close()
 	}
 	return errors.Join(errs...)
 }

@@ -36,5 +36,8 @@
 // ClusterOptions.Secure (secure.go) every port speaks TLS, the masters and
 // tablet servers require credentials, and the workload and checker connect
 // as an admin bootstrapped into etcd, so the faults also exercise
-// reconnecting with TLS and tokens.
+// reconnecting with TLS and tokens. With ClusterOptions.ObjectStore
+// (objectstore.go) the tablets live on SeaweedFS and each tablet server has
+// its own folder: the agitator also restarts the store, and deletes a
+// killed server's folder before its restart, as if its host were lost.
 package verify

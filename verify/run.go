@@ -92,6 +92,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		o.Agitate.Logf = logf
 	}
 	o.Cluster.Logf = logf
+	if err := CheckFaults(o.Agitate.Kinds, o.Cluster.ObjectStore); err != nil {
+		return nil, err
+	}
 	if o.Dir == "" {
 		dir, err := os.MkdirTemp("", "tabula-verify-")
 		if err != nil {
@@ -119,8 +122,12 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 			os.RemoveAll(o.Dir)
 		}
 	}()
-	logf("cluster up: etcd %s, masters %s, %d tablet servers (lease %v)", c.EtcdAddr(),
-		strings.Join(c.MasterAddrs(), ","), len(c.servers), c.o.LeaseTTL)
+	storage := "sharing " + c.localStorage()
+	if c.StorageURL() != "" {
+		storage = "each with its own folder in " + filepath.Join(o.Cluster.Dir, "hosts") + ", tablets on " + c.StorageURL()
+	}
+	logf("cluster up: etcd %s, masters %s, %d tablet servers %s (lease %v)", c.EtcdAddr(),
+		strings.Join(c.MasterAddrs(), ","), len(c.servers), storage, c.o.LeaseTTL)
 	cl, err := c.NewClient(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("verify: connecting to the cluster: %w", err)
@@ -191,6 +198,10 @@ func (r *RunResult) WriteTo(w io.Writer) (int64, error) {
 			fmt.Fprintf(&b, "  %-13s %5d  %-21s  %-21s  %d\n", k, s.Count,
 				fmtRecovery(s.FirstAckP50)+" / "+fmtRecovery(s.FirstAckMax),
 				fmtRecovery(s.AllWritersP50)+" / "+fmtRecovery(s.AllWritersMax), s.Unrecovered)
+		}
+		if w := sum[FaultServerKill].Wiped; w > 0 {
+			fmt.Fprintf(&b, "  (%d of the %d server kills deleted the server's --data folder before its restart, as a lost host)\n",
+				w, sum[FaultServerKill].Count)
 		}
 		for _, u := range r.Faults.Unexpected {
 			fmt.Fprintf(&b, "unexpected exit: %s\n", u)

@@ -46,11 +46,11 @@ func procs(t *testing.T, c *Cluster) map[string]*proc {
 	if c.etcd, err = c.etcdProc(); err != nil {
 		t.Fatal(err)
 	}
-	m, err := c.masterProc(0, "storage")
+	m, err := c.masterProc(0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.serverProc(0, "storage")
+	s, err := c.serverProc(0)
 	if err != nil {
 		t.Fatal(err)
 	}

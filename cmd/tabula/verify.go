@@ -224,6 +224,8 @@ shuffled rounds from --faults:
   server-stop    SIGSTOP a tablet server for 1.5-3 lease TTLs, then SIGCONT
   master-kill    kill -9 the leader master, restart it after 0-1 lease TTL
   etcd-restart   kill -9 etcd, restart it on its data after 0.25-2 lease TTLs
+  store-restart  (--object-store only) kill -9 SeaweedFS, restart it on its
+                 data after 0.25-2 lease TTLs
 
 After each fault it measures the unavailability: the time to the next
 acknowledged write of any writer, and until every writer made progress
@@ -238,6 +240,14 @@ in DIR/cluster/tls) and --auth on the masters and tablet servers; the
 workload and the check connect as tabula-admin with a token bootstrapped
 into etcd (kept in DIR/cluster/admin.token).
 
+--object-store keeps the tablets on SeaweedFS started by the run (data in
+DIR/cluster/seaweed; the weed binary of "make tools", or TABULA_WEED): the
+masters and tablet servers take its URL as --storage, and each tablet server
+has its own --data folder, DIR/cluster/hosts/<id>, as if on its own host.
+store-restart joins the default faults, and every other server-kill (the
+first included) deletes the server's --data folder before restarting it,
+as if its host were replaced.
+
 "ingest" and "check" reach a secured cluster with the global --tls-ca and
 --token, like every client command.`,
 		Args: cobra.NoArgs,
@@ -247,7 +257,7 @@ into etcd (kept in DIR/cluster/admin.token).
 	f.Duration("duration", 10*time.Minute, "how long to inject faults")
 	f.Duration("fault-interval", 5*time.Second, "mean pause between one fault's recovery and the next fault")
 	f.Int("min-faults-per-kind", 0, "go on past --duration until this many faults of each kind were injected")
-	f.String("faults", "server-kill,server-stop,master-kill,etcd-restart", "fault kinds to inject, comma-separated")
+	f.String("faults", "", "fault kinds to inject, comma-separated (default: server-kill,server-stop,master-kill,etcd-restart, and store-restart with --object-store)")
 	f.Uint64("seed", 0, "random seed of the faults and writers (0: from the clock); printed")
 	f.String("data-dir", "", "directory for the cluster and the history (default: a new temporary directory)")
 	f.Bool("keep", false, "keep the data directory after a clean run")
@@ -257,6 +267,7 @@ into etcd (kept in DIR/cluster/admin.token).
 	f.String("visualize", "", "directory for porcupine HTML views of rows that are not linearizable")
 	f.Duration("linearizability-timeout", time.Minute, "bound of the linearizability check of one row (then: inconclusive)")
 	f.Bool("secure", false, "run the cluster with TLS on every port and --auth; the workload and check connect as the bootstrapped admin")
+	f.Bool("object-store", false, "keep the tablets on SeaweedFS (the weed binary of 'make tools'), each tablet server with its own --data folder")
 	f.String("binary", "", "tabula binary for the cluster (default: this one)")
 	f.MarkHidden("binary")
 	addIngestFlags(f)
@@ -294,6 +305,10 @@ func runVerifyRun(cmd *cobra.Command, _ []string) error {
 	o.Cluster.LeaseTTL, _ = f.GetDuration("lease-ttl")
 	o.Cluster.Binary, _ = f.GetString("binary")
 	o.Cluster.Secure, _ = f.GetBool("secure")
+	o.Cluster.ObjectStore, _ = f.GetBool("object-store")
+	if err := verify.CheckFaults(o.Agitate.Kinds, o.Cluster.ObjectStore); err != nil {
+		return cell.Invalidf("--faults: %v", err)
+	}
 	o.Check = checkOptions(f)
 	o.Out = cmd.ErrOrStderr()
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
