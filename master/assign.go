@@ -339,7 +339,7 @@ func (a *assigner) load(ctx context.Context, addr string, req *tabulapb.LoadTabl
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.m.opts.RPCTimeout)
+	ctx, cancel := context.WithTimeout(ctx, a.m.opts.LoadTimeout)
 	defer cancel()
 	_, err = c.LoadTablet(ctx, req)
 	return err

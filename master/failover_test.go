@@ -381,3 +381,32 @@ func oneServerWithLoadCode(t *testing.T, code codes.Code) (*cluster, *Master, *f
 	}
 	return c, m, s1
 }
+
+// A load that takes longer than an ordinary call (replaying a long commit
+// log from an object store) is waited for up to LoadTimeout, not cut at
+// RPCTimeout and started again: the server sees one load, and the tablet
+// is served once it finishes.
+func TestSlowLoadIsNotCutShort(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{RPCTimeout: 100 * time.Millisecond, LoadTimeout: time.Minute})
+	s1 := c.startServer("s1")
+	gate := make(chan struct{})
+	s1.mu.Lock()
+	s1.loadGate = gate
+	s1.mu.Unlock()
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	if _, err := mc.CreateTable(context.Background(), &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return s1.loadsStarted.Load() >= 1, "the load did not reach the server"
+	})
+	// Several RPCTimeouts pass while the load runs.
+	time.Sleep(500 * time.Millisecond)
+	close(gate)
+	waitFor(t, 10*time.Second, func() (bool, string) { return len(s1.holds()) == 1, "the tablet is not held" })
+	if n := s1.loadsStarted.Load(); n != 1 {
+		t.Fatalf("the server saw %d loads, want 1: the slow load was cut short and retried", n)
+	}
+}

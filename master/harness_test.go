@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,7 +66,12 @@ func (c *cluster) startMaster(opts Options) *Master {
 	if opts.SessionTTL == 0 {
 		opts.SessionTTL = time.Second
 	}
-	opts.RPCTimeout = 3 * time.Second
+	if opts.RPCTimeout == 0 {
+		opts.RPCTimeout = 3 * time.Second
+	}
+	if opts.LoadTimeout == 0 {
+		opts.LoadTimeout = 3 * time.Second
+	}
 	opts.Logger = testLogger(c.t)
 	m, err := Start(context.Background(), opts)
 	if err != nil {
@@ -150,6 +156,11 @@ type fakeServer struct {
 	failLoad  bool
 	// loadCode, when set, is the status code every LoadTablet answers.
 	loadCode codes.Code
+	// loadGate, when set, holds every LoadTablet until it is closed (or
+	// the call's context ends, as a real server's would); loadsStarted
+	// counts the calls that reached it.
+	loadGate     chan struct{}
+	loadsStarted atomic.Int64
 }
 
 func (c *cluster) startServer(id string) *fakeServer {
@@ -258,7 +269,15 @@ func (f *fakeServer) holds() map[string]int64 {
 	return out
 }
 
-func (f *fakeServer) LoadTablet(_ context.Context, req *tabulapb.LoadTabletRequest) (*tabulapb.LoadTabletResponse, error) {
+func (f *fakeServer) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletRequest) (*tabulapb.LoadTabletResponse, error) {
+	if f.loadGate != nil {
+		f.loadsStarted.Add(1)
+		select {
+		case <-f.loadGate:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failLoad {

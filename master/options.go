@@ -55,8 +55,14 @@ type Options struct {
 	// reach etcd for this long loses leadership. Whole seconds, at least 1.
 	// The default is 10s.
 	SessionTTL time.Duration
-	// RPCTimeout bounds each call to a tablet server. The default is 10s.
+	// RPCTimeout bounds each call to a tablet server but LoadTablet. The
+	// default is 10s.
 	RPCTimeout time.Duration
+	// LoadTimeout bounds a LoadTablet call: loading replays the tablet's
+	// commit log, which on an object store is one GET per group commit, so
+	// it can take far longer than other calls; a load cut short is retried
+	// from the start. The default is 2 minutes.
+	LoadTimeout time.Duration
 	// Logger receives the master's logs. The default is slog.Default().
 	Logger *slog.Logger
 
@@ -80,6 +86,7 @@ const (
 	defaultSplitThreshold = 256 << 20
 	defaultSessionTTL     = 10 * time.Second
 	defaultRPCTimeout     = 10 * time.Second
+	defaultLoadTimeout    = 2 * time.Minute
 )
 
 func (o *Options) fill() error {
@@ -112,6 +119,9 @@ func (o *Options) fill() error {
 	}
 	if o.GCGrace < 0 {
 		return fmt.Errorf("master: Options.GCGrace %v is negative", o.GCGrace)
+	}
+	if o.LoadTimeout <= 0 {
+		o.LoadTimeout = defaultLoadTimeout
 	}
 	if o.RPCTimeout <= 0 {
 		o.RPCTimeout = defaultRPCTimeout

@@ -198,6 +198,7 @@ func newMasterCmd() *cobra.Command {
 				FS:                    fsys,
 				DefaultSplitThreshold: thr,
 				SessionTTL:            v.GetDuration("session-ttl"),
+				LoadTimeout:           v.GetDuration("load-timeout"),
 				Logger:                log,
 				EtcdTLS:               sec.etcd,
 				ServerTLS:             sec.server,
@@ -221,6 +222,7 @@ func newMasterCmd() *cobra.Command {
 	f.String("storage", "", "tablet storage on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*); instead of --storage-root")
 	f.String("split-threshold", "", "default tablet split threshold, e.g. 256MiB (default 256MiB)")
 	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
+	f.Duration("load-timeout", 2*time.Minute, "how long a tablet server may take to load a tablet (replaying its log) before the master tries again")
 	addLogFlag(c, "info")
 	return c
 }
