@@ -2,6 +2,7 @@ package master
 
 import (
 	"crypto/tls"
+	"fmt"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -9,12 +10,14 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/auth"
+	"github.com/tabuladb/tabula/tlsconf"
 )
 
 // connPool keeps one gRPC connection per tablet server address.
 type connPool struct {
+	creds credentials.TransportCredentials
 	// mu protects the fields below.
-	creds  credentials.TransportCredentials
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	closed bool
@@ -22,12 +25,32 @@ type connPool struct {
 
 // newConnPool dials over TLS with tlsCfg (whose certificate proves the
 // master's identity to the tablet servers), or in plaintext if it is nil.
+// Over TLS a server must also prove it is a tablet server: its verified
+// certificate must name auth.TabletServerName, so that a certificate the
+// CA issued to someone else, for a matching address, cannot receive the
+// master's loads and schemas.
 func newConnPool(tlsCfg *tls.Config) *connPool {
 	creds := insecure.NewCredentials()
 	if tlsCfg != nil {
-		creds = credentials.NewTLS(tlsCfg)
+		cfg := tlsCfg.Clone()
+		cfg.VerifyConnection = requirePeerName(auth.TabletServerName, tlsCfg.VerifyConnection)
+		creds = credentials.NewTLS(cfg)
 	}
 	return &connPool{creds: creds, conns: map[string]*grpc.ClientConn{}}
+}
+
+// requirePeerName refuses a connection whose verified certificate has
+// another common name, then runs next (if any).
+func requirePeerName(name string, next func(tls.ConnectionState) error) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if got, ok := tlsconf.PeerName(cs); !ok || got != name {
+			return fmt.Errorf("the server's certificate names %q, not %q: it is not a tablet server of this cluster", got, name)
+		}
+		if next != nil {
+			return next(cs)
+		}
+		return nil
+	}
 }
 
 // client returns a client for the tablet server at addr.
