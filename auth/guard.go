@@ -48,6 +48,7 @@ type GuardConfig struct {
 // Guard checks every call of a gRPC server against its rules.
 type Guard struct {
 	cfg GuardConfig
+	now func() time.Time // the refusal log's clock
 
 	mu         sync.Mutex // guards the refusal log's rate limit
 	logSecond  int64
@@ -60,7 +61,7 @@ func NewGuard(cfg GuardConfig) *Guard {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Guard{cfg: cfg}
+	return &Guard{cfg: cfg, now: time.Now}
 }
 
 // AuthEnabled reports whether calls must authenticate.
@@ -225,7 +226,7 @@ func bearer(ctx context.Context) (string, bool) {
 // calls cannot flood the log) and returns its status.
 func (g *Guard) refuse(ctx context.Context, method string, id Identity, code codes.Code, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	now := time.Now().Unix()
+	now := g.now().Unix()
 	g.mu.Lock()
 	if now != g.logSecond {
 		if g.suppressed > 0 {

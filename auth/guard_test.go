@@ -7,6 +7,7 @@ import (
 	"crypto/x509/pkix"
 	"log/slog"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,4 +169,42 @@ func TestEveryMethodHasARule(t *testing.T) {
 	}
 	check(pb.Master_ServiceDesc.ServiceName, ms, MasterRules())
 	check(pb.TabletServer_ServiceDesc.ServiceName, ts, TabletServerRules())
+}
+
+// countingHandler counts the log records of each message.
+type countingHandler struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.counts[r.Message]++
+	h.mu.Unlock()
+	return nil
+}
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestRefusalLogIsRateLimited: a flood of refused calls writes at most 20
+// refusal lines a second, then one line counting the rest.
+func TestRefusalLogIsRateLimited(t *testing.T) {
+	h := &countingHandler{counts: map[string]int{}}
+	g := NewGuard(GuardConfig{Rules: TabletServerRules(), MutualTLS: true, Log: slog.New(h)})
+	sec := int64(1000)
+	g.now = func() time.Time { return time.Unix(sec, 0) }
+	for range 500 {
+		if _, _, err := g.check(callCtx("", ""), "/tabula.v1.TabletServer/UnloadTablet", &pb.UnloadTabletRequest{}); status.Code(err) != codes.Unauthenticated {
+			t.Fatalf("refusal: %v", err)
+		}
+	}
+	sec++ // the next second: the count of the suppressed lines, then logging again
+	g.check(callCtx("", ""), "/tabula.v1.TabletServer/UnloadTablet", &pb.UnloadTabletRequest{})
+	if got := h.counts["auth: refused"]; got != 21 {
+		t.Errorf("%d refusal lines for 501 refusals in two seconds, want 20 + 1", got)
+	}
+	if got := h.counts["auth: refusals not logged"]; got != 1 {
+		t.Errorf("%d lines counting the suppressed refusals, want 1", got)
+	}
 }

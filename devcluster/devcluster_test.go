@@ -15,6 +15,7 @@ import (
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/internal/seaweed"
+	"github.com/tabuladb/tabula/internal/seaweed/seaweedtest"
 )
 
 func TestStartNeedsDir(t *testing.T) {
@@ -180,19 +181,9 @@ func TestSecuredDevCluster(t *testing.T) {
 // object store: after the cluster stops and every server's local folder is
 // deleted, a restart reads the rows back from the store.
 func TestDevClusterOnAnObjectStore(t *testing.T) {
-	if _, err := seaweed.Binary(); err != nil {
-		if os.Getenv("TABULA_REQUIRE_WEED") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	store := seaweedtest.Start(t, seaweed.Config{Bucket: "tabula"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	store, err := seaweed.Start(ctx, seaweed.Config{Dir: t.TempDir(), Bucket: "tabula"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	dir := t.TempDir()
 	cfg := Config{Dir: dir, Servers: 2, LeaseTTL: 2 * time.Second, NoFsync: true, Auth: secureAll(),
 		Storage: "s3://tabula/dev?endpoint=" + store.Endpoint()}

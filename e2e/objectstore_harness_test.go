@@ -2,24 +2,18 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/tabuladb/tabula/internal/seaweed"
+	"github.com/tabuladb/tabula/internal/seaweed/seaweedtest"
 )
 
 // startObjectStore starts SeaweedFS with bucket "tabula" for the cluster;
-// without a weed binary the test fails under TABULA_REQUIRE_WEED (make
-// test) and is skipped otherwise.
+// the cluster's teardown stops it after the processes.
 func (c *cluster) startObjectStore(t *testing.T, ctx context.Context) {
 	t.Helper()
-	if _, err := seaweed.Binary(); err != nil {
-		if os.Getenv("TABULA_REQUIRE_WEED") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	seaweedtest.Need(t)
 	srv, err := seaweed.Start(ctx, seaweed.Config{Dir: filepath.Join(c.dir, "seaweed"), Bucket: "tabula"})
 	if err != nil {
 		t.Fatalf("starting SeaweedFS: %v", err)

@@ -241,22 +241,5 @@ func key(name string) string {
 	return hex.EncodeToString(h[:16])
 }
 
-type localFile struct {
-	*os.File
-	size int64
-}
-
-func (l localFile) Size() int64 { return l.size }
-
-func openLocal(path string) (vfs.Readable, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return localFile{File: f, size: st.Size()}, nil
-}
+// openLocal opens a copy on the local disk.
+func openLocal(path string) (vfs.Readable, error) { return vfs.Local{}.Open(path) }

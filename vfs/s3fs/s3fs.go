@@ -141,15 +141,21 @@ func (f *FS) parts(ctx context.Context, key string) ([]part, error) {
 
 func notExist(op, name string) error { return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist} }
 
-// Create starts a new file; it fails if the file exists.
-func (f *FS) Create(name string) (vfs.Writable, error) {
+// lookup maps name to its key and lists its parts.
+func (f *FS) lookup(name string) (string, []part, error) {
 	key, err := f.key(name)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
 	ps, err := f.parts(ctx, key)
+	return key, ps, err
+}
+
+// Create starts a new file; it fails if the file exists.
+func (f *FS) Create(name string) (vfs.Writable, error) {
+	key, ps, err := f.lookup(name)
 	if err != nil {
 		return nil, err
 	}
@@ -161,13 +167,7 @@ func (f *FS) Create(name string) (vfs.Writable, error) {
 
 // Open opens a file for reading; its parts are listed now.
 func (f *FS) Open(name string) (vfs.Readable, error) {
-	key, err := f.key(name)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := f.ctx()
-	defer cancel()
-	ps, err := f.parts(ctx, key)
+	_, ps, err := f.lookup(name)
 	if err != nil {
 		return nil, err
 	}

@@ -2,34 +2,18 @@ package s3fs
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tabuladb/tabula/internal/seaweed"
+	"github.com/tabuladb/tabula/internal/seaweed/seaweedtest"
 	"github.com/tabuladb/tabula/vfs/vfstest"
 )
 
 // startStore starts SeaweedFS with bucket "tabula", stopped by t.Cleanup.
-// Without a weed binary the test fails when TABULA_REQUIRE_WEED is set
-// (make test sets it after building weed) and is skipped otherwise.
 func startStore(t *testing.T) *seaweed.Server {
-	t.Helper()
-	if _, err := seaweed.Binary(); err != nil {
-		if os.Getenv("TABULA_REQUIRE_WEED") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srv, err := seaweed.Start(ctx, seaweed.Config{Dir: t.TempDir(), Bucket: "tabula"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	return srv
+	return seaweedtest.Start(t, seaweed.Config{Bucket: "tabula"})
 }
 
 func config(t *testing.T, srv *seaweed.Server, prefix string) Config {
@@ -172,21 +156,11 @@ func TestRemoveAllManyObjects(t *testing.T) {
 // wrong secret and a key that may only read both fail at Open with an
 // error that names the credentials; the right key works.
 func TestCredentialsAreChecked(t *testing.T) {
-	if _, err := seaweed.Binary(); err != nil {
-		if os.Getenv("TABULA_REQUIRE_WEED") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	srv, err := seaweed.Start(ctx, seaweed.Config{Dir: t.TempDir(), Bucket: "tabula", S3Config: `{"identities": [
+	srv := seaweedtest.Start(t, seaweed.Config{Bucket: "tabula", S3Config: `{"identities": [
 		{"name": "admin", "credentials": [{"accessKey": "ADMINKEY", "secretKey": "adminsecret"}], "actions": ["Admin", "Read", "Write", "List", "Tagging"]},
 		{"name": "reader", "credentials": [{"accessKey": "READKEY", "secretKey": "readsecret"}], "actions": ["Read", "List"]}]}`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
 	with := func(ak, sk string) Config {
 		c := config(t, srv, "creds")
 		c.AccessKey, c.SecretKey = ak, sk
