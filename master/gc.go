@@ -92,6 +92,8 @@ type gcView struct {
 	ids map[string]bool
 	// tables holds every table with a schema or at least one tablet.
 	tables map[string]bool
+	// leases holds the lease of every registered tablet server.
+	leases map[int64]bool
 }
 
 // readGCView reads tables/ and tablets/ at one revision, guarded by term.
@@ -100,6 +102,8 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 	resp, err := m.cli.Txn(ctx).If(term.guard()).Then(
 		clientv3.OpGet(l.TablesPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		clientv3.OpGet(l.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		// With values: a keys-only read leaves out the lease too.
+		clientv3.OpGet(l.ServersPrefix(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return nil, err
@@ -107,7 +111,10 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 	if !resp.Succeeded {
 		return nil, ErrNotLeader
 	}
-	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, tables: map[string]bool{}}
+	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, tables: map[string]bool{}, leases: map[int64]bool{}}
+	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
+		v.leases[kv.Lease] = true
+	}
 	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
 		if name, ok := l.TableFromKey(string(kv.Key)); ok {
 			v.tables[name] = true
@@ -147,6 +154,7 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 		return res, fmt.Errorf("master: gc: %w", err)
 	}
 	now := time.Now()
+	logs := map[string]bool{}
 	for _, e := range entries {
 		if !e.IsDir || cell.ValidateTableName(e.Name) != nil {
 			continue // not a table folder of ours
@@ -154,11 +162,19 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 		if !m.stillLeading(term) {
 			return res, ErrNotLeader
 		}
-		removed, blocked, err := m.sweepTable(ctx, term, view, e.Name, filepath.Join(root, e.Name), now)
+		removed, blocked, err := m.sweepTable(ctx, term, view, e.Name, filepath.Join(root, e.Name), now, logs)
 		res.removed = append(res.removed, removed...)
 		if blocked {
 			res.blocked = append(res.blocked, e.Name)
 		}
+		if err != nil {
+			return res, err
+		}
+	}
+	if len(res.blocked) == 0 {
+		// Only when every manifest was read: an unread one may name a log.
+		removed, err := m.sweepLogs(ctx, term, view, logs, now)
+		res.removed = append(res.removed, removed...)
 		if err != nil {
 			return res, err
 		}
@@ -178,9 +194,10 @@ type gcFolder struct {
 	why            string
 }
 
-// sweepTable sweeps one table folder. blocked reports that an unreadable
-// manifest kept every folder.
-func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView, table, dir string, now time.Time) (removed []string, blocked bool, err error) {
+// sweepTable sweeps one table folder, adding to logs the shared commit
+// logs the manifests of the folders it keeps name. blocked reports that an
+// unreadable manifest kept every folder.
+func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView, table, dir string, now time.Time, logs map[string]bool) (removed []string, blocked bool, err error) {
 	fsys := m.fs()
 	tableOld := olderThan(fsys, dir, now.Add(-m.opts.GCGrace), false)
 	entries, err := fsys.List(dir)
@@ -212,14 +229,17 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 			if !f.keep || f.refsRead {
 				continue
 			}
-			r, err := tablet.ReferencedFS(fsys, f.dir)
+			r, err := tablet.References(fsys, f.dir)
 			if err != nil {
 				m.log.Error("gc: cannot read a tablet manifest; keeping every folder of the table",
 					"table", table, "tablet", f.name, "err", err)
 				return nil, true, nil
 			}
 			f.refsRead = true
-			refs = append(refs, r...)
+			refs = append(refs, r.Files...)
+			if r.Log != "" {
+				logs[r.Log] = true
+			}
 		}
 		for _, f := range folders {
 			if !f.keep && referencesInside(refs, f.dir) {

@@ -2,11 +2,15 @@ package tabletserver
 
 import (
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 )
 
 func exists(path string) bool {
@@ -14,20 +18,36 @@ func exists(path string) bool {
 	return err == nil
 }
 
-// reopen opens a tablet folder directly with the engine, as the next owner
-// would, and returns the bytes it had to replay from its log.
+// reopen opens a tablet folder directly with the engine, on a shared log
+// of its own, as the next owner would, and returns how many write batches
+// it replayed from the previous owner's log (the engine seals what it
+// replayed into its manifest at open).
 func reopen(t *testing.T, e *env, dir string) (*tablet.Tablet, int64) {
 	t.Helper()
 	fams, err := familiesFromSchema(e.schema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tb, err := tablet.Open(tablet.Options{Dir: dir, Create: true, Families: fams, DisableBackgroundWork: true})
+	before, epoch, _, err := manifest.LoadNewest(nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wal, err := sharedlog.Open(sharedlog.Options{Root: e.root, Name: "reader-" + strconv.FormatInt(time.Now().UnixNano(), 16)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wal.Close() })
+	tb, err := tablet.Open(tablet.Options{Dir: dir, Create: true, Families: fams, DisableBackgroundWork: true,
+		Epoch: epoch + 1, Log: wal, Name: tabletKey(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tb.Close() })
-	return tb, tb.Stats().MemtableBytes
+	after, _, err := manifest.Load(nil, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb, int64(after.LastSeq - before.LastSeq)
 }
 
 func TestCloseFlushesAndReleasesTheLease(t *testing.T) {
@@ -50,7 +70,7 @@ func TestCloseFlushesAndReleasesTheLease(t *testing.T) {
 	}
 	tb, replayed := reopen(t, e, srv.tabletDir("users", "t1"))
 	if replayed != 0 {
-		t.Fatalf("reopen replayed %d memtable bytes from the log; Close should have flushed", replayed)
+		t.Fatalf("reopen replayed %d writes from the log; Close should have flushed", replayed)
 	}
 	cells, err := tb.ReadRow(e.ctx, []byte("alice"), nil)
 	if err != nil || len(cells) != 1 || string(cells[0].Value) != "v" {
@@ -75,7 +95,7 @@ func TestUnloadFlushes(t *testing.T) {
 	}
 	tb, replayed := reopen(t, e, srv.tabletDir("users", "t1"))
 	if replayed != 0 {
-		t.Fatalf("reopen replayed %d memtable bytes; Unload should have flushed", replayed)
+		t.Fatalf("reopen replayed %d writes; Unload should have flushed", replayed)
 	}
 	if cells, err := tb.ReadRow(e.ctx, []byte("alice"), nil); err != nil || len(cells) != 1 {
 		t.Fatalf("after unload the tablet reads %v, %v", cells, err)

@@ -92,6 +92,12 @@ func (s *Server) register(ctx context.Context) error {
 		s.revoke(g.ID)
 		return err
 	}
+	// A new lease, a new shared log: the old one's tablets were closed
+	// and are someone else's now; their next owners read it.
+	if err := s.openLog(int64(g.ID)); err != nil {
+		s.revoke(g.ID)
+		return err
+	}
 	rec := meta.ServerRecord{ID: s.id, Address: s.addr, StartTime: time.Now().UnixMicro(), Lease: int64(g.ID)}
 	if _, err := s.etcd.Put(ctx, s.layout.ServerKey(s.id), meta.EncodeServer(rec), clientv3.WithLease(g.ID)); err != nil {
 		s.revoke(g.ID)

@@ -55,6 +55,10 @@ type Options struct {
 	// MemtableHardLimit is the server-wide memtable total past which
 	// writes fail with RESOURCE_EXHAUSTED. The default is 512 MiB.
 	MemtableHardLimit int64
+	// MaxLogBytes is the size of the shared commit log past which the
+	// tablets holding its oldest segment are flushed, so it can be
+	// deleted. The default (0) is 1 GiB.
+	MaxLogBytes int64
 	// CacheBytes is the size of the server's block cache. The default is
 	// 64 MiB.
 	CacheBytes int64
@@ -128,7 +132,7 @@ func (o Options) withDefaults() (Options, error) {
 	if len(o.Etcd) == 0 {
 		return o, cell.Invalidf("tabletserver: Options.Etcd is empty")
 	}
-	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 ||
+	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 || o.MaxLogBytes < 0 ||
 		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 {
 		return o, cell.Invalidf("tabletserver: negative size, count or duration in Options")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -53,6 +54,11 @@ type Server struct {
 	leaseMu   sync.Mutex
 	safeUntil atomic.Int64
 	leaseID   atomic.Int64
+	// The shared commit log new tablets attach to (wal.go); walN counts
+	// the logs this process started.
+	walMu     sync.Mutex
+	wal       *sharedlog.Log
+	walN      int
 	fenced    bool // paused: set by pause and abandon, cleared by a renewal or register
 	abandoned bool // the lease is gone: set by abandon, cleared by register
 	// pastLeases holds every lease this process was granted: tablets
@@ -307,6 +313,9 @@ func (s *Server) Close() error {
 			}
 		}
 		s.lifecycle.Unlock()
+		if err := s.closeLog(); err != nil {
+			errs = append(errs, fmt.Errorf("closing the shared commit log: %w", err))
+		}
 
 		s.leaseCancel()
 		s.leaseWG.Wait()

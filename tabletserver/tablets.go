@@ -66,6 +66,11 @@ func (s *Server) openEngine(dir string, fams []families.Family, start, end []byt
 	}
 	opts := s.engineOptions(dir, fams, start, end, epoch)
 	opts.Create = create
+	wal, err := s.sharedLog()
+	if err != nil {
+		return nil, err
+	}
+	opts.Log, opts.Name = wal, tabletKey(filepath.Base(filepath.Dir(dir)), filepath.Base(dir))
 	t, err := tablet.Open(opts)
 	if err != nil {
 		return nil, err

@@ -241,7 +241,7 @@ func newTabletServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sizes, err := sizeSettings(v, "memtable-size", "memtable-soft-limit", "memtable-hard-limit", "cache-size", "split-threshold")
+			sizes, err := sizeSettings(v, "memtable-size", "memtable-soft-limit", "memtable-hard-limit", "cache-size", "split-threshold", "max-log-size")
 			if err != nil {
 				return err
 			}
@@ -265,6 +265,7 @@ func newTabletServerCmd() *cobra.Command {
 				MemtableSize:      sizes["memtable-size"],
 				MemtableSoftLimit: sizes["memtable-soft-limit"],
 				MemtableHardLimit: sizes["memtable-hard-limit"],
+				MaxLogBytes:       sizes["max-log-size"],
 				CacheBytes:        sizes["cache-size"],
 				SyncMode:          v.GetString("sync"),
 				SplitThreshold:    sizes["split-threshold"],
@@ -298,6 +299,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("cache-size", "", "block cache size, e.g. 256MiB (default: the server's)")
 	f.String("split-threshold", "", "tablet split threshold when the schema sets none, e.g. 256MiB (default 256MiB)")
 	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
+	f.String("max-log-size", "", "size of the server's shared commit log past which the tablets holding its oldest segment are flushed, e.g. 1GiB (default 1GiB)")
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLogFlag(c, "info")

@@ -1,7 +1,9 @@
 // Package tablet is the storage engine of one tablet: everything below RPC.
 //
-// A Tablet owns a commit log, one memtable (a skiplist per column family),
-// and per family a stack of immutable SSTables recorded in a manifest. Writes
+// A Tablet writes a commit log (its own, or its handle on the tablet
+// server's shared log, package sharedlog) and owns one memtable (a skiplist
+// per column family) and per family a stack of immutable SSTables recorded
+// in a manifest. Writes
 // go through a group-committed log and become visible atomically per row;
 // reads merge the memtable and the SSTables, apply deletes by sequence
 // number, the family's GC policy and the request's filter. Background work

@@ -21,10 +21,15 @@ import (
 //     late rewrite of an older epoch's manifest is ignored, and an engine
 //     refuses to open below a newer manifest (ErrNewerOwner);
 //   - commit log: at open, after replaying, the engine flushes what it
-//     replayed and records a replay point past every segment it saw
-//     (seal). Records an older owner appends later land in segments before
-//     that point and are never replayed; it cannot start a segment past it
-//     (segments are created exclusively, and the new owner created it).
+//     replayed and saves a manifest with a new replay point (seal). On the
+//     server's shared log (Options.Log) that manifest names this owner's
+//     log, and replay only ever takes records tagged with the epoch of the
+//     manifest being opened: what an older owner appends later goes to its
+//     own log, or carries its older epoch, and is never replayed. On the
+//     tablet's own log the replay point is past every segment the seal
+//     saw: records an older owner appends later land in segments before it,
+//     and it cannot start a segment past it (segments are created
+//     exclusively, and the new owner created it).
 //   - deletions: an engine deletes obsolete SSTables and log segments only
 //     while its write guard allows AND its own epoch's manifest is still
 //     the newest in the folder (mayDelete). What remains is a window of a

@@ -2,9 +2,13 @@ package tablet
 
 import (
 	"errors"
+	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 )
 
 // An older owner of a tablet (a tablet server paused past its lease) may
@@ -98,5 +102,76 @@ func TestOpenCreatesOnlyWhenAsked(t *testing.T) {
 	}
 	if got := scan(t, openTablet(t, o), ReadOptions{}); got != "r{a:q@1=v}" {
 		t.Fatalf("reopened without Create: %q", got)
+	}
+}
+
+// On shared commit logs, an older owner that keeps writing after a newer
+// owner sealed the tablet never makes a cell visible to the newer owner or
+// to any later one: its records are tagged with its epoch, and every owner
+// replays only the records of the epoch whose manifest it opened. Both
+// when the newer owner is another server (another log) and when it is the
+// same server again (the same log, as after a tablet failure).
+func TestZombieOnASharedLogIsNeverReplayed(t *testing.T) {
+	for _, c := range []struct {
+		sameLog bool   // the new owner writes the zombie's log
+		next    string // the log of the owner after them
+	}{{false, "a"}, {false, "c"}, {true, "a"}, {true, "c"}} {
+		sameLog := c.sameLog
+		t.Run(fmt.Sprintf("same log=%v next on log %s", sameLog, c.next), func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "tables", "users", "t1")
+			logs := map[string]*sharedlog.Log{}
+			logOf := func(name string) *sharedlog.Log {
+				if l := logs[name]; l != nil {
+					return l
+				}
+				l, err := sharedlog.Open(sharedlog.Options{Root: root, Name: name, SyncMode: commitlog.SyncNone})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				logs[name] = l
+				return l
+			}
+			at := func(epoch int64, log string) Options {
+				o := testOptions(dir)
+				o.Epoch, o.Log, o.Name = epoch, logOf(log), "users/t1"
+				return o
+			}
+			old := openTablet(t, at(1, "a"))
+			apply(t, old, "flushed", set("a", "q", 1, "v1"))
+			if err := old.Flush(bg); err != nil {
+				t.Fatal(err)
+			}
+			apply(t, old, "logged", set("a", "q", 1, "v1")) // acknowledged, only in log a
+
+			second := "b"
+			if sameLog {
+				second = "a"
+			}
+			cur := openTablet(t, at(2, second))
+			if got := scan(t, cur, ReadOptions{}); got != "flushed{a:q@1=v1} logged{a:q@1=v1}" {
+				t.Fatalf("new owner reads %q; want both acknowledged rows", got)
+			}
+			apply(t, cur, "new", set("a", "q", 1, "v2"))
+
+			// The old owner wakes and writes: to its log, at its epoch.
+			if err := old.Apply(bg, []byte("zombie"), []cell.Mutation{set("a", "q", 1, "z")}); err != nil {
+				t.Fatalf("the old owner's late write failed before reaching the log: %v", err)
+			}
+			_ = old.Close()
+			apply(t, cur, "new2", set("b", "q", 1, "v2"))
+			// The new owner stops without flushing (a crash): its rows
+			// are only in its log.
+			if err := cur.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			n := openTablet(t, at(3, c.next))
+			want := "flushed{a:q@1=v1} logged{a:q@1=v1} new{a:q@1=v2} new2{b:q@1=v2}"
+			if got := scan(t, n, ReadOptions{}); got != want {
+				t.Fatalf("the next owner reads\n%s\nwant\n%s", got, want)
+			}
+		})
 	}
 }

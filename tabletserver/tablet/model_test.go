@@ -17,6 +17,7 @@ import (
 	"github.com/tabuladb/tabula/rowfilter"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -51,9 +52,25 @@ func TestModelRandomized(t *testing.T) {
 	}
 	for _, seed := range seeds {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			runModel(t, seed, ops, vfs.Default, t.TempDir())
+			runModel(t, seed, ops, vfs.Default, t.TempDir(), false)
 		})
 	}
+}
+
+// TestModelRandomizedSharedLog runs the model test with every tablet on one
+// shared commit log, as a tablet server runs them, and with server
+// "crashes": every tablet closed without a flush, the log abandoned, and
+// the tablets reopened at a new epoch on a new log, replaying the old one.
+func TestModelRandomizedSharedLog(t *testing.T) {
+	seed := time.Now().UnixNano()
+	if *modelSeed != 0 {
+		seed = *modelSeed
+	}
+	ops := *modelOps
+	if testing.Short() && ops > 500 {
+		ops = 500
+	}
+	runModel(t, seed, ops, vfs.Default, t.TempDir(), true)
 }
 
 // TestModelRandomizedOnObjectStore runs the model test with the tablets on
@@ -66,12 +83,12 @@ func TestModelRandomizedOnObjectStore(t *testing.T) {
 		seed = *modelSeed
 	}
 	ops := min(*modelOps, 1000)
-	runModel(t, seed, ops, fsys, "/model")
+	runModel(t, seed, ops, fsys, "/model", true)
 }
 
-func runModel(t *testing.T, seed int64, ops int, fsys vfs.FS, root string) {
+func runModel(t *testing.T, seed int64, ops int, fsys vfs.FS, root string, shared bool) {
 	t.Logf("seed %d (replay with -model.seed %d)", seed, seed)
-	r := newModelRun(t, seed, fsys, root)
+	r := newModelRun(t, seed, fsys, root, shared)
 	defer r.closeAll()
 	for i := 0; i < ops; i++ {
 		r.step(i)
@@ -104,11 +121,18 @@ type modelRun struct {
 	ops     []string
 	nval    int
 	counts  map[string]int // operations done, by kind
+	// With a shared log every tablet writes to log, at epoch; a crash
+	// moves them all to a new log at the next epoch.
+	log   *sharedlog.Log
+	epoch int64
 }
 
-func newModelRun(t *testing.T, seed int64, fsys vfs.FS, root string) *modelRun {
+func newModelRun(t *testing.T, seed int64, fsys vfs.FS, root string, shared bool) *modelRun {
 	r := &modelRun{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), clock: &fakeClock{},
 		cache: sstable.NewCache(1 << 20), root: root, fs: fsys, counts: map[string]int{}}
+	if shared {
+		r.newLog()
+	}
 	r.clock.now.Store(modelT0)
 	r.fams = []families.Family{
 		{Name: "a", Compression: families.CompressionSnappy, Bloom: families.BloomRow, BlockSize: families.MinBlockSize},
@@ -128,9 +152,45 @@ func (r *modelRun) newDir() string {
 
 func (r *modelRun) now() int64 { return r.clock.Now() }
 
+// newLog starts a new shared log at the next epoch, as a restarted server
+// would.
+func (r *modelRun) newLog() {
+	r.epoch++
+	l, err := sharedlog.Open(sharedlog.Options{FS: r.fs, Root: r.root, Name: fmt.Sprintf("server-%d", r.epoch), SyncMode: commitlog.SyncNone,
+		SegmentSize: 64 << 10})
+	if err != nil {
+		r.fail("sharedlog.Open: %v", err)
+	}
+	r.log = l
+}
+
+// crash closes every tablet without a flush and abandons the shared log;
+// the tablets reopen at the next epoch on a new log and replay the old one.
+func (r *modelRun) crash(i int) {
+	r.logf("%d: crash (epoch %d -> %d)", i, r.epoch, r.epoch+1)
+	for _, mt := range r.tablets {
+		if err := mt.tb.Close(); err != nil {
+			r.fail("Close(%s): %v", mt.dir, err)
+		}
+		mt.tb = nil
+	}
+	if err := r.log.Close(); err != nil {
+		r.fail("closing the shared log: %v", err)
+	}
+	r.newLog()
+	for _, mt := range r.tablets {
+		r.open(mt)
+	}
+}
+
 func (r *modelRun) open(mt *modelTablet) {
+	var epoch int64
+	if r.log != nil {
+		epoch = r.epoch
+	}
 	tb, err := Open(Options{Dir: mt.dir, FS: r.fs, Create: true, Families: r.fams, Start: mt.start, End: mt.end, SyncMode: commitlog.SyncNone,
-		DisableBackgroundWork: true, Clock: r.clock.Now, Cache: r.cache, L0Trigger: 3})
+		DisableBackgroundWork: true, Clock: r.clock.Now, Cache: r.cache, L0Trigger: 3,
+		Log: r.log, Name: filepath.Base(mt.dir), Epoch: epoch})
 	if err != nil {
 		r.fail("Open(%s): %v", mt.dir, err)
 	}
@@ -147,6 +207,11 @@ func (r *modelRun) closeAll() {
 			if err := mt.tb.Close(); err != nil {
 				r.t.Errorf("Close(%s): %v", mt.dir, err)
 			}
+		}
+	}
+	if r.log != nil {
+		if err := r.log.Close(); err != nil {
+			r.t.Errorf("closing the shared log: %v", err)
 		}
 	}
 }
@@ -406,6 +471,8 @@ func (r *modelRun) step(i int) {
 		}
 	case n < 77:
 		r.compact(i, r.tablets[r.rng.Intn(len(r.tablets))], r.rng.Intn(3) == 0)
+	case n < 78 && r.log != nil && r.rng.Intn(2) == 0:
+		r.crash(i)
 	case n < 78:
 		mt := r.tablets[r.rng.Intn(len(r.tablets))]
 		r.logf("%d: reopen %s", i, mt.dir)

@@ -11,6 +11,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -89,6 +90,19 @@ type Options struct {
 	// an older owner is still writing. The default is 0: no fencing (one
 	// process owns the folder, as in tests and tools).
 	Epoch int64
+	// Log, when set, is the tablet server's shared commit log: the tablet
+	// writes its records there (tagged with Name) instead of into its own
+	// log/ folder, so that concurrent writers of all tablets share one
+	// fsync or object PUT. The manifest then names the log and the
+	// segment its unflushed records start in, and the engine seals at
+	// every open (flushes what it replayed and writes a manifest naming
+	// this log), whatever the Epoch. The default is nil: the tablet's own
+	// log. A manifest that names a shared log needs one to be opened.
+	Log *sharedlog.Log
+	// Name identifies the tablet's records in the shared log; it must be
+	// the same for every owner of the tablet (the server uses
+	// "<table>/<tablet id>"). The default is Dir.
+	Name string
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -108,6 +122,9 @@ func (o Options) withDefaults() (Options, error) {
 		return o, cell.Invalidf("tablet: range start %q is not before end %q", o.Start, o.End)
 	}
 	o.FS = vfs.Or(o.FS)
+	if o.Name == "" {
+		o.Name = o.Dir
+	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = 100 * time.Millisecond
 	}

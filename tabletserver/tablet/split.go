@@ -245,18 +245,36 @@ func Referenced(dir string) ([]string, error) { return ReferencedFS(vfs.Default,
 
 // ReferencedFS is Referenced for a tablet folder on fsys.
 func ReferencedFS(fsys vfs.FS, dir string) ([]string, error) {
+	r, err := References(fsys, dir)
+	return r.Files, err
+}
+
+// Refs is what a tablet folder's manifest needs from outside the folder.
+type Refs struct {
+	// Files are the referenced files of other tablet folders (see
+	// Referenced).
+	Files []string
+	// Log is the shared commit log holding the tablet's unflushed
+	// records ("" if none: its own log).
+	Log string
+}
+
+// References reads what the manifest of the tablet folder dir on fsys
+// references outside the folder. A folder without a manifest references
+// nothing.
+func References(fsys vfs.FS, dir string) (Refs, error) {
 	st, found, err := manifest.Load(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("tablet: %w", err)
+		return Refs{}, fmt.Errorf("tablet: %w", err)
 	}
 	if !found {
-		return nil, nil
+		return Refs{}, nil
 	}
-	var out []string
+	r := Refs{Log: st.Log}
 	for _, f := range st.Files {
 		if !isOwnPath(f.Path) {
-			out = append(out, filepath.Join(dir, filepath.FromSlash(f.Path)))
+			r.Files = append(r.Files, filepath.Join(dir, filepath.FromSlash(f.Path)))
 		}
 	}
-	return out, nil
+	return r, nil
 }

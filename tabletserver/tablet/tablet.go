@@ -33,7 +33,10 @@ type Tablet struct {
 	start  []byte // row range [start, end); nil = unbounded
 	end    []byte
 	parent string
-	log    *commitlog.Log
+	log    wal
+	// logName is the shared log's name written into manifests ("" for
+	// the tablet's own log).
+	logName string
 
 	schema atomic.Pointer[schema]
 
@@ -152,7 +155,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 				}
 			}
 			if t.log != nil {
-				_ = t.log.Close()
+				_ = t.log.close(false)
 			}
 			if b := t.mem.bytes.Load(); b > 0 {
 				opts.Memory.release(b)
@@ -171,20 +174,34 @@ func Open(opts Options) (_ *Tablet, err error) {
 	}
 	t.cur = newVersion(files)
 
-	if err := t.replay(st); err != nil {
+	if err := t.replay(st, mEpoch); err != nil {
 		return nil, err
 	}
-	t.log, err = commitlog.Open(commitlog.Options{Dir: filepath.Join(t.dir, logDirName), FS: opts.FS, SyncMode: opts.SyncMode, SyncInterval: opts.SyncInterval})
-	if err != nil {
-		return nil, fmt.Errorf("tablet: open commit log: %w", err)
+	if opts.Log != nil {
+		t.log = sharedHandle{opts.Log.Attach(opts.Name, uint64(opts.Epoch))}
+		t.logName = opts.Log.Name()
+	} else {
+		cl, err := commitlog.Open(commitlog.Options{Dir: filepath.Join(t.dir, logDirName), FS: opts.FS, SyncMode: opts.SyncMode, SyncInterval: opts.SyncInterval})
+		if err != nil {
+			return nil, fmt.Errorf("tablet: open commit log: %w", err)
+		}
+		t.log = ownLog{cl}
 	}
 	t.visibleSeq.Store(t.lastSeq)
 	opts.Memory.register(t)
 	t.bgCtx, t.bgCancel = context.WithCancel(context.Background())
-	if opts.Epoch > 0 {
+	// On a shared log the tablet seals at every open: its records from
+	// now on go to a log its manifest must name before any is written.
+	if opts.Epoch > 0 || opts.Log != nil {
 		if err := t.seal(); err != nil {
 			_ = t.Close()
 			return nil, err
+		}
+	}
+	if opts.Log != nil && st.Log == "" && t.mayDelete("remove the tablet's own commit log") {
+		// Written before the tablet moved to a shared log; sealed now.
+		if err := opts.FS.RemoveAll(filepath.Join(t.dir, logDirName)); err != nil {
+			t.logger.Warn("removing the tablet's own commit log", "dir", t.dir, "err", err)
 		}
 	}
 	if !opts.DisableBackgroundWork {
@@ -215,11 +232,14 @@ func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 }
 
 // replay inserts the commit log records after the manifest's LastSeq into
-// the memtable. It is never cut short by a context.
-func (t *Tablet) replay(st manifest.State) error {
+// the memtable: from the tablet's own log, or from the shared log the
+// manifest names, keeping only the records its writer (the owner at epoch
+// mEpoch, which wrote the manifest) tagged. It is never cut short by a
+// context.
+func (t *Tablet) replay(st manifest.State, mEpoch int64) error {
 	t.lastSeq = st.LastSeq
 	sch := t.schema.Load()
-	_, err := commitlog.Replay(t.opts.FS, filepath.Join(t.dir, logDirName), st.ReplayPoint, func(p []byte) error {
+	apply := func(p []byte) error {
 		b, err := decodeBatch(p)
 		if err != nil {
 			return err
@@ -244,7 +264,16 @@ func (t *Tablet) replay(st manifest.State) error {
 			t.lastSeq = b.seq
 		}
 		return nil
-	})
+	}
+	var err error
+	switch {
+	case st.Log == "":
+		_, err = commitlog.Replay(t.opts.FS, filepath.Join(t.dir, logDirName), st.ReplayPoint, apply)
+	case t.opts.Log == nil:
+		err = fmt.Errorf("its manifest names the shared commit log %q: open it with Options.Log", st.Log)
+	default:
+		err = t.opts.Log.Replay(st.Log, t.opts.Name, uint64(mEpoch), st.ReplayPoint, apply)
+	}
 	if err != nil {
 		return fmt.Errorf("tablet: replay commit log of %s: %w", t.dir, err)
 	}
@@ -348,7 +377,7 @@ func (t *Tablet) bgCtxOrBackground() context.Context {
 func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable, obsolete []*tableFile) error {
 	nv := &version{files: files}
 	st := manifest.State{
-		Files: nv.fileRefs(), ReplayPoint: t.replayPoint, LastSeq: t.flushedSeq, NextFileNum: t.nextFileNum,
+		Files: nv.fileRefs(), ReplayPoint: t.replayPoint, Log: t.logName, LastSeq: t.flushedSeq, NextFileNum: t.nextFileNum,
 		RangeStart: t.start, RangeEnd: t.end, Parent: t.parent,
 	}
 	if flushed != nil {
@@ -472,7 +501,7 @@ func (t *Tablet) closeGated() error {
 		// Wait for an explicit Flush or Compact in flight.
 		t.flushMu.Lock()
 		t.compactMu.Lock()
-		t.closeErr = t.log.Close()
+		t.closeErr = t.log.close(t.flushedAll())
 		t.mu.Lock()
 		v := t.cur
 		t.cur = nil
@@ -489,4 +518,15 @@ func (t *Tablet) closeGated() error {
 		t.mu.Unlock()
 	})
 	return t.closeErr
+}
+
+// flushedAll reports whether the manifest covers every record the tablet
+// wrote: nothing is waiting in a memtable and the log never failed.
+func (t *Tablet) flushedAll() bool {
+	t.commitMu.Lock()
+	failed := t.failErr != nil
+	t.commitMu.Unlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !failed && t.mem.empty() && len(t.imm) == 0
 }

@@ -60,11 +60,13 @@ func segmentHeader() []byte {
 	return append([]byte(segmentMagic), formatVersion)
 }
 
-// appendRecord appends the framed record of payload to dst.
-func appendRecord(dst, payload []byte) []byte {
+// appendRecord appends the framed record of tag followed by payload (one
+// record) to dst.
+func appendRecord(dst, tag, payload []byte) []byte {
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
-	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(payload)))
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(tag)+len(payload)))
+	dst = append(dst, tag...)
 	dst = append(dst, payload...)
 	crc := crc32.Checksum(dst[start+4:], castagnoli)
 	binary.LittleEndian.PutUint32(dst[start:], crc)

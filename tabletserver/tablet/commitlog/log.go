@@ -143,9 +143,14 @@ func (l *Log) syncFile(f vfs.Writable) error {
 // Write frames payload and queues it after every record written before; it
 // does not wait for durability (see Wait). Records reach the file in call
 // order.
-func (l *Log) Write(payload []byte) (Ticket, error) {
-	if uint64(len(payload)) > maxPayload {
-		return Ticket{}, fmt.Errorf("commitlog: record of %d bytes is too large", len(payload))
+func (l *Log) Write(payload []byte) (Ticket, error) { return l.WriteTagged(nil, payload) }
+
+// WriteTagged is Write of one record holding tag followed by payload,
+// without the caller joining them first (a shared log tags each record with
+// its tablet).
+func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
+	if uint64(len(tag)+len(payload)) > maxPayload {
+		return Ticket{}, fmt.Errorf("commitlog: record of %d bytes is too large", len(tag)+len(payload))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -155,9 +160,9 @@ func (l *Log) Write(payload []byte) (Ticket, error) {
 	if l.closed {
 		return Ticket{}, ErrClosed
 	}
-	l.buf = appendRecord(l.buf, payload)
+	l.buf = appendRecord(l.buf, tag, payload)
 	l.appended++
-	l.activeBytes += int64(frameHeaderLen + len(payload))
+	l.activeBytes += int64(frameHeaderLen + len(tag) + len(payload))
 	t := Ticket{l.appended}
 	if len(l.buf) >= flushThreshold && !l.busy {
 		// Keep the buffer bounded when nobody waits (SyncNone callers
@@ -399,4 +404,22 @@ func (l *Log) Close() error {
 		}
 	}
 	return err
+}
+
+// Segment returns the number of the active segment: every record written
+// from now on lands in it or in a later one.
+func (l *Log) Segment() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seg
+}
+
+// Dir returns the folder of the log's segments.
+func (l *Log) Dir() string { return l.opts.Dir }
+
+// Err returns the error that poisoned the log, or nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
 }

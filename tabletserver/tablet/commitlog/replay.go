@@ -55,43 +55,76 @@ func Replay(fsys vfs.FS, dir string, from uint64, fn func(payload []byte) error)
 	return last, nil
 }
 
-// replaySegment replays one segment file. buf is scratch space for payloads;
-// the possibly grown buffer is returned for reuse.
+// replaySegment replays one segment file, truncating a torn tail. buf is
+// scratch space for payloads; the possibly grown buffer is returned for reuse.
 func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, error) {
+	buf, end, torn, err := scanSegment(fsys, path, 0, isLast, buf, fn)
+	if err != nil || !torn {
+		return buf, err
+	}
+	return buf, truncate(fsys, path, end)
+}
+
+// ReadSegment calls fn with each record of segment n in dir from byte offset
+// off (0: from the start, checking the segment header; otherwise the end an
+// earlier call returned). It never changes the file: it serves readers of a
+// log another process may still be writing (a server's shared log, read for
+// recovery). A torn tail of a segment read as the last one ends the read
+// without error, and end is where the torn record starts, so a later call
+// from end sees it if its writer has since completed it. Damage anywhere
+// else is an error wrapping ErrCorrupt.
+func ReadSegment(fsys vfs.FS, dir string, n uint64, off int64, isLast bool, fn func(payload []byte) error) (end int64, err error) {
+	_, end, _, err = scanSegment(vfs.Or(fsys), segmentPath(dir, n), off, isLast, nil, fn)
+	return end, err
+}
+
+// ListSegments returns the numbers of the segments in dir on fsys (nil: the
+// local disk), ascending. A missing dir has none.
+func ListSegments(fsys vfs.FS, dir string) ([]uint64, error) {
+	return listSegments(vfs.Or(fsys), dir)
+}
+
+// scanSegment reads the records of the segment at path from offset from (0
+// checks the header first). It returns the offset after the last good
+// record, and torn=true when a torn tail (see Replay) starts there; damage
+// that is not a torn tail of the last segment is an error.
+func scanSegment(fsys vfs.FS, path string, from int64, isLast bool, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
 	f, err := fsys.Open(path)
 	if err != nil {
-		return buf, fmt.Errorf("commitlog: %w", err)
+		return buf, from, false, fmt.Errorf("commitlog: %w", err)
 	}
 	defer f.Close()
 	size := f.Size()
-	if size == 0 {
+	if size == 0 || size <= from {
 		// An empty segment: created and not yet given its header before a
 		// crash, or truncated by an earlier replay. It holds no records.
-		return buf, nil
+		return buf, from, false, nil
 	}
-	r := bufio.NewReaderSize(f, 256<<10)
+	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 256<<10)
 
-	// Segment header.
-	want := segmentHeader()
-	got := make([]byte, min(int64(headerLen), size))
-	if _, err := io.ReadFull(r, got); err != nil {
-		return buf, fmt.Errorf("commitlog: read %s: %w", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		if isLast && (bytes.HasPrefix(want, got) || isZero(got)) {
-			if tail, err := readTail(f, path, 0, size); err != nil {
-				return buf, err
-			} else if isZero(tail) || len(got) < headerLen {
-				return buf, truncate(fsys, path, 0)
+	off := from
+	if from == 0 {
+		want := segmentHeader()
+		got := make([]byte, min(int64(headerLen), size))
+		if _, err := io.ReadFull(r, got); err != nil {
+			return buf, 0, false, fmt.Errorf("commitlog: read %s: %w", path, err)
+		}
+		if !bytes.Equal(got, want) {
+			if isLast && (bytes.HasPrefix(want, got) || isZero(got)) {
+				if tail, err := readTail(f, path, 0, size); err != nil {
+					return buf, 0, false, err
+				} else if isZero(tail) || len(got) < headerLen {
+					return buf, 0, true, nil
+				}
 			}
+			if len(got) == headerLen && bytes.Equal(got[:headerLen-1], want[:headerLen-1]) {
+				return buf, 0, false, corruptf(path, 0, "unknown format version %d", got[headerLen-1])
+			}
+			return buf, 0, false, corruptf(path, 0, "bad segment header")
 		}
-		if len(got) == headerLen && bytes.Equal(got[:headerLen-1], want[:headerLen-1]) {
-			return buf, corruptf(path, 0, "unknown format version %d", got[headerLen-1])
-		}
-		return buf, corruptf(path, 0, "bad segment header")
+		off = int64(headerLen)
 	}
 
-	off := int64(headerLen)
 	var hdr [frameHeaderLen]byte
 	for off < size {
 		rest := size - off
@@ -100,7 +133,7 @@ func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]
 			reason = "short record header"
 		} else {
 			if _, err := io.ReadFull(r, hdr[:]); err != nil {
-				return buf, fmt.Errorf("commitlog: read %s: %w", path, err)
+				return buf, off, false, fmt.Errorf("commitlog: read %s: %w", path, err)
 			}
 			n := int64(binary.LittleEndian.Uint32(hdr[4:]))
 			if n > rest-frameHeaderLen {
@@ -111,14 +144,14 @@ func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]
 				}
 				buf = buf[:n]
 				if _, err := io.ReadFull(r, buf); err != nil {
-					return buf, fmt.Errorf("commitlog: read %s: %w", path, err)
+					return buf, off, false, fmt.Errorf("commitlog: read %s: %w", path, err)
 				}
 				crc := crc32.Update(crc32.Checksum(hdr[4:], castagnoli), castagnoli, buf)
 				if crc != binary.LittleEndian.Uint32(hdr[:4]) {
 					reason = "checksum mismatch"
 				} else {
 					if err := fn(buf); err != nil {
-						return buf, err
+						return buf, off, false, err
 					}
 					off += frameHeaderLen + n
 					continue
@@ -127,20 +160,20 @@ func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]
 		}
 		// A bad record at off.
 		if !isLast {
-			return buf, corruptf(path, off, "%s", reason)
+			return buf, off, false, corruptf(path, off, "%s", reason)
 		}
 		tail, err := readTail(f, path, off, size)
 		if err != nil {
-			return buf, err
+			return buf, off, false, err
 		}
 		if at, found, ok := findRecord(tail); !ok {
-			return buf, corruptf(path, off, "%s, and the rest of the file is too large to prove it a torn tail", reason)
+			return buf, off, false, corruptf(path, off, "%s, and the rest of the file is too large to prove it a torn tail", reason)
 		} else if found {
-			return buf, corruptf(path, off, "%s, with a valid record after it at offset %d", reason, off+at)
+			return buf, off, false, corruptf(path, off, "%s, with a valid record after it at offset %d", reason, off+at)
 		}
-		return buf, truncate(fsys, path, off)
+		return buf, off, true, nil
 	}
-	return buf, nil
+	return buf, off, false, nil
 }
 
 // readTail reads the bytes of f (at path) from off to size.

@@ -17,7 +17,7 @@ import (
 func writeSegment(payloads [][]byte) (file []byte, ends []int) {
 	file = segmentHeader()
 	for _, p := range payloads {
-		file = appendRecord(file, p)
+		file = appendRecord(file, nil, p)
 		ends = append(ends, len(file))
 	}
 	return file, ends

@@ -56,6 +56,10 @@ type State struct {
 	Files []FileRef `json:"files,omitempty"`
 	// ReplayPoint is the commit-log segment number to replay from.
 	ReplayPoint uint64 `json:"replay_point"`
+	// Log names the tablet server's shared commit log (sharedlog) that
+	// holds the tablet's records after ReplayPoint, written at the
+	// manifest's epoch; empty means the tablet's own log/ folder.
+	Log string `json:"log,omitempty"`
 	// LastSeq is the highest sequence number contained in Files.
 	LastSeq     uint64 `json:"last_seq"`
 	NextFileNum uint64 `json:"next_file_num"`

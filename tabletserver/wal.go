@@ -1,0 +1,97 @@
+package tabletserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+)
+
+// The shared commit log (docs/CONTRACTS.md §3 "Commit log").
+//
+// Every tablet the server loads writes its records to one log, so that
+// concurrent writes to many tablets share one fsync (one PUT on an object
+// store). A log is only ever appended by the process that created it, and
+// it is named after the etcd lease the server registered under
+// (meta.LogName): a server that registers under a new lease (after losing
+// the old one) starts a new log, and so does one whose log failed. The
+// master's GC keeps every log whose lease is alive or that a tablet's
+// manifest still names.
+
+// openLog starts the server's n-th shared log under lease and makes it the
+// one new tablets attach to. The previous log is closed: its tablets have
+// all been closed (a new lease) or have failed with it.
+func (s *Server) openLog(lease int64) error {
+	s.walMu.Lock()
+	defer s.walMu.Unlock()
+	s.walN++
+	l, err := sharedlog.Open(sharedlog.Options{
+		FS: s.opts.FS, Root: s.opts.DataDir, Name: meta.LogName(lease, s.walN),
+		SyncMode: s.syncMode, MaxBytes: s.opts.MaxLogBytes,
+		OnPressure: s.flushForLog, Logger: s.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the shared commit log: %w", err)
+	}
+	if old := s.wal; old != nil {
+		if err := old.Close(); err != nil {
+			s.logger.Warn("closing the previous shared commit log", "log", old.Name(), "err", err)
+		}
+	}
+	s.wal = l
+	s.logger.Info("shared commit log started", "log", l.Name())
+	return nil
+}
+
+// sharedLog returns the log a tablet loaded now writes to, starting a new
+// one first if the current one failed (its tablets have failed too and
+// are being reassigned; their records stay in the failed log).
+func (s *Server) sharedLog() (*sharedlog.Log, error) {
+	s.walMu.Lock()
+	l := s.wal
+	s.walMu.Unlock()
+	if l != nil && l.Err() == nil {
+		return l, nil
+	}
+	if l != nil {
+		s.logger.Error("the shared commit log failed: starting another", "log", l.Name(), "err", l.Err())
+	}
+	if err := s.openLog(s.leaseID.Load()); err != nil {
+		return nil, err
+	}
+	s.walMu.Lock()
+	defer s.walMu.Unlock()
+	return s.wal, nil
+}
+
+// closeLog closes the shared log at shutdown, after every tablet.
+func (s *Server) closeLog() error {
+	s.walMu.Lock()
+	defer s.walMu.Unlock()
+	if s.wal == nil {
+		return nil
+	}
+	err := s.wal.Close()
+	s.wal = nil
+	return err
+}
+
+// flushForLog flushes the tablets (named "<table>/<id>") that hold the
+// shared log's oldest segment, so it can be deleted.
+func (s *Server) flushForLog(names []string) {
+	for _, name := range names {
+		table, id, _ := strings.Cut(name, "/")
+		s.mu.Lock()
+		h := s.tablets[tabletKey(table, id)]
+		s.mu.Unlock()
+		if h == nil {
+			s.logger.Warn("the shared commit log is held by a tablet this server no longer serves; its segments stay until the log is replaced", "tablet", name)
+			continue
+		}
+		if err := h.t.Flush(context.Background()); err != nil {
+			s.logger.Warn("flushing a tablet for the shared commit log", "tablet", name, "err", err)
+		}
+	}
+}
