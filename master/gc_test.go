@@ -15,6 +15,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -320,7 +321,11 @@ func TestGCKeepsEverythingWhenAManifestIsUnreadable(t *testing.T) {
 	compactAway(t, left, nil, []byte("d"))
 	// The right child, which references the parent, has a damaged manifest:
 	// nothing of the table may go, not even a plain orphan.
-	if err := os.WriteFile(filepath.Join(right, "MANIFEST"), []byte("garbage"), 0o644); err != nil {
+	newest, _, err := manifest.Newest(nil, right)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(right, newest.Name()), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stray := e.dir("t", "stray")

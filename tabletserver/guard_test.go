@@ -10,6 +10,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // TestFlushIsRefusedOnceTheLeaseIsUnsafe opens a tablet with the engine
@@ -46,11 +47,7 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 		t.Fatalf("flush with a safe lease: %v", err)
 	}
 	setCell("bob", "b")
-	manifestPath := filepath.Join(dir, "MANIFEST")
-	before, err := os.ReadFile(manifestPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := newestManifest(t, dir)
 
 	r.pause(t) // no renewal can make the lease safe again
 	eventually(t, 10*time.Second, "the lease to become unsafe", func() bool { return !srv.leaseSafe() })
@@ -58,8 +55,8 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 	if !errors.Is(err, ErrFenced) || !errors.Is(err, tablet.ErrGuardRefused) {
 		t.Fatalf("flush with an unsafe lease = %v, want ErrFenced through the write guard", err)
 	}
-	if after, err := os.ReadFile(manifestPath); err != nil || !bytes.Equal(after, before) {
-		t.Fatalf("the manifest changed while the lease was unsafe (%v)", err)
+	if after := newestManifest(t, dir); !bytes.Equal(after, before) {
+		t.Fatalf("the manifest changed while the lease was unsafe")
 	}
 
 	r.resume()
@@ -67,7 +64,7 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 	if err := tb.Flush(e.ctx); err != nil {
 		t.Fatalf("flush after the lease is safe again: %v", err)
 	}
-	if after, _ := os.ReadFile(manifestPath); bytes.Equal(after, before) {
+	if after := newestManifest(t, dir); bytes.Equal(after, before) {
 		t.Fatal("the allowed flush did not save the manifest")
 	}
 	if err := tb.Close(); err != nil {
@@ -83,4 +80,19 @@ func TestFlushIsRefusedOnceTheLeaseIsUnsafe(t *testing.T) {
 			t.Fatalf("row %s reads %v, %v", row, cells, err)
 		}
 	}
+}
+
+// newestManifest returns the name and bytes of the newest manifest version
+// in dir: every save writes a new version.
+func newestManifest(t *testing.T, dir string) []byte {
+	t.Helper()
+	id, ok, err := manifest.Newest(nil, dir)
+	if err != nil || !ok {
+		t.Fatalf("no manifest in %s: %v", dir, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, id.Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte(id.Name()+"\n"), b...)
 }

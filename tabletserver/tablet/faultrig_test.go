@@ -141,3 +141,8 @@ func sst(families ...string) func(string) bool {
 func is(path string) func(string) bool {
 	return func(p string) bool { return p == path }
 }
+
+// matches matches the paths of pattern (filepath.Match syntax).
+func matches(pattern string) func(string) bool {
+	return func(p string) bool { ok, _ := filepath.Match(pattern, p); return ok }
+}

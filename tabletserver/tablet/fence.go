@@ -17,8 +17,9 @@ import (
 //
 //   - files: new SSTables are numbered from Epoch<<32, a range no older
 //     owner allocates from, so the two never collide;
-//   - manifest: written as MANIFEST-<epoch>; the newest epoch wins, so a
-//     late rewrite of an older epoch's manifest is ignored, and an engine
+//   - manifest: written as versions MANIFEST-<epoch>-v<n>; the newest
+//     epoch wins, so a late save of an older epoch's manifest is ignored,
+//     and an engine
 //     refuses to open below a newer manifest (ErrNewerOwner);
 //   - commit log: at open, after replaying, the engine flushes what it
 //     replayed and saves a manifest with a new replay point (seal). On the

@@ -76,7 +76,7 @@ func TestNewerOwnerNeverCollidesWithOrTrustsAnOlderOne(t *testing.T) {
 
 // Family folders never take a manifest's name, whatever the epoch.
 func TestFamilyFoldersNeverShadowManifests(t *testing.T) {
-	for _, name := range []string{"MANIFEST", "MANIFEST.tmp", "MANIFEST-7", "MANIFEST-7.tmp", "log", ".", ".."} {
+	for _, name := range []string{"MANIFEST", "MANIFEST.tmp", "MANIFEST-7", "MANIFEST-7.tmp", "MANIFEST-7-v3", "MANIFEST-0-v1.tmp", "log", ".", ".."} {
 		if got := familyFolder(name); got != "~"+name {
 			t.Errorf("familyFolder(%q) = %q, want %q", name, got, "~"+name)
 		}

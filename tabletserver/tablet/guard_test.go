@@ -48,7 +48,7 @@ func (g *testGuard) check() error {
 		return nil
 	}
 	if g.refused == 0 {
-		g.atRefusal, _ = os.ReadFile(filepath.Join(g.dir, manifest.FileName))
+		g.atRefusal = newestManifest(g.dir)
 		g.filesAt, _ = listSST(g.dir)
 	}
 	g.refused++
@@ -107,11 +107,26 @@ func listSST(dir string) (map[string]bool, error) {
 
 func readManifest(t *testing.T, dir string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, manifest.FileName))
-	if err != nil {
-		t.Fatal(err)
+	b := newestManifest(dir)
+	if b == nil {
+		t.Fatalf("no manifest in %s", dir)
 	}
 	return b
+}
+
+// newestManifest returns the name and bytes of the newest manifest version
+// in dir (nil if none): a save writes a new version, so they change with
+// every save.
+func newestManifest(dir string) []byte {
+	id, ok, err := manifest.Newest(nil, dir)
+	if err != nil || !ok {
+		return nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, id.Name()))
+	if err != nil {
+		return nil
+	}
+	return append([]byte(id.Name()+"\n"), b...)
 }
 
 // checkReferencedExist fails unless every own file the manifest in dir

@@ -18,8 +18,9 @@ import (
 // Options configure a Tablet. The zero value with Dir set is valid (a tablet
 // with no families accepts no writes until SetFamilies).
 type Options struct {
-	// Dir is the tablet's folder, created if missing. Layout: MANIFEST,
-	// log/ (commit log segments), <family>/NNNNNN.sst. It must be set.
+	// Dir is the tablet's folder, created if missing. Layout:
+	// MANIFEST-<epoch>-v<n> (package manifest), log/ (its own commit log
+	// segments, without Log), <family>/NNNNNN.sst. It must be set.
 	Dir string
 	// FS holds the tablet's files (vfs package): its manifest, commit log
 	// and SSTables, and the folders of its split children. The default is

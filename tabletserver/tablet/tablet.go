@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -70,6 +71,7 @@ type Tablet struct {
 	// fields below.
 	editMu      sync.Mutex
 	nextFileNum uint64
+	manifestVer uint64 // version of the newest manifest this epoch saved
 	replayPoint uint64
 	flushedSeq  uint64 // manifest LastSeq
 
@@ -104,7 +106,8 @@ func Open(opts Options) (_ *Tablet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	st, mEpoch, found, err := manifest.LoadNewest(opts.FS, opts.Dir)
+	st, mID, found, err := manifest.LoadLatest(opts.FS, opts.Dir)
+	mEpoch := mID.Epoch
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
 	}
@@ -124,7 +127,8 @@ func Open(opts Options) (_ *Tablet, err error) {
 				return nil, fmt.Errorf("%w: create %s: %w", ErrGuardRefused, opts.Dir, gerr)
 			}
 		}
-		if err := manifest.SaveEpoch(opts.FS, opts.Dir, opts.Epoch, st); err != nil {
+		mID = manifest.ID{Epoch: opts.Epoch, Version: 1}
+		if err := manifest.SaveVersion(opts.FS, opts.Dir, mID, st); err != nil {
 			return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
 		}
 	}
@@ -139,7 +143,8 @@ func Open(opts Options) (_ *Tablet, err error) {
 		start: st.RangeStart, end: st.RangeEnd, parent: st.Parent,
 		mem:         newMemtable(),
 		nextFileNum: st.NextFileNum, replayPoint: st.ReplayPoint, flushedSeq: st.LastSeq,
-		flushCh: make(chan struct{}, 1), compactCh: make(chan struct{}, 1),
+		manifestVer: mID.Version,
+		flushCh:     make(chan struct{}, 1), compactCh: make(chan struct{}, 1),
 	}
 	t.schema.Store(sch)
 	files := map[string][]*tableFile{}
@@ -389,10 +394,21 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 	if err := t.checkGuard("save manifest"); err != nil {
 		return err
 	}
-	if err := manifest.SaveEpoch(t.opts.FS, t.dir, t.opts.Epoch, st); err != nil {
+	// A new version every save, never a file rewritten in place; a failed
+	// attempt's version is not reused (it may exist: ErrMaybeSaved).
+	t.manifestVer++
+	id := manifest.ID{Epoch: t.opts.Epoch, Version: t.manifestVer}
+	if err := manifest.SaveVersion(t.opts.FS, t.dir, id, st); err != nil {
 		err = fmt.Errorf("tablet: save manifest: %w", err)
 		t.failed(err)
 		return err
+	}
+	if id.Version > 2 {
+		// Keep the version before the newest for readers that chose it.
+		old := manifest.ID{Epoch: id.Epoch, Version: id.Version - 2}
+		if err := t.opts.FS.Remove(filepath.Join(t.dir, old.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.logger.Warn("removing an old manifest version", "dir", t.dir, "version", old.Name(), "err", err)
+		}
 	}
 	t.replayPoint, t.flushedSeq = st.ReplayPoint, st.LastSeq
 	for _, f := range obsolete {
@@ -501,7 +517,11 @@ func (t *Tablet) closeGated() error {
 		// Wait for an explicit Flush or Compact in flight.
 		t.flushMu.Lock()
 		t.compactMu.Lock()
-		t.closeErr = t.log.close(t.flushedAll())
+		clean := t.flushedAll()
+		if clean && t.logName != "" {
+			t.releaseSharedLog()
+		}
+		t.closeErr = t.log.close(clean)
 		t.mu.Lock()
 		v := t.cur
 		t.cur = nil
@@ -529,4 +549,30 @@ func (t *Tablet) flushedAll() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return !failed && t.mem.empty() && len(t.imm) == 0
+}
+
+// releaseSharedLog saves a last manifest that names no log, when the
+// tablet closes with everything flushed: its next owner then reads nothing
+// of this server's log, whose last segment may hold many tablets' records
+// (on an object store, one object per group commit). Best effort: if the
+// save is refused or fails, the next owner reads the log and skips what the
+// manifest covers. Called by Close with flushMu and compactMu held.
+func (t *Tablet) releaseSharedLog() {
+	if t.checkGuard("release the shared commit log") != nil {
+		return
+	}
+	t.editMu.Lock()
+	defer t.editMu.Unlock()
+	t.mu.Lock()
+	v := t.cur
+	t.mu.Unlock()
+	if v == nil {
+		return
+	}
+	name, point := t.logName, t.replayPoint
+	t.logName, t.replayPoint = "", 0
+	if err := t.installLocked(v.files, nil, nil); err != nil {
+		t.logName, t.replayPoint = name, point
+		t.logger.Warn("saving the closing manifest", "dir", t.dir, "err", err)
+	}
 }

@@ -423,3 +423,15 @@ func (l *Log) Err() error {
 	defer l.mu.Unlock()
 	return l.err
 }
+
+// Sync writes what is buffered and fsyncs the active segment, whatever the
+// sync mode: every record written before the call is then durable (and, on
+// an object store, visible to other readers).
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.idleLocked(); err != nil {
+		return err
+	}
+	return l.roundLocked(true, false)
+}

@@ -3,9 +3,13 @@
 // sequence number the files hold, and the tablet's row range
 // (docs/CONTRACTS.md §3 "Manifest").
 //
-// The whole state is rewritten on every change: Save writes MANIFEST.tmp,
-// fsyncs it, renames it over MANIFEST and fsyncs the folder, so after a crash
-// at any instant Load yields either the old or the new state.
+// The whole state is written again on every change, as a new version that
+// never replaces a file in place: SaveVersion writes
+// MANIFEST-<epoch>-v<version>.tmp, fsyncs it, renames it to
+// MANIFEST-<epoch>-v<version> and fsyncs the folder, so after a crash at any
+// instant Load (the newest epoch, then the newest version) yields either the
+// old or the new state. On an object store each version is a new object.
+// RemoveBefore deletes the versions a newer one superseded.
 //
 //	st, found, err := manifest.Load(fsys, dir) // fsys: a vfs.FS, nil for the local disk
 //	if err != nil { ... } // a damaged MANIFEST wraps manifest.ErrCorrupt

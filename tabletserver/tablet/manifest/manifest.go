@@ -189,14 +189,36 @@ func (s *State) check() error {
 }
 
 // Manifest files are named by the epoch of the owner that wrote them
-// (docs/OWNERSHIP.md): MANIFEST-<epoch> in decimal, and plain MANIFEST for
-// epoch 0 (engines opened without an owner epoch, and tablets written
-// before epochs were recorded). The newest epoch wins. An owner that lost
-// its tablet (a zombie that wakes after its lease expired) can still
-// rewrite its own MANIFEST-<old epoch>, but nobody reads it again once the
-// next owner has written MANIFEST-<new epoch>.
+// (docs/OWNERSHIP.md) and a version the owner counts up from 1 with every
+// save: MANIFEST-<epoch>-v<version>, both decimal. Every save writes a new
+// file and never rewrites one in place (on an object store, a new object
+// per version); the newest epoch wins, and within it the newest version.
+// The names of releases before versions, MANIFEST (epoch 0) and
+// MANIFEST-<epoch>, read as version 0 of their epoch. An owner that lost
+// its tablet (a zombie that wakes after its lease expired) can still save
+// versions of its own old epoch, but nobody reads them again once the next
+// owner has saved a version of its newer epoch.
 
-// Name returns the manifest file name of epoch.
+// ID names one manifest version.
+type ID struct {
+	Epoch   int64
+	Version uint64
+}
+
+// Less orders IDs: by epoch, then version.
+func (a ID) Less(b ID) bool {
+	return a.Epoch < b.Epoch || a.Epoch == b.Epoch && a.Version < b.Version
+}
+
+// Name returns the file name of id.
+func (id ID) Name() string {
+	if id.Version == 0 { // a name of the releases before versions
+		return Name(id.Epoch)
+	}
+	return FileName + "-" + strconv.FormatInt(id.Epoch, 10) + "-v" + strconv.FormatUint(id.Version, 10)
+}
+
+// Name returns the unversioned file name of epoch (version 0).
 func Name(epoch int64) string {
 	if epoch <= 0 {
 		return FileName
@@ -204,25 +226,46 @@ func Name(epoch int64) string {
 	return FileName + "-" + strconv.FormatInt(epoch, 10)
 }
 
-// parseName returns the epoch of a manifest file name.
-func parseName(name string) (int64, bool) {
+// parseName returns the ID of a manifest file name.
+func parseName(name string) (ID, bool) {
 	if name == FileName {
-		return 0, true
+		return ID{}, true
 	}
 	rest, ok := strings.CutPrefix(name, FileName+"-")
-	if !ok || rest == "" || rest[0] == '0' {
+	if !ok {
+		return ID{}, false
+	}
+	ep, ver, versioned := strings.Cut(rest, "-v")
+	e, ok := parseDecimal(ep, !versioned)
+	if !ok {
+		return ID{}, false
+	}
+	if !versioned {
+		return ID{Epoch: e}, true
+	}
+	v, ok := parseDecimal(ver, true)
+	return ID{Epoch: e, Version: uint64(v)}, ok
+}
+
+// parseDecimal parses a canonical decimal (no sign, no leading zero);
+// positive demands a value above 0.
+func parseDecimal(s string, positive bool) (int64, bool) {
+	if s == "" || len(s) > 1 && s[0] == '0' {
 		return 0, false
 	}
-	e, err := strconv.ParseInt(rest, 10, 64)
-	return e, err == nil && e > 0
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 || positive && n == 0 || strconv.FormatInt(n, 10) != s {
+		return 0, false
+	}
+	return n, true
 }
 
 // Every function below takes the vfs.FS that holds dir; nil means the
 // local disk (vfs.Default).
 
-// Epochs lists the epochs of the manifests in dir, ascending; none (and
-// no error) when dir does not exist.
-func Epochs(fsys vfs.FS, dir string) ([]int64, error) {
+// List returns the IDs of the manifests in dir, ascending; none (and no
+// error) when dir does not exist.
+func List(fsys vfs.FS, dir string) ([]ID, error) {
 	entries, err := vfs.Or(fsys).List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -230,67 +273,126 @@ func Epochs(fsys vfs.FS, dir string) ([]int64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
-	var out []int64
+	var out []ID
 	for _, e := range entries {
-		if ep, ok := parseName(e.Name); ok && !e.IsDir {
-			out = append(out, ep)
+		if id, ok := parseName(e.Name); ok && !e.IsDir {
+			out = append(out, id)
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b ID) int {
+		switch {
+		case a.Less(b):
+			return -1
+		case b.Less(a):
+			return 1
+		}
+		return 0
+	})
 	return out, nil
+}
+
+// Epochs lists the epochs of the manifests in dir, ascending, each once;
+// none (and no error) when dir does not exist.
+func Epochs(fsys vfs.FS, dir string) ([]int64, error) {
+	ids, err := List(fsys, dir)
+	var out []int64
+	for _, id := range ids {
+		if len(out) == 0 || out[len(out)-1] != id.Epoch {
+			out = append(out, id.Epoch)
+		}
+	}
+	return out, err
 }
 
 // Load reads the newest manifest in dir. A folder without one gives the
 // zero State, false and no error; a damaged newest manifest an error
 // wrapping ErrCorrupt that names the file (an older one is never used in
-// its place). Leftover temporary files (a Save cut short by a crash) are
-// ignored.
+// its place: a version is only ever renamed into place whole, so a damaged
+// one is damage, not a torn save, and replaying from an older version
+// could miss what a compaction since moved). Leftover temporary files (a
+// save cut short by a crash) are ignored.
 func Load(fsys vfs.FS, dir string) (State, bool, error) {
-	s, _, found, err := LoadNewest(fsys, dir)
+	s, _, found, err := LoadLatest(fsys, dir)
 	return s, found, err
 }
 
 // LoadNewest is Load that also returns the epoch of the manifest read.
 func LoadNewest(fsys vfs.FS, dir string) (State, int64, bool, error) {
+	s, id, found, err := LoadLatest(fsys, dir)
+	return s, id.Epoch, found, err
+}
+
+// LoadLatest is Load that also returns the ID of the manifest read.
+func LoadLatest(fsys vfs.FS, dir string) (State, ID, bool, error) {
 	fsys = vfs.Or(fsys)
-	epochs, err := Epochs(fsys, dir)
-	if err != nil || len(epochs) == 0 {
-		return State{}, 0, false, err
+	ids, err := List(fsys, dir)
+	if err != nil || len(ids) == 0 {
+		return State{}, ID{}, false, err
 	}
-	epoch := epochs[len(epochs)-1]
-	path := filepath.Join(dir, Name(epoch))
+	id := ids[len(ids)-1]
+	path := filepath.Join(dir, id.Name())
 	b, err := vfs.ReadFile(fsys, path)
 	if err != nil {
-		return State{}, 0, false, fmt.Errorf("manifest: %w", err)
+		return State{}, ID{}, false, fmt.Errorf("manifest: %w", err)
 	}
 	s, err := decode(path, b)
 	if err != nil {
-		return State{}, 0, false, err
+		return State{}, ID{}, false, err
 	}
-	return s, epoch, true, nil
+	return s, id, true, nil
 }
 
-// Save replaces <dir>/MANIFEST (epoch 0) with s; see SaveEpoch.
+// Newest returns the ID of the newest manifest in dir, false if there is
+// none.
+func Newest(fsys vfs.FS, dir string) (ID, bool, error) {
+	ids, err := List(fsys, dir)
+	if err != nil || len(ids) == 0 {
+		return ID{}, false, err
+	}
+	return ids[len(ids)-1], true, nil
+}
+
+// Save saves s as the next version of epoch 0; see SaveEpoch.
 func Save(fsys vfs.FS, dir string, s State) error { return SaveEpoch(fsys, dir, 0, s) }
 
-// SaveEpoch replaces the manifest of epoch in dir with s: it writes a
-// temporary file of that epoch, fsyncs it, renames it over the manifest
-// and fsyncs dir. After a crash at any instant Load yields the old or the
-// new state. dir must exist.
+// SaveEpoch saves s as the next version of epoch in dir: one above the
+// newest version of that epoch there (it lists dir; an engine that counts
+// its versions calls SaveVersion).
+func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
+	ids, err := List(fsys, dir)
+	if err != nil {
+		return err
+	}
+	next := ID{Epoch: epoch, Version: 1}
+	for _, id := range ids {
+		if id.Epoch == epoch && id.Version >= next.Version {
+			next.Version = id.Version + 1
+		}
+	}
+	return SaveVersion(fsys, dir, next, s)
+}
+
+// SaveVersion writes s as the manifest id in dir: it writes a temporary
+// file, fsyncs it, renames it to id's name (a new file, never one that
+// exists: versions only grow) and fsyncs dir. After a crash at any instant
+// Load yields the old or the new state. dir must exist.
 //
 // An error wrapping ErrMaybeSaved means the rename was done but not made
 // durable: Load may yield either state, so the files s names must be kept.
-// Any other error leaves the old manifest in place.
-func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
+// Any other error leaves the newest manifest as it was.
+func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("manifest: refusing to save: %w", err)
+	}
+	if id.Version == 0 {
+		return fmt.Errorf("manifest: refusing to save version 0 of epoch %d: versions start at 1", id.Epoch)
 	}
 	b, err := encode(s)
 	if err != nil {
 		return err
 	}
 	fsys = vfs.Or(fsys)
-	name := Name(epoch)
+	name := id.Name()
 	tmp := filepath.Join(dir, name+".tmp")
 	if err := writeSynced(fsys, tmp, b); err != nil {
 		fsys.Remove(tmp)
@@ -307,19 +409,27 @@ func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
 }
 
 // RemoveOlder deletes the manifests of epochs below epoch (and their
-// leftover temporary files), once the manifest of epoch is durable.
+// leftover temporary files), once a manifest of epoch is durable.
 func RemoveOlder(fsys vfs.FS, dir string, epoch int64) error {
+	return RemoveBefore(fsys, dir, ID{Epoch: epoch})
+}
+
+// RemoveBefore deletes the manifests older than keep (and their leftover
+// temporary files), once keep or a newer one is durable. An engine keeps
+// the version before its newest, so that a reader that listed the folder
+// just before the newest appeared can still read what it chose.
+func RemoveBefore(fsys vfs.FS, dir string, keep ID) error {
 	fsys = vfs.Or(fsys)
-	epochs, err := Epochs(fsys, dir)
+	ids, err := List(fsys, dir)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, e := range epochs {
-		if e >= epoch {
+	for _, id := range ids {
+		if !id.Less(keep) {
 			continue
 		}
-		for _, n := range []string{Name(e), Name(e) + ".tmp"} {
+		for _, n := range []string{id.Name(), id.Name() + ".tmp"} {
 			if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, fmt.Errorf("manifest: %w", err))
 			}
@@ -328,11 +438,20 @@ func RemoveOlder(fsys vfs.FS, dir string, epoch int64) error {
 	return errors.Join(errs...)
 }
 
-// Remove deletes the manifest of epoch in dir, if any.
+// Remove deletes every version of the manifest of epoch in dir, if any.
 func Remove(fsys vfs.FS, dir string, epoch int64) error {
-	err := vfs.Or(fsys).Remove(filepath.Join(dir, Name(epoch)))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("manifest: %w", err)
+	fsys = vfs.Or(fsys)
+	ids, err := List(fsys, dir)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if id.Epoch != epoch {
+			continue
+		}
+		if err := fsys.Remove(filepath.Join(dir, id.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("manifest: %w", err)
+		}
 	}
 	return nil
 }

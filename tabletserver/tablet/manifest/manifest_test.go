@@ -89,8 +89,8 @@ func TestSaveReplaces(t *testing.T) {
 }
 
 // TestCrashDuringSaveKeepsOldState simulates a crash at every instant of a
-// Save: MANIFEST.tmp written up to any byte (the rename not done) leaves the
-// old state; a later Save still works.
+// save: the next version's .tmp written up to any byte (the rename not done)
+// leaves the old state; a later save still works.
 func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 	dir := t.TempDir()
 	old := sampleState()
@@ -103,8 +103,9 @@ func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	v2 := ID{Epoch: 0, Version: 2}
 	for cut := 0; cut <= len(b); cut++ {
-		if err := os.WriteFile(filepath.Join(dir, FileName+".tmp"), b[:cut], 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, v2.Name()+".tmp"), b[:cut], 0o644); err != nil {
 			t.Fatal(err)
 		}
 		got, found, err := Load(vfs.Default, dir)
@@ -113,20 +114,80 @@ func TestCrashDuringSaveKeepsOldState(t *testing.T) {
 		}
 	}
 	// The crash after the rename (before the folder fsync): the new state.
-	if err := os.Rename(filepath.Join(dir, FileName+".tmp"), filepath.Join(dir, FileName)); err != nil {
+	if err := os.Rename(filepath.Join(dir, v2.Name()+".tmp"), filepath.Join(dir, v2.Name())); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := Load(vfs.Default, dir); err != nil || !reflect.DeepEqual(got, next) {
 		t.Fatalf("after rename: %+v, %v", got, err)
 	}
-	// A leftover tmp does not disturb the next Save.
-	os.WriteFile(filepath.Join(dir, FileName+".tmp"), []byte("garbage"), 0o644)
+	// A leftover tmp does not disturb the next save.
+	os.WriteFile(filepath.Join(dir, ID{Epoch: 0, Version: 3}.Name()+".tmp"), []byte("garbage"), 0o644)
 	if err := Save(vfs.Default, dir, old); err != nil {
 		t.Fatal(err)
 	}
 	if got, _, err := Load(vfs.Default, dir); err != nil || !reflect.DeepEqual(got, old) {
 		t.Fatalf("after recovery Save: %+v, %v", got, err)
 	}
+}
+
+// TestVersionsAreNewFiles: every save writes a new version and leaves the
+// earlier ones as they were (on an object store: a new object, never one
+// overwritten in place); the newest wins; names of releases before
+// versions read as version 0 and lose to any version of their epoch;
+// RemoveBefore deletes exactly the older ones.
+func TestVersionsAreNewFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, Name(4)), mustEncode(t, State{NextFileNum: 1, ReplayPoint: 1}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved := map[string][]byte{}
+	for v := uint64(1); v <= 3; v++ {
+		if err := SaveEpoch(vfs.Default, dir, 4, State{NextFileNum: 1, ReplayPoint: v + 10}); err != nil {
+			t.Fatal(err)
+		}
+		for name, b := range saved {
+			if got, err := os.ReadFile(filepath.Join(dir, name)); err != nil || !bytes.Equal(got, b) {
+				t.Fatalf("after version %d, %s changed or went (%v)", v, name, err)
+			}
+		}
+		id := ID{Epoch: 4, Version: v}
+		b, err := os.ReadFile(filepath.Join(dir, id.Name()))
+		if err != nil {
+			t.Fatalf("version %d is not in %s: %v", v, id.Name(), err)
+		}
+		saved[id.Name()] = b
+		st, got, found, err := LoadLatest(vfs.Default, dir)
+		if err != nil || !found || got != id || st.ReplayPoint != v+10 {
+			t.Fatalf("LoadLatest after version %d = %+v %v %v %v", v, st, got, found, err)
+		}
+	}
+	if got := (ID{Epoch: 4, Version: 3}).Name(); got != "MANIFEST-4-v3" {
+		t.Fatalf("version name %q", got)
+	}
+	if err := RemoveBefore(vfs.Default, dir, ID{Epoch: 4, Version: 2}); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := List(vfs.Default, dir)
+	if err != nil || !reflect.DeepEqual(ids, []ID{{4, 2}, {4, 3}}) {
+		t.Fatalf("after RemoveBefore v2: %v %v", ids, err)
+	}
+	if err := SaveVersion(vfs.Default, dir, ID{Epoch: 4}, State{}); err == nil {
+		t.Fatal("saving version 0 succeeded")
+	}
+	for _, n := range []string{"MANIFEST-4-v0", "MANIFEST-4-v03", "MANIFEST-04-v1", "MANIFEST--v1", "MANIFEST-4-v", "MANIFEST-4-x1", "MANIFEST-4-v1-v2"} {
+		if _, ok := parseName(n); ok {
+			t.Errorf("parseName(%q) accepted a name no save makes", n)
+		}
+	}
+}
+
+func mustEncode(t *testing.T, s State) []byte {
+	t.Helper()
+	b, err := encode(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestDamagedManifestIsCorrupt: every truncation of MANIFEST is ErrCorrupt

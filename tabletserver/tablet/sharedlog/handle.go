@@ -1,6 +1,10 @@
 package sharedlog
 
-import "github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+import (
+	"errors"
+
+	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+)
 
 // Handle is one tablet's attachment to a shared Log. Its calls mirror those
 // of a commitlog.Log that the engine uses for its own log.
@@ -38,9 +42,15 @@ func (h *Handle) Size() int64 { return h.l.Size() }
 // Detach ends the attachment. clean says the tablet's manifest covers every
 // record it wrote (it flushed everything and wrote nothing after): its pin
 // is dropped. Otherwise the pin stays, so the records remain for the
-// tablet's next owner.
+// tablet's next owner, and the log is synced whatever its sync mode: under
+// sync=interval or none the tablet's last records may still be buffered
+// (on an object store, not yet uploaded), and the next owner, on this
+// server or another, reads only what reached the store.
 func (h *Handle) Detach(clean bool) error {
 	if !clean {
+		if err := h.l.cl.Sync(); err != nil && !errors.Is(err, commitlog.ErrClosed) {
+			return err
+		}
 		return nil
 	}
 	return h.l.setPin(h.key, 0, true)
