@@ -132,6 +132,7 @@ func TestComposeFileIsWellFormed(t *testing.T) {
 		t.Fatalf("docker-compose.yml: %v", err)
 	}
 	count := map[string]int{}
+	volumeUsers := map[string]int{}
 	for name, s := range doc.Services {
 		if s.Image == "" && s.Build == nil {
 			t.Errorf("service %s has neither image nor build", name)
@@ -160,6 +161,14 @@ func TestComposeFileIsWellFormed(t *testing.T) {
 			}
 			continue
 		}
+		if name == "seaweedfs" {
+			// The object store, built from the Dockerfile's weed stage
+			// (the version make tools pins).
+			if b, ok := s.Build.(map[string]any); !ok || b["target"] != "weed" || len(s.Command) == 0 || s.Command[0] != "mini" {
+				t.Errorf("seaweedfs service: build %v command %v; want the Dockerfile's weed target running weed mini", s.Build, s.Command)
+			}
+			continue
+		}
 		if len(s.Command) == 0 {
 			continue
 		}
@@ -174,8 +183,18 @@ func TestComposeFileIsWellFormed(t *testing.T) {
 			t.Errorf("service %s: command %v: %v", name, s.Command, err)
 		}
 		count[c.Name()]++
-		if c.Name() == "tabletserver" && !slices.Contains(s.Volumes, "tabula-data:/data") {
-			t.Errorf("tablet server %s does not mount the shared data volume", name)
+		if c.Name() == "tabletserver" || c.Name() == "master" {
+			if v, _ := c.Flags().GetString("storage"); !strings.HasPrefix(v, "s3://tabula?endpoint=http://seaweedfs:8333") {
+				t.Errorf("%s %s keeps its tablets in %q, not on the compose file's object store", c.Name(), name, v)
+			}
+		}
+		if c.Name() == "tabletserver" {
+			// Its own volume, as on its own host: nothing shared but the store.
+			own := name + "-data:/data"
+			if !slices.Contains(s.Volumes, own) || volumeUsers[own] > 0 {
+				t.Errorf("tablet server %s does not mount a volume of its own (%s): %v", name, own, s.Volumes)
+			}
+			volumeUsers[own]++
 		}
 	}
 	if count["master"] != 2 || count["tabletserver"] != 3 {
