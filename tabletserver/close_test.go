@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
@@ -122,5 +125,30 @@ func TestFencedCloseDoesNotFlush(t *testing.T) {
 	}
 	if cells, err := tb.ReadRow(e.ctx, []byte("alice"), nil); err != nil || len(cells) != 1 {
 		t.Fatalf("the next owner reads %v, %v", cells, err)
+	}
+}
+
+// A tablet of a table being deleted is unloaded without a flush: the flush
+// would only write (on an object store, upload) files about to be deleted.
+func TestUnloadOfADeletedTableDoesNotFlush(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.DisableBackgroundWork = true })
+	c := e.dial(srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	if err := put(e.ctx, c, ref, "alice", set("cf", "q", 1, "v")); err != nil {
+		t.Fatal(err)
+	}
+	deleting := proto.Clone(e.schema).(*tabulapb.TableSchema)
+	deleting.State = meta.TableDeleting
+	e.putSchema(deleting)
+	if _, err := c.UnloadTablet(e.ctx, &tabulapb.UnloadTabletRequest{Tablet: ref}); err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := manifest.Load(nil, srv.tabletDir("users", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Files) != 0 || st.LastSeq != 0 {
+		t.Fatalf("unloading a tablet of a deleted table flushed it: %d files, last seq %d", len(st.Files), st.LastSeq)
 	}
 }

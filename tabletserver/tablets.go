@@ -321,7 +321,7 @@ func (s *Server) unload(ctx context.Context, ref *tabulapb.TabletRef) error {
 
 	s.lifecycle.Lock()
 	defer s.lifecycle.Unlock()
-	if s.leaseSafe() {
+	if s.leaseSafe() && !s.tableDeleting(ctx, table) {
 		if err := h.t.Flush(ctx); err != nil && !errors.Is(err, tablet.ErrClosed) {
 			s.logger.Warn("flushing tablet on unload", "tablet", key, "err", err)
 		}
@@ -353,4 +353,13 @@ func (s *Server) unloadedEpoch(key string) (int64, bool) {
 // split point.
 func inside(row, start, end []byte) bool {
 	return len(row) > 0 && bytes.Compare(row, start) > 0 && (len(end) == 0 || bytes.Compare(row, end) < 0)
+}
+
+// tableDeleting reports whether etcd marks table as being deleted: its
+// tablets are unloaded without a flush, which would only write (on an object
+// store: upload) files about to be deleted. Their records stay in the shared
+// log until the log is deleted. When etcd cannot say, the tablet is flushed.
+func (s *Server) tableDeleting(ctx context.Context, table string) bool {
+	rec, _, err := meta.GetTable(ctx, s.etcd, s.layout, table)
+	return err == nil && rec.Schema.GetState() == meta.TableDeleting
 }

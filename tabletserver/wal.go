@@ -3,9 +3,11 @@ package tabletserver
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 )
 
@@ -27,10 +29,11 @@ func (s *Server) openLog(lease int64) error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
 	s.walN++
+	var l *sharedlog.Log
 	l, err := sharedlog.Open(sharedlog.Options{
 		FS: s.opts.FS, Root: s.opts.DataDir, Name: meta.LogName(lease, s.walN),
 		SyncMode: s.syncMode, MaxBytes: s.opts.MaxLogBytes,
-		OnPressure: s.flushForLog, Logger: s.logger,
+		OnPressure: func(names []string) { s.flushForLog(l, names) }, Logger: s.logger,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the shared commit log: %w", err)
@@ -79,19 +82,44 @@ func (s *Server) closeLog() error {
 }
 
 // flushForLog flushes the tablets (named "<table>/<id>") that hold the
-// shared log's oldest segment, so it can be deleted.
-func (s *Server) flushForLog(names []string) {
+// shared log l's oldest segment, so it can be deleted. A tablet this server
+// no longer serves was closed unflushed (failed, fenced, or of a deleted
+// table): its pin goes once its records are no longer needed, because a
+// newer owner's manifest superseded them or the tablet's folder is gone.
+func (s *Server) flushForLog(l *sharedlog.Log, names []string) {
 	for _, name := range names {
 		table, id, _ := strings.Cut(name, "/")
 		s.mu.Lock()
 		h := s.tablets[tabletKey(table, id)]
 		s.mu.Unlock()
-		if h == nil {
-			s.logger.Warn("the shared commit log is held by a tablet this server no longer serves; its segments stay until the log is replaced", "tablet", name)
+		if h != nil {
+			if err := h.t.Flush(context.Background()); err != nil {
+				s.logger.Warn("flushing a tablet for the shared commit log", "tablet", name, "err", err)
+			}
 			continue
 		}
-		if err := h.t.Flush(context.Background()); err != nil {
-			s.logger.Warn("flushing a tablet for the shared commit log", "tablet", name, "err", err)
+		if err := s.releaseOrphan(l, table, id); err != nil {
+			s.logger.Warn("the shared commit log is held by a tablet this server no longer serves", "tablet", name, "err", err)
 		}
 	}
+}
+
+// releaseOrphan releases l's pins of a tablet this server no longer serves
+// when its newest manifest shows they are not needed.
+func (s *Server) releaseOrphan(l *sharedlog.Log, table, id string) error {
+	dir, err := s.tabletPath(table, id)
+	if err != nil {
+		return err
+	}
+	_, mid, found, err := manifest.LoadLatest(s.opts.FS, dir)
+	switch {
+	case err != nil:
+		return err
+	case !found: // deleted: nothing will replay it
+		return l.Release(tabletKey(table, id), math.MaxUint64)
+	case mid.Epoch > 0:
+		// Every owner below the newest manifest's epoch was superseded.
+		return l.Release(tabletKey(table, id), uint64(mid.Epoch-1))
+	}
+	return nil
 }

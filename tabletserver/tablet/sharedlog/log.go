@@ -66,13 +66,14 @@ type Log struct {
 
 	writes atomic.Uint64
 
-	mu          sync.Mutex
-	pins        map[pinKey]uint64 // oldest segment each attached tablet still needs
-	pressureSeg uint64            // the oldest segment OnPressure was last called for
-	stopJanitor chan struct{}
-	janitorDone chan struct{}
-	closeOnce   sync.Once
-	closeErr    error
+	mu           sync.Mutex
+	pins         map[pinKey]uint64 // oldest segment each attached tablet still needs
+	pressureSeg  uint64            // the oldest segment OnPressure was last called for
+	pressureSize int64             // the log's size then
+	stopJanitor  chan struct{}
+	janitorDone  chan struct{}
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 type pinKey struct {
@@ -167,6 +168,13 @@ func (l *Log) setPin(k pinKey, seg uint64, drop bool) error {
 			}
 		}
 	}
+	l.mu.Unlock()
+	return l.trim()
+}
+
+// trim deletes the segments below every pin.
+func (l *Log) trim() error {
+	l.mu.Lock()
 	low := l.cl.Segment()
 	for _, s := range l.pins {
 		low = min(low, s)
@@ -178,10 +186,16 @@ func (l *Log) setPin(k pinKey, seg uint64, drop bool) error {
 	return nil
 }
 
-// checkPressure calls OnPressure when the log is past MaxBytes, once per
-// oldest pinned segment.
+// checkPressure calls OnPressure when the log is past MaxBytes: once per
+// oldest pinned segment, and again each time the log grew by another
+// quarter of MaxBytes while that segment stayed pinned (its pin may belong
+// to a tablet that was closed unflushed and can be released only later).
 func (l *Log) checkPressure() {
-	if l.opts.OnPressure == nil || l.writes.Add(1)%pressureEvery != 0 || l.cl.Size() <= l.opts.MaxBytes {
+	if l.opts.OnPressure == nil || l.writes.Add(1)%pressureEvery != 0 {
+		return
+	}
+	size := l.cl.Size()
+	if size <= l.opts.MaxBytes {
 		return
 	}
 	l.mu.Lock()
@@ -192,8 +206,8 @@ func (l *Log) checkPressure() {
 		}
 	}
 	var names []string
-	if low != 0 && low != l.pressureSeg {
-		l.pressureSeg = low
+	if low != 0 && (low != l.pressureSeg || size > l.pressureSize+l.opts.MaxBytes/4) {
+		l.pressureSeg, l.pressureSize = low, size
 		for k, s := range l.pins {
 			if s == low {
 				names = append(names, k.tablet)
@@ -234,3 +248,24 @@ func plainName(name string) bool {
 // Err returns the error that poisoned the log (a failed write or fsync), or
 // nil. A poisoned log takes no more records: its owner starts another.
 func (l *Log) Err() error { return l.cl.Err() }
+
+// Release drops the pins the tablet holds at epochs up to epoch: its
+// records there are no longer needed, because an owner at a newer epoch has
+// saved a manifest that names another log or a later point, or the tablet
+// is gone. The server calls it for tablets it closed unflushed (failed,
+// fenced, or of a deleted table), which otherwise pin the log forever.
+func (l *Log) Release(tablet string, epoch uint64) error {
+	l.mu.Lock()
+	var any bool
+	for k := range l.pins {
+		if k.tablet == tablet && k.epoch <= epoch {
+			delete(l.pins, k)
+			any = true
+		}
+	}
+	l.mu.Unlock()
+	if !any {
+		return nil
+	}
+	return l.trim()
+}

@@ -289,11 +289,21 @@ func TestPressure(t *testing.T) {
 		t.Fatalf("Size() = %d after OnPressure, want more than %d", l.Size(), maxBytes)
 	}
 
+	// idle does not flush (a tablet closed unflushed cannot): as the log
+	// keeps growing, it is named again.
+	for len(called) == 0 && l.Size() < 4*maxBytes {
+		busyWrites()
+	}
+	await("idle")
+
 	// Another tablet now holds the oldest segment: it is named next.
 	idle2 := l.Attach("idle2", 1)
 	writeAll(t, idle2, []string{"idle2's only record"})
 	if err := idle.Detach(true); err != nil {
 		t.Fatal(err)
+	}
+	for len(called) > 0 {
+		<-called
 	}
 	busyWrites()
 	await("idle2")
@@ -334,4 +344,43 @@ func TestRotateIsActiveSegment(t *testing.T) {
 	if want[0] != 1 || want[len(want)-1] < 5 {
 		t.Fatalf("records spread over segments %v only, the test needs several", want)
 	}
+}
+
+// TestRelease: a tablet closed unflushed keeps its pins until Release says
+// an owner at a newer epoch superseded them (or the tablet is gone); pins
+// of later epochs stay.
+func TestRelease(t *testing.T) {
+	root := t.TempDir()
+	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+	tr := &trimmer{t: t, root: root, l: l, next: map[pinKey]int{}}
+	old, other := l.Attach("t", 1), l.Attach("u", 1)
+	tr.grow(2, old, other)
+	if err := old.Detach(false); err != nil { // failed or fenced: unflushed
+		t.Fatal(err)
+	}
+	cur := l.Attach("t", 3) // reloaded here at a later epoch, not yet flushed
+	tr.grow(3, cur, other)
+	if err := other.RemoveBefore(tr.active()); err != nil {
+		t.Fatal(err)
+	}
+	tr.expectFirst("t's epoch 1 pins the log", 1)
+
+	if err := l.Release("t", 1); err != nil {
+		t.Fatal(err)
+	}
+	// t at epoch 3 attached at segment 3 or later and still pins it.
+	segs := listSegments(t, root, "w")
+	if segs[0] < 2 || segs[0] > 4 {
+		t.Fatalf("after releasing t's epoch 1: segments %v; want them to start at t's epoch 3 pin", segs)
+	}
+	if err := l.Release("t", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := listSegments(t, root, "w"); !slices.Equal(got, segs) {
+		t.Fatalf("Release of epochs up to 2 changed the segments from %v to %v: epoch 3's pin must stay", segs, got)
+	}
+	if err := l.Release("t", 3); err != nil {
+		t.Fatal(err)
+	}
+	tr.expectFirst("every pin of t released", tr.active())
 }
