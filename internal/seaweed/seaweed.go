@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -119,11 +120,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.args = append(s.args, "-bucket="+cfg.Bucket)
 	}
 	if cfg.S3Config != "" {
-		path := filepath.Join(cfg.Dir, "s3.json")
-		if err := os.WriteFile(path, []byte(cfg.S3Config), 0o600); err != nil {
+		if err := s.SetS3Config(cfg.S3Config); err != nil {
 			return nil, err
 		}
-		s.args = append(s.args, "-s3.config="+path)
 	}
 	if err := s.start(ctx); err != nil {
 		return nil, err
@@ -212,6 +211,24 @@ func (s *Server) Kill() {
 	}
 	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 	<-s.done
+}
+
+// SetS3Config replaces the S3 identities; weed reads them at start, so
+// they take effect at the next Restart. Tests use it to revoke a key
+// mid-run. The gateway cannot go back to anonymous: json must be set.
+func (s *Server) SetS3Config(json string) error {
+	if json == "" {
+		return errors.New("seaweed: SetS3Config needs identities")
+	}
+	path := filepath.Join(s.cfg.Dir, "s3.json")
+	if err := os.WriteFile(path, []byte(json), 0o600); err != nil {
+		return err
+	}
+	if arg := "-s3.config=" + path; !slices.Contains(s.args, arg) {
+		s.args = append(s.args, arg)
+	}
+	s.cfg.S3Config = json
+	return nil
 }
 
 // Restart starts the process again on the same ports and data after Kill.

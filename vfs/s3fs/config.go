@@ -2,6 +2,7 @@ package s3fs
 
 import (
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
@@ -17,8 +18,17 @@ type Config struct {
 	Bucket, Prefix string
 	// Region is the bucket's region; the default is "us-east-1".
 	Region string
-	// Credentials. Empty AccessKey: anonymous.
+	// Credentials, from the first of these that is set (credentials.go):
+	// AccessKey, with SecretKey and SessionToken, fixed for the life of
+	// the FS; CredentialsFile, the Profile (default "default") of a shared
+	// credentials file, re-read when it changes; IAM, the platform's,
+	// refreshed before they expire. None: anonymous.
 	AccessKey, SecretKey, SessionToken string
+	CredentialsFile, Profile           string
+	IAM                                IAM
+	// Logger gets the warning that a credentials file could not be
+	// re-read. The default is slog.Default().
+	Logger *slog.Logger
 	// Root is the local path the FS serves: a name under Root maps to the
 	// key Prefix/<name relative to Root>. Names outside Root are refused.
 	Root string
@@ -30,8 +40,12 @@ type Config struct {
 }
 
 // ParseURL parses s3://BUCKET[/PREFIX][?endpoint=http://HOST:PORT&region=R]
-// and takes credentials from getenv (AWS_ACCESS_KEY_ID,
-// AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION, AWS_ENDPOINT_URL).
+// and takes AWS_REGION, AWS_ENDPOINT_URL and the credentials' settings from
+// getenv: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN;
+// AWS_SHARED_CREDENTIALS_FILE, AWS_PROFILE; AWS_WEB_IDENTITY_TOKEN_FILE,
+// AWS_ROLE_ARN, AWS_ROLE_SESSION_NAME, AWS_CONTAINER_CREDENTIALS_RELATIVE_URI,
+// AWS_CONTAINER_CREDENTIALS_FULL_URI. ~/.aws/credentials is not read unless
+// named, so that a stray file in a home folder never picks the keys.
 func ParseURL(raw string, getenv func(string) string) (Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -68,6 +82,17 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 	c.AccessKey, c.SecretKey, c.SessionToken = getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN")
 	if (c.AccessKey == "") != (c.SecretKey == "") {
 		return Config{}, fmt.Errorf("storage URL %q: set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither", raw)
+	}
+	c.CredentialsFile, c.Profile = getenv("AWS_SHARED_CREDENTIALS_FILE"), getenv("AWS_PROFILE")
+	c.IAM = IAM{
+		WebIdentityTokenFile: getenv("AWS_WEB_IDENTITY_TOKEN_FILE"),
+		RoleARN:              getenv("AWS_ROLE_ARN"),
+		RoleSessionName:      getenv("AWS_ROLE_SESSION_NAME"),
+		ContainerRelativeURI: getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"),
+		ContainerFullURI:     getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI"),
+	}
+	if c.AccessKey == "" && c.CredentialsFile == "" && c.IAM.WebIdentityTokenFile != "" && c.IAM.RoleARN == "" {
+		return Config{}, fmt.Errorf("storage URL %q: AWS_WEB_IDENTITY_TOKEN_FILE needs AWS_ROLE_ARN, the role to assume", raw)
 	}
 	return c, nil
 }

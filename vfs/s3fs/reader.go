@@ -53,12 +53,12 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 		}
 		obj, err := r.f.c.GetObject(ctx, r.f.cfg.Bucket, pt.key, opts)
 		if err != nil {
-			return int(done), fmt.Errorf("s3fs: reading %s: %w", r.name, explain(err))
+			return int(done), fmt.Errorf("s3fs: reading %s: %w", r.name, r.f.explain(err))
 		}
 		_, err = io.ReadFull(obj, p[done:done+n])
 		obj.Close()
 		if err != nil {
-			return int(done), fmt.Errorf("s3fs: reading %s at %d: %w", r.name, at, explain(err))
+			return int(done), fmt.Errorf("s3fs: reading %s at %d: %w", r.name, at, r.f.explain(err))
 		}
 		done += n
 	}

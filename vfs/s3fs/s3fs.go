@@ -14,43 +14,44 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
-	"github.com/minio/minio-go/v7/pkg/credentials"
 
 	"github.com/tabuladb/tabula/vfs"
 )
 
 // FS is a vfs.FS on one bucket and prefix.
 type FS struct {
-	c   *minio.Client
-	cfg Config
+	c       *minio.Client
+	cfg     Config
+	refused string // what a refusal of the credentials means (credentials.go)
 }
 
 var _ vfs.FS = (*FS)(nil)
 
-// Open connects to the store and checks that the bucket exists and the
-// credentials work, within ctx: a wrong endpoint, bucket or key fails
-// here, with an error that says which, not later in the middle of a write.
+// Open connects to the store and checks that the credentials can be had,
+// that the bucket exists and that the credentials may write, within ctx:
+// a wrong endpoint, bucket, key or credentials file fails here, with an
+// error that says which, not later in the middle of a write.
 func Open(ctx context.Context, cfg Config) (*FS, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Root == "" {
 		return nil, errors.New("s3fs: Config.Root is required")
 	}
-	var creds *credentials.Credentials
-	if cfg.AccessKey != "" {
-		creds = credentials.NewStaticV4(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)
-	} else {
-		creds = credentials.New(&credentials.Static{})
-	}
+	creds, refused := cfg.credentials()
 	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: cfg.Secure, Region: cfg.Region})
 	if err != nil {
 		return nil, fmt.Errorf("s3fs: endpoint %s: %w", cfg.Endpoint, err)
 	}
-	f := &FS{c: c, cfg: cfg}
+	f := &FS{c: c, cfg: cfg, refused: refused}
 	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
+	cc := c.CredContext()
+	cc.Context = cctx
+	if _, err := creds.GetWithContext(cc); err != nil {
+		return nil, fmt.Errorf("s3fs: %w", err)
+	}
 	ok, err := c.BucketExists(cctx, cfg.Bucket)
 	if err != nil {
-		return nil, fmt.Errorf("s3fs: checking bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, explain(err))
+		return nil, fmt.Errorf("s3fs: checking bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, f.explain(err))
 	}
 	if !ok {
 		return nil, fmt.Errorf("s3fs: bucket %q does not exist at %s; create it first", cfg.Bucket, cfg.Endpoint)
@@ -58,17 +59,20 @@ func Open(ctx context.Context, cfg Config) (*FS, error) {
 	// A read is not enough to prove the credentials may write.
 	probe := f.join(".tabula-write-probe")
 	if _, err := c.PutObject(cctx, cfg.Bucket, probe, bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
-		return nil, fmt.Errorf("s3fs: writing to bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, explain(err))
+		return nil, fmt.Errorf("s3fs: writing to bucket %q at %s: %w", cfg.Bucket, cfg.Endpoint, f.explain(err))
 	}
 	_ = c.RemoveObject(cctx, cfg.Bucket, probe, minio.RemoveObjectOptions{})
 	return f, nil
 }
 
-// explain names the usual causes of a store's refusal.
-func explain(err error) error {
+// explain names the usual causes of a store's refusal, with where the
+// credentials came from and what to do, since after a rotation went wrong
+// this is the error an operator sees on every write. A failure to get
+// credentials at all (credError) already names its source.
+func (f *FS) explain(err error) error {
 	switch minio.ToErrorResponse(err).Code {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken":
-		return fmt.Errorf("the store refused the credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN): %w", err)
+		return fmt.Errorf("%s: %w", f.refused, err)
 	}
 	return err
 }
@@ -126,7 +130,7 @@ func (f *FS) parts(ctx context.Context, key string) ([]part, error) {
 	var out []part
 	for o := range f.c.ListObjects(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: key + partSep, Recursive: true}) {
 		if o.Err != nil {
-			return nil, fmt.Errorf("s3fs: listing %s: %w", key, explain(o.Err))
+			return nil, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
 		}
 		out = append(out, part{key: o.Key, size: o.Size, modified: o.LastModified})
 	}
@@ -198,11 +202,11 @@ func (f *FS) Truncate(name string, size int64) error {
 	// Write the new first part, then drop the others: a crash in between
 	// leaves the old tail, which replay reads again and cuts again.
 	if _, err := f.c.PutObject(ctx, f.cfg.Bucket, partKey(key, 0), bytes.NewReader(b), size, minio.PutObjectOptions{}); err != nil {
-		return fmt.Errorf("s3fs: truncate %s: %w", name, explain(err))
+		return fmt.Errorf("s3fs: truncate %s: %w", name, f.explain(err))
 	}
 	for _, p := range old[1:] {
 		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, p.key, minio.RemoveObjectOptions{}); err != nil {
-			return fmt.Errorf("s3fs: truncate %s: %w", name, explain(err))
+			return fmt.Errorf("s3fs: truncate %s: %w", name, f.explain(err))
 		}
 	}
 	return nil
@@ -250,7 +254,7 @@ func (f *FS) removeKeys(ctx context.Context, name string, ps []part) error {
 func (f *FS) deleteKeys(ctx context.Context, name string, keys []string) error {
 	if len(keys) == 1 {
 		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, keys[0], minio.RemoveObjectOptions{}); err != nil {
-			return fmt.Errorf("s3fs: remove %s: %w", name, explain(err))
+			return fmt.Errorf("s3fs: remove %s: %w", name, f.explain(err))
 		}
 		return nil
 	}
@@ -268,7 +272,7 @@ func (f *FS) deleteKeys(ctx context.Context, name string, keys []string) error {
 	var errs []error
 	for e := range f.c.RemoveObjects(ctx, f.cfg.Bucket, ch, minio.RemoveObjectsOptions{}) {
 		if len(errs) < 3 {
-			errs = append(errs, fmt.Errorf("%s: %w", e.ObjectName, explain(e.Err)))
+			errs = append(errs, fmt.Errorf("%s: %w", e.ObjectName, f.explain(e.Err)))
 		}
 	}
 	if len(errs) > 0 {
@@ -292,7 +296,7 @@ func (f *FS) RemoveAll(name string) error {
 	for _, prefix := range []string{key + partSep, dirPrefix(key)} {
 		for o := range f.c.ListObjects(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 			if o.Err != nil {
-				return fmt.Errorf("s3fs: remove %s: %w", name, explain(o.Err))
+				return fmt.Errorf("s3fs: remove %s: %w", name, f.explain(o.Err))
 			}
 			keys = append(keys, o.Key)
 		}
@@ -333,7 +337,7 @@ func (f *FS) Rename(oldname, newname string) error {
 	}
 	if _, err := f.c.CopyObject(ctx, minio.CopyDestOptions{Bucket: f.cfg.Bucket, Object: partKey(to, 0)},
 		minio.CopySrcOptions{Bucket: f.cfg.Bucket, Object: src[0].key}); err != nil {
-		return fmt.Errorf("s3fs: rename %s to %s: %w", oldname, newname, explain(err))
+		return fmt.Errorf("s3fs: rename %s to %s: %w", oldname, newname, f.explain(err))
 	}
 	var extra []part
 	for _, p := range dst {
@@ -364,7 +368,7 @@ func (f *FS) MkdirAll(dir string) error {
 	for _, el := range strings.Split(rest, "/") {
 		cur = path.Join(cur, el)
 		if _, err := f.c.PutObject(ctx, f.cfg.Bucket, dirPrefix(cur), bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
-			return fmt.Errorf("s3fs: mkdir %s: %w", dir, explain(err))
+			return fmt.Errorf("s3fs: mkdir %s: %w", dir, f.explain(err))
 		}
 	}
 	return nil
@@ -379,7 +383,7 @@ func (f *FS) list(ctx context.Context, key string) ([]vfs.Entry, bool, error) {
 	marker := false
 	for o := range f.c.ListObjects(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix}) {
 		if o.Err != nil {
-			return nil, false, fmt.Errorf("s3fs: listing %s: %w", key, explain(o.Err))
+			return nil, false, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
 		}
 		rest := strings.TrimPrefix(o.Key, prefix)
 		switch {

@@ -61,7 +61,7 @@ func (w *writer) Sync() error {
 	if _, err := w.f.c.PutObject(ctx, w.f.cfg.Bucket, partKey(w.key, w.next), body, size, minio.PutObjectOptions{}); err != nil {
 		// Whether the part landed is unknown; the engine treats a failed
 		// sync as the end of this file, so nothing more is written to it.
-		w.err = fmt.Errorf("s3fs: writing %s: %w", w.name, explain(err))
+		w.err = fmt.Errorf("s3fs: writing %s: %w", w.name, w.f.explain(err))
 		return w.err
 	}
 	w.next++
