@@ -131,7 +131,8 @@ type proc struct {
 	id   string // the server ID it registers (tablet servers)
 	addr string // its gRPC address
 	args []string
-	log  string // path of the file holding its stdout and stderr
+	env  []string // added to the test's environment
+	log  string   // path of the file holding its stdout and stderr
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
@@ -149,6 +150,9 @@ func (p *proc) start(t *testing.T) {
 	}
 	fmt.Fprintf(f, "==== %s: tabula %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.args, " "))
 	cmd := exec.Command(binPath, p.args...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	// Files, not pipes: exec starts no copying goroutines.
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = procAttr()
@@ -263,6 +267,7 @@ type cluster struct {
 	sec     *clusterSecurity // nil: plaintext, no auth
 	store   *seaweed.Server  // the object store, when the cluster uses one
 	url     string           // its storage URL
+	env     []string         // environment of masters and tablet servers (the store's credentials)
 	etcd    *embedetcd.Server
 	masters []*proc
 	servers []*proc
@@ -280,6 +285,11 @@ type clusterOptions struct {
 	// instead of a shared folder; each tablet server then has its own
 	// local folder, as on its own host.
 	objectStore bool
+	// storeIdentities, with objectStore, is SeaweedFS's identities JSON
+	// (without it the store takes anonymous requests), and
+	// storeCredentials the shared credentials file (AWS_SHARED_CREDENTIALS_FILE)
+	// every master and tablet server reads its key from.
+	storeIdentities, storeCredentials string
 	// serverArgs are extra flags for every tablet server.
 	serverArgs []string
 }
@@ -316,7 +326,11 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 		c.sec = newClusterSecurity(t, dir)
 	}
 	if o.objectStore {
-		c.startObjectStore(t, ctx)
+		c.startObjectStore(t, ctx, o.storeIdentities)
+		if o.storeCredentials != "" {
+			// Keys in the environment would win over the file.
+			c.env = []string{"AWS_SHARED_CREDENTIALS_FILE=" + o.storeCredentials, "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN="}
+		}
 	}
 	var err error
 	c.etcd, err = embedetcd.Start(ctx, embedetcd.Config{Dir: filepath.Join(dir, "etcd"), NoFsync: true, TLS: c.sec.etcdFiles()})
@@ -381,6 +395,7 @@ func (c *cluster) addMaster(t *testing.T) *proc {
 	}
 	p.args = append(p.args, c.storageArgs()...)
 	p.args = append(p.args, c.sec.processArgs(c.sec.master())...)
+	p.env = c.env
 	p.start(t)
 	c.masters = append(c.masters, p)
 	waitListening(t, p, readyWait)
@@ -407,6 +422,7 @@ func (c *cluster) addServer(t *testing.T, extra ...string) *proc {
 	if c.url != "" {
 		p.args = append(p.args, "--storage", c.url)
 	}
+	p.env = c.env
 	p.args = append(p.args, c.sec.processArgs(c.sec.tabletServer())...)
 	p.start(t)
 	c.servers = append(c.servers, p)

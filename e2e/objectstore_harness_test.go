@@ -11,10 +11,10 @@ import (
 
 // startObjectStore starts SeaweedFS with bucket "tabula" for the cluster;
 // the cluster's teardown stops it after the processes.
-func (c *cluster) startObjectStore(t *testing.T, ctx context.Context) {
+func (c *cluster) startObjectStore(t *testing.T, ctx context.Context, identities string) {
 	t.Helper()
 	seaweedtest.Need(t)
-	srv, err := seaweed.Start(ctx, seaweed.Config{Dir: filepath.Join(c.dir, "seaweed"), Bucket: "tabula"})
+	srv, err := seaweed.Start(ctx, seaweed.Config{Dir: filepath.Join(c.dir, "seaweed"), Bucket: "tabula", S3Config: identities})
 	if err != nil {
 		t.Fatalf("starting SeaweedFS: %v", err)
 	}
