@@ -1,7 +1,11 @@
 package s3fs
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
+	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +16,11 @@ import (
 )
 
 // startStore starts SeaweedFS with bucket "tabula", stopped by t.Cleanup.
-func startStore(t *testing.T) *seaweed.Server {
+func startStore(t testing.TB) *seaweed.Server {
 	return seaweedtest.Start(t, seaweed.Config{Bucket: "tabula"})
 }
 
-func config(t *testing.T, srv *seaweed.Server, prefix string) Config {
+func config(t testing.TB, srv *seaweed.Server, prefix string) Config {
 	c, err := ParseURL("s3://tabula/"+prefix+"?endpoint="+srv.Endpoint(), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -187,5 +191,102 @@ func TestCredentialsAreChecked(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "credentials") {
 			t.Errorf("%s: %v; want an error naming the credentials", c.what, err)
 		}
+	}
+}
+
+// TestReadAcrossManyParts: a file of many parts (a commit log segment gets
+// one per group commit) reads back exactly by ReadAt at any offset and
+// length, the parts of one read being fetched in parallel.
+func TestReadAcrossManyParts(t *testing.T) {
+	srv := startStore(t)
+	f, err := Open(context.Background(), config(t, srv, "parts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.Create("/storage/seg.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	var want []byte
+	for range 120 {
+		chunk := make([]byte, 1+rng.Intn(700))
+		rng.Read(chunk)
+		want = append(want, chunk...)
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := f.Open("/storage/seg.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Size() != int64(len(want)) {
+		t.Fatalf("Size() = %d, want %d", r.Size(), len(want))
+	}
+	all := make([]byte, len(want))
+	if n, err := r.ReadAt(all, 0); n != len(want) || err != nil || !bytes.Equal(all, want) {
+		t.Fatalf("ReadAt of the whole file: %d, %v, equal %v", n, err, bytes.Equal(all, want))
+	}
+	for range 50 {
+		off := rng.Intn(len(want))
+		buf := make([]byte, rng.Intn(len(want)))
+		n, err := r.ReadAt(buf, int64(off))
+		end := min(off+len(buf), len(want))
+		if n != end-off || !bytes.Equal(buf[:n], want[off:end]) {
+			t.Fatalf("ReadAt(%d bytes at %d) = %d, %v; bytes differ", len(buf), off, n, err)
+		}
+		if (end < off+len(buf)) != (err == io.EOF) {
+			t.Fatalf("ReadAt(%d bytes at %d) of a %d-byte file: err %v", len(buf), off, len(want), err)
+		}
+	}
+}
+
+// BenchmarkReadManyParts reads a 1,000-part file (a commit log segment of
+// 1,000 group commits of 1 KiB) in 256 KiB reads, as replay does, with the
+// parts of each read fetched one at a time and in parallel.
+func BenchmarkReadManyParts(b *testing.B) {
+	srv := startStore(b)
+	f, err := Open(context.Background(), config(b, srv, "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	w, err := f.Create("/storage/seg.log")
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("x"), 1024)
+	for range 1000 {
+		w.Write(chunk)
+		if err := w.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Close()
+	for _, par := range []int{1, 16} {
+		b.Run(fmt.Sprintf("parallel=%d", par), func(b *testing.B) {
+			defer func(old int) { maxParallelGets = old }(maxParallelGets)
+			maxParallelGets = par
+			buf := make([]byte, 256<<10)
+			for b.Loop() {
+				r, err := f.Open("/storage/seg.log")
+				if err != nil {
+					b.Fatal(err)
+				}
+				for off := int64(0); off < r.Size(); off += int64(len(buf)) {
+					if _, err := r.ReadAt(buf, off); err != nil && err != io.EOF {
+						b.Fatal(err)
+					}
+				}
+				r.Close()
+			}
+		})
 	}
 }
