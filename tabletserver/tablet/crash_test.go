@@ -21,7 +21,7 @@ import (
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 )
 
-var crashSeed = flag.Int64("crash.seed", 0, "seed of TestCrashKillNine (0 = random); also env TABULA_CRASH_SEED")
+var crashSeed = flag.Int64("crash.seed", 0, "seed of TestCrashKillNine and TestCrashKillNineFaulty (0 = random); also env TABULA_CRASH_SEED")
 
 // Environment of the child process of TestCrashKillNine.
 const (
@@ -137,7 +137,7 @@ func TestCrashKillNine(t *testing.T) {
 	const rounds = 8
 	for round := 0; round < rounds; round++ {
 		delay := time.Duration(10+rng.Intn(391)) * time.Millisecond
-		rows, lines := runCrashChild(t, dir, round, delay)
+		rows, lines := runCrashChild(t, crashChild{test: "TestCrashChild", env: []string{crashDirEnv + "=" + dir, crashRoundEnv + "=" + strconv.Itoa(round)}}, round, delay)
 		for _, row := range rows {
 			acked[row] = true
 		}
@@ -146,12 +146,23 @@ func TestCrashKillNine(t *testing.T) {
 	}
 }
 
+// crashChild says which child process runCrashChild runs.
+type crashChild struct {
+	test string   // the child's test function
+	env  []string // added to the child's environment
+	// line, if set, is given each line of the child's output that is
+	// neither READY nor an ACK; it returns false for a line it does not
+	// know, which then goes into the failure report.
+	line func(line string) bool
+}
+
 // runCrashChild runs one child, kills it delay after it is ready, and
-// returns the rows it acknowledged.
-func runCrashChild(t *testing.T, dir string, round int, delay time.Duration) (rows []string, lines int) {
+// returns the rows it acknowledged (lines written "ACK <row> <the value
+// crashValue(row, "a")>").
+func runCrashChild(t *testing.T, c crashChild, round int, delay time.Duration) (rows []string, lines int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashRoundEnv+"="+strconv.Itoa(round))
+	cmd := exec.Command(os.Args[0], "-test.run=^"+c.test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), c.env...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
@@ -192,6 +203,7 @@ func runCrashChild(t *testing.T, dir string, round int, delay time.Duration) (ro
 					continue
 				}
 				acks = append(acks, f[1])
+			case c.line != nil && c.line(line):
 			default:
 				other.WriteString(line + "\n")
 			}

@@ -520,6 +520,10 @@ func (t *Tablet) closeGated() error {
 		clean := t.flushedAll()
 		if clean && t.logName != "" {
 			t.releaseSharedLog()
+			// If the release was refused or failed, the manifest still
+			// names the log and a replay point in it: keep the pin, so
+			// the segments from that point on stay for the next owner.
+			clean = t.logName == ""
 		}
 		t.closeErr = t.log.close(clean)
 		t.mu.Lock()
