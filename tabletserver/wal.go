@@ -2,6 +2,7 @@ package tabletserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // The shared commit log (docs/CONTRACTS.md §3 "Commit log").
@@ -28,14 +30,30 @@ import (
 func (s *Server) openLog(lease int64) error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
-	s.walN++
 	var l *sharedlog.Log
-	l, err := sharedlog.Open(sharedlog.Options{
-		FS: s.opts.FS, Root: s.opts.DataDir, Name: meta.LogName(lease, s.walN),
-		SyncMode: s.syncMode, MaxBytes: s.opts.MaxLogBytes,
-		OnPressure: func(names []string) { s.flushForLog(l, names) }, Logger: s.logger,
-	})
-	if err != nil {
+	var err error
+	for {
+		name := meta.LogName(lease, s.walN+1)
+		l, err = sharedlog.Open(sharedlog.Options{
+			FS: s.opts.FS, Root: s.opts.DataDir, Name: name,
+			SyncMode: s.syncMode, MaxBytes: s.opts.MaxLogBytes,
+			OnPressure: func(names []string) { s.flushForLog(l, names) }, Logger: s.logger,
+		})
+		if err == nil {
+			s.walN++
+			break
+		}
+		if errors.Is(err, sharedlog.ErrExists) {
+			s.walN++ // an earlier failed attempt left a segment: skip the name
+			continue
+		}
+		// Nothing was written to it that anyone needs; the name is tried
+		// again next time (so a store that stays down does not leave a
+		// trail of empty logs behind), once what the attempt may have
+		// created is gone.
+		if rerr := vfs.Or(s.opts.FS).RemoveAll(sharedlog.Dir(s.opts.DataDir, name)); rerr != nil {
+			s.walN++
+		}
 		return fmt.Errorf("starting the shared commit log: %w", err)
 	}
 	if old := s.wal; old != nil {

@@ -3,11 +3,16 @@ package tabletserver
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // A tablet this server closed unflushed (failed, fenced, or of a deleted
@@ -77,5 +82,43 @@ func saveAt(t *testing.T, dir string, epoch int64) {
 	t.Helper()
 	if err := manifest.SaveEpoch(nil, dir, epoch, manifest.State{NextFileNum: 1, ReplayPoint: 1, Log: "orphan"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A shared log that cannot be started (the store refuses writes) leaves no
+// trail: every failed attempt removes what it created and the next one
+// tries the same name, so a long outage does not leave hundreds of empty
+// logs that the GC may not delete while the server's lease lives.
+func TestFailedLogStartsLeaveNoTrail(t *testing.T) {
+	e := newEnv(t)
+	disk := vfs.NewFaulty(nil)
+	srv := e.start(func(o *Options) { o.FS = disk; o.DisableBackgroundWork = true })
+	lease := srv.leaseID.Load()
+	logs := filepath.Join(e.root, sharedlog.Folder)
+	disk.Set(func(op vfs.Op, name string) error {
+		if op == vfs.OpCreate && strings.HasPrefix(name, logs) {
+			return vfs.Failf("create %s", name)
+		}
+		return nil
+	})
+	for range 5 {
+		if err := srv.openLog(lease); err == nil {
+			t.Fatal("a log started on a disk that refuses to create files")
+		}
+	}
+	disk.Set(nil)
+	if err := srv.openLog(lease); err != nil {
+		t.Fatal(err)
+	}
+	ents, err := os.ReadDir(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, en := range ents {
+		names = append(names, en.Name())
+	}
+	if want := []string{meta.LogName(lease, 1), meta.LogName(lease, 2)}; !slices.Equal(names, want) {
+		t.Fatalf("logs after 5 failed starts and one that worked: %v, want %v", names, want)
 	}
 }

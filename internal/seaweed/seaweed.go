@@ -43,12 +43,13 @@ type Config struct {
 
 // Server is a running weed process.
 type Server struct {
-	cfg  Config
-	cmd  *exec.Cmd
-	done chan struct{}
-	err  error
-	s3   int
-	args []string
+	cfg   Config
+	cmd   *exec.Cmd
+	done  chan struct{}
+	err   error
+	s3    int // the S3 gateway's port
+	filer int // the filer's port
+	args  []string
 }
 
 // Binary returns the weed binary's path: TABULA_WEED, else .tools/bin/weed
@@ -111,7 +112,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, s3: ports[3]}
+	s := &Server{cfg: cfg, s3: ports[3], filer: ports[2]}
 	s.args = []string{"mini", "-dir=" + filepath.Join(cfg.Dir, "data"), "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
 		"-master.port=" + strconv.Itoa(ports[0]), "-volume.port=" + strconv.Itoa(ports[1]),
 		"-filer.port=" + strconv.Itoa(ports[2]), "-s3.port=" + strconv.Itoa(ports[3]),
@@ -191,9 +192,30 @@ func (s *Server) ready(ctx context.Context) bool {
 		return false
 	}
 	resp.Body.Close()
-	// With identities configured an anonymous request is refused (403),
-	// which still shows the gateway is up.
-	return resp.StatusCode == http.StatusOK || (s.cfg.S3Config != "" && resp.StatusCode == http.StatusForbidden)
+	if resp.StatusCode == http.StatusOK {
+		return true
+	}
+	// With identities configured an anonymous request is refused (403)
+	// whether the bucket exists or not (weed creates it a moment after
+	// the gateway answers): ask the filer, which has no authentication on
+	// loopback, for the bucket's folder.
+	if s.cfg.S3Config == "" || resp.StatusCode != http.StatusForbidden {
+		return false
+	}
+	if s.cfg.Bucket == "" {
+		return true
+	}
+	req, err = http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(s.filer)+"/buckets/"+s.cfg.Bucket+"/", nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err = (&http.Client{Timeout: 2 * time.Second}).Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // Endpoint is the S3 gateway's URL.

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/corruption"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/vfs"
@@ -157,6 +158,9 @@ func TestManifestFaultFailsTablet(t *testing.T) {
 				}
 				if got := r.reported(); len(got) != 1 || !errors.Is(got[0], syscall.ENOSPC) {
 					t.Fatalf("OnFailure got %v, want the one failure", got)
+				}
+				if err := r.tb.Apply(bg, []byte("after"), []cell.Mutation{set("a", "q", 1, "v")}); !errors.Is(err, ErrFailed) {
+					t.Fatalf("a write after the failed manifest save = %v, want ErrFailed", err)
 				}
 				checkReferencedExist(t, r.dir)
 				r.checkAcked()

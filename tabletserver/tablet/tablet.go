@@ -400,6 +400,13 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 	id := manifest.ID{Epoch: t.opts.Epoch, Version: t.manifestVer}
 	if err := manifest.SaveVersion(t.opts.FS, t.dir, id, st); err != nil {
 		err = fmt.Errorf("tablet: save manifest: %w", err)
+		// Like a failed log: the tablet takes no more writes, and its
+		// owner hands it on (OnFailure).
+		t.commitMu.Lock()
+		if t.failErr == nil {
+			t.failErr = err
+		}
+		t.commitMu.Unlock()
 		t.failed(err)
 		return err
 	}

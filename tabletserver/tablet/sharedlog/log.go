@@ -16,6 +16,10 @@ import (
 	"github.com/tabuladb/tabula/vfs"
 )
 
+// ErrExists is returned by Open for a log name whose folder holds
+// segments: a log is only ever appended by the process that created it.
+var ErrExists = errors.New("sharedlog: the log exists")
+
 // Options configure a Log.
 type Options struct {
 	// FS holds the logs; the default is the local disk.
@@ -106,7 +110,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, err
 	}
 	if len(segs) > 0 {
-		return nil, fmt.Errorf("sharedlog: log %s already has segments: another process wrote it; every server incarnation needs a new name", dir)
+		return nil, fmt.Errorf("%w: %s already has segments: another process wrote it; every server incarnation needs a new name", ErrExists, dir)
 	}
 	cl, err := commitlog.Open(commitlog.Options{Dir: dir, FS: opts.FS, SyncMode: opts.SyncMode,
 		SyncInterval: opts.SyncInterval, SegmentSize: opts.SegmentSize})
