@@ -4,7 +4,8 @@
 # SeaweedFS on this machine, alternating ROUNDS times (default 2). Each run:
 # 64-client durable unbatched random writes, batched sequential writes,
 # random reads (warm), a scan, then the cluster is restarted (memtables
-# flushed, block caches empty) and the random reads run again (cold). For
+# flushed, block caches empty) and the random reads run again (cold), then
+# the scan again (from SSTables, the file cache filled by the reads). For
 # the store it prints the S3 requests each workload made (from SeaweedFS's
 # own metrics), per 1,000 operations. Run from the repository root after
 # `make build tools`.
@@ -67,6 +68,9 @@ for round in $(seq "$ROUNDS"); do
     echo "-- restarted: block caches empty, memtables flushed"
     start_dev "$d" "$flags"
     run $mode --clients 64 --workloads randread
+    # Now from SSTables (the restart flushed every memtable), with the file
+    # cache filled by the reads above.
+    run $mode --clients 8 --workloads scan
     kill -TERM $pid; wait $pid || true
     rm -rf "$d" "$d.log"
   done
