@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/internal/seaweed"
 	"github.com/tabuladb/tabula/master"
 	"github.com/tabuladb/tabula/tabletserver"
 	"github.com/tabuladb/tabula/vfs"
@@ -82,13 +83,28 @@ type Config struct {
 	// Storage, when set, keeps the tablets on an object store
 	// (s3://BUCKET[/PREFIX]?endpoint=..., vfs/backend) instead of
 	// Dir/data; each tablet server then spools its uploads in Dir/ts-N.
-	// The default is Dir/data on the local disk.
+	// LocalStore ("s3") starts a SeaweedFS for the cluster, its data in
+	// Dir/seaweed (the weed binary of `make tools`, TABULA_WEED, or weed
+	// on the PATH). The default is Dir/data on the local disk.
 	Storage string
 	// Auth (implies TLS) requires every call to authenticate and checks
 	// roles; the cluster's first admin, "tabula-admin", gets a token
 	// (AdminToken, also in Dir/admin.token) and the admin role on "*".
 	// The default is off.
 	Auth bool
+}
+
+// LocalStore is the Storage value that starts an object store (SeaweedFS)
+// for the cluster instead of naming one.
+const LocalStore = "s3"
+
+// StoreURL returns the storage URL of the cluster's own object store
+// (Storage LocalStore), or "".
+func (c *Cluster) StoreURL() string {
+	if c.store == nil {
+		return ""
+	}
+	return "s3://tabula/dev?endpoint=" + c.store.Endpoint()
 }
 
 // devFileCache bounds each dev tablet server's local copies of SSTables
@@ -98,6 +114,7 @@ const devFileCache = 256 << 20
 // Cluster is a running dev cluster.
 type Cluster struct {
 	sec     security
+	store   *seaweed.Server // the cluster's own object store (LocalStore)
 	etcd    *embedetcd.Server
 	master  *master.Master
 	servers []*tabletserver.Server
@@ -171,6 +188,14 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		return nil, fmt.Errorf("devcluster: %w", err)
 	}
 
+	if cfg.Storage == LocalStore {
+		c.store, err = seaweed.Start(ctx, seaweed.Config{Dir: filepath.Join(cfg.Dir, "seaweed"), Bucket: "tabula"})
+		if err != nil {
+			return nil, fmt.Errorf("devcluster: starting SeaweedFS for --storage %s: %w", LocalStore, err)
+		}
+		cfg.Storage = "s3://tabula/dev?endpoint=" + c.store.Endpoint()
+		cfg.Logger.Info("object store started", "url", cfg.Storage, "dir", filepath.Join(cfg.Dir, "seaweed"))
+	}
 	storage := filepath.Join(cfg.Dir, "data")
 	var fsys vfs.FS
 	if cfg.Storage != "" {
@@ -299,6 +324,9 @@ func (c *Cluster) Close() error {
 		errs = append(errs, serrs...)
 		if c.etcd != nil {
 			c.etcd.Close()
+		}
+		if c.store != nil {
+			c.store.Close()
 		}
 		c.closeErr = errors.Join(errs...)
 	})

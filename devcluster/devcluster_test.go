@@ -235,3 +235,58 @@ func TestDevClusterOnAnObjectStore(t *testing.T) {
 		}
 	}
 }
+
+// TestDevClusterStartsItsOwnStore: Storage LocalStore ("s3", the CLI's
+// `tabula dev --storage s3`) starts a SeaweedFS for the cluster in
+// Dir/seaweed; the tablets live there, not in Dir/data, and survive a
+// restart of the whole cluster, store included.
+func TestDevClusterStartsItsOwnStore(t *testing.T) {
+	seaweedtest.Need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cfg := Config{Dir: dir, Servers: 1, LeaseTTL: 2 * time.Second, NoFsync: true, Auth: secureAll(), Storage: LocalStore}
+	c, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(c.StoreURL(), "s3://tabula/dev?endpoint=http://127.0.0.1:") {
+		c.Close()
+		t.Fatalf("StoreURL() = %q", c.StoreURL())
+	}
+	cli, err := newClient(ctx, c)
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	if err := cli.Admin().CreateTable(ctx, "t", []families.Family{families.Default("cf")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	m := client.NewMutation().Set("cf", []byte("q"), 1000, []byte("v"))
+	if err := cli.Open("t").Apply(ctx, []byte("r"), m); err != nil {
+		t.Fatal(err)
+	}
+	cli.Close()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "tables")); err == nil {
+		t.Fatal("tablet files were written to the local data folder")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "seaweed")); err != nil {
+		t.Fatalf("the store's data is not in Dir/seaweed: %v", err)
+	}
+	c, err = Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cli, err = newClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	if r := readRow(ctx, t, cli.Open("t"), "r"); len(r.Cells) != 1 || string(r.Cells[0].Value) != "v" {
+		t.Fatalf("after a restart of cluster and store, row r = %+v", r.Cells)
+	}
+}

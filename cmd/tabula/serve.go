@@ -123,6 +123,9 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula dev cluster: master %s, %d tablet servers, etcd %s, data in %s\n",
 				maddr, v.GetInt("servers"), strings.Join(cl.EtcdEndpoints(), ","), dir)
+			if u := cl.StoreURL(); u != "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "tablets on SeaweedFS at %s (its data in %s)\n", u, filepath.Join(dir, "seaweed"))
+			}
 			printDevSecurity(cmd.OutOrStdout(), cl)
 			if maddr != defaultMaster {
 				fmt.Fprintf(cmd.OutOrStdout(), "use it with: export TABULA_MASTER=%s\n", maddr)
@@ -148,7 +151,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.String("cache-size", "", "block cache per server, e.g. 256MiB (default: the server's)")
 	f.String("split-threshold", "", "tablet size that triggers a split, e.g. 256MiB (default 256MiB)")
 	f.String("sync", "", "commit log sync mode: always, interval or none (default always)")
-	f.String("storage", "", "keep tablets on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*), instead of DIR/data")
+	f.String("storage", "", "keep tablets on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*), instead of DIR/data; \"s3\" starts a SeaweedFS for the cluster in DIR/seaweed (make tools builds it)")
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	addLogFlag(c, "warn")

@@ -25,7 +25,7 @@ import (
 )
 
 // ErrNoBinary means no weed binary was found.
-var ErrNoBinary = errors.New("seaweed: no weed binary: run `make tools` (it builds .tools/bin/weed) or set TABULA_WEED")
+var ErrNoBinary = errors.New("seaweed: no weed binary: run `make tools` (it builds .tools/bin/weed), set TABULA_WEED, or put weed on the PATH")
 
 // Config says where the server keeps its data.
 type Config struct {
@@ -53,20 +53,22 @@ type Server struct {
 }
 
 // Binary returns the weed binary's path: TABULA_WEED, else .tools/bin/weed
-// at the repository root.
+// at the repository root (for binaries built from a checkout), else weed
+// on the PATH.
 func Binary() (string, error) {
 	if p := os.Getenv("TABULA_WEED"); p != "" {
 		return p, nil
 	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", ErrNoBinary
+	if _, file, _, ok := runtime.Caller(0); ok {
+		p := filepath.Join(filepath.Dir(file), "..", "..", ".tools", "bin", "weed")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
 	}
-	p := filepath.Join(filepath.Dir(file), "..", "..", ".tools", "bin", "weed")
-	if _, err := os.Stat(p); err != nil {
-		return "", ErrNoBinary
+	if p, err := exec.LookPath("weed"); err == nil {
+		return p, nil
 	}
-	return p, nil
+	return "", ErrNoBinary
 }
 
 // freePorts returns n loopback ports that were free a moment ago, each
