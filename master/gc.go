@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -264,21 +264,15 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 	if err := m.checkLeader(ctx, term); err != nil {
 		return nil, false, err
 	}
-	sort.Slice(doomed, func(i, j int) bool { return doomed[i].name < doomed[j].name })
-	for _, f := range doomed {
-		if !m.stillLeading(term) {
-			return removed, false, ErrNotLeader
-		}
-		// Look at the age once more, just before deleting.
-		if !olderThan(fsys, f.dir, time.Now().Add(-m.opts.GCGrace), true) {
-			continue
-		}
-		if err := storepath.RemoveTabletDir(fsys, m.opts.StorageRoot, f.dir); err != nil {
-			m.log.Warn("gc: removing tablet folder", "table", table, "tablet", f.name, "dir", f.dir, "err", err)
-			continue
-		}
-		m.log.Info("gc: removed tablet folder no tablet needs", "table", table, "tablet", f.name, "dir", f.dir)
-		removed = append(removed, f.dir)
+	dirs := make([]string, len(doomed))
+	for i, f := range doomed {
+		dirs[i] = f.dir
+	}
+	removed, err = m.removeAged(term, dirs, "tablet folder no tablet needs", func(dir string) error {
+		return storepath.RemoveTabletDir(fsys, m.opts.StorageRoot, dir)
+	})
+	if err != nil {
+		return removed, false, err
 	}
 	if tableOld && !view.tables[table] && m.stillLeading(term) {
 		// Remove fails, harmlessly, if the folder is not empty.
@@ -288,6 +282,30 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 		}
 	}
 	return removed, false, nil
+}
+
+// removeAged deletes each of paths, in order, with remove, while term
+// leads, looking once more just before each deletion that everything in it
+// is older than the grace period (a path that got younger is kept).
+// Failures are logged and skipped. what names the paths in the log.
+func (m *Master) removeAged(term *leadership, paths []string, what string, remove func(path string) error) (removed []string, err error) {
+	fsys := m.fs()
+	slices.Sort(paths)
+	for _, p := range paths {
+		if !m.stillLeading(term) {
+			return removed, ErrNotLeader
+		}
+		if !olderThan(fsys, p, time.Now().Add(-m.opts.GCGrace), true) {
+			continue
+		}
+		if err := remove(p); err != nil {
+			m.log.Warn("gc: removing "+what, "path", p, "err", err)
+			continue
+		}
+		m.log.Info("gc: removed "+what, "path", p)
+		removed = append(removed, p)
+	}
+	return removed, nil
 }
 
 // checkLeader asks etcd whether term's election key still exists.

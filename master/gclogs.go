@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
-	"sort"
 	"time"
 
 	"github.com/tabuladb/tabula/meta"
@@ -50,7 +49,7 @@ func (m *Master) sweepLogs(ctx context.Context, term *leadership, view *gcView, 
 		switch {
 		case !e.IsDir || !ours, view.leases[lease], named[e.Name]:
 		case olderThan(fsys, filepath.Join(dir, e.Name), cutoff, true):
-			doomed = append(doomed, e.Name)
+			doomed = append(doomed, filepath.Join(dir, e.Name))
 		}
 	}
 	if len(doomed) == 0 {
@@ -59,21 +58,5 @@ func (m *Master) sweepLogs(ctx context.Context, term *leadership, view *gcView, 
 	if err := m.checkLeader(ctx, term); err != nil {
 		return nil, err
 	}
-	sort.Strings(doomed)
-	for _, name := range doomed {
-		if !m.stillLeading(term) {
-			return removed, ErrNotLeader
-		}
-		path := filepath.Join(dir, name)
-		if !olderThan(fsys, path, time.Now().Add(-m.opts.GCGrace), true) {
-			continue
-		}
-		if err := fsys.RemoveAll(path); err != nil {
-			m.log.Warn("gc: removing shared commit log", "log", name, "err", err)
-			continue
-		}
-		m.log.Info("gc: removed shared commit log no server or tablet needs", "log", name)
-		removed = append(removed, path)
-	}
-	return removed, nil
+	return m.removeAged(term, doomed, "shared commit log no server or tablet needs", fsys.RemoveAll)
 }

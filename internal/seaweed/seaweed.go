@@ -185,39 +185,34 @@ func (s *Server) ready(ctx context.Context) bool {
 	if s.cfg.Bucket != "" {
 		url += s.cfg.Bucket
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodHead, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	if resp.StatusCode == http.StatusOK {
+	code := status(ctx, http.MethodHead, url)
+	if code == http.StatusOK {
 		return true
 	}
 	// With identities configured an anonymous request is refused (403)
 	// whether the bucket exists or not (weed creates it a moment after
 	// the gateway answers): ask the filer, which has no authentication on
 	// loopback, for the bucket's folder.
-	if s.cfg.S3Config == "" || resp.StatusCode != http.StatusForbidden {
+	if s.cfg.S3Config == "" || code != http.StatusForbidden {
 		return false
 	}
-	if s.cfg.Bucket == "" {
-		return true
-	}
-	req, err = http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(s.filer)+"/buckets/"+s.cfg.Bucket+"/", nil)
+	return s.cfg.Bucket == "" ||
+		status(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(s.filer)+"/buckets/"+s.cfg.Bucket+"/") == http.StatusOK
+}
+
+// status returns the HTTP status of a request, 0 if there was no answer.
+func status(ctx context.Context, method, url string) int {
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
 	if err != nil {
-		return false
+		return 0
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err = (&http.Client{Timeout: 2 * time.Second}).Do(req)
+	resp, err := (&http.Client{Timeout: 2 * time.Second}).Do(req)
 	if err != nil {
-		return false
+		return 0
 	}
 	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return resp.StatusCode
 }
 
 // Endpoint is the S3 gateway's URL.

@@ -65,7 +65,15 @@ func hasReferences(fs []*tableFile) bool {
 	return false
 }
 
-// currentFiles returns a referenced current version.
+// head returns the current version without a reference: for callers that
+// hold editMu, under which it is not replaced. nil once closed.
+func (t *Tablet) head() *version {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cur
+}
+
+// currentVersion returns a referenced current version.
 func (t *Tablet) currentVersion() (*version, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -133,9 +141,7 @@ func (t *Tablet) dropExpiredLocked(name string, p families.Policy) error {
 func (t *Tablet) replaceFiles(name string, drop map[*tableFile]bool, out *tableFile) error {
 	t.editMu.Lock()
 	defer t.editMu.Unlock()
-	t.mu.Lock()
-	v := t.cur
-	t.mu.Unlock()
+	v := t.head()
 	if v == nil {
 		return ErrClosed
 	}

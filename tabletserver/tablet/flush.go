@@ -143,9 +143,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 		}
 	}
 	t.editMu.Lock()
-	t.mu.Lock()
-	v := t.cur
-	t.mu.Unlock()
+	v := t.head()
 	if v == nil {
 		t.editMu.Unlock()
 		return fail(ErrClosed)

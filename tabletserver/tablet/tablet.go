@@ -347,9 +347,7 @@ func (t *Tablet) SetFamilies(fams []families.Family) error {
 	}
 	t.editMu.Lock()
 	defer t.editMu.Unlock()
-	t.mu.Lock()
-	v := t.cur
-	t.mu.Unlock()
+	v := t.head()
 	if v == nil {
 		return ErrClosed
 	}
@@ -574,9 +572,7 @@ func (t *Tablet) releaseSharedLog() {
 	}
 	t.editMu.Lock()
 	defer t.editMu.Unlock()
-	t.mu.Lock()
-	v := t.cur
-	t.mu.Unlock()
+	v := t.head()
 	if v == nil {
 		return
 	}
