@@ -28,6 +28,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/gateway"
 	"github.com/tabuladb/tabula/internal/embedetcd"
 	"github.com/tabuladb/tabula/internal/seaweed"
 	"github.com/tabuladb/tabula/master"
@@ -92,6 +94,12 @@ type Config struct {
 	// (AdminToken, also in Dir/admin.token) and the admin role on "*".
 	// The default is off.
 	Auth bool
+	// GatewayAddr, when set, starts a Cloud Bigtable API gateway
+	// (package gateway) on that address, e.g. "127.0.0.1:8086" (the
+	// emulator's usual port; port 0 picks one). It needs Auth off:
+	// Bigtable clients in emulator mode send no credentials. The default
+	// is no gateway; the CLI starts one.
+	GatewayAddr string
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -118,6 +126,8 @@ type Cluster struct {
 	etcd    *embedetcd.Server
 	master  *master.Master
 	servers []*tabletserver.Server
+	gwConn  *client.Client
+	gateway *gateway.Process
 
 	closeOnce sync.Once
 	closeErr  error
@@ -254,7 +264,38 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 		c.servers = append(c.servers, s)
 	}
+	if cfg.GatewayAddr != "" {
+		if err := c.startGateway(ctx, cfg); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// startGateway starts the Bigtable API gateway on the cluster's client.
+func (c *Cluster) startGateway(ctx context.Context, cfg Config) (err error) {
+	if cfg.Auth {
+		return fmt.Errorf("%w: the Bigtable gateway cannot run with Auth: Bigtable clients in emulator mode send no credentials", ErrConfig)
+	}
+	c.gwConn, err = client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.master.Addr()}, TLS: c.sec.client})
+	if err != nil {
+		return fmt.Errorf("devcluster: connecting the gateway: %w", err)
+	}
+	c.gateway, err = gateway.Start(cfg.GatewayAddr, c.gwConn, gateway.Options{})
+	if err != nil {
+		return fmt.Errorf("devcluster: starting the Bigtable gateway: %w", err)
+	}
+	cfg.Logger.Info("bigtable gateway started", "addr", c.gateway.Addr())
+	return nil
+}
+
+// GatewayAddr returns the Bigtable gateway's address, or "" when the
+// cluster has none.
+func (c *Cluster) GatewayAddr() string {
+	if c.gateway == nil {
+		return ""
+	}
+	return c.gateway.Addr()
 }
 
 func addrsFile(dir string) string { return filepath.Join(dir, "etcd.addrs") }
@@ -305,6 +346,12 @@ func (c *Cluster) ServerAddrs() []string {
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
 		var errs []error
+		if c.gateway != nil {
+			errs = append(errs, c.gateway.Close())
+		}
+		if c.gwConn != nil {
+			c.gwConn.Close()
+		}
 		// The master goes first: with it gone nobody reassigns the tablets
 		// of servers that are shutting down, so the servers flush and stop
 		// without the master trying to load their tablets elsewhere.

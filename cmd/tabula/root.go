@@ -58,7 +58,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newTableCmd(), newFamilyCmd(), newServersCmd(),
 		newPutCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
 		newExportCmd(), newImportCmd(),
-		newBenchCmd(),
+		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(),
 	)
 	wrapArgs(root)

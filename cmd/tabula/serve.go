@@ -95,6 +95,10 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				}
 			}
 			dir := v.GetString("data")
+			gw := v.GetString("gateway")
+			if v.GetBool("auth") && !cmd.Flags().Changed("gateway") {
+				gw = "" // Bigtable clients in emulator mode send no credentials
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cl, err := devcluster.Start(ctx, devcluster.Config{
@@ -112,6 +116,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				TLS:            v.GetBool("tls"),
 				Auth:           v.GetBool("auth"),
 				Storage:        v.GetString("storage"),
+				GatewayAddr:    gw,
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -125,6 +130,13 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				maddr, v.GetInt("servers"), strings.Join(cl.EtcdEndpoints(), ","), dir)
 			if u := cl.StoreURL(); u != "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "tablets on SeaweedFS at %s (its data in %s)\n", u, filepath.Join(dir, "seaweed"))
+			}
+			if a := cl.GatewayAddr(); a != "" {
+				if err := os.WriteFile(filepath.Join(dir, "gateway.addr"), []byte(a+"\n"), 0o644); err != nil {
+					cl.Close()
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "Cloud Bigtable API on %s: export BIGTABLE_EMULATOR_HOST=%s\n", a, a)
 			}
 			printDevSecurity(cmd.OutOrStdout(), cl)
 			if maddr != defaultMaster {
@@ -154,6 +166,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.String("storage", "", "keep tablets on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*), instead of DIR/data; \"s3\" starts a SeaweedFS for the cluster in DIR/seaweed (make tools builds it)")
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
+	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
 	addLogFlag(c, "warn")
 	return c
 }

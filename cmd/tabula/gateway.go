@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/gateway"
+)
+
+// defaultGateway is where the Bigtable gateway listens: the Bigtable
+// emulator's usual port, so BIGTABLE_EMULATOR_HOST=127.0.0.1:8086 works.
+const defaultGateway = "127.0.0.1:8086"
+
+func newGatewayCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "gateway [--listen HOST:PORT]",
+		Short: "Serve the Cloud Bigtable API (data and table admin) for a Tabula cluster",
+		Long: `Serve google.bigtable.v2 and the Bigtable table admin API on --listen for
+the cluster whose masters --master names, so the official Bigtable clients,
+cbt and the HBase adapter work against Tabula unchanged: point them at it
+with BIGTABLE_EMULATOR_HOST=HOST:PORT. Every project and instance name maps
+to this one cluster, and the table id is the Tabula table name. The gateway
+keeps no state: run as many as you like. It listens in plaintext, as the
+emulator does; it talks to the cluster with the --tls-* and --token
+settings. "tabula dev" starts one on ` + defaultGateway + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			addrs := stringList(v, "master")
+			if len(addrs) == 0 {
+				return fmt.Errorf("no master address; pass --master host:port or set TABULA_MASTER: %w", errUnreachable)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			tlsCfg, token, err := clientSecurity(v)
+			if err != nil {
+				return err
+			}
+			cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: addrs, TLS: tlsCfg, Token: token})
+			if err != nil {
+				return wrapf(err, "connecting to master %s", strings.Join(addrs, ","))
+			}
+			defer cli.Close()
+			p, err := gateway.Start(v.GetString("listen"), cli, gateway.Options{
+				InstanceID: v.GetString("instance"),
+				ClusterID:  v.GetString("cluster-id"),
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "tabula gateway: Cloud Bigtable API on %s for master %s\n", p.Addr(), strings.Join(addrs, ","))
+			fmt.Fprintf(cmd.OutOrStdout(), "use it with: export BIGTABLE_EMULATOR_HOST=%s\n", p.Addr())
+			<-ctx.Done()
+			return p.Close()
+		},
+	}
+	f := c.Flags()
+	f.String("listen", defaultGateway, "address to serve the Bigtable API on (port 0 picks one)")
+	f.String("instance", "tabula", "instance id ListInstances reports (every instance name is accepted)")
+	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
+	return c
+}

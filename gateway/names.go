@@ -1,0 +1,70 @@
+package gateway
+
+import (
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/cell"
+)
+
+// instanceName is a parsed "projects/P/instances/I".
+type instanceName struct{ project, instance string }
+
+func (n instanceName) String() string {
+	return "projects/" + n.project + "/instances/" + n.instance
+}
+
+// tableName is a parsed "projects/P/instances/I/tables/T".
+type tableName struct {
+	instanceName
+	table string
+}
+
+func (n tableName) String() string { return n.instanceName.String() + "/tables/" + n.table }
+
+// parseInstance parses "projects/P/instances/I". Project and instance ids
+// are not checked beyond being non-empty path segments: every instance maps
+// to the one cluster behind the gateway.
+func parseInstance(field, name string) (instanceName, error) {
+	p := strings.Split(name, "/")
+	if len(p) != 4 || p[0] != "projects" || p[2] != "instances" || !segment(p[1]) || !segment(p[3]) {
+		return instanceName{}, status.Errorf(codes.InvalidArgument,
+			"%s %q is not a valid instance name: expected projects/<project>/instances/<instance>", field, name)
+	}
+	return instanceName{project: p[1], instance: p[3]}, nil
+}
+
+// parseTable parses "projects/P/instances/I/tables/T" and checks the table
+// id is a valid Tabula table name.
+func parseTable(field, name string) (tableName, error) {
+	p := strings.Split(name, "/")
+	if len(p) != 6 || p[4] != "tables" {
+		return tableName{}, status.Errorf(codes.InvalidArgument,
+			"%s %q is not a valid table name: expected projects/<project>/instances/<instance>/tables/<table>", field, name)
+	}
+	in, err := parseInstance(field, strings.Join(p[:4], "/"))
+	if err != nil {
+		return tableName{}, status.Errorf(codes.InvalidArgument,
+			"%s %q is not a valid table name: expected projects/<project>/instances/<instance>/tables/<table>", field, name)
+	}
+	if err := cell.ValidateTableName(p[5]); err != nil {
+		return tableName{}, status.Errorf(codes.InvalidArgument, "%s %q: %v", field, name, trimInvalid(err))
+	}
+	return tableName{instanceName: in, table: p[5]}, nil
+}
+
+// segment reports whether s can be one path segment of a resource name.
+func segment(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

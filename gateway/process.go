@@ -1,0 +1,57 @@
+package gateway
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/tabuladb/tabula/client"
+)
+
+// MaxRequestBytes is the largest request the gateway accepts: a MutateRows
+// batch or a row of large cells (Tabula's cells hold up to 64 MiB).
+const MaxRequestBytes = 256 << 20
+
+// Process is a gateway serving on a listener.
+type Process struct {
+	srv  *grpc.Server
+	lis  net.Listener
+	done chan error
+}
+
+// Start listens on addr ("127.0.0.1:8086"; port 0 picks one) and serves
+// the Bigtable API for the cluster c talks to until Close.
+func Start(addr string, c *client.Client, opts Options) (*Process, error) {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: listening on %s: %w", addr, err)
+	}
+	srv := grpc.NewServer(
+		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.MaxSendMsgSize(MaxRequestBytes),
+		// Bigtable clients ping idle connections; let them.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	)
+	New(c, opts).Register(srv)
+	p := &Process{srv: srv, lis: lis, done: make(chan error, 1)}
+	go func() { p.done <- srv.Serve(lis) }()
+	return p, nil
+}
+
+// Addr returns the address the gateway listens on.
+func (p *Process) Addr() string { return p.lis.Addr().String() }
+
+// Close stops accepting calls, lets calls in flight finish for up to 5
+// seconds, then cuts the rest.
+func (p *Process) Close() error {
+	t := time.AfterFunc(5*time.Second, p.srv.Stop)
+	defer t.Stop()
+	p.srv.GracefulStop()
+	if err := <-p.done; err != nil && err != grpc.ErrServerStopped {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package gateway_test
+
+import (
+	"bytes"
+	"io"
+	"slices"
+	"testing"
+
+	"cloud.google.com/go/bigtable"
+	"google.golang.org/grpc/codes"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+)
+
+// rawClient is a bare google.bigtable.v2 client on the gateway, for what
+// the official client hides (chunk layout, the final sample).
+func rawClient(t *testing.T) btpb.BigtableClient {
+	t.Helper()
+	conn, err := grpc.NewClient(cluster.GatewayAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return btpb.NewBigtableClient(conn)
+}
+
+func tablePath(table string) string {
+	return "projects/" + project + "/instances/" + instance + "/tables/" + table
+}
+
+// TestBadInputGetsBigtablesCodes: malformed names, unknown tables and
+// families, invalid filters and regexes, oversized rows.
+func TestBadInputGetsBigtablesCodes(t *testing.T) {
+	_, a := bigtableClients(t)
+	createTable(t, a, &bigtable.TableConf{TableID: "bad", Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
+	raw := rawClient(t)
+	ctx := testContext(t)
+	setCell := func(fam string, ts int64, v []byte) []*btpb.Mutation {
+		return []*btpb.Mutation{{Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{FamilyName: fam, ColumnQualifier: []byte("q"), TimestampMicros: ts, Value: v}}}}
+	}
+	mutate := func(table string, row []byte, ms []*btpb.Mutation) error {
+		_, err := raw.MutateRow(ctx, &btpb.MutateRowRequest{TableName: table, RowKey: row, Mutations: ms})
+		return err
+	}
+	read := func(table string, f *btpb.RowFilter) error {
+		st, err := raw.ReadRows(ctx, &btpb.ReadRowsRequest{TableName: table, Filter: f})
+		if err != nil {
+			return err
+		}
+		for {
+			if _, err := st.Recv(); err != nil {
+				if err == io.EOF {
+					return nil
+				}
+				return err
+			}
+		}
+	}
+	good := tablePath("bad")
+	for _, tc := range []struct {
+		name string
+		err  error
+		code codes.Code
+		msg  string
+	}{
+		{"malformed table name", mutate("tables/bad", []byte("r"), setCell("cf", 1000, nil)), codes.InvalidArgument, "projects/<project>/instances/<instance>/tables/<table>"},
+		{"bad table id", mutate(tablePath("no/such"), []byte("r"), setCell("cf", 1000, nil)), codes.InvalidArgument, "not a valid table name"},
+		{"unknown table", mutate(tablePath("nosuch"), []byte("r"), setCell("cf", 1000, nil)), codes.NotFound, "nosuch"},
+		{"unknown table read", read(tablePath("nosuch"), nil), codes.NotFound, "nosuch"},
+		{"unknown family", mutate(good, []byte("r"), setCell("nofam", 1000, nil)), codes.NotFound, "nofam"},
+		{"empty row key", mutate(good, nil, setCell("cf", 1000, nil)), codes.InvalidArgument, "row_key"},
+		{"row key over 4 KiB", mutate(good, bytes.Repeat([]byte("k"), 4097), setCell("cf", 1000, nil)), codes.InvalidArgument, "4096"},
+		{"no mutations", mutate(good, []byte("r"), nil), codes.InvalidArgument, "no mutations"},
+		{"timestamp not in milliseconds", mutate(good, []byte("r"), setCell("cf", 1001, nil)), codes.InvalidArgument, "granularity"},
+		{"negative timestamp", mutate(good, []byte("r"), setCell("cf", -5, nil)), codes.InvalidArgument, "negative"},
+		{"value over 64 MiB", mutate(good, []byte("r"), setCell("cf", 1000, make([]byte, 64<<20+1))), codes.InvalidArgument, "value"},
+		{"bad regex", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("a(b")}}), codes.InvalidArgument, "value_regex"},
+		{"empty row key regex", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_RowKeyRegexFilter{}}), codes.InvalidArgument, "row_key_regex_filter"},
+		{"pass_all false", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_PassAllFilter{}}), codes.InvalidArgument, "pass_all_filter must be true"},
+		{"zero cells per column", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_CellsPerColumnLimitFilter{}}), codes.InvalidArgument, "cells_per_column_limit_filter"},
+		{"column range without family", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &btpb.ColumnRange{}}}), codes.InvalidArgument, "family_name"},
+		{"empty filter", read(good, &btpb.RowFilter{}), codes.InvalidArgument, "set one filter"},
+	} {
+		wantCode(t, tc.name, tc.err, tc.code, tc.msg)
+	}
+	if rows := readAll(t, bigClient(t).Open("bad"), bigtable.InfiniteRange("")); len(rows) != 0 {
+		t.Errorf("bad input stored rows: %q", rows)
+	}
+}
+
+// TestRawProtocol checks what the official client hides: the final empty
+// sample key and how a large value is chunked.
+func TestRawProtocol(t *testing.T) {
+	c, a := bigtableClients(t)
+	createTable(t, a, &bigtable.TableConf{TableID: "raw", SplitKeys: []string{"m"}, Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
+	ctx := testContext(t)
+	apply(t, c.Open("raw"), "a", set("cf", "q", 1000, "x"))
+	m := bigtable.NewMutation()
+	m.Set("cf", "big", 1000, bytes.Repeat([]byte("v"), 3<<20+5))
+	apply(t, bigClient(t).Open("raw"), "z", m)
+
+	raw := rawClient(t)
+	ss, err := raw.SampleRowKeys(ctx, &btpb.SampleRowKeysRequest{TableName: tablePath("raw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for {
+		r, err := ss.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, string(r.RowKey))
+	}
+	if len(keys) == 0 || keys[len(keys)-1] != "" || !slices.IsSorted(keys[:len(keys)-1]) {
+		t.Errorf("SampleRowKeys sent %q; want sorted keys then the empty key", keys)
+	}
+
+	st, err := raw.ReadRows(ctx, &btpb.ReadRowsRequest{TableName: tablePath("raw"), Rows: &btpb.RowSet{RowKeys: [][]byte{[]byte("z")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int
+	var total int
+	for {
+		r, err := st.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range r.Chunks {
+			sizes = append(sizes, int(ch.ValueSize))
+			total += len(ch.Value)
+		}
+	}
+	// 1 MiB chunks: three carry the whole size, the last one 0.
+	if want := []int{3<<20 + 5, 3<<20 + 5, 3<<20 + 5, 0}; !slices.Equal(sizes, want) || total != 3<<20+5 {
+		t.Errorf("value sizes per chunk %v (total %d), want %v", sizes, total, want)
+	}
+}

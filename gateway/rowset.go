@@ -1,0 +1,53 @@
+package gateway
+
+import (
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+
+	"github.com/tabuladb/tabula/client"
+)
+
+// rowSet converts a Bigtable RowSet. An absent or empty RowSet means the
+// whole table, as in Bigtable; a set whose ranges are all empty means no
+// rows. Bigtable's open and closed bounds become Tabula's [start, end)
+// ranges: an open start or a closed end moves to the key's successor (the
+// key followed by a zero byte), the next possible key. An empty end key, open
+// or closed, means the end of the table.
+func rowSet(rs *btpb.RowSet) client.RowSet {
+	if len(rs.GetRowKeys()) == 0 && len(rs.GetRowRanges()) == 0 {
+		return client.InfiniteRange(nil)
+	}
+	sets := []client.RowSet{}
+	var keys [][]byte
+	for _, k := range rs.GetRowKeys() {
+		if len(k) > 0 { // an empty key names no row
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) > 0 {
+		sets = append(sets, client.RowList(keys...))
+	}
+	for _, r := range rs.GetRowRanges() {
+		var start, end []byte
+		switch k := r.GetStartKey().(type) {
+		case *btpb.RowRange_StartKeyClosed:
+			start = k.StartKeyClosed
+		case *btpb.RowRange_StartKeyOpen:
+			start = successor(k.StartKeyOpen)
+		}
+		switch k := r.GetEndKey().(type) {
+		case *btpb.RowRange_EndKeyOpen:
+			if len(k.EndKeyOpen) > 0 {
+				end = k.EndKeyOpen
+			}
+		case *btpb.RowRange_EndKeyClosed:
+			if len(k.EndKeyClosed) > 0 {
+				end = successor(k.EndKeyClosed)
+			}
+		}
+		sets = append(sets, client.NewRange(start, end))
+	}
+	return client.Union(sets...)
+}
+
+// successor returns the smallest key greater than k.
+func successor(k []byte) []byte { return append(append(make([]byte, 0, len(k)+1), k...), 0) }

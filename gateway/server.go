@@ -1,0 +1,91 @@
+package gateway
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+
+	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+
+	"github.com/tabuladb/tabula/client"
+)
+
+// Options configure a Server. The zero value is ready to use.
+type Options struct {
+	// ChunkBytes is the size of the values of one ReadRows response
+	// message (rows are never split across messages) and of one chunk of a
+	// value: a larger value is sent across several chunks, as the protocol
+	// allows. The default is 1 MiB.
+	ChunkBytes int
+	// InstanceID is the instance ListInstances reports. Every instance
+	// name is accepted and maps to the same cluster. The default is
+	// "tabula".
+	InstanceID string
+	// ClusterID is the cluster id the instance admin API reports for every
+	// instance. The default is "tabula".
+	ClusterID string
+	// Zone is the location the instance admin API reports. The default is
+	// "local".
+	Zone string
+}
+
+func (o Options) withDefaults() Options {
+	if o.ChunkBytes <= 0 {
+		o.ChunkBytes = 1 << 20
+	}
+	if o.InstanceID == "" {
+		o.InstanceID = "tabula"
+	}
+	if o.ClusterID == "" {
+		o.ClusterID = "tabula"
+	}
+	if o.Zone == "" {
+		o.Zone = "local"
+	}
+	return o
+}
+
+// Server answers the Cloud Bigtable API with a Tabula client. It is safe
+// for concurrent use and holds no state but the client's caches.
+type Server struct {
+	c    *client.Client
+	opts Options
+
+	data     dataServer
+	admin    adminServer
+	instance instanceServer
+}
+
+// New returns a Server that serves the cluster c talks to. The caller
+// keeps ownership of c.
+func New(c *client.Client, opts Options) *Server {
+	s := &Server{c: c, opts: opts.withDefaults()}
+	s.data = dataServer{s: s}
+	s.admin = adminServer{s: s}
+	s.instance = instanceServer{s: s}
+	return s
+}
+
+// Register registers the data, table admin and instance admin services on
+// g.
+func (s *Server) Register(g *grpc.Server) {
+	btpb.RegisterBigtableServer(g, &s.data)
+	btapb.RegisterBigtableTableAdminServer(g, &s.admin)
+	btapb.RegisterBigtableInstanceAdminServer(g, &s.instance)
+}
+
+// table returns the client handle of the table a resource name names.
+func (s *Server) table(field, name string) (*client.Table, tableName, error) {
+	n, err := parseTable(field, name)
+	if err != nil {
+		return nil, n, err
+	}
+	return s.c.Open(n.table), n, nil
+}
+
+// ping checks the cluster answers: the cheapest admin call.
+func (s *Server) ping(ctx context.Context) error {
+	_, err := s.c.Admin().ListTables(ctx)
+	return toStatus(err)
+}
