@@ -308,7 +308,7 @@ func randFilterOpts(r *rand.Rand, depth int, o genOpts) *Filter {
 			labelled := r.IntN(len(fs) + 1)
 			for i := range fs {
 				co := o
-				co.labels = o.labels && (i == labelled || o.wild && r.IntN(8) == 0)
+				co.labels = o.labels && (i == labelled || o.wild && r.IntN(3) == 0)
 				fs[i] = randFilterOpts(r, depth+1, co)
 			}
 			return Chain(fs...)
@@ -320,7 +320,7 @@ func randFilterOpts(r *rand.Rand, depth int, o genOpts) *Filter {
 			return Interleave(fs...)
 		default:
 			co := o
-			co.sinks = o.wild && r.IntN(8) == 0
+			co.sinks = o.wild && r.IntN(3) == 0
 			maybe := func() *Filter {
 				if r.IntN(4) == 0 {
 					return nil
@@ -329,6 +329,10 @@ func randFilterOpts(r *rand.Rand, depth int, o genOpts) *Filter {
 			}
 			return Condition(randFilterOpts(r, depth+1, co), maybe(), maybe())
 		}
+	}
+	if o.wild && r.IntN(16) == 0 {
+		return pickOne(r, Label(""), Label("UP"), Label("a_b"), Label("sixteen-chars-xx"), RowSample(0), RowSample(1), RowSample(-0.5),
+			Chain(Label("l1"), Pass(), Interleave(Label("l2"))), Condition(Sink(), Pass(), nil))
 	}
 	switch r.IntN(21) {
 	case 0:
@@ -369,15 +373,9 @@ func randFilterOpts(r *rand.Rand, depth int, o genOpts) *Filter {
 		if o.labels {
 			return Label(pickOne(r, "l1", "l2", "x-y"))
 		}
-		if o.wild {
-			return Label(pickOne(r, "", "UP", "a_b", "sixteen-chars-xx"))
-		}
 	case 19:
 		if o.sample {
 			return RowSample(pickOne(r, 0.25, 0.5, 0.75))
-		}
-		if o.wild {
-			return RowSample(pickOne(r, 0, 1, -0.5))
 		}
 	}
 	return StripValue()
