@@ -246,3 +246,41 @@ func TestBigtableValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckBigtable(t *testing.T) {
+	deep := Pass()
+	for range BigtableMaxDepth {
+		deep = Chain(deep, Pass())
+	}
+	bad := []struct {
+		f       *Filter
+		wantErr string
+	}{
+		{Chain(), "chain must contain at least two RowFilters"},
+		{Interleave(Pass()), "interleave must contain at least two"},
+		{Chain(Pass(), Condition(Pass(), Chain(Family("a")), nil)), "filter.filters[1].true (chain)"},
+		{QualifierRange("", nil, nil), "needs a family_name"},
+		{RowKeyPrefix([]byte("a")), "no row_key_prefix filter"},
+		{Interleave(Pass(), Family("a")), "filter.filters[1] (family): Bigtable has no family filter"},
+		{deep, "more than 20 deep"},
+	}
+	for _, tc := range bad {
+		if _, err := Compile(tc.f); err != nil {
+			t.Fatalf("Compile(%s): %v", tc.f, err)
+		}
+		err := CheckBigtable(tc.f)
+		if !errors.Is(err, cell.ErrInvalid) || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("CheckBigtable(%s) = %v, want an error containing %q", tc.f, err, tc.wantErr)
+		}
+	}
+	ok := Pass()
+	for range BigtableMaxDepth - 1 {
+		ok = Chain(ok, Pass())
+	}
+	for _, f := range []*Filter{nil, ok, Chain(FamilyRegex("a"), QualifierRange("a", nil, nil), Interleave(Sink(), Label("x")), RowSample(0.5)),
+		Condition(ValueRegex("x"), nil, nil)} {
+		if err := CheckBigtable(f); err != nil {
+			t.Errorf("CheckBigtable(%s) = %v, want nil", f, err)
+		}
+	}
+}

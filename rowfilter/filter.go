@@ -36,7 +36,8 @@ const (
 	// and End (of family Family when it is not empty).
 	KindQualifierRange
 	// KindTimestampRange passes cells with a timestamp in [TimeStart,
-	// TimeEnd); TimeEnd 0 means no upper bound.
+	// TimeEnd); TimeEnd 0 means no upper bound, and a TimeEnd below
+	// TimeStart an empty range (as Bigtable's emulator).
 	KindTimestampRange
 	// KindValueRegex passes cells whose value Regex matches.
 	KindValueRegex
@@ -110,9 +111,9 @@ type Filter struct {
 
 	// Regex is the RE2 pattern of the *Regex kinds. It must match the
 	// WHOLE string (it is anchored at both ends) and works on bytes. As
-	// in Bigtable, "." does not match "\n" unless (?s) says so, and \C
-	// matches anything: here one character (a whole UTF-8 sequence, or one
-	// byte that is not valid UTF-8), not strictly one byte.
+	// in Bigtable, it is RE2 in Latin-1 mode: each byte of pattern and
+	// input is one character, "." matches any byte but "\n" unless (?s)
+	// says so, and \C matches any one byte.
 	Regex string
 
 	// Prefix is a RowKeyPrefix's prefix.
