@@ -119,7 +119,9 @@ func (e *refEval) eval(f *Filter, in []cell.Cell) []cell.Cell {
 	case KindQualifierRange:
 		return each(func(c cell.Cell) bool { return (f.Family == "" || f.Family == c.Family) && refInRange(f, c.Qualifier) })
 	case KindTimestampRange:
-		return each(func(c cell.Cell) bool { return c.Timestamp >= f.TimeStart && (f.TimeEnd == 0 || c.Timestamp < f.TimeEnd) })
+		return each(func(c cell.Cell) bool {
+			return c.Timestamp >= f.TimeStart && (f.TimeEnd == 0 || c.Timestamp < f.TimeEnd)
+		})
 	case KindValueRegex:
 		return each(func(c cell.Cell) bool { return refMatch(f.Regex, c.Value) })
 	case KindValueRange:
