@@ -40,6 +40,11 @@ type Cell struct {
 	Qualifier []byte
 	Timestamp int64 // microseconds since the Unix epoch
 	Value     []byte
+	// Labels are what apply_label_transformer filters put on this copy of
+	// the cell (rowfilter); read output only, never stored. Compare
+	// ignores them. Cells handed out by a read may share the slice: treat
+	// it as read-only.
+	Labels []string
 }
 
 // Compare orders cells as reads return them: row, family, qualifier

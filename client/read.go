@@ -17,7 +17,9 @@ import (
 )
 
 // Row is one row a read returns: its key and its cells in read order
-// (family, qualifier ascending, timestamp descending).
+// (family, qualifier ascending, timestamp descending). A cell carries the
+// labels a rowfilter.Label in the read's filter put on it (cell.Labels);
+// with interleaves or sinks, the same cell may come more than once.
 type Row struct {
 	Key   []byte
 	Cells []cell.Cell

@@ -10,11 +10,15 @@ import (
 // Apply filters one row: cells are all of the row's cells (of the families
 // read), in read order (family, qualifier ascending, timestamp descending).
 // It returns the cells to emit, in read order, or nil when there are none.
+// They are the root filter's output pooled with the cells that reached a
+// Sink; of cells that compare equal (same column and timestamp), the
+// root's come first, then each sink's, in the order the sinks were reached.
 //
 // Apply never modifies cells or their contents; the result may share the
 // backing array and the byte slices of cells, so neither may be modified
 // while the other is in use. (The result's capacity is its length, so
-// appending to it never writes into cells.)
+// appending to it never writes into cells.) The Labels of a labelled cell
+// may be shared with other cells: treat them as read-only.
 func (c *Compiled) Apply(row []byte, cells []cell.Cell) []cell.Cell {
 	if len(cells) == 0 {
 		return nil
@@ -22,16 +26,28 @@ func (c *Compiled) Apply(row []byte, cells []cell.Cell) []cell.Cell {
 	if c == nil || c.root == nil {
 		return cells[:len(cells):len(cells)]
 	}
-	out := c.root.apply(row, cells)
+	e := evaluation{row: row, rand: c.rand}
+	out := c.root.apply(&e, cells)
+	if len(e.sunk) > 0 {
+		out = pool(append([][]cell.Cell{out}, e.sunk...))
+	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out[:len(out):len(out)]
 }
 
-func (n *node) apply(row []byte, in []cell.Cell) []cell.Cell {
+// evaluation is the state of one Apply.
+type evaluation struct {
+	row  []byte
+	rand func() float64 // RowSample's draws
+	sunk [][]cell.Cell  // what reached each Sink, in order
+}
+
+// apply returns what n emits to its parent for the input in.
+func (n *node) apply(e *evaluation, in []cell.Cell) []cell.Cell {
 	if len(in) == 0 {
-		return nil // no filter emits a cell it was not given
+		return nil // no filter emits a cell it was not given, nor draws
 	}
 	switch n.kind {
 	case KindPass:
@@ -40,29 +56,43 @@ func (n *node) apply(row []byte, in []cell.Cell) []cell.Cell {
 		return nil
 	case KindChain:
 		for _, c := range n.children {
-			if in = c.apply(row, in); len(in) == 0 {
+			if in = c.apply(e, in); len(in) == 0 {
 				return nil
 			}
 		}
 		return in
 	case KindInterleave:
-		return n.interleave(row, in)
+		outs := make([][]cell.Cell, 0, len(n.children))
+		for _, c := range n.children {
+			outs = append(outs, c.apply(e, in))
+		}
+		return pool(outs)
 	case KindCondition:
+		// Only whether the predicate emits matters: its cells (and labels)
+		// never reach the output.
 		branch := n.onFalse
-		if len(n.pred.apply(row, in)) > 0 {
+		if len(n.pred.apply(e, in)) > 0 {
 			branch = n.onTrue
 		}
 		if branch == nil {
 			return nil
 		}
-		return branch.apply(row, in)
+		return branch.apply(e, in)
+	case KindSink:
+		e.sunk = append(e.sunk, in)
+		return nil
+	case KindRowSample:
+		if e.rand() < n.p {
+			return in
+		}
+		return nil
 	case KindRowKeyRegex:
-		if n.re.Match(row) {
+		if n.re.Match(e.row) {
 			return in
 		}
 		return nil
 	case KindRowKeyPrefix:
-		if bytes.HasPrefix(row, n.prefix) {
+		if bytes.HasPrefix(e.row, n.prefix) {
 			return in
 		}
 		return nil
@@ -118,6 +148,17 @@ func (n *node) apply(row []byte, in []cell.Cell) []cell.Cell {
 			out[i].Value = nil
 		}
 		return out
+	case KindLabel:
+		out := make([]cell.Cell, len(in))
+		for i := range in {
+			out[i] = in[i]
+			if len(in[i].Labels) == 0 {
+				out[i].Labels = n.labels // len == cap: appending copies
+			} else {
+				out[i].Labels = append(slices.Clip(in[i].Labels), n.labels...)
+			}
+		}
+		return out
 	}
 	panic("rowfilter: apply of unknown kind " + n.kind.String()) // Compile rejects unknown kinds
 }
@@ -160,23 +201,23 @@ func keep(in []cell.Cell, ok func(*cell.Cell) bool) []cell.Cell {
 	return in
 }
 
-// interleave merges the branches' outputs in read order. Each output is
-// in read order already; cells that compare equal keep branch order, and
-// duplicates stay, as Bigtable does.
-func (n *node) interleave(row []byte, in []cell.Cell) []cell.Cell {
-	var outs [][]cell.Cell
-	total := 0
-	for _, c := range n.children {
-		if o := c.apply(row, in); len(o) > 0 {
-			outs = append(outs, o)
+// pool merges outputs, each in read order already, into one in read
+// order. Cells that compare equal keep the order of outs, and duplicates
+// stay, as Bigtable's interleave does.
+func pool(outs [][]cell.Cell) []cell.Cell {
+	total, nonEmpty, last := 0, 0, -1
+	for i, o := range outs {
+		if len(o) > 0 {
 			total += len(o)
+			nonEmpty++
+			last = i
 		}
 	}
-	switch len(outs) {
+	switch nonEmpty {
 	case 0:
 		return nil
 	case 1:
-		return outs[0]
+		return outs[last]
 	}
 	merged := make([]cell.Cell, 0, total)
 	for _, o := range outs {

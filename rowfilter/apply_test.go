@@ -34,6 +34,9 @@ func show(cells []cell.Cell) string {
 			v = "<nil>"
 		}
 		parts[i] = fmt.Sprintf("%s:%q@%d=%q", c.Family, c.Qualifier, c.Timestamp, v)
+		if c.Labels != nil {
+			parts[i] += fmt.Sprintf("%q", c.Labels)
+		}
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }

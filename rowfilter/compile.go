@@ -2,7 +2,8 @@ package rowfilter
 
 import (
 	"fmt"
-	"regexp"
+	"math/rand/v2"
+	"strings"
 
 	"github.com/tabuladb/tabula/cell"
 )
@@ -10,26 +11,46 @@ import (
 // MaxDepth is how deeply filters may nest; the root is at depth 1.
 const MaxDepth = 64
 
+// MaxLabelLen is the longest label apply_label_transformer takes (as in
+// Bigtable).
+const MaxLabelLen = 15
+
 // Compiled is a validated filter, ready to apply to rows. It is immutable
 // and safe for concurrent use. A nil *Compiled passes everything.
 type Compiled struct {
-	root *node
+	root    *node
+	hasSink bool           // some node is a Sink: Apply pools side outputs
+	rand    func() float64 // RowSample's draws
+}
+
+// Options change how a filter is compiled. The zero value is the default.
+type Options struct {
+	// Rand returns a number in [0, 1) for each RowSample decision; a row
+	// passes a RowSample(p) when the draw is below p. It must be safe for
+	// concurrent use when the Compiled filter is. Tests inject a seeded
+	// source here. The default is math/rand/v2.Float64.
+	Rand func() float64
 }
 
 // node is a compiled Filter with its regexps built and its planner hints
 // worked out.
 type node struct {
 	kind     Kind
-	children []*node        // Chain, Interleave
-	pred     *node          // Condition
-	onTrue   *node          // Condition; nil emits nothing
-	onFalse  *node          // Condition; nil emits nothing
-	re       *regexp.Regexp // *Regex kinds
-	prefix   []byte         // RowKeyPrefix
-	family   string         // Family, QualifierRange ("" = any)
-	rng      byteRange      // QualifierRange, ValueRange
-	t0, t1   int64          // TimestampRange
-	n        int            // limits and offset
+	children []*node     // Chain, Interleave
+	pred     *node       // Condition
+	onTrue   *node       // Condition; nil emits nothing
+	onFalse  *node       // Condition; nil emits nothing
+	re       *byteRegexp // *Regex kinds
+	prefix   []byte      // RowKeyPrefix
+	family   string      // Family, QualifierRange ("" = any)
+	rng      byteRange   // QualifierRange, ValueRange
+	t0, t1   int64       // TimestampRange
+	n        int         // limits and offset
+	labels   []string    // Label: {label}, shared by the cells it labels
+	p        float64     // RowSample
+
+	hasLabel bool // the subtree contains a Label
+	hasSink  bool // the subtree contains a Sink
 
 	fam  restriction[families]
 	time restriction[span]
@@ -42,18 +63,24 @@ type byteRange struct {
 	hasEnd             bool
 }
 
-// Compile validates f and prepares it for Apply. A nil f passes
-// everything. Errors wrap cell.ErrInvalid and name the filter (by its path
-// from the root) and the field.
-func Compile(f *Filter) (*Compiled, error) {
-	if f == nil {
-		return &Compiled{root: &node{kind: KindPass, fam: unrestricted[families](true), time: unrestricted[span](true)}}, nil
+// Compile validates f and prepares it for Apply, with the default Options.
+// A nil f passes everything. Errors wrap cell.ErrInvalid and name the
+// filter (by its path from the root) and the field.
+func Compile(f *Filter) (*Compiled, error) { return CompileWith(f, Options{}) }
+
+// CompileWith is Compile with options.
+func CompileWith(f *Filter, o Options) (*Compiled, error) {
+	if o.Rand == nil {
+		o.Rand = rand.Float64
 	}
-	root, err := compile(f, "filter", 1)
+	if f == nil {
+		return &Compiled{root: &node{kind: KindPass, fam: unrestricted[families](true), time: unrestricted[span](true)}, rand: o.Rand}, nil
+	}
+	root, err := compile(f, "filter", 1, false)
 	if err != nil {
 		return nil, err
 	}
-	return &Compiled{root: root}, nil
+	return &Compiled{root: root, hasSink: root.hasSink, rand: o.Rand}, nil
 }
 
 // Which fields each kind may set.
@@ -66,6 +93,8 @@ const (
 	fieldRange
 	fieldTime
 	fieldN
+	fieldLabel
+	fieldProbability
 )
 
 var allowedFields = [kindCount]int{
@@ -84,9 +113,11 @@ var allowedFields = [kindCount]int{
 	KindCellsPerRowLimit:    fieldN,
 	KindCellsPerRowOffset:   fieldN,
 	KindCellsPerColumnLimit: fieldN,
+	KindLabel:               fieldLabel,
+	KindRowSample:           fieldProbability,
 }
 
-var fieldNames = []string{"Filters", "Predicate/True/False", "Regex", "Prefix", "Family", "Start/End", "TimeStart/TimeEnd", "N"}
+var fieldNames = []string{"Filters", "Predicate/True/False", "Regex", "Prefix", "Family", "Start/End", "TimeStart/TimeEnd", "N", "Label", "Probability"}
 
 func setFields(f *Filter) int {
 	var m int
@@ -114,10 +145,18 @@ func setFields(f *Filter) int {
 	if f.N != 0 {
 		m |= fieldN
 	}
+	if f.Label != "" {
+		m |= fieldLabel
+	}
+	if f.Probability != 0 {
+		m |= fieldProbability
+	}
 	return m
 }
 
-func compile(f *Filter, path string, depth int) (*node, error) {
+// compile compiles f, found at path; inCondition says whether it lies
+// within a Condition (where Bigtable allows no Sink).
+func compile(f *Filter, path string, depth int, inCondition bool) (*node, error) {
 	if f == nil {
 		return nil, cell.Invalidf("%s is nil; give a filter (pass, if it should pass everything)", path)
 	}
@@ -143,7 +182,14 @@ func compile(f *Filter, path string, depth int) (*node, error) {
 	case KindChain, KindInterleave:
 		n.children = make([]*node, len(f.Filters))
 		for i, c := range f.Filters {
-			if n.children[i], err = compile(c, fmt.Sprintf("%s.filters[%d]", path, i), depth+1); err != nil {
+			if n.children[i], err = compile(c, fmt.Sprintf("%s.filters[%d]", path, i), depth+1, inCondition); err != nil {
+				return nil, err
+			}
+			n.hasLabel = n.hasLabel || n.children[i].hasLabel
+			n.hasSink = n.hasSink || n.children[i].hasSink
+		}
+		if f.Kind == KindChain {
+			if err := checkChainLabels(n.children, path); err != nil {
 				return nil, err
 			}
 		}
@@ -151,20 +197,32 @@ func compile(f *Filter, path string, depth int) (*node, error) {
 		if f.Predicate == nil {
 			return nil, invalid("Predicate is missing; a condition needs a predicate filter")
 		}
-		if n.pred, err = compile(f.Predicate, path+".predicate", depth+1); err != nil {
+		if n.pred, err = compile(f.Predicate, path+".predicate", depth+1, true); err != nil {
 			return nil, err
 		}
 		if f.True != nil {
-			if n.onTrue, err = compile(f.True, path+".true", depth+1); err != nil {
+			if n.onTrue, err = compile(f.True, path+".true", depth+1, true); err != nil {
 				return nil, err
 			}
 		}
 		if f.False != nil {
-			if n.onFalse, err = compile(f.False, path+".false", depth+1); err != nil {
+			if n.onFalse, err = compile(f.False, path+".false", depth+1, true); err != nil {
 				return nil, err
 			}
 		}
+		// A predicate's labels never reach the output, but Bigtable counts
+		// them when it checks a chain, and so do we.
+		for _, b := range []*node{n.pred, n.onTrue, n.onFalse} {
+			n.hasLabel = n.hasLabel || (b != nil && b.hasLabel)
+		}
 	case KindRowKeyRegex, KindFamilyRegex, KindQualifierRegex, KindValueRegex:
+		if f.Kind == KindRowKeyRegex && f.Regex == "" {
+			// Bigtable rejects it; it would match no row (keys are never empty).
+			return nil, invalid("Regex is empty; give a pattern for the row key")
+		}
+		if f.Kind == KindFamilyRegex && strings.Contains(f.Regex, ":") {
+			return nil, invalid("Regex %q contains ':'; Bigtable does not allow ':' in a family regex (family names never contain it)", f.Regex)
+		}
 		if len(f.Regex) > maxRegexLen {
 			return nil, invalid("Regex is %d bytes; the limit is %d", len(f.Regex), maxRegexLen)
 		}
@@ -191,9 +249,6 @@ func compile(f *Filter, path string, depth int) (*node, error) {
 		if f.TimeStart < 0 || f.TimeEnd < 0 {
 			return nil, invalid("TimeStart %d or TimeEnd %d is negative; timestamps are microseconds since the epoch", f.TimeStart, f.TimeEnd)
 		}
-		if f.TimeEnd != 0 && f.TimeEnd < f.TimeStart {
-			return nil, invalid("TimeEnd %d is before TimeStart %d; give TimeEnd 0 for no upper bound", f.TimeEnd, f.TimeStart)
-		}
 		n.t0, n.t1 = f.TimeStart, f.TimeEnd
 	case KindCellsPerRowLimit, KindCellsPerColumnLimit:
 		if f.N < 1 {
@@ -205,8 +260,55 @@ func compile(f *Filter, path string, depth int) (*node, error) {
 			return nil, invalid("N is %d; an offset must be at least 0", f.N)
 		}
 		n.n = f.N
+	case KindSink:
+		if inCondition {
+			return nil, invalid("a sink cannot be used within a condition's predicate, true or false filter (as in Bigtable); move it out of the condition")
+		}
+		n.hasSink = true
+	case KindLabel:
+		if err := validateLabel(f.Label); err != nil {
+			return nil, invalid("%v", err)
+		}
+		n.labels = []string{f.Label}
+		n.hasLabel = true
+	case KindRowSample:
+		if !(f.Probability > 0 && f.Probability < 1) {
+			return nil, invalid("Probability is %v; row_sample_filter must be between 0.0 and 1.0, exclusive", f.Probability)
+		}
+		n.p = f.Probability
 	}
 	n.fam = familyHint(n, f)
 	n.time = timeHint(n)
 	return n, nil
+}
+
+// validateLabel checks an apply_label_transformer label: Bigtable takes 1
+// to 15 characters matching RE2([a-z0-9\-]+).
+func validateLabel(l string) error {
+	ok := l != "" && len(l) <= MaxLabelLen
+	for i := 0; ok && i < len(l); i++ {
+		c := l[i]
+		ok = 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-'
+	}
+	if !ok {
+		return fmt.Errorf(`Label %q is not a label: apply_label_transformer must match RE2([a-z0-9\-]+) and be at most %d characters`, l, MaxLabelLen)
+	}
+	return nil
+}
+
+// checkChainLabels enforces Bigtable's rule that a cell carries at most one
+// label: only one of a chain's children may contain a Label (an interleave
+// may have many, as they label separate copies).
+func checkChainLabels(children []*node, path string) error {
+	first := -1
+	for i, c := range children {
+		if !c.hasLabel {
+			continue
+		}
+		if first >= 0 {
+			return cell.Invalidf("%s (chain): filters[%d] and filters[%d] both apply a label; a cell can carry only one label, so a chain may have at most one sub-filter containing apply_label_transformer (use an interleave to label separate copies)", path, first, i)
+		}
+		first = i
+	}
+	return nil
 }

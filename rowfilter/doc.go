@@ -1,15 +1,16 @@
 // Package rowfilter is Tabula's RowFilter: Bigtable's filter language,
-// evaluated on one row at a time (docs/CONTRACTS.md §5).
+// evaluated on one row at a time (docs/FILTERS.md).
 //
 // A Filter is a tree that maps one to one to the protobuf RowFilter oneof:
 // chains (each filter sees the output of the one before), interleaves (the
 // union of each branch's output, merged in read order, duplicates kept),
 // conditions (if the predicate emits any cell, the true branch runs on the
 // row, else the false branch), and primitives on the row key, family,
-// qualifier, timestamp and value, plus per-row and per-column cell limits
-// and value stripping. Regular expressions are RE2 (Go's regexp) on bytes
-// and must match the whole string; \C matches any character, including
-// "\n" and bytes that are not UTF-8.
+// qualifier, timestamp and value, plus per-row and per-column cell limits,
+// value stripping, labels, row sampling, and sinks (whose cells go straight
+// to the output). Regular expressions are RE2 in Latin-1 mode, as in
+// Bigtable: every byte is one character, so "." and \C match one byte; they
+// must match the whole string.
 //
 // Compile validates a filter once per request; the Compiled filter is then
 // applied to each row's cells, which must arrive in read order (family,

@@ -36,7 +36,8 @@ const (
 	// and End (of family Family when it is not empty).
 	KindQualifierRange
 	// KindTimestampRange passes cells with a timestamp in [TimeStart,
-	// TimeEnd); TimeEnd 0 means no upper bound.
+	// TimeEnd); TimeEnd 0 means no upper bound, and a TimeEnd below
+	// TimeStart an empty range (as Bigtable's emulator).
 	KindTimestampRange
 	// KindValueRegex passes cells whose value Regex matches.
 	KindValueRegex
@@ -50,6 +51,17 @@ const (
 	KindCellsPerColumnLimit
 	// KindStripValue passes every cell with an empty (nil) value.
 	KindStripValue
+	// KindSink sends the cells it receives straight to the read's output
+	// and emits nothing to its parent. Not allowed anywhere inside a
+	// Condition.
+	KindSink
+	// KindLabel passes every cell with Label added to its Labels. A cell
+	// carries at most one label: a Chain may have at most one child that
+	// contains a KindLabel.
+	KindLabel
+	// KindRowSample passes each row whole with probability Probability,
+	// else nothing.
+	KindRowSample
 	kindCount
 )
 
@@ -73,6 +85,9 @@ var kindNames = [...]string{
 	KindCellsPerRowOffset:   "cells_per_row_offset",
 	KindCellsPerColumnLimit: "cells_per_column_limit",
 	KindStripValue:          "strip_value",
+	KindSink:                "sink",
+	KindLabel:               "apply_label_transformer",
+	KindRowSample:           "row_sample",
 }
 
 func (k Kind) String() string {
@@ -96,9 +111,9 @@ type Filter struct {
 
 	// Regex is the RE2 pattern of the *Regex kinds. It must match the
 	// WHOLE string (it is anchored at both ends) and works on bytes. As
-	// in Bigtable, "." does not match "\n" unless (?s) says so, and \C
-	// matches anything: here one character (a whole UTF-8 sequence, or one
-	// byte that is not valid UTF-8), not strictly one byte.
+	// in Bigtable, it is RE2 in Latin-1 mode: each byte of pattern and
+	// input is one character, "." matches any byte but "\n" unless (?s)
+	// says so, and \C matches any one byte.
 	Regex string
 
 	// Prefix is a RowKeyPrefix's prefix.
@@ -122,6 +137,13 @@ type Filter struct {
 	// N is the count of CellsPerRowLimit (N >= 1), CellsPerRowOffset
 	// (N >= 0) and CellsPerColumnLimit (N >= 1).
 	N int
+
+	// Label is a KindLabel's label: 1 to MaxLabelLen characters of
+	// [a-z0-9-].
+	Label string
+
+	// Probability is a KindRowSample's chance to pass a row, in (0, 1).
+	Probability float64
 }
 
 // Pass returns a filter that emits every cell.
@@ -192,3 +214,13 @@ func CellsPerColumnLimit(n int) *Filter { return &Filter{Kind: KindCellsPerColum
 
 // StripValue returns a filter emptying every cell's value.
 func StripValue() *Filter { return &Filter{Kind: KindStripValue} }
+
+// Sink returns a filter sending the cells it receives to the read's
+// output, bypassing its parents; it emits nothing to its parent.
+func Sink() *Filter { return &Filter{Kind: KindSink} }
+
+// Label returns a filter adding label to every cell it passes.
+func Label(label string) *Filter { return &Filter{Kind: KindLabel, Label: label} }
+
+// RowSample returns a filter passing each row whole with probability p.
+func RowSample(p float64) *Filter { return &Filter{Kind: KindRowSample, Probability: p} }

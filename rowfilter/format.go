@@ -66,6 +66,10 @@ func (f *Filter) format(b *strings.Builder) {
 		fmt.Fprintf(b, "%d, %d", f.TimeStart, f.TimeEnd)
 	case KindCellsPerRowLimit, KindCellsPerRowOffset, KindCellsPerColumnLimit:
 		b.WriteString(strconv.Itoa(f.N))
+	case KindLabel:
+		b.WriteString(strconv.Quote(f.Label))
+	case KindRowSample:
+		b.WriteString(strconv.FormatFloat(f.Probability, 'g', -1, 64))
 	}
 	b.WriteByte(')')
 }

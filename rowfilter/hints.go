@@ -28,6 +28,13 @@ import (
 //   - Interleave: the union of the branches' hints.
 //   - Condition: the union of the predicate's and both branches' hints,
 //     so the predicate sees everything it needs.
+//
+// A Sink sends its input to the output, so whatever reaches it matters: a
+// Sink is unrestricted and commutes with nothing, which stops a chain
+// from taking a later child's hint. A chain's child that emits nothing
+// makes the chain emit nothing only when no earlier child holds a Sink.
+// Labels and row samples act on cells or whole rows and commute with both
+// sorts (a row sample passes all its input or none).
 
 // set is what a hint restricts cells to.
 type set[T any] interface {
@@ -40,6 +47,7 @@ type restriction[T set[T]] struct {
 	all      bool // no restriction is known
 	set      T    // with !all: F(x) == F(x|set)
 	commutes bool // F(x|S) == F(x)|S for every S of this sort
+	sink     bool // the subtree holds a Sink
 }
 
 func unrestricted[T set[T]](commutes bool) restriction[T] {
@@ -54,6 +62,9 @@ func chainHint[T set[T]](children []restriction[T], empty T) restriction[T] {
 	for _, c := range children {
 		if !c.all && c.set.isEmpty() {
 			return restriction[T]{set: empty, commutes: commutes}
+		}
+		if c.sink {
+			break // it sends its input out: later children cannot empty the chain
 		}
 	}
 	for _, c := range children {
@@ -156,14 +167,25 @@ func parts[T set[T]](n *node, get func(*node) restriction[T]) (kids []restrictio
 
 func combine[T set[T]](n *node, get func(*node) restriction[T], empty T) restriction[T] {
 	kids, pred, onTrue, onFalse := parts(n, get)
+	var r restriction[T]
 	switch n.kind {
 	case KindChain:
-		return chainHint(kids, empty)
+		r = chainHint(kids, empty)
 	case KindInterleave:
-		return interleaveHint(kids, empty)
-	default: // KindCondition
-		return conditionHint(pred, onTrue, onFalse, empty)
+		r = interleaveHint(kids, empty)
+	default: // KindCondition; Compile allows no Sink inside
+		r = conditionHint(pred, onTrue, onFalse, empty)
 	}
+	r.sink = n.hasSink
+	if r.sink {
+		r.commutes = false
+	}
+	return r
+}
+
+// sinkHint is a Sink's hint of either sort: it needs all its input.
+func sinkHint[T set[T]]() restriction[T] {
+	return restriction[T]{all: true, commutes: false, sink: true}
 }
 
 func familyHint(n *node, f *Filter) restriction[families] {
@@ -191,6 +213,8 @@ func familyHint(n *node, f *Filter) restriction[families] {
 		}
 	case KindCellsPerRowLimit, KindCellsPerRowOffset:
 		return unrestricted[families](false)
+	case KindSink:
+		return sinkHint[families]()
 	}
 	return unrestricted[families](true)
 }
@@ -205,6 +229,8 @@ func timeHint(n *node) restriction[span] {
 		return restriction[span]{set: newSpan(n.t0, n.t1), commutes: true}
 	case KindCellsPerRowLimit, KindCellsPerRowOffset, KindCellsPerColumnLimit:
 		return unrestricted[span](false)
+	case KindSink:
+		return sinkHint[span]()
 	}
 	return unrestricted[span](true)
 }
@@ -217,40 +243,55 @@ func (c *Compiled) RowMayMatch(row []byte) bool {
 	if c == nil || c.root == nil {
 		return true
 	}
-	return c.root.mayEmit(row)
+	toParent, toSink := c.root.mayEmit(row)
+	return toParent || toSink
 }
 
-func (n *node) mayEmit(row []byte) bool {
+// mayEmit reports whether n may emit cells to its parent, and whether it
+// may send cells to the output through a Sink, for a row with this key.
+func (n *node) mayEmit(row []byte) (toParent, toSink bool) {
 	switch n.kind {
 	case KindBlock:
-		return false
+		return false, false
+	case KindSink:
+		return false, true
 	case KindTimestampRange:
-		return !newSpan(n.t0, n.t1).empty
+		return !newSpan(n.t0, n.t1).empty, false
 	case KindRowKeyRegex:
-		return n.re.Match(row)
+		return n.re.Match(row), false
 	case KindRowKeyPrefix:
-		return bytes.HasPrefix(row, n.prefix)
+		return bytes.HasPrefix(row, n.prefix), false
 	case KindChain:
+		// A child's sink sees input only if every earlier child emits.
 		for _, c := range n.children {
-			if !c.mayEmit(row) {
-				return false
+			p, s := c.mayEmit(row)
+			toSink = toSink || s
+			if !p {
+				return false, toSink
 			}
 		}
-		return true
+		return true, toSink
 	case KindInterleave:
 		for _, c := range n.children {
-			if c.mayEmit(row) {
-				return true
+			p, s := c.mayEmit(row)
+			toParent, toSink = toParent || p, toSink || s
+		}
+		return toParent, toSink
+	case KindCondition:
+		// No Sink inside a condition.
+		if n.onFalse != nil {
+			if p, _ := n.onFalse.mayEmit(row); p {
+				return true, false
 			}
 		}
-		return false
-	case KindCondition:
-		if n.onFalse != nil && n.onFalse.mayEmit(row) {
-			return true
+		if n.onTrue == nil {
+			return false, false
 		}
-		return n.onTrue != nil && n.pred.mayEmit(row) && n.onTrue.mayEmit(row)
+		pp, _ := n.pred.mayEmit(row)
+		tp, _ := n.onTrue.mayEmit(row)
+		return pp && tp, false
 	}
-	return true
+	return true, false
 }
 
 // Families reports the families a read needs: when restricted is true,

@@ -37,6 +37,14 @@ func TestFamiliesHint(t *testing.T) {
 		{"condition predicate open", Condition(QualifierRegex("x"), Family("b"), Family("c")), nil},
 		{"condition in chain after family", Chain(Family("a"), Condition(QualifierRegex("x"), Pass(), nil)), []string{"a"}},
 		{"chain condition then family", Chain(Condition(QualifierRegex("x"), Pass(), nil), Family("a")), nil},
+		{"sink needs everything", Sink(), nil},
+		{"sink before family", Chain(Sink(), Family("a")), nil},
+		{"sink before block", Chain(Sink(), Block()), nil},
+		{"sink under family", Chain(Family("a"), Sink()), []string{"a"}},
+		{"sink after commuting filter before family", Chain(QualifierRegex("x"), Interleave(Pass(), Sink()), Family("a")), nil},
+		{"sunk family in interleave", Interleave(Family("a"), Chain(Family("b"), Sink())), []string{"a", "b"}},
+		{"chain with sunk branch then family", Chain(Chain(Family("b"), Sink()), Family("a")), []string{"b"}},
+		{"label and sample commute", Chain(Label("l"), RowSample(0.5), Family("a")), []string{"a"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,6 +82,9 @@ func TestTimeRangeHint(t *testing.T) {
 		{"interleave open", Interleave(TimestampRange(5, 10), Family("a")), nil},
 		{"interleave with block", Interleave(TimestampRange(5, 10), Block()), &tr{5, 10}},
 		{"condition", Condition(TimestampRange(1, 3), TimestampRange(2, 4), nil), &tr{1, 4}},
+		{"sink before range", Chain(Sink(), TimestampRange(1, 2)), nil},
+		{"sink before empty range", Chain(Interleave(Sink()), TimestampRange(2, 2)), nil},
+		{"range before sink", Chain(TimestampRange(1, 2), Sink()), &tr{1, 2}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +119,12 @@ func TestRowMayMatch(t *testing.T) {
 		{Condition(Pass(), nil, nil), "b", false},
 		{TimestampRange(3, 3), "b", false},
 		{Chain(CellsPerRowLimit(1), QualifierRegex("x")), "b", true},
+		{Sink(), "b", true},
+		{Chain(Sink(), RowKeyPrefix([]byte("a"))), "b", true},
+		{Chain(RowKeyPrefix([]byte("a")), Sink()), "b", false},
+		{Chain(Interleave(Block(), Sink()), Block()), "b", true},
+		{Chain(Block(), Sink()), "b", false},
+		{Interleave(Chain(RowKeyPrefix([]byte("a")), Sink()), RowKeyPrefix([]byte("c"))), "b", false},
 	}
 	for i, tc := range tests {
 		c, err := Compile(tc.f)
@@ -165,7 +182,10 @@ type hintStats struct{ famRestricted, timeRestricted, rowSkipped, nonEmpty int }
 func checkHints(t *testing.T, r *rand.Rand, i int, st *hintStats) {
 	t.Helper()
 	f := randFilter(r, 1)
-	c, err := Compile(f)
+	// Every RowSample in the row draws the same number, so that what a
+	// hint leaves out cannot change a decision by shifting the draws.
+	var u float64
+	c, err := CompileWith(f, Options{Rand: func() float64 { return u }})
 	if err != nil {
 		t.Fatalf("iteration %d: random filter does not compile: %v", i, err)
 	}
@@ -173,6 +193,7 @@ func checkHints(t *testing.T, r *rand.Rand, i int, st *hintStats) {
 	start, end, timeOK := c.TimeRange()
 	for j := 0; j < 3; j++ {
 		row, cells := randRow(r)
+		u = r.Float64()
 		full := c.Apply(row, cells)
 		if len(full) > 0 {
 			st.nonEmpty++
@@ -265,31 +286,55 @@ func randBytes(r *rand.Rand) []byte {
 	return []byte(pickOne(r, "", "p", "q", "r", "v1", "v2", "w", "x"))
 }
 
-func randFilter(r *rand.Rand, depth int) *Filter {
+// genOpts says what randFilter may build.
+type genOpts struct {
+	labels bool // a Label may appear (Compile allows one per chain child)
+	sinks  bool // a Sink may appear (not inside a Condition)
+	sample bool // a RowSample may appear
+	wild   bool // also build what Compile must reject (see refValidate)
+}
+
+// validGen builds every kind, always valid.
+var validGen = genOpts{labels: true, sinks: true, sample: true}
+
+func randFilter(r *rand.Rand, depth int) *Filter { return randFilterOpts(r, depth, validGen) }
+
+func randFilterOpts(r *rand.Rand, depth int, o genOpts) *Filter {
 	if depth < 4 && r.IntN(5) < 2 {
-		children := func() []*Filter {
-			fs := make([]*Filter, r.IntN(4))
-			for i := range fs {
-				fs[i] = randFilter(r, depth+1)
-			}
-			return fs
-		}
-		maybe := func() *Filter {
-			if r.IntN(4) == 0 {
-				return nil
-			}
-			return randFilter(r, depth+1)
-		}
 		switch r.IntN(3) {
 		case 0:
-			return Chain(children()...)
+			// Only one child of a chain may hold a label.
+			fs := make([]*Filter, r.IntN(4))
+			labelled := r.IntN(len(fs) + 1)
+			for i := range fs {
+				co := o
+				co.labels = o.labels && (i == labelled || o.wild && r.IntN(3) == 0)
+				fs[i] = randFilterOpts(r, depth+1, co)
+			}
+			return Chain(fs...)
 		case 1:
-			return Interleave(children()...)
+			fs := make([]*Filter, r.IntN(4))
+			for i := range fs {
+				fs[i] = randFilterOpts(r, depth+1, o)
+			}
+			return Interleave(fs...)
 		default:
-			return Condition(randFilter(r, depth+1), maybe(), maybe())
+			co := o
+			co.sinks = o.wild && r.IntN(3) == 0
+			maybe := func() *Filter {
+				if r.IntN(4) == 0 {
+					return nil
+				}
+				return randFilterOpts(r, depth+1, co)
+			}
+			return Condition(randFilterOpts(r, depth+1, co), maybe(), maybe())
 		}
 	}
-	switch r.IntN(17) {
+	if o.wild && r.IntN(16) == 0 {
+		return pickOne(r, Label(""), Label("UP"), Label("a_b"), Label("sixteen-chars-xx"), RowSample(0), RowSample(1), RowSample(-0.5),
+			Chain(Label("l1"), Pass(), Interleave(Label("l2"))), Condition(Sink(), Pass(), nil))
+	}
+	switch r.IntN(21) {
 	case 0:
 		return Pass()
 	case 1:
@@ -309,7 +354,7 @@ func randFilter(r *rand.Rand, depth int) *Filter {
 			StartOpen: r.IntN(2) == 0, EndOpen: r.IntN(2) == 0}
 	case 9, 10:
 		start := int64(r.IntN(20))
-		return TimestampRange(start, pickOne(r, 0, start+1+int64(r.IntN(10))))
+		return TimestampRange(start, pickOne(r, 0, start+1+int64(r.IntN(10)), max(0, start-int64(r.IntN(3)))))
 	case 11:
 		return ValueRegex(pickOne(r, "v.", "w", ""))
 	case 12:
@@ -320,7 +365,18 @@ func randFilter(r *rand.Rand, depth int) *Filter {
 		return CellsPerRowOffset(r.IntN(5))
 	case 15:
 		return CellsPerColumnLimit(1 + r.IntN(3))
-	default:
-		return StripValue()
+	case 16, 17:
+		if o.sinks {
+			return Sink()
+		}
+	case 18:
+		if o.labels {
+			return Label(pickOne(r, "l1", "l2", "x-y"))
+		}
+	case 19:
+		if o.sample {
+			return RowSample(pickOne(r, 0.25, 0.5, 0.75))
+		}
 	}
+	return StripValue()
 }

@@ -4,28 +4,77 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxRegexLen bounds a filter's pattern; the regexp package bounds the
 // size of what it compiles.
 const maxRegexLen = 32 << 10
 
-// compileRegex compiles a filter pattern so that it must match the whole
-// input. \C (RE2's "any byte") becomes "any character".
-func compileRegex(pattern string) (*regexp.Regexp, error) {
-	p := translateAnyByte(pattern)
+// byteRegexp matches as RE2 in Latin-1 mode, as Bigtable does: every byte
+// of the pattern and of the input is one character (U+0000 to U+00FF), so
+// "." and \C match exactly one byte, and [^a] one byte that is not 'a'.
+// Go's regexp matches UTF-8, so both sides are decoded from Latin-1 to
+// UTF-8 first; input that is all ASCII (the usual case) is the same in
+// both and is matched as it is.
+type byteRegexp struct{ re *regexp.Regexp }
+
+// Match reports whether the pattern matches all of v.
+func (b *byteRegexp) Match(v []byte) bool {
+	for _, c := range v {
+		if c >= utf8.RuneSelf {
+			return b.re.Match(latin1ToUTF8(v))
+		}
+	}
+	return b.re.Match(v)
+}
+
+// MatchString is Match for a string.
+func (b *byteRegexp) MatchString(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] >= utf8.RuneSelf {
+			return b.re.Match(latin1ToUTF8([]byte(v)))
+		}
+	}
+	return b.re.MatchString(v)
+}
+
+// latin1ToUTF8 decodes b as Latin-1: each byte becomes the rune of the same
+// number.
+func latin1ToUTF8(b []byte) []byte {
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = utf8.AppendRune(out, rune(c))
+	}
+	return out
+}
+
+// compileRegex compiles a filter pattern (Latin-1, like its input) so that
+// it must match the whole input. \C (RE2's "any byte") becomes "any
+// character", which in Latin-1 is any byte.
+func compileRegex(pattern string) (*byteRegexp, error) {
+	p := goPattern(pattern)
 	// Check the pattern alone first so that wrapping it cannot change its
 	// meaning (as "a)|(b" would).
 	if _, err := syntax.Parse(p, syntax.Perl); err != nil {
 		return nil, err
 	}
-	return regexp.Compile(`\A(?:` + p + `)\z`)
+	re, err := regexp.Compile(`\A(?:` + p + `)\z`)
+	if err != nil {
+		return nil, err
+	}
+	return &byteRegexp{re: re}, nil
+}
+
+// goPattern turns a Latin-1 RE2 pattern into the UTF-8 Go pattern that
+// matches the Latin-1-decoded input the same way.
+func goPattern(pattern string) string {
+	return translateAnyByte(string(latin1ToUTF8([]byte(pattern))))
 }
 
 // translateAnyByte rewrites \C outside character classes and \Q...\E
-// quotes as (?s:.), which Go's RE2 dialect lacks. Go matches UTF-8, so it
-// matches one character: a whole UTF-8 sequence, or one byte that is not
-// valid UTF-8.
+// quotes as (?s:.), which Go's RE2 dialect lacks. It matches one
+// character, which is one byte of the Latin-1-decoded input.
 func translateAnyByte(p string) string {
 	if !strings.Contains(p, `\C`) {
 		return p
@@ -91,7 +140,7 @@ const maxEnumerated = 256
 // pattern can match, when that set is small and finite: "cf", "cf1|cf2",
 // "metrics_[a-c]". ok is false when it cannot say.
 func finiteMatches(pattern string) (set map[string]bool, ok bool) {
-	re, err := syntax.Parse(translateAnyByte(pattern), syntax.Perl)
+	re, err := syntax.Parse(goPattern(pattern), syntax.Perl)
 	if err != nil {
 		return nil, false
 	}
@@ -102,7 +151,19 @@ func finiteMatches(pattern string) (set map[string]bool, ok bool) {
 	}
 	set = make(map[string]bool, len(list))
 	for _, s := range list {
-		set[s] = true
+		// Back from the Go pattern's UTF-8 to Latin-1 bytes; a rune past
+		// U+00FF matches no Latin-1 input.
+		b := make([]byte, 0, len(s))
+		for _, r := range s {
+			if r > 0xff {
+				b = nil
+				break
+			}
+			b = append(b, byte(r))
+		}
+		if b != nil {
+			set[string(b)] = true
+		}
 	}
 	return set, true
 }

@@ -13,13 +13,14 @@ func CellsToProtoRow(row []byte, cells []cell.Cell) *tabulapb.Row {
 	for i := range cells {
 		c, pc := &cells[i], &slab[i]
 		pc.Family, pc.Qualifier, pc.TimestampMicros, pc.Value = c.Family, c.Qualifier, c.Timestamp, c.Value
+		pc.Labels = c.Labels
 		r.Cells[i] = pc
 	}
 	return r
 }
 
 // CellsFromProtoRow converts a Row message to cells, each carrying the
-// row's key. A nil element is skipped.
+// row's key (and its labels, if a filter labelled it). A nil element is skipped.
 func CellsFromProtoRow(r *tabulapb.Row) []cell.Cell {
 	key := r.GetKey()
 	out := make([]cell.Cell, 0, len(r.GetCells()))
@@ -28,7 +29,7 @@ func CellsFromProtoRow(r *tabulapb.Row) []cell.Cell {
 			continue
 		}
 		out = append(out, cell.Cell{Row: key, Family: c.GetFamily(), Qualifier: c.GetQualifier(),
-			Timestamp: c.GetTimestampMicros(), Value: c.GetValue()})
+			Timestamp: c.GetTimestampMicros(), Value: c.GetValue(), Labels: c.GetLabels()})
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package convert
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestCellsRoundTrip(t *testing.T) {
 	in := []cell.Cell{
 		{Row: row, Family: "a", Qualifier: []byte("q"), Timestamp: 9, Value: []byte("x")},
 		{Row: row, Family: "a", Qualifier: []byte("q"), Timestamp: 3, Value: []byte("y")},
-		{Row: row, Family: "b", Qualifier: nil, Timestamp: 1, Value: nil},
+		{Row: row, Family: "b", Qualifier: nil, Timestamp: 1, Value: nil, Labels: []string{"lbl"}},
 	}
 	p := CellsToProtoRow(row, in)
 	if string(p.GetKey()) != "r1" || len(p.GetCells()) != 3 {
@@ -104,7 +105,7 @@ func TestCellsRoundTrip(t *testing.T) {
 	}
 	out := CellsFromProtoRow(p)
 	for i := range in {
-		if cell.Compare(&in[i], &out[i]) != 0 || string(in[i].Value) != string(out[i].Value) {
+		if cell.Compare(&in[i], &out[i]) != 0 || string(in[i].Value) != string(out[i].Value) || !slices.Equal(in[i].Labels, out[i].Labels) {
 			t.Errorf("cell %d: %+v became %+v", i, in[i], out[i])
 		}
 	}

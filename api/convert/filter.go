@@ -77,6 +77,15 @@ func filterFromProto(p *tabulapb.RowFilter, path string, depth int) (*rowfilter.
 			return nil, cell.Invalidf("%s.strip_value_transformer is false; it must be true when set", path)
 		}
 		return rowfilter.StripValue(), nil
+	case *tabulapb.RowFilter_Sink:
+		if !x.Sink {
+			return nil, cell.Invalidf("%s.sink is false; it must be true when set", path)
+		}
+		return rowfilter.Sink(), nil
+	case *tabulapb.RowFilter_ApplyLabelTransformer:
+		return rowfilter.Label(x.ApplyLabelTransformer), nil
+	case *tabulapb.RowFilter_RowSampleFilter:
+		return rowfilter.RowSample(x.RowSampleFilter), nil
 	case *tabulapb.RowFilter_RowKeyRegexFilter:
 		return rowfilter.RowKeyRegex(x.RowKeyRegexFilter), nil
 	case *tabulapb.RowFilter_RowKeyPrefixFilter:
@@ -134,8 +143,10 @@ func countFilter(k rowfilter.Kind, n int32, path string) (*rowfilter.Filter, err
 // FilterToProto converts a filter tree; nil stays nil (pass everything).
 // A node of an unknown kind becomes a RowFilter with nothing set, which
 // the server rejects as invalid. An End that is empty but not nil (the
-// empty string as a closed bound) cannot be told apart from "no bound" on
-// the wire and becomes no bound.
+// empty string as a bound, as Bigtable's end_*_closed "" or end_*_open
+// "") cannot be told apart from "no bound" on the wire, so it is sent as
+// a range that passes the same values: closed "" as open "\x00" (only ""
+// lies below "\x00"), open "" as the empty range ("", "\x00").
 func FilterToProto(f *rowfilter.Filter) *tabulapb.RowFilter {
 	if f == nil {
 		return nil
@@ -166,17 +177,25 @@ func FilterToProto(f *rowfilter.Filter) *tabulapb.RowFilter {
 	case rowfilter.KindQualifierRegex:
 		p.Filter = &tabulapb.RowFilter_ColumnQualifierRegexFilter{ColumnQualifierRegexFilter: f.Regex}
 	case rowfilter.KindQualifierRange:
+		r := wireRange(f)
 		p.Filter = &tabulapb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &tabulapb.ColumnRange{
-			FamilyName: f.Family, StartQualifier: f.Start, EndQualifier: f.End,
-			StartOpen: f.StartOpen, EndOpen: f.EndOpen && len(f.End) > 0}}
+			FamilyName: f.Family, StartQualifier: r.Start, EndQualifier: r.End,
+			StartOpen: r.StartOpen, EndOpen: r.EndOpen && len(r.End) > 0}}
 	case rowfilter.KindTimestampRange:
 		p.Filter = &tabulapb.RowFilter_TimestampRangeFilter{TimestampRangeFilter: &tabulapb.TimestampRange{
 			StartTimestampMicros: f.TimeStart, EndTimestampMicros: f.TimeEnd}}
 	case rowfilter.KindValueRegex:
 		p.Filter = &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: f.Regex}
 	case rowfilter.KindValueRange:
+		r := wireRange(f)
 		p.Filter = &tabulapb.RowFilter_ValueRangeFilter{ValueRangeFilter: &tabulapb.ValueRange{
-			StartValue: f.Start, EndValue: f.End, StartOpen: f.StartOpen, EndOpen: f.EndOpen && len(f.End) > 0}}
+			StartValue: r.Start, EndValue: r.End, StartOpen: r.StartOpen, EndOpen: r.EndOpen && len(r.End) > 0}}
+	case rowfilter.KindSink:
+		p.Filter = &tabulapb.RowFilter_Sink{Sink: true}
+	case rowfilter.KindLabel:
+		p.Filter = &tabulapb.RowFilter_ApplyLabelTransformer{ApplyLabelTransformer: f.Label}
+	case rowfilter.KindRowSample:
+		p.Filter = &tabulapb.RowFilter_RowSampleFilter{RowSampleFilter: f.Probability}
 	case rowfilter.KindCellsPerRowLimit:
 		p.Filter = &tabulapb.RowFilter_CellsPerRowLimitFilter{CellsPerRowLimitFilter: saturate32(f.N)}
 	case rowfilter.KindCellsPerRowOffset:
@@ -196,6 +215,22 @@ func filtersToProto(fs []*rowfilter.Filter) []*tabulapb.RowFilter {
 		}
 	}
 	return out
+}
+
+// wireRange returns f's bounds as the wire can carry them: an empty
+// non-nil End (which the wire would read as "no bound") becomes the range
+// that passes the same values.
+func wireRange(f *rowfilter.Filter) rowfilter.Filter {
+	r := rowfilter.Filter{Start: f.Start, End: f.End, StartOpen: f.StartOpen, EndOpen: f.EndOpen}
+	if f.End == nil || len(f.End) > 0 {
+		return r
+	}
+	if !f.EndOpen { // <= "": only "" itself, which is < "\x00"
+		r.End, r.EndOpen = []byte{0}, true
+		return r
+	}
+	// < "": nothing. ("", "\x00") is empty too.
+	return rowfilter.Filter{Start: []byte{}, StartOpen: true, End: []byte{0}, EndOpen: true}
 }
 
 func emptyIsNil(b []byte) []byte {

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,6 +33,7 @@ func everyFilter() *rowfilter.Filter {
 		rowfilter.CellsPerColumnLimit(2),
 		rowfilter.CellsPerRowOffset(1),
 		rowfilter.CellsPerRowLimit(5),
+		rowfilter.Interleave(rowfilter.Chain(rowfilter.Label("seen"), rowfilter.Sink()), rowfilter.RowSample(0.25)),
 	)
 }
 
@@ -127,6 +129,84 @@ func TestEmptyEndBoundMeansUnbounded(t *testing.T) {
 	got := c.Apply([]byte("r"), cells)
 	if len(got) != 1 || string(got[0].Qualifier) != "zzz" {
 		t.Errorf("range [m, ∞) kept %v", got)
+	}
+}
+
+// An empty End is a bound (Bigtable's end_*_closed "" passes only "",
+// end_*_open "" passes nothing), though the wire reads an empty end as no
+// bound: FilterToProto sends a range that passes the same values.
+func TestEmptyEndBoundKeepsItsMeaningOnTheWire(t *testing.T) {
+	var cells []cell.Cell
+	for _, q := range []string{"", "\x00", "\x00\x00", "a"} {
+		cells = append(cells, cell.Cell{Row: []byte("r"), Family: "f", Qualifier: []byte(q), Timestamp: 1, Value: []byte(q)})
+	}
+	var filters []*rowfilter.Filter
+	for _, start := range [][]byte{nil, {}, []byte("a")} {
+		for _, open := range []bool{false, true} {
+			filters = append(filters,
+				&rowfilter.Filter{Kind: rowfilter.KindQualifierRange, Family: "f", Start: start, StartOpen: open, End: []byte{}},
+				&rowfilter.Filter{Kind: rowfilter.KindQualifierRange, Family: "f", Start: start, End: []byte{}, EndOpen: open},
+				&rowfilter.Filter{Kind: rowfilter.KindValueRange, Start: start, StartOpen: open, End: []byte{}},
+				&rowfilter.Filter{Kind: rowfilter.KindValueRange, Start: start, End: []byte{}, EndOpen: open},
+			)
+		}
+	}
+	for _, f := range filters {
+		b, err := proto.Marshal(FilterToProto(f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p tabulapb.RowFilter
+		if err := proto.Unmarshal(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		back, err := FilterFromProto(&p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back.Family != f.Family {
+			t.Errorf("%s: family %q became %q", f, f.Family, back.Family)
+		}
+		want, got := applyFilter(t, f, cells), applyFilter(t, back, cells)
+		if want != got {
+			t.Errorf("%s became %s on the wire: passes %s, want %s", f, back, got, want)
+		}
+	}
+}
+
+func applyFilter(t *testing.T, f *rowfilter.Filter, cells []cell.Cell) string {
+	t.Helper()
+	c, err := rowfilter.Compile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qs []string
+	for _, c := range c.Apply([]byte("r"), cells) {
+		qs = append(qs, fmt.Sprintf("%q", c.Qualifier))
+	}
+	return "[" + strings.Join(qs, " ") + "]"
+}
+
+func TestNewFiltersFromProto(t *testing.T) {
+	p := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_Sink{}}
+	if _, err := FilterFromProto(p); !errors.Is(err, cell.ErrInvalid) || !strings.Contains(err.Error(), "filter.sink is false") {
+		t.Errorf("sink false: %v", err)
+	}
+	for _, tc := range []struct {
+		p    *tabulapb.RowFilter
+		want *rowfilter.Filter
+	}{
+		{&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_Sink{Sink: true}}, rowfilter.Sink()},
+		{&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ApplyLabelTransformer{ApplyLabelTransformer: "l-1"}}, rowfilter.Label("l-1")},
+		{&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_RowSampleFilter{RowSampleFilter: 0.125}}, rowfilter.RowSample(0.125)},
+		// Left for Compile to reject, with Bigtable's reasons.
+		{&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ApplyLabelTransformer{}}, rowfilter.Label("")},
+		{&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_RowSampleFilter{}}, rowfilter.RowSample(0)},
+	} {
+		got, err := FilterFromProto(tc.p)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("FilterFromProto(%v) = %v, %v; want %v", tc.p, got, err, tc.want)
+		}
 	}
 }
 

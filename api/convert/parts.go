@@ -27,6 +27,9 @@ func RowSize(r *tabulapb.Row) int {
 	n := len(r.GetKey())
 	for _, c := range r.GetCells() {
 		n += len(c.GetFamily()) + len(c.GetQualifier()) + len(c.GetValue()) + cellOverhead
+		for _, l := range c.GetLabels() {
+			n += len(l) + 2
+		}
 	}
 	return n
 }
@@ -49,6 +52,10 @@ func SplitRow(r *tabulapb.Row, budget int) []*tabulapb.Row {
 	for _, c := range r.Cells {
 		v := c.Value
 		head := len(c.Family) + len(c.Qualifier) + cellOverhead
+		labels := c.Labels // on the first piece only
+		for _, l := range labels {
+			head += len(l) + 2
+		}
 		for {
 			room := budget - size - head
 			if room < minPiece && len(cur.Cells) > 0 {
@@ -56,7 +63,8 @@ func SplitRow(r *tabulapb.Row, budget int) []*tabulapb.Row {
 				continue
 			}
 			room = max(room, minPiece)
-			piece := &tabulapb.Cell{Family: c.Family, Qualifier: c.Qualifier, TimestampMicros: c.TimestampMicros}
+			piece := &tabulapb.Cell{Family: c.Family, Qualifier: c.Qualifier, TimestampMicros: c.TimestampMicros, Labels: labels}
+			labels = nil
 			if len(v) <= room {
 				piece.Value = v
 				cur.Cells = append(cur.Cells, piece)
@@ -103,7 +111,7 @@ func (j *RowJoiner) Add(p *tabulapb.Row) (*tabulapb.Row, error) {
 		if j.pending {
 			return nil, fmt.Errorf("convert: row %q: an unfinished value is followed by another cell", p.GetKey())
 		}
-		nc := &tabulapb.Cell{Family: c.GetFamily(), Qualifier: c.GetQualifier(), TimestampMicros: c.GetTimestampMicros(), Value: c.GetValue()}
+		nc := &tabulapb.Cell{Family: c.GetFamily(), Qualifier: c.GetQualifier(), TimestampMicros: c.GetTimestampMicros(), Value: c.GetValue(), Labels: c.GetLabels()}
 		if c.GetValueContinues() {
 			nc.Value = bytes.Clone(nc.Value) // grows as pieces arrive
 		}

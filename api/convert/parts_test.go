@@ -20,7 +20,11 @@ func TestSplitRowJoinsBack(t *testing.T) {
 		for i := r.Intn(20); i > 0; i-- {
 			v := make([]byte, []int{0, 10, 5000, 70000, 300000}[r.Intn(5)])
 			r.Read(v)
-			row.Cells = append(row.Cells, &tabulapb.Cell{Family: "cf", Qualifier: []byte(fmt.Sprint("q", i)), TimestampMicros: int64(i), Value: v})
+			c := &tabulapb.Cell{Family: "cf", Qualifier: []byte(fmt.Sprint("q", i)), TimestampMicros: int64(i), Value: v}
+			if r.Intn(3) == 0 {
+				c.Labels = []string{"label"} // carried by the first piece
+			}
+			row.Cells = append(row.Cells, c)
 		}
 		budget := []int{1 << 10, 16 << 10, 64 << 10, 1 << 20}[r.Intn(4)]
 		parts := SplitRow(row, budget)

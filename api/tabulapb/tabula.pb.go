@@ -598,8 +598,12 @@ type Cell struct {
 	// part of the row (same family, qualifier and timestamp). A value larger
 	// than one message is sent in pieces.
 	ValueContinues bool `protobuf:"varint,5,opt,name=value_continues,json=valueContinues,proto3" json:"value_continues,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// In a read answer only: the labels apply_label_transformer filters put
+	// on this copy of the cell (at most one today, as in Bigtable). Never
+	// stored. On a value sent in pieces, the first piece carries them.
+	Labels        []string `protobuf:"bytes,6,rep,name=labels,proto3" json:"labels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cell) Reset() {
@@ -665,6 +669,13 @@ func (x *Cell) GetValueContinues() bool {
 		return x.ValueContinues
 	}
 	return false
+}
+
+func (x *Cell) GetLabels() []string {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
 }
 
 type Row struct {
@@ -1074,6 +1085,9 @@ type RowFilter struct {
 	//	*RowFilter_CellsPerRowOffsetFilter
 	//	*RowFilter_CellsPerColumnLimitFilter
 	//	*RowFilter_StripValueTransformer
+	//	*RowFilter_Sink
+	//	*RowFilter_ApplyLabelTransformer
+	//	*RowFilter_RowSampleFilter
 	Filter        isRowFilter_Filter `protobuf_oneof:"filter"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1278,6 +1292,33 @@ func (x *RowFilter) GetStripValueTransformer() bool {
 	return false
 }
 
+func (x *RowFilter) GetSink() bool {
+	if x != nil {
+		if x, ok := x.Filter.(*RowFilter_Sink); ok {
+			return x.Sink
+		}
+	}
+	return false
+}
+
+func (x *RowFilter) GetApplyLabelTransformer() string {
+	if x != nil {
+		if x, ok := x.Filter.(*RowFilter_ApplyLabelTransformer); ok {
+			return x.ApplyLabelTransformer
+		}
+	}
+	return ""
+}
+
+func (x *RowFilter) GetRowSampleFilter() float64 {
+	if x != nil {
+		if x, ok := x.Filter.(*RowFilter_RowSampleFilter); ok {
+			return x.RowSampleFilter
+		}
+	}
+	return 0
+}
+
 type isRowFilter_Filter interface {
 	isRowFilter_Filter()
 }
@@ -1355,6 +1396,22 @@ type RowFilter_StripValueTransformer struct {
 	StripValueTransformer bool `protobuf:"varint,18,opt,name=strip_value_transformer,json=stripValueTransformer,proto3,oneof"`
 }
 
+type RowFilter_Sink struct {
+	// Sends the cells it receives straight to the read's output, not to
+	// its parent; must be true when set. Not allowed inside a condition.
+	Sink bool `protobuf:"varint,19,opt,name=sink,proto3,oneof"`
+}
+
+type RowFilter_ApplyLabelTransformer struct {
+	// Labels each cell: 1 to 15 of [a-z0-9-].
+	ApplyLabelTransformer string `protobuf:"bytes,20,opt,name=apply_label_transformer,json=applyLabelTransformer,proto3,oneof"`
+}
+
+type RowFilter_RowSampleFilter struct {
+	// Passes each whole row with this probability, 0 < p < 1.
+	RowSampleFilter float64 `protobuf:"fixed64,21,opt,name=row_sample_filter,json=rowSampleFilter,proto3,oneof"`
+}
+
 func (*RowFilter_Chain_) isRowFilter_Filter() {}
 
 func (*RowFilter_Interleave_) isRowFilter_Filter() {}
@@ -1390,6 +1447,12 @@ func (*RowFilter_CellsPerRowOffsetFilter) isRowFilter_Filter() {}
 func (*RowFilter_CellsPerColumnLimitFilter) isRowFilter_Filter() {}
 
 func (*RowFilter_StripValueTransformer) isRowFilter_Filter() {}
+
+func (*RowFilter_Sink) isRowFilter_Filter() {}
+
+func (*RowFilter_ApplyLabelTransformer) isRowFilter_Filter() {}
+
+func (*RowFilter_RowSampleFilter) isRowFilter_Filter() {}
 
 type ColumnRange struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5282,13 +5345,14 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
 	"\ttablet_id\x18\x02 \x01(\tR\btabletId\x12\x17\n" +
 	"\arow_key\x18\x03 \x01(\fR\x06rowKey\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xa6\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xbe\x01\n" +
 	"\x04Cell\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
 	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
 	"\x10timestamp_micros\x18\x03 \x01(\x03R\x0ftimestampMicros\x12\x14\n" +
 	"\x05value\x18\x04 \x01(\fR\x05value\x12'\n" +
-	"\x0fvalue_continues\x18\x05 \x01(\bR\x0evalueContinues\"\\\n" +
+	"\x0fvalue_continues\x18\x05 \x01(\bR\x0evalueContinues\x12\x16\n" +
+	"\x06labels\x18\x06 \x03(\tR\x06labels\"\\\n" +
 	"\x03Row\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\fR\x03key\x12%\n" +
 	"\x05cells\x18\x02 \x03(\v2\x0f.tabula.v1.CellR\x05cells\x12\x1c\n" +
@@ -5325,7 +5389,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12#\n" +
 	"\fappend_value\x18\x03 \x01(\fH\x00R\vappendValue\x12+\n" +
 	"\x10increment_amount\x18\x04 \x01(\x03H\x00R\x0fincrementAmountB\x06\n" +
-	"\x04rule\"\x80\v\n" +
+	"\x04rule\"\xfe\v\n" +
 	"\tRowFilter\x122\n" +
 	"\x05chain\x18\x01 \x01(\v2\x1a.tabula.v1.RowFilter.ChainH\x00R\x05chain\x12A\n" +
 	"\n" +
@@ -5347,7 +5411,10 @@ const file_tabula_proto_rawDesc = "" +
 	"\x1acells_per_row_limit_filter\x18\x0f \x01(\x05H\x00R\x16cellsPerRowLimitFilter\x12>\n" +
 	"\x1bcells_per_row_offset_filter\x18\x10 \x01(\x05H\x00R\x17cellsPerRowOffsetFilter\x12B\n" +
 	"\x1dcells_per_column_limit_filter\x18\x11 \x01(\x05H\x00R\x19cellsPerColumnLimitFilter\x128\n" +
-	"\x17strip_value_transformer\x18\x12 \x01(\bH\x00R\x15stripValueTransformer\x1a7\n" +
+	"\x17strip_value_transformer\x18\x12 \x01(\bH\x00R\x15stripValueTransformer\x12\x14\n" +
+	"\x04sink\x18\x13 \x01(\bH\x00R\x04sink\x128\n" +
+	"\x17apply_label_transformer\x18\x14 \x01(\tH\x00R\x15applyLabelTransformer\x12,\n" +
+	"\x11row_sample_filter\x18\x15 \x01(\x01H\x00R\x0frowSampleFilter\x1a7\n" +
 	"\x05Chain\x12.\n" +
 	"\afilters\x18\x01 \x03(\v2\x14.tabula.v1.RowFilterR\afilters\x1a<\n" +
 	"\n" +
@@ -5892,6 +5959,9 @@ func file_tabula_proto_init() {
 		(*RowFilter_CellsPerRowOffsetFilter)(nil),
 		(*RowFilter_CellsPerColumnLimitFilter)(nil),
 		(*RowFilter_StripValueTransformer)(nil),
+		(*RowFilter_Sink)(nil),
+		(*RowFilter_ApplyLabelTransformer)(nil),
+		(*RowFilter_RowSampleFilter)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

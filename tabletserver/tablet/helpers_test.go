@@ -61,11 +61,16 @@ func apply(t testing.TB, tb *Tablet, row string, muts ...cell.Mutation) {
 	}
 }
 
-// render prints cells as "fam:q@ts=v" joined by spaces.
+// render prints cells as "fam:q@ts=v" (then "#label" for each label)
+// joined by spaces.
 func render(cells []cell.Cell) string {
 	var parts []string
 	for _, c := range cells {
-		parts = append(parts, fmt.Sprintf("%s:%s@%d=%s", c.Family, c.Qualifier, c.Timestamp, c.Value))
+		p := fmt.Sprintf("%s:%s@%d=%s", c.Family, c.Qualifier, c.Timestamp, c.Value)
+		for _, l := range c.Labels {
+			p += "#" + l
+		}
+		parts = append(parts, p)
 	}
 	return strings.Join(parts, " ")
 }

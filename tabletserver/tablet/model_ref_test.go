@@ -299,9 +299,31 @@ type refFilter struct {
 	tsRange    bool
 	perColumn  int    // 0 = no limit
 	valueRegex string // "" = none
+	label      string // "" = none: the chain's output is labelled
+	sinkFamily string // "" = none: this family's cells also go, labelled "sunk", to the output through a sink
 }
 
 func (f *refFilter) apply(cells []cell.Cell) []cell.Cell {
+	out := f.applyChain(cells)
+	if f.label != "" {
+		for i := range out {
+			out[i].Labels = []string{f.label}
+		}
+	}
+	if f.sinkFamily != "" {
+		// The sink's copies come after the chain's equal cells.
+		for _, c := range cells {
+			if c.Family == f.sinkFamily {
+				c.Labels = []string{"sunk"}
+				out = append(out, c)
+			}
+		}
+		sort.SliceStable(out, func(i, j int) bool { return cell.Compare(&out[i], &out[j]) < 0 })
+	}
+	return out
+}
+
+func (f *refFilter) applyChain(cells []cell.Cell) []cell.Cell {
 	var out []cell.Cell
 	var re *regexp.Regexp
 	if f.valueRegex != "" {

@@ -376,15 +376,25 @@ func (r *modelRun) randFilter() (*rowfilter.Filter, *refFilter) {
 		rf.perColumn = 1 + r.rng.Intn(2)
 		chain = append(chain, rowfilter.CellsPerColumnLimit(rf.perColumn))
 	}
-	return rowfilter.Chain(chain...), rf
+	if r.rng.Intn(6) == 0 {
+		rf.label = fmt.Sprintf("l%d", r.rng.Intn(3))
+		chain = append(chain, rowfilter.Label(rf.label))
+	}
+	f := rowfilter.Chain(chain...)
+	if r.rng.Intn(6) == 0 {
+		// A sink reads around every restriction of the chain.
+		rf.sinkFamily = r.randFamily()
+		f = rowfilter.Interleave(f, rowfilter.Chain(rowfilter.Family(rf.sinkFamily), rowfilter.Label("sunk"), rowfilter.Sink()))
+	}
+	return f, rf
 }
 
 func (f *refFilter) String() string {
 	if f == nil {
 		return "nil"
 	}
-	return fmt.Sprintf("{fam=%q q=%v[%q,%q) ts=%v[%s,%s) re=%q perCol=%d}", f.family, f.qRange, f.qStart, f.qEnd,
-		f.tsRange, fmtTs(f.tsStart), fmtTs(f.tsEnd), f.valueRegex, f.perColumn)
+	return fmt.Sprintf("{fam=%q q=%v[%q,%q) ts=%v[%s,%s) re=%q perCol=%d label=%q sink=%q}", f.family, f.qRange, f.qStart, f.qEnd,
+		f.tsRange, fmtTs(f.tsStart), fmtTs(f.tsEnd), f.valueRegex, f.perColumn, f.label, f.sinkFamily)
 }
 
 // step runs one random operation on the engine and the model.
