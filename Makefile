@@ -24,7 +24,8 @@ vet:
 test: vet tools
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
-	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 $(GO) test -race -timeout 25m ./...
+	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 TABULA_CBT=$(CURDIR)/$(CBT) TABULA_REQUIRE_CBT=1 \
+	  $(GO) test -race -timeout 25m ./...
 	TABULA_TEST_SECURE=1 $(GO) test -race -count=1 -timeout 25m $(SECURE_PKGS)
 
 # The packages whose tests start clusters run a second time with TLS on
@@ -77,7 +78,12 @@ proto:
 # it: the module is built in a copy as its own main module.
 WEED_VERSION = v0.0.0-20261109003541-7506e5f91cd6
 WEED = .tools/bin/weed
-tools: $(WEED).$(WEED_VERSION)
+# cbt, Google's Bigtable CLI, pinned: e2e TestCbtAgainstTheDevCluster runs
+# it unchanged against the dev cluster's Bigtable gateway (half a minute
+# the first time).
+CBT_VERSION = v1.3.0
+CBT = .tools/bin/cbt
+tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION)
 
 $(WEED).$(WEED_VERSION):
 	mkdir -p .tools/bin .tools/src
@@ -86,6 +92,12 @@ $(WEED).$(WEED_VERSION):
 	cd .tools/src/seaweedfs && $(GO) build -o $(CURDIR)/$(WEED).tmp ./weed
 	mv $(WEED).tmp $(WEED)
 	rm -rf .tools/src/seaweedfs $(WEED).v*
+	touch $@
+
+$(CBT).$(CBT_VERSION):
+	mkdir -p .tools/bin
+	GOBIN=$(CURDIR)/.tools/bin $(GO) install cloud.google.com/go/bigtable/cmd/cbt@$(CBT_VERSION)
+	rm -f $(CBT).v*
 	touch $@
 
 clean:

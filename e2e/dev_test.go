@@ -20,6 +20,21 @@ type devProc struct {
 	data string
 }
 
+// newDevProc prepares `tabula dev` on a fresh data directory; the test's
+// end kills it, checks its log and shows its tail if the test failed.
+func newDevProc(t *testing.T) *devProc {
+	dir := t.TempDir()
+	d := &devProc{proc: proc{name: "dev", log: filepath.Join(dir, "dev.log")}, data: filepath.Join(dir, "data")}
+	t.Cleanup(func() {
+		d.kill()
+		d.checkLog(t)
+		if t.Failed() {
+			t.Logf("---- log of tabula dev ----\n%s", d.tail(200))
+		}
+	})
+	return d
+}
+
 // startDev starts the dev cluster and returns its master address, read
 // from DATA/master.addr (removed first: it survives restarts).
 func (d *devProc) startDev(t *testing.T) string {
@@ -29,9 +44,11 @@ func (d *devProc) startDev(t *testing.T) string {
 		t.Fatal(err)
 	}
 	d.args = []string{"dev", "--servers", "2", "--data", d.data,
-		"--master-addr", "127.0.0.1:0", "--lease-ttl", ttlFlag, "--log-level", "info", "--gateway", "127.0.0.1:0"}
+		"--master-addr", "127.0.0.1:0", "--lease-ttl", ttlFlag, "--log-level", "info"}
 	if secureAll() {
 		d.args = append(d.args, "--auth")
+	} else {
+		d.args = append(d.args, "--gateway", "127.0.0.1:0") // a free port, not the default
 	}
 	d.start(t)
 	deadline := time.Now().Add(readyWait)
@@ -123,15 +140,7 @@ func checkDevRows(t *testing.T, tbl *client.Table, want []string) {
 // directory.
 func TestDevClusterRestartKeepsData(t *testing.T) {
 	slow(t)
-	dir := t.TempDir()
-	d := &devProc{proc: proc{name: "dev", log: filepath.Join(dir, "dev.log")}, data: filepath.Join(dir, "data")}
-	t.Cleanup(func() {
-		d.kill()
-		d.checkLog(t)
-		if t.Failed() {
-			t.Logf("---- log of tabula dev ----\n%s", d.tail(200))
-		}
-	})
+	d := newDevProc(t)
 	const table = "keep"
 
 	// First run: create the table and write.

@@ -24,12 +24,15 @@ func filter(f *btpb.RowFilter) (*rowfilter.Filter, error) {
 	if _, err := rowfilter.Compile(out); err != nil {
 		return nil, invalidf("%s", trimInvalid(err))
 	}
+	if err := rowfilter.CheckBigtable(out); err != nil {
+		return nil, invalidf("%s", trimInvalid(err))
+	}
 	return out, nil
 }
 
 func convertFilter(f *btpb.RowFilter, path string, depth int) (*rowfilter.Filter, error) {
-	if depth > rowfilter.MaxDepth {
-		return nil, invalidf("%s: filters nest deeper than %d levels; flatten the chain", path, rowfilter.MaxDepth)
+	if depth > rowfilter.BigtableMaxDepth {
+		return nil, invalidf("%s: filters nest more than %d deep, Bigtable's limit", path, rowfilter.BigtableMaxDepth)
 	}
 	children := func(fs []*btpb.RowFilter, kind string) ([]*rowfilter.Filter, error) {
 		out := make([]*rowfilter.Filter, len(fs))

@@ -6,16 +6,23 @@ import (
 	"github.com/tabuladb/tabula/rowfilter"
 )
 
-// extendedFilter converts the filters that need more than Tabula's first
-// filter set: sinks, labels and row samples.
+// extendedFilter converts the filters that emit cells elsewhere or mark
+// them: sinks, labels and row samples (rowfilter checks their arguments as
+// Bigtable does: labels of [a-z0-9-]{1,15}, 0 < p < 1, no sink in a
+// condition).
 func extendedFilter(f *btpb.RowFilter, path string) (*rowfilter.Filter, error) {
-	switch f.GetFilter().(type) {
+	switch x := f.GetFilter().(type) {
 	case *btpb.RowFilter_Sink:
-		return nil, unimplemented("RowFilter.sink", "not yet in the tablet servers' filters")
+		if !x.Sink {
+			return nil, invalidf("%s.sink must be true if set", path)
+		}
+		return rowfilter.Sink(), nil
 	case *btpb.RowFilter_ApplyLabelTransformer:
-		return nil, unimplemented("RowFilter.apply_label_transformer", "not yet in the tablet servers' filters")
+		return rowfilter.Label(x.ApplyLabelTransformer), nil
 	case *btpb.RowFilter_RowSampleFilter:
-		return nil, unimplemented("RowFilter.row_sample_filter", "not yet in the tablet servers' filters")
+		return rowfilter.RowSample(x.RowSampleFilter), nil
+	case *btpb.RowFilter_ValueBitmaskFilter:
+		return nil, unimplemented(path+".value_bitmask_filter", "not yet in Tabula's filters; use value_regex_filter")
 	}
 	return nil, invalidf("%s: unknown filter %T", path, f.GetFilter())
 }

@@ -289,7 +289,7 @@ func protoRow(key []byte, cells []cell.Cell) *btpb.Row {
 			col = &btpb.Column{Qualifier: c.Qualifier}
 			fam.Columns = append(fam.Columns, col)
 		}
-		col.Cells = append(col.Cells, &btpb.Cell{TimestampMicros: c.Timestamp, Value: c.Value, Labels: cellLabels(c)})
+		col.Cells = append(col.Cells, &btpb.Cell{TimestampMicros: c.Timestamp, Value: c.Value, Labels: c.Labels})
 	}
 	return out
 }

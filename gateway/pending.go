@@ -5,11 +5,9 @@ import (
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
-	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/client"
 )
 
-func cellLabels(c *cell.Cell) []string { return nil }
 
 func reversed() client.ReadOption { return nil }
 

@@ -96,7 +96,7 @@ func (w *chunkWriter) row(row client.Row) error {
 		first := &btpb.ReadRowsResponse_CellChunk{
 			Qualifier:       wrapperspb.Bytes(c.Qualifier),
 			TimestampMicros: c.Timestamp,
-			Labels:          cellLabels(c),
+			Labels:          c.Labels,
 		}
 		if i == 0 {
 			first.RowKey = row.Key

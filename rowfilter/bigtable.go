@@ -16,15 +16,17 @@ const BigtableMaxDepth = 20
 //
 //   - Nesting deeper than 20 (Bigtable's documented limit; Tabula's is
 //     MaxDepth).
-//   - A chain or interleave of fewer than two filters. Tabula runs an empty
-//     chain as pass and an empty interleave as block; Bigtable's emulator
-//     rejects both ("Chain must contain at least two RowFilters"), and its
-//     client libraries unwrap one-filter chains before sending.
 //   - A QualifierRange without a family: Bigtable's column_range_filter
 //     names one family (its emulator matches nothing when it is empty);
 //     Tabula reads an empty Family as any family.
 //   - RowKeyPrefix and Family, which have no Bigtable counterpart (a
 //     gateway never builds them).
+//
+// It deliberately lets a chain or interleave of fewer than two filters
+// through: the Go client sends ChainFilters(f) as a one-filter chain, Tabula
+// runs an empty chain as pass and an empty interleave as block, while
+// Bigtable's emulator rejects both ("Chain must contain at least two
+// RowFilters"). Accepting them loses nothing and breaks no client.
 func CheckBigtable(f *Filter) error { return checkBigtable(f, "filter", 1) }
 
 func checkBigtable(f *Filter, path string, depth int) error {
@@ -38,10 +40,6 @@ func checkBigtable(f *Filter, path string, depth int) error {
 		return invalid("filters nest more than %d deep, Bigtable's limit", BigtableMaxDepth)
 	}
 	switch f.Kind {
-	case KindChain, KindInterleave:
-		if len(f.Filters) < 2 {
-			return invalid("%s must contain at least two RowFilters (Bigtable); use the filter itself, pass or block", f.Kind)
-		}
 	case KindQualifierRange:
 		if f.Family == "" {
 			return invalid("column_range_filter needs a family_name in Bigtable")

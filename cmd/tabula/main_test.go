@@ -87,9 +87,11 @@ func devCluster(t *testing.T) string {
 			return
 		}
 		args := []string{"dev", "--servers", "3", "--data", dev.dir,
-			"--master-addr", "127.0.0.1:0", "--lease-ttl", "2s", "--log-level", "warn", "--gateway", "127.0.0.1:0"}
+			"--master-addr", "127.0.0.1:0", "--lease-ttl", "2s", "--log-level", "warn"}
 		if secureAll() {
 			args = append(args, "--auth")
+		} else {
+			args = append(args, "--gateway", "127.0.0.1:0") // a free port, not the default
 		}
 		dev.cmd = exec.Command(bin, args...)
 		// Files, not pipes: exec starts no goroutines to copy output.
