@@ -54,7 +54,8 @@ func ParseGCMode(s string) (GCMode, error) {
 // timestamp ts is condemned when, for the last step with minRank <= r,
 // ts <= maxTs. Steps are sorted by minRank with maxTs rising. The simple
 // form and most nested rules need at most two steps, held in fields so
-// that Condemned is two or three comparisons; longer staircases go to more.
+// that Condemned is four comparisons without a branch; longer staircases
+// go to more.
 type Policy struct {
 	// The first two steps: step i condemns cells of rank >= MaxInt - gi
 	// and timestamp <= mi. A gate of 0 (rank MaxInt, never reached) is an
@@ -236,13 +237,14 @@ func (p *Policy) Unlimited() bool { return p.g0 == 0 && p.g1 == 0 && p.more == n
 // cell's 0-based rank among the visible (not deleted) cells of its column,
 // newest timestamp first.
 func (p *Policy) Condemned(timestamp int64, versionIndex int) bool {
-	if versionIndex >= math.MaxInt-p.g1 {
-		return timestamp <= p.m1
+	if p.more != nil {
+		return p.condemnedMore(timestamp, versionIndex)
 	}
-	if versionIndex >= math.MaxInt-p.g0 {
-		return timestamp <= p.m0
-	}
-	return p.more != nil && p.condemnedMore(timestamp, versionIndex)
+	// The staircase is the union of its steps: branch-free, the two
+	// comparisons of each step and an or.
+	s1 := versionIndex >= math.MaxInt-p.g1 && timestamp <= p.m1
+	s0 := versionIndex >= math.MaxInt-p.g0 && timestamp <= p.m0
+	return s0 || s1
 }
 
 func (p *Policy) condemnedMore(timestamp int64, versionIndex int) bool {
