@@ -78,11 +78,12 @@ func (f *Family) Validate() error {
 		return cell.Invalidf("family %s: unknown gc mode %d; use union or intersection", f.Name, f.GC)
 	}
 	if f.GCRule != nil {
-		if f.MaxVersions != 0 || f.TTL != 0 || f.GC != GCUnion {
-			return cell.Invalidf("family %s: both a nested gc rule (%s) and versions/ttl/gc=intersection are set; use one: put every rule in the nested rule, or clear it", f.Name, f.GCRule)
-		}
+		// The tree first: it bounds the tree, which printing it needs.
 		if err := f.GCRule.Validate(); err != nil {
 			return cell.Invalidf("family %s: %s", f.Name, strings.TrimPrefix(err.Error(), cell.ErrInvalid.Error()+": "))
+		}
+		if f.MaxVersions != 0 || f.TTL != 0 || f.GC != GCUnion {
+			return cell.Invalidf("family %s: both a nested gc rule (%s) and versions/ttl/gc=intersection are set; use one: put every rule in the nested rule, or clear it", f.Name, f.GCRule)
 		}
 	}
 	if f.Compression > CompressionZstd {

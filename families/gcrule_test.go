@@ -293,6 +293,8 @@ func TestGCRuleValidate(t *testing.T) {
 	for range MaxGCRuleDepth {
 		deep = UnionRule(deep)
 	}
+	cyclic := UnionRule()
+	cyclic.Rules = append(cyclic.Rules, cyclic)
 	wide := UnionRule()
 	for range MaxGCRuleNodes {
 		wide.Rules = append(wide.Rules, MaxVersionsRule(1))
@@ -313,6 +315,7 @@ func TestGCRuleValidate(t *testing.T) {
 		{"union with a value", Family{Name: "cf", GCRule: &GCRule{Kind: RuleUnion, MaxVersions: 1}}, "of its own"},
 		{"too deep", Family{Name: "cf", GCRule: deep}, "deeper than 16"},
 		{"too big", Family{Name: "cf", GCRule: wide}, "more than 64 rules"},
+		{"cycle", Family{Name: "cf", MaxVersions: 1, GCRule: cyclic}, "deeper than 16"},
 		{"both forms", Family{Name: "cf", MaxVersions: 1, GCRule: MaxVersionsRule(1)}, "use one"},
 		{"both forms gc", Family{Name: "cf", GC: GCIntersection, GCRule: MaxVersionsRule(1)}, "use one"},
 	}
