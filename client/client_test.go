@@ -421,6 +421,43 @@ func TestAdminCreateTableSendsSchema(t *testing.T) {
 	}
 }
 
+// A family's nested GC rule goes to the master and comes back from
+// DescribeTable as it was; ModifyFamily changes it.
+func TestAdminNestedGCRuleRoundTrips(t *testing.T) {
+	c := newCluster(t, 1)
+	adm := c.client(t).Admin()
+	ctx := context.Background()
+	rule := func(s string) *families.GCRule {
+		r, err := families.ParseGCRule(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	f := families.Default("ev")
+	f.GCRule = rule("union(versions=3,intersection(age=7d,versions=1),union())")
+	if err := adm.CreateTable(ctx, "users", []families.Family{f}, nil); err != nil {
+		t.Fatal(err)
+	}
+	info, err := adm.DescribeTable(ctx, "users")
+	if err != nil || len(info.Families) != 1 || !info.Families[0].Equal(f) {
+		t.Fatalf("DescribeTable = %+v, %v; want family %s", info.Families, err, f.Spec())
+	}
+	f.GCRule = rule("intersection(age=1h,versions=2)")
+	if err := adm.ModifyFamily(ctx, "users", f); err != nil {
+		t.Fatal(err)
+	}
+	info, err = adm.DescribeTable(ctx, "users")
+	if err != nil || !info.Families[0].Equal(f) {
+		t.Fatalf("after ModifyFamily DescribeTable = %+v, %v; want family %s", info.Families, err, f.Spec())
+	}
+	bad := f
+	bad.MaxVersions = 1
+	if err := adm.ModifyFamily(ctx, "users", bad); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("ModifyFamily with both forms = %v, want INVALID_ARGUMENT", err)
+	}
+}
+
 func TestScanFollowsSplitsThroughStaleCache(t *testing.T) {
 	c := newCluster(t, 3, "g", "p")
 	cl := c.client(t)

@@ -200,6 +200,36 @@ func (m *fakeMaster) CreateTable(_ context.Context, req *tabulapb.CreateTableReq
 	return req.GetSchema(), nil
 }
 
+// DescribeTable answers the schema of the last table created by that name,
+// as ModifyFamily left it.
+func (m *fakeMaster) DescribeTable(_ context.Context, req *tabulapb.DescribeTableRequest) (*tabulapb.DescribeTableResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.created) - 1; i >= 0; i-- {
+		if s := m.created[i].GetSchema(); s.GetName() == req.GetTable() {
+			return &tabulapb.DescribeTableResponse{Schema: s}, nil
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "master: no table %q", req.GetTable())
+}
+
+// ModifyFamily replaces a family of the last table created by that name.
+func (m *fakeMaster) ModifyFamily(_ context.Context, req *tabulapb.FamilyRequest) (*tabulapb.TableSchema, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := len(m.created) - 1; i >= 0; i-- {
+		if s := m.created[i].GetSchema(); s.GetName() == req.GetTable() {
+			for j, f := range s.GetFamilies() {
+				if f.GetName() == req.GetFamily().GetName() {
+					s.Families[j] = req.GetFamily()
+					return s, nil
+				}
+			}
+		}
+	}
+	return nil, status.Errorf(codes.NotFound, "master: no family %s in %q", req.GetFamily().GetName(), req.GetTable())
+}
+
 func (m *fakeMaster) LocateTablet(_ context.Context, req *tabulapb.LocateTabletRequest) (*tabulapb.TabletInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

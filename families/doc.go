@@ -1,6 +1,7 @@
 // Package families owns a table's column-family schema: each family's name,
 // its garbage-collection policy (max versions, TTL, and how the two
-// combine), and the storage settings of its SSTables (compression, bloom
+// combine; or a nested GCRule as Cloud Bigtable has it: unions and
+// intersections of max-versions and max-age rules), and the storage settings of its SSTables (compression, bloom
 // filter, block size, in-memory hint). It validates families, parses and
 // prints the CLI form of a family, and evaluates the GC policy.
 //
@@ -17,6 +18,10 @@
 //		}
 //		...
 //	}
+//
+// A nested rule is given in the spec's gc option:
+//
+//	f, err := families.Parse("events:gc=union(versions=3,intersection(age=7d,versions=1))")
 //
 // families knows nothing of servers, RPC or etcd; the SSTable writer imports
 // its Compression and Bloom enums.

@@ -30,3 +30,25 @@ func Example() {
 	// 2 true
 	// metrics:versions=1,ttl=7d,gc=intersection,compression=zstd
 }
+
+func ExampleGCRule() {
+	// Keep at most 3 versions, and only the newest one past a week.
+	f, err := families.Parse("events:gc=union(versions=3,intersection(age=7d,versions=1))")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(f.GCRule)
+
+	now := time.Date(2025, 1, 10, 0, 0, 0, 0, time.UTC).UnixMicro()
+	week := 7 * 24 * time.Hour.Microseconds()
+	p := f.Policy(now)
+	// The versions of one column, newest first.
+	for i, ts := range []int64{now - 1, now - week - 1, now - week - 2} {
+		fmt.Println(i, p.Condemned(ts, i))
+	}
+	// Output:
+	// union(versions=3,intersection(age=7d,versions=1))
+	// 0 false
+	// 1 true
+	// 2 true
+}

@@ -1,6 +1,7 @@
 package families
 
 import (
+	"strings"
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
@@ -29,6 +30,11 @@ type Family struct {
 	// GC says how MaxVersions and TTL combine when both are set. The
 	// default is GCUnion.
 	GC GCMode
+	// GCRule, when not nil, is the family's GC policy as a nested rule
+	// (Cloud Bigtable's GcRule), instead of MaxVersions, TTL and GC: those
+	// are the simple form and must then be zero (GC union). The default is
+	// nil: the simple form rules.
+	GCRule *GCRule
 	// Compression of SSTable blocks. The default is CompressionNone; the
 	// CLI's default is CompressionSnappy.
 	Compression Compression
@@ -70,6 +76,15 @@ func (f *Family) Validate() error {
 	}
 	if f.GC > GCIntersection {
 		return cell.Invalidf("family %s: unknown gc mode %d; use union or intersection", f.Name, f.GC)
+	}
+	if f.GCRule != nil {
+		// The tree first: it bounds the tree, which printing it needs.
+		if err := f.GCRule.Validate(); err != nil {
+			return cell.Invalidf("family %s: %s", f.Name, strings.TrimPrefix(err.Error(), cell.ErrInvalid.Error()+": "))
+		}
+		if f.MaxVersions != 0 || f.TTL != 0 || f.GC != GCUnion {
+			return cell.Invalidf("family %s: both a nested gc rule (%s) and versions/ttl/gc=intersection are set; use one: put every rule in the nested rule, or clear it", f.Name, f.GCRule)
+		}
 	}
 	if f.Compression > CompressionZstd {
 		return cell.Invalidf("family %s: unknown compression %d; use none, snappy or zstd", f.Name, f.Compression)

@@ -71,6 +71,14 @@ func TestTTLDoesNotOverflow(t *testing.T) {
 			}
 		}
 	}
+	// Intersected with a version rule, a TTL reaching before time began
+	// keeps every version; in a union the version rule still applies.
+	for _, gc := range []GCMode{GCIntersection, GCUnion} {
+		p := (&Family{Name: "cf", MaxVersions: 1, TTL: ttl, GC: gc}).Policy(math.MinInt64 + 5)
+		if got := p.Condemned(math.MinInt64, 3); got != (gc == GCUnion) {
+			t.Errorf("%v: Condemned(MinInt64, 3) = %v", gc, got)
+		}
+	}
 	// A 200-year TTL at a real clock still works normally.
 	p := (&Family{Name: "cf", TTL: 200 * 365 * 24 * time.Hour}).Policy(1_700_000_000_000_000)
 	if p.Condemned(0, 0) {
@@ -112,6 +120,41 @@ func TestExpiredFileCutoff(t *testing.T) {
 						t.Errorf("cell ts=%d index=%d in a droppable file is not condemned", ts, idx)
 					}
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkCondemned measures the per-cell cost the engine pays.
+func BenchmarkCondemned(b *testing.B) {
+	const now = int64(1_700_000_000_000_000)
+	for _, f := range []Family{
+		{Name: "flat union", MaxVersions: 3, TTL: time.Hour},
+		{Name: "flat intersection", MaxVersions: 3, TTL: time.Hour, GC: GCIntersection},
+		{Name: "nested", GCRule: UnionRule(MaxVersionsRule(3), IntersectionRule(MaxAgeRule(7*24*time.Hour), MaxVersionsRule(1)))},
+	} {
+		b.Run(f.Name, func(b *testing.B) {
+			p := f.Policy(now)
+			n := 0
+			for i := range b.N {
+				if p.Condemned(now-int64(i&1023)*10_000_000, i&7) {
+					n++
+				}
+			}
+			_ = n
+		})
+	}
+}
+
+func BenchmarkPolicy(b *testing.B) {
+	const now = int64(1_700_000_000_000_000)
+	for _, f := range []Family{
+		{Name: "flat union", MaxVersions: 3, TTL: time.Hour},
+		{Name: "nested", GCRule: UnionRule(MaxVersionsRule(3), IntersectionRule(MaxAgeRule(7*24*time.Hour), MaxVersionsRule(1)))},
+	} {
+		b.Run(f.Name, func(b *testing.B) {
+			for range b.N {
+				_ = f.Policy(now)
 			}
 		})
 	}

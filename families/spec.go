@@ -17,6 +17,13 @@ import (
 //	versions=N                        keep the newest N versions (0: no limit)
 //	ttl=DURATION                      Go duration ("90m", "36h") or whole days ("7d"); 0 or never: none
 //	gc=union|intersection             how versions and ttl combine
+//	gc=RULE                           a nested GC rule instead of versions, ttl and gc=union|intersection:
+//	                                    versions=N                       keep the newest N >= 1 versions
+//	                                    age=DURATION                     condemn cells older than DURATION
+//	                                    union(RULE[,RULE...])            condemn what any RULE condemns
+//	                                    intersection(RULE[,RULE...])     condemn what every RULE condemns
+//	                                  e.g. gc=union(versions=3,intersection(age=7d,versions=1));
+//	                                  an empty union() or intersection() condemns nothing
 //	compression=none|snappy|zstd      (Parse's default: snappy)
 //	bloom=none|row|row+column         (Parse's default: row)
 //	blocksize=N[k|m]                  SSTable block size, 1k..4m
@@ -75,6 +82,9 @@ func (f Family) Spec() string {
 	if f.GC != GCUnion {
 		opts = append(opts, "gc="+f.GC.String())
 	}
+	if f.GCRule != nil {
+		opts = append(opts, "gc="+f.GCRule.String())
+	}
 	if f.Compression != CompressionSnappy {
 		opts = append(opts, "compression="+f.Compression.String())
 	}
@@ -95,9 +105,17 @@ func (f Family) Spec() string {
 
 // apply sets the options of a comma-separated list on f and returns how
 // many it set. Empty items are ignored; an option given twice is an error.
+// The GC policy has two forms: options of one form (versions, ttl,
+// gc=union|intersection; or gc=RULE) clear the other, and giving both
+// forms in one list is an error.
 func (f *Family) apply(opts string) (int, error) {
+	items, err := splitTop(opts)
+	if err != nil {
+		return 0, cell.Invalidf("family %s: options %q: %v", f.Name, opts, err)
+	}
 	seen := map[string]bool{}
-	for item := range strings.SplitSeq(opts, ",") {
+	simple, nested := false, false
+	for _, item := range items {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
@@ -112,11 +130,51 @@ func (f *Family) apply(opts string) (int, error) {
 			return 0, cell.Invalidf("family %s: option %s is given twice", f.Name, key)
 		}
 		seen[key] = true
+		switch {
+		case key == "gc" && strings.ContainsAny(val, "=()"):
+			nested = true
+		case key == "versions" || key == "ttl" || key == "gc":
+			simple = true
+		}
 		if err := f.set(key, val); err != nil {
 			return 0, err
 		}
 	}
+	switch {
+	case simple && nested:
+		return 0, cell.Invalidf("family %s: a nested gc=RULE cannot be combined with versions, ttl or gc=union|intersection; put every rule in the nested rule, e.g. gc=union(versions=3,age=7d)", f.Name)
+	case nested:
+		f.MaxVersions, f.TTL, f.GC = 0, 0, GCUnion
+	case simple:
+		f.GCRule = nil
+	}
 	return len(seen), nil
+}
+
+// splitTop splits s at the commas outside parentheses.
+func splitTop(s string) ([]string, error) {
+	var out []string
+	depth, start := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+			if depth < 0 {
+				return nil, errors.New("a ')' has no matching '('")
+			}
+		case ',':
+			if depth == 0 {
+				out = append(out, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	if depth != 0 {
+		return nil, errors.New("a '(' is not closed")
+	}
+	return append(out, s[start:]), nil
 }
 
 func (f *Family) set(key, val string) error {
@@ -134,7 +192,14 @@ func (f *Family) set(key, val string) error {
 			return cell.Invalidf("family %s: ttl=%q: %v", f.Name, val, err)
 		}
 	case "gc":
-		f.GC, err = ParseGCMode(val)
+		if strings.ContainsAny(val, "=()") {
+			f.GCRule, err = ParseGCRule(val)
+		} else {
+			f.GC, err = ParseGCMode(val)
+			if err != nil {
+				err = cell.Invalidf("%v, nor a nested rule such as union(versions=3,age=7d)", strings.TrimPrefix(err.Error(), cell.ErrInvalid.Error()+": "))
+			}
+		}
 	case "compression":
 		f.Compression, err = ParseCompression(val)
 	case "bloom":

@@ -33,6 +33,13 @@ func TestParse(t *testing.T) {
 		{"cf:inmemory=true", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, InMemory: true}, ""},
 		{"cf:inmemory=false", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
 		{"cf: Versions = 2 , TTL=1d,", Family{Name: "cf", MaxVersions: 2, TTL: day, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:versions=2,ttl=1d"},
+		{"cf:gc=union(versions=3,intersection(age=7d,versions=1)),compression=zstd", Family{Name: "cf", Compression: CompressionZstd, Bloom: BloomRow,
+			GCRule: UnionRule(MaxVersionsRule(3), IntersectionRule(MaxAgeRule(7*day), MaxVersionsRule(1)))}, ""},
+		{"cf: GC = Intersection ( Age = 36h , union ( ) ) ", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow,
+			GCRule: IntersectionRule(MaxAgeRule(36*time.Hour), UnionRule())}, "cf:gc=intersection(age=36h0m0s,union())"},
+		{"cf:gc=versions=2", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, GCRule: MaxVersionsRule(2)}, ""},
+		{"cf:gc=age=1500us", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, GCRule: MaxAgeRule(1500 * time.Microsecond)}, "cf:gc=age=1.5ms"},
+		{"cf:bloom=none,gc=union(),inmemory=true", Family{Name: "cf", Compression: CompressionSnappy, GCRule: UnionRule(), InMemory: true}, "cf:gc=union(),bloom=none,inmemory=true"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
@@ -40,7 +47,7 @@ func TestParse(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Parse(%q) = %v", tc.spec, err)
 			}
-			if got != tc.want {
+			if !got.Equal(tc.want) {
 				t.Fatalf("Parse(%q) = %+v, want %+v", tc.spec, got, tc.want)
 			}
 			wantSpec := tc.wantSpec
@@ -51,7 +58,7 @@ func TestParse(t *testing.T) {
 				t.Errorf("Spec() = %q, want %q", s, wantSpec)
 			}
 			back, err := Parse(got.Spec())
-			if err != nil || back != got {
+			if err != nil || !back.Equal(got) {
 				t.Errorf("Parse(Spec()) = %+v, %v; want %+v", back, err, got)
 			}
 		})
@@ -80,6 +87,22 @@ func TestParseErrors(t *testing.T) {
 		{"cf:blocksize=9999999999m", "not a size"},
 		{"cf:blocksize=lots", "not a size"},
 		{"cf:inmemory=maybe", "not true or false"},
+		{"cf:gc=union(versions=3", "a '(' is not closed"},
+		{"cf:gc=union(versions=3))", "')' has no matching '('"},
+		{"cf:gc=union(ttl=1d)", `unknown rule "ttl=1d"`},
+		{"cf:gc=union(versions=0)", "keep at least 1 version"},
+		{"cf:gc=union(versions=x)", `versions="x" is not a whole number`},
+		{"cf:gc=intersection(age=-1h)", "age must be positive"},
+		{"cf:gc=intersection(age=soon)", "not a duration"},
+		{"cf:gc=intersection(age=1ns)", "microseconds"},
+		{"cf:gc=union(versions=1 age=1h)", `versions="1 age=1h" is not a whole number`},
+		{"cf:gc=union(union() age=1h)", "expected ',' or ')'"},
+		{"cf:gc=union(versions=1)age=1h", "unexpected"},
+		{"cf:gc=both", "nor a nested rule"},
+		{"cf:gc=intersection(age=1d),versions=2", "cannot be combined"},
+		{"cf:ttl=1d,gc=union(versions=2)", "cannot be combined"},
+		{"cf:gc=" + strings.Repeat("union(", 17) + strings.Repeat(")", 17), "deeper than 16"},
+		{"cf:gc=union(" + strings.Repeat("versions=1,", 64) + ")", "more than 64"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
@@ -119,7 +142,20 @@ func TestApplyOptions(t *testing.T) {
 	if err != nil || got.TTL != 0 || got.MaxVersions != 0 {
 		t.Errorf("clearing rules: %+v, %v", got, err)
 	}
-	for _, bad := range []string{"", " , ", "versions=-1", "name=other", "gc=both"} {
+	// One form of GC policy replaces the other.
+	got, err = ApplyOptions(base, "gc=union(versions=2,age=1h)")
+	if err != nil || got.MaxVersions != 0 || got.TTL != 0 || got.GCRule.String() != "union(versions=2,age=1h0m0s)" {
+		t.Errorf("nested over simple: %+v, %v", got, err)
+	}
+	got, err = ApplyOptions(got, "ttl=2h")
+	if err != nil || got.GCRule != nil || got.TTL != 2*time.Hour || got.MaxVersions != 0 {
+		t.Errorf("simple over nested: %+v, %v", got, err)
+	}
+	got, err = ApplyOptions(Family{Name: "cf", GCRule: MaxVersionsRule(1)}, "compression=zstd")
+	if err != nil || got.GCRule.String() != "versions=1" {
+		t.Errorf("other options keep the nested rule: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", " , ", "versions=-1", "name=other", "gc=both", "gc=union(versions=1),ttl=1h"} {
 		if _, err := ApplyOptions(base, bad); !errors.Is(err, cell.ErrInvalid) {
 			t.Errorf("ApplyOptions(%q) = %v, want cell.ErrInvalid", bad, err)
 		}
@@ -130,6 +166,8 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"cf", "cf:versions=3,ttl=7d", "cf:ttl=1.5ms,gc=intersection", "cf:compression=none,bloom=row+column",
 		"cf:blocksize=64k,inmemory=true", "cf:ttl=36h0m0s", "x:ttl=2562047h", "a:,,", "cf:versions=1,versions=1",
+		"cf:gc=union(versions=3,intersection(age=7d,versions=1))", "cf:gc=intersection()", "cf:gc=age=1.5ms,bloom=none",
+		"cf:gc=union(union(union(versions=1)),age=2562047h)", "cf:gc=union(versions=1,)",
 	} {
 		f.Add(s)
 	}
@@ -148,8 +186,61 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Parse(%q).Spec() = %q does not parse: %v", spec, fam.Spec(), err)
 		}
-		if back != fam {
+		if !back.Equal(fam) {
 			t.Fatalf("round trip of %q via %q: %+v != %+v", spec, fam.Spec(), back, fam)
+		}
+	})
+}
+
+func FuzzParseGCRule(f *testing.F) {
+	for _, s := range []string{
+		"versions=3", "age=7d", "union()", "intersection()", "union(versions=3,intersection(age=7d,versions=1))",
+		"INTERSECTION( union(age=1h, age = 2h), versions=2 )", "union(versions=1", "union(versions=1))", "age=never",
+		"intersection(age=1h,union(age=2h,versions=1))", "union(x=1)", "versions=99999999999999999999",
+	} {
+		f.Add(s, int64(1_700_000_000_000_000))
+	}
+	f.Fuzz(func(t *testing.T, s string, now int64) {
+		r, err := ParseGCRule(s)
+		if err != nil {
+			if !errors.Is(err, cell.ErrInvalid) {
+				t.Fatalf("ParseGCRule(%q) error %v does not wrap cell.ErrInvalid", s, err)
+			}
+			return
+		}
+		if err := r.Validate(); err != nil {
+			t.Fatalf("ParseGCRule(%q) returned an invalid rule: %v", s, err)
+		}
+		back, err := ParseGCRule(r.String())
+		if err != nil || !back.Equal(r) {
+			t.Fatalf("round trip of %q via %q: %v, %v", s, r.String(), back, err)
+		}
+		// The compiled policy agrees with the tree at the rule's own
+		// boundaries (ages far from the int64 limits, where the reference's
+		// plain subtraction is exact).
+		if now < -1<<62 || now > 1<<62 {
+			return
+		}
+		p := (&Family{Name: "cf", GCRule: r}).Policy(now)
+		var ages []int64
+		var walk func(*GCRule)
+		walk = func(r *GCRule) {
+			if r.Kind == RuleMaxAge && r.MaxAge.Microseconds() < 1<<61 {
+				ages = append(ages, r.MaxAge.Microseconds())
+			}
+			for _, c := range r.Rules {
+				walk(c)
+			}
+		}
+		walk(r)
+		for _, a := range ages {
+			for _, ts := range []int64{now - a - 1, now - a, now} {
+				for rank := range 5 {
+					if got, want := p.Condemned(ts, rank), refCondemned(r, now, ts, rank); got != want {
+						t.Fatalf("%s: Condemned(now%+d, %d) = %v, reference %v", r, ts-now, rank, got, want)
+					}
+				}
+			}
 		}
 	})
 }

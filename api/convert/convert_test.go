@@ -120,6 +120,9 @@ func TestFamilyRoundTrip(t *testing.T) {
 		families.Default("d"),
 		{Name: "all", MaxVersions: 3, TTL: 36 * time.Hour, GC: families.GCIntersection,
 			Compression: families.CompressionZstd, Bloom: families.BloomRowColumn, BlockSize: 64 << 10, InMemory: true},
+		{Name: "nested", GCRule: families.UnionRule(families.MaxVersionsRule(3),
+			families.IntersectionRule(families.MaxAgeRule(7*24*time.Hour), families.MaxVersionsRule(1)), families.IntersectionRule())},
+		{Name: "leaf", GCRule: families.MaxAgeRule(1500 * time.Microsecond)},
 	}
 	out, err := FamiliesFromProto(FamiliesToProto(in))
 	if err != nil {
@@ -142,6 +145,16 @@ func TestFamilyFromProtoRejects(t *testing.T) {
 		"small block":   {Name: "f", BlockSize: 10},
 		"neg block":     {Name: "f", BlockSize: -10},
 		"gc out of set": {Name: "f", Gc: 300},
+		"empty rule":    {Name: "f", GcRule: &tabulapb.GCRule{}},
+		"empty child": {Name: "f", GcRule: &tabulapb.GCRule{Rule: &tabulapb.GCRule_Union{Union: &tabulapb.GCRule_Rules{
+			Rules: []*tabulapb.GCRule{{}}}}}},
+		"zero versions": {Name: "f", GcRule: &tabulapb.GCRule{Rule: &tabulapb.GCRule_MaxNumVersions{}}},
+		"neg age":       {Name: "f", GcRule: &tabulapb.GCRule{Rule: &tabulapb.GCRule_MaxAgeMicros{MaxAgeMicros: -1}}},
+		"huge age":      {Name: "f", GcRule: &tabulapb.GCRule{Rule: &tabulapb.GCRule_MaxAgeMicros{MaxAgeMicros: 1 << 62}}},
+		"both forms":    {Name: "f", MaxVersions: 2, GcRule: &tabulapb.GCRule{Rule: &tabulapb.GCRule_MaxNumVersions{MaxNumVersions: 1}}},
+		"too deep":      {Name: "f", GcRule: nestedUnions(families.MaxGCRuleDepth + 1)},
+		"too deep 1000": {Name: "f", GcRule: nestedUnions(1000)},
+		"too many":      {Name: "f", GcRule: wideUnion(families.MaxGCRuleNodes)},
 	}
 	for name, p := range cases {
 		if _, err := FamilyFromProto(p); !errors.Is(err, cell.ErrInvalid) {
@@ -151,5 +164,42 @@ func TestFamilyFromProtoRejects(t *testing.T) {
 	_, err := FamiliesFromProto([]*tabulapb.Family{{Name: "f"}, {Name: "f"}})
 	if !errors.Is(err, cell.ErrInvalid) || !strings.Contains(err.Error(), "twice") {
 		t.Errorf("duplicate family: %v", err)
+	}
+}
+
+func nestedUnions(depth int) *tabulapb.GCRule {
+	r := &tabulapb.GCRule{Rule: &tabulapb.GCRule_MaxNumVersions{MaxNumVersions: 1}}
+	for range depth - 1 {
+		r = &tabulapb.GCRule{Rule: &tabulapb.GCRule_Union{Union: &tabulapb.GCRule_Rules{Rules: []*tabulapb.GCRule{r}}}}
+	}
+	return r
+}
+
+func wideUnion(n int) *tabulapb.GCRule {
+	rs := &tabulapb.GCRule_Rules{}
+	for range n {
+		rs.Rules = append(rs.Rules, &tabulapb.GCRule{Rule: &tabulapb.GCRule_MaxNumVersions{MaxNumVersions: 1}})
+	}
+	return &tabulapb.GCRule{Rule: &tabulapb.GCRule_Union{Union: rs}}
+}
+
+// The limits accept what they name, over the wire too.
+func TestGCRuleAtTheLimitsRoundTrips(t *testing.T) {
+	for _, p := range []*tabulapb.GCRule{nestedUnions(families.MaxGCRuleDepth), wideUnion(families.MaxGCRuleNodes - 1)} {
+		b, err := proto.Marshal(&tabulapb.Family{Name: "f", GcRule: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wire tabulapb.Family
+		if err := proto.Unmarshal(b, &wire); err != nil {
+			t.Fatal(err)
+		}
+		f, err := FamilyFromProto(&wire)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if back := FamilyToProto(f); !proto.Equal(back.GetGcRule(), p) {
+			t.Errorf("round trip changed the rule: %v != %v", back.GetGcRule(), p)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package convert
 
 import (
 	"math"
+	"strings"
 	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -31,6 +32,10 @@ func FamilyFromProto(p *tabulapb.Family) (families.Family, error) {
 		p.GetBloom() < 0 || p.GetBloom() > math.MaxUint8 {
 		return families.Family{}, cell.Invalidf("family %s: unknown gc, compression or bloom enum value", p.GetName())
 	}
+	rule, err := GCRuleFromProto(p.GetGcRule())
+	if err != nil {
+		return families.Family{}, cell.Invalidf("family %s: %s", p.GetName(), strings.TrimPrefix(err.Error(), cell.ErrInvalid.Error()+": "))
+	}
 	f := families.Family{
 		Name:        p.GetName(),
 		MaxVersions: int(p.GetMaxVersions()),
@@ -40,6 +45,7 @@ func FamilyFromProto(p *tabulapb.Family) (families.Family, error) {
 		Bloom:       families.Bloom(p.GetBloom()),
 		BlockSize:   int(p.GetBlockSize()),
 		InMemory:    p.GetInMemory(),
+		GCRule:      rule,
 	}
 	if err := f.Validate(); err != nil {
 		return families.Family{}, err
@@ -60,6 +66,7 @@ func FamilyToProto(f families.Family) *tabulapb.Family {
 		Bloom:       tabulapb.Bloom(f.Bloom),
 		BlockSize:   saturate32(f.BlockSize),
 		InMemory:    f.InMemory,
+		GcRule:      GCRuleToProto(f.GCRule),
 	}
 }
 

@@ -183,8 +183,11 @@ type Family struct {
 	Compression Compression `protobuf:"varint,5,opt,name=compression,proto3,enum=tabula.v1.Compression" json:"compression,omitempty"`
 	Bloom       Bloom       `protobuf:"varint,6,opt,name=bloom,proto3,enum=tabula.v1.Bloom" json:"bloom,omitempty"`
 	// SSTable data block size in bytes; 0 = the engine's default.
-	BlockSize     int32 `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	InMemory      bool  `protobuf:"varint,8,opt,name=in_memory,json=inMemory,proto3" json:"in_memory,omitempty"`
+	BlockSize int32 `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	InMemory  bool  `protobuf:"varint,8,opt,name=in_memory,json=inMemory,proto3" json:"in_memory,omitempty"`
+	// A nested GC rule instead of max_versions, ttl_micros and gc, which
+	// must then be unset (gc GC_UNION); unset = the simple form rules.
+	GcRule        *GCRule `protobuf:"bytes,9,opt,name=gc_rule,json=gcRule,proto3" json:"gc_rule,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -275,6 +278,134 @@ func (x *Family) GetInMemory() bool {
 	return false
 }
 
+func (x *Family) GetGcRule() *GCRule {
+	if x != nil {
+		return x.GcRule
+	}
+	return nil
+}
+
+// A nested GC rule, as Cloud Bigtable's GcRule: a leaf or a union or
+// intersection of rules, at most 16 levels deep and 64 rules in all. An
+// empty union or intersection condemns nothing.
+type GCRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Rule:
+	//
+	//	*GCRule_MaxNumVersions
+	//	*GCRule_MaxAgeMicros
+	//	*GCRule_Intersection
+	//	*GCRule_Union
+	Rule          isGCRule_Rule `protobuf_oneof:"rule"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCRule) Reset() {
+	*x = GCRule{}
+	mi := &file_tabula_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCRule) ProtoMessage() {}
+
+func (x *GCRule) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCRule.ProtoReflect.Descriptor instead.
+func (*GCRule) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GCRule) GetRule() isGCRule_Rule {
+	if x != nil {
+		return x.Rule
+	}
+	return nil
+}
+
+func (x *GCRule) GetMaxNumVersions() int32 {
+	if x != nil {
+		if x, ok := x.Rule.(*GCRule_MaxNumVersions); ok {
+			return x.MaxNumVersions
+		}
+	}
+	return 0
+}
+
+func (x *GCRule) GetMaxAgeMicros() int64 {
+	if x != nil {
+		if x, ok := x.Rule.(*GCRule_MaxAgeMicros); ok {
+			return x.MaxAgeMicros
+		}
+	}
+	return 0
+}
+
+func (x *GCRule) GetIntersection() *GCRule_Rules {
+	if x != nil {
+		if x, ok := x.Rule.(*GCRule_Intersection); ok {
+			return x.Intersection
+		}
+	}
+	return nil
+}
+
+func (x *GCRule) GetUnion() *GCRule_Rules {
+	if x != nil {
+		if x, ok := x.Rule.(*GCRule_Union); ok {
+			return x.Union
+		}
+	}
+	return nil
+}
+
+type isGCRule_Rule interface {
+	isGCRule_Rule()
+}
+
+type GCRule_MaxNumVersions struct {
+	// Keep the newest N >= 1 versions per column.
+	MaxNumVersions int32 `protobuf:"varint,1,opt,name=max_num_versions,json=maxNumVersions,proto3,oneof"`
+}
+
+type GCRule_MaxAgeMicros struct {
+	// Condemn cells older than now - max_age_micros (> 0).
+	MaxAgeMicros int64 `protobuf:"varint,2,opt,name=max_age_micros,json=maxAgeMicros,proto3,oneof"`
+}
+
+type GCRule_Intersection struct {
+	// Condemn what every rule condemns.
+	Intersection *GCRule_Rules `protobuf:"bytes,3,opt,name=intersection,proto3,oneof"`
+}
+
+type GCRule_Union struct {
+	// Condemn what any rule condemns.
+	Union *GCRule_Rules `protobuf:"bytes,4,opt,name=union,proto3,oneof"`
+}
+
+func (*GCRule_MaxNumVersions) isGCRule_Rule() {}
+
+func (*GCRule_MaxAgeMicros) isGCRule_Rule() {}
+
+func (*GCRule_Intersection) isGCRule_Rule() {}
+
+func (*GCRule_Union) isGCRule_Rule() {}
+
 type TableSchema struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	Name     string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -289,7 +420,7 @@ type TableSchema struct {
 
 func (x *TableSchema) Reset() {
 	*x = TableSchema{}
-	mi := &file_tabula_proto_msgTypes[1]
+	mi := &file_tabula_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -301,7 +432,7 @@ func (x *TableSchema) String() string {
 func (*TableSchema) ProtoMessage() {}
 
 func (x *TableSchema) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[1]
+	mi := &file_tabula_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -314,7 +445,7 @@ func (x *TableSchema) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableSchema.ProtoReflect.Descriptor instead.
 func (*TableSchema) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{1}
+	return file_tabula_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TableSchema) GetName() string {
@@ -365,7 +496,7 @@ type TabletInfo struct {
 
 func (x *TabletInfo) Reset() {
 	*x = TabletInfo{}
-	mi := &file_tabula_proto_msgTypes[2]
+	mi := &file_tabula_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -377,7 +508,7 @@ func (x *TabletInfo) String() string {
 func (*TabletInfo) ProtoMessage() {}
 
 func (x *TabletInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[2]
+	mi := &file_tabula_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -390,7 +521,7 @@ func (x *TabletInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletInfo.ProtoReflect.Descriptor instead.
 func (*TabletInfo) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{2}
+	return file_tabula_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TabletInfo) GetTable() string {
@@ -461,7 +592,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_tabula_proto_msgTypes[3]
+	mi := &file_tabula_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +604,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[3]
+	mi := &file_tabula_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +617,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{3}
+	return file_tabula_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ServerInfo) GetId() string {
@@ -532,7 +663,7 @@ type NotServing struct {
 
 func (x *NotServing) Reset() {
 	*x = NotServing{}
-	mi := &file_tabula_proto_msgTypes[4]
+	mi := &file_tabula_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +675,7 @@ func (x *NotServing) String() string {
 func (*NotServing) ProtoMessage() {}
 
 func (x *NotServing) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[4]
+	mi := &file_tabula_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +688,7 @@ func (x *NotServing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotServing.ProtoReflect.Descriptor instead.
 func (*NotServing) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{4}
+	return file_tabula_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *NotServing) GetTable() string {
@@ -608,7 +739,7 @@ type Cell struct {
 
 func (x *Cell) Reset() {
 	*x = Cell{}
-	mi := &file_tabula_proto_msgTypes[5]
+	mi := &file_tabula_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +751,7 @@ func (x *Cell) String() string {
 func (*Cell) ProtoMessage() {}
 
 func (x *Cell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[5]
+	mi := &file_tabula_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +764,7 @@ func (x *Cell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cell.ProtoReflect.Descriptor instead.
 func (*Cell) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{5}
+	return file_tabula_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Cell) GetFamily() string {
@@ -694,7 +825,7 @@ type Row struct {
 
 func (x *Row) Reset() {
 	*x = Row{}
-	mi := &file_tabula_proto_msgTypes[6]
+	mi := &file_tabula_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -706,7 +837,7 @@ func (x *Row) String() string {
 func (*Row) ProtoMessage() {}
 
 func (x *Row) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[6]
+	mi := &file_tabula_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -719,7 +850,7 @@ func (x *Row) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Row.ProtoReflect.Descriptor instead.
 func (*Row) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{6}
+	return file_tabula_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Row) GetKey() []byte {
@@ -755,7 +886,7 @@ type RowRange struct {
 
 func (x *RowRange) Reset() {
 	*x = RowRange{}
-	mi := &file_tabula_proto_msgTypes[7]
+	mi := &file_tabula_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +898,7 @@ func (x *RowRange) String() string {
 func (*RowRange) ProtoMessage() {}
 
 func (x *RowRange) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[7]
+	mi := &file_tabula_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +911,7 @@ func (x *RowRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowRange.ProtoReflect.Descriptor instead.
 func (*RowRange) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{7}
+	return file_tabula_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RowRange) GetStartKey() []byte {
@@ -807,7 +938,7 @@ type RowSet struct {
 
 func (x *RowSet) Reset() {
 	*x = RowSet{}
-	mi := &file_tabula_proto_msgTypes[8]
+	mi := &file_tabula_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -819,7 +950,7 @@ func (x *RowSet) String() string {
 func (*RowSet) ProtoMessage() {}
 
 func (x *RowSet) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[8]
+	mi := &file_tabula_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -832,7 +963,7 @@ func (x *RowSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowSet.ProtoReflect.Descriptor instead.
 func (*RowSet) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{8}
+	return file_tabula_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RowSet) GetRowKeys() [][]byte {
@@ -864,7 +995,7 @@ type Mutation struct {
 
 func (x *Mutation) Reset() {
 	*x = Mutation{}
-	mi := &file_tabula_proto_msgTypes[9]
+	mi := &file_tabula_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -876,7 +1007,7 @@ func (x *Mutation) String() string {
 func (*Mutation) ProtoMessage() {}
 
 func (x *Mutation) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[9]
+	mi := &file_tabula_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -889,7 +1020,7 @@ func (x *Mutation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation.ProtoReflect.Descriptor instead.
 func (*Mutation) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{9}
+	return file_tabula_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Mutation) GetMutation() isMutation_Mutation {
@@ -978,7 +1109,7 @@ type ReadModifyWriteRule struct {
 
 func (x *ReadModifyWriteRule) Reset() {
 	*x = ReadModifyWriteRule{}
-	mi := &file_tabula_proto_msgTypes[10]
+	mi := &file_tabula_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -990,7 +1121,7 @@ func (x *ReadModifyWriteRule) String() string {
 func (*ReadModifyWriteRule) ProtoMessage() {}
 
 func (x *ReadModifyWriteRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[10]
+	mi := &file_tabula_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1003,7 +1134,7 @@ func (x *ReadModifyWriteRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRule.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRule) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{10}
+	return file_tabula_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReadModifyWriteRule) GetFamily() string {
@@ -1095,7 +1226,7 @@ type RowFilter struct {
 
 func (x *RowFilter) Reset() {
 	*x = RowFilter{}
-	mi := &file_tabula_proto_msgTypes[11]
+	mi := &file_tabula_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1107,7 +1238,7 @@ func (x *RowFilter) String() string {
 func (*RowFilter) ProtoMessage() {}
 
 func (x *RowFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[11]
+	mi := &file_tabula_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1120,7 +1251,7 @@ func (x *RowFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowFilter.ProtoReflect.Descriptor instead.
 func (*RowFilter) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{11}
+	return file_tabula_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RowFilter) GetFilter() isRowFilter_Filter {
@@ -1469,7 +1600,7 @@ type ColumnRange struct {
 
 func (x *ColumnRange) Reset() {
 	*x = ColumnRange{}
-	mi := &file_tabula_proto_msgTypes[12]
+	mi := &file_tabula_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1612,7 @@ func (x *ColumnRange) String() string {
 func (*ColumnRange) ProtoMessage() {}
 
 func (x *ColumnRange) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[12]
+	mi := &file_tabula_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1625,7 @@ func (x *ColumnRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ColumnRange.ProtoReflect.Descriptor instead.
 func (*ColumnRange) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{12}
+	return file_tabula_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ColumnRange) GetFamilyName() string {
@@ -1543,7 +1674,7 @@ type TimestampRange struct {
 
 func (x *TimestampRange) Reset() {
 	*x = TimestampRange{}
-	mi := &file_tabula_proto_msgTypes[13]
+	mi := &file_tabula_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1555,7 +1686,7 @@ func (x *TimestampRange) String() string {
 func (*TimestampRange) ProtoMessage() {}
 
 func (x *TimestampRange) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[13]
+	mi := &file_tabula_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1568,7 +1699,7 @@ func (x *TimestampRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimestampRange.ProtoReflect.Descriptor instead.
 func (*TimestampRange) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{13}
+	return file_tabula_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TimestampRange) GetStartTimestampMicros() int64 {
@@ -1598,7 +1729,7 @@ type ValueRange struct {
 
 func (x *ValueRange) Reset() {
 	*x = ValueRange{}
-	mi := &file_tabula_proto_msgTypes[14]
+	mi := &file_tabula_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1741,7 @@ func (x *ValueRange) String() string {
 func (*ValueRange) ProtoMessage() {}
 
 func (x *ValueRange) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[14]
+	mi := &file_tabula_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1754,7 @@ func (x *ValueRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueRange.ProtoReflect.Descriptor instead.
 func (*ValueRange) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{14}
+	return file_tabula_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ValueRange) GetStartValue() []byte {
@@ -1665,7 +1796,7 @@ type CreateTableRequest struct {
 
 func (x *CreateTableRequest) Reset() {
 	*x = CreateTableRequest{}
-	mi := &file_tabula_proto_msgTypes[15]
+	mi := &file_tabula_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1677,7 +1808,7 @@ func (x *CreateTableRequest) String() string {
 func (*CreateTableRequest) ProtoMessage() {}
 
 func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[15]
+	mi := &file_tabula_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1690,7 +1821,7 @@ func (x *CreateTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTableRequest.ProtoReflect.Descriptor instead.
 func (*CreateTableRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{15}
+	return file_tabula_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CreateTableRequest) GetSchema() *TableSchema {
@@ -1716,7 +1847,7 @@ type DeleteTableRequest struct {
 
 func (x *DeleteTableRequest) Reset() {
 	*x = DeleteTableRequest{}
-	mi := &file_tabula_proto_msgTypes[16]
+	mi := &file_tabula_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1859,7 @@ func (x *DeleteTableRequest) String() string {
 func (*DeleteTableRequest) ProtoMessage() {}
 
 func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[16]
+	mi := &file_tabula_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1872,7 @@ func (x *DeleteTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTableRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{16}
+	return file_tabula_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeleteTableRequest) GetTable() string {
@@ -1759,7 +1890,7 @@ type DeleteTableResponse struct {
 
 func (x *DeleteTableResponse) Reset() {
 	*x = DeleteTableResponse{}
-	mi := &file_tabula_proto_msgTypes[17]
+	mi := &file_tabula_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +1902,7 @@ func (x *DeleteTableResponse) String() string {
 func (*DeleteTableResponse) ProtoMessage() {}
 
 func (x *DeleteTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[17]
+	mi := &file_tabula_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +1915,7 @@ func (x *DeleteTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTableResponse.ProtoReflect.Descriptor instead.
 func (*DeleteTableResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{17}
+	return file_tabula_proto_rawDescGZIP(), []int{18}
 }
 
 type ListTablesRequest struct {
@@ -1795,7 +1926,7 @@ type ListTablesRequest struct {
 
 func (x *ListTablesRequest) Reset() {
 	*x = ListTablesRequest{}
-	mi := &file_tabula_proto_msgTypes[18]
+	mi := &file_tabula_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1938,7 @@ func (x *ListTablesRequest) String() string {
 func (*ListTablesRequest) ProtoMessage() {}
 
 func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[18]
+	mi := &file_tabula_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1951,7 @@ func (x *ListTablesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesRequest.ProtoReflect.Descriptor instead.
 func (*ListTablesRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{18}
+	return file_tabula_proto_rawDescGZIP(), []int{19}
 }
 
 type ListTablesResponse struct {
@@ -1832,7 +1963,7 @@ type ListTablesResponse struct {
 
 func (x *ListTablesResponse) Reset() {
 	*x = ListTablesResponse{}
-	mi := &file_tabula_proto_msgTypes[19]
+	mi := &file_tabula_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1844,7 +1975,7 @@ func (x *ListTablesResponse) String() string {
 func (*ListTablesResponse) ProtoMessage() {}
 
 func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[19]
+	mi := &file_tabula_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1857,7 +1988,7 @@ func (x *ListTablesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTablesResponse.ProtoReflect.Descriptor instead.
 func (*ListTablesResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{19}
+	return file_tabula_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListTablesResponse) GetTables() []*TableSchema {
@@ -1876,7 +2007,7 @@ type DescribeTableRequest struct {
 
 func (x *DescribeTableRequest) Reset() {
 	*x = DescribeTableRequest{}
-	mi := &file_tabula_proto_msgTypes[20]
+	mi := &file_tabula_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +2019,7 @@ func (x *DescribeTableRequest) String() string {
 func (*DescribeTableRequest) ProtoMessage() {}
 
 func (x *DescribeTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[20]
+	mi := &file_tabula_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +2032,7 @@ func (x *DescribeTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTableRequest.ProtoReflect.Descriptor instead.
 func (*DescribeTableRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{20}
+	return file_tabula_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DescribeTableRequest) GetTable() string {
@@ -1921,7 +2052,7 @@ type DescribeTableResponse struct {
 
 func (x *DescribeTableResponse) Reset() {
 	*x = DescribeTableResponse{}
-	mi := &file_tabula_proto_msgTypes[21]
+	mi := &file_tabula_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2064,7 @@ func (x *DescribeTableResponse) String() string {
 func (*DescribeTableResponse) ProtoMessage() {}
 
 func (x *DescribeTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[21]
+	mi := &file_tabula_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2077,7 @@ func (x *DescribeTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTableResponse.ProtoReflect.Descriptor instead.
 func (*DescribeTableResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{21}
+	return file_tabula_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DescribeTableResponse) GetSchema() *TableSchema {
@@ -1973,7 +2104,7 @@ type FamilyRequest struct {
 
 func (x *FamilyRequest) Reset() {
 	*x = FamilyRequest{}
-	mi := &file_tabula_proto_msgTypes[22]
+	mi := &file_tabula_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2116,7 @@ func (x *FamilyRequest) String() string {
 func (*FamilyRequest) ProtoMessage() {}
 
 func (x *FamilyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[22]
+	mi := &file_tabula_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2129,7 @@ func (x *FamilyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FamilyRequest.ProtoReflect.Descriptor instead.
 func (*FamilyRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{22}
+	return file_tabula_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FamilyRequest) GetTable() string {
@@ -2025,7 +2156,7 @@ type DeleteFamilyRequest struct {
 
 func (x *DeleteFamilyRequest) Reset() {
 	*x = DeleteFamilyRequest{}
-	mi := &file_tabula_proto_msgTypes[23]
+	mi := &file_tabula_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2037,7 +2168,7 @@ func (x *DeleteFamilyRequest) String() string {
 func (*DeleteFamilyRequest) ProtoMessage() {}
 
 func (x *DeleteFamilyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[23]
+	mi := &file_tabula_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2050,7 +2181,7 @@ func (x *DeleteFamilyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteFamilyRequest.ProtoReflect.Descriptor instead.
 func (*DeleteFamilyRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{23}
+	return file_tabula_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteFamilyRequest) GetTable() string {
@@ -2077,7 +2208,7 @@ type LocateTabletRequest struct {
 
 func (x *LocateTabletRequest) Reset() {
 	*x = LocateTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[24]
+	mi := &file_tabula_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2220,7 @@ func (x *LocateTabletRequest) String() string {
 func (*LocateTabletRequest) ProtoMessage() {}
 
 func (x *LocateTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[24]
+	mi := &file_tabula_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2233,7 @@ func (x *LocateTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateTabletRequest.ProtoReflect.Descriptor instead.
 func (*LocateTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{24}
+	return file_tabula_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LocateTabletRequest) GetTable() string {
@@ -2133,7 +2264,7 @@ type LocateRangeRequest struct {
 
 func (x *LocateRangeRequest) Reset() {
 	*x = LocateRangeRequest{}
-	mi := &file_tabula_proto_msgTypes[25]
+	mi := &file_tabula_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2145,7 +2276,7 @@ func (x *LocateRangeRequest) String() string {
 func (*LocateRangeRequest) ProtoMessage() {}
 
 func (x *LocateRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[25]
+	mi := &file_tabula_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2158,7 +2289,7 @@ func (x *LocateRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateRangeRequest.ProtoReflect.Descriptor instead.
 func (*LocateRangeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{25}
+	return file_tabula_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LocateRangeRequest) GetTable() string {
@@ -2198,7 +2329,7 @@ type LocateRangeResponse struct {
 
 func (x *LocateRangeResponse) Reset() {
 	*x = LocateRangeResponse{}
-	mi := &file_tabula_proto_msgTypes[26]
+	mi := &file_tabula_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2341,7 @@ func (x *LocateRangeResponse) String() string {
 func (*LocateRangeResponse) ProtoMessage() {}
 
 func (x *LocateRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[26]
+	mi := &file_tabula_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2354,7 @@ func (x *LocateRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LocateRangeResponse.ProtoReflect.Descriptor instead.
 func (*LocateRangeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{26}
+	return file_tabula_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LocateRangeResponse) GetTablets() []*TabletInfo {
@@ -2242,7 +2373,7 @@ type ListTabletsRequest struct {
 
 func (x *ListTabletsRequest) Reset() {
 	*x = ListTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[27]
+	mi := &file_tabula_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2254,7 +2385,7 @@ func (x *ListTabletsRequest) String() string {
 func (*ListTabletsRequest) ProtoMessage() {}
 
 func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[27]
+	mi := &file_tabula_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2267,7 +2398,7 @@ func (x *ListTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsRequest.ProtoReflect.Descriptor instead.
 func (*ListTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{27}
+	return file_tabula_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ListTabletsRequest) GetTable() string {
@@ -2286,7 +2417,7 @@ type ListTabletsResponse struct {
 
 func (x *ListTabletsResponse) Reset() {
 	*x = ListTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[28]
+	mi := &file_tabula_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2298,7 +2429,7 @@ func (x *ListTabletsResponse) String() string {
 func (*ListTabletsResponse) ProtoMessage() {}
 
 func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[28]
+	mi := &file_tabula_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2311,7 +2442,7 @@ func (x *ListTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTabletsResponse.ProtoReflect.Descriptor instead.
 func (*ListTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{28}
+	return file_tabula_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListTabletsResponse) GetTablets() []*TabletInfo {
@@ -2329,7 +2460,7 @@ type ListServersRequest struct {
 
 func (x *ListServersRequest) Reset() {
 	*x = ListServersRequest{}
-	mi := &file_tabula_proto_msgTypes[29]
+	mi := &file_tabula_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2341,7 +2472,7 @@ func (x *ListServersRequest) String() string {
 func (*ListServersRequest) ProtoMessage() {}
 
 func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[29]
+	mi := &file_tabula_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2354,7 +2485,7 @@ func (x *ListServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersRequest.ProtoReflect.Descriptor instead.
 func (*ListServersRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{29}
+	return file_tabula_proto_rawDescGZIP(), []int{30}
 }
 
 type ListServersResponse struct {
@@ -2366,7 +2497,7 @@ type ListServersResponse struct {
 
 func (x *ListServersResponse) Reset() {
 	*x = ListServersResponse{}
-	mi := &file_tabula_proto_msgTypes[30]
+	mi := &file_tabula_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2378,7 +2509,7 @@ func (x *ListServersResponse) String() string {
 func (*ListServersResponse) ProtoMessage() {}
 
 func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[30]
+	mi := &file_tabula_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2391,7 +2522,7 @@ func (x *ListServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListServersResponse.ProtoReflect.Descriptor instead.
 func (*ListServersResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{30}
+	return file_tabula_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListServersResponse) GetServers() []*ServerInfo {
@@ -2411,7 +2542,7 @@ type SplitTabletRequest struct {
 
 func (x *SplitTabletRequest) Reset() {
 	*x = SplitTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[31]
+	mi := &file_tabula_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2423,7 +2554,7 @@ func (x *SplitTabletRequest) String() string {
 func (*SplitTabletRequest) ProtoMessage() {}
 
 func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[31]
+	mi := &file_tabula_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2436,7 +2567,7 @@ func (x *SplitTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletRequest.ProtoReflect.Descriptor instead.
 func (*SplitTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{31}
+	return file_tabula_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SplitTabletRequest) GetTable() string {
@@ -2462,7 +2593,7 @@ type SplitTabletResponse struct {
 
 func (x *SplitTabletResponse) Reset() {
 	*x = SplitTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[32]
+	mi := &file_tabula_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2474,7 +2605,7 @@ func (x *SplitTabletResponse) String() string {
 func (*SplitTabletResponse) ProtoMessage() {}
 
 func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[32]
+	mi := &file_tabula_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2487,7 +2618,7 @@ func (x *SplitTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitTabletResponse.ProtoReflect.Descriptor instead.
 func (*SplitTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{32}
+	return file_tabula_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SplitTabletResponse) GetTablets() []*TabletInfo {
@@ -2507,7 +2638,7 @@ type CompactTableRequest struct {
 
 func (x *CompactTableRequest) Reset() {
 	*x = CompactTableRequest{}
-	mi := &file_tabula_proto_msgTypes[33]
+	mi := &file_tabula_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2519,7 +2650,7 @@ func (x *CompactTableRequest) String() string {
 func (*CompactTableRequest) ProtoMessage() {}
 
 func (x *CompactTableRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[33]
+	mi := &file_tabula_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2532,7 +2663,7 @@ func (x *CompactTableRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTableRequest.ProtoReflect.Descriptor instead.
 func (*CompactTableRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{33}
+	return file_tabula_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CompactTableRequest) GetTable() string {
@@ -2557,7 +2688,7 @@ type CompactTableResponse struct {
 
 func (x *CompactTableResponse) Reset() {
 	*x = CompactTableResponse{}
-	mi := &file_tabula_proto_msgTypes[34]
+	mi := &file_tabula_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2569,7 +2700,7 @@ func (x *CompactTableResponse) String() string {
 func (*CompactTableResponse) ProtoMessage() {}
 
 func (x *CompactTableResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[34]
+	mi := &file_tabula_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2582,7 +2713,7 @@ func (x *CompactTableResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTableResponse.ProtoReflect.Descriptor instead.
 func (*CompactTableResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{34}
+	return file_tabula_proto_rawDescGZIP(), []int{35}
 }
 
 type CreateTokenRequest struct {
@@ -2596,7 +2727,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_tabula_proto_msgTypes[35]
+	mi := &file_tabula_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2608,7 +2739,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[35]
+	mi := &file_tabula_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2621,7 +2752,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{35}
+	return file_tabula_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -2649,7 +2780,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_tabula_proto_msgTypes[36]
+	mi := &file_tabula_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2661,7 +2792,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[36]
+	mi := &file_tabula_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2674,7 +2805,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{36}
+	return file_tabula_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -2703,7 +2834,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_tabula_proto_msgTypes[37]
+	mi := &file_tabula_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2846,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[37]
+	mi := &file_tabula_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2859,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{37}
+	return file_tabula_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -2769,7 +2900,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_tabula_proto_msgTypes[38]
+	mi := &file_tabula_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2781,7 +2912,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[38]
+	mi := &file_tabula_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2794,7 +2925,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{38}
+	return file_tabula_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -2813,7 +2944,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_tabula_proto_msgTypes[39]
+	mi := &file_tabula_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +2956,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[39]
+	mi := &file_tabula_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +2969,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{39}
+	return file_tabula_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -2857,7 +2988,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_tabula_proto_msgTypes[40]
+	mi := &file_tabula_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2869,7 +3000,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[40]
+	mi := &file_tabula_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2882,7 +3013,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{40}
+	return file_tabula_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -2900,7 +3031,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_tabula_proto_msgTypes[41]
+	mi := &file_tabula_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +3043,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[41]
+	mi := &file_tabula_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3056,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{41}
+	return file_tabula_proto_rawDescGZIP(), []int{42}
 }
 
 // GrantInfo gives principal a role on table; table "*" means every table
@@ -2942,7 +3073,7 @@ type GrantInfo struct {
 
 func (x *GrantInfo) Reset() {
 	*x = GrantInfo{}
-	mi := &file_tabula_proto_msgTypes[42]
+	mi := &file_tabula_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2954,7 +3085,7 @@ func (x *GrantInfo) String() string {
 func (*GrantInfo) ProtoMessage() {}
 
 func (x *GrantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[42]
+	mi := &file_tabula_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2967,7 +3098,7 @@ func (x *GrantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantInfo.ProtoReflect.Descriptor instead.
 func (*GrantInfo) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{42}
+	return file_tabula_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GrantInfo) GetPrincipal() string {
@@ -3000,7 +3131,7 @@ type GrantRequest struct {
 
 func (x *GrantRequest) Reset() {
 	*x = GrantRequest{}
-	mi := &file_tabula_proto_msgTypes[43]
+	mi := &file_tabula_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3012,7 +3143,7 @@ func (x *GrantRequest) String() string {
 func (*GrantRequest) ProtoMessage() {}
 
 func (x *GrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[43]
+	mi := &file_tabula_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3025,7 +3156,7 @@ func (x *GrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRequest.ProtoReflect.Descriptor instead.
 func (*GrantRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{43}
+	return file_tabula_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GrantRequest) GetGrant() *GrantInfo {
@@ -3043,7 +3174,7 @@ type GrantResponse struct {
 
 func (x *GrantResponse) Reset() {
 	*x = GrantResponse{}
-	mi := &file_tabula_proto_msgTypes[44]
+	mi := &file_tabula_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3055,7 +3186,7 @@ func (x *GrantResponse) String() string {
 func (*GrantResponse) ProtoMessage() {}
 
 func (x *GrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[44]
+	mi := &file_tabula_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3068,7 +3199,7 @@ func (x *GrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantResponse.ProtoReflect.Descriptor instead.
 func (*GrantResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{44}
+	return file_tabula_proto_rawDescGZIP(), []int{45}
 }
 
 type RevokeRequest struct {
@@ -3081,7 +3212,7 @@ type RevokeRequest struct {
 
 func (x *RevokeRequest) Reset() {
 	*x = RevokeRequest{}
-	mi := &file_tabula_proto_msgTypes[45]
+	mi := &file_tabula_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3093,7 +3224,7 @@ func (x *RevokeRequest) String() string {
 func (*RevokeRequest) ProtoMessage() {}
 
 func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[45]
+	mi := &file_tabula_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3106,7 +3237,7 @@ func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRequest.ProtoReflect.Descriptor instead.
 func (*RevokeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{45}
+	return file_tabula_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RevokeRequest) GetPrincipal() string {
@@ -3131,7 +3262,7 @@ type RevokeResponse struct {
 
 func (x *RevokeResponse) Reset() {
 	*x = RevokeResponse{}
-	mi := &file_tabula_proto_msgTypes[46]
+	mi := &file_tabula_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3143,7 +3274,7 @@ func (x *RevokeResponse) String() string {
 func (*RevokeResponse) ProtoMessage() {}
 
 func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[46]
+	mi := &file_tabula_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3156,7 +3287,7 @@ func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeResponse.ProtoReflect.Descriptor instead.
 func (*RevokeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{46}
+	return file_tabula_proto_rawDescGZIP(), []int{47}
 }
 
 type ListGrantsRequest struct {
@@ -3170,7 +3301,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_tabula_proto_msgTypes[47]
+	mi := &file_tabula_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3313,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[47]
+	mi := &file_tabula_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3326,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{47}
+	return file_tabula_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListGrantsRequest) GetPrincipal() string {
@@ -3221,7 +3352,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_tabula_proto_msgTypes[48]
+	mi := &file_tabula_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3233,7 +3364,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[48]
+	mi := &file_tabula_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3246,7 +3377,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{48}
+	return file_tabula_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*GrantInfo {
@@ -3264,7 +3395,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_tabula_proto_msgTypes[49]
+	mi := &file_tabula_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3407,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[49]
+	mi := &file_tabula_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3420,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{49}
+	return file_tabula_proto_rawDescGZIP(), []int{50}
 }
 
 type WhoAmIResponse struct {
@@ -3306,7 +3437,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_tabula_proto_msgTypes[50]
+	mi := &file_tabula_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3318,7 +3449,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[50]
+	mi := &file_tabula_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3331,7 +3462,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{50}
+	return file_tabula_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -3370,7 +3501,7 @@ type BalanceRequest struct {
 
 func (x *BalanceRequest) Reset() {
 	*x = BalanceRequest{}
-	mi := &file_tabula_proto_msgTypes[51]
+	mi := &file_tabula_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3382,7 +3513,7 @@ func (x *BalanceRequest) String() string {
 func (*BalanceRequest) ProtoMessage() {}
 
 func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[51]
+	mi := &file_tabula_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3395,7 +3526,7 @@ func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceRequest.ProtoReflect.Descriptor instead.
 func (*BalanceRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{51}
+	return file_tabula_proto_rawDescGZIP(), []int{52}
 }
 
 type BalanceResponse struct {
@@ -3407,7 +3538,7 @@ type BalanceResponse struct {
 
 func (x *BalanceResponse) Reset() {
 	*x = BalanceResponse{}
-	mi := &file_tabula_proto_msgTypes[52]
+	mi := &file_tabula_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3419,7 +3550,7 @@ func (x *BalanceResponse) String() string {
 func (*BalanceResponse) ProtoMessage() {}
 
 func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[52]
+	mi := &file_tabula_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3432,7 +3563,7 @@ func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceResponse.ProtoReflect.Descriptor instead.
 func (*BalanceResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{52}
+	return file_tabula_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *BalanceResponse) GetMoved() int32 {
@@ -3456,7 +3587,7 @@ type TabletRef struct {
 
 func (x *TabletRef) Reset() {
 	*x = TabletRef{}
-	mi := &file_tabula_proto_msgTypes[53]
+	mi := &file_tabula_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3468,7 +3599,7 @@ func (x *TabletRef) String() string {
 func (*TabletRef) ProtoMessage() {}
 
 func (x *TabletRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[53]
+	mi := &file_tabula_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3481,7 +3612,7 @@ func (x *TabletRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletRef.ProtoReflect.Descriptor instead.
 func (*TabletRef) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{53}
+	return file_tabula_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *TabletRef) GetTable() string {
@@ -3518,7 +3649,7 @@ type ReadRowsRequest struct {
 
 func (x *ReadRowsRequest) Reset() {
 	*x = ReadRowsRequest{}
-	mi := &file_tabula_proto_msgTypes[54]
+	mi := &file_tabula_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3530,7 +3661,7 @@ func (x *ReadRowsRequest) String() string {
 func (*ReadRowsRequest) ProtoMessage() {}
 
 func (x *ReadRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[54]
+	mi := &file_tabula_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3543,7 +3674,7 @@ func (x *ReadRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowsRequest.ProtoReflect.Descriptor instead.
 func (*ReadRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{54}
+	return file_tabula_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReadRowsRequest) GetTablet() *TabletRef {
@@ -3583,7 +3714,7 @@ type ReadRowsResponse struct {
 
 func (x *ReadRowsResponse) Reset() {
 	*x = ReadRowsResponse{}
-	mi := &file_tabula_proto_msgTypes[55]
+	mi := &file_tabula_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3595,7 +3726,7 @@ func (x *ReadRowsResponse) String() string {
 func (*ReadRowsResponse) ProtoMessage() {}
 
 func (x *ReadRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[55]
+	mi := &file_tabula_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3608,7 +3739,7 @@ func (x *ReadRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowsResponse.ProtoReflect.Descriptor instead.
 func (*ReadRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{55}
+	return file_tabula_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ReadRowsResponse) GetRows() []*Row {
@@ -3629,7 +3760,7 @@ type MutateRowRequest struct {
 
 func (x *MutateRowRequest) Reset() {
 	*x = MutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[56]
+	mi := &file_tabula_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3641,7 +3772,7 @@ func (x *MutateRowRequest) String() string {
 func (*MutateRowRequest) ProtoMessage() {}
 
 func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[56]
+	mi := &file_tabula_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3654,7 +3785,7 @@ func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{56}
+	return file_tabula_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *MutateRowRequest) GetTablet() *TabletRef {
@@ -3686,7 +3817,7 @@ type MutateRowResponse struct {
 
 func (x *MutateRowResponse) Reset() {
 	*x = MutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3698,7 +3829,7 @@ func (x *MutateRowResponse) String() string {
 func (*MutateRowResponse) ProtoMessage() {}
 
 func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3711,7 +3842,7 @@ func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{57}
+	return file_tabula_proto_rawDescGZIP(), []int{58}
 }
 
 type MutateRowsRequest struct {
@@ -3723,7 +3854,7 @@ type MutateRowsRequest struct {
 
 func (x *MutateRowsRequest) Reset() {
 	*x = MutateRowsRequest{}
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3735,7 +3866,7 @@ func (x *MutateRowsRequest) String() string {
 func (*MutateRowsRequest) ProtoMessage() {}
 
 func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3748,7 +3879,7 @@ func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{58}
+	return file_tabula_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MutateRowsRequest) GetEntries() []*MutateRowsRequest_Entry {
@@ -3767,7 +3898,7 @@ type MutateRowsResponse struct {
 
 func (x *MutateRowsResponse) Reset() {
 	*x = MutateRowsResponse{}
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3779,7 +3910,7 @@ func (x *MutateRowsResponse) String() string {
 func (*MutateRowsResponse) ProtoMessage() {}
 
 func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3792,7 +3923,7 @@ func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{59}
+	return file_tabula_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MutateRowsResponse) GetEntries() []*MutateRowsResponse_Entry {
@@ -3815,7 +3946,7 @@ type CheckAndMutateRowRequest struct {
 
 func (x *CheckAndMutateRowRequest) Reset() {
 	*x = CheckAndMutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3827,7 +3958,7 @@ func (x *CheckAndMutateRowRequest) String() string {
 func (*CheckAndMutateRowRequest) ProtoMessage() {}
 
 func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3840,7 +3971,7 @@ func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowRequest.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{60}
+	return file_tabula_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CheckAndMutateRowRequest) GetTablet() *TabletRef {
@@ -3887,7 +4018,7 @@ type CheckAndMutateRowResponse struct {
 
 func (x *CheckAndMutateRowResponse) Reset() {
 	*x = CheckAndMutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3899,7 +4030,7 @@ func (x *CheckAndMutateRowResponse) String() string {
 func (*CheckAndMutateRowResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3912,7 +4043,7 @@ func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{61}
+	return file_tabula_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *CheckAndMutateRowResponse) GetPredicateMatched() bool {
@@ -3933,7 +4064,7 @@ type ReadModifyWriteRowRequest struct {
 
 func (x *ReadModifyWriteRowRequest) Reset() {
 	*x = ReadModifyWriteRowRequest{}
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3945,7 +4076,7 @@ func (x *ReadModifyWriteRowRequest) String() string {
 func (*ReadModifyWriteRowRequest) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3958,7 +4089,7 @@ func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{62}
+	return file_tabula_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReadModifyWriteRowRequest) GetTablet() *TabletRef {
@@ -3991,7 +4122,7 @@ type ReadModifyWriteRowResponse struct {
 
 func (x *ReadModifyWriteRowResponse) Reset() {
 	*x = ReadModifyWriteRowResponse{}
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +4134,7 @@ func (x *ReadModifyWriteRowResponse) String() string {
 func (*ReadModifyWriteRowResponse) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +4147,7 @@ func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{63}
+	return file_tabula_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ReadModifyWriteRowResponse) GetRow() *Row {
@@ -4035,7 +4166,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4047,7 +4178,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4060,7 +4191,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{64}
+	return file_tabula_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *SampleRowKeysRequest) GetTablet() *TabletRef {
@@ -4079,7 +4210,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4091,7 +4222,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4104,7 +4235,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{65}
+	return file_tabula_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -4124,7 +4255,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4136,7 +4267,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4149,7 +4280,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{66}
+	return file_tabula_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *LoadTabletRequest) GetTablet() *TabletInfo {
@@ -4174,7 +4305,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +4317,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +4330,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{67}
+	return file_tabula_proto_rawDescGZIP(), []int{68}
 }
 
 type UnloadTabletRequest struct {
@@ -4211,7 +4342,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4223,7 +4354,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4236,7 +4367,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{68}
+	return file_tabula_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *UnloadTabletRequest) GetTablet() *TabletRef {
@@ -4254,7 +4385,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4266,7 +4397,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4279,7 +4410,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{69}
+	return file_tabula_proto_rawDescGZIP(), []int{70}
 }
 
 type FlushTabletResponse struct {
@@ -4290,7 +4421,7 @@ type FlushTabletResponse struct {
 
 func (x *FlushTabletResponse) Reset() {
 	*x = FlushTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4302,7 +4433,7 @@ func (x *FlushTabletResponse) String() string {
 func (*FlushTabletResponse) ProtoMessage() {}
 
 func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4315,7 +4446,7 @@ func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushTabletResponse.ProtoReflect.Descriptor instead.
 func (*FlushTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{70}
+	return file_tabula_proto_rawDescGZIP(), []int{71}
 }
 
 type CompactTabletRequest struct {
@@ -4328,7 +4459,7 @@ type CompactTabletRequest struct {
 
 func (x *CompactTabletRequest) Reset() {
 	*x = CompactTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4340,7 +4471,7 @@ func (x *CompactTabletRequest) String() string {
 func (*CompactTabletRequest) ProtoMessage() {}
 
 func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4353,7 +4484,7 @@ func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletRequest.ProtoReflect.Descriptor instead.
 func (*CompactTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{71}
+	return file_tabula_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *CompactTabletRequest) GetTablet() *TabletRef {
@@ -4378,7 +4509,7 @@ type CompactTabletResponse struct {
 
 func (x *CompactTabletResponse) Reset() {
 	*x = CompactTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4390,7 +4521,7 @@ func (x *CompactTabletResponse) String() string {
 func (*CompactTabletResponse) ProtoMessage() {}
 
 func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4403,7 +4534,7 @@ func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletResponse.ProtoReflect.Descriptor instead.
 func (*CompactTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{72}
+	return file_tabula_proto_rawDescGZIP(), []int{73}
 }
 
 type SplitRequest struct {
@@ -4417,7 +4548,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4429,7 +4560,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4442,7 +4573,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{73}
+	return file_tabula_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *SplitRequest) GetTablet() *TabletRef {
@@ -4468,7 +4599,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4480,7 +4611,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4493,7 +4624,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{74}
+	return file_tabula_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UpdateSchemaRequest) GetSchema() *TableSchema {
@@ -4511,7 +4642,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4654,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4667,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{75}
+	return file_tabula_proto_rawDescGZIP(), []int{76}
 }
 
 type ServerStatsRequest struct {
@@ -4547,7 +4678,7 @@ type ServerStatsRequest struct {
 
 func (x *ServerStatsRequest) Reset() {
 	*x = ServerStatsRequest{}
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4559,7 +4690,7 @@ func (x *ServerStatsRequest) String() string {
 func (*ServerStatsRequest) ProtoMessage() {}
 
 func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4572,7 +4703,7 @@ func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{76}
+	return file_tabula_proto_rawDescGZIP(), []int{77}
 }
 
 type TabletStats struct {
@@ -4592,7 +4723,7 @@ type TabletStats struct {
 
 func (x *TabletStats) Reset() {
 	*x = TabletStats{}
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4604,7 +4735,7 @@ func (x *TabletStats) String() string {
 func (*TabletStats) ProtoMessage() {}
 
 func (x *TabletStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4617,7 +4748,7 @@ func (x *TabletStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStats.ProtoReflect.Descriptor instead.
 func (*TabletStats) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{77}
+	return file_tabula_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *TabletStats) GetTablet() *TabletRef {
@@ -4698,7 +4829,7 @@ type ServerStatsResponse struct {
 
 func (x *ServerStatsResponse) Reset() {
 	*x = ServerStatsResponse{}
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4710,7 +4841,7 @@ func (x *ServerStatsResponse) String() string {
 func (*ServerStatsResponse) ProtoMessage() {}
 
 func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4723,7 +4854,7 @@ func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ServerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{78}
+	return file_tabula_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ServerStatsResponse) GetServerId() string {
@@ -4754,6 +4885,50 @@ func (x *ServerStatsResponse) GetLease() int64 {
 	return 0
 }
 
+type GCRule_Rules struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rules         []*GCRule              `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GCRule_Rules) Reset() {
+	*x = GCRule_Rules{}
+	mi := &file_tabula_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GCRule_Rules) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GCRule_Rules) ProtoMessage() {}
+
+func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GCRule_Rules.ProtoReflect.Descriptor instead.
+func (*GCRule_Rules) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{1, 0}
+}
+
+func (x *GCRule_Rules) GetRules() []*GCRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
 type Mutation_SetCell struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -4767,7 +4942,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4779,7 +4954,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4792,7 +4967,7 @@ func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_SetCell.ProtoReflect.Descriptor instead.
 func (*Mutation_SetCell) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{9, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{10, 0}
 }
 
 func (x *Mutation_SetCell) GetFamily() string {
@@ -4836,7 +5011,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4848,7 +5023,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4861,7 +5036,7 @@ func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteFromColumn.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteFromColumn) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{9, 1}
+	return file_tabula_proto_rawDescGZIP(), []int{10, 1}
 }
 
 func (x *Mutation_DeleteFromColumn) GetFamily() string {
@@ -4901,7 +5076,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4913,7 +5088,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4926,7 +5101,7 @@ func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteFromFamily.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteFromFamily) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{9, 2}
+	return file_tabula_proto_rawDescGZIP(), []int{10, 2}
 }
 
 func (x *Mutation_DeleteFromFamily) GetFamily() string {
@@ -4944,7 +5119,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4956,7 +5131,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4969,7 +5144,7 @@ func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Mutation_DeleteFromRow.ProtoReflect.Descriptor instead.
 func (*Mutation_DeleteFromRow) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{9, 3}
+	return file_tabula_proto_rawDescGZIP(), []int{10, 3}
 }
 
 type RowFilter_Chain struct {
@@ -4981,7 +5156,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4993,7 +5168,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5006,7 +5181,7 @@ func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowFilter_Chain.ProtoReflect.Descriptor instead.
 func (*RowFilter_Chain) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{11, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{12, 0}
 }
 
 func (x *RowFilter_Chain) GetFilters() []*RowFilter {
@@ -5025,7 +5200,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5037,7 +5212,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5050,7 +5225,7 @@ func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowFilter_Interleave.ProtoReflect.Descriptor instead.
 func (*RowFilter_Interleave) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{11, 1}
+	return file_tabula_proto_rawDescGZIP(), []int{12, 1}
 }
 
 func (x *RowFilter_Interleave) GetFilters() []*RowFilter {
@@ -5071,7 +5246,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5083,7 +5258,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5096,7 +5271,7 @@ func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RowFilter_Condition.ProtoReflect.Descriptor instead.
 func (*RowFilter_Condition) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{11, 2}
+	return file_tabula_proto_rawDescGZIP(), []int{12, 2}
 }
 
 func (x *RowFilter_Condition) GetPredicateFilter() *RowFilter {
@@ -5131,7 +5306,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5143,7 +5318,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5156,7 +5331,7 @@ func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{58, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{59, 0}
 }
 
 func (x *MutateRowsRequest_Entry) GetTablet() *TabletRef {
@@ -5195,7 +5370,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5207,7 +5382,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5220,7 +5395,7 @@ func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{59, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{60, 0}
 }
 
 func (x *MutateRowsResponse_Entry) GetIndex() int64 {
@@ -5261,7 +5436,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5273,7 +5448,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5286,7 +5461,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{65, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{66, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -5307,7 +5482,7 @@ var File_tabula_proto protoreflect.FileDescriptor
 
 const file_tabula_proto_rawDesc = "" +
 	"\n" +
-	"\ftabula.proto\x12\ttabula.v1\"\x9f\x02\n" +
+	"\ftabula.proto\x12\ttabula.v1\"\xcb\x02\n" +
 	"\x06Family\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_versions\x18\x02 \x01(\x05R\vmaxVersions\x12\x1d\n" +
@@ -5318,7 +5493,16 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05bloom\x18\x06 \x01(\x0e2\x10.tabula.v1.BloomR\x05bloom\x12\x1d\n" +
 	"\n" +
 	"block_size\x18\a \x01(\x05R\tblockSize\x12\x1b\n" +
-	"\tin_memory\x18\b \x01(\bR\binMemory\"\x9a\x01\n" +
+	"\tin_memory\x18\b \x01(\bR\binMemory\x12*\n" +
+	"\agc_rule\x18\t \x01(\v2\x11.tabula.v1.GCRuleR\x06gcRule\"\x86\x02\n" +
+	"\x06GCRule\x12*\n" +
+	"\x10max_num_versions\x18\x01 \x01(\x05H\x00R\x0emaxNumVersions\x12&\n" +
+	"\x0emax_age_micros\x18\x02 \x01(\x03H\x00R\fmaxAgeMicros\x12=\n" +
+	"\fintersection\x18\x03 \x01(\v2\x17.tabula.v1.GCRule.RulesH\x00R\fintersection\x12/\n" +
+	"\x05union\x18\x04 \x01(\v2\x17.tabula.v1.GCRule.RulesH\x00R\x05union\x1a0\n" +
+	"\x05Rules\x12'\n" +
+	"\x05rules\x18\x01 \x03(\v2\x11.tabula.v1.GCRuleR\x05rulesB\x06\n" +
+	"\x04rule\"\x9a\x01\n" +
 	"\vTableSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\bfamilies\x18\x02 \x03(\v2\x11.tabula.v1.FamilyR\bfamilies\x122\n" +
@@ -5691,238 +5875,244 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 91)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
 	(GCMode)(0),                          // 2: tabula.v1.GCMode
 	(*Family)(nil),                       // 3: tabula.v1.Family
-	(*TableSchema)(nil),                  // 4: tabula.v1.TableSchema
-	(*TabletInfo)(nil),                   // 5: tabula.v1.TabletInfo
-	(*ServerInfo)(nil),                   // 6: tabula.v1.ServerInfo
-	(*NotServing)(nil),                   // 7: tabula.v1.NotServing
-	(*Cell)(nil),                         // 8: tabula.v1.Cell
-	(*Row)(nil),                          // 9: tabula.v1.Row
-	(*RowRange)(nil),                     // 10: tabula.v1.RowRange
-	(*RowSet)(nil),                       // 11: tabula.v1.RowSet
-	(*Mutation)(nil),                     // 12: tabula.v1.Mutation
-	(*ReadModifyWriteRule)(nil),          // 13: tabula.v1.ReadModifyWriteRule
-	(*RowFilter)(nil),                    // 14: tabula.v1.RowFilter
-	(*ColumnRange)(nil),                  // 15: tabula.v1.ColumnRange
-	(*TimestampRange)(nil),               // 16: tabula.v1.TimestampRange
-	(*ValueRange)(nil),                   // 17: tabula.v1.ValueRange
-	(*CreateTableRequest)(nil),           // 18: tabula.v1.CreateTableRequest
-	(*DeleteTableRequest)(nil),           // 19: tabula.v1.DeleteTableRequest
-	(*DeleteTableResponse)(nil),          // 20: tabula.v1.DeleteTableResponse
-	(*ListTablesRequest)(nil),            // 21: tabula.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),           // 22: tabula.v1.ListTablesResponse
-	(*DescribeTableRequest)(nil),         // 23: tabula.v1.DescribeTableRequest
-	(*DescribeTableResponse)(nil),        // 24: tabula.v1.DescribeTableResponse
-	(*FamilyRequest)(nil),                // 25: tabula.v1.FamilyRequest
-	(*DeleteFamilyRequest)(nil),          // 26: tabula.v1.DeleteFamilyRequest
-	(*LocateTabletRequest)(nil),          // 27: tabula.v1.LocateTabletRequest
-	(*LocateRangeRequest)(nil),           // 28: tabula.v1.LocateRangeRequest
-	(*LocateRangeResponse)(nil),          // 29: tabula.v1.LocateRangeResponse
-	(*ListTabletsRequest)(nil),           // 30: tabula.v1.ListTabletsRequest
-	(*ListTabletsResponse)(nil),          // 31: tabula.v1.ListTabletsResponse
-	(*ListServersRequest)(nil),           // 32: tabula.v1.ListServersRequest
-	(*ListServersResponse)(nil),          // 33: tabula.v1.ListServersResponse
-	(*SplitTabletRequest)(nil),           // 34: tabula.v1.SplitTabletRequest
-	(*SplitTabletResponse)(nil),          // 35: tabula.v1.SplitTabletResponse
-	(*CompactTableRequest)(nil),          // 36: tabula.v1.CompactTableRequest
-	(*CompactTableResponse)(nil),         // 37: tabula.v1.CompactTableResponse
-	(*CreateTokenRequest)(nil),           // 38: tabula.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),          // 39: tabula.v1.CreateTokenResponse
-	(*TokenInfo)(nil),                    // 40: tabula.v1.TokenInfo
-	(*ListTokensRequest)(nil),            // 41: tabula.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),           // 42: tabula.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),           // 43: tabula.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),          // 44: tabula.v1.RevokeTokenResponse
-	(*GrantInfo)(nil),                    // 45: tabula.v1.GrantInfo
-	(*GrantRequest)(nil),                 // 46: tabula.v1.GrantRequest
-	(*GrantResponse)(nil),                // 47: tabula.v1.GrantResponse
-	(*RevokeRequest)(nil),                // 48: tabula.v1.RevokeRequest
-	(*RevokeResponse)(nil),               // 49: tabula.v1.RevokeResponse
-	(*ListGrantsRequest)(nil),            // 50: tabula.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),           // 51: tabula.v1.ListGrantsResponse
-	(*WhoAmIRequest)(nil),                // 52: tabula.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 53: tabula.v1.WhoAmIResponse
-	(*BalanceRequest)(nil),               // 54: tabula.v1.BalanceRequest
-	(*BalanceResponse)(nil),              // 55: tabula.v1.BalanceResponse
-	(*TabletRef)(nil),                    // 56: tabula.v1.TabletRef
-	(*ReadRowsRequest)(nil),              // 57: tabula.v1.ReadRowsRequest
-	(*ReadRowsResponse)(nil),             // 58: tabula.v1.ReadRowsResponse
-	(*MutateRowRequest)(nil),             // 59: tabula.v1.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 60: tabula.v1.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 61: tabula.v1.MutateRowsRequest
-	(*MutateRowsResponse)(nil),           // 62: tabula.v1.MutateRowsResponse
-	(*CheckAndMutateRowRequest)(nil),     // 63: tabula.v1.CheckAndMutateRowRequest
-	(*CheckAndMutateRowResponse)(nil),    // 64: tabula.v1.CheckAndMutateRowResponse
-	(*ReadModifyWriteRowRequest)(nil),    // 65: tabula.v1.ReadModifyWriteRowRequest
-	(*ReadModifyWriteRowResponse)(nil),   // 66: tabula.v1.ReadModifyWriteRowResponse
-	(*SampleRowKeysRequest)(nil),         // 67: tabula.v1.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 68: tabula.v1.SampleRowKeysResponse
-	(*LoadTabletRequest)(nil),            // 69: tabula.v1.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 70: tabula.v1.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 71: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 72: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),          // 73: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),         // 74: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),        // 75: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                 // 76: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),          // 77: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 78: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),           // 79: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                  // 80: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),          // 81: tabula.v1.ServerStatsResponse
-	(*Mutation_SetCell)(nil),             // 82: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 83: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 84: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 85: tabula.v1.Mutation.DeleteFromRow
-	(*RowFilter_Chain)(nil),              // 86: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 87: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 88: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 89: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 90: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 91: tabula.v1.SampleRowKeysResponse.Sample
+	(*GCRule)(nil),                       // 4: tabula.v1.GCRule
+	(*TableSchema)(nil),                  // 5: tabula.v1.TableSchema
+	(*TabletInfo)(nil),                   // 6: tabula.v1.TabletInfo
+	(*ServerInfo)(nil),                   // 7: tabula.v1.ServerInfo
+	(*NotServing)(nil),                   // 8: tabula.v1.NotServing
+	(*Cell)(nil),                         // 9: tabula.v1.Cell
+	(*Row)(nil),                          // 10: tabula.v1.Row
+	(*RowRange)(nil),                     // 11: tabula.v1.RowRange
+	(*RowSet)(nil),                       // 12: tabula.v1.RowSet
+	(*Mutation)(nil),                     // 13: tabula.v1.Mutation
+	(*ReadModifyWriteRule)(nil),          // 14: tabula.v1.ReadModifyWriteRule
+	(*RowFilter)(nil),                    // 15: tabula.v1.RowFilter
+	(*ColumnRange)(nil),                  // 16: tabula.v1.ColumnRange
+	(*TimestampRange)(nil),               // 17: tabula.v1.TimestampRange
+	(*ValueRange)(nil),                   // 18: tabula.v1.ValueRange
+	(*CreateTableRequest)(nil),           // 19: tabula.v1.CreateTableRequest
+	(*DeleteTableRequest)(nil),           // 20: tabula.v1.DeleteTableRequest
+	(*DeleteTableResponse)(nil),          // 21: tabula.v1.DeleteTableResponse
+	(*ListTablesRequest)(nil),            // 22: tabula.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),           // 23: tabula.v1.ListTablesResponse
+	(*DescribeTableRequest)(nil),         // 24: tabula.v1.DescribeTableRequest
+	(*DescribeTableResponse)(nil),        // 25: tabula.v1.DescribeTableResponse
+	(*FamilyRequest)(nil),                // 26: tabula.v1.FamilyRequest
+	(*DeleteFamilyRequest)(nil),          // 27: tabula.v1.DeleteFamilyRequest
+	(*LocateTabletRequest)(nil),          // 28: tabula.v1.LocateTabletRequest
+	(*LocateRangeRequest)(nil),           // 29: tabula.v1.LocateRangeRequest
+	(*LocateRangeResponse)(nil),          // 30: tabula.v1.LocateRangeResponse
+	(*ListTabletsRequest)(nil),           // 31: tabula.v1.ListTabletsRequest
+	(*ListTabletsResponse)(nil),          // 32: tabula.v1.ListTabletsResponse
+	(*ListServersRequest)(nil),           // 33: tabula.v1.ListServersRequest
+	(*ListServersResponse)(nil),          // 34: tabula.v1.ListServersResponse
+	(*SplitTabletRequest)(nil),           // 35: tabula.v1.SplitTabletRequest
+	(*SplitTabletResponse)(nil),          // 36: tabula.v1.SplitTabletResponse
+	(*CompactTableRequest)(nil),          // 37: tabula.v1.CompactTableRequest
+	(*CompactTableResponse)(nil),         // 38: tabula.v1.CompactTableResponse
+	(*CreateTokenRequest)(nil),           // 39: tabula.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),          // 40: tabula.v1.CreateTokenResponse
+	(*TokenInfo)(nil),                    // 41: tabula.v1.TokenInfo
+	(*ListTokensRequest)(nil),            // 42: tabula.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),           // 43: tabula.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),           // 44: tabula.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),          // 45: tabula.v1.RevokeTokenResponse
+	(*GrantInfo)(nil),                    // 46: tabula.v1.GrantInfo
+	(*GrantRequest)(nil),                 // 47: tabula.v1.GrantRequest
+	(*GrantResponse)(nil),                // 48: tabula.v1.GrantResponse
+	(*RevokeRequest)(nil),                // 49: tabula.v1.RevokeRequest
+	(*RevokeResponse)(nil),               // 50: tabula.v1.RevokeResponse
+	(*ListGrantsRequest)(nil),            // 51: tabula.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),           // 52: tabula.v1.ListGrantsResponse
+	(*WhoAmIRequest)(nil),                // 53: tabula.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 54: tabula.v1.WhoAmIResponse
+	(*BalanceRequest)(nil),               // 55: tabula.v1.BalanceRequest
+	(*BalanceResponse)(nil),              // 56: tabula.v1.BalanceResponse
+	(*TabletRef)(nil),                    // 57: tabula.v1.TabletRef
+	(*ReadRowsRequest)(nil),              // 58: tabula.v1.ReadRowsRequest
+	(*ReadRowsResponse)(nil),             // 59: tabula.v1.ReadRowsResponse
+	(*MutateRowRequest)(nil),             // 60: tabula.v1.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 61: tabula.v1.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 62: tabula.v1.MutateRowsRequest
+	(*MutateRowsResponse)(nil),           // 63: tabula.v1.MutateRowsResponse
+	(*CheckAndMutateRowRequest)(nil),     // 64: tabula.v1.CheckAndMutateRowRequest
+	(*CheckAndMutateRowResponse)(nil),    // 65: tabula.v1.CheckAndMutateRowResponse
+	(*ReadModifyWriteRowRequest)(nil),    // 66: tabula.v1.ReadModifyWriteRowRequest
+	(*ReadModifyWriteRowResponse)(nil),   // 67: tabula.v1.ReadModifyWriteRowResponse
+	(*SampleRowKeysRequest)(nil),         // 68: tabula.v1.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 69: tabula.v1.SampleRowKeysResponse
+	(*LoadTabletRequest)(nil),            // 70: tabula.v1.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 71: tabula.v1.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 72: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 73: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),          // 74: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),         // 75: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),        // 76: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                 // 77: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),          // 78: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 79: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),           // 80: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                  // 81: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),          // 82: tabula.v1.ServerStatsResponse
+	(*GCRule_Rules)(nil),                 // 83: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 84: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 85: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 86: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 87: tabula.v1.Mutation.DeleteFromRow
+	(*RowFilter_Chain)(nil),              // 88: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 89: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 90: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 91: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 92: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 93: tabula.v1.SampleRowKeysResponse.Sample
 }
 var file_tabula_proto_depIdxs = []int32{
-	2,  // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
-	0,  // 1: tabula.v1.Family.compression:type_name -> tabula.v1.Compression
-	1,  // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
-	3,  // 3: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
-	8,  // 4: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
-	10, // 5: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	82, // 6: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	83, // 7: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	84, // 8: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	85, // 9: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	86, // 10: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	87, // 11: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	88, // 12: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
-	15, // 13: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
-	16, // 14: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
-	17, // 15: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
-	4,  // 16: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
-	4,  // 17: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
-	4,  // 18: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
-	5,  // 19: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
-	3,  // 20: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
-	5,  // 21: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
-	5,  // 22: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	6,  // 23: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
-	5,  // 24: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
-	40, // 25: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
-	40, // 26: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
-	45, // 27: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
-	45, // 28: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
-	45, // 29: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	56, // 30: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
-	11, // 31: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
-	14, // 32: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
-	9,  // 33: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	56, // 34: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	12, // 35: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	89, // 36: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	90, // 37: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	56, // 38: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	14, // 39: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
-	12, // 40: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
-	12, // 41: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	56, // 42: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	13, // 43: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
-	9,  // 44: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	56, // 45: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	91, // 46: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
-	5,  // 47: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
-	4,  // 48: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	56, // 49: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	56, // 50: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	56, // 51: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	4,  // 52: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	56, // 53: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	80, // 54: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	14, // 55: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	14, // 56: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	14, // 57: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	14, // 58: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	14, // 59: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	56, // 60: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	12, // 61: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	7,  // 62: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	18, // 63: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	19, // 64: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	21, // 65: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	23, // 66: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	25, // 67: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	25, // 68: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	26, // 69: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	27, // 70: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	28, // 71: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	30, // 72: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	32, // 73: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	34, // 74: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	36, // 75: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	54, // 76: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	38, // 77: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	41, // 78: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	43, // 79: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	46, // 80: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	48, // 81: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	50, // 82: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	52, // 83: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	57, // 84: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	59, // 85: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	61, // 86: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	63, // 87: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	65, // 88: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	67, // 89: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	69, // 90: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	71, // 91: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	56, // 92: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	74, // 93: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	76, // 94: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	77, // 95: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	79, // 96: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	4,  // 97: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	20, // 98: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	22, // 99: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	24, // 100: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	4,  // 101: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	4,  // 102: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	4,  // 103: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	5,  // 104: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	29, // 105: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	31, // 106: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	33, // 107: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	35, // 108: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	37, // 109: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	55, // 110: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	39, // 111: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	42, // 112: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	44, // 113: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	47, // 114: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	49, // 115: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	51, // 116: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	53, // 117: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	58, // 118: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	60, // 119: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	62, // 120: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	64, // 121: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	66, // 122: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	68, // 123: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	70, // 124: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	72, // 125: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	73, // 126: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	75, // 127: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	35, // 128: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	78, // 129: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	81, // 130: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	97, // [97:131] is the sub-list for method output_type
-	63, // [63:97] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
+	0,   // 1: tabula.v1.Family.compression:type_name -> tabula.v1.Compression
+	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
+	4,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
+	83,  // 4: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	83,  // 5: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	3,   // 6: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
+	9,   // 7: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
+	11,  // 8: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
+	84,  // 9: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	85,  // 10: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	86,  // 11: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	87,  // 12: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	88,  // 13: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	89,  // 14: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	90,  // 15: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	16,  // 16: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
+	17,  // 17: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
+	18,  // 18: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
+	5,   // 19: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
+	5,   // 20: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
+	5,   // 21: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
+	6,   // 22: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
+	3,   // 23: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
+	6,   // 24: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
+	6,   // 25: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	7,   // 26: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
+	6,   // 27: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
+	41,  // 28: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
+	41,  // 29: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
+	46,  // 30: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
+	46,  // 31: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
+	46,  // 32: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
+	57,  // 33: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
+	12,  // 34: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
+	15,  // 35: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
+	10,  // 36: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
+	57,  // 37: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	13,  // 38: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
+	91,  // 39: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	92,  // 40: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	57,  // 41: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	15,  // 42: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
+	13,  // 43: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
+	13,  // 44: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
+	57,  // 45: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 46: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
+	10,  // 47: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
+	57,  // 48: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	93,  // 49: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	6,   // 50: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
+	5,   // 51: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
+	57,  // 52: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	57,  // 53: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	57,  // 54: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	5,   // 55: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	57,  // 56: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	81,  // 57: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	4,   // 58: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	15,  // 59: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	15,  // 60: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	15,  // 61: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	15,  // 62: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	15,  // 63: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	57,  // 64: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	13,  // 65: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	8,   // 66: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	19,  // 67: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	20,  // 68: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	22,  // 69: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	24,  // 70: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	26,  // 71: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	26,  // 72: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 73: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	28,  // 74: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	29,  // 75: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	31,  // 76: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	33,  // 77: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	35,  // 78: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	37,  // 79: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	55,  // 80: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	39,  // 81: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	42,  // 82: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	44,  // 83: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	47,  // 84: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	49,  // 85: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	51,  // 86: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	53,  // 87: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	58,  // 88: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	60,  // 89: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	62,  // 90: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	64,  // 91: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	66,  // 92: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	68,  // 93: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	70,  // 94: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	72,  // 95: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	57,  // 96: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	75,  // 97: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	77,  // 98: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	78,  // 99: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	80,  // 100: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	5,   // 101: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	21,  // 102: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	23,  // 103: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	25,  // 104: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	5,   // 105: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	5,   // 106: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	5,   // 107: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	6,   // 108: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	30,  // 109: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	32,  // 110: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	34,  // 111: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	36,  // 112: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	38,  // 113: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	56,  // 114: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	40,  // 115: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	43,  // 116: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	45,  // 117: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	48,  // 118: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	50,  // 119: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	52,  // 120: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	54,  // 121: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	59,  // 122: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	61,  // 123: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	63,  // 124: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	65,  // 125: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	67,  // 126: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	69,  // 127: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	71,  // 128: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	73,  // 129: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	74,  // 130: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	76,  // 131: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	36,  // 132: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	79,  // 133: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	82,  // 134: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	101, // [101:135] is the sub-list for method output_type
+	67,  // [67:101] is the sub-list for method input_type
+	67,  // [67:67] is the sub-list for extension type_name
+	67,  // [67:67] is the sub-list for extension extendee
+	0,   // [0:67] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -5930,17 +6120,23 @@ func file_tabula_proto_init() {
 	if File_tabula_proto != nil {
 		return
 	}
-	file_tabula_proto_msgTypes[9].OneofWrappers = []any{
+	file_tabula_proto_msgTypes[1].OneofWrappers = []any{
+		(*GCRule_MaxNumVersions)(nil),
+		(*GCRule_MaxAgeMicros)(nil),
+		(*GCRule_Intersection)(nil),
+		(*GCRule_Union)(nil),
+	}
+	file_tabula_proto_msgTypes[10].OneofWrappers = []any{
 		(*Mutation_SetCell_)(nil),
 		(*Mutation_DeleteFromColumn_)(nil),
 		(*Mutation_DeleteFromFamily_)(nil),
 		(*Mutation_DeleteFromRow_)(nil),
 	}
-	file_tabula_proto_msgTypes[10].OneofWrappers = []any{
+	file_tabula_proto_msgTypes[11].OneofWrappers = []any{
 		(*ReadModifyWriteRule_AppendValue)(nil),
 		(*ReadModifyWriteRule_IncrementAmount)(nil),
 	}
-	file_tabula_proto_msgTypes[11].OneofWrappers = []any{
+	file_tabula_proto_msgTypes[12].OneofWrappers = []any{
 		(*RowFilter_Chain_)(nil),
 		(*RowFilter_Interleave_)(nil),
 		(*RowFilter_Condition_)(nil),
@@ -5969,7 +6165,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   89,
+			NumMessages:   91,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -26,6 +26,12 @@ func newTableCreateCmd() *cobra.Command {
   versions=N (0: no limit)   ttl=DURATION (90m, 36h, 7d; 0: none)   gc=union|intersection
   compression=none|snappy|zstd (default snappy)   bloom=none|row|row+column (default row)
   blocksize=N[k|m]   inmemory=true|false
+or, instead of versions, ttl and gc=union|intersection, a nested GC rule as Cloud
+Bigtable has it: gc=RULE with RULE one of
+  versions=N   age=DURATION   union(RULE,...)   intersection(RULE,...)
+(a union condemns what any rule does, an intersection what every one does; an
+empty union() or intersection() condemns nothing). Quote it for the shell:
+  --family 'events:gc=union(versions=3,intersection(age=7d,versions=1))'
 --splits gives row keys where the table starts out split into tablets.`,
 		Example: "  tabula table create users --family profile:versions=3 --family log:ttl=7d,compression=zstd --splits g,n,t",
 		Args:    cobra.ExactArgs(1),
@@ -129,8 +135,12 @@ func newTableDescribeCmd() *cobra.Command {
 			fmt.Fprintf(w, "tablets: %d\n", len(t.Tablets))
 			fmt.Fprintln(w, "families:")
 			for _, f := range t.Families {
-				fmt.Fprintf(w, "  %s\tversions=%d ttl=%s gc=%s compression=%s bloom=%s blocksize=%d inmemory=%t\n",
-					f.Name, f.MaxVersions, f.TTL, f.GC, f.Compression, f.Bloom, f.BlockSize, f.InMemory)
+				gc := fmt.Sprintf("versions=%d ttl=%s gc=%s", f.MaxVersions, f.TTL, f.GC)
+				if f.GCRule != nil {
+					gc = "gc=" + f.GCRule.String()
+				}
+				fmt.Fprintf(w, "  %s\t%s compression=%s bloom=%s blocksize=%d inmemory=%t\n",
+					f.Name, gc, f.Compression, f.Bloom, f.BlockSize, f.InMemory)
 			}
 			return nil
 		},
@@ -141,7 +151,7 @@ func familyJSON(f families.Family) map[string]any {
 	return map[string]any{
 		"name": f.Name, "versions": f.MaxVersions, "ttl": f.TTL.String(), "gc": f.GC.String(),
 		"compression": f.Compression.String(), "bloom": f.Bloom.String(), "blocksize": f.BlockSize,
-		"inmemory": f.InMemory, "spec": f.Spec(),
+		"inmemory": f.InMemory, "gc_rule": f.GCRule.String(), "spec": f.Spec(),
 	}
 }
 
@@ -262,9 +272,12 @@ func newFamilyCmd() *cobra.Command {
 			},
 		},
 		&cobra.Command{
-			Use:     "modify TABLE NAME:OPTIONS",
-			Short:   "Change some options of a column family; the others keep their values",
-			Example: "  tabula family modify users profile:versions=5",
+			Use:   "modify TABLE NAME:OPTIONS",
+			Short: "Change some options of a column family; the others keep their values",
+			Long: `Change some options of a column family (options as in ` + "`table create`" + `); the others
+keep their values. The GC policy is either versions, ttl and gc=union|intersection, or a
+nested gc=RULE: giving options of one form replaces the other form.`,
+			Example: "  tabula family modify users profile:versions=5\n  tabula family modify users 'events:gc=intersection(age=30d,versions=1)'",
 			Args:    cobra.ExactArgs(2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				name, opts, _ := strings.Cut(args[1], ":")

@@ -249,6 +249,37 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 		fails(t, []string{"put", "users", "hank", "extra:x=2", "--timestamp", "11"}, "extra")
 	})
 
+	t.Run("nested gc rule", func(t *testing.T) {
+		// Old cells: only the newest version survives; at most 3 in all.
+		ok(t, "family", "add", "users", "ev:gc=union(versions=3,intersection(age=1d,versions=1))")
+		if out := ok(t, "table", "describe", "users"); !strings.Contains(out, "ev\tgc=union(versions=3,intersection(age=1d,versions=1)) compression=snappy") {
+			t.Errorf("describe does not print the rule:\n%s", out)
+		}
+		for _, ts := range []string{"1", "2", "3"} {
+			ok(t, "put", "users", "hank", "ev:x="+ts, "--timestamp", ts)
+		}
+		wantList(t, "old versions under the rule", summary(t, ok(t, "get", "users", "hank", "--columns", "ev", "-o", "json")),
+			"hank/ev:x@3=3")
+		ok(t, "family", "modify", "users", "ev:gc=intersection(age=1d,versions=2)")
+		wantList(t, "after modify", summary(t, ok(t, "get", "users", "hank", "--columns", "ev", "-o", "json")),
+			"hank/ev:x@3=3", "hank/ev:x@2=2")
+		var desc map[string]any
+		if err := json.Unmarshal([]byte(ok(t, "table", "describe", "users", "-o", "json")), &desc); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range desc["families"].([]any) {
+			if f := f.(map[string]any); f["name"] == "ev" && f["gc_rule"] != "intersection(age=1d,versions=2)" {
+				t.Errorf("describe -o json: %v", f)
+			}
+		}
+		fails(t, []string{"family", "modify", "users", "ev:gc=union(versions=1),versions=2"}, "cannot be combined")
+		ok(t, "family", "modify", "users", "ev:versions=1") // back to the simple form
+		if out := ok(t, "table", "describe", "users"); !strings.Contains(out, "ev\tversions=1 ttl=0s gc=union") {
+			t.Errorf("describe after going back to the simple form:\n%s", out)
+		}
+		ok(t, "family", "delete", "users", "ev")
+	})
+
 	t.Run("split and compact keep the data", func(t *testing.T) {
 		before := ok(t, "scan", "users", "-o", "json")
 		ok(t, "table", "split", "users", "b")

@@ -118,9 +118,13 @@ func (m *refModel) apply(row string, muts []cell.Mutation, now int64) {
 	}
 }
 
-// condemned is the GC rule of docs/CONTRACTS.md §1, written out independently of
-// families.Policy.
+// refCondemned is the GC rule of docs/CONTRACTS.md §1, written out
+// independently of families.Policy: the nested rule when the family has
+// one, else versions and ttl combined by gc.
 func refCondemned(f families.Family, now, ts int64, rank int) bool {
+	if f.GCRule != nil {
+		return refRuleCondemned(f.GCRule, now, ts, rank)
+	}
 	versions := f.MaxVersions > 0 && rank >= f.MaxVersions
 	expired := f.TTL > 0 && ts < now-f.TTL.Microseconds()
 	switch {
@@ -133,6 +137,32 @@ func refCondemned(f families.Family, now, ts int64, rank int) bool {
 		return versions
 	case f.TTL > 0:
 		return expired
+	}
+	return false
+}
+
+// refRuleCondemned evaluates a nested rule by its definition: a union
+// condemns what any child does, an intersection what every child does (an
+// empty one nothing).
+func refRuleCondemned(r *families.GCRule, now, ts int64, rank int) bool {
+	switch r.Kind {
+	case families.RuleMaxVersions:
+		return rank >= r.MaxVersions
+	case families.RuleMaxAge:
+		return ts < now-r.MaxAge.Microseconds()
+	case families.RuleUnion:
+		for _, c := range r.Rules {
+			if refRuleCondemned(c, now, ts, rank) {
+				return true
+			}
+		}
+	case families.RuleIntersection:
+		for _, c := range r.Rules {
+			if !refRuleCondemned(c, now, ts, rank) {
+				return false
+			}
+		}
+		return len(r.Rules) > 0
 	}
 	return false
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -138,6 +139,9 @@ func newModelRun(t *testing.T, seed int64, fsys vfs.FS, root string, shared bool
 		{Name: "a", Compression: families.CompressionSnappy, Bloom: families.BloomRow, BlockSize: families.MinBlockSize},
 		{Name: "b", MaxVersions: 2, TTL: 30 * time.Minute, GC: families.GCIntersection, Compression: families.CompressionZstd, Bloom: families.BloomRowColumn},
 		{Name: "c", MaxVersions: 3},
+		{Name: "d", GCRule: families.UnionRule(families.MaxVersionsRule(3),
+			families.IntersectionRule(families.MaxAgeRule(30*time.Minute), families.MaxVersionsRule(1)))},
+		{Name: "e", GCRule: families.UnionRule(families.MaxAgeRule(60 * time.Minute))},
 	}
 	r.model = newRefModel(r.fams)
 	r.tablets = []*modelTablet{{dir: r.newDir()}}
@@ -572,10 +576,12 @@ func (r *modelRun) split(i int) {
 }
 
 // setFamilies changes the GC policies. Family a (union) never gets a longer
-// TTL, and family b (intersection) always keeps a version limit: then a
-// whole SSTable the engine drops for its TTL without reading it holds only
-// cells that stay condemned forever, and the model need not know which
-// files were dropped.
+// TTL, family b (intersection) always keeps a version limit, family d (a
+// random nested rule) never condemns a column's newest version, and family
+// e (a random nested rule in a union with age=60m) does past 60 minutes
+// exactly (rank0Age): then a whole SSTable the engine drops for its TTL
+// without reading it holds only cells that stay condemned forever, and the
+// model need not know which files were dropped.
 func (r *modelRun) setFamilies(i int) {
 	ttls := []time.Duration{0, 60 * time.Minute, 30 * time.Minute, 15 * time.Minute}
 	nf := make([]families.Family, len(r.fams))
@@ -595,10 +601,21 @@ func (r *modelRun) setFamilies(i int) {
 			f.TTL = ttls[r.rng.Intn(len(ttls))]
 		case "c":
 			f.MaxVersions = r.rng.Intn(4)
+		case "d":
+			f.GCRule = r.randRuleKeepingNewest(4)
+		case "e":
+			if rank0Age(f.GCRule) != 60*time.Minute {
+				r.fail("family e condemns newest versions past %v", rank0Age(f.GCRule))
+			}
+			f.GCRule = families.UnionRule(families.MaxAgeRule(60*time.Minute), r.randRuleKeepingNewest(4))
 		}
 	}
 	var desc []string
 	for _, f := range nf {
+		if f.GCRule != nil {
+			desc = append(desc, fmt.Sprintf("%s:gc=%s", f.Name, f.GCRule))
+			continue
+		}
 		desc = append(desc, fmt.Sprintf("%s:v=%d,ttl=%v,%v", f.Name, f.MaxVersions, f.TTL, f.GC))
 	}
 	r.logf("%d: setFamilies %s", i, strings.Join(desc, " "))
@@ -609,6 +626,77 @@ func (r *modelRun) setFamilies(i int) {
 	}
 	r.fams = nf
 	r.model.setFamilies(nf)
+}
+
+// randRule returns a random nested GC rule of at most depth levels, with
+// ages and version counts that meet often.
+func (r *modelRun) randRule(depth int) *families.GCRule {
+	k := r.rng.Intn(4)
+	if depth <= 1 {
+		k = r.rng.Intn(2)
+	}
+	switch k {
+	case 0:
+		return families.MaxVersionsRule(1 + r.rng.Intn(3))
+	case 1:
+		return families.MaxAgeRule(time.Duration(15<<r.rng.Intn(3)) * time.Minute)
+	}
+	rule := &families.GCRule{Kind: families.RuleUnion}
+	if k == 3 {
+		rule.Kind = families.RuleIntersection
+	}
+	for n := r.rng.Intn(4); n > 0; n-- {
+		rule.Rules = append(rule.Rules, r.randRule(depth-1))
+	}
+	return rule
+}
+
+// randRuleKeepingNewest returns a random nested rule that never condemns
+// a column's newest version: a version limit, a union of such rules, or an
+// intersection of one with any rules.
+func (r *modelRun) randRuleKeepingNewest(depth int) *families.GCRule {
+	if depth <= 1 || r.rng.Intn(4) == 0 {
+		return families.MaxVersionsRule(1 + r.rng.Intn(3))
+	}
+	if r.rng.Intn(2) == 0 {
+		rule := families.UnionRule()
+		for n := r.rng.Intn(3); n > 0; n-- {
+			rule.Rules = append(rule.Rules, r.randRuleKeepingNewest(depth-1))
+		}
+		return rule
+	}
+	rule := families.IntersectionRule(r.randRuleKeepingNewest(depth - 1))
+	for n := r.rng.Intn(3); n > 0; n-- {
+		rule.Rules = append(rule.Rules, r.randRule(depth-1))
+	}
+	r.rng.Shuffle(len(rule.Rules), func(i, j int) { rule.Rules[i], rule.Rules[j] = rule.Rules[j], rule.Rules[i] })
+	return rule
+}
+
+// rank0Age is the age past which a rule condemns even a column's newest
+// version (what lets the engine drop whole files unread), or MaxInt64 when
+// it never does.
+func rank0Age(r *families.GCRule) time.Duration {
+	switch r.Kind {
+	case families.RuleMaxAge:
+		return r.MaxAge
+	case families.RuleUnion:
+		a := time.Duration(math.MaxInt64)
+		for _, c := range r.Rules {
+			a = min(a, rank0Age(c))
+		}
+		return a
+	case families.RuleIntersection:
+		if len(r.Rules) == 0 {
+			return math.MaxInt64
+		}
+		var a time.Duration
+		for _, c := range r.Rules {
+			a = max(a, rank0Age(c))
+		}
+		return a
+	}
+	return math.MaxInt64
 }
 
 // verify compares reads of random rows, a full scan and a filtered,
