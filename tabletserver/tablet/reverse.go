@@ -113,12 +113,14 @@ func (it *skipRevIter) PrevRow() bool {
 }
 
 func (it *skipRevIter) RowPrefix() []byte { return it.prefix }
-func (it *skipRevIter) Valid() bool       { return it.fwd.Valid() && bytes.HasPrefix(it.fwd.Key(), it.prefix) }
-func (it *skipRevIter) Key() []byte       { return it.fwd.Key() }
-func (it *skipRevIter) Value() []byte     { return it.fwd.Value() }
-func (it *skipRevIter) Next() bool        { return it.fwd.Next() && it.Valid() }
-func (it *skipRevIter) Error() error      { return it.err }
-func (it *skipRevIter) Close() error      { it.fwd = skipIter{}; it.s = nil; return nil }
+func (it *skipRevIter) Valid() bool {
+	return it.fwd.Valid() && bytes.HasPrefix(it.fwd.Key(), it.prefix)
+}
+func (it *skipRevIter) Key() []byte   { return it.fwd.Key() }
+func (it *skipRevIter) Value() []byte { return it.fwd.Value() }
+func (it *skipRevIter) Next() bool    { return it.fwd.Next() && it.Valid() }
+func (it *skipRevIter) Error() error  { return it.err }
+func (it *skipRevIter) Close() error  { it.fwd = skipIter{}; it.s = nil; return nil }
 
 // rowEntries presents the current row of a revIter as an internalIter, so
 // that a mergeIter merges the row's entries across sources. The source
