@@ -111,7 +111,7 @@ type RowIterator struct {
 	filter *tabulapb.RowFilter
 	limit  int64 // 0: none
 
-	pos     []byte // every row before pos has been returned or skipped
+	pos []byte // every row before pos has been returned or skipped
 	// reverse: rows come in descending order, and every row at or after
 	// hi (nil: none yet) has been returned or skipped; pos is unused.
 	reverse bool
