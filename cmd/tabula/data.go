@@ -117,7 +117,7 @@ across every tablet of the table. With --reverse the rows come from the last dow
 (each row's cells in the usual order), and --limit counts from the last row.`,
 		Example: "  tabula scan users --start a --end m --columns profile --versions 1 --limit 10\n" +
 			"  tabula scan users --prefix order# --reverse --limit 1   # the highest order# row",
-		Args:    cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := readOptions(cmd)
 			if err != nil {
