@@ -138,9 +138,13 @@ func (it *ReverseIter) startRow() bool {
 	if !ok {
 		return false
 	}
-	it.fIdx = it.bIdx
-	if err := it.fwd.init(data); err != nil {
-		return it.fail(it.bIdx, err)
+	// Rows of one block share its decoding (init checks the whole
+	// restart array).
+	if it.fIdx != it.bIdx || len(it.fwd.data) == 0 || len(data) == 0 || &it.fwd.data[0] != &data[0] {
+		it.fIdx = it.bIdx
+		if err := it.fwd.init(data); err != nil {
+			return it.fail(it.bIdx, err)
+		}
 	}
 	s := it.starts[it.si]
 	it.fwd.key = append(it.fwd.key[:0], it.arena[s.keyOff:s.keyOff+s.kLen]...)
