@@ -127,6 +127,7 @@ func TestReverseReadIsForwardReversed(t *testing.T) {
 		}
 		return strings.Join(parts, " ")
 	}
+	compared := 0
 	for step := 0; step < 600; step++ {
 		muts := []cell.Mutation{randMut()}
 		for rng.Intn(2) == 0 {
@@ -170,13 +171,17 @@ func TestReverseReadIsForwardReversed(t *testing.T) {
 			}
 			o.Reverse = true
 			got := scanRows(t, tb, o)
+			compared += len(want)
 			if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
 				t.Fatalf("step %d: reversed read of %s filter %v limit %d (%v):\n  got  %s\n  want %s", step, set, o.Filter, o.Limit, tb.Stats().Families, g, w)
 			}
 		}
 	}
 	st := tb.Stats()
-	t.Logf("SSTables at the end: a %d, b %d, c %d", st.Families["a"].SSTables, st.Families["b"].SSTables, st.Families["c"].SSTables)
+	t.Logf("%d rows compared; SSTables at the end: a %d, b %d, c %d", compared, st.Families["a"].SSTables, st.Families["b"].SSTables, st.Families["c"].SSTables)
+	if compared < 100 {
+		t.Fatalf("only %d rows compared: the test reads too little", compared)
+	}
 }
 
 // TestReverseReadOfSnapshot: a reversed iterator opened before writes,
