@@ -1,7 +1,9 @@
 // Package client is Tabula's Go client library (docs/CONTRACTS.md §6). A Client
 // finds tablets through the masters (package locator, cached) and talks
 // to the tablet servers directly; range scans span tablets transparently
-// and come back in key order.
+// and come back in key order, or in descending order with Reverse (the
+// latest rows of a prefix: ReadRows(ctx, PrefixRange(p), Reverse(),
+// LimitRows(1))).
 //
 //	c, err := client.NewClient(ctx, "127.0.0.1:7000")
 //	if err != nil { ... }

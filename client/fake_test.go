@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"net"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -68,6 +69,8 @@ type fakeServer struct {
 	// partBudget, when set, sends rows larger than it in parts, as the
 	// real server does with rows larger than a message.
 	partBudget int
+	// reads records every ReadRows request that reached the store.
+	reads []*tabulapb.ReadRowsRequest
 }
 
 // hangIfPaused blocks while the server is "paused" (see hang).
@@ -406,6 +409,7 @@ func (s *fakeServer) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.Tab
 	s.mu.Lock()
 	gate, failAfter, stallAfter, partBudget := s.gate, s.failAfter, s.stallAfter, s.partBudget
 	s.failAfter, s.stallAfter = 0, 0
+	s.reads = append(s.reads, req)
 	s.mu.Unlock()
 	if gate != nil {
 		select {
@@ -431,6 +435,9 @@ func (s *fakeServer) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.Tab
 	}
 	s.store.mu.Unlock()
 	sort.Strings(keys)
+	if req.GetReversed() {
+		slices.Reverse(keys)
+	}
 	var batch []*tabulapb.Row
 	sent := int64(0)
 	for _, k := range keys {

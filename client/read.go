@@ -29,8 +29,9 @@ type Row struct {
 type ReadOption interface{ apply(*readSettings) }
 
 type readSettings struct {
-	filter *rowfilter.Filter
-	limit  int64
+	filter  *rowfilter.Filter
+	limit   int64
+	reverse bool
 }
 
 type readOptionFunc func(*readSettings)
@@ -47,6 +48,18 @@ func LimitRows(n int64) ReadOption {
 	return readOptionFunc(func(s *readSettings) { s.limit = n })
 }
 
+// Reverse makes ReadRows return the rows in descending key order, as Cloud
+// Bigtable's reversed ReadRowsRequest: the tablets are read from the last
+// to the first, each scanned backwards on its server. The cells of each
+// row keep the read order (family, qualifier ascending, timestamp
+// descending), a filter applies to each row as in a forward read, and
+// LimitRows counts from the highest row. A read that resumes after a
+// retry (a tablet moved or split, a server failed) asks for the rows
+// below the last one it returned. It changes nothing for ReadRow.
+func Reverse() ReadOption {
+	return readOptionFunc(func(s *readSettings) { s.reverse = true })
+}
+
 // ReadRow reads one row. An absent row (or one the filter empties) is a
 // Row with the key and no cells, not an error.
 func (t *Table) ReadRow(ctx context.Context, key []byte, opts ...ReadOption) (Row, error) {
@@ -61,8 +74,8 @@ func (t *Table) ReadRow(ctx context.Context, key []byte, opts ...ReadOption) (Ro
 	return Row{Key: key}, nil
 }
 
-// ReadRows reads the rows of rs (nil: the whole table) in key order,
-// across as many tablets as the set spans. Close the iterator when done
+// ReadRows reads the rows of rs (nil: the whole table) in key order
+// (descending with Reverse), across as many tablets as the set spans. Close the iterator when done
 // with it.
 func (t *Table) ReadRows(ctx context.Context, rs RowSet, opts ...ReadOption) *RowIterator {
 	var s readSettings
@@ -73,7 +86,7 @@ func (t *Table) ReadRows(ctx context.Context, rs RowSet, opts ...ReadOption) *Ro
 		rs = InfiniteRange(nil)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	it := &RowIterator{t: t, ctx: ctx, cancel: cancel, set: rs.spans(), limit: s.limit, pos: []byte{}, r: t.c.newRetrier()}
+	it := &RowIterator{t: t, ctx: ctx, cancel: cancel, set: rs.spans(), limit: s.limit, pos: []byte{}, r: t.c.newRetrier(), reverse: s.reverse}
 	if s.limit < 0 {
 		it.limit = 0
 	}
@@ -90,7 +103,8 @@ func (t *Table) ReadRows(ctx context.Context, rs RowSet, opts ...ReadOption) *Ro
 //
 // Under the hood it reads one tablet at a time with a stream holding the
 // row set clipped to the tablet; when a stream fails with a retryable
-// error it re-locates and resumes after the last row it returned.
+// error it re-locates and resumes after the last row it returned (below
+// it, in a reversed read).
 type RowIterator struct {
 	t      *Table
 	ctx    context.Context
@@ -99,7 +113,11 @@ type RowIterator struct {
 	filter *tabulapb.RowFilter
 	limit  int64 // 0: none
 
-	pos     []byte // every row before pos has been returned or skipped
+	pos []byte // every row before pos has been returned or skipped
+	// reverse: rows come in descending order, and every row at or after
+	// hi (nil: none yet) has been returned or skipped; pos is unused.
+	reverse bool
+	hi      []byte
 	emitted int64
 	done    bool
 	r       *retrier
@@ -141,11 +159,15 @@ func (it *RowIterator) Next() bool {
 				continue // a part of a row larger than one message
 			}
 			key := p.GetKey()
-			if bytes.Compare(key, it.pos) < 0 || !it.set.contains(key) {
+			if !it.fresh(key) || !it.set.contains(key) {
 				continue // a duplicate after a resume, or not asked for
 			}
 			it.row = Row{Key: key, Cells: convert.CellsFromProtoRow(p)}
-			it.pos = successor(key)
+			if it.reverse {
+				it.hi = key
+			} else {
+				it.pos = successor(key)
+			}
 			it.emitted++
 			it.r.progress()
 			return true
@@ -157,11 +179,7 @@ func (it *RowIterator) Next() bool {
 		resp, err := it.recv()
 		if err == io.EOF {
 			it.closeStream()
-			if len(it.tablet.End) == 0 {
-				it.done = true
-			} else if bytes.Compare(it.pos, it.tablet.End) < 0 {
-				it.pos = it.tablet.End
-			}
+			it.passTablet()
 			continue
 		}
 		if err != nil {
@@ -173,15 +191,88 @@ func (it *RowIterator) Next() bool {
 	}
 }
 
-// open locates the tablet of the next row of the set and starts a stream
+// fresh reports whether key is past what the iteration has returned: after
+// pos, or below hi in a reversed read.
+func (it *RowIterator) fresh(key []byte) bool {
+	if it.reverse {
+		return it.hi == nil || bytes.Compare(key, it.hi) < 0
+	}
+	return bytes.Compare(key, it.pos) >= 0
+}
+
+// passTablet notes that the stream of the current tablet ended: every row
+// of the set in it has been returned.
+func (it *RowIterator) passTablet() {
+	if it.reverse {
+		if len(it.tablet.Start) == 0 {
+			it.done = true
+		} else if it.hi == nil || bytes.Compare(it.tablet.Start, it.hi) < 0 {
+			it.hi = it.tablet.Start
+		}
+		return
+	}
+	if len(it.tablet.End) == 0 {
+		it.done = true
+	} else if bytes.Compare(it.pos, it.tablet.End) < 0 {
+		it.pos = it.tablet.End
+	}
+}
+
+// locateNext locates the tablet holding the next rows of the set: the
+// lowest row at or after pos, or in a reversed read the highest rows below
+// hi. It returns the tablet, a row of the set in it (for location
+// checks), and the set clipped to the tablet; ok is false when no row is
+// left.
+func (it *RowIterator) locateNext() (tab locator.Tablet, row []byte, rows *tabulapb.RowSet, ok bool, err error) {
+	if !it.reverse {
+		lo, ok := it.set.first(it.pos)
+		if !ok {
+			return tab, nil, nil, false, nil
+		}
+		tab, err := it.t.c.loc.Locate(it.ctx, it.t.name, lo)
+		if err != nil {
+			return tab, nil, nil, true, err
+		}
+		return tab, lo, it.set.clip(lo, tab.End), true, nil
+	}
+	lo, end, point, ok := it.set.last(it.hi)
+	if !ok {
+		return tab, nil, nil, false, nil
+	}
+	if point {
+		if tab, err = it.t.c.loc.Locate(it.ctx, it.t.name, lo); err != nil {
+			return tab, nil, nil, true, err
+		}
+	} else {
+		// The rows just below end have no key to locate them by: the
+		// tablet holding them is the last one overlapping [lo, end).
+		ts, err := it.t.c.loc.LocateRange(it.ctx, it.t.name, lo, end)
+		if err != nil {
+			return tab, nil, nil, true, err
+		}
+		if len(ts) == 0 {
+			return tab, nil, nil, true, status.Errorf(codes.Unavailable, "client: no tablet of table %s overlaps [%q, %q); retry", it.t.name, lo, end)
+		}
+		tab = ts[len(ts)-1]
+		if bytes.Compare(lo, tab.Start) < 0 {
+			lo = tab.Start
+		}
+	}
+	hi := tab.End
+	if it.hi != nil && (len(hi) == 0 || bytes.Compare(it.hi, hi) < 0) {
+		hi = it.hi
+	}
+	return tab, lo, it.set.clip(tab.Start, hi), true, nil
+}
+
+// open locates the tablet of the next rows of the set and starts a stream
 // there, or ends the iteration when no row is left.
 func (it *RowIterator) open() {
-	lo, ok := it.set.first(it.pos)
+	tab, lo, rows, ok, err := it.locateNext()
 	if !ok {
 		it.done = true
 		return
 	}
-	tab, err := it.t.c.loc.Locate(it.ctx, it.t.name, lo)
 	if err != nil {
 		if it.ctx.Err() != nil {
 			it.err = contextStatus(it.ctx, it.r.last)
@@ -202,7 +293,7 @@ func (it *RowIterator) open() {
 		it.err = err
 		return
 	}
-	req := &tabulapb.ReadRowsRequest{Tablet: tab.Ref(), Rows: it.set.clip(lo, tab.End), Filter: it.filter}
+	req := &tabulapb.ReadRowsRequest{Tablet: tab.Ref(), Rows: rows, Filter: it.filter, Reversed: it.reverse}
 	if it.limit > 0 {
 		req.RowsLimit = it.limit - it.emitted
 	}

@@ -164,6 +164,40 @@ func (s rowSpans) first(pos []byte) ([]byte, bool) {
 	return best, found
 }
 
+// last returns the highest part of the set below hi (nil: unbounded): a
+// key (point, lo the key) or the range [lo, end) clipped to hi (end nil:
+// unbounded); ok is false when the set has no row below hi.
+func (s rowSpans) last(hi []byte) (lo, end []byte, point, ok bool) {
+	var key []byte
+	i := len(s.keys)
+	if hi != nil {
+		i = sort.Search(len(s.keys), func(i int) bool { return bytes.Compare(s.keys[i], hi) >= 0 })
+	}
+	if i > 0 {
+		key = s.keys[i-1]
+	}
+	var rlo, rend []byte
+	found := false
+	for j := len(s.ranges) - 1; j >= 0; j-- {
+		r := s.ranges[j]
+		if hi != nil && bytes.Compare(r.start, hi) >= 0 {
+			continue // the range starts at or after hi
+		}
+		rlo, rend, found = r.start, r.end, true
+		if hi != nil && (rend == nil || bytes.Compare(hi, rend) < 0) {
+			rend = hi
+		}
+		break // ranges are sorted: earlier ones end earlier
+	}
+	switch {
+	case key != nil && (!found || (rend != nil && bytes.Compare(key, rend) >= 0)):
+		return key, nil, true, true
+	case found:
+		return rlo, rend, false, true
+	}
+	return nil, nil, false, false
+}
+
 // clip returns the part of the set in [lo, hi) (hi empty: unbounded) as a
 // proto RowSet.
 func (s rowSpans) clip(lo, hi []byte) *tabulapb.RowSet {

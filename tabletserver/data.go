@@ -30,7 +30,9 @@ func familiesFromSchema(s *tabulapb.TableSchema) ([]families.Family, error) {
 	return convert.FamiliesFromProto(s.GetFamilies())
 }
 
-// ReadRows streams the rows of the request's row set in key order.
+// ReadRows streams the rows of the request's row set in key order, or in
+// descending order when the request is reversed (a row sent in parts
+// still sends its parts in order).
 func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletServer_ReadRowsServer) error {
 	ref := req.GetTablet()
 	fail := func(err error) error { return toStatus(stream.Context(), err, ref.GetTable(), ref.GetTabletId(), nil) }
@@ -45,7 +47,7 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 	if err != nil {
 		return fail(err)
 	}
-	opts := tablet.ReadOptions{Filter: filter, Limit: req.GetRowsLimit()}
+	opts := tablet.ReadOptions{Filter: filter, Limit: req.GetRowsLimit(), Reverse: req.GetReversed()}
 	for _, k := range req.GetRows().GetRowKeys() {
 		if err := cell.ValidateRow(k); err != nil {
 			return fail(err)

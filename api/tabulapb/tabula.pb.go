@@ -3642,7 +3642,10 @@ type ReadRowsRequest struct {
 	Rows   *RowSet                `protobuf:"bytes,2,opt,name=rows,proto3" json:"rows,omitempty"`
 	Filter *RowFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
 	// At most this many rows; 0 = no limit.
-	RowsLimit     int64 `protobuf:"varint,4,opt,name=rows_limit,json=rowsLimit,proto3" json:"rows_limit,omitempty"`
+	RowsLimit int64 `protobuf:"varint,4,opt,name=rows_limit,json=rowsLimit,proto3" json:"rows_limit,omitempty"`
+	// Rows in descending key order (the cells of each row keep the read
+	// order); rows_limit counts from the highest row.
+	Reversed      bool `protobuf:"varint,5,opt,name=reversed,proto3" json:"reversed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3703,6 +3706,13 @@ func (x *ReadRowsRequest) GetRowsLimit() int64 {
 		return x.RowsLimit
 	}
 	return 0
+}
+
+func (x *ReadRowsRequest) GetReversed() bool {
+	if x != nil {
+		return x.Reversed
+	}
+	return false
 }
 
 type ReadRowsResponse struct {
@@ -5722,13 +5732,14 @@ const file_tabula_proto_rawDesc = "" +
 	"\tTabletRef\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
 	"\ttablet_id\x18\x02 \x01(\tR\btabletId\x12\x14\n" +
-	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xb3\x01\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"\xcf\x01\n" +
 	"\x0fReadRowsRequest\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12%\n" +
 	"\x04rows\x18\x02 \x01(\v2\x11.tabula.v1.RowSetR\x04rows\x12,\n" +
 	"\x06filter\x18\x03 \x01(\v2\x14.tabula.v1.RowFilterR\x06filter\x12\x1d\n" +
 	"\n" +
-	"rows_limit\x18\x04 \x01(\x03R\trowsLimit\"6\n" +
+	"rows_limit\x18\x04 \x01(\x03R\trowsLimit\x12\x1a\n" +
+	"\breversed\x18\x05 \x01(\bR\breversed\"6\n" +
 	"\x10ReadRowsResponse\x12\"\n" +
 	"\x04rows\x18\x01 \x03(\v2\x0e.tabula.v1.RowR\x04rows\"\x8c\x01\n" +
 	"\x10MutateRowRequest\x12,\n" +

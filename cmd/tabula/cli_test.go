@@ -138,6 +138,8 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 		wantList(t, "scan --prefix z", rowsOf(t, ok(t, "scan", "users", "--prefix", "z", "-o", "json")), "zed", "zoe")
 		wantList(t, "scan --limit 2", rowsOf(t, ok(t, "scan", "users", "--limit", "2", "-o", "json")), "alice", "bob")
 		wantList(t, "scan --start c --limit 2", rowsOf(t, ok(t, "scan", "users", "--start", "c", "--limit", "2", "-o", "json")), "hank", "zed")
+		wantList(t, "scan --reverse", rowsOf(t, ok(t, "scan", "users", "--reverse", "-o", "json")), "zoe", "zed", "hank", "bob", "alice")
+		wantList(t, "scan --end zoe --reverse --limit 2", rowsOf(t, ok(t, "scan", "users", "--end", "zoe", "--reverse", "--limit", "2", "-o", "json")), "zed", "hank")
 		wantList(t, "scan --columns log", rowsOf(t, ok(t, "scan", "users", "--columns", "log", "-o", "json")), "bob", "zed")
 		wantList(t, "scan --prefix a --versions 1", summary(t, ok(t, "scan", "users", "--prefix", "a", "--versions", "1", "-o", "json")),
 			"alice/profile:city@1000=Paris", "alice/profile:name@2000=Alicia")

@@ -110,12 +110,14 @@ func newGetCmd() *cobra.Command {
 
 func newScanCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "scan TABLE [--start ROW] [--end ROW] [--prefix P] [--columns ...] [--versions N] [--limit N]",
+		Use:   "scan TABLE [--start ROW] [--end ROW] [--prefix P] [--columns ...] [--versions N] [--limit N] [--reverse]",
 		Short: "Read a range of rows in key order",
 		Long: `Read the rows in [--start, --end) (or those starting with --prefix) in key order,
-across every tablet of the table.`,
-		Example: "  tabula scan users --start a --end m --columns profile --versions 1 --limit 10",
-		Args:    cobra.ExactArgs(1),
+across every tablet of the table. With --reverse the rows come from the last down
+(each row's cells in the usual order), and --limit counts from the last row.`,
+		Example: "  tabula scan users --start a --end m --columns profile --versions 1 --limit 10\n" +
+			"  tabula scan users --prefix order# --reverse --limit 1   # the highest order# row",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts, err := readOptions(cmd)
 			if err != nil {
@@ -131,6 +133,9 @@ across every tablet of the table.`,
 			}
 			if limit > 0 {
 				opts = append(opts, client.LimitRows(limit))
+			}
+			if rev, _ := cmd.Flags().GetBool("reverse"); rev {
+				opts = append(opts, client.Reverse())
 			}
 			s, err := connectLong(cmd)
 			if err != nil {
@@ -151,6 +156,7 @@ across every tablet of the table.`,
 	c.Flags().String("end", "", "end row (exclusive; default: past the last row)")
 	c.Flags().String("prefix", "", "only rows starting with this prefix (not with --start/--end)")
 	c.Flags().Int64("limit", 0, "at most N rows (0: no limit)")
+	c.Flags().Bool("reverse", false, "rows in descending key order, from the last row down")
 	addReadFlags(c)
 	return c
 }

@@ -77,7 +77,13 @@ func BenchmarkReadRow(b *testing.B) {
 	}
 }
 
-func BenchmarkScan(b *testing.B) {
+func BenchmarkScan(b *testing.B) { benchScan(b, false) }
+
+// BenchmarkScanReverse is BenchmarkScan reversed: four SSTables walked
+// backwards (and an empty memtable).
+func BenchmarkScanReverse(b *testing.B) { benchScan(b, true) }
+
+func benchScan(b *testing.B, reverse bool) {
 	tb := benchTablet(b, commitlog.SyncNone)
 	const n = 20000
 	loadRows(b, tb, n)
@@ -85,7 +91,7 @@ func BenchmarkScan(b *testing.B) {
 	b.ResetTimer()
 	rows := 0
 	for i := 0; i < b.N; i++ {
-		it, err := tb.NewRowIterator(bg, ReadOptions{})
+		it, err := tb.NewRowIterator(bg, ReadOptions{Reverse: reverse})
 		if err != nil {
 			b.Fatal(err)
 		}

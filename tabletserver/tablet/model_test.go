@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -728,25 +729,31 @@ func (r *modelRun) verify() {
 			r.fail("ReadRow(%s, filter %v) @%s\n  got  %s\n  want %s", row, rf, fmtTs(now), render(got), render(want))
 		}
 	}
+	// A full scan, forward or reversed (the tablets from the last down).
 	var got, want []string
-	for _, mt := range r.tablets {
-		if s := scan(r.t, mt.tb, ReadOptions{}); s != "" {
+	reverse := r.rng.Intn(2) == 0
+	tablets := slices.Clone(r.tablets)
+	if reverse {
+		slices.Reverse(tablets)
+	}
+	for _, mt := range tablets {
+		if s := scan(r.t, mt.tb, ReadOptions{Reverse: reverse}); s != "" {
 			got = append(got, s)
 		}
 	}
-	for _, row := range r.model.rowKeys(nil, nil) {
+	for _, row := range orderRows(r.model.rowKeys(nil, nil), reverse) {
 		if cs := r.model.read(row, now); len(cs) > 0 {
 			want = append(want, fmt.Sprintf("%s{%s}", row, render(cs)))
 		}
 	}
 	if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
-		r.fail("full scan @%s differs\n  got  %s\n  want %s", fmtTs(now), g, w)
+		r.fail("full scan (reverse %v) @%s differs\n  got  %s\n  want %s", reverse, fmtTs(now), g, w)
 	}
 
 	// A filtered scan of one tablet over a random row range, with a limit.
 	mt := r.tablets[r.rng.Intn(len(r.tablets))]
 	f, rf := r.randFilter()
-	opts := ReadOptions{Filter: f, Limit: int64(r.rng.Intn(4) * 3)}
+	opts := ReadOptions{Filter: f, Limit: int64(r.rng.Intn(4) * 3), Reverse: r.rng.Intn(2) == 0}
 	lo, hi := []byte(nil), []byte(nil)
 	if r.rng.Intn(2) == 0 {
 		a, b := r.randRow(), r.randRow()
@@ -758,7 +765,7 @@ func (r *modelRun) verify() {
 	}
 	g := scan(r.t, mt.tb, opts)
 	want = want[:0]
-	for _, row := range r.model.rowKeys(mt.start, mt.end) {
+	for _, row := range orderRows(r.model.rowKeys(mt.start, mt.end), opts.Reverse) {
 		if !inRowRange([]byte(row), lo, hi) {
 			continue
 		}
@@ -771,8 +778,18 @@ func (r *modelRun) verify() {
 		}
 	}
 	if w := strings.Join(want, " "); g != w {
-		r.fail("scan of %s range [%q, %q) filter %v limit %d @%s differs\n  got  %s\n  want %s", mt.dir, lo, hi, rf, opts.Limit, fmtTs(now), g, w)
+		r.fail("scan (reverse %v) of %s range [%q, %q) filter %v limit %d @%s differs\n  got  %s\n  want %s", opts.Reverse, mt.dir, lo, hi, rf, opts.Limit, fmtTs(now), g, w)
 	}
+}
+
+// orderRows returns rows (ascending) in the order of a read: reversed
+// when reverse.
+func orderRows(rows []string, reverse bool) []string {
+	if reverse {
+		rows = slices.Clone(rows)
+		slices.Reverse(rows)
+	}
+	return rows
 }
 
 // snapshotRead opens an iterator, then writes (or flushes and compacts)
@@ -780,17 +797,18 @@ func (r *modelRun) verify() {
 func (r *modelRun) snapshotRead(i int) {
 	mt := r.tablets[r.rng.Intn(len(r.tablets))]
 	now := r.now()
+	reverse := r.rng.Intn(2) == 0
 	var want []string
-	for _, row := range r.model.rowKeys(mt.start, mt.end) {
+	for _, row := range orderRows(r.model.rowKeys(mt.start, mt.end), reverse) {
 		if cs := r.model.read(row, now); len(cs) > 0 {
 			want = append(want, fmt.Sprintf("%s{%s}", row, render(cs)))
 		}
 	}
-	it, err := mt.tb.NewRowIterator(bg, ReadOptions{})
+	it, err := mt.tb.NewRowIterator(bg, ReadOptions{Reverse: reverse})
 	if err != nil {
 		r.fail("NewRowIterator: %v", err)
 	}
-	r.logf("%d: snapshot-read %s", i, mt.dir)
+	r.logf("%d: snapshot-read %s (reverse %v)", i, mt.dir, reverse)
 	// Read one row first, so the iterator is mid-way during the change.
 	var got []string
 	if it.Next() {

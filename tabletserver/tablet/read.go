@@ -100,11 +100,13 @@ func intersect(lo1, hi1, lo2, hi2 []byte) (lo, hi []byte, ok bool) {
 	return lo, hi, lo == nil || hi == nil || bytes.Compare(lo, hi) < 0
 }
 
-// familyCursor reads one family of a span.
+// familyCursor reads one family of a span: it forward, or rev for a
+// reversed scan.
 type familyCursor struct {
 	name   string
 	policy families.Policy
 	it     *mergeIter
+	rev    *revCursor
 }
 
 // openSpan opens a cursor per family over the span. fams restricts the
@@ -244,7 +246,13 @@ func (p *pointScratch) release() {
 func closeCursors(cs []*familyCursor) error {
 	var err error
 	for _, c := range cs {
-		if e := c.it.Close(); e != nil && err == nil {
+		var e error
+		if c.rev != nil {
+			e = c.rev.Close()
+		} else {
+			e = c.it.Close()
+		}
+		if e != nil && err == nil {
 			err = e
 		}
 	}
@@ -265,7 +273,10 @@ type rowScanner struct {
 	rowStart int
 	calls    int
 	progress func() // ReadOptions.Progress; may be nil
-	err      error
+	// reverse: the cursors are revCursors and rows come in descending
+	// order (see reverse.go).
+	reverse bool
+	err     error
 }
 
 // Cell slabs grow geometrically from minCellSlab cells (a point read stays
@@ -275,32 +286,35 @@ const (
 	maxCellSlab = 256
 )
 
-func (s *readState) newScanner(sp span, filter *rowfilter.Compiled) *rowScanner {
-	var fams map[string]bool
-	if filter != nil {
-		if names, restricted := filter.Families(); restricted {
-			fams = names
-			if fams == nil {
-				fams = map[string]bool{}
-			}
-		}
+// readFamilies returns the families a filter restricts a read to (nil:
+// all).
+func readFamilies(filter *rowfilter.Compiled) map[string]bool {
+	if filter == nil {
+		return nil
 	}
-	return &rowScanner{st: s, cs: s.openSpan(sp, fams, nil), filter: filter}
+	names, restricted := filter.Families()
+	if !restricted {
+		return nil
+	}
+	if names == nil {
+		names = map[string]bool{}
+	}
+	return names
+}
+
+func (s *readState) newScanner(sp span, filter *rowfilter.Compiled) *rowScanner {
+	return &rowScanner{st: s, cs: s.openSpan(sp, readFamilies(filter), nil), filter: filter}
+}
+
+// newReverseScanner is newScanner for a reversed scan of the span.
+func (s *readState) newReverseScanner(sp span, filter *rowfilter.Compiled) *rowScanner {
+	return &rowScanner{st: s, cs: s.openSpanReverse(sp, readFamilies(filter)), filter: filter, reverse: true}
 }
 
 // initPointScanner is newScanner for a point span, in p's memory.
 func (s *readState) initPointScanner(p *pointScratch, sp span, filter *rowfilter.Compiled) *rowScanner {
-	var fams map[string]bool
-	if filter != nil {
-		if names, restricted := filter.Families(); restricted {
-			fams = names
-			if fams == nil {
-				fams = map[string]bool{}
-			}
-		}
-	}
 	p.sc.st, p.sc.filter = s, filter
-	p.sc.cs = s.openSpan(sp, fams, p)
+	p.sc.cs = s.openSpan(sp, readFamilies(filter), p)
 	return &p.sc
 }
 
@@ -317,7 +331,8 @@ func (r *rowScanner) appendCell(c cell.Cell) {
 	r.slab = append(r.slab, c)
 }
 
-// next returns the next row with cells left after GC and the filter.
+// next returns the next row with cells left after GC and the filter: the
+// lowest row left, or the highest in a reversed scan.
 func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, ok bool) {
 	for r.err == nil {
 		// A cancelled context stops the scan within a few rows; checking
@@ -332,57 +347,62 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 				r.progress()
 			}
 		}
-		var minKey []byte
+		// rowKey is a key of the next row: any of its encoded keys, or
+		// its prefix alone.
+		var rowKey []byte
 		for _, c := range r.cs {
+			if r.reverse {
+				if err := c.rev.Error(); err != nil {
+					r.err = err
+					return nil, nil, false
+				}
+				if p := c.rev.prefix(); p != nil && (rowKey == nil || bytes.Compare(p, rowKey) > 0) {
+					rowKey = p
+				}
+				continue
+			}
 			if err := c.it.Error(); err != nil {
 				r.err = err
 				return nil, nil, false
 			}
-			if c.it.Valid() && (minKey == nil || bytes.Compare(c.it.Key(), minKey) < 0) {
-				minKey = c.it.Key()
+			if c.it.Valid() && (rowKey == nil || bytes.Compare(c.it.Key(), rowKey) < 0) {
+				rowKey = c.it.Key()
 			}
 		}
-		if minKey == nil {
+		if rowKey == nil {
 			return nil, nil, false
 		}
-		row, n, err := r.buf.startRow(minKey)
+		row, n, err := r.buf.startRow(rowKey)
 		if err != nil {
 			r.err = err
 			return nil, nil, false
 		}
-		r.rp = append(r.rp[:0], minKey[:n]...)
+		r.rp = append(r.rp[:0], rowKey[:n]...)
 		rp := r.rp
 		if r.filter != nil && !r.filter.RowMayMatch(row) {
-			up := rowUpper(rp)
-			for _, c := range r.cs {
-				if c.it.Valid() && bytes.HasPrefix(c.it.Key(), rp) {
-					c.it.SeekGE(up)
-				}
-			}
+			r.skipRow(rp)
 			continue
 		}
 		r.rowStart = len(r.slab)
 		for _, c := range r.cs {
-			if !c.it.Valid() || !bytes.HasPrefix(c.it.Key(), rp) {
-				continue
-			}
-			r.buf.startFamily()
-			for c.it.Valid() && bytes.HasPrefix(c.it.Key(), rp) {
-				if err := r.buf.add(c.it.Key(), c.it.Value()); err != nil {
-					r.err = err
-					return nil, nil, false
+			var it *mergeIter
+			if r.reverse {
+				if !bytes.Equal(c.rev.prefix(), rp) {
+					continue
 				}
-				c.it.Next()
+				it = c.rev.entries(rp)
+			} else {
+				if !c.it.Valid() || !bytes.HasPrefix(c.it.Key(), rp) {
+					continue
+				}
+				it = c.it
 			}
-			if err := c.it.Error(); err != nil {
-				// The row may be incomplete: do not return it.
-				r.err = err
+			if !r.addFamily(c, it, rp, row) {
 				return nil, nil, false
 			}
-			name := c.name
-			assembleFamily(r.buf.entries, r.st.seq, c.policy, modeRead, func(e *rawEntry) {
-				r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
-			})
+			if r.reverse {
+				c.rev.pass(rp)
+			}
 		}
 		end := len(r.slab)
 		cells = r.slab[r.rowStart:end:end]
@@ -396,6 +416,47 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 		r.slab = r.slab[:r.rowStart]
 	}
 	return nil, nil, false
+}
+
+// skipRow moves every cursor past the row whose prefix is rp, unread.
+func (r *rowScanner) skipRow(rp []byte) {
+	if r.reverse {
+		for _, c := range r.cs {
+			c.rev.pass(rp)
+		}
+		return
+	}
+	up := rowUpper(rp)
+	for _, c := range r.cs {
+		if c.it.Valid() && bytes.HasPrefix(c.it.Key(), rp) {
+			c.it.SeekGE(up)
+		}
+	}
+}
+
+// addFamily reads family c's entries of the row (prefix rp) from it, which
+// stands at the row's first entry, and appends the cells left after
+// deletes and the GC policy. It is the one assembly of a row's family for
+// forward and reversed reads. False (r.err set) on error: the row may be
+// incomplete and must not be returned.
+func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) bool {
+	r.buf.startFamily()
+	for it.Valid() && bytes.HasPrefix(it.Key(), rp) {
+		if err := r.buf.add(it.Key(), it.Value()); err != nil {
+			r.err = err
+			return false
+		}
+		it.Next()
+	}
+	if err := it.Error(); err != nil {
+		r.err = err
+		return false
+	}
+	name := c.name
+	assembleFamily(r.buf.entries, r.st.seq, c.policy, modeRead, func(e *rawEntry) {
+		r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
+	})
+	return true
 }
 
 func (r *rowScanner) close() error {
@@ -456,8 +517,16 @@ type ReadOptions struct {
 	Ranges []RowRange
 	// Filter is applied to every row; nil passes everything.
 	Filter *rowfilter.Filter
-	// Limit bounds the rows returned; 0 means no limit.
+	// Limit bounds the rows returned; 0 means no limit. In a reversed
+	// read it counts from the highest row down.
 	Limit int64
+	// Reverse reads the rows in descending key order (Cloud Bigtable's
+	// ReadRowsRequest.reversed); the cells of each row keep the read
+	// order, and the filter applies to each row as in a forward read.
+	// The rows are walked backwards in every memtable and SSTable, not
+	// read forward and reversed: memory stays bounded as in a forward
+	// scan. The default is false.
+	Reverse bool
 	// Progress, when set, is called on the reading goroutine every few
 	// rows the scan passes over, including rows that deletes or the
 	// filter drop, so that the caller can show that a selective scan is
@@ -534,8 +603,8 @@ func compareLower(a, b []byte) int {
 	return bytes.Compare(a, b)
 }
 
-// RowIterator yields rows in key order; rows left with no cells are
-// skipped. Not safe for concurrent use; Close it exactly once.
+// RowIterator yields rows in key order (descending with
+// ReadOptions.Reverse); rows left with no cells are skipped. Not safe for concurrent use; Close it exactly once.
 type RowIterator struct {
 	ctx    context.Context
 	st     *readState
@@ -550,6 +619,7 @@ type RowIterator struct {
 	done   bool
 	// progress is ReadOptions.Progress, handed to each span's scanner.
 	progress func()
+	reverse  bool // spans are in descending order, read backwards
 }
 
 // NewRowIterator starts a read of the row set in opts at the current
@@ -579,7 +649,11 @@ func (t *Tablet) NewRowIterator(ctx context.Context, opts ReadOptions) (*RowIter
 	if err != nil {
 		return nil, err
 	}
-	return &RowIterator{ctx: ctx, st: st, spans: t.spans(opts), filter: c, limit: opts.Limit, progress: opts.Progress}, nil
+	sps := t.spans(opts)
+	if opts.Reverse {
+		slices.Reverse(sps)
+	}
+	return &RowIterator{ctx: ctx, st: st, spans: sps, filter: c, limit: opts.Limit, progress: opts.Progress, reverse: opts.Reverse}, nil
 }
 
 // Next moves to the next row; false at the end or on error.
@@ -597,7 +671,13 @@ func (it *RowIterator) Next() bool {
 				it.finish()
 				return false
 			}
-			it.sc = it.st.newScanner(it.spans[0], it.filter)
+			if sp := it.spans[0]; it.reverse && !sp.point {
+				it.sc = it.st.newReverseScanner(sp, it.filter)
+			} else {
+				// A point span is one row: read forward, with bloom
+				// filters, in either direction.
+				it.sc = it.st.newScanner(sp, it.filter)
+			}
 			it.sc.progress = it.progress
 			it.spans = it.spans[1:]
 		}
