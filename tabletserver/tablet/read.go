@@ -104,6 +104,7 @@ func intersect(lo1, hi1, lo2, hi2 []byte) (lo, hi []byte, ok bool) {
 type familyCursor struct {
 	name   string
 	policy families.Policy
+	agg    aggregation
 	it     *mergeIter
 }
 
@@ -185,9 +186,9 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 			p.heaps = slices.Grow(p.heaps, len(srcs))
 			*m = mergeIter{srcs: srcs, heap: p.heaps[first : first : first+len(srcs)]}
 			p.heaps = p.heaps[:first+len(srcs)]
-			*c = familyCursor{name: name, policy: fam.Policy(s.now), it: m}
+			*c = familyCursor{name: name, policy: fam.Policy(s.now), agg: aggregation{vt: fam.ValueType}, it: m}
 		} else {
-			c = &familyCursor{name: name, policy: fam.Policy(s.now), it: newMergeIter(srcs)}
+			c = &familyCursor{name: name, policy: fam.Policy(s.now), agg: aggregation{vt: fam.ValueType}, it: newMergeIter(srcs)}
 		}
 		c.it.SeekGE(sp.lo)
 		cs = append(cs, c)
@@ -380,7 +381,7 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 				return nil, nil, false
 			}
 			name := c.name
-			assembleFamily(r.buf.entries, r.st.seq, c.policy, modeRead, func(e *rawEntry) {
+			assembleFamily(r.buf.entries, r.st.seq, c.policy, c.agg, modeRead, func(e *rawEntry) {
 				r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
 			})
 		}
