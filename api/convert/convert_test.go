@@ -20,6 +20,8 @@ func TestMutationsRoundTrip(t *testing.T) {
 		{Kind: cell.DeleteColumn, Family: "cf", Qualifier: []byte("q"), TimeStart: 3, TimeEnd: 9},
 		{Kind: cell.DeleteFamily, Family: "other"},
 		{Kind: cell.DeleteRow},
+		{Kind: cell.AddToCell, Family: "agg", Qualifier: []byte("n"), Timestamp: 5, Value: cell.AggregateInput(-42)},
+		{Kind: cell.MergeToCell, Family: "agg", Qualifier: []byte("n"), Timestamp: 0, Value: cell.AggregateInput(1 << 40)},
 	}
 	// Through the wire, as the server sees them.
 	b, err := proto.Marshal(&tabulapb.MutateRowRequest{Mutations: MutationsToProto(in)})
@@ -53,6 +55,10 @@ func TestMutationWithoutKindIsInvalid(t *testing.T) {
 		{MutationToProto(&cell.Mutation{Kind: cell.DeleteRow}), {}},
 		{{Mutation: &tabulapb.Mutation_SetCell_{}}},
 		MutationsToProto([]cell.Mutation{{Kind: 99}}),
+		{{Mutation: &tabulapb.Mutation_AddToCell_{}}},
+		{{Mutation: &tabulapb.Mutation_MergeToCell_{}}},
+		// An AddToCell without an 8-byte input cannot be sent as one.
+		MutationsToProto([]cell.Mutation{{Kind: cell.AddToCell, Family: "agg", Value: []byte{1}}}),
 	} {
 		_, err := MutationsFromProto(ms)
 		if !errors.Is(err, cell.ErrInvalid) {
@@ -119,6 +125,9 @@ func TestFamilyRoundTrip(t *testing.T) {
 		families.Default("d"),
 		{Name: "all", MaxVersions: 3, TTL: 36 * time.Hour, GC: families.GCIntersection,
 			Compression: families.CompressionZstd, Bloom: families.BloomRowColumn, BlockSize: 64 << 10, InMemory: true},
+		{Name: "sum", ValueType: families.Sum},
+		{Name: "min", ValueType: families.Min, MaxVersions: 1},
+		{Name: "max", ValueType: families.Max},
 	}
 	out, err := FamiliesFromProto(FamiliesToProto(in))
 	if err != nil {
@@ -141,6 +150,8 @@ func TestFamilyFromProtoRejects(t *testing.T) {
 		"small block":   {Name: "f", BlockSize: 10},
 		"neg block":     {Name: "f", BlockSize: -10},
 		"gc out of set": {Name: "f", Gc: 300},
+		"value type":    {Name: "f", ValueType: 4},
+		"neg type":      {Name: "f", ValueType: -1},
 	}
 	for name, p := range cases {
 		if _, err := FamilyFromProto(p); !errors.Is(err, cell.ErrInvalid) {

@@ -28,8 +28,8 @@ func FamilyFromProto(p *tabulapb.Family) (families.Family, error) {
 		return families.Family{}, cell.Invalidf("family %s: block_size %d is negative; give 0 for the default", p.GetName(), p.GetBlockSize())
 	}
 	if p.GetGc() < 0 || p.GetGc() > math.MaxUint8 || p.GetCompression() < 0 || p.GetCompression() > math.MaxUint8 ||
-		p.GetBloom() < 0 || p.GetBloom() > math.MaxUint8 {
-		return families.Family{}, cell.Invalidf("family %s: unknown gc, compression or bloom enum value", p.GetName())
+		p.GetBloom() < 0 || p.GetBloom() > math.MaxUint8 || p.GetValueType() < 0 || p.GetValueType() > math.MaxUint8 {
+		return families.Family{}, cell.Invalidf("family %s: unknown gc, compression, bloom or value type enum value", p.GetName())
 	}
 	f := families.Family{
 		Name:        p.GetName(),
@@ -40,6 +40,7 @@ func FamilyFromProto(p *tabulapb.Family) (families.Family, error) {
 		Bloom:       families.Bloom(p.GetBloom()),
 		BlockSize:   int(p.GetBlockSize()),
 		InMemory:    p.GetInMemory(),
+		ValueType:   families.ValueType(p.GetValueType()),
 	}
 	if err := f.Validate(); err != nil {
 		return families.Family{}, err
@@ -60,6 +61,7 @@ func FamilyToProto(f families.Family) *tabulapb.Family {
 		Bloom:       tabulapb.Bloom(f.Bloom),
 		BlockSize:   saturate32(f.BlockSize),
 		InMemory:    f.InMemory,
+		ValueType:   tabulapb.ValueType(f.ValueType),
 	}
 }
 

@@ -172,6 +172,62 @@ func (GCMode) EnumDescriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{2}
 }
 
+// What a family's cells hold, fixed when the family is created: bytes, or
+// an int64 aggregate that AddToCell and MergeToCell merge into one cell per
+// (row, column, timestamp), read as an 8-byte big-endian int64. (Bigtable's
+// HyperLogLog aggregate is not supported.)
+type ValueType int32
+
+const (
+	ValueType_VALUE_TYPE_BYTES ValueType = 0
+	ValueType_VALUE_TYPE_SUM   ValueType = 1
+	ValueType_VALUE_TYPE_MIN   ValueType = 2
+	ValueType_VALUE_TYPE_MAX   ValueType = 3
+)
+
+// Enum value maps for ValueType.
+var (
+	ValueType_name = map[int32]string{
+		0: "VALUE_TYPE_BYTES",
+		1: "VALUE_TYPE_SUM",
+		2: "VALUE_TYPE_MIN",
+		3: "VALUE_TYPE_MAX",
+	}
+	ValueType_value = map[string]int32{
+		"VALUE_TYPE_BYTES": 0,
+		"VALUE_TYPE_SUM":   1,
+		"VALUE_TYPE_MIN":   2,
+		"VALUE_TYPE_MAX":   3,
+	}
+)
+
+func (x ValueType) Enum() *ValueType {
+	p := new(ValueType)
+	*p = x
+	return p
+}
+
+func (x ValueType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ValueType) Descriptor() protoreflect.EnumDescriptor {
+	return file_tabula_proto_enumTypes[3].Descriptor()
+}
+
+func (ValueType) Type() protoreflect.EnumType {
+	return &file_tabula_proto_enumTypes[3]
+}
+
+func (x ValueType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ValueType.Descriptor instead.
+func (ValueType) EnumDescriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{3}
+}
+
 type Family struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -183,8 +239,10 @@ type Family struct {
 	Compression Compression `protobuf:"varint,5,opt,name=compression,proto3,enum=tabula.v1.Compression" json:"compression,omitempty"`
 	Bloom       Bloom       `protobuf:"varint,6,opt,name=bloom,proto3,enum=tabula.v1.Bloom" json:"bloom,omitempty"`
 	// SSTable data block size in bytes; 0 = the engine's default.
-	BlockSize     int32 `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	InMemory      bool  `protobuf:"varint,8,opt,name=in_memory,json=inMemory,proto3" json:"in_memory,omitempty"`
+	BlockSize int32 `protobuf:"varint,7,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	InMemory  bool  `protobuf:"varint,8,opt,name=in_memory,json=inMemory,proto3" json:"in_memory,omitempty"`
+	// Fixed at creation: ModifyFamily refuses to change it.
+	ValueType     ValueType `protobuf:"varint,10,opt,name=value_type,json=valueType,proto3,enum=tabula.v1.ValueType" json:"value_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -273,6 +331,13 @@ func (x *Family) GetInMemory() bool {
 		return x.InMemory
 	}
 	return false
+}
+
+func (x *Family) GetValueType() ValueType {
+	if x != nil {
+		return x.ValueType
+	}
+	return ValueType_VALUE_TYPE_BYTES
 }
 
 type TableSchema struct {
@@ -846,6 +911,8 @@ type Mutation struct {
 	//	*Mutation_DeleteFromColumn_
 	//	*Mutation_DeleteFromFamily_
 	//	*Mutation_DeleteFromRow_
+	//	*Mutation_AddToCell_
+	//	*Mutation_MergeToCell_
 	Mutation      isMutation_Mutation `protobuf_oneof:"mutation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -924,6 +991,24 @@ func (x *Mutation) GetDeleteFromRow() *Mutation_DeleteFromRow {
 	return nil
 }
 
+func (x *Mutation) GetAddToCell() *Mutation_AddToCell {
+	if x != nil {
+		if x, ok := x.Mutation.(*Mutation_AddToCell_); ok {
+			return x.AddToCell
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetMergeToCell() *Mutation_MergeToCell {
+	if x != nil {
+		if x, ok := x.Mutation.(*Mutation_MergeToCell_); ok {
+			return x.MergeToCell
+		}
+	}
+	return nil
+}
+
 type isMutation_Mutation interface {
 	isMutation_Mutation()
 }
@@ -944,6 +1029,14 @@ type Mutation_DeleteFromRow_ struct {
 	DeleteFromRow *Mutation_DeleteFromRow `protobuf:"bytes,4,opt,name=delete_from_row,json=deleteFromRow,proto3,oneof"`
 }
 
+type Mutation_AddToCell_ struct {
+	AddToCell *Mutation_AddToCell `protobuf:"bytes,5,opt,name=add_to_cell,json=addToCell,proto3,oneof"`
+}
+
+type Mutation_MergeToCell_ struct {
+	MergeToCell *Mutation_MergeToCell `protobuf:"bytes,6,opt,name=merge_to_cell,json=mergeToCell,proto3,oneof"`
+}
+
 func (*Mutation_SetCell_) isMutation_Mutation() {}
 
 func (*Mutation_DeleteFromColumn_) isMutation_Mutation() {}
@@ -951,6 +1044,10 @@ func (*Mutation_DeleteFromColumn_) isMutation_Mutation() {}
 func (*Mutation_DeleteFromFamily_) isMutation_Mutation() {}
 
 func (*Mutation_DeleteFromRow_) isMutation_Mutation() {}
+
+func (*Mutation_AddToCell_) isMutation_Mutation() {}
+
+func (*Mutation_MergeToCell_) isMutation_Mutation() {}
 
 type ReadModifyWriteRule struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -4909,6 +5006,148 @@ func (*Mutation_DeleteFromRow) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{9, 3}
 }
 
+// Merges input into the cell at (family, qualifier, timestamp) of an
+// aggregate family (sum, min, max). Not idempotent.
+type Mutation_AddToCell struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	// An explicit timestamp, 0 or more (the server's clock is not allowed).
+	TimestampMicros int64 `protobuf:"varint,3,opt,name=timestamp_micros,json=timestampMicros,proto3" json:"timestamp_micros,omitempty"`
+	Input           int64 `protobuf:"varint,4,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Mutation_AddToCell) Reset() {
+	*x = Mutation_AddToCell{}
+	mi := &file_tabula_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mutation_AddToCell) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mutation_AddToCell) ProtoMessage() {}
+
+func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mutation_AddToCell.ProtoReflect.Descriptor instead.
+func (*Mutation_AddToCell) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{9, 4}
+}
+
+func (x *Mutation_AddToCell) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *Mutation_AddToCell) GetQualifier() []byte {
+	if x != nil {
+		return x.Qualifier
+	}
+	return nil
+}
+
+func (x *Mutation_AddToCell) GetTimestampMicros() int64 {
+	if x != nil {
+		return x.TimestampMicros
+	}
+	return 0
+}
+
+func (x *Mutation_AddToCell) GetInput() int64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+// Merges an accumulator state into the cell at (family, qualifier,
+// timestamp) of an aggregate family: for sum, min and max the state is
+// the 8-byte big-endian int64 a read returns. Not idempotent.
+type Mutation_MergeToCell struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Family          string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier       []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	TimestampMicros int64                  `protobuf:"varint,3,opt,name=timestamp_micros,json=timestampMicros,proto3" json:"timestamp_micros,omitempty"`
+	Input           []byte                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Mutation_MergeToCell) Reset() {
+	*x = Mutation_MergeToCell{}
+	mi := &file_tabula_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mutation_MergeToCell) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mutation_MergeToCell) ProtoMessage() {}
+
+func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mutation_MergeToCell.ProtoReflect.Descriptor instead.
+func (*Mutation_MergeToCell) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{9, 5}
+}
+
+func (x *Mutation_MergeToCell) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *Mutation_MergeToCell) GetQualifier() []byte {
+	if x != nil {
+		return x.Qualifier
+	}
+	return nil
+}
+
+func (x *Mutation_MergeToCell) GetTimestampMicros() int64 {
+	if x != nil {
+		return x.TimestampMicros
+	}
+	return 0
+}
+
+func (x *Mutation_MergeToCell) GetInput() []byte {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
 type RowFilter_Chain struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Filters       []*RowFilter           `protobuf:"bytes,1,rep,name=filters,proto3" json:"filters,omitempty"`
@@ -4918,7 +5157,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4930,7 +5169,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +5201,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4974,7 +5213,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5008,7 +5247,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5020,7 +5259,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5068,7 +5307,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5080,7 +5319,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5132,7 +5371,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5144,7 +5383,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5437,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5210,7 +5449,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5244,7 +5483,7 @@ var File_tabula_proto protoreflect.FileDescriptor
 
 const file_tabula_proto_rawDesc = "" +
 	"\n" +
-	"\ftabula.proto\x12\ttabula.v1\"\x9f\x02\n" +
+	"\ftabula.proto\x12\ttabula.v1\"\xd4\x02\n" +
 	"\x06Family\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_versions\x18\x02 \x01(\x05R\vmaxVersions\x12\x1d\n" +
@@ -5255,7 +5494,10 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05bloom\x18\x06 \x01(\x0e2\x10.tabula.v1.BloomR\x05bloom\x12\x1d\n" +
 	"\n" +
 	"block_size\x18\a \x01(\x05R\tblockSize\x12\x1b\n" +
-	"\tin_memory\x18\b \x01(\bR\binMemory\"\x9a\x01\n" +
+	"\tin_memory\x18\b \x01(\bR\binMemory\x123\n" +
+	"\n" +
+	"value_type\x18\n" +
+	" \x01(\x0e2\x14.tabula.v1.ValueTypeR\tvalueType\"\x9a\x01\n" +
 	"\vTableSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\bfamilies\x18\x02 \x03(\v2\x11.tabula.v1.FamilyR\bfamilies\x122\n" +
@@ -5299,12 +5541,14 @@ const file_tabula_proto_rawDesc = "" +
 	"\x06RowSet\x12\x19\n" +
 	"\brow_keys\x18\x01 \x03(\fR\arowKeys\x122\n" +
 	"\n" +
-	"row_ranges\x18\x02 \x03(\v2\x13.tabula.v1.RowRangeR\trowRanges\"\xbc\x05\n" +
+	"row_ranges\x18\x02 \x03(\v2\x13.tabula.v1.RowRangeR\trowRanges\"\xd0\b\n" +
 	"\bMutation\x128\n" +
 	"\bset_cell\x18\x01 \x01(\v2\x1b.tabula.v1.Mutation.SetCellH\x00R\asetCell\x12T\n" +
 	"\x12delete_from_column\x18\x02 \x01(\v2$.tabula.v1.Mutation.DeleteFromColumnH\x00R\x10deleteFromColumn\x12T\n" +
 	"\x12delete_from_family\x18\x03 \x01(\v2$.tabula.v1.Mutation.DeleteFromFamilyH\x00R\x10deleteFromFamily\x12K\n" +
-	"\x0fdelete_from_row\x18\x04 \x01(\v2!.tabula.v1.Mutation.DeleteFromRowH\x00R\rdeleteFromRow\x1a\x80\x01\n" +
+	"\x0fdelete_from_row\x18\x04 \x01(\v2!.tabula.v1.Mutation.DeleteFromRowH\x00R\rdeleteFromRow\x12?\n" +
+	"\vadd_to_cell\x18\x05 \x01(\v2\x1d.tabula.v1.Mutation.AddToCellH\x00R\taddToCell\x12E\n" +
+	"\rmerge_to_cell\x18\x06 \x01(\v2\x1f.tabula.v1.Mutation.MergeToCellH\x00R\vmergeToCell\x1a\x80\x01\n" +
 	"\aSetCell\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
 	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
@@ -5317,7 +5561,17 @@ const file_tabula_proto_rawDesc = "" +
 	"\x14end_timestamp_micros\x18\x04 \x01(\x03R\x12endTimestampMicros\x1a*\n" +
 	"\x10DeleteFromFamily\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x1a\x0f\n" +
-	"\rDeleteFromRowB\n" +
+	"\rDeleteFromRow\x1a\x82\x01\n" +
+	"\tAddToCell\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
+	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
+	"\x10timestamp_micros\x18\x03 \x01(\x03R\x0ftimestampMicros\x12\x14\n" +
+	"\x05input\x18\x04 \x01(\x03R\x05input\x1a\x84\x01\n" +
+	"\vMergeToCell\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
+	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
+	"\x10timestamp_micros\x18\x03 \x01(\x03R\x0ftimestampMicros\x12\x14\n" +
+	"\x05input\x18\x04 \x01(\fR\x05inputB\n" +
 	"\n" +
 	"\bmutation\"\xa5\x01\n" +
 	"\x13ReadModifyWriteRule\x12\x16\n" +
@@ -5568,7 +5822,12 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10BLOOM_ROW_COLUMN\x10\x02*+\n" +
 	"\x06GCMode\x12\f\n" +
 	"\bGC_UNION\x10\x00\x12\x13\n" +
-	"\x0fGC_INTERSECTION\x10\x012\x82\f\n" +
+	"\x0fGC_INTERSECTION\x10\x01*]\n" +
+	"\tValueType\x12\x14\n" +
+	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
+	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
+	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\x82\f\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -5623,239 +5882,245 @@ func file_tabula_proto_rawDescGZIP() []byte {
 	return file_tabula_proto_rawDescData
 }
 
-var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
+var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 91)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
 	(GCMode)(0),                          // 2: tabula.v1.GCMode
-	(*Family)(nil),                       // 3: tabula.v1.Family
-	(*TableSchema)(nil),                  // 4: tabula.v1.TableSchema
-	(*TabletInfo)(nil),                   // 5: tabula.v1.TabletInfo
-	(*ServerInfo)(nil),                   // 6: tabula.v1.ServerInfo
-	(*NotServing)(nil),                   // 7: tabula.v1.NotServing
-	(*Cell)(nil),                         // 8: tabula.v1.Cell
-	(*Row)(nil),                          // 9: tabula.v1.Row
-	(*RowRange)(nil),                     // 10: tabula.v1.RowRange
-	(*RowSet)(nil),                       // 11: tabula.v1.RowSet
-	(*Mutation)(nil),                     // 12: tabula.v1.Mutation
-	(*ReadModifyWriteRule)(nil),          // 13: tabula.v1.ReadModifyWriteRule
-	(*RowFilter)(nil),                    // 14: tabula.v1.RowFilter
-	(*ColumnRange)(nil),                  // 15: tabula.v1.ColumnRange
-	(*TimestampRange)(nil),               // 16: tabula.v1.TimestampRange
-	(*ValueRange)(nil),                   // 17: tabula.v1.ValueRange
-	(*CreateTableRequest)(nil),           // 18: tabula.v1.CreateTableRequest
-	(*DeleteTableRequest)(nil),           // 19: tabula.v1.DeleteTableRequest
-	(*DeleteTableResponse)(nil),          // 20: tabula.v1.DeleteTableResponse
-	(*ListTablesRequest)(nil),            // 21: tabula.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),           // 22: tabula.v1.ListTablesResponse
-	(*DescribeTableRequest)(nil),         // 23: tabula.v1.DescribeTableRequest
-	(*DescribeTableResponse)(nil),        // 24: tabula.v1.DescribeTableResponse
-	(*FamilyRequest)(nil),                // 25: tabula.v1.FamilyRequest
-	(*DeleteFamilyRequest)(nil),          // 26: tabula.v1.DeleteFamilyRequest
-	(*LocateTabletRequest)(nil),          // 27: tabula.v1.LocateTabletRequest
-	(*LocateRangeRequest)(nil),           // 28: tabula.v1.LocateRangeRequest
-	(*LocateRangeResponse)(nil),          // 29: tabula.v1.LocateRangeResponse
-	(*ListTabletsRequest)(nil),           // 30: tabula.v1.ListTabletsRequest
-	(*ListTabletsResponse)(nil),          // 31: tabula.v1.ListTabletsResponse
-	(*ListServersRequest)(nil),           // 32: tabula.v1.ListServersRequest
-	(*ListServersResponse)(nil),          // 33: tabula.v1.ListServersResponse
-	(*SplitTabletRequest)(nil),           // 34: tabula.v1.SplitTabletRequest
-	(*SplitTabletResponse)(nil),          // 35: tabula.v1.SplitTabletResponse
-	(*CompactTableRequest)(nil),          // 36: tabula.v1.CompactTableRequest
-	(*CompactTableResponse)(nil),         // 37: tabula.v1.CompactTableResponse
-	(*CreateTokenRequest)(nil),           // 38: tabula.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),          // 39: tabula.v1.CreateTokenResponse
-	(*TokenInfo)(nil),                    // 40: tabula.v1.TokenInfo
-	(*ListTokensRequest)(nil),            // 41: tabula.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),           // 42: tabula.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),           // 43: tabula.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),          // 44: tabula.v1.RevokeTokenResponse
-	(*GrantInfo)(nil),                    // 45: tabula.v1.GrantInfo
-	(*GrantRequest)(nil),                 // 46: tabula.v1.GrantRequest
-	(*GrantResponse)(nil),                // 47: tabula.v1.GrantResponse
-	(*RevokeRequest)(nil),                // 48: tabula.v1.RevokeRequest
-	(*RevokeResponse)(nil),               // 49: tabula.v1.RevokeResponse
-	(*ListGrantsRequest)(nil),            // 50: tabula.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),           // 51: tabula.v1.ListGrantsResponse
-	(*WhoAmIRequest)(nil),                // 52: tabula.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 53: tabula.v1.WhoAmIResponse
-	(*BalanceRequest)(nil),               // 54: tabula.v1.BalanceRequest
-	(*BalanceResponse)(nil),              // 55: tabula.v1.BalanceResponse
-	(*TabletRef)(nil),                    // 56: tabula.v1.TabletRef
-	(*ReadRowsRequest)(nil),              // 57: tabula.v1.ReadRowsRequest
-	(*ReadRowsResponse)(nil),             // 58: tabula.v1.ReadRowsResponse
-	(*MutateRowRequest)(nil),             // 59: tabula.v1.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 60: tabula.v1.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 61: tabula.v1.MutateRowsRequest
-	(*MutateRowsResponse)(nil),           // 62: tabula.v1.MutateRowsResponse
-	(*CheckAndMutateRowRequest)(nil),     // 63: tabula.v1.CheckAndMutateRowRequest
-	(*CheckAndMutateRowResponse)(nil),    // 64: tabula.v1.CheckAndMutateRowResponse
-	(*ReadModifyWriteRowRequest)(nil),    // 65: tabula.v1.ReadModifyWriteRowRequest
-	(*ReadModifyWriteRowResponse)(nil),   // 66: tabula.v1.ReadModifyWriteRowResponse
-	(*SampleRowKeysRequest)(nil),         // 67: tabula.v1.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 68: tabula.v1.SampleRowKeysResponse
-	(*LoadTabletRequest)(nil),            // 69: tabula.v1.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 70: tabula.v1.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 71: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 72: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),          // 73: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),         // 74: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),        // 75: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                 // 76: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),          // 77: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 78: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),           // 79: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                  // 80: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),          // 81: tabula.v1.ServerStatsResponse
-	(*Mutation_SetCell)(nil),             // 82: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 83: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 84: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 85: tabula.v1.Mutation.DeleteFromRow
-	(*RowFilter_Chain)(nil),              // 86: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 87: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 88: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 89: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 90: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 91: tabula.v1.SampleRowKeysResponse.Sample
+	(ValueType)(0),                       // 3: tabula.v1.ValueType
+	(*Family)(nil),                       // 4: tabula.v1.Family
+	(*TableSchema)(nil),                  // 5: tabula.v1.TableSchema
+	(*TabletInfo)(nil),                   // 6: tabula.v1.TabletInfo
+	(*ServerInfo)(nil),                   // 7: tabula.v1.ServerInfo
+	(*NotServing)(nil),                   // 8: tabula.v1.NotServing
+	(*Cell)(nil),                         // 9: tabula.v1.Cell
+	(*Row)(nil),                          // 10: tabula.v1.Row
+	(*RowRange)(nil),                     // 11: tabula.v1.RowRange
+	(*RowSet)(nil),                       // 12: tabula.v1.RowSet
+	(*Mutation)(nil),                     // 13: tabula.v1.Mutation
+	(*ReadModifyWriteRule)(nil),          // 14: tabula.v1.ReadModifyWriteRule
+	(*RowFilter)(nil),                    // 15: tabula.v1.RowFilter
+	(*ColumnRange)(nil),                  // 16: tabula.v1.ColumnRange
+	(*TimestampRange)(nil),               // 17: tabula.v1.TimestampRange
+	(*ValueRange)(nil),                   // 18: tabula.v1.ValueRange
+	(*CreateTableRequest)(nil),           // 19: tabula.v1.CreateTableRequest
+	(*DeleteTableRequest)(nil),           // 20: tabula.v1.DeleteTableRequest
+	(*DeleteTableResponse)(nil),          // 21: tabula.v1.DeleteTableResponse
+	(*ListTablesRequest)(nil),            // 22: tabula.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),           // 23: tabula.v1.ListTablesResponse
+	(*DescribeTableRequest)(nil),         // 24: tabula.v1.DescribeTableRequest
+	(*DescribeTableResponse)(nil),        // 25: tabula.v1.DescribeTableResponse
+	(*FamilyRequest)(nil),                // 26: tabula.v1.FamilyRequest
+	(*DeleteFamilyRequest)(nil),          // 27: tabula.v1.DeleteFamilyRequest
+	(*LocateTabletRequest)(nil),          // 28: tabula.v1.LocateTabletRequest
+	(*LocateRangeRequest)(nil),           // 29: tabula.v1.LocateRangeRequest
+	(*LocateRangeResponse)(nil),          // 30: tabula.v1.LocateRangeResponse
+	(*ListTabletsRequest)(nil),           // 31: tabula.v1.ListTabletsRequest
+	(*ListTabletsResponse)(nil),          // 32: tabula.v1.ListTabletsResponse
+	(*ListServersRequest)(nil),           // 33: tabula.v1.ListServersRequest
+	(*ListServersResponse)(nil),          // 34: tabula.v1.ListServersResponse
+	(*SplitTabletRequest)(nil),           // 35: tabula.v1.SplitTabletRequest
+	(*SplitTabletResponse)(nil),          // 36: tabula.v1.SplitTabletResponse
+	(*CompactTableRequest)(nil),          // 37: tabula.v1.CompactTableRequest
+	(*CompactTableResponse)(nil),         // 38: tabula.v1.CompactTableResponse
+	(*CreateTokenRequest)(nil),           // 39: tabula.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),          // 40: tabula.v1.CreateTokenResponse
+	(*TokenInfo)(nil),                    // 41: tabula.v1.TokenInfo
+	(*ListTokensRequest)(nil),            // 42: tabula.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),           // 43: tabula.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),           // 44: tabula.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),          // 45: tabula.v1.RevokeTokenResponse
+	(*GrantInfo)(nil),                    // 46: tabula.v1.GrantInfo
+	(*GrantRequest)(nil),                 // 47: tabula.v1.GrantRequest
+	(*GrantResponse)(nil),                // 48: tabula.v1.GrantResponse
+	(*RevokeRequest)(nil),                // 49: tabula.v1.RevokeRequest
+	(*RevokeResponse)(nil),               // 50: tabula.v1.RevokeResponse
+	(*ListGrantsRequest)(nil),            // 51: tabula.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),           // 52: tabula.v1.ListGrantsResponse
+	(*WhoAmIRequest)(nil),                // 53: tabula.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 54: tabula.v1.WhoAmIResponse
+	(*BalanceRequest)(nil),               // 55: tabula.v1.BalanceRequest
+	(*BalanceResponse)(nil),              // 56: tabula.v1.BalanceResponse
+	(*TabletRef)(nil),                    // 57: tabula.v1.TabletRef
+	(*ReadRowsRequest)(nil),              // 58: tabula.v1.ReadRowsRequest
+	(*ReadRowsResponse)(nil),             // 59: tabula.v1.ReadRowsResponse
+	(*MutateRowRequest)(nil),             // 60: tabula.v1.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 61: tabula.v1.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 62: tabula.v1.MutateRowsRequest
+	(*MutateRowsResponse)(nil),           // 63: tabula.v1.MutateRowsResponse
+	(*CheckAndMutateRowRequest)(nil),     // 64: tabula.v1.CheckAndMutateRowRequest
+	(*CheckAndMutateRowResponse)(nil),    // 65: tabula.v1.CheckAndMutateRowResponse
+	(*ReadModifyWriteRowRequest)(nil),    // 66: tabula.v1.ReadModifyWriteRowRequest
+	(*ReadModifyWriteRowResponse)(nil),   // 67: tabula.v1.ReadModifyWriteRowResponse
+	(*SampleRowKeysRequest)(nil),         // 68: tabula.v1.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 69: tabula.v1.SampleRowKeysResponse
+	(*LoadTabletRequest)(nil),            // 70: tabula.v1.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 71: tabula.v1.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 72: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 73: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),          // 74: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),         // 75: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),        // 76: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                 // 77: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),          // 78: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 79: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),           // 80: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                  // 81: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),          // 82: tabula.v1.ServerStatsResponse
+	(*Mutation_SetCell)(nil),             // 83: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 84: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 85: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 86: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 87: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 88: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 89: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 90: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 91: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 92: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 93: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 94: tabula.v1.SampleRowKeysResponse.Sample
 }
 var file_tabula_proto_depIdxs = []int32{
-	2,  // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
-	0,  // 1: tabula.v1.Family.compression:type_name -> tabula.v1.Compression
-	1,  // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
-	3,  // 3: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
-	8,  // 4: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
-	10, // 5: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	82, // 6: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	83, // 7: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	84, // 8: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	85, // 9: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	86, // 10: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	87, // 11: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	88, // 12: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
-	15, // 13: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
-	16, // 14: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
-	17, // 15: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
-	4,  // 16: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
-	4,  // 17: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
-	4,  // 18: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
-	5,  // 19: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
-	3,  // 20: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
-	5,  // 21: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
-	5,  // 22: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	6,  // 23: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
-	5,  // 24: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
-	40, // 25: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
-	40, // 26: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
-	45, // 27: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
-	45, // 28: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
-	45, // 29: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	56, // 30: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
-	11, // 31: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
-	14, // 32: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
-	9,  // 33: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	56, // 34: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	12, // 35: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	89, // 36: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	90, // 37: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	56, // 38: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	14, // 39: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
-	12, // 40: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
-	12, // 41: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	56, // 42: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	13, // 43: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
-	9,  // 44: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	56, // 45: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	91, // 46: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
-	5,  // 47: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
-	4,  // 48: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	56, // 49: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	56, // 50: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	56, // 51: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	4,  // 52: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	56, // 53: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	80, // 54: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	14, // 55: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	14, // 56: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	14, // 57: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	14, // 58: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	14, // 59: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	56, // 60: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	12, // 61: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	7,  // 62: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	18, // 63: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	19, // 64: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	21, // 65: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	23, // 66: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	25, // 67: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	25, // 68: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	26, // 69: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	27, // 70: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	28, // 71: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	30, // 72: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	32, // 73: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	34, // 74: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	36, // 75: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	54, // 76: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	38, // 77: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	41, // 78: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	43, // 79: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	46, // 80: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	48, // 81: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	50, // 82: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	52, // 83: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	57, // 84: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	59, // 85: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	61, // 86: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	63, // 87: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	65, // 88: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	67, // 89: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	69, // 90: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	71, // 91: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	56, // 92: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	74, // 93: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	76, // 94: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	77, // 95: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	79, // 96: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	4,  // 97: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	20, // 98: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	22, // 99: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	24, // 100: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	4,  // 101: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	4,  // 102: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	4,  // 103: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	5,  // 104: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	29, // 105: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	31, // 106: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	33, // 107: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	35, // 108: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	37, // 109: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	55, // 110: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	39, // 111: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	42, // 112: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	44, // 113: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	47, // 114: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	49, // 115: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	51, // 116: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	53, // 117: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	58, // 118: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	60, // 119: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	62, // 120: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	64, // 121: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	66, // 122: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	68, // 123: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	70, // 124: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	72, // 125: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	73, // 126: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	75, // 127: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	35, // 128: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	78, // 129: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	81, // 130: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	97, // [97:131] is the sub-list for method output_type
-	63, // [63:97] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
+	0,   // 1: tabula.v1.Family.compression:type_name -> tabula.v1.Compression
+	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
+	3,   // 3: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
+	4,   // 4: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
+	9,   // 5: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
+	11,  // 6: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
+	83,  // 7: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	84,  // 8: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	85,  // 9: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	86,  // 10: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	87,  // 11: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	88,  // 12: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	89,  // 13: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	90,  // 14: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	91,  // 15: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	16,  // 16: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
+	17,  // 17: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
+	18,  // 18: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
+	5,   // 19: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
+	5,   // 20: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
+	5,   // 21: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
+	6,   // 22: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
+	4,   // 23: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
+	6,   // 24: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
+	6,   // 25: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	7,   // 26: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
+	6,   // 27: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
+	41,  // 28: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
+	41,  // 29: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
+	46,  // 30: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
+	46,  // 31: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
+	46,  // 32: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
+	57,  // 33: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
+	12,  // 34: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
+	15,  // 35: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
+	10,  // 36: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
+	57,  // 37: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	13,  // 38: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
+	92,  // 39: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	93,  // 40: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	57,  // 41: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	15,  // 42: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
+	13,  // 43: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
+	13,  // 44: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
+	57,  // 45: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 46: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
+	10,  // 47: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
+	57,  // 48: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	94,  // 49: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	6,   // 50: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
+	5,   // 51: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
+	57,  // 52: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	57,  // 53: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	57,  // 54: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	5,   // 55: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	57,  // 56: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	81,  // 57: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	15,  // 58: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	15,  // 59: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	15,  // 60: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	15,  // 61: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	15,  // 62: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	57,  // 63: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	13,  // 64: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	8,   // 65: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	19,  // 66: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	20,  // 67: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	22,  // 68: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	24,  // 69: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	26,  // 70: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	26,  // 71: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 72: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	28,  // 73: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	29,  // 74: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	31,  // 75: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	33,  // 76: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	35,  // 77: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	37,  // 78: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	55,  // 79: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	39,  // 80: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	42,  // 81: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	44,  // 82: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	47,  // 83: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	49,  // 84: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	51,  // 85: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	53,  // 86: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	58,  // 87: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	60,  // 88: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	62,  // 89: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	64,  // 90: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	66,  // 91: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	68,  // 92: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	70,  // 93: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	72,  // 94: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	57,  // 95: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	75,  // 96: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	77,  // 97: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	78,  // 98: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	80,  // 99: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	5,   // 100: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	21,  // 101: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	23,  // 102: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	25,  // 103: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	5,   // 104: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	5,   // 105: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	5,   // 106: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	6,   // 107: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	30,  // 108: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	32,  // 109: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	34,  // 110: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	36,  // 111: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	38,  // 112: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	56,  // 113: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	40,  // 114: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	43,  // 115: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	45,  // 116: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	48,  // 117: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	50,  // 118: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	52,  // 119: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	54,  // 120: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	59,  // 121: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	61,  // 122: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	63,  // 123: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	65,  // 124: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	67,  // 125: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	69,  // 126: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	71,  // 127: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	73,  // 128: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	74,  // 129: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	76,  // 130: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	36,  // 131: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	79,  // 132: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	82,  // 133: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	100, // [100:134] is the sub-list for method output_type
+	66,  // [66:100] is the sub-list for method input_type
+	66,  // [66:66] is the sub-list for extension type_name
+	66,  // [66:66] is the sub-list for extension extendee
+	0,   // [0:66] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -5868,6 +6133,8 @@ func file_tabula_proto_init() {
 		(*Mutation_DeleteFromColumn_)(nil),
 		(*Mutation_DeleteFromFamily_)(nil),
 		(*Mutation_DeleteFromRow_)(nil),
+		(*Mutation_AddToCell_)(nil),
+		(*Mutation_MergeToCell_)(nil),
 	}
 	file_tabula_proto_msgTypes[10].OneofWrappers = []any{
 		(*ReadModifyWriteRule_AppendValue)(nil),
@@ -5898,8 +6165,8 @@ func file_tabula_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   89,
+			NumEnums:      4,
+			NumMessages:   91,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
