@@ -26,6 +26,7 @@ func newTableCreateCmd() *cobra.Command {
   versions=N (0: no limit)   ttl=DURATION (90m, 36h, 7d; 0: none)   gc=union|intersection
   compression=none|snappy|zstd (default snappy)   bloom=none|row|row+column (default row)
   blocksize=N[k|m]   inmemory=true|false
+  type=bytes|sum|min|max (default bytes; an int64 aggregate written with ` + "`tabula add`" + `, fixed at creation)
 --splits gives row keys where the table starts out split into tablets.`,
 		Example: "  tabula table create users --family profile:versions=3 --family log:ttl=7d,compression=zstd --splits g,n,t",
 		Args:    cobra.ExactArgs(1),
@@ -129,8 +130,8 @@ func newTableDescribeCmd() *cobra.Command {
 			fmt.Fprintf(w, "tablets: %d\n", len(t.Tablets))
 			fmt.Fprintln(w, "families:")
 			for _, f := range t.Families {
-				fmt.Fprintf(w, "  %s\tversions=%d ttl=%s gc=%s compression=%s bloom=%s blocksize=%d inmemory=%t\n",
-					f.Name, f.MaxVersions, f.TTL, f.GC, f.Compression, f.Bloom, f.BlockSize, f.InMemory)
+				fmt.Fprintf(w, "  %s\tversions=%d ttl=%s gc=%s compression=%s bloom=%s blocksize=%d inmemory=%t type=%s\n",
+					f.Name, f.MaxVersions, f.TTL, f.GC, f.Compression, f.Bloom, f.BlockSize, f.InMemory, f.ValueType)
 			}
 			return nil
 		},
@@ -141,7 +142,7 @@ func familyJSON(f families.Family) map[string]any {
 	return map[string]any{
 		"name": f.Name, "versions": f.MaxVersions, "ttl": f.TTL.String(), "gc": f.GC.String(),
 		"compression": f.Compression.String(), "bloom": f.Bloom.String(), "blocksize": f.BlockSize,
-		"inmemory": f.InMemory, "spec": f.Spec(),
+		"inmemory": f.InMemory, "type": f.ValueType.String(), "spec": f.Spec(),
 	}
 }
 
