@@ -6,7 +6,8 @@
 // in a manifest. Writes
 // go through a group-committed log and become visible atomically per row;
 // reads merge the memtable and the SSTables, apply deletes by sequence
-// number, the family's GC policy and the request's filter. Background work
+// number (in an aggregate family merging the entries of one cell, see
+// aggregate.go), the family's GC policy and the request's filter. Background work
 // flushes memtables, compacts SSTables and drops expired files; Split hands
 // the tablet's files to two children by reference.
 //
