@@ -3,9 +3,11 @@ package tablet
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
@@ -358,5 +360,60 @@ func TestAggregateFamilyRetypedDropsItsCells(t *testing.T) {
 	apply(t, tb, "r", add("a", "q", 1, 2))
 	if got := readAgg(t, tb, "r"); got != "a:q@1=2 sum:q@1=5" {
 		t.Fatalf("after a write into the new a: %q", got)
+	}
+}
+
+// TestAggregateInputsOfOneRequest applies random requests of up to 60
+// mutations on one row (AddToCell and MergeToCell on few cells, SetCell
+// into a bytes family, deletes among them; both normalize paths, small and
+// large) as one Apply each, and compares with the reference model, which
+// orders every mutation of a request. It found that a column delete
+// after a set of the same request, itself after a wider delete with the
+// same range start, removed the set (the deletes' merged range was used).
+func TestAggregateInputsOfOneRequest(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewSource(seed))
+	opts := aggOptions(t.TempDir())
+	tb := openTablet(t, opts)
+	model := newRefModel(opts.Families)
+	aggs := []string{"max", "min", "sum"}
+	for round := 0; round < 300; round++ {
+		n := 1 + rng.Intn(60)
+		muts := make([]cell.Mutation, n)
+		for i := range muts {
+			fam, q, ts := aggs[rng.Intn(3)], fmt.Sprint("q", rng.Intn(2)), int64(rng.Intn(3))
+			if rng.Intn(4) == 0 { // the bytes family, with the same rules
+				fam = "a"
+			}
+			switch k := rng.Intn(20); {
+			case k < 14 && fam == "a":
+				muts[i] = set(fam, q, ts, fmt.Sprint(i))
+			case k < 14:
+				muts[i] = add(fam, q, ts, int64(rng.Intn(21)-10))
+				if k < 4 {
+					muts[i].Kind = cell.MergeToCell
+				}
+			case k < 17:
+				muts[i] = delCol(fam, q, 0, 0)
+				if k > 14 {
+					muts[i] = delCol(fam, q, ts, []int64{0, ts + 1, ts + 2}[rng.Intn(3)])
+				}
+			case k < 19:
+				muts[i] = delFam(fam)
+			default:
+				muts[i] = delRow()
+			}
+		}
+		apply(t, tb, "r", muts...)
+		model.apply("r", muts, 0)
+		if round%3 == 2 {
+			if err := tb.Flush(bg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := readAgg(t, tb, "r"), renderAgg(model.read("r", 0)); got != want {
+			t.Fatalf("seed %d round %d: after %v\n got  %s\n want %s", seed, round, muts, got, want)
+		}
 	}
 }

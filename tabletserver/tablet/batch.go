@@ -338,7 +338,11 @@ func normalizeColumn(muts []cell.Mutation, idx []int, now int64, survive []bool,
 		}
 		merged[m.TimeStart] = end
 		lastDel[m.TimeStart] = i
-		dels = append(dels, del{start: m.TimeStart, end: end, at: i})
+		// The sweep below uses the delete's own range: the merged one is
+		// what the stored tombstone hides of earlier batches, but a set of
+		// this batch between two deletes is removed only by what the
+		// later delete itself covers.
+		dels = append(dels, del{start: m.TimeStart, end: m.TimeEnd, at: i})
 	}
 	for start, i := range lastDel {
 		survive[i] = true
@@ -466,7 +470,9 @@ func appendNormalizedSmall(dst []entry, muts []cell.Mutation, fams []string, now
 				}
 				switch e.kind {
 				case cell.KindSet:
-					return cell.DeleteRangeCovers(start, end, e.timestamp)
+					// The delete's own range, not the merged one (see
+					// normalizeColumn).
+					return cell.DeleteRangeCovers(m.TimeStart, m.TimeEnd, e.timestamp)
 				case cell.KindDeleteColumn:
 					return e.timestamp == start
 				}
