@@ -146,6 +146,13 @@ func TestMutationValidation(t *testing.T) {
 		{"open range", Mutation{Kind: DeleteColumn, Family: "cf", TimeStart: 5}, true},
 		{"row", Mutation{Kind: DeleteRow}, true},
 		{"unknown", Mutation{Kind: 9, Family: "cf"}, false},
+		{"add", Mutation{Kind: AddToCell, Family: "cf", Qualifier: []byte("q"), Timestamp: 0, Value: AggregateInput(-3)}, true},
+		{"merge", Mutation{Kind: MergeToCell, Family: "cf", Timestamp: 7, Value: AggregateInput(3)}, true},
+		{"add at server time", Mutation{Kind: AddToCell, Family: "cf", Timestamp: ServerTimestamp, Value: AggregateInput(1)}, false},
+		{"add of 4 bytes", Mutation{Kind: AddToCell, Family: "cf", Value: []byte{0, 0, 0, 1}}, false},
+		{"merge of no bytes", Mutation{Kind: MergeToCell, Family: "cf"}, false},
+		{"add to bad family", Mutation{Kind: AddToCell, Family: "c f", Value: AggregateInput(1)}, false},
+		{"add with big qualifier", Mutation{Kind: AddToCell, Family: "cf", Qualifier: make([]byte, MaxQualifierLen+1), Value: AggregateInput(1)}, false},
 	}
 	for _, c := range cases {
 		err := c.m.Validate()
@@ -158,5 +165,24 @@ func TestMutationValidation(t *testing.T) {
 	}
 	if err := ValidateMutations(make([]byte, MaxRowKeyLen+1), []Mutation{{Kind: DeleteRow}}); err == nil {
 		t.Error("oversized row key accepted")
+	}
+}
+
+func TestIdempotent(t *testing.T) {
+	cases := []struct {
+		name string
+		muts []Mutation
+		want bool
+	}{
+		{"set", []Mutation{{Kind: SetCell, Timestamp: 5}}, true},
+		{"deletes", []Mutation{{Kind: DeleteColumn}, {Kind: DeleteFamily}, {Kind: DeleteRow}}, true},
+		{"server time", []Mutation{{Kind: SetCell, Timestamp: 5}, {Kind: SetCell, Timestamp: ServerTimestamp}}, false},
+		{"add", []Mutation{{Kind: SetCell, Timestamp: 5}, {Kind: AddToCell, Timestamp: 5}}, false},
+		{"merge", []Mutation{{Kind: MergeToCell, Timestamp: 5}}, false},
+	}
+	for _, c := range cases {
+		if got := Idempotent(c.muts); got != c.want {
+			t.Errorf("%s: Idempotent = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

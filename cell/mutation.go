@@ -1,5 +1,7 @@
 package cell
 
+import "encoding/binary"
+
 // MutationKind says what a Mutation does.
 type MutationKind uint8
 
@@ -14,6 +16,17 @@ const (
 	DeleteFamily
 	// DeleteRow deletes every cell of the row written before it.
 	DeleteRow
+	// AddToCell merges an input (Value: an 8-byte big-endian int64) into
+	// the cell at (Family, Qualifier, Timestamp) of an aggregate family
+	// (sum, min or max): the cell becomes the aggregate of every input
+	// written there and not deleted. Not idempotent.
+	AddToCell
+	// MergeToCell merges an accumulator state (Value) into the cell at
+	// (Family, Qualifier, Timestamp) of an aggregate family, as Bigtable's
+	// MergeToCell does. For the int64 sum, min and max that Tabula has, the
+	// state is the same 8-byte big-endian int64 an input is, so it merges
+	// exactly like AddToCell. Not idempotent.
+	MergeToCell
 )
 
 func (k MutationKind) String() string {
@@ -26,6 +39,10 @@ func (k MutationKind) String() string {
 		return "delete-family"
 	case DeleteRow:
 		return "delete-row"
+	case AddToCell:
+		return "add-to-cell"
+	case MergeToCell:
+		return "merge-to-cell"
 	}
 	return "unknown"
 }
@@ -35,11 +52,14 @@ func (k MutationKind) String() string {
 type Mutation struct {
 	Kind      MutationKind
 	Family    string // all kinds but DeleteRow
-	Qualifier []byte // SetCell, DeleteColumn
-	// Timestamp of a SetCell, in microseconds; ServerTimestamp asks the
-	// server's clock.
+	Qualifier []byte // SetCell, DeleteColumn, AddToCell, MergeToCell
+	// Timestamp of a SetCell, AddToCell or MergeToCell, in microseconds;
+	// ServerTimestamp asks the server's clock (SetCell only: an aggregate
+	// cell is named by its timestamp, so the caller gives it).
 	Timestamp int64
-	Value     []byte // SetCell
+	// Value of a SetCell; the input of an AddToCell or MergeToCell, an
+	// 8-byte big-endian int64 (see AggregateInput).
+	Value []byte
 	// TimeStart and TimeEnd bound a DeleteColumn to cells with timestamps in
 	// [TimeStart, TimeEnd). TimeEnd 0 means no upper bound.
 	TimeStart, TimeEnd int64
@@ -74,6 +94,16 @@ func (m *Mutation) Validate() error {
 		if m.TimeEnd != 0 && m.TimeEnd <= m.TimeStart {
 			return Invalidf("delete of %s:%q has an empty time range [%d, %d); the end must be after the start, or 0 for no end", m.Family, m.Qualifier, m.TimeStart, m.TimeEnd)
 		}
+	case AddToCell, MergeToCell:
+		if err := ValidateQualifier(m.Qualifier); err != nil {
+			return err
+		}
+		if m.Timestamp < 0 {
+			return Invalidf("%v of %s:%q has timestamp %d; an aggregate cell needs a timestamp of 0 or more microseconds (the server's clock is not allowed)", m.Kind, m.Family, m.Qualifier, m.Timestamp)
+		}
+		if len(m.Value) != 8 {
+			return Invalidf("%v of %s:%q has a %d-byte input; give an 8-byte big-endian int64", m.Kind, m.Family, m.Qualifier, len(m.Value))
+		}
 	case DeleteFamily, DeleteRow:
 	default:
 		return Invalidf("unknown mutation kind %d", m.Kind)
@@ -101,16 +131,27 @@ func ValidateMutations(row []byte, muts []Mutation) error {
 }
 
 // Idempotent reports whether applying the mutations twice has the same
-// effect as once: true unless a SetCell asks for the server's clock. Clients
-// retry only idempotent mutations (docs/CONTRACTS.md §5).
+// effect as once: false when a SetCell asks for the server's clock, or
+// when any mutation is an AddToCell or MergeToCell (applied twice, the
+// input counts twice). Clients retry only idempotent mutations
+// (docs/CONTRACTS.md §5).
 func Idempotent(muts []Mutation) bool {
 	for i := range muts {
-		if muts[i].Kind == SetCell && muts[i].Timestamp == ServerTimestamp {
+		switch muts[i].Kind {
+		case SetCell:
+			if muts[i].Timestamp == ServerTimestamp {
+				return false
+			}
+		case AddToCell, MergeToCell:
 			return false
 		}
 	}
 	return true
 }
+
+// AggregateInput returns the 8-byte big-endian form of n, the Value of an
+// AddToCell or MergeToCell.
+func AggregateInput(n int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(n)) }
 
 // RMWKind says what a ReadModifyWriteRule does.
 type RMWKind uint8

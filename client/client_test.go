@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/rowfilter"
 	"google.golang.org/grpc/codes"
@@ -156,12 +157,30 @@ func TestOnlyIdempotentMutationsRetryOnUnavailable(t *testing.T) {
 		t.Errorf("non-idempotent Apply sent %d times, want 1", n)
 	}
 
+	// AddToCell and MergeToCell count once per application: never retried.
+	for _, m := range []*Mutation{
+		NewMutation().AddToCell("cf", []byte("n"), 7, 1),
+		NewMutation().Set("cf", []byte("q"), 7, []byte("v")).MergeToCell("cf", []byte("n"), 7, cell.AggregateInput(1)),
+	} {
+		if m.Idempotent() {
+			t.Errorf("%v is idempotent", m.Mutations())
+		}
+		before := s.callCount("MutateRow")
+		s.inject("MutateRow", unavailable)
+		if err := tbl.Apply(ctx, []byte("r"), m); status.Code(err) != codes.Unavailable {
+			t.Errorf("Apply(%v) = %v, want UNAVAILABLE", m.Mutations(), err)
+		}
+		if n := s.callCount("MutateRow") - before; n != 1 {
+			t.Errorf("Apply(%v) sent %d times, want 1", m.Mutations(), n)
+		}
+	}
+
 	s.inject("MutateRow", unavailable, status.Error(codes.ResourceExhausted, "fake: slow down"))
 	if err := tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("q"), 7, []byte("v"))); err != nil {
 		t.Errorf("idempotent Apply = %v, want success after retries", err)
 	}
-	if n := s.callCount("MutateRow"); n != 4 {
-		t.Errorf("MutateRow calls = %d, want 4 (1 + 3 for the idempotent one)", n)
+	if n := s.callCount("MutateRow"); n != 6 {
+		t.Errorf("MutateRow calls = %d, want 6 (1 + 2 aggregates + 3 for the idempotent one)", n)
 	}
 
 	// Other errors are never retried.
@@ -176,6 +195,17 @@ func TestOnlyIdempotentMutationsRetryOnUnavailable(t *testing.T) {
 	}
 	if err := tbl.Apply(ctx, []byte("r"), NewMutation()); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("empty mutation: %v", err)
+	}
+	for _, m := range []*Mutation{
+		NewMutation().AddToCell("cf", []byte("n"), ServerTime, 1),
+		NewMutation().AddToCell("cf", []byte("n"), -7, 1),
+		NewMutation().MergeToCell("cf", []byte("n"), 7, []byte{1, 2, 3}),
+		NewMutation().MergeToCell("cf", []byte("n"), 7, nil),
+		NewMutation().AddToCell("bad family", nil, 7, 1),
+	} {
+		if err := tbl.Apply(ctx, []byte("r"), m); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("Apply(%v) = %v, want INVALID_ARGUMENT", m.Mutations(), err)
+		}
 	}
 	if s.callCount("MutateRow") != calls {
 		t.Error("invalid mutations reached the server")

@@ -65,6 +65,36 @@ func ExampleTable_Apply() {
 	}
 }
 
+func ExampleMutation_AddToCell() {
+	ctx := context.Background()
+	c, err := client.NewClient(ctx, "127.0.0.1:7000")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	// An aggregate family: its cells are int64 sums, fixed at creation.
+	hits := families.Default("hits")
+	hits.ValueType = families.Sum
+	if err := c.Admin().CreateTable(ctx, "stats", []families.Family{hits}, nil); err != nil && status.Code(err) != codes.AlreadyExists {
+		log.Fatal(err)
+	}
+	tbl := c.Open("stats")
+	day := int64(1_700_006_400_000_000) // one cell per day: its timestamp names it
+	m := client.NewMutation().AddToCell("hits", []byte("views"), day, 1).AddToCell("hits", []byte("bytes"), day, 5120)
+	// Not idempotent: an error whose outcome is unknown is not retried.
+	if err := tbl.Apply(ctx, []byte("page1"), m); err != nil {
+		log.Fatal(err)
+	}
+	row, err := tbl.ReadRow(ctx, []byte("page1"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, cl := range row.Cells { // one cell per (column, timestamp)
+		n, _ := families.DecodeAggregate(cl.Value)
+		fmt.Printf("%s:%s@%d = %d\n", cl.Family, cl.Qualifier, cl.Timestamp, n)
+	}
+}
+
 func ExampleTable_ReadRow() {
 	ctx := context.Background()
 	c, err := client.NewClient(ctx, "127.0.0.1:7000")

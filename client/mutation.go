@@ -56,11 +56,35 @@ func (m *Mutation) DeleteRow() *Mutation {
 	return m
 }
 
+// AddToCell adds delta to the cell at family:qualifier with timestamp ts
+// (microseconds, 0 or more: an aggregate cell is named by its timestamp,
+// so ServerTime is refused) of an aggregate family: the cell becomes the
+// sum, minimum or maximum (the family's value type) of every input written
+// there and not deleted, read as an 8-byte big-endian int64. A Mutation
+// holding one is not idempotent and is never retried (an outcome the
+// client cannot know is returned to the caller).
+func (m *Mutation) AddToCell(family string, qualifier []byte, ts, delta int64) *Mutation {
+	m.ops = append(m.ops, cell.Mutation{Kind: cell.AddToCell, Family: family, Qualifier: qualifier, Timestamp: ts, Value: cell.AggregateInput(delta)})
+	return m
+}
+
+// MergeToCell merges an accumulator state into the cell at
+// family:qualifier with timestamp ts of an aggregate family, as Bigtable's
+// MergeToCell does. For the sum, min and max families Tabula has, the
+// state is an 8-byte big-endian int64 (what a read of an aggregate cell
+// returns; see cell.AggregateInput), merged like AddToCell's delta; other
+// lengths are refused. Not idempotent, like AddToCell.
+func (m *Mutation) MergeToCell(family string, qualifier []byte, ts int64, state []byte) *Mutation {
+	m.ops = append(m.ops, cell.Mutation{Kind: cell.MergeToCell, Family: family, Qualifier: qualifier, Timestamp: ts, Value: state})
+	return m
+}
+
 // Mutations returns the mutation's changes.
 func (m *Mutation) Mutations() []cell.Mutation { return m.ops }
 
 // Idempotent reports whether applying m twice equals applying it once
-// (no ServerTime cell), and so whether it may be retried.
+// (no ServerTime cell, no AddToCell or MergeToCell), and so whether it may
+// be retried.
 func (m *Mutation) Idempotent() bool { return cell.Idempotent(m.ops) }
 
 func (m *Mutation) checked(row []byte) ([]*tabulapb.Mutation, error) {

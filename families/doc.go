@@ -1,8 +1,11 @@
 // Package families owns a table's column-family schema: each family's name,
 // its garbage-collection policy (max versions, TTL, and how the two
 // combine; or a nested GCRule as Cloud Bigtable has it: unions and
-// intersections of max-versions and max-age rules), and the storage settings of its SSTables (compression, bloom
-// filter, block size, in-memory hint). It validates families, parses and
+// intersections of max-versions and max-age rules), the storage settings
+// of its SSTables (compression, bloom filter, block size, in-memory hint),
+// and its value type: plain bytes, or an int64 aggregate (sum, min, max)
+// whose writes merge into one cell per (row, column, timestamp). It
+// validates families, parses and
 // prints the CLI form of a family, and evaluates the GC policy.
 //
 // One evaluator decides which cells the GC policy condemns, so reads (which

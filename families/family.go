@@ -51,6 +51,10 @@ type Family struct {
 	// evict them, up to a quarter of the cache (see sstable.Cache). The
 	// default is false.
 	InMemory bool
+	// ValueType says what the cells hold: plain bytes, or an int64
+	// aggregate (sum, min, max) that AddToCell and MergeToCell merge into.
+	// It is fixed at creation (see CheckModify). The default is Bytes.
+	ValueType ValueType
 }
 
 // Default returns a family with the CLI's and admin API's defaults:
@@ -91,6 +95,9 @@ func (f *Family) Validate() error {
 	}
 	if f.Bloom > BloomRowColumn {
 		return cell.Invalidf("family %s: unknown bloom %d; use none, row or row+column", f.Name, f.Bloom)
+	}
+	if f.ValueType > Max {
+		return cell.Invalidf("family %s: unknown value type %d; use bytes, sum, min or max", f.Name, f.ValueType)
 	}
 	if f.BlockSize != 0 && (f.BlockSize < MinBlockSize || f.BlockSize > MaxBlockSize) {
 		return cell.Invalidf("family %s: block size %d is out of range; give 0 for the default or %d (1k) to %d (4m) bytes", f.Name, f.BlockSize, MinBlockSize, MaxBlockSize)

@@ -33,6 +33,9 @@ func TestValidate(t *testing.T) {
 		{"block too small", Family{Name: "cf", BlockSize: MinBlockSize - 1}, "block size 1023 is out of range"},
 		{"block too large", Family{Name: "cf", BlockSize: MaxBlockSize + 1}, "out of range"},
 		{"negative block", Family{Name: "cf", BlockSize: -1}, "out of range"},
+		{"sum family", Family{Name: "cf", ValueType: Sum}, ""},
+		{"max family", Family{Name: "cf", ValueType: Max}, ""},
+		{"unknown value type", Family{Name: "cf", ValueType: Max + 1}, "unknown value type 4"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,5 +86,31 @@ func TestParseGCMode(t *testing.T) {
 		if tc.ok && got.String() != strings.ToLower(tc.in) {
 			t.Errorf("%v.String() = %q", got, got.String())
 		}
+	}
+}
+
+func TestValueTypeMerge(t *testing.T) {
+	const big = int64(1<<63 - 1)
+	tests := []struct {
+		vt         ValueType
+		a, b, want int64
+	}{
+		{Sum, 3, 4, 7}, {Sum, -3, 1, -2}, {Sum, big, 1, -big - 1}, // wraps
+		{Min, 3, -4, -4}, {Min, 5, 9, 5},
+		{Max, 3, -4, 3}, {Max, 5, 9, 9},
+	}
+	for _, tc := range tests {
+		if got := tc.vt.Merge(tc.a, tc.b); got != tc.want {
+			t.Errorf("%v.Merge(%d, %d) = %d, want %d", tc.vt, tc.a, tc.b, got, tc.want)
+		}
+	}
+	if n, ok := DecodeAggregate(EncodeAggregate(-5)); !ok || n != -5 {
+		t.Errorf("DecodeAggregate(EncodeAggregate(-5)) = %d, %v", n, ok)
+	}
+	if _, ok := DecodeAggregate([]byte{1, 2, 3}); ok {
+		t.Error("DecodeAggregate of 3 bytes succeeded")
+	}
+	if Bytes.IsAggregate() || !Sum.IsAggregate() || !Min.IsAggregate() || !Max.IsAggregate() {
+		t.Error("IsAggregate is wrong")
 	}
 }

@@ -28,7 +28,8 @@ import (
 //	bloom=none|row|row+column         (Parse's default: row)
 //	blocksize=N[k|m]                  SSTable block size, 1k..4m
 //	inmemory=true|false               keep the family's blocks cached
-const validOptions = "versions, ttl, gc, compression, bloom, blocksize, inmemory"
+//	type=bytes|sum|min|max            what cells hold: bytes, or an int64 aggregate (fixed at creation)
+const validOptions = "versions, ttl, gc, compression, bloom, blocksize, inmemory, type"
 
 const day = 24 * time.Hour
 
@@ -54,8 +55,10 @@ func Parse(spec string) (Family, error) {
 
 // ApplyOptions returns f modified by opts, a comma-separated list of the
 // options Parse takes ("versions=3,ttl=24h"), and validates the result. It
-// is what `tabula family modify` does. The name cannot be changed.
+// is what `tabula family modify` does. The name and the value type cannot
+// be changed (type= may only repeat the current type).
 func ApplyOptions(f Family, opts string) (Family, error) {
+	old := f
 	n, err := f.apply(opts)
 	if err != nil {
 		return Family{}, err
@@ -64,6 +67,9 @@ func ApplyOptions(f Family, opts string) (Family, error) {
 		return Family{}, cell.Invalidf("family %s: no options to apply; give some of %s", f.Name, validOptions)
 	}
 	if err := f.Validate(); err != nil {
+		return Family{}, err
+	}
+	if err := CheckModify(old, f); err != nil {
 		return Family{}, err
 	}
 	return f, nil
@@ -96,6 +102,9 @@ func (f Family) Spec() string {
 	}
 	if f.InMemory {
 		opts = append(opts, "inmemory=true")
+	}
+	if f.ValueType != Bytes {
+		opts = append(opts, "type="+f.ValueType.String())
 	}
 	if len(opts) == 0 {
 		return f.Name
@@ -215,6 +224,8 @@ func (f *Family) set(key, val string) error {
 			return cell.Invalidf("family %s: inmemory=%q is not true or false", f.Name, val)
 		}
 		f.InMemory = b
+	case "type":
+		f.ValueType, err = ParseValueType(val)
 	default:
 		return cell.Invalidf("family %s: unknown option %q; the options are %s", f.Name, key, validOptions)
 	}

@@ -32,6 +32,10 @@ func TestParse(t *testing.T) {
 		{"cf:blocksize=1500", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, BlockSize: 1500}, ""},
 		{"cf:inmemory=true", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, InMemory: true}, ""},
 		{"cf:inmemory=false", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
+		{"cf:type=sum", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, ValueType: Sum}, ""},
+		{"cf:versions=1,type=MAX", Family{Name: "cf", MaxVersions: 1, Compression: CompressionSnappy, Bloom: BloomRow, ValueType: Max}, "cf:versions=1,type=max"},
+		{"cf:type=min", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, ValueType: Min}, ""},
+		{"cf:type=bytes", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
 		{"cf: Versions = 2 , TTL=1d,", Family{Name: "cf", MaxVersions: 2, TTL: day, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:versions=2,ttl=1d"},
 		{"cf:gc=union(versions=3,intersection(age=7d,versions=1)),compression=zstd", Family{Name: "cf", Compression: CompressionZstd, Bloom: BloomRow,
 			GCRule: UnionRule(MaxVersionsRule(3), IntersectionRule(MaxAgeRule(7*day), MaxVersionsRule(1)))}, ""},
@@ -70,7 +74,7 @@ func TestParseErrors(t *testing.T) {
 		{"", "family name"},
 		{":versions=1", "family name"},
 		{"bad name", "family name"},
-		{"cf:color=red", `unknown option "color"; the options are versions, ttl, gc, compression, bloom, blocksize, inmemory`},
+		{"cf:color=red", `unknown option "color"; the options are versions, ttl, gc, compression, bloom, blocksize, inmemory, type`},
 		{"cf:versions", "has no value"},
 		{"cf:versions=x", "not a whole number"},
 		{"cf:versions=-2", "negative"},
@@ -103,6 +107,7 @@ func TestParseErrors(t *testing.T) {
 		{"cf:ttl=1d,gc=union(versions=2)", "cannot be combined"},
 		{"cf:gc=" + strings.Repeat("union(", 17) + strings.Repeat(")", 17), "deeper than 16"},
 		{"cf:gc=union(" + strings.Repeat("versions=1,", 64) + ")", "more than 64"},
+		{"cf:type=hll", "not one of bytes, sum, min, max (HyperLogLog aggregates are not supported)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.spec, func(t *testing.T) {
@@ -162,10 +167,26 @@ func TestApplyOptions(t *testing.T) {
 	}
 }
 
+func TestApplyOptionsKeepsValueType(t *testing.T) {
+	sum := Family{Name: "cf", ValueType: Sum}
+	if got, err := ApplyOptions(sum, "versions=2,type=sum"); err != nil || got.ValueType != Sum || got.MaxVersions != 2 {
+		t.Errorf("repeating the type: %+v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		f    Family
+		opts string
+	}{{sum, "type=max"}, {sum, "type=bytes"}, {Family{Name: "cf"}, "type=sum"}} {
+		_, err := ApplyOptions(tc.f, tc.opts)
+		if !errors.Is(err, cell.ErrInvalid) || !strings.Contains(err.Error(), "fixed when the family is created") {
+			t.Errorf("ApplyOptions(%v, %q) = %v, want the value type refused", tc.f.ValueType, tc.opts, err)
+		}
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{
 		"cf", "cf:versions=3,ttl=7d", "cf:ttl=1.5ms,gc=intersection", "cf:compression=none,bloom=row+column",
-		"cf:blocksize=64k,inmemory=true", "cf:ttl=36h0m0s", "x:ttl=2562047h", "a:,,", "cf:versions=1,versions=1",
+		"cf:blocksize=64k,inmemory=true", "cf:type=sum", "cf:ttl=36h0m0s", "x:ttl=2562047h", "a:,,", "cf:versions=1,versions=1",
 		"cf:gc=union(versions=3,intersection(age=7d,versions=1))", "cf:gc=intersection()", "cf:gc=age=1.5ms,bloom=none",
 		"cf:gc=union(union(union(versions=1)),age=2562047h)", "cf:gc=union(versions=1,)",
 	} {

@@ -9,8 +9,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
 )
@@ -150,7 +152,8 @@ func (m *Master) AddFamily(ctx context.Context, req *tabulapb.FamilyRequest) (*t
 	return s, toStatus(ctx, err)
 }
 
-// ModifyFamily replaces a family's settings (NOT_FOUND if absent).
+// ModifyFamily replaces a family's settings (NOT_FOUND if absent). Its
+// value type cannot change (INVALID_ARGUMENT).
 func (m *Master) ModifyFamily(ctx context.Context, req *tabulapb.FamilyRequest) (*tabulapb.TableSchema, error) {
 	s, err := m.changeFamilies(ctx, req.GetTable(), func(s *tabulapb.TableSchema) error {
 		f, err := checkFamily(req.GetFamily())
@@ -160,6 +163,19 @@ func (m *Master) ModifyFamily(ctx context.Context, req *tabulapb.FamilyRequest) 
 		i := familyIndex(s, f.Name)
 		if i < 0 {
 			return notFoundf("family %s does not exist in table %s", f.Name, s.Name)
+		}
+		// The value type is fixed at creation: the cells written are
+		// read through it.
+		old, err := convert.FamilyFromProto(s.Families[i])
+		if err != nil {
+			return err
+		}
+		nf, err := convert.FamilyFromProto(f)
+		if err != nil {
+			return err
+		}
+		if err := families.CheckModify(old, nf); err != nil {
+			return err
 		}
 		s.Families[i] = f
 		return nil

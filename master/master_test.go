@@ -266,6 +266,27 @@ func TestFamilyChangesReachUpdateSchema(t *testing.T) {
 	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "zz"}})
 	wantCode(t, err, codes.NotFound, "zz")
 
+	// A value type is fixed at creation.
+	if _, err := mc.AddFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "s", ValueType: tabulapb.ValueType_VALUE_TYPE_SUM}}); err != nil {
+		t.Fatal(err)
+	}
+	if ls := lastSchema(); len(ls.Families) != 3 || ls.Families[2].ValueType != tabulapb.ValueType_VALUE_TYPE_SUM {
+		t.Fatalf("UpdateSchema after AddFamily of a sum family got %v", ls)
+	}
+	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "s"}})
+	wantCode(t, err, codes.InvalidArgument, "the value type is fixed when the family is created (it is sum, not bytes)")
+	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "a", ValueType: tabulapb.ValueType_VALUE_TYPE_MAX}})
+	wantCode(t, err, codes.InvalidArgument, "fixed when the family is created")
+	if _, err := mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "s", MaxVersions: 2, ValueType: tabulapb.ValueType_VALUE_TYPE_SUM}}); err != nil {
+		t.Fatal(err)
+	}
+	if ls := lastSchema(); ls.Families[2].MaxVersions != 2 || ls.Families[2].ValueType != tabulapb.ValueType_VALUE_TYPE_SUM {
+		t.Fatalf("UpdateSchema after ModifyFamily of a sum family got %v", ls)
+	}
+	if _, err := mc.DeleteFamily(ctx, &tabulapb.DeleteFamilyRequest{Table: "t", Family: "s"}); err != nil {
+		t.Fatal(err)
+	}
+
 	if _, err := mc.DeleteFamily(ctx, &tabulapb.DeleteFamilyRequest{Table: "t", Family: "a"}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,8 @@ func TestMutationsRoundTrip(t *testing.T) {
 		{Kind: cell.DeleteColumn, Family: "cf", Qualifier: []byte("q"), TimeStart: 3, TimeEnd: 9},
 		{Kind: cell.DeleteFamily, Family: "other"},
 		{Kind: cell.DeleteRow},
+		{Kind: cell.AddToCell, Family: "agg", Qualifier: []byte("n"), Timestamp: 5, Value: cell.AggregateInput(-42)},
+		{Kind: cell.MergeToCell, Family: "agg", Qualifier: []byte("n"), Timestamp: 0, Value: cell.AggregateInput(1 << 40)},
 	}
 	// Through the wire, as the server sees them.
 	b, err := proto.Marshal(&tabulapb.MutateRowRequest{Mutations: MutationsToProto(in)})
@@ -54,6 +56,10 @@ func TestMutationWithoutKindIsInvalid(t *testing.T) {
 		{MutationToProto(&cell.Mutation{Kind: cell.DeleteRow}), {}},
 		{{Mutation: &tabulapb.Mutation_SetCell_{}}},
 		MutationsToProto([]cell.Mutation{{Kind: 99}}),
+		{{Mutation: &tabulapb.Mutation_AddToCell_{}}},
+		{{Mutation: &tabulapb.Mutation_MergeToCell_{}}},
+		// An AddToCell without an 8-byte input cannot be sent as one.
+		MutationsToProto([]cell.Mutation{{Kind: cell.AddToCell, Family: "agg", Value: []byte{1}}}),
 	} {
 		_, err := MutationsFromProto(ms)
 		if !errors.Is(err, cell.ErrInvalid) {
@@ -123,6 +129,9 @@ func TestFamilyRoundTrip(t *testing.T) {
 		{Name: "nested", GCRule: families.UnionRule(families.MaxVersionsRule(3),
 			families.IntersectionRule(families.MaxAgeRule(7*24*time.Hour), families.MaxVersionsRule(1)), families.IntersectionRule())},
 		{Name: "leaf", GCRule: families.MaxAgeRule(1500 * time.Microsecond)},
+		{Name: "sum", ValueType: families.Sum},
+		{Name: "min", ValueType: families.Min, MaxVersions: 1},
+		{Name: "max", ValueType: families.Max},
 	}
 	out, err := FamiliesFromProto(FamiliesToProto(in))
 	if err != nil {
@@ -155,6 +164,8 @@ func TestFamilyFromProtoRejects(t *testing.T) {
 		"too deep":      {Name: "f", GcRule: nestedUnions(families.MaxGCRuleDepth + 1)},
 		"too deep 1000": {Name: "f", GcRule: nestedUnions(1000)},
 		"too many":      {Name: "f", GcRule: wideUnion(families.MaxGCRuleNodes)},
+		"value type":    {Name: "f", ValueType: 4},
+		"neg type":      {Name: "f", ValueType: -1},
 	}
 	for name, p := range cases {
 		if _, err := FamilyFromProto(p); !errors.Is(err, cell.ErrInvalid) {

@@ -29,8 +29,8 @@ func FamilyFromProto(p *tabulapb.Family) (families.Family, error) {
 		return families.Family{}, cell.Invalidf("family %s: block_size %d is negative; give 0 for the default", p.GetName(), p.GetBlockSize())
 	}
 	if p.GetGc() < 0 || p.GetGc() > math.MaxUint8 || p.GetCompression() < 0 || p.GetCompression() > math.MaxUint8 ||
-		p.GetBloom() < 0 || p.GetBloom() > math.MaxUint8 {
-		return families.Family{}, cell.Invalidf("family %s: unknown gc, compression or bloom enum value", p.GetName())
+		p.GetBloom() < 0 || p.GetBloom() > math.MaxUint8 || p.GetValueType() < 0 || p.GetValueType() > math.MaxUint8 {
+		return families.Family{}, cell.Invalidf("family %s: unknown gc, compression, bloom or value type enum value", p.GetName())
 	}
 	rule, err := GCRuleFromProto(p.GetGcRule())
 	if err != nil {
@@ -46,6 +46,7 @@ func FamilyFromProto(p *tabulapb.Family) (families.Family, error) {
 		BlockSize:   int(p.GetBlockSize()),
 		InMemory:    p.GetInMemory(),
 		GCRule:      rule,
+		ValueType:   families.ValueType(p.GetValueType()),
 	}
 	if err := f.Validate(); err != nil {
 		return families.Family{}, err
@@ -67,6 +68,7 @@ func FamilyToProto(f families.Family) *tabulapb.Family {
 		BlockSize:   saturate32(f.BlockSize),
 		InMemory:    f.InMemory,
 		GcRule:      GCRuleToProto(f.GCRule),
+		ValueType:   tabulapb.ValueType(f.ValueType),
 	}
 }
 

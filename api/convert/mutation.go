@@ -3,6 +3,7 @@ package convert
 import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
 )
 
 // MutationsFromProto converts a request's mutations. A nil mutation or one
@@ -44,12 +45,28 @@ func MutationFromProto(m *tabulapb.Mutation) (cell.Mutation, error) {
 		return cell.Mutation{Kind: cell.DeleteFamily, Family: x.DeleteFromFamily.GetFamily()}, nil
 	case *tabulapb.Mutation_DeleteFromRow_:
 		return cell.Mutation{Kind: cell.DeleteRow}, nil
+	case *tabulapb.Mutation_AddToCell_:
+		a := x.AddToCell
+		if a == nil {
+			return cell.Mutation{}, cell.Invalidf("add_to_cell is nil")
+		}
+		return cell.Mutation{Kind: cell.AddToCell, Family: a.GetFamily(), Qualifier: a.GetQualifier(),
+			Timestamp: a.GetTimestampMicros(), Value: cell.AggregateInput(a.GetInput())}, nil
+	case *tabulapb.Mutation_MergeToCell_:
+		a := x.MergeToCell
+		if a == nil {
+			return cell.Mutation{}, cell.Invalidf("merge_to_cell is nil")
+		}
+		return cell.Mutation{Kind: cell.MergeToCell, Family: a.GetFamily(), Qualifier: a.GetQualifier(),
+			Timestamp: a.GetTimestampMicros(), Value: a.GetInput()}, nil
 	}
-	return cell.Mutation{}, cell.Invalidf("mutation has no kind; set one of set_cell, delete_from_column, delete_from_family, delete_from_row")
+	return cell.Mutation{}, cell.Invalidf("mutation has no kind; set one of set_cell, delete_from_column, delete_from_family, delete_from_row, add_to_cell, merge_to_cell")
 }
 
 // MutationsToProto converts mutations for a request. A mutation of an
-// unknown kind becomes a Mutation with no kind, which the server rejects.
+// unknown kind, or an AddToCell whose Value is not the 8 bytes of an int64
+// (cell.Mutation.Validate refuses both), becomes a Mutation with no kind,
+// which the server rejects.
 func MutationsToProto(ms []cell.Mutation) []*tabulapb.Mutation {
 	out := make([]*tabulapb.Mutation, len(ms))
 	for i := range ms {
@@ -72,6 +89,16 @@ func MutationToProto(m *cell.Mutation) *tabulapb.Mutation {
 			Family: m.Family}}}
 	case cell.DeleteRow:
 		return &tabulapb.Mutation{Mutation: &tabulapb.Mutation_DeleteFromRow_{DeleteFromRow: &tabulapb.Mutation_DeleteFromRow{}}}
+	case cell.AddToCell:
+		n, ok := families.DecodeAggregate(m.Value)
+		if !ok {
+			break
+		}
+		return &tabulapb.Mutation{Mutation: &tabulapb.Mutation_AddToCell_{AddToCell: &tabulapb.Mutation_AddToCell{
+			Family: m.Family, Qualifier: m.Qualifier, TimestampMicros: m.Timestamp, Input: n}}}
+	case cell.MergeToCell:
+		return &tabulapb.Mutation{Mutation: &tabulapb.Mutation_MergeToCell_{MergeToCell: &tabulapb.Mutation_MergeToCell{
+			Family: m.Family, Qualifier: m.Qualifier, TimestampMicros: m.Timestamp, Input: m.Value}}}
 	}
 	return &tabulapb.Mutation{}
 }

@@ -172,6 +172,62 @@ func (GCMode) EnumDescriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{2}
 }
 
+// What a family's cells hold, fixed when the family is created: bytes, or
+// an int64 aggregate that AddToCell and MergeToCell merge into one cell per
+// (row, column, timestamp), read as an 8-byte big-endian int64. (Bigtable's
+// HyperLogLog aggregate is not supported.)
+type ValueType int32
+
+const (
+	ValueType_VALUE_TYPE_BYTES ValueType = 0
+	ValueType_VALUE_TYPE_SUM   ValueType = 1
+	ValueType_VALUE_TYPE_MIN   ValueType = 2
+	ValueType_VALUE_TYPE_MAX   ValueType = 3
+)
+
+// Enum value maps for ValueType.
+var (
+	ValueType_name = map[int32]string{
+		0: "VALUE_TYPE_BYTES",
+		1: "VALUE_TYPE_SUM",
+		2: "VALUE_TYPE_MIN",
+		3: "VALUE_TYPE_MAX",
+	}
+	ValueType_value = map[string]int32{
+		"VALUE_TYPE_BYTES": 0,
+		"VALUE_TYPE_SUM":   1,
+		"VALUE_TYPE_MIN":   2,
+		"VALUE_TYPE_MAX":   3,
+	}
+)
+
+func (x ValueType) Enum() *ValueType {
+	p := new(ValueType)
+	*p = x
+	return p
+}
+
+func (x ValueType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ValueType) Descriptor() protoreflect.EnumDescriptor {
+	return file_tabula_proto_enumTypes[3].Descriptor()
+}
+
+func (ValueType) Type() protoreflect.EnumType {
+	return &file_tabula_proto_enumTypes[3]
+}
+
+func (x ValueType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ValueType.Descriptor instead.
+func (ValueType) EnumDescriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{3}
+}
+
 type Family struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -187,7 +243,9 @@ type Family struct {
 	InMemory  bool  `protobuf:"varint,8,opt,name=in_memory,json=inMemory,proto3" json:"in_memory,omitempty"`
 	// A nested GC rule instead of max_versions, ttl_micros and gc, which
 	// must then be unset (gc GC_UNION); unset = the simple form rules.
-	GcRule        *GCRule `protobuf:"bytes,9,opt,name=gc_rule,json=gcRule,proto3" json:"gc_rule,omitempty"`
+	GcRule *GCRule `protobuf:"bytes,9,opt,name=gc_rule,json=gcRule,proto3" json:"gc_rule,omitempty"`
+	// Fixed at creation: ModifyFamily refuses to change it.
+	ValueType     ValueType `protobuf:"varint,10,opt,name=value_type,json=valueType,proto3,enum=tabula.v1.ValueType" json:"value_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -283,6 +341,13 @@ func (x *Family) GetGcRule() *GCRule {
 		return x.GcRule
 	}
 	return nil
+}
+
+func (x *Family) GetValueType() ValueType {
+	if x != nil {
+		return x.ValueType
+	}
+	return ValueType_VALUE_TYPE_BYTES
 }
 
 // A nested GC rule, as Cloud Bigtable's GcRule: a leaf or a union or
@@ -988,6 +1053,8 @@ type Mutation struct {
 	//	*Mutation_DeleteFromColumn_
 	//	*Mutation_DeleteFromFamily_
 	//	*Mutation_DeleteFromRow_
+	//	*Mutation_AddToCell_
+	//	*Mutation_MergeToCell_
 	Mutation      isMutation_Mutation `protobuf_oneof:"mutation"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1066,6 +1133,24 @@ func (x *Mutation) GetDeleteFromRow() *Mutation_DeleteFromRow {
 	return nil
 }
 
+func (x *Mutation) GetAddToCell() *Mutation_AddToCell {
+	if x != nil {
+		if x, ok := x.Mutation.(*Mutation_AddToCell_); ok {
+			return x.AddToCell
+		}
+	}
+	return nil
+}
+
+func (x *Mutation) GetMergeToCell() *Mutation_MergeToCell {
+	if x != nil {
+		if x, ok := x.Mutation.(*Mutation_MergeToCell_); ok {
+			return x.MergeToCell
+		}
+	}
+	return nil
+}
+
 type isMutation_Mutation interface {
 	isMutation_Mutation()
 }
@@ -1086,6 +1171,14 @@ type Mutation_DeleteFromRow_ struct {
 	DeleteFromRow *Mutation_DeleteFromRow `protobuf:"bytes,4,opt,name=delete_from_row,json=deleteFromRow,proto3,oneof"`
 }
 
+type Mutation_AddToCell_ struct {
+	AddToCell *Mutation_AddToCell `protobuf:"bytes,5,opt,name=add_to_cell,json=addToCell,proto3,oneof"`
+}
+
+type Mutation_MergeToCell_ struct {
+	MergeToCell *Mutation_MergeToCell `protobuf:"bytes,6,opt,name=merge_to_cell,json=mergeToCell,proto3,oneof"`
+}
+
 func (*Mutation_SetCell_) isMutation_Mutation() {}
 
 func (*Mutation_DeleteFromColumn_) isMutation_Mutation() {}
@@ -1093,6 +1186,10 @@ func (*Mutation_DeleteFromColumn_) isMutation_Mutation() {}
 func (*Mutation_DeleteFromFamily_) isMutation_Mutation() {}
 
 func (*Mutation_DeleteFromRow_) isMutation_Mutation() {}
+
+func (*Mutation_AddToCell_) isMutation_Mutation() {}
+
+func (*Mutation_MergeToCell_) isMutation_Mutation() {}
 
 type ReadModifyWriteRule struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -5157,6 +5254,148 @@ func (*Mutation_DeleteFromRow) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{10, 3}
 }
 
+// Merges input into the cell at (family, qualifier, timestamp) of an
+// aggregate family (sum, min, max). Not idempotent.
+type Mutation_AddToCell struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	// An explicit timestamp, 0 or more (the server's clock is not allowed).
+	TimestampMicros int64 `protobuf:"varint,3,opt,name=timestamp_micros,json=timestampMicros,proto3" json:"timestamp_micros,omitempty"`
+	Input           int64 `protobuf:"varint,4,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Mutation_AddToCell) Reset() {
+	*x = Mutation_AddToCell{}
+	mi := &file_tabula_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mutation_AddToCell) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mutation_AddToCell) ProtoMessage() {}
+
+func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mutation_AddToCell.ProtoReflect.Descriptor instead.
+func (*Mutation_AddToCell) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{10, 4}
+}
+
+func (x *Mutation_AddToCell) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *Mutation_AddToCell) GetQualifier() []byte {
+	if x != nil {
+		return x.Qualifier
+	}
+	return nil
+}
+
+func (x *Mutation_AddToCell) GetTimestampMicros() int64 {
+	if x != nil {
+		return x.TimestampMicros
+	}
+	return 0
+}
+
+func (x *Mutation_AddToCell) GetInput() int64 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+// Merges an accumulator state into the cell at (family, qualifier,
+// timestamp) of an aggregate family: for sum, min and max the state is
+// the 8-byte big-endian int64 a read returns. Not idempotent.
+type Mutation_MergeToCell struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Family          string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
+	Qualifier       []byte                 `protobuf:"bytes,2,opt,name=qualifier,proto3" json:"qualifier,omitempty"`
+	TimestampMicros int64                  `protobuf:"varint,3,opt,name=timestamp_micros,json=timestampMicros,proto3" json:"timestamp_micros,omitempty"`
+	Input           []byte                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *Mutation_MergeToCell) Reset() {
+	*x = Mutation_MergeToCell{}
+	mi := &file_tabula_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mutation_MergeToCell) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mutation_MergeToCell) ProtoMessage() {}
+
+func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mutation_MergeToCell.ProtoReflect.Descriptor instead.
+func (*Mutation_MergeToCell) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{10, 5}
+}
+
+func (x *Mutation_MergeToCell) GetFamily() string {
+	if x != nil {
+		return x.Family
+	}
+	return ""
+}
+
+func (x *Mutation_MergeToCell) GetQualifier() []byte {
+	if x != nil {
+		return x.Qualifier
+	}
+	return nil
+}
+
+func (x *Mutation_MergeToCell) GetTimestampMicros() int64 {
+	if x != nil {
+		return x.TimestampMicros
+	}
+	return 0
+}
+
+func (x *Mutation_MergeToCell) GetInput() []byte {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
 type RowFilter_Chain struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Filters       []*RowFilter           `protobuf:"bytes,1,rep,name=filters,proto3" json:"filters,omitempty"`
@@ -5166,7 +5405,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5178,7 +5417,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5210,7 +5449,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5222,7 +5461,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5256,7 +5495,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5268,7 +5507,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5316,7 +5555,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5328,7 +5567,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5380,7 +5619,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5392,7 +5631,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5446,7 +5685,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5458,7 +5697,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5492,7 +5731,7 @@ var File_tabula_proto protoreflect.FileDescriptor
 
 const file_tabula_proto_rawDesc = "" +
 	"\n" +
-	"\ftabula.proto\x12\ttabula.v1\"\xcb\x02\n" +
+	"\ftabula.proto\x12\ttabula.v1\"\x80\x03\n" +
 	"\x06Family\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_versions\x18\x02 \x01(\x05R\vmaxVersions\x12\x1d\n" +
@@ -5504,7 +5743,10 @@ const file_tabula_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\a \x01(\x05R\tblockSize\x12\x1b\n" +
 	"\tin_memory\x18\b \x01(\bR\binMemory\x12*\n" +
-	"\agc_rule\x18\t \x01(\v2\x11.tabula.v1.GCRuleR\x06gcRule\"\x86\x02\n" +
+	"\agc_rule\x18\t \x01(\v2\x11.tabula.v1.GCRuleR\x06gcRule\x123\n" +
+	"\n" +
+	"value_type\x18\n" +
+	" \x01(\x0e2\x14.tabula.v1.ValueTypeR\tvalueType\"\x86\x02\n" +
 	"\x06GCRule\x12*\n" +
 	"\x10max_num_versions\x18\x01 \x01(\x05H\x00R\x0emaxNumVersions\x12&\n" +
 	"\x0emax_age_micros\x18\x02 \x01(\x03H\x00R\fmaxAgeMicros\x12=\n" +
@@ -5557,12 +5799,14 @@ const file_tabula_proto_rawDesc = "" +
 	"\x06RowSet\x12\x19\n" +
 	"\brow_keys\x18\x01 \x03(\fR\arowKeys\x122\n" +
 	"\n" +
-	"row_ranges\x18\x02 \x03(\v2\x13.tabula.v1.RowRangeR\trowRanges\"\xbc\x05\n" +
+	"row_ranges\x18\x02 \x03(\v2\x13.tabula.v1.RowRangeR\trowRanges\"\xd0\b\n" +
 	"\bMutation\x128\n" +
 	"\bset_cell\x18\x01 \x01(\v2\x1b.tabula.v1.Mutation.SetCellH\x00R\asetCell\x12T\n" +
 	"\x12delete_from_column\x18\x02 \x01(\v2$.tabula.v1.Mutation.DeleteFromColumnH\x00R\x10deleteFromColumn\x12T\n" +
 	"\x12delete_from_family\x18\x03 \x01(\v2$.tabula.v1.Mutation.DeleteFromFamilyH\x00R\x10deleteFromFamily\x12K\n" +
-	"\x0fdelete_from_row\x18\x04 \x01(\v2!.tabula.v1.Mutation.DeleteFromRowH\x00R\rdeleteFromRow\x1a\x80\x01\n" +
+	"\x0fdelete_from_row\x18\x04 \x01(\v2!.tabula.v1.Mutation.DeleteFromRowH\x00R\rdeleteFromRow\x12?\n" +
+	"\vadd_to_cell\x18\x05 \x01(\v2\x1d.tabula.v1.Mutation.AddToCellH\x00R\taddToCell\x12E\n" +
+	"\rmerge_to_cell\x18\x06 \x01(\v2\x1f.tabula.v1.Mutation.MergeToCellH\x00R\vmergeToCell\x1a\x80\x01\n" +
 	"\aSetCell\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
 	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
@@ -5575,7 +5819,17 @@ const file_tabula_proto_rawDesc = "" +
 	"\x14end_timestamp_micros\x18\x04 \x01(\x03R\x12endTimestampMicros\x1a*\n" +
 	"\x10DeleteFromFamily\x12\x16\n" +
 	"\x06family\x18\x01 \x01(\tR\x06family\x1a\x0f\n" +
-	"\rDeleteFromRowB\n" +
+	"\rDeleteFromRow\x1a\x82\x01\n" +
+	"\tAddToCell\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
+	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
+	"\x10timestamp_micros\x18\x03 \x01(\x03R\x0ftimestampMicros\x12\x14\n" +
+	"\x05input\x18\x04 \x01(\x03R\x05input\x1a\x84\x01\n" +
+	"\vMergeToCell\x12\x16\n" +
+	"\x06family\x18\x01 \x01(\tR\x06family\x12\x1c\n" +
+	"\tqualifier\x18\x02 \x01(\fR\tqualifier\x12)\n" +
+	"\x10timestamp_micros\x18\x03 \x01(\x03R\x0ftimestampMicros\x12\x14\n" +
+	"\x05input\x18\x04 \x01(\fR\x05inputB\n" +
 	"\n" +
 	"\bmutation\"\xa5\x01\n" +
 	"\x13ReadModifyWriteRule\x12\x16\n" +
@@ -5830,7 +6084,12 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10BLOOM_ROW_COLUMN\x10\x02*+\n" +
 	"\x06GCMode\x12\f\n" +
 	"\bGC_UNION\x10\x00\x12\x13\n" +
-	"\x0fGC_INTERSECTION\x10\x012\x82\f\n" +
+	"\x0fGC_INTERSECTION\x10\x01*]\n" +
+	"\tValueType\x12\x14\n" +
+	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
+	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
+	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\x82\f\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -5885,245 +6144,251 @@ func file_tabula_proto_rawDescGZIP() []byte {
 	return file_tabula_proto_rawDescData
 }
 
-var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 91)
+var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
 	(GCMode)(0),                          // 2: tabula.v1.GCMode
-	(*Family)(nil),                       // 3: tabula.v1.Family
-	(*GCRule)(nil),                       // 4: tabula.v1.GCRule
-	(*TableSchema)(nil),                  // 5: tabula.v1.TableSchema
-	(*TabletInfo)(nil),                   // 6: tabula.v1.TabletInfo
-	(*ServerInfo)(nil),                   // 7: tabula.v1.ServerInfo
-	(*NotServing)(nil),                   // 8: tabula.v1.NotServing
-	(*Cell)(nil),                         // 9: tabula.v1.Cell
-	(*Row)(nil),                          // 10: tabula.v1.Row
-	(*RowRange)(nil),                     // 11: tabula.v1.RowRange
-	(*RowSet)(nil),                       // 12: tabula.v1.RowSet
-	(*Mutation)(nil),                     // 13: tabula.v1.Mutation
-	(*ReadModifyWriteRule)(nil),          // 14: tabula.v1.ReadModifyWriteRule
-	(*RowFilter)(nil),                    // 15: tabula.v1.RowFilter
-	(*ColumnRange)(nil),                  // 16: tabula.v1.ColumnRange
-	(*TimestampRange)(nil),               // 17: tabula.v1.TimestampRange
-	(*ValueRange)(nil),                   // 18: tabula.v1.ValueRange
-	(*CreateTableRequest)(nil),           // 19: tabula.v1.CreateTableRequest
-	(*DeleteTableRequest)(nil),           // 20: tabula.v1.DeleteTableRequest
-	(*DeleteTableResponse)(nil),          // 21: tabula.v1.DeleteTableResponse
-	(*ListTablesRequest)(nil),            // 22: tabula.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),           // 23: tabula.v1.ListTablesResponse
-	(*DescribeTableRequest)(nil),         // 24: tabula.v1.DescribeTableRequest
-	(*DescribeTableResponse)(nil),        // 25: tabula.v1.DescribeTableResponse
-	(*FamilyRequest)(nil),                // 26: tabula.v1.FamilyRequest
-	(*DeleteFamilyRequest)(nil),          // 27: tabula.v1.DeleteFamilyRequest
-	(*LocateTabletRequest)(nil),          // 28: tabula.v1.LocateTabletRequest
-	(*LocateRangeRequest)(nil),           // 29: tabula.v1.LocateRangeRequest
-	(*LocateRangeResponse)(nil),          // 30: tabula.v1.LocateRangeResponse
-	(*ListTabletsRequest)(nil),           // 31: tabula.v1.ListTabletsRequest
-	(*ListTabletsResponse)(nil),          // 32: tabula.v1.ListTabletsResponse
-	(*ListServersRequest)(nil),           // 33: tabula.v1.ListServersRequest
-	(*ListServersResponse)(nil),          // 34: tabula.v1.ListServersResponse
-	(*SplitTabletRequest)(nil),           // 35: tabula.v1.SplitTabletRequest
-	(*SplitTabletResponse)(nil),          // 36: tabula.v1.SplitTabletResponse
-	(*CompactTableRequest)(nil),          // 37: tabula.v1.CompactTableRequest
-	(*CompactTableResponse)(nil),         // 38: tabula.v1.CompactTableResponse
-	(*CreateTokenRequest)(nil),           // 39: tabula.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),          // 40: tabula.v1.CreateTokenResponse
-	(*TokenInfo)(nil),                    // 41: tabula.v1.TokenInfo
-	(*ListTokensRequest)(nil),            // 42: tabula.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),           // 43: tabula.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),           // 44: tabula.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),          // 45: tabula.v1.RevokeTokenResponse
-	(*GrantInfo)(nil),                    // 46: tabula.v1.GrantInfo
-	(*GrantRequest)(nil),                 // 47: tabula.v1.GrantRequest
-	(*GrantResponse)(nil),                // 48: tabula.v1.GrantResponse
-	(*RevokeRequest)(nil),                // 49: tabula.v1.RevokeRequest
-	(*RevokeResponse)(nil),               // 50: tabula.v1.RevokeResponse
-	(*ListGrantsRequest)(nil),            // 51: tabula.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),           // 52: tabula.v1.ListGrantsResponse
-	(*WhoAmIRequest)(nil),                // 53: tabula.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 54: tabula.v1.WhoAmIResponse
-	(*BalanceRequest)(nil),               // 55: tabula.v1.BalanceRequest
-	(*BalanceResponse)(nil),              // 56: tabula.v1.BalanceResponse
-	(*TabletRef)(nil),                    // 57: tabula.v1.TabletRef
-	(*ReadRowsRequest)(nil),              // 58: tabula.v1.ReadRowsRequest
-	(*ReadRowsResponse)(nil),             // 59: tabula.v1.ReadRowsResponse
-	(*MutateRowRequest)(nil),             // 60: tabula.v1.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 61: tabula.v1.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 62: tabula.v1.MutateRowsRequest
-	(*MutateRowsResponse)(nil),           // 63: tabula.v1.MutateRowsResponse
-	(*CheckAndMutateRowRequest)(nil),     // 64: tabula.v1.CheckAndMutateRowRequest
-	(*CheckAndMutateRowResponse)(nil),    // 65: tabula.v1.CheckAndMutateRowResponse
-	(*ReadModifyWriteRowRequest)(nil),    // 66: tabula.v1.ReadModifyWriteRowRequest
-	(*ReadModifyWriteRowResponse)(nil),   // 67: tabula.v1.ReadModifyWriteRowResponse
-	(*SampleRowKeysRequest)(nil),         // 68: tabula.v1.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 69: tabula.v1.SampleRowKeysResponse
-	(*LoadTabletRequest)(nil),            // 70: tabula.v1.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 71: tabula.v1.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 72: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 73: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),          // 74: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),         // 75: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),        // 76: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                 // 77: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),          // 78: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 79: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),           // 80: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                  // 81: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),          // 82: tabula.v1.ServerStatsResponse
-	(*GCRule_Rules)(nil),                 // 83: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 84: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 85: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 86: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 87: tabula.v1.Mutation.DeleteFromRow
-	(*RowFilter_Chain)(nil),              // 88: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 89: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 90: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 91: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 92: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 93: tabula.v1.SampleRowKeysResponse.Sample
+	(ValueType)(0),                       // 3: tabula.v1.ValueType
+	(*Family)(nil),                       // 4: tabula.v1.Family
+	(*GCRule)(nil),                       // 5: tabula.v1.GCRule
+	(*TableSchema)(nil),                  // 6: tabula.v1.TableSchema
+	(*TabletInfo)(nil),                   // 7: tabula.v1.TabletInfo
+	(*ServerInfo)(nil),                   // 8: tabula.v1.ServerInfo
+	(*NotServing)(nil),                   // 9: tabula.v1.NotServing
+	(*Cell)(nil),                         // 10: tabula.v1.Cell
+	(*Row)(nil),                          // 11: tabula.v1.Row
+	(*RowRange)(nil),                     // 12: tabula.v1.RowRange
+	(*RowSet)(nil),                       // 13: tabula.v1.RowSet
+	(*Mutation)(nil),                     // 14: tabula.v1.Mutation
+	(*ReadModifyWriteRule)(nil),          // 15: tabula.v1.ReadModifyWriteRule
+	(*RowFilter)(nil),                    // 16: tabula.v1.RowFilter
+	(*ColumnRange)(nil),                  // 17: tabula.v1.ColumnRange
+	(*TimestampRange)(nil),               // 18: tabula.v1.TimestampRange
+	(*ValueRange)(nil),                   // 19: tabula.v1.ValueRange
+	(*CreateTableRequest)(nil),           // 20: tabula.v1.CreateTableRequest
+	(*DeleteTableRequest)(nil),           // 21: tabula.v1.DeleteTableRequest
+	(*DeleteTableResponse)(nil),          // 22: tabula.v1.DeleteTableResponse
+	(*ListTablesRequest)(nil),            // 23: tabula.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),           // 24: tabula.v1.ListTablesResponse
+	(*DescribeTableRequest)(nil),         // 25: tabula.v1.DescribeTableRequest
+	(*DescribeTableResponse)(nil),        // 26: tabula.v1.DescribeTableResponse
+	(*FamilyRequest)(nil),                // 27: tabula.v1.FamilyRequest
+	(*DeleteFamilyRequest)(nil),          // 28: tabula.v1.DeleteFamilyRequest
+	(*LocateTabletRequest)(nil),          // 29: tabula.v1.LocateTabletRequest
+	(*LocateRangeRequest)(nil),           // 30: tabula.v1.LocateRangeRequest
+	(*LocateRangeResponse)(nil),          // 31: tabula.v1.LocateRangeResponse
+	(*ListTabletsRequest)(nil),           // 32: tabula.v1.ListTabletsRequest
+	(*ListTabletsResponse)(nil),          // 33: tabula.v1.ListTabletsResponse
+	(*ListServersRequest)(nil),           // 34: tabula.v1.ListServersRequest
+	(*ListServersResponse)(nil),          // 35: tabula.v1.ListServersResponse
+	(*SplitTabletRequest)(nil),           // 36: tabula.v1.SplitTabletRequest
+	(*SplitTabletResponse)(nil),          // 37: tabula.v1.SplitTabletResponse
+	(*CompactTableRequest)(nil),          // 38: tabula.v1.CompactTableRequest
+	(*CompactTableResponse)(nil),         // 39: tabula.v1.CompactTableResponse
+	(*CreateTokenRequest)(nil),           // 40: tabula.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),          // 41: tabula.v1.CreateTokenResponse
+	(*TokenInfo)(nil),                    // 42: tabula.v1.TokenInfo
+	(*ListTokensRequest)(nil),            // 43: tabula.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),           // 44: tabula.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),           // 45: tabula.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),          // 46: tabula.v1.RevokeTokenResponse
+	(*GrantInfo)(nil),                    // 47: tabula.v1.GrantInfo
+	(*GrantRequest)(nil),                 // 48: tabula.v1.GrantRequest
+	(*GrantResponse)(nil),                // 49: tabula.v1.GrantResponse
+	(*RevokeRequest)(nil),                // 50: tabula.v1.RevokeRequest
+	(*RevokeResponse)(nil),               // 51: tabula.v1.RevokeResponse
+	(*ListGrantsRequest)(nil),            // 52: tabula.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),           // 53: tabula.v1.ListGrantsResponse
+	(*WhoAmIRequest)(nil),                // 54: tabula.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),               // 55: tabula.v1.WhoAmIResponse
+	(*BalanceRequest)(nil),               // 56: tabula.v1.BalanceRequest
+	(*BalanceResponse)(nil),              // 57: tabula.v1.BalanceResponse
+	(*TabletRef)(nil),                    // 58: tabula.v1.TabletRef
+	(*ReadRowsRequest)(nil),              // 59: tabula.v1.ReadRowsRequest
+	(*ReadRowsResponse)(nil),             // 60: tabula.v1.ReadRowsResponse
+	(*MutateRowRequest)(nil),             // 61: tabula.v1.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 62: tabula.v1.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 63: tabula.v1.MutateRowsRequest
+	(*MutateRowsResponse)(nil),           // 64: tabula.v1.MutateRowsResponse
+	(*CheckAndMutateRowRequest)(nil),     // 65: tabula.v1.CheckAndMutateRowRequest
+	(*CheckAndMutateRowResponse)(nil),    // 66: tabula.v1.CheckAndMutateRowResponse
+	(*ReadModifyWriteRowRequest)(nil),    // 67: tabula.v1.ReadModifyWriteRowRequest
+	(*ReadModifyWriteRowResponse)(nil),   // 68: tabula.v1.ReadModifyWriteRowResponse
+	(*SampleRowKeysRequest)(nil),         // 69: tabula.v1.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 70: tabula.v1.SampleRowKeysResponse
+	(*LoadTabletRequest)(nil),            // 71: tabula.v1.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 72: tabula.v1.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 73: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 74: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),          // 75: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),         // 76: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),        // 77: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                 // 78: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),          // 79: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 80: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),           // 81: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                  // 82: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),          // 83: tabula.v1.ServerStatsResponse
+	(*GCRule_Rules)(nil),                 // 84: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 85: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 86: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 87: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 88: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 89: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 90: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 91: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 92: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 93: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 94: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 95: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 96: tabula.v1.SampleRowKeysResponse.Sample
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
 	0,   // 1: tabula.v1.Family.compression:type_name -> tabula.v1.Compression
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
-	4,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
-	83,  // 4: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	83,  // 5: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
-	3,   // 6: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
-	9,   // 7: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
-	11,  // 8: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	84,  // 9: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	85,  // 10: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	86,  // 11: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	87,  // 12: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	88,  // 13: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	89,  // 14: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	90,  // 15: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
-	16,  // 16: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
-	17,  // 17: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
-	18,  // 18: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
-	5,   // 19: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
-	5,   // 20: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
-	5,   // 21: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
-	6,   // 22: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
-	3,   // 23: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
-	6,   // 24: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
-	6,   // 25: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	7,   // 26: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
-	6,   // 27: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
-	41,  // 28: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
-	41,  // 29: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
-	46,  // 30: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
-	46,  // 31: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
-	46,  // 32: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	57,  // 33: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
-	12,  // 34: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
-	15,  // 35: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
-	10,  // 36: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	57,  // 37: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	13,  // 38: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	91,  // 39: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	92,  // 40: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	57,  // 41: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	15,  // 42: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
-	13,  // 43: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
-	13,  // 44: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	57,  // 45: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 46: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
-	10,  // 47: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	57,  // 48: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	93,  // 49: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
-	6,   // 50: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
-	5,   // 51: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	57,  // 52: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	57,  // 53: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	57,  // 54: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	5,   // 55: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	57,  // 56: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	81,  // 57: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	4,   // 58: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	15,  // 59: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	15,  // 60: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	15,  // 61: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	15,  // 62: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	15,  // 63: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	57,  // 64: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	13,  // 65: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	8,   // 66: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	19,  // 67: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	20,  // 68: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	22,  // 69: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	24,  // 70: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	26,  // 71: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	26,  // 72: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 73: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	28,  // 74: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	29,  // 75: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	31,  // 76: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	33,  // 77: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	35,  // 78: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	37,  // 79: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	55,  // 80: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	39,  // 81: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	42,  // 82: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	44,  // 83: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	47,  // 84: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	49,  // 85: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	51,  // 86: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	53,  // 87: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	58,  // 88: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	60,  // 89: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	62,  // 90: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	64,  // 91: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	66,  // 92: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	68,  // 93: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	70,  // 94: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	72,  // 95: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	57,  // 96: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	75,  // 97: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	77,  // 98: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	78,  // 99: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	80,  // 100: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	5,   // 101: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	21,  // 102: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	23,  // 103: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	25,  // 104: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	5,   // 105: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	5,   // 106: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	5,   // 107: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	6,   // 108: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	30,  // 109: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	32,  // 110: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	34,  // 111: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	36,  // 112: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	38,  // 113: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	56,  // 114: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	40,  // 115: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	43,  // 116: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	45,  // 117: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	48,  // 118: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	50,  // 119: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	52,  // 120: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	54,  // 121: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	59,  // 122: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	61,  // 123: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	63,  // 124: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	65,  // 125: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	67,  // 126: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	69,  // 127: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	71,  // 128: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	73,  // 129: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	74,  // 130: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	76,  // 131: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	36,  // 132: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	79,  // 133: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	82,  // 134: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	101, // [101:135] is the sub-list for method output_type
-	67,  // [67:101] is the sub-list for method input_type
-	67,  // [67:67] is the sub-list for extension type_name
-	67,  // [67:67] is the sub-list for extension extendee
-	0,   // [0:67] is the sub-list for field type_name
+	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
+	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
+	84,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	84,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
+	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
+	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
+	85,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	86,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	87,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	88,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	89,  // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	90,  // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	91,  // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	92,  // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	93,  // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
+	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
+	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
+	6,   // 22: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
+	6,   // 23: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
+	6,   // 24: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
+	7,   // 25: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
+	4,   // 26: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
+	7,   // 27: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
+	7,   // 28: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	8,   // 29: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
+	7,   // 30: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
+	42,  // 31: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
+	42,  // 32: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
+	47,  // 33: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
+	47,  // 34: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
+	47,  // 35: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
+	58,  // 36: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
+	13,  // 37: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
+	16,  // 38: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
+	11,  // 39: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
+	58,  // 40: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 41: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
+	94,  // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	95,  // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	58,  // 44: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	16,  // 45: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
+	14,  // 46: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
+	14,  // 47: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
+	58,  // 48: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	15,  // 49: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
+	11,  // 50: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
+	58,  // 51: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	96,  // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	7,   // 53: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
+	6,   // 54: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
+	58,  // 55: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 56: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 57: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	6,   // 58: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	58,  // 59: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	82,  // 60: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	5,   // 61: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 62: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 63: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 64: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 65: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 66: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 67: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 68: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 69: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 70: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 71: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 72: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 73: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 74: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 75: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 76: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 77: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 78: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 79: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 80: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 81: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 82: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 83: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 84: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 85: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 86: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 87: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 88: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 89: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 90: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	59,  // 91: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 92: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 93: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 94: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 95: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 96: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 97: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 98: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 99: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 100: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 101: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 102: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 103: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	6,   // 104: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 105: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 106: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 107: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 108: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 109: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 110: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 111: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 112: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 113: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 114: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 115: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 116: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 117: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 118: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 119: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 120: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 121: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 122: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 123: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 124: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	60,  // 125: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 126: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 127: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 128: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 129: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 130: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 131: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 132: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 133: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 134: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 135: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 136: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 137: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	104, // [104:138] is the sub-list for method output_type
+	70,  // [70:104] is the sub-list for method input_type
+	70,  // [70:70] is the sub-list for extension type_name
+	70,  // [70:70] is the sub-list for extension extendee
+	0,   // [0:70] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -6142,6 +6407,8 @@ func file_tabula_proto_init() {
 		(*Mutation_DeleteFromColumn_)(nil),
 		(*Mutation_DeleteFromFamily_)(nil),
 		(*Mutation_DeleteFromRow_)(nil),
+		(*Mutation_AddToCell_)(nil),
+		(*Mutation_MergeToCell_)(nil),
 	}
 	file_tabula_proto_msgTypes[11].OneofWrappers = []any{
 		(*ReadModifyWriteRule_AppendValue)(nil),
@@ -6175,8 +6442,8 @@ func file_tabula_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   91,
+			NumEnums:      4,
+			NumMessages:   93,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -26,6 +26,7 @@ func newTableCreateCmd() *cobra.Command {
   versions=N (0: no limit)   ttl=DURATION (90m, 36h, 7d; 0: none)   gc=union|intersection
   compression=none|snappy|zstd (default snappy)   bloom=none|row|row+column (default row)
   blocksize=N[k|m]   inmemory=true|false
+  type=bytes|sum|min|max (default bytes; an int64 aggregate written with ` + "`tabula add`" + `, fixed at creation)
 or, instead of versions, ttl and gc=union|intersection, a nested GC rule as Cloud
 Bigtable has it: gc=RULE with RULE one of
   versions=N   age=DURATION   union(RULE,...)   intersection(RULE,...)
@@ -139,8 +140,8 @@ func newTableDescribeCmd() *cobra.Command {
 				if f.GCRule != nil {
 					gc = "gc=" + f.GCRule.String()
 				}
-				fmt.Fprintf(w, "  %s\t%s compression=%s bloom=%s blocksize=%d inmemory=%t\n",
-					f.Name, gc, f.Compression, f.Bloom, f.BlockSize, f.InMemory)
+				fmt.Fprintf(w, "  %s\t%s compression=%s bloom=%s blocksize=%d inmemory=%t type=%s\n",
+					f.Name, gc, f.Compression, f.Bloom, f.BlockSize, f.InMemory, f.ValueType)
 			}
 			return nil
 		},
@@ -151,7 +152,7 @@ func familyJSON(f families.Family) map[string]any {
 	return map[string]any{
 		"name": f.Name, "versions": f.MaxVersions, "ttl": f.TTL.String(), "gc": f.GC.String(),
 		"compression": f.Compression.String(), "bloom": f.Bloom.String(), "blocksize": f.BlockSize,
-		"inmemory": f.InMemory, "gc_rule": f.GCRule.String(), "spec": f.Spec(),
+		"inmemory": f.InMemory, "gc_rule": f.GCRule.String(), "type": f.ValueType.String(), "spec": f.Spec(),
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tabuladb/tabula/cell"
 )
 
 // jsonCells parses --output json cell lines.
@@ -280,6 +282,21 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 			t.Errorf("describe after going back to the simple form:\n%s", out)
 		}
 		ok(t, "family", "delete", "users", "ev")
+	})
+	t.Run("aggregate families", func(t *testing.T) {
+		ok(t, "family", "add", "users", "hits:type=sum")
+		if out := ok(t, "table", "describe", "users"); !strings.Contains(out, "type=sum") {
+			t.Fatalf("describe after adding a sum family:\n%s", out)
+		}
+		ok(t, "add", "users", "hank", "hits:views=2", "hits:views=3", "--timestamp", "10")
+		ok(t, "add", "users", "hank", "hits:views=-1", "--timestamp", "10")
+		wantList(t, "get hank --columns hits", summary(t, ok(t, "get", "users", "hank", "--columns", "hits", "-o", "json")),
+			"hank/hits:views@10="+string(cell.AggregateInput(4)))
+		fails(t, []string{"put", "users", "hank", "hits:views=x", "--timestamp", "11"}, "aggregate (sum) family")
+		fails(t, []string{"add", "users", "hank", "profile:name=1"}, "holds bytes")
+		fails(t, []string{"add", "users", "hank", "hits:views=x"}, "not an int64")
+		fails(t, []string{"family", "modify", "users", "hits:type=max"}, "fixed when the family is created")
+		ok(t, "family", "delete", "users", "hits")
 	})
 
 	t.Run("split and compact keep the data", func(t *testing.T) {

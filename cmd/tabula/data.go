@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,6 +49,53 @@ Without --timestamp the server stamps the cells with its clock (microseconds).`,
 		},
 	}
 	c.Flags().Int64("timestamp", cell.ServerTimestamp, "cell timestamp in microseconds since the Unix epoch (default: the server's clock)")
+	return c
+}
+
+func newAddCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "add TABLE ROW FAMILY:QUALIFIER=DELTA... [--timestamp MICROS]",
+		Short: "Add int64s to cells of aggregate families (sum, min, max), atomically",
+		Long: `Merge each DELTA, an int64, into the cell FAMILY:QUALIFIER at --timestamp of an
+aggregate family (created with type=sum, min or max): a sum family adds it, a
+min or max family keeps the smaller or the larger. Reads return one cell per
+timestamp holding an 8-byte big-endian int64. An add whose outcome is unknown
+(a lost connection) is not retried: it would count twice.`,
+		Example: "  tabula add stats page1 hits:views=1 hits:bytes=5120 --timestamp 0",
+		Args:    cobra.MinimumNArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ts, _ := cmd.Flags().GetInt64("timestamp")
+			if ts < 0 {
+				return cell.Invalidf("--timestamp %d is negative; an aggregate cell is named by a timestamp of 0 or more microseconds", ts)
+			}
+			row := []byte(args[1])
+			if err := cell.ValidateRow(row); err != nil {
+				return err
+			}
+			m := client.NewMutation()
+			for _, a := range args[2:] {
+				ca, err := parseCellArg(a)
+				if err != nil {
+					return err
+				}
+				n, err := strconv.ParseInt(string(ca.value), 10, 64)
+				if err != nil {
+					return cell.Invalidf("cell %s:%s: delta %q is not an int64", ca.family, ca.qualifier, ca.value)
+				}
+				m.AddToCell(ca.family, ca.qualifier, ts, n)
+			}
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Open(args[0]).Apply(s.ctx, row, m); err != nil {
+				return wrapf(err, "adding to row %s of %s", display(row), args[0])
+			}
+			return s.out.message(fmt.Sprintf("added to %d cell(s) of row %s", len(args)-2, display(row)), "cells", len(args)-2)
+		},
+	}
+	c.Flags().Int64("timestamp", 0, "timestamp of the aggregate cells in microseconds since the Unix epoch")
 	return c
 }
 

@@ -56,7 +56,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 	root.AddCommand(
 		newDevCmd(), newMasterCmd(), newTabletServerCmd(),
 		newTableCmd(), newFamilyCmd(), newServersCmd(),
-		newPutCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
+		newPutCmd(), newAddCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(),

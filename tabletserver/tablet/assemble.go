@@ -31,14 +31,34 @@ const (
 	modeMajor
 )
 
+// aggregation says how the entries of one (column, timestamp) of a family
+// combine.
+type aggregation struct {
+	// vt is the family's value type: for Bytes the newest entry replaces
+	// the others; for an aggregate type every live entry (each an
+	// AddToCell or MergeToCell input, or an earlier merge of some) merges
+	// into one cell.
+	vt families.ValueType
+	// keepParts, in modeMerge only, emits the live entries of an
+	// aggregate cell each as it is instead of one merged entry. A merged
+	// entry carries one sequence number (its newest part's), so it is
+	// right only if no tombstone outside the merge can fall between the
+	// parts' sequence numbers: such a tombstone would delete the older
+	// parts and not the newer, and no single sequence number says that
+	// (compactFamily decides).
+	keepParts bool
+}
+
 // assembleFamily resolves one row's entries of one family, in key order.
 // Entries with a sequence number above snap are invisible. A family
 // tombstone hides entries with a smaller sequence number; a column tombstone
 // hides the column's entries with a smaller sequence number whose timestamp
 // its range covers; of several entries for one (column, timestamp) only the
-// newest counts. The GC policy then condemns by the version index among the
-// live cells of each column (modeRead and modeMajor).
-func assembleFamily(es []rawEntry, snap uint64, p families.Policy, mode assembleMode, emit func(e *rawEntry)) {
+// newest counts, or, in an aggregate family, all the live ones merge into
+// one cell (see aggregation). The GC policy then condemns by the version
+// index among the live cells of each column (modeRead and modeMajor); a
+// merged cell is one version.
+func assembleFamily(es []rawEntry, snap uint64, p families.Policy, agg aggregation, mode assembleMode, emit func(e *rawEntry)) {
 	var famSeq uint64
 	var famTomb *rawEntry
 	i := 0
@@ -51,10 +71,6 @@ func assembleFamily(es []rawEntry, snap uint64, p families.Policy, mode assemble
 		emit(famTomb)
 	}
 	unlimited := p.Unlimited()
-	type tomb struct {
-		seq        uint64
-		start, end int64
-	}
 	var tombs []tomb
 	for i < len(es) {
 		// One column: its tombstones, then its cells.
@@ -75,6 +91,9 @@ func assembleFamily(es []rawEntry, snap uint64, p families.Policy, mode assemble
 			}
 		}
 		rank := 0
+		if agg.vt.IsAggregate() {
+			i = assembleAggregates(es, i, q, snap, famSeq, tombsCover(tombs), p, agg, mode, &rank, emit)
+		}
 		haveTs := false
 		var lastTs int64
 		for ; i < len(es) && es[i].key.Kind == cell.KindSet && bytes.Equal(es[i].key.Qualifier, q); i++ {
@@ -112,6 +131,88 @@ func assembleFamily(es []rawEntry, snap uint64, p families.Policy, mode assemble
 			i++
 		}
 	}
+}
+
+// tomb is a live column tombstone of the column being assembled.
+type tomb struct {
+	seq        uint64
+	start, end int64
+}
+
+// tombsCover returns whether one of tombs deletes an entry of the column.
+type tombsCover []tomb
+
+func (ts tombsCover) deletes(k *cell.Key) bool {
+	for _, t := range ts {
+		if t.seq > k.Seq && cell.DeleteRangeCovers(t.start, t.end, k.Timestamp) {
+			return true
+		}
+	}
+	return false
+}
+
+// assembleAggregates resolves the cells of column q of an aggregate family,
+// starting at es[i], and returns the index past them. The entries of one
+// timestamp (newest sequence number first) merge: those visible at snap
+// and deleted neither by the family tombstone (famSeq) nor a column
+// tombstone make one cell, whose value is their aggregate and whose key is
+// the newest live entry's. rank counts the column's versions for the GC
+// policy.
+//
+// A stored value that is not 8 bytes is left out of the aggregate: SetCell
+// is refused into aggregate families and a family's value type never
+// changes while it holds data (SetFamilies drops the data of a family
+// whose type changes), so none is ever written.
+func assembleAggregates(es []rawEntry, i int, q []byte, snap, famSeq uint64, tombs tombsCover, p families.Policy, agg aggregation, mode assembleMode, rank *int, emit func(e *rawEntry)) int {
+	unlimited := p.Unlimited()
+	for i < len(es) && es[i].key.Kind == cell.KindSet && bytes.Equal(es[i].key.Qualifier, q) {
+		ts := es[i].key.Timestamp
+		j := i + 1
+		for j < len(es) && es[j].key.Kind == cell.KindSet && es[j].key.Timestamp == ts && bytes.Equal(es[j].key.Qualifier, q) {
+			j++
+		}
+		group := es[i:j]
+		i = j
+		parts := mode == modeMerge && agg.keepParts
+		var first *rawEntry
+		var acc int64
+		live := 0
+		for k := range group {
+			e := &group[k]
+			if e.key.Seq > snap || e.key.Seq < famSeq || tombs.deletes(&e.key) {
+				continue
+			}
+			n, ok := families.DecodeAggregate(e.value)
+			if !ok {
+				continue
+			}
+			if parts {
+				// Condemned cells are kept in modeMerge: emit as we go.
+				emit(e)
+			}
+			if first == nil {
+				first, acc = e, n
+			} else {
+				acc = agg.vt.Merge(acc, n)
+			}
+			live++
+		}
+		if first == nil {
+			continue
+		}
+		condemned := !unlimited && p.Condemned(ts, *rank)
+		*rank++
+		if parts || (condemned && mode != modeMerge) {
+			continue
+		}
+		if live == 1 {
+			emit(first)
+			continue
+		}
+		merged := rawEntry{enc: first.enc, key: first.key, value: families.EncodeAggregate(acc)}
+		emit(&merged)
+	}
+	return i
 }
 
 // rowBuffer collects one row's entries of one family, copying them out of

@@ -199,7 +199,8 @@ func (e *entry) key(row []byte, seq uint64) cell.Key {
 // entries with a smaller one, so the order of mutations inside the request
 // is resolved here: a delete removes the earlier entries of the batch it
 // covers, a later SetCell of the same (column, timestamp) replaces an earlier
-// one, and a SetCell after a delete survives it. DeleteRow becomes a family
+// one, and a SetCell after a delete survives it. AddToCell and MergeToCell
+// count as SetCell here (see writesCell). DeleteRow becomes a family
 // tombstone in every family of fams; server timestamps take now.
 //
 // A column tombstone's key carries the range start as its timestamp (not 0)
@@ -253,7 +254,7 @@ func appendNormalizedLarge(dst []entry, muts []cell.Mutation, fams []string, now
 	// column, in request order within a group.
 	var cols []int
 	for i := range muts {
-		if k := muts[i].Kind; (k == cell.SetCell || k == cell.DeleteColumn) && afterDel(i, muts[i].Family) {
+		if k := muts[i].Kind; (writesCell(k) || k == cell.DeleteColumn) && afterDel(i, muts[i].Family) {
 			cols = append(cols, i)
 		}
 	}
@@ -281,7 +282,7 @@ func appendNormalizedLarge(dst []entry, muts []cell.Mutation, fams []string, now
 	for i := range muts {
 		m := &muts[i]
 		switch m.Kind {
-		case cell.SetCell:
+		case cell.SetCell, cell.AddToCell, cell.MergeToCell:
 			if survive[i] {
 				es = append(es, entry{family: m.Family, kind: cell.KindSet, qualifier: m.Qualifier, timestamp: stamp(m.Timestamp, now), value: m.Value})
 			}
@@ -327,7 +328,7 @@ func normalizeColumn(muts []cell.Mutation, idx []int, now int64, survive []bool,
 	lastDel := map[int64]int{}  // range start → index of the last delete
 	for _, i := range idx {
 		m := &muts[i]
-		if m.Kind == cell.SetCell {
+		if writesCell(m.Kind) {
 			lastSet[stamp(m.Timestamp, now)] = i
 			continue
 		}
@@ -337,7 +338,11 @@ func normalizeColumn(muts []cell.Mutation, idx []int, now int64, survive []bool,
 		}
 		merged[m.TimeStart] = end
 		lastDel[m.TimeStart] = i
-		dels = append(dels, del{start: m.TimeStart, end: end, at: i})
+		// The sweep below uses the delete's own range: the merged one is
+		// what the stored tombstone hides of earlier batches, but a set of
+		// this batch between two deletes is removed only by what the
+		// later delete itself covers.
+		dels = append(dels, del{start: m.TimeStart, end: m.TimeEnd, at: i})
 	}
 	for start, i := range lastDel {
 		survive[i] = true
@@ -401,6 +406,15 @@ func cmpInt64(a, b int64) int {
 	return 0
 }
 
+// writesCell reports whether a mutation kind writes a cell entry: SetCell,
+// and AddToCell and MergeToCell, whose input is stored as a cell entry of
+// their aggregate family (see aggregate.go; combineAggregates has already
+// made the inputs of one request to one cell a single mutation, so the
+// rules for SetCell hold for them too).
+func writesCell(k cell.MutationKind) bool {
+	return k == cell.SetCell || k == cell.AddToCell || k == cell.MergeToCell
+}
+
 func stamp(ts, now int64) int64 {
 	if ts == cell.ServerTimestamp {
 		return now
@@ -433,7 +447,7 @@ func appendNormalizedSmall(dst []entry, muts []cell.Mutation, fams []string, now
 	for i := range muts {
 		m := &muts[i]
 		switch m.Kind {
-		case cell.SetCell:
+		case cell.SetCell, cell.AddToCell, cell.MergeToCell:
 			ts := stamp(m.Timestamp, now)
 			keep(func(e *entry) bool {
 				return e.kind == cell.KindSet && e.family == m.Family && e.timestamp == ts && bytes.Equal(e.qualifier, m.Qualifier)
@@ -456,7 +470,9 @@ func appendNormalizedSmall(dst []entry, muts []cell.Mutation, fams []string, now
 				}
 				switch e.kind {
 				case cell.KindSet:
-					return cell.DeleteRangeCovers(start, end, e.timestamp)
+					// The delete's own range, not the merged one (see
+					// normalizeColumn).
+					return cell.DeleteRangeCovers(m.TimeStart, m.TimeEnd, e.timestamp)
 				case cell.KindDeleteColumn:
 					return e.timestamp == start
 				}

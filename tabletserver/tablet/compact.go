@@ -207,11 +207,17 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	mode := modeMerge
 	if len(inputs) == len(files) {
 		mode = modeMajor
-		if len(inputs) == 1 && !hasReferences(inputs) && inputs[0].ref.NumTombstones == 0 && policy.Unlimited() {
+		// One file may still hold unmerged parts of aggregate cells (a
+		// merging compaction may have kept them): rewrite it.
+		if len(inputs) == 1 && !hasReferences(inputs) && inputs[0].ref.NumTombstones == 0 && policy.Unlimited() && !fam.ValueType.IsAggregate() {
 			return nil // already as compact as it gets
 		}
 	} else if len(inputs) < 2 {
 		return nil
+	}
+	agg := aggregation{vt: fam.ValueType}
+	if mode == modeMerge && fam.ValueType.IsAggregate() {
+		agg.keepParts = tombstonesAmid(files, inputs)
 	}
 	var maxSeq uint64
 	for _, f := range inputs {
@@ -221,7 +227,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 		return err
 	}
 	out, err := t.writeTable(fam, func(add func(k, v []byte) error) error {
-		return mergeInputs(ctx, inputs, policy, mode, add)
+		return mergeInputs(ctx, inputs, policy, agg, mode, add)
 	})
 	if err != nil {
 		return err
@@ -267,14 +273,50 @@ func pickInputs(files []*tableFile, all bool) []*tableFile {
 	return files
 }
 
+// tombstonesAmid reports whether a file of the family outside the inputs
+// holds tombstones whose sequence numbers may fall among the inputs'. A
+// merging compaction of an aggregate family then keeps the parts of each
+// aggregate cell apart (aggregation.keepParts): such a tombstone deletes
+// the parts written before it and not those after, which one merged entry
+// with one sequence number cannot express.
+//
+// Merging is safe otherwise. Tombstones of the inputs are applied before
+// merging (a deleted part is left out). Tombstones in the memtables and
+// in files flushed later all have larger sequence numbers than every
+// input, so each deletes either all parts of a cell or none (the parts
+// share column and timestamp), as it does the merged entry. Files are
+// flushed in sequence order and compactions merge the newest files, so
+// the files left out are older and their tombstones come before every
+// input: this check only makes that argument independent of how inputs
+// are picked.
+func tombstonesAmid(files, inputs []*tableFile) bool {
+	in := map[*tableFile]bool{}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for _, f := range inputs {
+		in[f] = true
+		lo, hi = min(lo, f.ref.MinSeq), max(hi, f.ref.MaxSeq)
+	}
+	for _, f := range files {
+		if !in[f] && f.ref.NumTombstones > 0 && f.ref.MaxSeq > lo && f.ref.MinSeq <= hi {
+			return true
+		}
+	}
+	return false
+}
+
 // mergeInputs merges the inputs row by row through the assembler, calling
 // add with the entries to keep, in key order.
-func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, mode assembleMode, add func(k, v []byte) error) error {
+func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, agg aggregation, mode assembleMode, add func(k, v []byte) error) error {
 	srcs := make([]internalIter, 0, len(inputs))
 	for _, f := range inputs {
 		srcs = append(srcs, f.reader.NewIter(f.lower(), f.upper()))
 	}
-	m := newMergeIter(srcs)
+	return mergeEntries(ctx, newMergeIter(srcs), p, agg, mode, add)
+}
+
+// mergeEntries runs the entries of m (closed on return) row by row through
+// the assembler, calling add with the entries to keep, in key order.
+func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg aggregation, mode assembleMode, add func(k, v []byte) error) error {
 	defer m.Close()
 	buf := rowBuffer{reuse: true, keepEnc: true}
 	var addErr error
@@ -307,7 +349,7 @@ func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, mo
 		if err := m.Error(); err != nil {
 			return err
 		}
-		assembleFamily(buf.entries, math.MaxUint64, p, mode, emit)
+		assembleFamily(buf.entries, math.MaxUint64, p, agg, mode, emit)
 		if addErr != nil {
 			return addErr
 		}

@@ -6,9 +6,11 @@
 // in a manifest. Writes
 // go through a group-committed log and become visible atomically per row;
 // reads merge the memtable and the SSTables, apply deletes by sequence
-// number, the family's GC policy and the request's filter. A reversed read
-// (ReadOptions.Reverse) walks every source backwards a row at a time
-// (reverse.go) and assembles each row with the forward path's code.
+// number (in an aggregate family merging the entries of one cell, see
+// aggregate.go), the family's GC policy and the request's filter. A
+// reversed read (ReadOptions.Reverse) walks every source backwards a row
+// at a time (reverse.go) and assembles each row with the forward path's
+// code.
 // Background work
 // flushes memtables, compacts SSTables and drops expired files; Split hands
 // the tablet's files to two children by reference.

@@ -127,7 +127,19 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 			continue
 		}
 		it := &skipIter{s: l}
-		f, err := t.writeTable(sch.byName[name], func(add func(k, v []byte) error) error {
+		fam := sch.byName[name]
+		f, err := t.writeTable(fam, func(add func(k, v []byte) error) error {
+			if fam.ValueType.IsAggregate() {
+				// Each AddToCell is an entry of its own in the memtable:
+				// merge them so that files do not grow with the number of
+				// increments. The memtable's tombstones are applied and
+				// kept; every tombstone elsewhere either is older than the
+				// whole memtable (earlier files) or newer (later
+				// memtables), so it deletes all parts of a merged cell or
+				// none (see tombstonesAmid). Nothing is condemned here:
+				// GC is for compactions.
+				return mergeEntries(ctx, it, families.Policy{}, aggregation{vt: fam.ValueType}, modeMerge, add)
+			}
 			for ok := it.First(); ok; ok = it.Next() {
 				if err := add(it.Key(), it.Value()); err != nil {
 					return err

@@ -18,7 +18,9 @@ import (
 // docs/CONTRACTS.md §1: a delete hides only what was written before it, whatever
 // the timestamps; a write of the same (row, column, timestamp) replaces the
 // older one; then the family's GC policy condemns by rank among the visible
-// versions of a column (newest timestamp first) and by age.
+// versions of a column (newest timestamp first) and by age. In an aggregate
+// family every input of a (row, column, timestamp) is kept, and a read
+// merges the visible ones into one cell.
 
 type refCell struct {
 	ord   uint64
@@ -32,6 +34,8 @@ type refTomb struct {
 
 type refColumn struct {
 	cells map[int64]refCell // by timestamp: the latest write only
+	// parts holds an aggregate family's inputs by timestamp, every one.
+	parts map[int64][]refCell
 	tombs []refTomb
 }
 
@@ -86,7 +90,7 @@ func (m *refModel) family(row, fam string) *refFamily {
 func (f *refFamily) column(q string) *refColumn {
 	c := f.cols[q]
 	if c == nil {
-		c = &refColumn{cells: map[int64]refCell{}}
+		c = &refColumn{cells: map[int64]refCell{}, parts: map[int64][]refCell{}}
 		f.cols[q] = c
 	}
 	return c
@@ -105,6 +109,9 @@ func (m *refModel) apply(row string, muts []cell.Mutation, now int64) {
 				ts = now
 			}
 			m.family(row, mu.Family).column(string(mu.Qualifier)).cells[ts] = refCell{ord: ord, value: bytes.Clone(mu.Value)}
+		case cell.AddToCell, cell.MergeToCell:
+			c := m.family(row, mu.Family).column(string(mu.Qualifier))
+			c.parts[mu.Timestamp] = append(c.parts[mu.Timestamp], refCell{ord: ord, value: bytes.Clone(mu.Value)})
 		case cell.DeleteColumn:
 			c := m.family(row, mu.Family).column(string(mu.Qualifier))
 			c.tombs = append(c.tombs, refTomb{ord: ord, start: mu.TimeStart, end: mu.TimeEnd})
@@ -173,22 +180,47 @@ type refVisible struct {
 	ts        int64
 	value     []byte
 	condemned bool
+	aggregate bool // merged from parts
 }
 
 func (m *refModel) columnCells(fd *refFamily, c *refColumn, f families.Family, now int64) []refVisible {
 	var out []refVisible
-	for ts, rc := range c.cells {
+	live := func(ts int64, rc refCell) bool {
 		if rc.ord < fd.famTomb {
-			continue
+			return false
 		}
-		deleted := false
 		for _, tb := range c.tombs {
 			if tb.ord > rc.ord && ts >= tb.start && (tb.end == 0 || ts < tb.end) {
-				deleted = true
+				return false
 			}
 		}
-		if !deleted {
+		return true
+	}
+	for ts, rc := range c.cells {
+		if live(ts, rc) {
 			out = append(out, refVisible{ts: ts, value: rc.value})
+		}
+	}
+	for ts, parts := range c.parts {
+		var acc int64
+		n := 0
+		for _, p := range parts {
+			if !live(ts, p) {
+				continue
+			}
+			v := int64(binary.BigEndian.Uint64(p.value))
+			switch {
+			case n == 0:
+				acc = v
+			case f.ValueType == families.Sum:
+				acc += v
+			case f.ValueType == families.Min && v < acc, f.ValueType == families.Max && v > acc:
+				acc = v
+			}
+			n++
+		}
+		if n > 0 {
+			out = append(out, refVisible{ts: ts, value: binary.BigEndian.AppendUint64(nil, uint64(acc)), aggregate: true})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ts > out[j].ts })
@@ -241,7 +273,19 @@ func (m *refModel) gc(fam string, start, end []byte, now int64) {
 		nf := &refFamily{cols: map[string]*refColumn{}}
 		for q, c := range fd.cols {
 			for _, v := range m.columnCells(fd, c, f, now) {
-				if !v.condemned {
+				switch {
+				case v.condemned:
+				case v.aggregate:
+					// One part: the merged value, written after every
+					// part (deletes order against the newest part, the
+					// only sequence number a merged cell keeps; no delete
+					// falls between parts once tombstones are gone).
+					var last uint64
+					for _, p := range c.parts[v.ts] {
+						last = max(last, p.ord)
+					}
+					nf.column(q).parts[v.ts] = []refCell{{ord: last, value: v.value}}
+				default:
 					nf.column(q).cells[v.ts] = c.cells[v.ts]
 				}
 			}

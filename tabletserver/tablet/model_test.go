@@ -143,6 +143,11 @@ func newModelRun(t *testing.T, seed int64, fsys vfs.FS, root string, shared bool
 		{Name: "d", GCRule: families.UnionRule(families.MaxVersionsRule(3),
 			families.IntersectionRule(families.MaxAgeRule(30*time.Minute), families.MaxVersionsRule(1)))},
 		{Name: "e", GCRule: families.UnionRule(families.MaxAgeRule(60 * time.Minute))},
+		// Aggregate families: their types never change (setFamilies
+		// leaves them alone), nor their TTL (see setFamilies).
+		{Name: "m", ValueType: families.Min, Compression: families.CompressionSnappy},
+		{Name: "s", ValueType: families.Sum, MaxVersions: 2, BlockSize: families.MinBlockSize},
+		{Name: "x", ValueType: families.Max, TTL: 30 * time.Minute, Bloom: families.BloomRowColumn},
 	}
 	r.model = newRefModel(r.fams)
 	r.tablets = []*modelTablet{{dir: r.newDir()}}
@@ -253,6 +258,50 @@ func (r *modelRun) randRow() string { return fmt.Sprintf("r%02d", r.rng.Intn(mod
 
 func (r *modelRun) randFamily() string { return r.fams[r.rng.Intn(len(r.fams))].Name }
 
+// randBytesFamily and randAggregateFamily return a family of that kind.
+func (r *modelRun) randBytesFamily() string { return r.randFamilyOf(false) }
+
+func (r *modelRun) randAggregateFamily() string { return r.randFamilyOf(true) }
+
+func (r *modelRun) randFamilyOf(aggregate bool) string {
+	var names []string
+	for _, f := range r.fams {
+		if f.ValueType.IsAggregate() == aggregate {
+			names = append(names, f.Name)
+		}
+	}
+	return names[r.rng.Intn(len(names))]
+}
+
+func (r *modelRun) isAggregate(fam string) bool {
+	for _, f := range r.fams {
+		if f.Name == fam {
+			return f.ValueType.IsAggregate()
+		}
+	}
+	return false
+}
+
+// randAdd returns an AddToCell or MergeToCell of a small (sometimes huge)
+// input into an aggregate family.
+func (r *modelRun) randAdd() cell.Mutation {
+	kind := cell.AddToCell
+	if r.rng.Intn(3) == 0 {
+		kind = cell.MergeToCell
+	}
+	n := int64(r.rng.Intn(21) - 10)
+	if r.rng.Intn(20) == 0 {
+		n = 1<<63 - 1 - int64(r.rng.Intn(3)) // sums wrap
+	}
+	// Few columns and timestamps, so that inputs meet in one cell.
+	ts := r.now() - int64(r.rng.Intn(4))*modelMinute
+	if r.rng.Intn(10) == 0 {
+		ts = int64(1+r.rng.Intn(3)) * 1000
+	}
+	return cell.Mutation{Kind: kind, Family: r.randAggregateFamily(), Qualifier: []byte(modelQualifiers[r.rng.Intn(3)]), Timestamp: ts,
+		Value: cell.AggregateInput(n)}
+}
+
 func (r *modelRun) randQualifier() string { return modelQualifiers[r.rng.Intn(len(modelQualifiers))] }
 
 // randTimestamp returns an explicit timestamp: mostly around the clock on
@@ -280,7 +329,7 @@ func (r *modelRun) randSet() cell.Mutation {
 	if r.rng.Intn(6) != 0 {
 		ts = r.randTimestamp()
 	}
-	return cell.Mutation{Kind: cell.SetCell, Family: r.randFamily(), Qualifier: []byte(r.randQualifier()), Timestamp: ts, Value: r.randValue()}
+	return cell.Mutation{Kind: cell.SetCell, Family: r.randBytesFamily(), Qualifier: []byte(r.randQualifier()), Timestamp: ts, Value: r.randValue()}
 }
 
 func (r *modelRun) randDeleteColumn() cell.Mutation {
@@ -296,8 +345,10 @@ func (r *modelRun) randDeleteColumn() cell.Mutation {
 
 func (r *modelRun) randMutation() cell.Mutation {
 	switch n := r.rng.Intn(20); {
-	case n < 13:
+	case n < 9:
 		return r.randSet()
+	case n < 13:
+		return r.randAdd()
 	case n < 17:
 		return r.randDeleteColumn()
 	case n < 19:
@@ -312,6 +363,21 @@ func (r *modelRun) randMutations(min int) []cell.Mutation {
 	muts := make([]cell.Mutation, n)
 	for i := range muts {
 		muts[i] = r.randMutation()
+		// Inputs to one aggregate cell in one request must all count,
+		// and a delete between them must split them.
+		if k := muts[i].Kind; (k == cell.AddToCell || k == cell.MergeToCell || k == cell.DeleteColumn) && i > 0 && r.rng.Intn(2) == 0 {
+			for j := i - 1; j >= 0; j-- {
+				if p := muts[j]; p.Kind == cell.AddToCell || p.Kind == cell.MergeToCell {
+					muts[i].Family, muts[i].Qualifier = p.Family, p.Qualifier
+					if k != cell.DeleteColumn {
+						muts[i].Timestamp = p.Timestamp
+					} else if muts[i].TimeStart != 0 && r.rng.Intn(2) == 0 {
+						muts[i].TimeStart, muts[i].TimeEnd = p.Timestamp, p.Timestamp+1
+					}
+					break
+				}
+			}
+		}
 	}
 	return muts
 }
@@ -322,6 +388,9 @@ func fmtMuts(muts []cell.Mutation) string {
 		switch m.Kind {
 		case cell.SetCell:
 			parts = append(parts, fmt.Sprintf("set %s:%s@%s=%q", m.Family, m.Qualifier, fmtTs(m.Timestamp), m.Value))
+		case cell.AddToCell, cell.MergeToCell:
+			n, _ := families.DecodeAggregate(m.Value)
+			parts = append(parts, fmt.Sprintf("%v %s:%s@%s %d", m.Kind, m.Family, m.Qualifier, fmtTs(m.Timestamp), n))
 		case cell.DeleteColumn:
 			parts = append(parts, fmt.Sprintf("delcol %s:%s[%s,%s)", m.Family, m.Qualifier, fmtTs(m.TimeStart), fmtTs(m.TimeEnd)))
 		case cell.DeleteFamily:
@@ -406,9 +475,26 @@ func (f *refFilter) String() string {
 func (r *modelRun) step(i int) {
 	ctx := bg
 	switch n := r.rng.Intn(100); {
-	case n < 30: // one set
+	case n < 18: // one set
 		row, muts := r.randRow(), []cell.Mutation{r.randSet()}
 		r.apply(i, row, muts)
+	case n < 29: // one AddToCell or MergeToCell
+		row, muts := r.randRow(), []cell.Mutation{r.randAdd()}
+		r.apply(i, row, muts)
+	case n < 30: // a write that does not fit its family's value type
+		row := r.randRow()
+		m := r.randSet()
+		if r.rng.Intn(2) == 0 {
+			m.Family = r.randAggregateFamily()
+		} else {
+			m = r.randAdd()
+			m.Family = r.randBytesFamily()
+		}
+		muts := append(r.randMutations(0), m)
+		r.logf("%d: refused apply %s %s", i, row, fmtMuts(muts))
+		if err := r.route(row).tb.Apply(ctx, []byte(row), muts); !errors.Is(err, cell.ErrInvalid) {
+			r.fail("Apply(%s, %s) = %v, want an error wrapping cell.ErrInvalid", row, fmtMuts(muts), err)
+		}
 	case n < 45: // several mutations at once
 		row, muts := r.randRow(), r.randMutations(2)
 		r.apply(i, row, muts)
@@ -464,6 +550,16 @@ func (r *modelRun) step(i int) {
 			rules[j] = rl
 		}
 		r.logf("%d: readModifyWrite %s %s", i, row, strings.Join(desc, "; "))
+		aggregate := false
+		for _, rl := range rules {
+			aggregate = aggregate || r.isAggregate(rl.Family)
+		}
+		if aggregate {
+			if _, err := r.route(row).tb.ReadModifyWrite(ctx, []byte(row), rules); !errors.Is(err, cell.ErrInvalid) {
+				r.fail("ReadModifyWrite(%s) on an aggregate family = %v, want an error wrapping cell.ErrInvalid", row, err)
+			}
+			return
+		}
 		want, ok := r.model.rmw(row, rules, r.now())
 		got, err := r.route(row).tb.ReadModifyWrite(ctx, []byte(row), rules)
 		if !ok {

@@ -26,30 +26,39 @@ type readState struct {
 	memsBuf [2]*memtable
 }
 
-// acquire takes a read snapshot. The sequence number is read before the
-// state: data only moves from memtable to SSTables by publishing a state
-// that holds it, so everything up to seq is in what is taken next.
+// acquire takes a read snapshot. The sequence number is read under t.mu,
+// with the state: data only moves from memtable to SSTables by publishing
+// a state that holds it (under t.mu), so everything up to seq is in the
+// state taken. And every entry of the state's SSTables has a sequence
+// number up to seq, since flushes and compactions wait for what they write
+// to be visible first: a snapshot never sees a file whose entries are
+// newer than it. That matters because those files hold entries that stand
+// for older ones, whose sequence number they lost: a compaction keeps the
+// newest write of a (column, timestamp) and drops the older ones, and a
+// flush or compaction of an aggregate family merges the inputs of a cell
+// into one entry with the newest input's sequence number. A snapshot
+// taken before such an entry's sequence number (possible when seq was read
+// before taking t.mu and a whole flush ran in between) would see none of
+// it where it should have seen the older writes.
 func (t *Tablet) acquire() (*readState, error) {
-	seq := t.visibleSeq.Load()
 	t.mu.Lock()
 	if t.cur == nil {
 		t.mu.Unlock()
 		return nil, ErrClosed
 	}
 	st := &readState{}
-	t.fillStateLocked(st, seq)
+	t.fillStateLocked(st, t.visibleSeq.Load())
 	return st, nil
 }
 
 // acquireInto is acquire filling st.
 func (t *Tablet) acquireInto(st *readState) error {
-	seq := t.visibleSeq.Load()
 	t.mu.Lock()
 	if t.cur == nil {
 		t.mu.Unlock()
 		return ErrClosed
 	}
-	t.fillStateLocked(st, seq)
+	t.fillStateLocked(st, t.visibleSeq.Load())
 	return nil
 }
 
@@ -105,6 +114,7 @@ func intersect(lo1, hi1, lo2, hi2 []byte) (lo, hi []byte, ok bool) {
 type familyCursor struct {
 	name   string
 	policy families.Policy
+	agg    aggregation
 	it     *mergeIter
 	rev    *revCursor
 }
@@ -187,9 +197,9 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 			p.heaps = slices.Grow(p.heaps, len(srcs))
 			*m = mergeIter{srcs: srcs, heap: p.heaps[first : first : first+len(srcs)]}
 			p.heaps = p.heaps[:first+len(srcs)]
-			*c = familyCursor{name: name, policy: fam.Policy(s.now), it: m}
+			*c = familyCursor{name: name, policy: fam.Policy(s.now), agg: aggregation{vt: fam.ValueType}, it: m}
 		} else {
-			c = &familyCursor{name: name, policy: fam.Policy(s.now), it: newMergeIter(srcs)}
+			c = &familyCursor{name: name, policy: fam.Policy(s.now), agg: aggregation{vt: fam.ValueType}, it: newMergeIter(srcs)}
 		}
 		c.it.SeekGE(sp.lo)
 		cs = append(cs, c)
@@ -453,7 +463,7 @@ func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) b
 		return false
 	}
 	name := c.name
-	assembleFamily(r.buf.entries, r.st.seq, c.policy, modeRead, func(e *rawEntry) {
+	assembleFamily(r.buf.entries, r.st.seq, c.policy, c.agg, modeRead, func(e *rawEntry) {
 		r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
 	})
 	return true

@@ -299,7 +299,11 @@ func (t *Tablet) inRange(row []byte) bool {
 // SetFamilies replaces the schema. Added families take writes at once;
 // modified policies apply to reads at once; deleted families' data is
 // dropped (their memtable entries and SSTables, after a flush that moves
-// the log's replay point past them).
+// the log's replay point past them). A family whose value type changed
+// (the master refuses that, but a family deleted and made again under the
+// same name may reach the tablet as one change) is deleted and added: its
+// old cells are dropped, never read through the new type, and it takes
+// writes again once they are.
 func (t *Tablet) SetFamilies(fams []families.Family) error {
 	sch, err := newSchema(fams)
 	if err != nil {
@@ -310,9 +314,24 @@ func (t *Tablet) SetFamilies(fams []families.Family) error {
 	}
 	old := t.schema.Load()
 	var dropped []string
+	interim := sch // the schema while dropped families' data goes
 	for _, n := range old.names {
-		if sch.byName[n] == nil {
+		if f := sch.byName[n]; f == nil {
 			dropped = append(dropped, n)
+		} else if f.ValueType != old.byName[n].ValueType {
+			dropped = append(dropped, n)
+			interim = nil
+		}
+	}
+	if interim == nil {
+		var kept []families.Family
+		for _, n := range sch.names {
+			if f := old.byName[n]; f == nil || f.ValueType == sch.byName[n].ValueType {
+				kept = append(kept, *sch.byName[n])
+			}
+		}
+		if interim, err = newSchema(kept); err != nil {
+			return err
 		}
 	}
 	// Dropping families rewrites the manifest: ask the guard before
@@ -323,7 +342,7 @@ func (t *Tablet) SetFamilies(fams []families.Family) error {
 		}
 	}
 	t.commitMu.Lock()
-	t.schema.Store(sch)
+	t.schema.Store(interim)
 	t.commitMu.Unlock()
 	if len(dropped) == 0 {
 		return nil
@@ -355,7 +374,15 @@ func (t *Tablet) SetFamilies(fams []families.Family) error {
 	for _, n := range dropped {
 		files = (&version{files: files}).edit(n, func([]*tableFile) []*tableFile { return nil })
 	}
-	return t.installLocked(files, nil, dropFiles(v, dropped))
+	if err := t.installLocked(files, nil, dropFiles(v, dropped)); err != nil {
+		return err
+	}
+	if interim != sch {
+		t.commitMu.Lock()
+		t.schema.Store(sch)
+		t.commitMu.Unlock()
+	}
+	return nil
 }
 
 func dropFiles(v *version, fams []string) []*tableFile {

@@ -33,8 +33,16 @@ func (t *Tablet) checkMutations(sch *schema, row []byte, muts []cell.Mutation, a
 		return err
 	}
 	for i := range muts {
-		if muts[i].Kind != cell.DeleteRow && sch.byName[muts[i].Family] == nil {
-			return fmt.Errorf("%w: %q", ErrUnknownFamily, muts[i].Family)
+		m := &muts[i]
+		if m.Kind == cell.DeleteRow {
+			continue
+		}
+		fam := sch.byName[m.Family]
+		if fam == nil {
+			return fmt.Errorf("%w: %q", ErrUnknownFamily, m.Family)
+		}
+		if err := checkValueType(fam, m.Kind); err != nil {
+			return err
 		}
 	}
 	return t.checkRow(row)
@@ -109,6 +117,9 @@ func (t *Tablet) commit(ctx context.Context, sch *schema, row []byte, muts []cel
 		return err
 	}
 	var ebuf [2]entry
+	if hasAggregates(muts) {
+		muts = combineAggregates(muts, sch)
+	}
 	b := batch{row: row, entries: appendNormalized(ebuf[:0], muts, sch.names, t.clock())}
 	if len(b.entries) == 0 {
 		return nil
@@ -135,11 +146,12 @@ func (t *Tablet) commit(ctx context.Context, sch *schema, row []byte, muts []cel
 		t.commitMu.Unlock()
 		return ErrClosed
 	}
-	// Families may have been dropped since validation: keep only current ones.
+	// Families may have been dropped (or dropped and made again with
+	// another value type) since validation: keep only current ones.
 	if cur := t.schema.Load(); cur != sch {
 		kept := b.entries[:0]
 		for _, e := range b.entries {
-			if cur.byName[e.family] != nil {
+			if f := cur.byName[e.family]; f != nil && f.ValueType == sch.byName[e.family].ValueType {
 				kept = append(kept, e)
 			}
 		}
@@ -246,8 +258,12 @@ func (t *Tablet) ReadModifyWrite(ctx context.Context, row []byte, rules []cell.R
 		if err := rules[i].Validate(); err != nil {
 			return nil, err
 		}
-		if sch.byName[rules[i].Family] == nil {
+		fam := sch.byName[rules[i].Family]
+		if fam == nil {
 			return nil, fmt.Errorf("%w: %q", ErrUnknownFamily, rules[i].Family)
+		}
+		if fam.ValueType.IsAggregate() {
+			return nil, cell.Invalidf("family %s is an aggregate (%v) family: read-modify-write does not apply to it; use AddToCell", fam.Name, fam.ValueType)
 		}
 	}
 	if err := t.enterWrite(ctx); err != nil {
