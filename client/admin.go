@@ -253,8 +253,9 @@ func (a *AdminClient) SplitTablet(ctx context.Context, table string, row []byte)
 	return nil
 }
 
-// CompactTable compacts every tablet of table; major rewrites each family
-// into one file, dropping deleted and condemned cells.
+// CompactTable compacts every tablet of table; major first flushes each
+// tablet's memtable, then rewrites each family into one file, dropping
+// deleted and condemned cells.
 func (a *AdminClient) CompactTable(ctx context.Context, table string, major bool) error {
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.CompactTable(ctx, &tabulapb.CompactTableRequest{Table: table, Major: major})

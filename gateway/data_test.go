@@ -217,7 +217,6 @@ func TestReadsAndWritesThroughTheOfficialClient(t *testing.T) {
 
 // TestReversedScansCrossTablets reads a table of four tablets backwards.
 func TestReversedScansCrossTablets(t *testing.T) {
-	t.Skip("reversed scans land with the engine's reverse iterators")
 	c, a := bigtableClients(t)
 	createTable(t, a, &bigtable.TableConf{TableID: "reversed", SplitKeys: []string{"r03", "r06", "r09"},
 		Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})

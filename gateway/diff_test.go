@@ -23,11 +23,12 @@ var (
 )
 
 // TestDifferentialAgainstTheEmulator sends one random sequence of
-// mutations, conditional mutations and filtered reads to Tabula's gateway
+// mutations, conditional mutations and filtered reads (forward and
+// reversed) to Tabula's gateway
 // and to Google's emulator (bttest, in process) through the official Go
 // client, and requires identical answers. What it leaves out, and why, is
 // where the two differ on purpose or where the emulator is not Bigtable
-// (docs/GATEWAY.md "Differences"): GC rules (Tabula never returns a
+// (docs/GATEWAY.md "Differences"): family g is an int64 sum aggregate; GC rules (Tabula never returns a
 // condemned cell; the emulator collects lazily), sinks (the emulator
 // ignores them), row samples (random), cells-per-row limits and offsets
 // over several families (the emulator walks families in map order), chains
@@ -88,8 +89,10 @@ func newSide(t *testing.T, name, addr, table string) *side {
 		c.Close()
 		conn.Close()
 	})
-	fams := map[string]bigtable.GCPolicy{"a": bigtable.NoGcPolicy(), "b": bigtable.NoGcPolicy()}
-	for _, conf := range []*bigtable.TableConf{{TableID: table, SplitKeys: []string{"r3", "r6"}, Families: fams}, {TableID: table + "rmw", Families: fams}} {
+	sum := bigtable.AggregateType{Input: bigtable.Int64Type{}, Aggregator: bigtable.SumAggregator{}}
+	fams := map[string]bigtable.Family{"a": {GCPolicy: bigtable.NoGcPolicy()}, "b": {GCPolicy: bigtable.NoGcPolicy()},
+		"g": {GCPolicy: bigtable.NoGcPolicy(), ValueType: sum}}
+	for _, conf := range []*bigtable.TableConf{{TableID: table, SplitKeys: []string{"r3", "r6"}, ColumnFamilies: fams}, {TableID: table + "rmw", ColumnFamilies: fams}} {
 		if err := a.CreateTableFromConf(ctx, conf); err != nil {
 			t.Fatalf("%s: creating %s: %v", name, conf.TableID, err)
 		}
@@ -98,10 +101,12 @@ func newSide(t *testing.T, name, addr, table string) *side {
 }
 
 type differ struct {
-	t     *testing.T
-	rng   *rand.Rand
-	sides []*side
-	op    string
+	t       *testing.T
+	rng     *rand.Rand
+	sides   []*side
+	op      string
+	history []string // every mutation sent, for the failure message
+	last    string   // the last mutation() built, described
 }
 
 func (d *differ) row() string  { return fmt.Sprintf("r%d", d.rng.IntN(9)) }
@@ -114,19 +119,38 @@ func (d *differ) ts() bigtable.Timestamp { return bigtable.Timestamp((1 + d.rng.
 
 func (d *differ) mutation() *bigtable.Mutation {
 	m := bigtable.NewMutation()
+	var desc []string
+	defer func() { d.last = strings.Join(desc, "; ") }()
 	for n := 1 + d.rng.IntN(3); n > 0; n-- {
-		switch r := d.rng.IntN(20); {
+		switch r := d.rng.IntN(23); {
+		case r >= 20:
+			// g is an int64 sum family: inputs to one cell merge.
+			q, ts, v := d.qual(), d.ts(), int64(d.rng.IntN(21)-10)
+			m.AddIntToCell("g", q, ts, v)
+			desc = append(desc, fmt.Sprintf("add g:%s@%d %+d", q, ts, v))
+		case r == 19 && d.rng.IntN(2) == 0:
+			m.DeleteCellsInFamily("g")
+			desc = append(desc, "delfam g")
 		case r < 13:
-			m.Set(d.fam(), d.qual(), d.ts(), []byte(fmt.Sprintf("v%d", d.rng.IntN(10))))
+			f, q, ts, v := d.fam(), d.qual(), d.ts(), fmt.Sprintf("v%d", d.rng.IntN(10))
+			m.Set(f, q, ts, []byte(v))
+			desc = append(desc, fmt.Sprintf("set %s:%s@%d=%s", f, q, ts, v))
 		case r < 15:
-			m.DeleteCellsInColumn(d.fam(), d.qual())
+			f, q := d.fam(), d.qual()
+			m.DeleteCellsInColumn(f, q)
+			desc = append(desc, fmt.Sprintf("delcol %s:%s", f, q))
 		case r < 17:
-			a := d.ts()
-			m.DeleteTimestampRange(d.fam(), d.qual(), a, a+bigtable.Timestamp(1000*(1+d.rng.IntN(3))))
+			f, q, a := d.fam(), d.qual(), d.ts()
+			b := a + bigtable.Timestamp(1000*(1+d.rng.IntN(3)))
+			m.DeleteTimestampRange(f, q, a, b)
+			desc = append(desc, fmt.Sprintf("delcol %s:%s[%d,%d)", f, q, a, b))
 		case r < 19:
-			m.DeleteCellsInFamily(d.fam())
+			f := d.fam()
+			m.DeleteCellsInFamily(f)
+			desc = append(desc, "delfam "+f)
 		default:
 			m.DeleteRow()
+			desc = append(desc, "delrow")
 		}
 	}
 	return m
@@ -138,14 +162,22 @@ func (d *differ) step(i int) {
 	case r < 40:
 		row, m := d.row(), d.mutation()
 		d.op = fmt.Sprintf("op %d: Apply(%s)", i, row)
+		d.history = append(d.history, fmt.Sprintf("%s [%s]", d.op, d.last))
 		d.same(func(s *side) string { return errString(s.tbl.Apply(ctx, row, m)) })
 	case r < 50:
 		n := 1 + d.rng.IntN(4)
 		rows, muts := make([]string, n), make([]*bigtable.Mutation, n)
+		var descs []string
 		for j := range rows {
-			rows[j], muts[j] = d.row(), d.mutation()
+			// Distinct rows: the order in which MutateRows applies two
+			// entries of one row is unspecified, in Bigtable and in Tabula.
+			for rows[j] = d.row(); slices.Contains(rows[:j], rows[j]); rows[j] = d.row() {
+			}
+			muts[j] = d.mutation()
+			descs = append(descs, rows[j]+": "+d.last)
 		}
 		d.op = fmt.Sprintf("op %d: ApplyBulk(%v)", i, rows)
+		d.history = append(d.history, fmt.Sprintf("op %d: ApplyBulk [%s]", i, strings.Join(descs, " | ")))
 		d.same(func(s *side) string {
 			errs, err := s.tbl.ApplyBulk(ctx, rows, muts)
 			return fmt.Sprint(len(errs), errString(err))
@@ -156,11 +188,15 @@ func (d *differ) step(i int) {
 		if d.rng.IntN(4) > 0 {
 			pred = f
 		}
-		mt, mf := d.mutation(), d.mutation()
+		mt := d.mutation()
+		tdesc := d.last
+		mf := d.mutation()
+		fdesc := d.last
 		if d.rng.IntN(4) == 0 {
-			mf = nil
+			mf, fdesc = nil, "none"
 		}
 		d.op = fmt.Sprintf("op %d: CheckAndMutate(%s, %v)", i, row, pred)
+		d.history = append(d.history, fmt.Sprintf("%s true [%s] false [%s]", d.op, tdesc, fdesc))
 		d.same(func(s *side) string {
 			var matched bool
 			err := s.tbl.Apply(ctx, row, bigtable.NewCondMutation(pred, mt, mf), bigtable.GetCondMutationResult(&matched))
@@ -187,7 +223,12 @@ func (d *differ) step(i int) {
 		if d.rng.IntN(4) == 0 {
 			opts = append(opts, bigtable.LimitRows(int64(1+d.rng.IntN(4))))
 		}
-		d.compareReads(fmt.Sprintf("op %d: ReadRows(%v, %v)", i, rs, f), rs, opts)
+		dir := ""
+		if d.rng.IntN(4) == 0 {
+			opts = append(opts, bigtable.ReverseScan())
+			dir = ", reversed"
+		}
+		d.compareReads(fmt.Sprintf("op %d: ReadRows(%v, %v%s)", i, rs, f, dir), rs, opts)
 	}
 }
 
@@ -209,7 +250,7 @@ func (d *differ) same(f func(*side) string) {
 	want := f(d.sides[0])
 	for _, s := range d.sides[1:] {
 		if got := f(s); got != want {
-			d.t.Errorf("%s:\n%s:\n%s\n%s:\n%s", d.op, d.sides[0].name, want, s.name, got)
+			d.t.Errorf("%s: lines that differ\n%s\nmutations so far:\n%s", d.op, lineDiff(d.sides[0].name, want, s.name, got), strings.Join(d.history, "\n"))
 		}
 	}
 }
@@ -373,4 +414,21 @@ func readValues(t *testing.T, tbl *bigtable.Table) []string {
 		rows = append(rows, "error")
 	}
 	return rows
+}
+
+// lineDiff lists the lines of a and b that the other lacks.
+func lineDiff(an, a, bn, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var out []string
+	for _, l := range al {
+		if !slices.Contains(bl, l) {
+			out = append(out, an+": "+l)
+		}
+	}
+	for _, l := range bl {
+		if !slices.Contains(al, l) {
+			out = append(out, bn+": "+l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -64,10 +64,35 @@ func mutation(field string, ms []*btpb.Mutation) (*client.Mutation, error) {
 			m.DeleteFamily(x.DeleteFromFamily.GetFamilyName())
 		case *btpb.Mutation_DeleteFromRow_:
 			m.DeleteRow()
-		default:
-			if err := extendedMutation(m, pm, path); err != nil {
+		case *btpb.Mutation_AddToCell_:
+			a := x.AddToCell
+			col, ts, err := aggregateCell(path+".add_to_cell", a.GetColumnQualifier(), a.GetTimestamp())
+			if err != nil {
 				return nil, err
 			}
+			in, ok := a.GetInput().GetKind().(*btpb.Value_IntValue)
+			if !ok {
+				return nil, invalidf("%s.add_to_cell.input must be an int_value", path)
+			}
+			m.AddToCell(a.GetFamilyName(), col, ts, in.IntValue)
+		case *btpb.Mutation_MergeToCell_:
+			mc := x.MergeToCell
+			col, ts, err := aggregateCell(path+".merge_to_cell", mc.GetColumnQualifier(), mc.GetTimestamp())
+			if err != nil {
+				return nil, err
+			}
+			var state []byte
+			switch in := mc.GetInput().GetKind().(type) {
+			case *btpb.Value_RawValue:
+				state = in.RawValue
+			case *btpb.Value_IntValue:
+				state = cell.AggregateInput(in.IntValue)
+			default:
+				return nil, invalidf("%s.merge_to_cell.input must be a raw_value or an int_value", path)
+			}
+			m.MergeToCell(mc.GetFamilyName(), col, ts, state)
+		default:
+			return nil, invalidf("%s: set one mutation", path)
 		}
 	}
 	for _, op := range m.Mutations() {
@@ -76,6 +101,23 @@ func mutation(field string, ms []*btpb.Mutation) (*client.Mutation, error) {
 		}
 	}
 	return m, nil
+}
+
+// aggregateCell reads the column and timestamp of an AddToCell or
+// MergeToCell: a raw_value qualifier and a raw_timestamp_micros.
+func aggregateCell(field string, q, ts *btpb.Value) ([]byte, int64, error) {
+	col, ok := q.GetKind().(*btpb.Value_RawValue)
+	if !ok {
+		return nil, 0, invalidf("%s.column_qualifier must be a raw_value", field)
+	}
+	t, ok := ts.GetKind().(*btpb.Value_RawTimestampMicros)
+	if !ok {
+		return nil, 0, invalidf("%s.timestamp must be a raw_timestamp_micros", field)
+	}
+	if err := checkTimestamp(field+".timestamp", t.RawTimestampMicros, false); err != nil {
+		return nil, 0, err
+	}
+	return col.RawValue, t.RawTimestampMicros, nil
 }
 
 // checkTimestamp enforces Bigtable's rules on a timestamp: -1 (the

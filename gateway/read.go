@@ -36,11 +36,7 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	}
 	opts := []client.ReadOption{client.WithFilter(f), client.LimitRows(req.GetRowsLimit())}
 	if req.GetReversed() {
-		o := reversed()
-		if o == nil {
-			return unimplemented("reversed", "pending")
-		}
-		opts = append(opts, o)
+		opts = append(opts, client.Reverse())
 	}
 	ctx := stream.Context()
 	it := tbl.ReadRows(ctx, rowSet(req.GetRows()), opts...)

@@ -21,7 +21,7 @@ func (s *Server) protoTable(n tableName, info client.TableInfo, view btapb.Table
 	t.ColumnFamilies = map[string]*btapb.ColumnFamily{}
 	for i := range info.Families {
 		f := &info.Families[i]
-		t.ColumnFamilies[f.Name] = protoFamily(f)
+		t.ColumnFamilies[f.Name] = &btapb.ColumnFamily{GcRule: protoRule(f.EffectiveGCRule()), ValueType: protoValueType(f.ValueType)}
 	}
 	if view == btapb.Table_REPLICATION_VIEW || view == btapb.Table_FULL {
 		// One cluster, strongly consistent: always ready.
@@ -32,40 +32,70 @@ func (s *Server) protoTable(n tableName, info client.TableInfo, view btapb.Table
 	return t
 }
 
-// protoFamily describes a family's GC policy as a Bigtable GcRule: no rule
-// is an empty GcRule (keep everything), as Bigtable answers.
-func protoFamily(f *families.Family) *btapb.ColumnFamily {
-	cf := &btapb.ColumnFamily{GcRule: &btapb.GcRule{}}
-	var rules []*btapb.GcRule
-	if f.MaxVersions > 0 {
-		rules = append(rules, &btapb.GcRule{Rule: &btapb.GcRule_MaxNumVersions{MaxNumVersions: int32(f.MaxVersions)}})
+// protoRule describes a GC rule as a Bigtable GcRule; no rule is an empty
+// GcRule (keep everything), as Bigtable answers.
+func protoRule(r *families.GCRule) *btapb.GcRule {
+	if r == nil {
+		return &btapb.GcRule{}
 	}
-	if f.TTL > 0 {
-		rules = append(rules, &btapb.GcRule{Rule: &btapb.GcRule_MaxAge{MaxAge: durationpb.New(f.TTL)}})
+	switch r.Kind {
+	case families.RuleMaxVersions:
+		return &btapb.GcRule{Rule: &btapb.GcRule_MaxNumVersions{MaxNumVersions: int32(r.MaxVersions)}}
+	case families.RuleMaxAge:
+		return &btapb.GcRule{Rule: &btapb.GcRule_MaxAge{MaxAge: durationpb.New(r.MaxAge)}}
 	}
-	switch {
-	case len(rules) == 1:
-		cf.GcRule = rules[0]
-	case len(rules) == 2 && f.GC == families.GCIntersection:
-		cf.GcRule = &btapb.GcRule{Rule: &btapb.GcRule_Intersection_{Intersection: &btapb.GcRule_Intersection{Rules: rules}}}
-	case len(rules) == 2:
-		cf.GcRule = &btapb.GcRule{Rule: &btapb.GcRule_Union_{Union: &btapb.GcRule_Union{Rules: rules}}}
+	rules := make([]*btapb.GcRule, len(r.Rules))
+	for i, c := range r.Rules {
+		rules[i] = protoRule(c)
 	}
-	return cf
+	if r.Kind == families.RuleIntersection {
+		return &btapb.GcRule{Rule: &btapb.GcRule_Intersection_{Intersection: &btapb.GcRule_Intersection{Rules: rules}}}
+	}
+	return &btapb.GcRule{Rule: &btapb.GcRule_Union_{Union: &btapb.GcRule_Union{Rules: rules}}}
+}
+
+// protoValueType describes a family's value type; plain bytes is unset,
+// as Bigtable leaves it.
+func protoValueType(v families.ValueType) *btapb.Type {
+	agg := &btapb.Type_Aggregate{
+		InputType: int64Type(),
+		StateType: int64Type(),
+	}
+	switch v {
+	case families.Sum:
+		agg.Aggregator = &btapb.Type_Aggregate_Sum_{Sum: &btapb.Type_Aggregate_Sum{}}
+	case families.Min:
+		agg.Aggregator = &btapb.Type_Aggregate_Min_{Min: &btapb.Type_Aggregate_Min{}}
+	case families.Max:
+		agg.Aggregator = &btapb.Type_Aggregate_Max_{Max: &btapb.Type_Aggregate_Max{}}
+	default:
+		return nil
+	}
+	return &btapb.Type{Kind: &btapb.Type_AggregateType{AggregateType: agg}}
+}
+
+func int64Type() *btapb.Type {
+	return &btapb.Type{Kind: &btapb.Type_Int64Type{Int64Type: &btapb.Type_Int64{
+		Encoding: &btapb.Type_Int64_Encoding{Encoding: &btapb.Type_Int64_Encoding_BigEndianBytes_{BigEndianBytes: &btapb.Type_Int64_Encoding_BigEndianBytes{}}},
+	}}}
 }
 
 // familyFrom builds a family from a Bigtable ColumnFamily, keeping base's
-// storage settings (compression, bloom, block size); a new family gets the
-// admin API's defaults.
+// storage settings (compression, bloom, block size) and value type; a new
+// family gets the admin API's defaults.
 func familyFrom(name string, cf *btapb.ColumnFamily, base families.Family, field string) (families.Family, error) {
 	f := base
 	f.Name = name
 	f.MaxVersions, f.TTL, f.GC = 0, 0, families.GCUnion
-	if err := applyRule(&f, cf.GetGcRule(), field+".gc_rule"); err != nil {
+	rule, err := gcRule(cf.GetGcRule(), field+".gc_rule", 1)
+	if err != nil {
 		return f, err
 	}
+	f.GCRule = rule
 	if cf.GetValueType() != nil {
-		return f, unimplemented(field+".value_type", "aggregate families are not yet in Tabula's engine")
+		if f.ValueType, err = valueType(cf.GetValueType(), field+".value_type"); err != nil {
+			return f, err
+		}
 	}
 	if err := f.Validate(); err != nil {
 		return f, invalidf("%s: %s", field, trimInvalid(err))
@@ -73,53 +103,83 @@ func familyFrom(name string, cf *btapb.ColumnFamily, base families.Family, field
 	return f, nil
 }
 
-// applyRule sets f's GC policy from a GcRule.
-func applyRule(f *families.Family, r *btapb.GcRule, field string) error {
+// gcRule converts a Bigtable GcRule. An empty rule means none (nil); empty
+// rules inside a union or intersection are dropped, as the Go client drops
+// them. max_age must be at least a millisecond and is truncated to
+// microseconds, as Bigtable does.
+func gcRule(r *btapb.GcRule, field string, depth int) (*families.GCRule, error) {
+	if depth > families.MaxGCRuleDepth {
+		return nil, invalidf("%s: GC rules nest deeper than %d levels", field, families.MaxGCRuleDepth)
+	}
+	children := func(rs []*btapb.GcRule, kind string) ([]*families.GCRule, error) {
+		var out []*families.GCRule
+		for _, c := range rs {
+			cr, err := gcRule(c, field+"."+kind, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			if cr != nil {
+				out = append(out, cr)
+			}
+		}
+		return out, nil
+	}
 	switch x := r.GetRule().(type) {
 	case nil:
-		return nil
+		return nil, nil
 	case *btapb.GcRule_MaxNumVersions:
 		if x.MaxNumVersions < 1 {
-			return invalidf("%s.max_num_versions must be >= 1, got %d", field, x.MaxNumVersions)
+			return nil, invalidf("%s.max_num_versions must be >= 1, got %d", field, x.MaxNumVersions)
 		}
-		f.MaxVersions = int(x.MaxNumVersions)
-		return nil
+		return families.MaxVersionsRule(int(x.MaxNumVersions)), nil
 	case *btapb.GcRule_MaxAge:
-		d := x.MaxAge.AsDuration()
-		if d <= 0 || d%time.Millisecond != 0 {
-			return invalidf("%s.max_age must be a positive whole number of milliseconds, got %v", field, d)
+		d := x.MaxAge.AsDuration().Truncate(time.Microsecond)
+		if d < time.Millisecond {
+			return nil, invalidf("%s.max_age must be at least 1ms, got %v", field, x.MaxAge.AsDuration())
 		}
-		f.TTL = d
-		return nil
+		return families.MaxAgeRule(d), nil
 	case *btapb.GcRule_Union_:
-		return applyPair(f, x.Union.GetRules(), families.GCUnion, field+".union")
+		rs, err := children(x.Union.GetRules(), "union")
+		return families.UnionRule(rs...), err
 	case *btapb.GcRule_Intersection_:
-		return applyPair(f, x.Intersection.GetRules(), families.GCIntersection, field+".intersection")
+		rs, err := children(x.Intersection.GetRules(), "intersection")
+		return families.IntersectionRule(rs...), err
 	}
-	return invalidf("%s: unknown GC rule %T", field, r.GetRule())
+	return nil, invalidf("%s: unknown GC rule %T", field, r.GetRule())
 }
 
-func applyPair(f *families.Family, rules []*btapb.GcRule, mode families.GCMode, field string) error {
-	var versions, age int
-	for _, r := range rules {
-		switch r.GetRule().(type) {
-		case *btapb.GcRule_MaxNumVersions:
-			versions++
-		case *btapb.GcRule_MaxAge:
-			age++
-		default:
-			return unimplemented(field+" with nested rules", "not yet in Tabula's families")
+// valueType converts a Bigtable value type: plain bytes, or an aggregate
+// of int64 (big-endian) by sum, min or max.
+func valueType(t *btapb.Type, field string) (families.ValueType, error) {
+	switch k := t.GetKind().(type) {
+	case *btapb.Type_BytesType:
+		return families.Bytes, nil
+	case *btapb.Type_AggregateType:
+		agg := k.AggregateType
+		if agg.GetInputType().GetInt64Type() == nil {
+			return 0, invalidf("%s.aggregate_type.input_type must be int64", field)
 		}
-	}
-	if versions > 1 || age > 1 {
-		return unimplemented(field+" with two rules of one kind", "not yet in Tabula's families")
-	}
-	f.GC = mode
-	for i, r := range rules {
-		if err := applyRule(f, r, field); err != nil {
-			return err
+		if e := agg.GetInputType().GetInt64Type().GetEncoding(); e != nil && e.GetBigEndianBytes() == nil {
+			return 0, invalidf("%s.aggregate_type.input_type: only the big-endian int64 encoding is supported", field)
 		}
-		_ = i
+		switch agg.GetAggregator().(type) {
+		case *btapb.Type_Aggregate_Sum_:
+			return families.Sum, nil
+		case *btapb.Type_Aggregate_Min_:
+			return families.Min, nil
+		case *btapb.Type_Aggregate_Max_:
+			return families.Max, nil
+		case *btapb.Type_Aggregate_HllppUniqueCount:
+			return 0, unimplemented(field+": HyperLogLog++ aggregates", "Tabula aggregates int64 by sum, min or max")
+		}
+		return 0, invalidf("%s.aggregate_type: set an aggregator (sum, min or max)", field)
 	}
-	return nil
+	return 0, unimplemented(field+" "+typeName(t), "Tabula families hold bytes or int64 aggregates")
+}
+
+func typeName(t *btapb.Type) string {
+	if t.GetKind() == nil {
+		return "(unset)"
+	}
+	return string(t.ProtoReflect().WhichOneof(t.ProtoReflect().Descriptor().Oneofs().ByName("kind")).Name())
 }

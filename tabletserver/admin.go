@@ -45,10 +45,17 @@ func (s *Server) FlushTablet(ctx context.Context, ref *tabulapb.TabletRef) (*tab
 	return &tabulapb.FlushTabletResponse{}, nil
 }
 
-// CompactTablet runs a merging (or major) compaction of every family.
+// CompactTablet runs a merging compaction of every family, or a major one
+// after flushing the memtable.
 func (s *Server) CompactTablet(ctx context.Context, req *tabulapb.CompactTabletRequest) (*tabulapb.CompactTabletResponse, error) {
 	ref := req.GetTablet()
 	h, err := s.resolve(ref, nil)
+	if err == nil && req.GetMajor() {
+		// An operator's major compaction covers the newest writes too:
+		// what it drops (deleted cells, what the GC policy condemns) is
+		// then gone from every file, not only from those already flushed.
+		err = h.t.Flush(ctx)
+	}
 	if err == nil {
 		err = h.t.Compact(ctx, req.GetMajor())
 	}
