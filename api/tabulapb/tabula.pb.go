@@ -4691,6 +4691,236 @@ func (x *ServerStatsResponse) GetLease() int64 {
 	return 0
 }
 
+// DropRowRangeRequest deletes rows of a table in bulk (Cloud Bigtable's
+// DropRowRange): every cell written before the call of every row starting
+// with row_key_prefix, or of every row. The master returns once every
+// tablet of the range has dropped it.
+type DropRowRangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// Types that are valid to be assigned to Target:
+	//
+	//	*DropRowRangeRequest_RowKeyPrefix
+	//	*DropRowRangeRequest_DeleteAllDataFromTable
+	Target        isDropRowRangeRequest_Target `protobuf_oneof:"target"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRowRangeRequest) Reset() {
+	*x = DropRowRangeRequest{}
+	mi := &file_tabula_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRowRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRowRangeRequest) ProtoMessage() {}
+
+func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRowRangeRequest.ProtoReflect.Descriptor instead.
+func (*DropRowRangeRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *DropRowRangeRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *DropRowRangeRequest) GetTarget() isDropRowRangeRequest_Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *DropRowRangeRequest) GetRowKeyPrefix() []byte {
+	if x != nil {
+		if x, ok := x.Target.(*DropRowRangeRequest_RowKeyPrefix); ok {
+			return x.RowKeyPrefix
+		}
+	}
+	return nil
+}
+
+func (x *DropRowRangeRequest) GetDeleteAllDataFromTable() bool {
+	if x != nil {
+		if x, ok := x.Target.(*DropRowRangeRequest_DeleteAllDataFromTable); ok {
+			return x.DeleteAllDataFromTable
+		}
+	}
+	return false
+}
+
+type isDropRowRangeRequest_Target interface {
+	isDropRowRangeRequest_Target()
+}
+
+type DropRowRangeRequest_RowKeyPrefix struct {
+	// Non-empty.
+	RowKeyPrefix []byte `protobuf:"bytes,2,opt,name=row_key_prefix,json=rowKeyPrefix,proto3,oneof"`
+}
+
+type DropRowRangeRequest_DeleteAllDataFromTable struct {
+	// Must be true.
+	DeleteAllDataFromTable bool `protobuf:"varint,3,opt,name=delete_all_data_from_table,json=deleteAllDataFromTable,proto3,oneof"`
+}
+
+func (*DropRowRangeRequest_RowKeyPrefix) isDropRowRangeRequest_Target() {}
+
+func (*DropRowRangeRequest_DeleteAllDataFromTable) isDropRowRangeRequest_Target() {}
+
+type DropRowRangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRowRangeResponse) Reset() {
+	*x = DropRowRangeResponse{}
+	mi := &file_tabula_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRowRangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRowRangeResponse) ProtoMessage() {}
+
+func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRowRangeResponse.ProtoReflect.Descriptor instead.
+func (*DropRowRangeResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{80}
+}
+
+// DropRangeRequest drops the rows [start_key, end_key) of one tablet
+// (clipped to its range; empty end_key = to its end). Called by the master.
+type DropRangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRangeRequest) Reset() {
+	*x = DropRangeRequest{}
+	mi := &file_tabula_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRangeRequest) ProtoMessage() {}
+
+func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRangeRequest.ProtoReflect.Descriptor instead.
+func (*DropRangeRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *DropRangeRequest) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *DropRangeRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *DropRangeRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+type DropRangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRangeResponse) Reset() {
+	*x = DropRangeResponse{}
+	mi := &file_tabula_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRangeResponse) ProtoMessage() {}
+
+func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRangeResponse.ProtoReflect.Descriptor instead.
+func (*DropRangeResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{82}
+}
+
 type Mutation_SetCell struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Family    string                 `protobuf:"bytes,1,opt,name=family,proto3" json:"family,omitempty"`
@@ -4704,7 +4934,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4716,7 +4946,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4773,7 +5003,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4785,7 +5015,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4838,7 +5068,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4850,7 +5080,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4881,7 +5111,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4893,7 +5123,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4918,7 +5148,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4930,7 +5160,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +5192,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4974,7 +5204,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5008,7 +5238,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5020,7 +5250,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5068,7 +5298,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5080,7 +5310,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5132,7 +5362,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5144,7 +5374,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5198,7 +5428,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5210,7 +5440,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5556,7 +5786,18 @@ const file_tabula_proto_rawDesc = "" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x120\n" +
 	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x12\x14\n" +
-	"\x05lease\x18\x04 \x01(\x03R\x05lease*Q\n" +
+	"\x05lease\x18\x04 \x01(\x03R\x05lease\"\x9b\x01\n" +
+	"\x13DropRowRangeRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12&\n" +
+	"\x0erow_key_prefix\x18\x02 \x01(\fH\x00R\frowKeyPrefix\x12<\n" +
+	"\x1adelete_all_data_from_table\x18\x03 \x01(\bH\x00R\x16deleteAllDataFromTableB\b\n" +
+	"\x06target\"\x16\n" +
+	"\x14DropRowRangeResponse\"v\n" +
+	"\x10DropRangeRequest\x12,\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\"\x13\n" +
+	"\x11DropRangeResponse*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +
@@ -5568,7 +5809,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10BLOOM_ROW_COLUMN\x10\x02*+\n" +
 	"\x06GCMode\x12\f\n" +
 	"\bGC_UNION\x10\x00\x12\x13\n" +
-	"\x0fGC_INTERSECTION\x10\x012\x82\f\n" +
+	"\x0fGC_INTERSECTION\x10\x012\xd3\f\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -5593,7 +5834,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\x06Revoke\x12\x18.tabula.v1.RevokeRequest\x1a\x19.tabula.v1.RevokeResponse\x12I\n" +
 	"\n" +
 	"ListGrants\x12\x1c.tabula.v1.ListGrantsRequest\x1a\x1d.tabula.v1.ListGrantsResponse\x12=\n" +
-	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse2\x9b\b\n" +
+	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse\x12O\n" +
+	"\fDropRowRange\x12\x1e.tabula.v1.DropRowRangeRequest\x1a\x1f.tabula.v1.DropRowRangeResponse2\xe3\b\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -5609,7 +5851,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\rCompactTablet\x12\x1f.tabula.v1.CompactTabletRequest\x1a .tabula.v1.CompactTabletResponse\x12F\n" +
 	"\vSplitTablet\x12\x17.tabula.v1.SplitRequest\x1a\x1e.tabula.v1.SplitTabletResponse\x12O\n" +
 	"\fUpdateSchema\x12\x1e.tabula.v1.UpdateSchemaRequest\x1a\x1f.tabula.v1.UpdateSchemaResponse\x12L\n" +
-	"\vServerStats\x12\x1d.tabula.v1.ServerStatsRequest\x1a\x1e.tabula.v1.ServerStatsResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
+	"\vServerStats\x12\x1d.tabula.v1.ServerStatsRequest\x1a\x1e.tabula.v1.ServerStatsResponse\x12F\n" +
+	"\tDropRange\x12\x1b.tabula.v1.DropRangeRequest\x1a\x1c.tabula.v1.DropRangeResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
 
 var (
 	file_tabula_proto_rawDescOnce sync.Once
@@ -5624,7 +5867,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -5708,154 +5951,163 @@ var file_tabula_proto_goTypes = []any{
 	(*ServerStatsRequest)(nil),           // 79: tabula.v1.ServerStatsRequest
 	(*TabletStats)(nil),                  // 80: tabula.v1.TabletStats
 	(*ServerStatsResponse)(nil),          // 81: tabula.v1.ServerStatsResponse
-	(*Mutation_SetCell)(nil),             // 82: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 83: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 84: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 85: tabula.v1.Mutation.DeleteFromRow
-	(*RowFilter_Chain)(nil),              // 86: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 87: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 88: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 89: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 90: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 91: tabula.v1.SampleRowKeysResponse.Sample
+	(*DropRowRangeRequest)(nil),          // 82: tabula.v1.DropRowRangeRequest
+	(*DropRowRangeResponse)(nil),         // 83: tabula.v1.DropRowRangeResponse
+	(*DropRangeRequest)(nil),             // 84: tabula.v1.DropRangeRequest
+	(*DropRangeResponse)(nil),            // 85: tabula.v1.DropRangeResponse
+	(*Mutation_SetCell)(nil),             // 86: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 87: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 88: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 89: tabula.v1.Mutation.DeleteFromRow
+	(*RowFilter_Chain)(nil),              // 90: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 91: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 92: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 93: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 94: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 95: tabula.v1.SampleRowKeysResponse.Sample
 }
 var file_tabula_proto_depIdxs = []int32{
-	2,  // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
-	0,  // 1: tabula.v1.Family.compression:type_name -> tabula.v1.Compression
-	1,  // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
-	3,  // 3: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
-	8,  // 4: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
-	10, // 5: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	82, // 6: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	83, // 7: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	84, // 8: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	85, // 9: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	86, // 10: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	87, // 11: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	88, // 12: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
-	15, // 13: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
-	16, // 14: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
-	17, // 15: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
-	4,  // 16: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
-	4,  // 17: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
-	4,  // 18: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
-	5,  // 19: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
-	3,  // 20: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
-	5,  // 21: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
-	5,  // 22: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	6,  // 23: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
-	5,  // 24: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
-	40, // 25: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
-	40, // 26: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
-	45, // 27: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
-	45, // 28: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
-	45, // 29: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	56, // 30: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
-	11, // 31: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
-	14, // 32: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
-	9,  // 33: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	56, // 34: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	12, // 35: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	89, // 36: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	90, // 37: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	56, // 38: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	14, // 39: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
-	12, // 40: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
-	12, // 41: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	56, // 42: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	13, // 43: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
-	9,  // 44: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	56, // 45: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	91, // 46: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
-	5,  // 47: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
-	4,  // 48: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	56, // 49: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	56, // 50: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	56, // 51: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	4,  // 52: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	56, // 53: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	80, // 54: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	14, // 55: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	14, // 56: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	14, // 57: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	14, // 58: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	14, // 59: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	56, // 60: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	12, // 61: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	7,  // 62: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	18, // 63: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	19, // 64: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	21, // 65: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	23, // 66: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	25, // 67: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	25, // 68: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	26, // 69: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	27, // 70: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	28, // 71: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	30, // 72: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	32, // 73: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	34, // 74: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	36, // 75: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	54, // 76: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	38, // 77: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	41, // 78: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	43, // 79: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	46, // 80: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	48, // 81: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	50, // 82: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	52, // 83: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	57, // 84: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	59, // 85: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	61, // 86: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	63, // 87: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	65, // 88: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	67, // 89: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	69, // 90: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	71, // 91: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	56, // 92: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	74, // 93: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	76, // 94: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	77, // 95: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	79, // 96: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	4,  // 97: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	20, // 98: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	22, // 99: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	24, // 100: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	4,  // 101: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	4,  // 102: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	4,  // 103: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	5,  // 104: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	29, // 105: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	31, // 106: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	33, // 107: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	35, // 108: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	37, // 109: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	55, // 110: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	39, // 111: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	42, // 112: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	44, // 113: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	47, // 114: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	49, // 115: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	51, // 116: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	53, // 117: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	58, // 118: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	60, // 119: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	62, // 120: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	64, // 121: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	66, // 122: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	68, // 123: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	70, // 124: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	72, // 125: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	73, // 126: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	75, // 127: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	35, // 128: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	78, // 129: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	81, // 130: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	97, // [97:131] is the sub-list for method output_type
-	63, // [63:97] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
+	0,   // 1: tabula.v1.Family.compression:type_name -> tabula.v1.Compression
+	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
+	3,   // 3: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
+	8,   // 4: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
+	10,  // 5: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
+	86,  // 6: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	87,  // 7: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	88,  // 8: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	89,  // 9: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	90,  // 10: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	91,  // 11: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	92,  // 12: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	15,  // 13: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
+	16,  // 14: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
+	17,  // 15: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
+	4,   // 16: tabula.v1.CreateTableRequest.schema:type_name -> tabula.v1.TableSchema
+	4,   // 17: tabula.v1.ListTablesResponse.tables:type_name -> tabula.v1.TableSchema
+	4,   // 18: tabula.v1.DescribeTableResponse.schema:type_name -> tabula.v1.TableSchema
+	5,   // 19: tabula.v1.DescribeTableResponse.tablets:type_name -> tabula.v1.TabletInfo
+	3,   // 20: tabula.v1.FamilyRequest.family:type_name -> tabula.v1.Family
+	5,   // 21: tabula.v1.LocateRangeResponse.tablets:type_name -> tabula.v1.TabletInfo
+	5,   // 22: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	6,   // 23: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
+	5,   // 24: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
+	40,  // 25: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
+	40,  // 26: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
+	45,  // 27: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
+	45,  // 28: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
+	45,  // 29: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
+	56,  // 30: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
+	11,  // 31: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
+	14,  // 32: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
+	9,   // 33: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
+	56,  // 34: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	12,  // 35: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
+	93,  // 36: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	94,  // 37: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	56,  // 38: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 39: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
+	12,  // 40: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
+	12,  // 41: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
+	56,  // 42: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	13,  // 43: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
+	9,   // 44: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
+	56,  // 45: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	95,  // 46: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	5,   // 47: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
+	4,   // 48: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
+	56,  // 49: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	56,  // 50: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	56,  // 51: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	4,   // 52: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	56,  // 53: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	80,  // 54: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	56,  // 55: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 56: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	14,  // 57: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	14,  // 58: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	14,  // 59: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	14,  // 60: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	56,  // 61: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	12,  // 62: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	7,   // 63: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	18,  // 64: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	19,  // 65: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	21,  // 66: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	23,  // 67: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	25,  // 68: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	25,  // 69: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	26,  // 70: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	27,  // 71: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	28,  // 72: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	30,  // 73: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	32,  // 74: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	34,  // 75: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	36,  // 76: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	54,  // 77: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	38,  // 78: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	41,  // 79: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	43,  // 80: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	46,  // 81: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	48,  // 82: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	50,  // 83: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	52,  // 84: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	82,  // 85: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	57,  // 86: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	59,  // 87: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	61,  // 88: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	63,  // 89: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	65,  // 90: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	67,  // 91: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	69,  // 92: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	71,  // 93: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	56,  // 94: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	74,  // 95: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	76,  // 96: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	77,  // 97: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	79,  // 98: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	84,  // 99: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	4,   // 100: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	20,  // 101: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	22,  // 102: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	24,  // 103: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	4,   // 104: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	4,   // 105: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	4,   // 106: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	5,   // 107: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	29,  // 108: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	31,  // 109: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	33,  // 110: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	35,  // 111: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	37,  // 112: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	55,  // 113: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	39,  // 114: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	42,  // 115: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	44,  // 116: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	47,  // 117: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	49,  // 118: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	51,  // 119: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	53,  // 120: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	83,  // 121: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	58,  // 122: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	60,  // 123: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	62,  // 124: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	64,  // 125: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	66,  // 126: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	68,  // 127: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	70,  // 128: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	72,  // 129: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	73,  // 130: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	75,  // 131: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	35,  // 132: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	78,  // 133: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	81,  // 134: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	85,  // 135: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	100, // [100:136] is the sub-list for method output_type
+	64,  // [64:100] is the sub-list for method input_type
+	64,  // [64:64] is the sub-list for extension type_name
+	64,  // [64:64] is the sub-list for extension extendee
+	0,   // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -5893,13 +6145,17 @@ func file_tabula_proto_init() {
 		(*RowFilter_CellsPerColumnLimitFilter)(nil),
 		(*RowFilter_StripValueTransformer)(nil),
 	}
+	file_tabula_proto_msgTypes[79].OneofWrappers = []any{
+		(*DropRowRangeRequest_RowKeyPrefix)(nil),
+		(*DropRowRangeRequest_DeleteAllDataFromTable)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   89,
+			NumMessages:   93,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
