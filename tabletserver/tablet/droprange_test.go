@@ -297,17 +297,22 @@ func TestDropRangeDoesNotReadFilesInside(t *testing.T) {
 // must be there, and each row's writes are whole (both families or none).
 func TestDropRangeConcurrentWriters(t *testing.T) {
 	tb := openTablet(t, testOptions(t.TempDir()))
-	const writers, rows = 4, 8
+	const writers, rows, nDrops, perPhase = 4, 8, 5, 100
 	type write struct {
 		row        string
 		q          string
-		start, end int64 // logical times: drops counted when it started/acked
+		start, end int64 // drops returned when it started; drops begun when it was acknowledged
 	}
-	var drops atomic.Int64 // drops completed
-	var dropping atomic.Int64
+	var drops atomic.Int64    // drops returned
+	var dropping atomic.Int64 // drops begun
+	var started, done atomic.Int64
+	var failed atomic.Bool
 	var mu sync.Mutex
 	var log []write
-	stop := make(chan struct{})
+	// The writers' budget grows by perPhase when a drop begins, so that
+	// writes race with every drop, and the run's size does not depend on
+	// the machine's speed: (nDrops+1)*perPhase writes in all.
+	budget := func() int64 { return (dropping.Load() + 1) * perPhase }
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
@@ -315,36 +320,38 @@ func TestDropRangeConcurrentWriters(t *testing.T) {
 			defer wg.Done()
 			rng := rand.New(rand.NewSource(int64(w)))
 			for n := 0; ; n++ {
-				select {
-				case <-stop:
+				if started.Load() >= (nDrops+1)*perPhase || failed.Load() {
 					return
-				default:
+				}
+				if started.Add(1) > budget() {
+					started.Add(-1)
+					time.Sleep(100 * time.Microsecond) // wait for the next drop
+					continue
 				}
 				row := rowName("r", rng.Intn(rows))
 				q := fmt.Sprintf("w%d-%d", w, n)
 				startDone := drops.Load()
 				if err := tb.Apply(bg, []byte(row), []cell.Mutation{set("a", q, 1, "x"), set("b", q, 1, "x")}); err != nil {
 					t.Error(err)
+					failed.Store(true)
 					return
 				}
 				mu.Lock()
 				log = append(log, write{row: row, q: q, start: startDone, end: dropping.Load()})
 				mu.Unlock()
+				done.Add(1)
 			}
 		}(w)
 	}
-	const nDrops = 5
-	for i := 0; i < nDrops; i++ {
-		// Let some writes land, then drop (half the time the prefix of
-		// every row, else half the rows).
-		for {
-			mu.Lock()
-			n := len(log)
-			mu.Unlock()
-			if n >= (i+1)*50 {
-				break
+	for i := int64(0); i < nDrops; i++ {
+		// Let this phase's writes land, then drop (half the time every
+		// row, else half the rows) while the next phase's run.
+		for done.Load() < (i+1)*perPhase {
+			if failed.Load() {
+				wg.Wait()
+				t.FailNow()
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(100 * time.Microsecond)
 		}
 		if i%2 == 1 {
 			if err := tb.Flush(bg); err != nil {
@@ -361,14 +368,9 @@ func TestDropRangeConcurrentWriters(t *testing.T) {
 		}
 		drops.Add(1)
 	}
-	// Writes after the last drop.
-	close(stop)
-	wg.Wait()
-	for _, r := range []string{rowName("r", 0), rowName("r", 7)} {
-		apply(t, tb, r, set("a", "after", 1, "x"), set("b", "after", 1, "x"))
-		mu.Lock()
-		log = append(log, write{row: r, q: "after", start: nDrops, end: nDrops})
-		mu.Unlock()
+	wg.Wait() // the last phase's writes: after every drop
+	if failed.Load() {
+		t.FailNow()
 	}
 	// Which drops covered which rows: drop i (0-based) covers all rows
 	// when i is odd, else rows below rows/2.
