@@ -153,10 +153,6 @@ type fakeServer struct {
 	unloads   []*tabulapb.TabletRef
 	schemas   []*tabulapb.TableSchema
 	compacts  []*tabulapb.CompactTabletRequest
-	drops     []*tabulapb.DropRangeRequest // the DropRange calls done
-	// dropFail, when set, answers DropRange calls instead of doing them
-	// (nil: do it) and may change itself (say, fail only once).
-	dropFail func(req *tabulapb.DropRangeRequest) error
 	failLoad  bool
 	// loadCode, when set, is the status code every LoadTablet answers.
 	loadCode codes.Code
@@ -165,6 +161,11 @@ type fakeServer struct {
 	// counts the calls that reached it.
 	loadGate     chan struct{}
 	loadsStarted atomic.Int64
+
+	drops []*tabulapb.DropRangeRequest // the DropRange calls done
+	// dropFail, when set, answers DropRange calls instead of doing them
+	// (nil: do it) and may change itself (say, fail only once).
+	dropFail func(req *tabulapb.DropRangeRequest) error
 }
 
 func (c *cluster) startServer(id string) *fakeServer {
