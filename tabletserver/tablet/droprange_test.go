@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -549,5 +550,59 @@ func TestDropRangeClosed(t *testing.T) {
 	tb2 := openTablet(t, testOptions(t.TempDir()))
 	if err := tb2.DropRange(bg, []byte("b"), []byte("a")); !errors.Is(err, cell.ErrInvalid) {
 		t.Fatalf("DropRange(b, a) = %v, want cell.ErrInvalid", err)
+	}
+}
+
+// TestDropRangeRacesSplit starts a split while the drop rewrites a file:
+// the children must not see the dropped rows (the split waits for the
+// drop's manifest, or the drop fails with ErrClosed on a closed parent).
+func TestDropRangeRacesSplit(t *testing.T) {
+	root := t.TempDir()
+	tb, err := Open(testOptions(filepath.Join(root, "p")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	for i := 0; i < 30; i++ {
+		apply(t, tb, rowName("a", i), set("a", "q", 1, "v"))
+		apply(t, tb, rowName("d", i), set("a", "q", 1, "v"))
+	}
+	if err := tb.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	var splitErr error
+	var split sync.WaitGroup
+	tb.testHookTableWritten = func() {
+		once.Do(func() {
+			split.Add(1)
+			go func() {
+				defer split.Done()
+				splitErr = tb.Split(bg, []byte(rowName("d", 10)), filepath.Join(root, "l"), filepath.Join(root, "r"))
+			}()
+		})
+	}
+	dropErr := tb.DropRange(bg, []byte(rowName("d", 5)), []byte(rowName("d", 15)))
+	t.Logf("DropRange: %v", dropErr)
+	split.Wait()
+	if splitErr != nil {
+		t.Fatalf("Split: %v", splitErr)
+	}
+	if dropErr != nil && !errors.Is(dropErr, ErrClosed) {
+		t.Fatalf("DropRange: %v", dropErr)
+	}
+	lo := testOptions(filepath.Join(root, "l"))
+	lo.Create = false
+	ro := lo
+	ro.Dir = filepath.Join(root, "r")
+	left, right := openTablet(t, lo), openTablet(t, ro)
+	got := scan(t, left, ReadOptions{}) + " " + scan(t, right, ReadOptions{})
+	for i := 5; i < 15; i++ {
+		if dropErr == nil && strings.Contains(got, rowName("d", i)+"{") {
+			t.Fatalf("row %s, dropped before the split finished, is in a child: %s", rowName("d", i), got)
+		}
+	}
+	if !strings.Contains(got, rowName("d", 4)+"{") || !strings.Contains(got, rowName("d", 15)+"{") {
+		t.Fatalf("rows outside the range are missing from the children: %s", got)
 	}
 }
