@@ -103,6 +103,13 @@ func (t *Tablet) DropRange(ctx context.Context, start, end []byte) error {
 			case overlapNone:
 				continue
 			case overlapPartial:
+				in, err := hasKeysIn(f, klo, khi)
+				if err != nil {
+					return fail(err)
+				}
+				if !in {
+					continue // spans the range but holds nothing in it
+				}
 				fam := sch.byName[name]
 				if fam == nil {
 					continue // dropped family: SetFamilies removes its files
@@ -217,6 +224,26 @@ func overlapOf(f *tableFile, lo, hi []byte) overlap {
 		return overlapWhole
 	}
 	return overlapPartial
+}
+
+// hasKeysIn reports whether f holds a key in [lo, hi) within its bounds:
+// one seek, reading at most a block or two (a file spanning a range may hold
+// nothing in it, and then needs no rewrite).
+func hasKeysIn(f *tableFile, lo, hi []byte) (bool, error) {
+	l, u, ok := intersect(f.lower(), f.upper(), lo, hi)
+	if !ok {
+		return false, nil
+	}
+	it := f.reader.NewIter(l, u)
+	found := it.First()
+	err := it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, fmt.Errorf("tablet: drop range: read %s: %w", f.path, err)
+	}
+	return found, nil
 }
 
 // copyOutside adds f's entries outside [lo, hi), within f's bounds, in key

@@ -290,6 +290,15 @@ func TestDropRangeDoesNotReadFilesInside(t *testing.T) {
 	if got := readRow(t, tb, rowName("w", 3), nil); got != "a:q@1=v" {
 		t.Errorf("row outside the range reads %q", got)
 	}
+	// A file that spans the range but holds no row in it (w009 < w00x <
+	// w010) is kept as it is, not rewritten.
+	kept := tb.head().files["a"][0].path
+	if err := tb.DropRange(bg, []byte("w00x"), []byte("w00y")); err != nil {
+		t.Fatal(err)
+	}
+	if now := tb.head().files["a"]; len(now) != 1 || now[0].path != kept {
+		t.Errorf("a drop of an empty stretch rewrote the file spanning it")
+	}
 }
 
 // TestDropRangeConcurrentWriters runs writers while ranges are dropped:
