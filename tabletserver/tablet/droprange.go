@@ -201,8 +201,11 @@ const (
 // bounds alone: the file is not read.
 func overlapOf(f *tableFile, lo, hi []byte) overlap {
 	p := f.reader.Properties()
-	if len(p.SmallestKey) == 0 {
+	if p.NumEntries == 0 {
 		return overlapWhole // an empty file: nothing to keep
+	}
+	if len(p.SmallestKey) == 0 || len(p.LargestKey) == 0 {
+		return overlapPartial // bounds unknown: read it rather than guess
 	}
 	// The file's keys lie in [first, end): its smallest key or lower
 	// bound, and the successor of its largest key (largest+0x00) or its
