@@ -8,7 +8,8 @@
 // reads merge the memtable and the SSTables, apply deletes by sequence
 // number, the family's GC policy and the request's filter. Background work
 // flushes memtables, compacts SSTables and drops expired files; Split hands
-// the tablet's files to two children by reference.
+// the tablet's files to two children by reference; DropRange deletes a row
+// range in bulk by dropping whole SSTables (and rewriting those it cuts).
 //
 // Use:
 //
