@@ -39,6 +39,7 @@ func MasterRules() map[string]Rule {
 		svc + "DeleteFamily":  adminOn(func(r any) string { return r.(*pb.DeleteFamilyRequest).GetTable() }),
 		svc + "SplitTablet":   adminOn(func(r any) string { return r.(*pb.SplitTabletRequest).GetTable() }),
 		svc + "CompactTable":  adminOn(func(r any) string { return r.(*pb.CompactTableRequest).GetTable() }),
+		svc + "DropRowRange":  adminOn(func(r any) string { return r.(*pb.DropRowRangeRequest).GetTable() }),
 		svc + "ListTables":    {},
 		svc + "DescribeTable": readOn(func(r any) string { return r.(*pb.DescribeTableRequest).GetTable() }),
 		svc + "LocateTablet":  readOn(func(r any) string { return r.(*pb.LocateTabletRequest).GetTable() }),
@@ -77,6 +78,7 @@ func TabletServerRules() map[string]Rule {
 		svc + "SplitTablet":        master,
 		svc + "UpdateSchema":       master,
 		svc + "ServerStats":        master,
+		svc + "DropRange":          master,
 	}
 }
 

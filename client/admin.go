@@ -263,6 +263,40 @@ func (a *AdminClient) CompactTable(ctx context.Context, table string, major bool
 	})
 }
 
+// DropRowRange deletes every row of table whose key starts with prefix
+// (not empty): each cell written before the call is gone once it returns,
+// also after crashes, splits and moves; writes made after it returns stay.
+// Writes racing with it may survive or not, each row whole. The tablets
+// drop whole SSTables rather than deleting cell by cell, so it is fast
+// whatever the rows hold. It is an admin call (the Admin role on the
+// table) and cannot be undone.
+//
+// An UNAVAILABLE answer (some tablet could not be reached in time) is
+// retried like other admin calls; if it is returned, part of the range may
+// have been dropped: calling again is safe.
+func (a *AdminClient) DropRowRange(ctx context.Context, table string, prefix []byte) error {
+	if len(prefix) == 0 {
+		return status.Error(codes.InvalidArgument, "DropRowRange: the prefix is empty; to drop every row call DropAllRows")
+	}
+	return a.dropRows(ctx, &tabulapb.DropRowRangeRequest{Table: table, Target: &tabulapb.DropRowRangeRequest_RowKeyPrefix{RowKeyPrefix: prefix}})
+}
+
+// DropAllRows deletes every row of table, keeping the table and its
+// families, as DropRowRange does for a prefix.
+func (a *AdminClient) DropAllRows(ctx context.Context, table string) error {
+	return a.dropRows(ctx, &tabulapb.DropRowRangeRequest{Table: table, Target: &tabulapb.DropRowRangeRequest_DeleteAllDataFromTable{DeleteAllDataFromTable: true}})
+}
+
+func (a *AdminClient) dropRows(ctx context.Context, req *tabulapb.DropRowRangeRequest) error {
+	if err := cell.ValidateTableName(req.GetTable()); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		_, err := m.DropRowRange(ctx, req)
+		return err
+	})
+}
+
 // Balance asks the master to even out tablets across servers and returns
 // how many it moved.
 func (a *AdminClient) Balance(ctx context.Context) (int, error) {

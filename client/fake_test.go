@@ -38,6 +38,21 @@ type fakeMaster struct {
 	mu      sync.Mutex
 	tablets []*tabulapb.TabletInfo // of table "t", sorted
 	created []*tabulapb.CreateTableRequest
+	dropped []*tabulapb.DropRowRangeRequest
+	// dropFaults are answered (and consumed) before DropRowRange records.
+	dropFaults []error
+}
+
+func (m *fakeMaster) DropRowRange(_ context.Context, req *tabulapb.DropRowRangeRequest) (*tabulapb.DropRowRangeResponse, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.dropFaults) > 0 {
+		err := m.dropFaults[0]
+		m.dropFaults = m.dropFaults[1:]
+		return nil, err
+	}
+	m.dropped = append(m.dropped, proto.Clone(req).(*tabulapb.DropRowRangeRequest))
+	return &tabulapb.DropRowRangeResponse{}, nil
 }
 
 // fakeServer serves the tablets the test gives it, from a store of rows

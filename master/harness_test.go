@@ -161,6 +161,11 @@ type fakeServer struct {
 	// counts the calls that reached it.
 	loadGate     chan struct{}
 	loadsStarted atomic.Int64
+
+	drops []*tabulapb.DropRangeRequest // the DropRange calls done
+	// dropFail, when set, answers DropRange calls instead of doing them
+	// (nil: do it) and may change itself (say, fail only once).
+	dropFail func(req *tabulapb.DropRangeRequest) error
 }
 
 func (c *cluster) startServer(id string) *fakeServer {
@@ -337,6 +342,25 @@ func (f *fakeServer) CompactTablet(_ context.Context, req *tabulapb.CompactTable
 	defer f.mu.Unlock()
 	f.compacts = append(f.compacts, req)
 	return &tabulapb.CompactTabletResponse{}, nil
+}
+
+// DropRange records the call if the fake holds the tablet at that epoch
+// (else answers FAILED_PRECONDITION, as a real server's NotServing), unless
+// dropFail answers.
+func (f *fakeServer) DropRange(_ context.Context, req *tabulapb.DropRangeRequest) (*tabulapb.DropRangeResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dropFail != nil {
+		if err := f.dropFail(req); err != nil {
+			return nil, err
+		}
+	}
+	ref := req.GetTablet()
+	if e, ok := f.held[ref.GetTabletId()]; !ok || e != ref.GetEpoch() {
+		return nil, status.Errorf(codes.FailedPrecondition, "not serving %s at epoch %d", ref.GetTabletId(), ref.GetEpoch())
+	}
+	f.drops = append(f.drops, proto.Clone(req).(*tabulapb.DropRangeRequest))
+	return &tabulapb.DropRangeResponse{}, nil
 }
 
 // SplitTablet splits like the real server: it commits the children with

@@ -65,6 +65,29 @@ func (s *Server) CompactTablet(ctx context.Context, req *tabulapb.CompactTabletR
 	return &tabulapb.CompactTabletResponse{}, nil
 }
 
+// DropRange drops the rows [start_key, end_key) of a tablet (clipped to
+// its range; an empty end_key is its end) without a tombstone per cell
+// (tablet.DropRange). A tablet moved, split or fenced meanwhile answers
+// NotServing, and the master retries on its current owner.
+func (s *Server) DropRange(ctx context.Context, req *tabulapb.DropRangeRequest) (*tabulapb.DropRangeResponse, error) {
+	ref := req.GetTablet()
+	var start, end []byte
+	if len(req.GetStartKey()) > 0 {
+		start = req.GetStartKey()
+	}
+	if len(req.GetEndKey()) > 0 {
+		end = req.GetEndKey()
+	}
+	h, err := s.resolve(ref, nil)
+	if err == nil {
+		err = h.t.DropRange(ctx, start, end)
+	}
+	if err != nil {
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	return &tabulapb.DropRangeResponse{}, nil
+}
+
 // SplitTablet splits a tablet at row_key (or a middle key of its choice)
 // and answers the two children, served here at the parent's epoch + 1.
 func (s *Server) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest) (*tabulapb.SplitTabletResponse, error) {

@@ -4992,6 +4992,236 @@ func (x *ServerStatsResponse) GetLease() int64 {
 	return 0
 }
 
+// DropRowRangeRequest deletes rows of a table in bulk (Cloud Bigtable's
+// DropRowRange): every cell written before the call of every row starting
+// with row_key_prefix, or of every row. The master returns once every
+// tablet of the range has dropped it.
+type DropRowRangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// Types that are valid to be assigned to Target:
+	//
+	//	*DropRowRangeRequest_RowKeyPrefix
+	//	*DropRowRangeRequest_DeleteAllDataFromTable
+	Target        isDropRowRangeRequest_Target `protobuf_oneof:"target"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRowRangeRequest) Reset() {
+	*x = DropRowRangeRequest{}
+	mi := &file_tabula_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRowRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRowRangeRequest) ProtoMessage() {}
+
+func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRowRangeRequest.ProtoReflect.Descriptor instead.
+func (*DropRowRangeRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *DropRowRangeRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *DropRowRangeRequest) GetTarget() isDropRowRangeRequest_Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *DropRowRangeRequest) GetRowKeyPrefix() []byte {
+	if x != nil {
+		if x, ok := x.Target.(*DropRowRangeRequest_RowKeyPrefix); ok {
+			return x.RowKeyPrefix
+		}
+	}
+	return nil
+}
+
+func (x *DropRowRangeRequest) GetDeleteAllDataFromTable() bool {
+	if x != nil {
+		if x, ok := x.Target.(*DropRowRangeRequest_DeleteAllDataFromTable); ok {
+			return x.DeleteAllDataFromTable
+		}
+	}
+	return false
+}
+
+type isDropRowRangeRequest_Target interface {
+	isDropRowRangeRequest_Target()
+}
+
+type DropRowRangeRequest_RowKeyPrefix struct {
+	// Non-empty.
+	RowKeyPrefix []byte `protobuf:"bytes,2,opt,name=row_key_prefix,json=rowKeyPrefix,proto3,oneof"`
+}
+
+type DropRowRangeRequest_DeleteAllDataFromTable struct {
+	// Must be true.
+	DeleteAllDataFromTable bool `protobuf:"varint,3,opt,name=delete_all_data_from_table,json=deleteAllDataFromTable,proto3,oneof"`
+}
+
+func (*DropRowRangeRequest_RowKeyPrefix) isDropRowRangeRequest_Target() {}
+
+func (*DropRowRangeRequest_DeleteAllDataFromTable) isDropRowRangeRequest_Target() {}
+
+type DropRowRangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRowRangeResponse) Reset() {
+	*x = DropRowRangeResponse{}
+	mi := &file_tabula_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRowRangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRowRangeResponse) ProtoMessage() {}
+
+func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRowRangeResponse.ProtoReflect.Descriptor instead.
+func (*DropRowRangeResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{81}
+}
+
+// DropRangeRequest drops the rows [start_key, end_key) of one tablet
+// (clipped to its range; empty end_key = to its end). Called by the master.
+type DropRangeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRangeRequest) Reset() {
+	*x = DropRangeRequest{}
+	mi := &file_tabula_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRangeRequest) ProtoMessage() {}
+
+func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRangeRequest.ProtoReflect.Descriptor instead.
+func (*DropRangeRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *DropRangeRequest) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *DropRangeRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *DropRangeRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+type DropRangeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DropRangeResponse) Reset() {
+	*x = DropRangeResponse{}
+	mi := &file_tabula_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DropRangeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DropRangeResponse) ProtoMessage() {}
+
+func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DropRangeResponse.ProtoReflect.Descriptor instead.
+func (*DropRangeResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{83}
+}
+
 type GCRule_Rules struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rules         []*GCRule              `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
@@ -5001,7 +5231,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5013,7 +5243,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5049,7 +5279,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5061,7 +5291,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5118,7 +5348,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5130,7 +5360,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5183,7 +5413,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5195,7 +5425,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5226,7 +5456,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5238,7 +5468,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5269,7 +5499,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5281,7 +5511,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5340,7 +5570,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5352,7 +5582,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5405,7 +5635,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5417,7 +5647,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5449,7 +5679,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5461,7 +5691,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5495,7 +5725,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5507,7 +5737,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5555,7 +5785,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5567,7 +5797,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5619,7 +5849,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5631,7 +5861,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5685,7 +5915,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5697,7 +5927,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6072,7 +6302,18 @@ const file_tabula_proto_rawDesc = "" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x120\n" +
 	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x12\x14\n" +
-	"\x05lease\x18\x04 \x01(\x03R\x05lease*Q\n" +
+	"\x05lease\x18\x04 \x01(\x03R\x05lease\"\x9b\x01\n" +
+	"\x13DropRowRangeRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12&\n" +
+	"\x0erow_key_prefix\x18\x02 \x01(\fH\x00R\frowKeyPrefix\x12<\n" +
+	"\x1adelete_all_data_from_table\x18\x03 \x01(\bH\x00R\x16deleteAllDataFromTableB\b\n" +
+	"\x06target\"\x16\n" +
+	"\x14DropRowRangeResponse\"v\n" +
+	"\x10DropRangeRequest\x12,\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\"\x13\n" +
+	"\x11DropRangeResponse*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +
@@ -6089,7 +6330,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
 	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
 	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
-	"\x0eVALUE_TYPE_MAX\x10\x032\x82\f\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\xd3\f\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -6114,7 +6355,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\x06Revoke\x12\x18.tabula.v1.RevokeRequest\x1a\x19.tabula.v1.RevokeResponse\x12I\n" +
 	"\n" +
 	"ListGrants\x12\x1c.tabula.v1.ListGrantsRequest\x1a\x1d.tabula.v1.ListGrantsResponse\x12=\n" +
-	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse2\x9b\b\n" +
+	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse\x12O\n" +
+	"\fDropRowRange\x12\x1e.tabula.v1.DropRowRangeRequest\x1a\x1f.tabula.v1.DropRowRangeResponse2\xe3\b\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -6130,7 +6372,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\rCompactTablet\x12\x1f.tabula.v1.CompactTabletRequest\x1a .tabula.v1.CompactTabletResponse\x12F\n" +
 	"\vSplitTablet\x12\x17.tabula.v1.SplitRequest\x1a\x1e.tabula.v1.SplitTabletResponse\x12O\n" +
 	"\fUpdateSchema\x12\x1e.tabula.v1.UpdateSchemaRequest\x1a\x1f.tabula.v1.UpdateSchemaResponse\x12L\n" +
-	"\vServerStats\x12\x1d.tabula.v1.ServerStatsRequest\x1a\x1e.tabula.v1.ServerStatsResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
+	"\vServerStats\x12\x1d.tabula.v1.ServerStatsRequest\x1a\x1e.tabula.v1.ServerStatsResponse\x12F\n" +
+	"\tDropRange\x12\x1b.tabula.v1.DropRangeRequest\x1a\x1c.tabula.v1.DropRangeResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
 
 var (
 	file_tabula_proto_rawDescOnce sync.Once
@@ -6145,7 +6388,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -6231,19 +6474,23 @@ var file_tabula_proto_goTypes = []any{
 	(*ServerStatsRequest)(nil),           // 81: tabula.v1.ServerStatsRequest
 	(*TabletStats)(nil),                  // 82: tabula.v1.TabletStats
 	(*ServerStatsResponse)(nil),          // 83: tabula.v1.ServerStatsResponse
-	(*GCRule_Rules)(nil),                 // 84: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 85: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 86: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 87: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 88: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),           // 89: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),         // 90: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),              // 91: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 92: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 93: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 94: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 95: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 96: tabula.v1.SampleRowKeysResponse.Sample
+	(*DropRowRangeRequest)(nil),          // 84: tabula.v1.DropRowRangeRequest
+	(*DropRowRangeResponse)(nil),         // 85: tabula.v1.DropRowRangeResponse
+	(*DropRangeRequest)(nil),             // 86: tabula.v1.DropRangeRequest
+	(*DropRangeResponse)(nil),            // 87: tabula.v1.DropRangeResponse
+	(*GCRule_Rules)(nil),                 // 88: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 89: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 90: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 91: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 92: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 93: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 94: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 95: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 96: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 97: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 98: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 99: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 100: tabula.v1.SampleRowKeysResponse.Sample
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -6251,20 +6498,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	84,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	84,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	88,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	88,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	85,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	86,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	87,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	88,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	89,  // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	90,  // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	91,  // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	92,  // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	93,  // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	89,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	90,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	91,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	92,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	93,  // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	94,  // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	95,  // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	96,  // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	97,  // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -6288,8 +6535,8 @@ var file_tabula_proto_depIdxs = []int32{
 	11,  // 39: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
 	58,  // 40: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 41: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	94,  // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	95,  // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	98,  // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	99,  // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
 	58,  // 44: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 45: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
 	14,  // 46: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
@@ -6298,7 +6545,7 @@ var file_tabula_proto_depIdxs = []int32{
 	15,  // 49: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
 	11,  // 50: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 51: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	96,  // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	100, // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
 	7,   // 53: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
 	6,   // 54: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 55: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
@@ -6307,88 +6554,93 @@ var file_tabula_proto_depIdxs = []int32{
 	6,   // 58: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 59: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
 	82,  // 60: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	5,   // 61: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 62: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 63: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 64: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 65: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 66: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 67: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 68: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 69: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 70: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 71: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 72: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 73: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 74: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 75: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 76: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 77: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 78: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 79: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 80: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 81: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 82: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 83: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 84: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 85: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 86: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 87: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 88: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 89: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 90: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	59,  // 91: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 92: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 93: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 94: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 95: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 96: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 97: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 98: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 99: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 100: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 101: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 102: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 103: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	6,   // 104: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 105: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 106: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 107: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 108: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 109: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 110: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 111: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 112: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 113: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 114: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 115: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 116: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 117: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 118: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 119: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 120: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 121: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 122: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 123: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 124: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	60,  // 125: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 126: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 127: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 128: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 129: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 130: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 131: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 132: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 133: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 134: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 135: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 136: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 137: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	104, // [104:138] is the sub-list for method output_type
-	70,  // [70:104] is the sub-list for method input_type
-	70,  // [70:70] is the sub-list for extension type_name
-	70,  // [70:70] is the sub-list for extension extendee
-	0,   // [0:70] is the sub-list for field type_name
+	58,  // 61: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	5,   // 62: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 63: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 64: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 65: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 66: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 67: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 68: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 69: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 70: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 71: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 72: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 73: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 74: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 75: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 76: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 77: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 78: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 79: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 80: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 81: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 82: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 83: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 84: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 85: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 86: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 87: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 88: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 89: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 90: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 91: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	84,  // 92: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	59,  // 93: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 94: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 95: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 96: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 97: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 98: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 99: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 100: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 101: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 102: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 103: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 104: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 105: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	86,  // 106: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	6,   // 107: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 108: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 109: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 110: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 111: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 112: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 113: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 114: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 115: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 116: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 117: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 118: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 119: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 120: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 121: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 122: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 123: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 124: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 125: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 126: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 127: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	85,  // 128: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	60,  // 129: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 130: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 131: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 132: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 133: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 134: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 135: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 136: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 137: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 138: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 139: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 140: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 141: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	87,  // 142: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	107, // [107:143] is the sub-list for method output_type
+	71,  // [71:107] is the sub-list for method input_type
+	71,  // [71:71] is the sub-list for extension type_name
+	71,  // [71:71] is the sub-list for extension extendee
+	0,   // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -6437,13 +6689,17 @@ func file_tabula_proto_init() {
 		(*RowFilter_ApplyLabelTransformer)(nil),
 		(*RowFilter_RowSampleFilter)(nil),
 	}
+	file_tabula_proto_msgTypes[80].OneofWrappers = []any{
+		(*DropRowRangeRequest_RowKeyPrefix)(nil),
+		(*DropRowRangeRequest_DeleteAllDataFromTable)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   93,
+			NumMessages:   97,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -47,6 +47,7 @@ const (
 	Master_Revoke_FullMethodName        = "/tabula.v1.Master/Revoke"
 	Master_ListGrants_FullMethodName    = "/tabula.v1.Master/ListGrants"
 	Master_WhoAmI_FullMethodName        = "/tabula.v1.Master/WhoAmI"
+	Master_DropRowRange_FullMethodName  = "/tabula.v1.Master/DropRowRange"
 )
 
 // MasterClient is the client API for Master service.
@@ -80,6 +81,7 @@ type MasterClient interface {
 	ListGrants(ctx context.Context, in *ListGrantsRequest, opts ...grpc.CallOption) (*ListGrantsResponse, error)
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
+	DropRowRange(ctx context.Context, in *DropRowRangeRequest, opts ...grpc.CallOption) (*DropRowRangeResponse, error)
 }
 
 type masterClient struct {
@@ -300,6 +302,16 @@ func (c *masterClient) WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...gr
 	return out, nil
 }
 
+func (c *masterClient) DropRowRange(ctx context.Context, in *DropRowRangeRequest, opts ...grpc.CallOption) (*DropRowRangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DropRowRangeResponse)
+	err := c.cc.Invoke(ctx, Master_DropRowRange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -331,6 +343,7 @@ type MasterServer interface {
 	ListGrants(context.Context, *ListGrantsRequest) (*ListGrantsResponse, error)
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
+	DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -403,6 +416,9 @@ func (UnimplementedMasterServer) ListGrants(context.Context, *ListGrantsRequest)
 }
 func (UnimplementedMasterServer) WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method WhoAmI not implemented")
+}
+func (UnimplementedMasterServer) DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DropRowRange not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -803,6 +819,24 @@ func _Master_WhoAmI_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_DropRowRange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DropRowRangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).DropRowRange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_DropRowRange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).DropRowRange(ctx, req.(*DropRowRangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -894,6 +928,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "WhoAmI",
 			Handler:    _Master_WhoAmI_Handler,
 		},
+		{
+			MethodName: "DropRowRange",
+			Handler:    _Master_DropRowRange_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "tabula.proto",
@@ -913,6 +951,7 @@ const (
 	TabletServer_SplitTablet_FullMethodName        = "/tabula.v1.TabletServer/SplitTablet"
 	TabletServer_UpdateSchema_FullMethodName       = "/tabula.v1.TabletServer/UpdateSchema"
 	TabletServer_ServerStats_FullMethodName        = "/tabula.v1.TabletServer/ServerStats"
+	TabletServer_DropRange_FullMethodName          = "/tabula.v1.TabletServer/DropRange"
 )
 
 // TabletServerClient is the client API for TabletServer service.
@@ -933,6 +972,7 @@ type TabletServerClient interface {
 	SplitTablet(ctx context.Context, in *SplitRequest, opts ...grpc.CallOption) (*SplitTabletResponse, error)
 	UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error)
 	ServerStats(ctx context.Context, in *ServerStatsRequest, opts ...grpc.CallOption) (*ServerStatsResponse, error)
+	DropRange(ctx context.Context, in *DropRangeRequest, opts ...grpc.CallOption) (*DropRangeResponse, error)
 }
 
 type tabletServerClient struct {
@@ -1082,6 +1122,16 @@ func (c *tabletServerClient) ServerStats(ctx context.Context, in *ServerStatsReq
 	return out, nil
 }
 
+func (c *tabletServerClient) DropRange(ctx context.Context, in *DropRangeRequest, opts ...grpc.CallOption) (*DropRangeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DropRangeResponse)
+	err := c.cc.Invoke(ctx, TabletServer_DropRange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TabletServerServer is the server API for TabletServer service.
 // All implementations must embed UnimplementedTabletServerServer
 // for forward compatibility.
@@ -1100,6 +1150,7 @@ type TabletServerServer interface {
 	SplitTablet(context.Context, *SplitRequest) (*SplitTabletResponse, error)
 	UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error)
 	ServerStats(context.Context, *ServerStatsRequest) (*ServerStatsResponse, error)
+	DropRange(context.Context, *DropRangeRequest) (*DropRangeResponse, error)
 	mustEmbedUnimplementedTabletServerServer()
 }
 
@@ -1148,6 +1199,9 @@ func (UnimplementedTabletServerServer) UpdateSchema(context.Context, *UpdateSche
 }
 func (UnimplementedTabletServerServer) ServerStats(context.Context, *ServerStatsRequest) (*ServerStatsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ServerStats not implemented")
+}
+func (UnimplementedTabletServerServer) DropRange(context.Context, *DropRangeRequest) (*DropRangeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DropRange not implemented")
 }
 func (UnimplementedTabletServerServer) mustEmbedUnimplementedTabletServerServer() {}
 func (UnimplementedTabletServerServer) testEmbeddedByValue()                      {}
@@ -1397,6 +1451,24 @@ func _TabletServer_ServerStats_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TabletServer_DropRange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DropRangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).DropRange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_DropRange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).DropRange(ctx, req.(*DropRangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TabletServer_ServiceDesc is the grpc.ServiceDesc for TabletServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1451,6 +1523,10 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ServerStats",
 			Handler:    _TabletServer_ServerStats_Handler,
+		},
+		{
+			MethodName: "DropRange",
+			Handler:    _TabletServer_DropRange_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

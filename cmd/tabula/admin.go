@@ -12,9 +12,9 @@ import (
 )
 
 func newTableCmd() *cobra.Command {
-	c := &cobra.Command{Use: "table", Short: "Create, list, describe, delete, split and compact tables"}
+	c := &cobra.Command{Use: "table", Short: "Create, list, describe, delete, split and compact tables, and drop rows in bulk"}
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
-		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd())
+		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd(), newTableDropRowsCmd())
 	return c
 }
 
@@ -245,6 +245,48 @@ func newTableCompactCmd() *cobra.Command {
 		},
 	}
 	c.Flags().Bool("major", false, "major compaction: drop deleted and expired cells, one file per family")
+	return c
+}
+
+func newTableDropRowsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "drop-rows TABLE (--prefix P | --all)",
+		Short: "Delete every row with a key prefix, or every row, in bulk (whole files, not cell by cell)",
+		Long: `Delete in bulk every row of TABLE whose key starts with --prefix, or every
+row with --all (the table and its families stay). Each tablet drops whole
+SSTables instead of writing a deletion per cell, so it is fast whatever the
+rows hold. Cells written before the command are gone for good once it
+returns; it cannot be undone. Needs the admin role on the table.`,
+		Example: "  tabula table drop-rows users --prefix 'tmp#'\n  tabula table drop-rows users --all",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prefix, _ := cmd.Flags().GetString("prefix")
+			all, _ := cmd.Flags().GetBool("all")
+			if err := cell.ValidateTableName(args[0]); err != nil {
+				return err
+			}
+			if (prefix == "") == !all {
+				return cell.Invalidf("give exactly one of --prefix P (non-empty) and --all")
+			}
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if all {
+				if err := s.cli.Admin().DropAllRows(s.ctx, args[0]); err != nil {
+					return wrapf(err, "dropping every row of %s", args[0])
+				}
+				return s.out.message("dropped every row of "+args[0], "dropped", args[0])
+			}
+			if err := s.cli.Admin().DropRowRange(s.ctx, args[0], []byte(prefix)); err != nil {
+				return wrapf(err, "dropping rows %q... of %s", prefix, args[0])
+			}
+			return s.out.message(fmt.Sprintf("dropped rows %q... of %s", prefix, args[0]), "dropped", args[0])
+		},
+	}
+	c.Flags().String("prefix", "", "drop the rows whose key starts with this")
+	c.Flags().Bool("all", false, "drop every row of the table")
 	return c
 }
 

@@ -311,6 +311,23 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("drop-rows", func(t *testing.T) {
+		fails(t, []string{"table", "drop-rows", "users"}, "--prefix", "--all")
+		fails(t, []string{"table", "drop-rows", "users", "--prefix", "z", "--all"}, "exactly one")
+		ok(t, "put", "users", "zara", "profile:name=Zara", "--timestamp", "1000")
+		ok(t, "table", "drop-rows", "users", "--prefix", "z")
+		wantList(t, "scan after drop-rows --prefix z", rowsOf(t, ok(t, "scan", "users", "-o", "json")), "alice", "bob", "hank")
+		ok(t, "put", "users", "zack", "profile:name=Zack", "--timestamp", "1000")
+		wantList(t, "a write after the drop", rowsOf(t, ok(t, "scan", "users", "--prefix", "z", "-o", "json")), "zack")
+		ok(t, "table", "drop-rows", "users", "--all")
+		if out := ok(t, "scan", "users"); out != "" {
+			t.Errorf("scan after drop-rows --all:\n%s", out)
+		}
+		if out := ok(t, "table", "describe", "users"); !strings.Contains(out, "profile") {
+			t.Errorf("drop-rows --all changed the schema:\n%s", out)
+		}
+	})
+
 	ok(t, "table", "delete", "users")
 	if out := ok(t, "table", "list", "-o", "json"); strings.Contains(out, `"users"`) {
 		t.Errorf("table list after delete:\n%s", out)

@@ -13,7 +13,8 @@
 // code.
 // Background work
 // flushes memtables, compacts SSTables and drops expired files; Split hands
-// the tablet's files to two children by reference.
+// the tablet's files to two children by reference; DropRange deletes a row
+// range in bulk by dropping whole SSTables (and rewriting those it cuts).
 //
 // Use:
 //

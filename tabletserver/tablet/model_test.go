@@ -598,6 +598,8 @@ func (r *modelRun) step(i int) {
 		r.setFamilies(i)
 	case n < 84:
 		r.snapshotRead(i)
+	case n < 85: // rare: a drop empties rows the other operations test
+		r.dropRange(i)
 	default:
 		d := int64(r.rng.Intn(6)) * modelMinute
 		r.logf("%d: clock += %dm", i, d/modelMinute)
@@ -930,5 +932,35 @@ func (r *modelRun) snapshotRead(i int) {
 	}
 	if g, w := strings.Join(got, " "), strings.Join(want, " "); g != w {
 		r.fail("an iterator opened before the change saw\n  %s\nwant\n  %s", g, w)
+	}
+}
+
+// dropRange drops a random row range (sometimes everything) from every
+// tablet, as the master does for DropRowRange; the model forgets the rows.
+func (r *modelRun) dropRange(i int) {
+	var start, end []byte
+	switch r.rng.Intn(8) {
+	case 0: // everything
+	case 1, 2: // a prefix: r0, r1, r2
+		start = []byte(fmt.Sprintf("r%d", r.rng.Intn(3)))
+		end = []byte{start[0], start[1] + 1}
+	default:
+		a, b := r.rng.Intn(modelRows), r.rng.Intn(modelRows+1)
+		if a > b {
+			a, b = b, a
+		}
+		start = []byte(fmt.Sprintf("r%02d", a))
+		if b < modelRows && b > a {
+			end = []byte(fmt.Sprintf("r%02d", b))
+		}
+	}
+	r.logf("%d: dropRange [%q, %q)", i, start, end)
+	for _, mt := range r.tablets {
+		if err := mt.tb.DropRange(bg, start, end); err != nil {
+			r.fail("DropRange(%s, %q, %q): %v", mt.dir, start, end, err)
+		}
+	}
+	for _, row := range r.model.rowKeys(start, end) {
+		delete(r.model.rows, row)
 	}
 }
