@@ -2,8 +2,14 @@ package gateway_test
 
 import (
 	"encoding/binary"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
 
 	"cloud.google.com/go/bigtable"
 
@@ -133,4 +139,112 @@ func TestAggregateFamilies(t *testing.T) {
 	bad.AddIntToCell("raw", "n", 1000, 1)
 	err = tbl.Apply(ctx, "row", bad)
 	wantCode(t, "AddToCell into a bytes family", err, 3, "raw")
+}
+
+// TestDropRowRangeWhileWritersRun: rows of a prefix acknowledged before the
+// drop began are gone after it returns, rows written after it are there,
+// other rows are untouched; then DropAllRows empties the table and keeps
+// its schema.
+func TestDropRowRangeWhileWritersRun(t *testing.T) {
+	c, a := bigtableClients(t)
+	ctx := testContext(t)
+	createTable(t, a, &bigtable.TableConf{TableID: "drops", SplitKeys: []string{"doom/5", "keep/", "zz"},
+		Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
+	tbl := c.Open("drops")
+	for i := 0; i < 50; i++ {
+		apply(t, tbl, fmt.Sprintf("keep/%02d", i), set("cf", "q", 1000, "k"))
+	}
+	// phase: 0 before the drop is called, 1 while it runs, 2 after it
+	// returned. A write both started and acknowledged in phase 0 must be
+	// gone; one started in phase 2 must be there.
+	var phase atomic.Int32
+	type write struct {
+		row        string
+		start, ack int32
+	}
+	var mu sync.Mutex
+	var writes []write
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				row := fmt.Sprintf("doom/%d/%04d", w, i)
+				start := phase.Load()
+				if err := tbl.Apply(ctx, row, set("cf", "q", 1000, "d")); err != nil {
+					t.Errorf("writing %s: %v", row, err)
+					return
+				}
+				mu.Lock()
+				writes = append(writes, write{row, start, phase.Load()})
+				mu.Unlock()
+			}
+		}()
+	}
+	waitWrites := func(n int) {
+		for {
+			mu.Lock()
+			got := len(writes)
+			mu.Unlock()
+			if got >= n || t.Failed() {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitWrites(100)
+	phase.Store(1)
+	if err := a.DropRowRange(ctx, "drops", "doom/"); err != nil {
+		t.Fatal(err)
+	}
+	phase.Store(2)
+	mu.Lock()
+	before := len(writes)
+	mu.Unlock()
+	waitWrites(before + 100)
+	close(stop)
+	wg.Wait()
+
+	present := map[string]bool{}
+	for _, r := range readAll(t, tbl, bigtable.InfiniteRange("")) {
+		present[strings.SplitN(r, ":", 2)[0]] = true
+	}
+	var gone, kept int
+	for _, w := range writes {
+		switch {
+		case w.ack == 0 && present[w.row]:
+			t.Errorf("%s, acknowledged before the drop began, is still there", w.row)
+		case w.start == 2 && !present[w.row]:
+			t.Errorf("%s, written after the drop returned, is missing", w.row)
+		case w.ack == 0:
+			gone++
+		case w.start == 2:
+			kept++
+		}
+	}
+	for i := 0; i < 50; i++ {
+		if !present[fmt.Sprintf("keep/%02d", i)] {
+			t.Errorf("keep/%02d, outside the prefix, is missing", i)
+		}
+	}
+	t.Logf("%d writes: %d acknowledged before the drop and gone, %d after and kept", len(writes), gone, kept)
+
+	if err := a.DropAllRows(ctx, "drops"); err != nil {
+		t.Fatal(err)
+	}
+	if rows := readAll(t, tbl, bigtable.InfiniteRange("")); len(rows) != 0 {
+		t.Errorf("DropAllRows left %d rows", len(rows))
+	}
+	if got := familyPolicies(t, a, "drops"); len(got) != 1 {
+		t.Errorf("DropAllRows changed the schema: %v", got)
+	}
+	apply(t, tbl, "after", set("cf", "q", 1000, "a"))
+	wantCode(t, "an empty prefix", a.DropRowRange(ctx, "drops", ""), codes.InvalidArgument, "row_key_prefix")
 }
