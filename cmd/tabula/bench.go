@@ -61,7 +61,7 @@ unless --keep. Without --timeout there is no deadline.
             durable, not Tabula; a reference, not a peer. Its server's CPU is
             this process's (and in --cpuprofile); --tablets does not apply.
 Writes carry explicit millisecond timestamps in every mode (the Bigtable
-API's granularity), so the three write the same cells.`,
+API's granularity), so the three write the same rows and values the same way.`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
