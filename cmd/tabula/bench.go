@@ -13,13 +13,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/client"
-	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/rowfilter"
 )
 
 // The workloads of the Bigtable paper's per-server benchmark (§7), in the
@@ -40,17 +35,33 @@ type benchResult struct {
 
 func newBenchCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "bench [--rows N] [--clients N] [--batch N] [--workloads LIST]",
+		Use:   "bench [--rows N] [--clients N] [--batch N] [--workloads LIST] [--api tabula|bigtable|emulator]",
 		Short: "Measure random/sequential writes and reads, and scans (the Bigtable paper's workloads)",
 		Long: `Run the Bigtable paper's per-server workloads against a cluster (the dev
 cluster by default): sequential writes, random writes, sequential reads,
 random reads and scans of --rows rows with --value-size byte values, from
 --clients concurrent goroutines, and print ops/s, MB/s and p50/p99 latency.
---batch N > 1 sends writes N rows per ApplyBulk call (latency is then per
+--batch N > 1 sends writes N rows per bulk call (latency is then per
 batch). Scan latency is per row. The table (--table, default "bench") is
-created pre-split into --tablets tablets unless it exists, and deleted at
-the end if bench created it, unless --keep. Without --timeout there is no
-deadline.`,
+created pre-split into --tablets tablets unless it exists, the first row of
+each tablet is read once (untimed) so that every run starts with its
+tablets served, and the table is deleted at the end if bench created it,
+unless --keep. Without --timeout there is no deadline.
+
+--api picks the path the same workloads take; only the calls differ:
+  tabula    Tabula's Go client, straight to the tablet servers (the default).
+  bigtable  the official Cloud Bigtable Go client (cloud.google.com/go/bigtable)
+            against the plaintext Bigtable API endpoint at --bigtable-addr,
+            normally Tabula's gateway ("tabula dev" starts one on ` + defaultGateway + `):
+            client -> gateway -> Tabula's Go client -> tablet servers. The table
+            is created and deleted through the Bigtable table admin API;
+            --master is not used.
+  emulator  the same official-client code against the Bigtable emulator
+            (bttest) started inside this process on loopback: in memory, not
+            durable, not Tabula; a reference, not a peer. Its server's CPU is
+            this process's (and in --cpuprofile); --tablets does not apply.
+Writes carry explicit millisecond timestamps in every mode (the Bigtable
+API's granularity), so the three write the same rows and values the same way.`,
 		Args: cobra.NoArgs,
 		RunE: runBench,
 	}
@@ -58,13 +69,15 @@ deadline.`,
 	f.String("table", "bench", "table to use; created (family cf) if it does not exist")
 	f.Int("rows", 10000, "number of rows (R in the paper)")
 	f.Int("clients", 8, "concurrent client goroutines")
-	f.Int("batch", 1, "rows per write call (>1 uses ApplyBulk)")
+	f.Int("batch", 1, "rows per write call (>1 uses a bulk call: ApplyBulk, or MutateRows through the Bigtable API)")
 	f.Int("value-size", 1000, "value size in bytes")
 	f.Int("tablets", 8, "tablets to pre-split a new table into")
 	f.String("workloads", strings.Join(benchWorkloads, ","), "workloads to run, comma-separated, in this order")
 	f.Bool("keep", false, "keep the table at the end")
 	f.Int64("seed", 0, "random seed (0: from the clock); printed for replay")
-	f.String("cpuprofile", "", "write a CPU profile of the bench process (the client side) to this file")
+	f.String("cpuprofile", "", "write a CPU profile of the bench process (the client side; with --api emulator the emulator too) to this file")
+	f.String("api", "tabula", "the client and path to measure: tabula, bigtable (official client through --bigtable-addr) or emulator (official client, in-process bttest)")
+	f.String("bigtable-addr", defaultGateway, "with --api bigtable: the Bigtable API endpoint (Tabula's gateway), plaintext HOST:PORT")
 	return c
 }
 
@@ -79,6 +92,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	keep, _ := f.GetBool("keep")
 	seed, _ := f.GetInt64("seed")
 	wl, _ := f.GetString("workloads")
+	api, _ := f.GetString("api")
 	if rows < 1 || clients < 1 || batch < 1 || vsize < 0 || tablets < 1 {
 		return cell.Invalidf("--rows, --clients, --batch and --tablets must be >= 1 and --value-size >= 0")
 	}
@@ -93,26 +107,39 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	s, err := connectLong(cmd)
+	s, store, desc, err := openBenchAPI(cmd, api)
 	if err != nil {
 		return err
 	}
 	defer s.close()
+	defer store.close()
 	progress := cmd.ErrOrStderr()
-	fmt.Fprintf(progress, "bench: table %s, %d rows, %d-byte values, %d clients, batch %d, seed %d\n", table, rows, vsize, clients, batch, seed)
+	fmt.Fprintf(progress, "bench: %s; table %s, %d rows, %d-byte values, %d clients, batch %d, seed %d\n", desc, table, rows, vsize, clients, batch, seed)
 
-	created, err := ensureBenchTable(s.ctx, s.cli.Admin(), table, rows, tablets)
+	var splits [][]byte
+	for i := 1; i < tablets; i++ {
+		splits = append(splits, benchKey(i*rows/tablets))
+	}
+	created, err := store.createTable(s.ctx, table, splits)
 	if err != nil {
-		return err
+		return wrapf(err, "creating table %s", table)
 	}
 	if created && !keep {
 		defer func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := s.cli.Admin().DeleteTable(ctx, table); err != nil {
+			if err := store.deleteTable(ctx, table); err != nil {
 				fmt.Fprintf(progress, "bench: could not delete table %s: %v\n", table, err)
 			}
 		}()
+	}
+	t := store.open(table)
+	// Untimed: the first call to each tablet finds (and caches) where it
+	// is served, and waits until it is.
+	for _, k := range append([][]byte{benchKey(0)}, splits...) {
+		if _, _, err := t.readRow(s.ctx, k); err != nil {
+			return wrapf(err, "reading row %s of the new table %s", k, table)
+		}
 	}
 	if path, _ := f.GetString("cpuprofile"); path != "" {
 		stop, err := startCPUProfile(path)
@@ -121,7 +148,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		}
 		defer stop()
 	}
-	b := &bencher{t: s.cli.Open(table), rows: rows, clients: clients, batch: batch, vsize: vsize, seed: seed}
+	b := &bencher{t: t, rows: rows, clients: clients, batch: batch, vsize: vsize, seed: seed}
 	var results []benchResult
 	for _, w := range workloads {
 		fmt.Fprintf(progress, "bench: %s...\n", w)
@@ -134,66 +161,86 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	return printBench(s.out, results, batch)
 }
 
+// openBenchAPI opens the session and the API --api names, and describes
+// the path it measures.
+func openBenchAPI(cmd *cobra.Command, api string) (*session, benchAPI, string, error) {
+	switch api {
+	case "tabula":
+		s, err := connectLong(cmd)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		return s, tabulaBench{s.cli}, "Tabula's Go client", nil
+	case "bigtable", "emulator":
+		s, err := sessionLong(cmd)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		addr, _ := cmd.Flags().GetString("bigtable-addr")
+		var store benchAPI
+		desc := "official Bigtable Go client -> " + addr
+		if api == "bigtable" {
+			store, err = dialBigtableBench(s.ctx, addr, nil)
+		} else {
+			store, addr, err = startEmulatorBench(s.ctx)
+			desc = "official Bigtable Go client -> in-process emulator (in memory, not durable) at " + addr
+		}
+		if err != nil {
+			s.close()
+			return nil, nil, "", err
+		}
+		return s, store, desc, nil
+	}
+	return nil, nil, "", cell.Invalidf("--api %q is not tabula, bigtable or emulator", api)
+}
+
 // connectLong is connect for long-running commands: without an explicit
 // --timeout (flag, TABULA_TIMEOUT or config) there is no deadline.
 func connectLong(cmd *cobra.Command) (*session, error) {
-	if !cmd.Flags().Changed("timeout") && os.Getenv("TABULA_TIMEOUT") == "" {
-		v, err := settings(cmd)
-		if err != nil {
-			return nil, err
-		}
-		if !v.InConfig("timeout") {
-			if err := cmd.Flags().Set("timeout", "0s"); err != nil {
-				return nil, err
-			}
-		}
+	if err := noDefaultTimeout(cmd); err != nil {
+		return nil, err
 	}
 	return connect(cmd)
 }
 
-// ensureBenchTable creates the table pre-split into n tablets unless it
-// exists, and says whether it created it.
-func ensureBenchTable(ctx context.Context, admin *client.AdminClient, table string, rows, n int) (bool, error) {
-	var splits [][]byte
-	for i := 1; i < n; i++ {
-		splits = append(splits, benchKey(i*rows/n))
+// sessionLong is connectLong without a Tabula client, for commands that
+// talk to something else.
+func sessionLong(cmd *cobra.Command) (_ *session, err error) {
+	if err := noDefaultTimeout(cmd); err != nil {
+		return nil, err
 	}
-	err := admin.CreateTable(ctx, table, []families.Family{families.Default(benchFamily)}, splits)
-	if status.Code(errors.Unwrap(err)) == codes.AlreadyExists || status.Code(err) == codes.AlreadyExists {
-		return false, nil
-	}
+	v, err := settings(cmd)
 	if err != nil {
-		return false, wrapf(err, "creating table %s", table)
+		return nil, err
 	}
-	return true, waitAssigned(ctx, admin, table)
+	out, err := newPrinter(cmd.OutOrStdout(), v.GetString("output"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, end := commandContext(cmd, v)
+	return &session{v: v, ctx: ctx, out: out, end: end}, nil
 }
 
-// waitAssigned waits until every tablet of a new table has a server, so
-// that the first writes do not race the master's assignment.
-func waitAssigned(ctx context.Context, admin *client.AdminClient, table string) error {
-	for {
-		ts, err := admin.Tablets(ctx, table)
-		ready := err == nil && len(ts) > 0
-		for _, t := range ts {
-			if t.Address == "" || t.State == "unassigned" {
-				ready = false
-			}
-		}
-		if ready {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return wrapf(ctx.Err(), "waiting for the tablets of %s to be assigned", table)
-		case <-time.After(100 * time.Millisecond):
-		}
+// noDefaultTimeout sets --timeout to 0 (no deadline) unless the flag,
+// TABULA_TIMEOUT or the config file sets it.
+func noDefaultTimeout(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("timeout") || os.Getenv("TABULA_TIMEOUT") != "" {
+		return nil
 	}
+	v, err := settings(cmd)
+	if err != nil {
+		return err
+	}
+	if v.InConfig("timeout") {
+		return nil
+	}
+	return cmd.Flags().Set("timeout", "0s")
 }
 
 func benchKey(i int) []byte { return fmt.Appendf(nil, "row%010d", i) }
 
 type bencher struct {
-	t                           *client.Table
+	t                           benchTable
 	rows, clients, batch, vsize int
 	seed                        int64
 }
@@ -227,10 +274,6 @@ func (b *bencher) run(ctx context.Context, name string) (benchResult, error) {
 
 func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand.Rand, r *benchResult) error {
 	n := hi - lo
-	// Reads and scans return the newest value of each row, as in the
-	// paper: both write workloads write every key, so rows hold several
-	// versions and reading them all would count each row's bytes twice.
-	latest := client.WithFilter(rowfilter.CellsPerColumnLimit(1))
 	key := func(i int) []byte {
 		if name == "randwrite" || name == "randread" {
 			return benchKey(rng.IntN(b.rows))
@@ -243,22 +286,22 @@ func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand
 		for i := 0; i < n; i += b.batch {
 			m := min(b.batch, n-i)
 			keys := make([][]byte, m)
-			muts := make([]*client.Mutation, m)
+			vals := make([][]byte, m)
 			for j := range m {
 				fillRandom(rng, val)
 				keys[j] = key(i + j)
-				// An explicit timestamp makes the write idempotent, so the
-				// client may retry it through tablet moves.
-				muts[j] = client.NewMutation().Set(benchFamily, []byte("v"), time.Now().UnixMicro(), slices.Clone(val))
+				vals[j] = slices.Clone(val)
 			}
+			// An explicit timestamp makes the write idempotent, so the
+			// client may retry it through tablet moves; milliseconds,
+			// because that is all the Bigtable API takes.
+			ts := time.Now().UnixMilli() * 1000
 			t0 := time.Now()
 			var err error
 			if m == 1 {
-				err = b.t.Apply(ctx, keys[0], muts[0])
+				err = b.t.applyRow(ctx, keys[0], vals[0], ts)
 			} else {
-				var rowErrs []error
-				rowErrs, err = b.t.ApplyBulk(ctx, keys, muts)
-				err = errors.Join(append(rowErrs, err)...)
+				err = b.t.applyBatch(ctx, keys, vals, ts)
 			}
 			if err != nil {
 				return err
@@ -270,35 +313,28 @@ func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand
 	case "seqread", "randread":
 		for i := range n {
 			t0 := time.Now()
-			row, err := b.t.ReadRow(ctx, key(i), latest)
+			size, found, err := b.t.readRow(ctx, key(i))
 			if err != nil {
 				return err
 			}
 			r.lat = append(r.lat, time.Since(t0))
 			r.ops++
-			if len(row.Cells) == 0 {
+			if !found {
 				r.notFound++
 			}
-			for _, c := range row.Cells {
-				r.bytes += int64(len(c.Value))
-			}
+			r.bytes += size
 		}
 	case "scan":
 		if n == 0 {
 			return nil
 		}
-		it := b.t.ReadRows(ctx, client.NewRange(benchKey(lo), benchKey(hi)), latest)
-		defer it.Close()
 		t0 := time.Now()
-		for it.Next() {
+		return b.t.scan(ctx, benchKey(lo), benchKey(hi), func(size int64) {
 			r.lat = append(r.lat, time.Since(t0))
 			r.ops++
-			for _, c := range it.Row().Cells {
-				r.bytes += int64(len(c.Value))
-			}
+			r.bytes += size
 			t0 = time.Now()
-		}
-		return it.Err()
+		})
 	}
 	return nil
 }
