@@ -119,6 +119,16 @@ type familyCursor struct {
 	rev    *revCursor
 }
 
+// familyCursor returns the cursor of family name without its iterators:
+// everything that says how the family's entries of a row assemble into
+// cells. Forward and reversed reads both start from it, so that what the
+// assembly needs (the GC policy, the value type that merges aggregate
+// inputs) is set in one place for both.
+func (s *readState) familyCursor(name string) familyCursor {
+	fam := s.schema.byName[name]
+	return familyCursor{name: name, policy: fam.Policy(s.now), agg: aggregation{vt: fam.ValueType}}
+}
+
 // openSpan opens a cursor per family over the span. fams restricts the
 // families (nil = all of the schema). p, if not nil, provides the memory.
 func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*familyCursor {
@@ -186,10 +196,9 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 		if len(srcs) == 0 {
 			continue
 		}
-		fam := s.schema.byName[name]
 		var c *familyCursor
 		if p != nil {
-			p.cursors = append(p.cursors, familyCursor{})
+			p.cursors = append(p.cursors, s.familyCursor(name))
 			c = &p.cursors[len(p.cursors)-1]
 			p.merges = append(p.merges, mergeIter{})
 			m := &p.merges[len(p.merges)-1]
@@ -197,9 +206,11 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 			p.heaps = slices.Grow(p.heaps, len(srcs))
 			*m = mergeIter{srcs: srcs, heap: p.heaps[first : first : first+len(srcs)]}
 			p.heaps = p.heaps[:first+len(srcs)]
-			*c = familyCursor{name: name, policy: fam.Policy(s.now), agg: aggregation{vt: fam.ValueType}, it: m}
+			c.it = m
 		} else {
-			c = &familyCursor{name: name, policy: fam.Policy(s.now), agg: aggregation{vt: fam.ValueType}, it: newMergeIter(srcs)}
+			fc := s.familyCursor(name)
+			fc.it = newMergeIter(srcs)
+			c = &fc
 		}
 		c.it.SeekGE(sp.lo)
 		cs = append(cs, c)

@@ -246,8 +246,9 @@ func (s *readState) openSpanReverse(sp span, fams map[string]bool) []*familyCurs
 		if len(srcs) == 0 {
 			continue
 		}
-		fam := s.schema.byName[name]
-		cs = append(cs, &familyCursor{name: name, policy: fam.Policy(s.now), rev: newRevCursor(srcs)})
+		c := s.familyCursor(name)
+		c.rev = newRevCursor(srcs)
+		cs = append(cs, &c)
 	}
 	return cs
 }
