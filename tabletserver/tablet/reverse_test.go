@@ -32,7 +32,8 @@ func scanRows(t testing.TB, tb *Tablet, opts ReadOptions) []string {
 
 // TestReverseReadIsForwardReversed writes random rows (some large enough
 // to span blocks) with row, family and column deletes into a memtable and
-// several SSTables under GC policies, and checks that every reversed read
+// several SSTables under GC policies, plus AddToCell inputs to a sum
+// family (several per cell, merged on read), and checks that every reversed read
 // (random filters, limits, row sets of several ranges and keys) returns
 // the forward read's rows in the opposite order, the limit counting from
 // the last row.
@@ -52,9 +53,10 @@ func TestReverseReadIsForwardReversed(t *testing.T) {
 		{Name: "a", BlockSize: families.MinBlockSize, MaxVersions: 2},
 		{Name: "b", BlockSize: families.MinBlockSize, Bloom: families.BloomRow, TTL: 10 * time.Second},
 		{Name: "c", MaxVersions: 1, TTL: 20 * time.Second, GC: families.GCIntersection, Bloom: families.BloomRowColumn},
+		{Name: "s", ValueType: families.Sum, MaxVersions: 2},
 	}
 	tb := openTablet(t, opts)
-	fams := []string{"a", "b", "c"}
+	fams := []string{"a", "b", "c", "s"}
 	row := func() string {
 		if rng.Intn(8) == 0 {
 			return fmt.Sprintf("r%02d\x00x", rng.Intn(40)) // a 0x00 byte: escaped in keys
@@ -66,6 +68,10 @@ func TestReverseReadIsForwardReversed(t *testing.T) {
 		q := fmt.Sprint("q", rng.Intn(4))
 		ts := clock.Now() - int64(rng.Intn(30))*1_000_000
 		switch n := rng.Intn(30); {
+		case n < 22 && f == "s":
+			// Inputs of one (column, timestamp) are frequent: the
+			// timestamps are whole seconds of a 30 s window.
+			return add(f, q, ts, int64(rng.Intn(21)-10))
 		case n < 22:
 			return set(f, q, ts, strings.Repeat(fmt.Sprint(rng.Intn(100)), 1+rng.Intn(40)))
 		case n < 26:
@@ -178,7 +184,7 @@ func TestReverseReadIsForwardReversed(t *testing.T) {
 		}
 	}
 	st := tb.Stats()
-	t.Logf("%d rows compared; SSTables at the end: a %d, b %d, c %d", compared, st.Families["a"].SSTables, st.Families["b"].SSTables, st.Families["c"].SSTables)
+	t.Logf("%d rows compared; SSTables at the end: a %d, b %d, c %d, s %d", compared, st.Families["a"].SSTables, st.Families["b"].SSTables, st.Families["c"].SSTables, st.Families["s"].SSTables)
 	if compared < 100 {
 		t.Fatalf("only %d rows compared: the test reads too little", compared)
 	}
