@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"slices"
 	"testing"
@@ -146,4 +148,96 @@ func TestRawProtocol(t *testing.T) {
 	if want := []int{3<<20 + 5, 3<<20 + 5, 3<<20 + 5, 0}; !slices.Equal(sizes, want) || total != 3<<20+5 {
 		t.Errorf("value sizes per chunk %v (total %d), want %v", sizes, total, want)
 	}
+}
+
+// readRaw reads the whole table with filter f through the raw protocol and
+// renders each row's cells as "key: fam:qual@ts=value[labels]".
+func readRaw(t *testing.T, raw btpb.BigtableClient, table string, f *btpb.RowFilter) []string {
+	t.Helper()
+	st, err := raw.ReadRows(testContext(t), &btpb.ReadRowsRequest{TableName: tablePath(table), Filter: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	var cur, fam, qual string
+	for {
+		r, err := st.Recv()
+		if err == io.EOF {
+			return rows
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ch := range r.Chunks {
+			if len(ch.RowKey) > 0 {
+				cur = string(ch.RowKey) + ":"
+			}
+			if ch.FamilyName != nil {
+				fam = ch.FamilyName.Value
+			}
+			if ch.Qualifier != nil {
+				qual = string(ch.Qualifier.Value)
+			}
+			cur += fmt.Sprintf(" %s:%s@%d=%s%v", fam, qual, ch.TimestampMicros, ch.Value, ch.Labels)
+			if ch.GetCommitRow() {
+				rows = append(rows, cur)
+			}
+		}
+	}
+}
+
+// TestSinkAndRowSample: the filters the Go client has no constructor for
+// (sink) or that are random (row_sample_filter), through the raw protocol.
+func TestSinkAndRowSample(t *testing.T) {
+	c, a := bigtableClients(t)
+	createTable(t, a, &bigtable.TableConf{TableID: "sink", Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
+	tbl := c.Open("sink")
+	m := bigtable.NewMutation()
+	m.Set("cf", "a", 2000, []byte("x"))
+	m.Set("cf", "b", 1000, []byte("y"))
+	apply(t, tbl, "row", m)
+	raw := rawClient(t)
+	chain := func(fs ...*btpb.RowFilter) *btpb.RowFilter {
+		return &btpb.RowFilter{Filter: &btpb.RowFilter_Chain_{Chain: &btpb.RowFilter_Chain{Filters: fs}}}
+	}
+	interleave := func(fs ...*btpb.RowFilter) *btpb.RowFilter {
+		return &btpb.RowFilter{Filter: &btpb.RowFilter_Interleave_{Interleave: &btpb.RowFilter_Interleave{Filters: fs}}}
+	}
+	label := func(l string) *btpb.RowFilter {
+		return &btpb.RowFilter{Filter: &btpb.RowFilter_ApplyLabelTransformer{ApplyLabelTransformer: l}}
+	}
+	sink := &btpb.RowFilter{Filter: &btpb.RowFilter_Sink{Sink: true}}
+	column := func(q string) *btpb.RowFilter {
+		return &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnQualifierRegexFilter{ColumnQualifierRegexFilter: []byte(q)}}
+	}
+	block := &btpb.RowFilter{Filter: &btpb.RowFilter_BlockAllFilter{BlockAllFilter: true}}
+	// Bigtable's documented example: the sink's cells reach the output
+	// though the chain after the interleave blocks everything.
+	got := readRaw(t, raw, "sink", chain(interleave(chain(column("a"), label("seen"), sink), column("b")), block))
+	if len(got) != 1 || got[0] != "row: cf:a@2000=x[seen]" {
+		t.Errorf("sink: %q, want only the sunk, labelled cf:a", got)
+	}
+
+	for i := 0; i < 200; i++ {
+		apply(t, tbl, fmt.Sprintf("s%03d", i), set("cf", "q", 1000, "v"))
+	}
+	sample := &btpb.RowFilter{Filter: &btpb.RowFilter_RowSampleFilter{RowSampleFilter: 0.5}}
+	n := len(readRaw(t, raw, "sink", sample))
+	// 201 rows each kept with probability 1/2: outside [40, 160] with
+	// probability below 1e-17.
+	if n < 40 || n > 160 {
+		t.Errorf("row_sample_filter 0.5 kept %d of 201 rows", n)
+	}
+	_, err := readFirst(raw, "sink", 1.5)
+	wantCode(t, "row_sample_filter 1.5", err, codes.InvalidArgument, "row_sample")
+}
+
+// readFirst reads the first answer of a scan with a row sample filter of p.
+func readFirst(raw btpb.BigtableClient, table string, p float64) (*btpb.ReadRowsResponse, error) {
+	st, err := raw.ReadRows(context.Background(), &btpb.ReadRowsRequest{TableName: tablePath(table),
+		Filter: &btpb.RowFilter{Filter: &btpb.RowFilter_RowSampleFilter{RowSampleFilter: p}}})
+	if err != nil {
+		return nil, err
+	}
+	return st.Recv()
 }
