@@ -3,11 +3,9 @@ package tablet
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // DropRange deletes every cell of the rows in [start, end) (clipped to the
@@ -86,16 +84,7 @@ func (t *Tablet) DropRange(ctx context.Context, start, end []byte) error {
 	sch := t.schema.Load()
 	drop := map[string]map[*tableFile]bool{}
 	var made []*tableFile
-	fail := func(err error) error {
-		keep := errors.Is(err, manifest.ErrMaybeSaved)
-		for _, f := range made {
-			_ = f.reader.Close()
-			if !keep {
-				_ = t.opts.FS.Remove(f.path)
-			}
-		}
-		return err
-	}
+	fail := func(err error) error { return t.abandon(made, err) }
 	outs := map[string][]*tableFile{}
 	for name, files := range v.files {
 		for _, f := range files {

@@ -109,18 +109,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	sch := t.schema.Load()
 	lists := *im.m.lists.Load()
 	var made []*tableFile
-	fail := func(err error) error {
-		// A manifest that may have been saved names the new files: they
-		// stay, unreferenced if the old manifest is the one read.
-		keep := errors.Is(err, manifest.ErrMaybeSaved)
-		for _, f := range made {
-			_ = f.reader.Close()
-			if !keep {
-				_ = t.opts.FS.Remove(f.path)
-			}
-		}
-		return err
-	}
+	fail := func(err error) error { return t.abandon(made, err) }
 	for _, name := range sch.names {
 		l := lists[name]
 		if l == nil || l.empty() {
@@ -259,4 +248,19 @@ func familyFolder(name string) string {
 		return "~" + name
 	}
 	return name
+}
+
+// abandon closes the files made for an edit that failed with err and
+// removes them, unless the manifest naming them may have been saved: then
+// they stay, unreferenced if the old manifest is the one read. It returns
+// err.
+func (t *Tablet) abandon(made []*tableFile, err error) error {
+	keep := errors.Is(err, manifest.ErrMaybeSaved)
+	for _, f := range made {
+		_ = f.reader.Close()
+		if !keep {
+			_ = t.opts.FS.Remove(f.path)
+		}
+	}
+	return err
 }
