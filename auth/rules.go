@@ -1,6 +1,10 @@
 package auth
 
 import (
+	"maps"
+
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
 	pb "github.com/tabuladb/tabula/api/tabulapb"
 )
 
@@ -31,7 +35,7 @@ func MasterRules() map[string]Rule {
 		return Rule{Role: Read, Tables: func(r any) []string { return one(f(r)) }}
 	}
 	clusterAdmin := Rule{Role: Admin, Cluster: true, Audit: true}
-	return map[string]Rule{
+	rules := map[string]Rule{
 		svc + "CreateTable":   adminOn(func(r any) string { return r.(*pb.CreateTableRequest).GetSchema().GetName() }),
 		svc + "DeleteTable":   adminOn(func(r any) string { return r.(*pb.DeleteTableRequest).GetTable() }),
 		svc + "AddFamily":     adminOn(func(r any) string { return r.(*pb.FamilyRequest).GetTable() }),
@@ -55,6 +59,8 @@ func MasterRules() map[string]Rule {
 		svc + "ListGrants":    {Role: Admin, Cluster: true},
 		svc + "WhoAmI":        {Open: true},
 	}
+	maps.Copy(rules, HealthRules())
+	return rules
 }
 
 // TabletServerRules are the rules of the TabletServer service.
@@ -64,7 +70,7 @@ func TabletServerRules() map[string]Rule {
 		return Rule{Role: role, Tables: func(r any) []string { return one(f(r).GetTable()) }}
 	}
 	master := Rule{MasterOnly: true}
-	return map[string]Rule{
+	rules := map[string]Rule{
 		svc + "ReadRows":           on(Read, func(r any) *pb.TabletRef { return r.(*pb.ReadRowsRequest).GetTablet() }),
 		svc + "SampleRowKeys":      on(Read, func(r any) *pb.TabletRef { return r.(*pb.SampleRowKeysRequest).GetTablet() }),
 		svc + "MutateRow":          on(Write, func(r any) *pb.TabletRef { return r.(*pb.MutateRowRequest).GetTablet() }),
@@ -79,6 +85,19 @@ func TabletServerRules() map[string]Rule {
 		svc + "UpdateSchema":       master,
 		svc + "ServerStats":        master,
 		svc + "DropRange":          master,
+	}
+	maps.Copy(rules, HealthRules())
+	return rules
+}
+
+// HealthRules open the standard gRPC health service to anyone who can
+// reach the port: probes (Kubernetes, load balancers, docker) carry no
+// credentials, and the answer (SERVING or not) reveals nothing.
+func HealthRules() map[string]Rule {
+	return map[string]Rule{
+		healthpb.Health_Check_FullMethodName: {Open: true},
+		healthpb.Health_Watch_FullMethodName: {Open: true},
+		healthpb.Health_List_FullMethodName:  {Open: true},
 	}
 }
 

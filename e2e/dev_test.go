@@ -44,7 +44,7 @@ func (d *devProc) startDev(t *testing.T) string {
 		t.Fatal(err)
 	}
 	d.args = []string{"dev", "--servers", "2", "--data", d.data,
-		"--master-addr", "127.0.0.1:0", "--lease-ttl", ttlFlag, "--log-level", "info"}
+		"--master-addr", "127.0.0.1:0", "--lease-ttl", ttlFlag, "--log-level", "info", "--http", "127.0.0.1:0"}
 	if secureAll() {
 		d.args = append(d.args, "--auth")
 	} else {

@@ -272,6 +272,8 @@ type cluster struct {
 	masters []*proc
 	servers []*proc
 	nextID  int
+	// masterArgs are extra flags for every master (clusterOptions).
+	masterArgs []string
 }
 
 // clusterOptions shape a cluster. The zero value means 2 masters and 3
@@ -290,8 +292,9 @@ type clusterOptions struct {
 	// storeCredentials the shared credentials file (AWS_SHARED_CREDENTIALS_FILE)
 	// every master and tablet server reads its key from.
 	storeIdentities, storeCredentials string
-	// serverArgs are extra flags for every tablet server.
-	serverArgs []string
+	// serverArgs are extra flags for every tablet server, masterArgs for
+	// every master.
+	serverArgs, masterArgs []string
 }
 
 // startCluster starts etcd, the masters (the first one becomes the
@@ -313,7 +316,7 @@ func startCluster(t *testing.T, o clusterOptions) *cluster {
 		}
 		t.Logf("E2E_KEEP: test files in %s", dir)
 	}
-	c := &cluster{t: t, dir: dir, storage: filepath.Join(dir, "storage")}
+	c := &cluster{t: t, dir: dir, storage: filepath.Join(dir, "storage"), masterArgs: o.masterArgs}
 	t.Cleanup(c.teardown)
 	for _, d := range []string{c.storage, filepath.Join(dir, "logs")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -394,6 +397,7 @@ func (c *cluster) addMaster(t *testing.T) *proc {
 		"--log-level", "info",
 	}
 	p.args = append(p.args, c.storageArgs()...)
+	p.args = append(p.args, c.masterArgs...)
 	p.args = append(p.args, c.sec.processArgs(c.sec.master())...)
 	p.env = c.env
 	p.start(t)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/opshttp"
 )
 
 // MaxRequestBytes is the largest request the gateway accepts: a MutateRows
@@ -17,9 +19,11 @@ const MaxRequestBytes = 256 << 20
 
 // Process is a gateway serving on a listener.
 type Process struct {
-	srv  *grpc.Server
-	lis  net.Listener
-	done chan error
+	srv        *grpc.Server
+	lis        net.Listener
+	done       chan error
+	health     *opshttp.Health
+	stopHealth func()
 }
 
 // Start listens on addr ("127.0.0.1:8086"; port 0 picks one) and serves
@@ -37,6 +41,9 @@ func Start(addr string, c *client.Client, opts Options) (*Process, error) {
 	)
 	New(c, opts).Register(srv)
 	p := &Process{srv: srv, lis: lis, done: make(chan error, 1)}
+	p.health = opshttp.NewHealth(func(ctx context.Context) error { return Ready(ctx, c) })
+	p.health.Register(srv)
+	p.stopHealth = p.health.Start()
 	go func() { p.done <- srv.Serve(lis) }()
 	return p, nil
 }
@@ -47,6 +54,8 @@ func (p *Process) Addr() string { return p.lis.Addr().String() }
 // Close stops accepting calls, lets calls in flight finish for up to 5
 // seconds, then cuts the rest.
 func (p *Process) Close() error {
+	p.health.Shutdown()
+	p.stopHealth()
 	t := time.AfterFunc(5*time.Second, p.srv.Stop)
 	defer t.Stop()
 	p.srv.GracefulStop()
@@ -55,3 +64,17 @@ func (p *Process) Close() error {
 	}
 	return nil
 }
+
+// Ready reports whether a gateway using c can serve: c reaches a master
+// (one ListTables, which a master answers from memory). The gateway keeps
+// no state of its own, so that is all it needs.
+func Ready(ctx context.Context, c *client.Client) error {
+	if _, err := c.Admin().ListTables(ctx); err != nil {
+		return fmt.Errorf("no master answers: %w", err)
+	}
+	return nil
+}
+
+// Health returns the gateway's readiness as served by its gRPC health
+// service, for the process's HTTP endpoints (opshttp.Serve).
+func (p *Process) Health() *opshttp.Health { return p.health }

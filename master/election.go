@@ -38,6 +38,14 @@ func (m *Master) campaignOnce() error {
 		return err
 	}
 	defer sess.Close()
+	m.mu.Lock()
+	m.mu.session = sess
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.mu.session = nil
+		m.mu.Unlock()
+	}()
 
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/auth"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/opshttp"
 )
 
 // Master is one master process: a gRPC server, an etcd client and a
@@ -32,6 +34,9 @@ type Master struct {
 	conns  *connPool
 	// index serves locates and table reads from memory.
 	index *tabletIndex
+	// health is Ready as the gRPC health service sees it (health.go).
+	health     *opshttp.Health
+	stopHealth func()
 
 	// ctx is cancelled by Close; every background goroutine runs under it.
 	ctx    context.Context
@@ -46,6 +51,9 @@ type Master struct {
 		sync.Mutex
 		// leader is set while this master is the leader.
 		leader *leadership
+		// session is the election session of the current campaign, nil
+		// while none could be opened (etcd unreachable).
+		session *concurrency.Session
 	}
 }
 
@@ -99,6 +107,9 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 	m.guard = newGuard(m.ctx, opts, cli, m.layout, m.log)
 	m.srv = grpc.NewServer(m.serverOptions()...)
 	tabulapb.RegisterMasterServer(m.srv, m)
+	m.health = opshttp.NewHealth(m.Ready)
+	m.health.Register(m.srv)
+	m.stopHealth = m.health.Start()
 	m.wg.Add(3)
 	go func() {
 		defer m.wg.Done()
@@ -132,7 +143,9 @@ func (m *Master) IsLeader() bool {
 // gRPC server and releases everything. It is idempotent.
 func (m *Master) Close() error {
 	m.closeOnce.Do(func() {
+		m.health.Shutdown() // first: balancers stop sending calls
 		m.cancel()
+		m.stopHealth()
 		m.srv.Stop()
 		m.wg.Wait()
 		m.conns.close()

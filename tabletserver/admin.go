@@ -18,7 +18,11 @@ func (s *Server) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletRequest
 	if info == nil {
 		return nil, toStatus(ctx, cell.Invalidf("tablet is missing"), "", "", nil)
 	}
-	if err := s.load(ctx, info, req.GetSchema()); err != nil {
+	key := tabletKey(info.GetTable(), info.GetTabletId())
+	s.loads.started(key)
+	err := s.load(ctx, info, req.GetSchema())
+	s.loads.done(key, err)
+	if err != nil {
 		return nil, toStatus(ctx, err, info.GetTable(), info.GetTabletId(), nil)
 	}
 	return &tabulapb.LoadTabletResponse{}, nil
@@ -27,6 +31,7 @@ func (s *Server) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletRequest
 // UnloadTablet flushes and closes a tablet.
 func (s *Server) UnloadTablet(ctx context.Context, req *tabulapb.UnloadTabletRequest) (*tabulapb.UnloadTabletResponse, error) {
 	ref := req.GetTablet()
+	s.loads.forget(tabletKey(ref.GetTable(), ref.GetTabletId()))
 	if err := s.unload(ctx, ref); err != nil {
 		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}

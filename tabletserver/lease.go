@@ -330,6 +330,7 @@ func (s *Server) abandon(reason string) {
 	s.tablets = make(map[string]*held)
 	s.gen.Add(1)
 	s.mu.Unlock()
+	s.loads.reset() // the next registration owns nothing
 	for _, h := range hs {
 		if err := h.t.Close(); err != nil {
 			s.logger.Warn("closing abandoned tablet", "table", h.table, "tablet", h.id, "err", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/opshttp"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
@@ -66,6 +67,12 @@ type Server struct {
 	pastLeases map[int64]bool
 
 	keys keyLocks // serializes load, unload and split of one tablet
+	// loads is the server's record of the loads it was asked for, for
+	// readiness (health.go).
+	loads loadRecord
+	// health is Ready as the gRPC health service sees it.
+	health     *opshttp.Health
+	stopHealth func()
 
 	// engines is every engine this process opened, by folder (openEngine).
 	engines struct {
@@ -196,6 +203,8 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}()
 	s.grpc = grpc.NewServer(s.serverOptions(watchCtx)...)
 	tabulapb.RegisterTabletServerServer(s.grpc, s)
+	s.health = opshttp.NewHealth(s.Ready)
+	s.health.Register(s.grpc)
 	s.serveWG.Add(1)
 	go func() {
 		defer s.serveWG.Done()
@@ -225,6 +234,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 			s.splitLoop(splitCtx)
 		}()
 	}
+	s.stopHealth = s.health.Start()
 	s.logger.Info("serving", "address", s.addr)
 	return s, nil
 }
@@ -271,6 +281,8 @@ func (s *Server) ID() string { return s.id }
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
+		s.health.Shutdown() // first: balancers stop sending calls
+		s.stopHealth()
 		done := make(chan struct{})
 		go func() {
 			s.grpc.GracefulStop()

@@ -125,6 +125,9 @@ func TestComposeFileIsWellFormed(t *testing.T) {
 			DependsOn []string `yaml:"depends_on"`
 			Volumes   []string `yaml:"volumes"`
 			Ports     []string `yaml:"ports"`
+			Health    struct {
+				Test []string `yaml:"test"`
+			} `yaml:"healthcheck"`
 		} `yaml:"services"`
 		Volumes map[string]any `yaml:"volumes"`
 	}
@@ -183,6 +186,17 @@ func TestComposeFileIsWellFormed(t *testing.T) {
 			t.Errorf("service %s: command %v: %v", name, s.Command, err)
 		}
 		count[c.Name()]++
+		// Every server process is health-checked through its own --http
+		// endpoints, with `tabula health` (the image has no curl).
+		if c.Name() != "cli" {
+			addr, _ := c.Flags().GetString("http")
+			want := []string{"CMD", "/usr/local/bin/tabula", "health", "--http=" + addr}
+			if addr == "" || !slices.Equal(s.Health.Test, want) {
+				t.Errorf("service %s: --http %q, healthcheck %v; want --http set and healthcheck %v", name, addr, s.Health.Test, want)
+			} else if hc, rest, err := newRootCmd().Find(s.Health.Test[2:]); err != nil || hc.Name() != "health" || hc.ParseFlags(rest) != nil {
+				t.Errorf("service %s: healthcheck %v is not a tabula health command", name, s.Health.Test)
+			}
+		}
 		if c.Name() == "tabletserver" || c.Name() == "master" {
 			if v, _ := c.Flags().GetString("storage"); !strings.HasPrefix(v, "s3://tabula?endpoint=http://seaweedfs:8333") {
 				t.Errorf("%s %s keeps its tablets in %q, not on the compose file's object store", c.Name(), name, v)

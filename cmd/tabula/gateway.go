@@ -59,7 +59,13 @@ settings. "tabula dev" starts one on ` + defaultGateway + `.`,
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula gateway: Cloud Bigtable API on %s for master %s\n", p.Addr(), strings.Join(addrs, ","))
 			fmt.Fprintf(cmd.OutOrStdout(), "use it with: export BIGTABLE_EMULATOR_HOST=%s\n", p.Addr())
+			ops, err := serveOps(v, p.Health(), cmd.OutOrStdout())
+			if err != nil {
+				p.Close()
+				return err
+			}
 			<-ctx.Done()
+			closeOps(ops)
 			return p.Close()
 		},
 	}
@@ -67,5 +73,6 @@ settings. "tabula dev" starts one on ` + defaultGateway + `.`,
 	f.String("listen", defaultGateway, "address to serve the Bigtable API on (port 0 picks one)")
 	f.String("instance", "tabula", "instance id ListInstances reports (every instance name is accepted)")
 	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
+	addHTTPFlag(c, "")
 	return c
 }

@@ -59,7 +59,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newPutCmd(), newAddCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(), newGatewayCmd(),
-		newEtcdCmd(), newVerifyCmd(), newAuthCmd(),
+		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
 	)
 	wrapArgs(root)
 	return root

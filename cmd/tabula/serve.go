@@ -17,6 +17,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/devcluster"
 	"github.com/tabuladb/tabula/master"
+	"github.com/tabuladb/tabula/opshttp"
 	"github.com/tabuladb/tabula/tabletserver"
 )
 
@@ -138,6 +139,21 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Cloud Bigtable API on %s: export BIGTABLE_EMULATOR_HOST=%s\n", a, a)
 			}
+			// One set of health endpoints for the whole dev process: ready
+			// when the master leads and every server is ready.
+			if a := v.GetString("http"); a != "" {
+				ops, err := opshttp.Serve(a, opshttp.NewHealth(cl.Ready))
+				if err != nil {
+					cl.Close()
+					return err
+				}
+				defer ops.Close()
+				if err := writeAddrFile(dir, "http.addr", ops.Addr()); err != nil {
+					cl.Close()
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "health checks on http://%s/healthz and /readyz\n", ops.Addr())
+			}
 			printDevSecurity(cmd.OutOrStdout(), cl)
 			if maddr != defaultMaster {
 				fmt.Fprintf(cmd.OutOrStdout(), "use it with: export TABULA_MASTER=%s\n", maddr)
@@ -167,6 +183,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
+	addHTTPFlag(c, defaultDevHTTP)
 	addLogFlag(c, "warn")
 	return c
 }
@@ -226,7 +243,13 @@ func newMasterCmd() *cobra.Command {
 			}
 			log.Info("master serving", "addr", m.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula master serving on %s\n", m.Addr())
+			ops, err := serveOps(v, m.Health(), cmd.OutOrStdout())
+			if err != nil {
+				m.Close()
+				return err
+			}
 			waitForSignal(cmd.Context())
+			closeOps(ops)
 			return wrapf(m.Close(), "stopping the master")
 		},
 	}
@@ -239,6 +262,7 @@ func newMasterCmd() *cobra.Command {
 	f.String("split-threshold", "", "default tablet split threshold, e.g. 256MiB (default 256MiB)")
 	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
 	f.Duration("load-timeout", 2*time.Minute, "how long a tablet server may take to load a tablet (replaying its log) before the master tries again")
+	addHTTPFlag(c, "")
 	addLogFlag(c, "info")
 	return c
 }
@@ -297,7 +321,13 @@ func newTabletServerCmd() *cobra.Command {
 			}
 			log.Info("tablet server serving", "id", s.ID(), "addr", s.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula tablet server %s serving on %s\n", s.ID(), s.Addr())
+			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout())
+			if err != nil {
+				s.Close()
+				return err
+			}
 			waitForSignal(cmd.Context())
+			closeOps(ops)
 			return wrapf(s.Close(), "stopping the tablet server")
 		},
 	}
@@ -318,6 +348,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("max-log-size", "", "size of the server's shared commit log past which the tablets holding its oldest segment are flushed, e.g. 1GiB (default 1GiB)")
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
+	addHTTPFlag(c, "")
 	addLogFlag(c, "info")
 	return c
 }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
+
+	"github.com/tabuladb/tabula/opshttp"
+)
+
+// defaultDevHTTP is where `tabula dev` serves /healthz and /readyz: next
+// to the master's default 127.0.0.1:7100, on loopback only. The other
+// server commands serve nothing by default (--http ""): several of them
+// often share a host (tests, a laptop), and a fixed default port would make
+// the second one fail to start.
+const defaultDevHTTP = "127.0.0.1:7180"
+
+// addHTTPFlag adds --http, the address of the operator's HTTP endpoints.
+func addHTTPFlag(c *cobra.Command, def string) {
+	c.Flags().String("http", def, "serve /healthz and /readyz over HTTP on this address (\"\": off); port 0 picks one")
+}
+
+// serveOps starts the operator's HTTP endpoints for h if --http is set
+// (nil, nil otherwise) and says where they are.
+func serveOps(v *viper.Viper, h *opshttp.Health, out io.Writer) (*opshttp.Server, error) {
+	addr := v.GetString("http")
+	if addr == "" {
+		return nil, nil
+	}
+	s, err := opshttp.Serve(addr, h)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "health checks on http://%s/healthz and /readyz\n", s.Addr())
+	return s, nil
+}
+
+// closeOps stops s if it runs.
+func closeOps(s *opshttp.Server) {
+	if s != nil {
+		s.Close()
+	}
+}
+
+// writeAddrFile writes addr to dir/name, for scripts and tests that
+// started a process on port 0.
+func writeAddrFile(dir, name, addr string) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(addr+"\n"), 0o644)
+}
+
+func newHealthCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "health --http HOST:PORT [--live]",
+		Short: "Probe a process's /readyz (or /healthz with --live): exit 0 if it answers 200, else 1",
+		Long: `Ask the operator's HTTP endpoints of a master, tablet server, gateway or
+dev cluster (their --http address) whether the process is ready (/readyz),
+or only alive with --live (/healthz). Exits 0 on 200; otherwise prints the
+process's reason and exits 1. For container health checks in images that
+have no curl (docker-compose.yml uses it).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			addr, _ := cmd.Flags().GetString("http")
+			if addr == "" {
+				return &usageError{cmd: "health", err: fmt.Errorf("--http HOST:PORT is required")}
+			}
+			path := "/readyz"
+			if live, _ := cmd.Flags().GetBool("live"); live {
+				path = "/healthz"
+			}
+			wait, _ := cmd.Flags().GetDuration("wait")
+			ctx, cancel := context.WithTimeout(cmd.Context(), wait)
+			defer cancel()
+			if err := opshttp.Probe(ctx, addr, path); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), "ok")
+			return nil
+		},
+	}
+	c.Flags().String("http", "", "the process's --http address")
+	c.Flags().Bool("live", false, "ask /healthz (alive) instead of /readyz (ready)")
+	c.Flags().Duration("wait", 5*time.Second, "give up after this long")
+	return c
+}

@@ -1,0 +1,31 @@
+package devcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Ready reports whether the whole dev cluster is fit for work: its master
+// leads (a dev cluster has no standby to wait for) and every tablet server
+// (and the gateway, if any) is ready. The error names the first part that
+// is not, for the dev process's /readyz.
+func (c *Cluster) Ready(ctx context.Context) error {
+	if !c.master.IsLeader() {
+		return errors.New("master: not the leader yet")
+	}
+	if err := c.master.Ready(ctx); err != nil {
+		return fmt.Errorf("master: %w", err)
+	}
+	for _, s := range c.servers {
+		if err := s.Ready(ctx); err != nil {
+			return fmt.Errorf("tablet server %s: %w", s.ID(), err)
+		}
+	}
+	if c.gateway != nil {
+		if err := c.gateway.Health().Last(); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+	}
+	return nil
+}
