@@ -184,7 +184,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
 	addHTTPFlag(c, defaultDevHTTP)
-	addLogFlag(c, "warn")
+	addLogFlag(c, "info")
 	return c
 }
 

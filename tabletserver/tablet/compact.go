@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"time"
 
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
@@ -204,6 +205,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	if len(inputs) == 0 {
 		return nil
 	}
+	start := time.Now()
 	mode := modeMerge
 	if len(inputs) == len(files) {
 		mode = modeMajor
@@ -251,7 +253,12 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 		}
 		return err
 	}
-	t.logger.Debug("compacted", "dir", t.dir, "family", name, "inputs", len(inputs), "major", mode == modeMajor)
+	var outBytes uint64
+	if out != nil {
+		outBytes = out.ref.Size
+	}
+	t.logger.Info("compacted", "dir", t.dir, "family", name, "major", mode == modeMajor, "inputs", len(inputs),
+		"bytes_in", filesSize(inputs), "bytes_out", outBytes, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

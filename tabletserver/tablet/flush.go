@@ -103,6 +103,7 @@ func (t *Tablet) waitVisible(ctx context.Context, seq uint64) error {
 }
 
 func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
+	start := time.Now()
 	if err := t.waitVisible(ctx, im.lastSeq); err != nil {
 		return err
 	}
@@ -160,6 +161,8 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 		return fail(err)
 	}
 	t.opts.Memory.release(im.m.bytes.Load())
+	t.logger.Info("flushed", "dir", t.dir, "memtable_bytes", im.m.bytes.Load(), "files", len(made),
+		"bytes", filesSize(made), "duration", time.Since(start).Round(time.Millisecond))
 	// The flush is published; only the deletion of the log segments it
 	// covers is left. A refused deletion leaves them for a later flush.
 	if !t.mayDelete("remove commit log segments") {
@@ -263,4 +266,13 @@ func (t *Tablet) abandon(made []*tableFile, err error) error {
 		}
 	}
 	return err
+}
+
+// filesSize is the total size of files in bytes, for operator logs.
+func filesSize(files []*tableFile) uint64 {
+	var n uint64
+	for _, f := range files {
+		n += f.ref.Size
+	}
+	return n
 }
