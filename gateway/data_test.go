@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 
 	"cloud.google.com/go/bigtable"
-	)
+)
 
 // createTable makes a table through the gateway and drops it at the end.
 func createTable(t *testing.T, a *bigtable.AdminClient, conf *bigtable.TableConf) *bigtable.TableConf {
@@ -54,20 +55,7 @@ func render(r bigtable.Row) string {
 	return b.String()
 }
 
-func sortedFamilies(r bigtable.Row) []string {
-	var fams []string
-	for f := range r {
-		fams = append(fams, f)
-	}
-	for i := range fams {
-		for j := i + 1; j < len(fams); j++ {
-			if fams[j] < fams[i] {
-				fams[i], fams[j] = fams[j], fams[i]
-			}
-		}
-	}
-	return fams
-}
+func sortedFamilies(r bigtable.Row) []string { return slices.Sorted(maps.Keys(r)) }
 
 func apply(t *testing.T, tbl *bigtable.Table, row string, m *bigtable.Mutation) {
 	t.Helper()

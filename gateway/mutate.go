@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"google.golang.org/genproto/googleapis/rpc/status"
-	"google.golang.org/grpc/codes"
 	gstatus "google.golang.org/grpc/status"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
@@ -243,11 +242,9 @@ func sendEntries(stream btpb.Bigtable_MutateRowsServer, results []*btpb.MutateRo
 	return nil
 }
 
+// entryStatus answers one MutateRows entry; a nil err is OK.
 func entryStatus(i int, err error) *btpb.MutateRowsResponse_Entry {
 	st := gstatus.Convert(toStatus(err))
-	if err == nil {
-		st = gstatus.New(codes.OK, "")
-	}
 	return &btpb.MutateRowsResponse_Entry{Index: int64(i), Status: &status.Status{Code: int32(st.Code()), Message: st.Message()}}
 }
 
