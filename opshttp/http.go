@@ -17,9 +17,13 @@ import (
 //     standby master or a server loading tablets is alive and well).
 //
 // /readyz evaluates the check on every request rather than reporting the
-// last poll, so a probe never sees a stale answer.
-func Handler(h *Health) http.Handler {
+// last poll, so a probe never sees a stale answer. routes add the
+// process's other endpoints (metrics, status pages).
+func Handler(h *Health, routes ...Route) http.Handler {
 	mux := http.NewServeMux()
+	for _, r := range routes {
+		mux.Handle(r.Pattern, r.Handler)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
@@ -36,6 +40,13 @@ func Handler(h *Health) http.Handler {
 	return mux
 }
 
+// Route is one more endpoint of a process: Pattern as http.ServeMux takes
+// it ("GET /metrics", "/status/").
+type Route struct {
+	Pattern string
+	Handler http.Handler
+}
+
 // Server is the HTTP server of a process's operator endpoints.
 type Server struct {
 	srv  *http.Server
@@ -44,8 +55,8 @@ type Server struct {
 }
 
 // Serve listens on addr ("127.0.0.1:7180"; port 0 picks one) and serves
-// Handler(h) until Close.
-func Serve(addr string, h *Health) (*Server, error) {
+// Handler(h, routes...) until Close.
+func Serve(addr string, h *Health, routes ...Route) (*Server, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("operator HTTP endpoints: listening on %s: %w", addr, err)
@@ -53,7 +64,7 @@ func Serve(addr string, h *Health) (*Server, error) {
 	s := &Server{
 		// Probes are tiny; a slow or idle client must not hold a
 		// connection for ever.
-		srv:  &http.Server{Handler: Handler(h), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute},
+		srv:  &http.Server{Handler: Handler(h, routes...), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute},
 		lis:  lis,
 		done: make(chan error, 1),
 	}

@@ -26,14 +26,14 @@ func addHTTPFlag(c *cobra.Command, def string) {
 	c.Flags().String("http", def, "serve /healthz and /readyz over HTTP on this address (\"\": off); port 0 picks one")
 }
 
-// serveOps starts the operator's HTTP endpoints for h if --http is set
-// (nil, nil otherwise) and says where they are.
-func serveOps(v *viper.Viper, h *opshttp.Health, out io.Writer) (*opshttp.Server, error) {
+// serveOps starts the operator's HTTP endpoints for h (and routes) if
+// --http is set (nil, nil otherwise) and says where they are.
+func serveOps(v *viper.Viper, h *opshttp.Health, out io.Writer, routes ...opshttp.Route) (*opshttp.Server, error) {
 	addr := v.GetString("http")
 	if addr == "" {
 		return nil, nil
 	}
-	s, err := opshttp.Serve(addr, h)
+	s, err := opshttp.Serve(addr, h, routes...)
 	if err != nil {
 		return nil, err
 	}
