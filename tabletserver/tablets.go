@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
@@ -268,6 +270,9 @@ func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, hs ...*held) 
 	if ok {
 		for _, h := range hs {
 			h.gen = gen
+			if h.load == nil {
+				h.load = load.NewMeter(time.Now())
+			}
 			s.tablets[tabletKey(h.table, h.id)] = h
 		}
 		if schema != nil {

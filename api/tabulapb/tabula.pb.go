@@ -4778,7 +4778,10 @@ func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
 }
 
 type ServerStatsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// With key_quantiles > 0, each tablet's stats carry up to that many keys
+	// cutting its last load window's sampled accesses into equal parts.
+	KeyQuantiles  int32 `protobuf:"varint,1,opt,name=key_quantiles,json=keyQuantiles,proto3" json:"key_quantiles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4813,6 +4816,13 @@ func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{77}
 }
 
+func (x *ServerStatsRequest) GetKeyQuantiles() int32 {
+	if x != nil {
+		return x.KeyQuantiles
+	}
+	return 0
+}
+
 type TabletStats struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Tablet            *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -4824,8 +4834,28 @@ type TabletStats struct {
 	Cells             int64                  `protobuf:"varint,7,opt,name=cells,proto3" json:"cells,omitempty"`
 	Tombstones        int64                  `protobuf:"varint,8,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
 	CompactionBacklog int64                  `protobuf:"varint,9,opt,name=compaction_backlog,json=compactionBacklog,proto3" json:"compaction_backlog,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Load over the server's last closed load window, load_window_micros
+	// long (0 before the first window closed).
+	ReadsPerSec      float64 `protobuf:"fixed64,10,opt,name=reads_per_sec,json=readsPerSec,proto3" json:"reads_per_sec,omitempty"`
+	WritesPerSec     float64 `protobuf:"fixed64,11,opt,name=writes_per_sec,json=writesPerSec,proto3" json:"writes_per_sec,omitempty"`
+	ReadBytesPerSec  float64 `protobuf:"fixed64,12,opt,name=read_bytes_per_sec,json=readBytesPerSec,proto3" json:"read_bytes_per_sec,omitempty"`
+	WriteBytesPerSec float64 `protobuf:"fixed64,13,opt,name=write_bytes_per_sec,json=writeBytesPerSec,proto3" json:"write_bytes_per_sec,omitempty"`
+	// Seconds spent serving the tablet's requests per second of the window
+	// (summed over concurrent requests): its share of the server's time.
+	BusyShare        float64 `protobuf:"fixed64,14,opt,name=busy_share,json=busyShare,proto3" json:"busy_share,omitempty"`
+	LoadWindowMicros int64   `protobuf:"varint,15,opt,name=load_window_micros,json=loadWindowMicros,proto3" json:"load_window_micros,omitempty"`
+	// SSTable bytes per family (the memtable is counted in size_bytes only).
+	FamilyBytes map[string]int64 `protobuf:"bytes,16,rep,name=family_bytes,json=familyBytes,proto3" json:"family_bytes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Ascending keys cutting the window's sampled accesses into equal parts
+	// (see ServerStatsRequest.key_quantiles).
+	AccessQuantiles [][]byte `protobuf:"bytes,17,rep,name=access_quantiles,json=accessQuantiles,proto3" json:"access_quantiles,omitempty"`
+	// Counts since the tablet was loaded on this server.
+	ReadsTotal      int64 `protobuf:"varint,18,opt,name=reads_total,json=readsTotal,proto3" json:"reads_total,omitempty"`
+	WritesTotal     int64 `protobuf:"varint,19,opt,name=writes_total,json=writesTotal,proto3" json:"writes_total,omitempty"`
+	ReadBytesTotal  int64 `protobuf:"varint,20,opt,name=read_bytes_total,json=readBytesTotal,proto3" json:"read_bytes_total,omitempty"`
+	WriteBytesTotal int64 `protobuf:"varint,21,opt,name=write_bytes_total,json=writeBytesTotal,proto3" json:"write_bytes_total,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TabletStats) Reset() {
@@ -4921,6 +4951,90 @@ func (x *TabletStats) GetCompactionBacklog() int64 {
 	return 0
 }
 
+func (x *TabletStats) GetReadsPerSec() float64 {
+	if x != nil {
+		return x.ReadsPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWritesPerSec() float64 {
+	if x != nil {
+		return x.WritesPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetReadBytesPerSec() float64 {
+	if x != nil {
+		return x.ReadBytesPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWriteBytesPerSec() float64 {
+	if x != nil {
+		return x.WriteBytesPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetBusyShare() float64 {
+	if x != nil {
+		return x.BusyShare
+	}
+	return 0
+}
+
+func (x *TabletStats) GetLoadWindowMicros() int64 {
+	if x != nil {
+		return x.LoadWindowMicros
+	}
+	return 0
+}
+
+func (x *TabletStats) GetFamilyBytes() map[string]int64 {
+	if x != nil {
+		return x.FamilyBytes
+	}
+	return nil
+}
+
+func (x *TabletStats) GetAccessQuantiles() [][]byte {
+	if x != nil {
+		return x.AccessQuantiles
+	}
+	return nil
+}
+
+func (x *TabletStats) GetReadsTotal() int64 {
+	if x != nil {
+		return x.ReadsTotal
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWritesTotal() int64 {
+	if x != nil {
+		return x.WritesTotal
+	}
+	return 0
+}
+
+func (x *TabletStats) GetReadBytesTotal() int64 {
+	if x != nil {
+		return x.ReadBytesTotal
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWriteBytesTotal() int64 {
+	if x != nil {
+		return x.WriteBytesTotal
+	}
+	return 0
+}
+
 type ServerStatsResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ServerId string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
@@ -4929,9 +5043,11 @@ type ServerStatsResponse struct {
 	// held) or closing; tablets then lists nothing.
 	Serving bool `protobuf:"varint,3,opt,name=serving,proto3" json:"serving,omitempty"`
 	// lease is the etcd lease the server is registered under.
-	Lease         int64 `protobuf:"varint,4,opt,name=lease,proto3" json:"lease,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Lease int64 `protobuf:"varint,4,opt,name=lease,proto3" json:"lease,omitempty"`
+	// When the load window reported in the tablets' stats closed.
+	LoadWindowEndMicros int64 `protobuf:"varint,5,opt,name=load_window_end_micros,json=loadWindowEndMicros,proto3" json:"load_window_end_micros,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ServerStatsResponse) Reset() {
@@ -4988,6 +5104,13 @@ func (x *ServerStatsResponse) GetServing() bool {
 func (x *ServerStatsResponse) GetLease() int64 {
 	if x != nil {
 		return x.Lease
+	}
+	return 0
+}
+
+func (x *ServerStatsResponse) GetLoadWindowEndMicros() int64 {
+	if x != nil {
+		return x.LoadWindowEndMicros
 	}
 	return 0
 }
@@ -6283,8 +6406,9 @@ const file_tabula_proto_rawDesc = "" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\"E\n" +
 	"\x13UpdateSchemaRequest\x12.\n" +
 	"\x06schema\x18\x01 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\"\x16\n" +
-	"\x14UpdateSchemaResponse\"\x14\n" +
-	"\x12ServerStatsRequest\"\xb8\x02\n" +
+	"\x14UpdateSchemaResponse\"9\n" +
+	"\x12ServerStatsRequest\x12#\n" +
+	"\rkey_quantiles\x18\x01 \x01(\x05R\fkeyQuantiles\"\xfc\x06\n" +
 	"\vTabletStats\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
@@ -6297,12 +6421,31 @@ const file_tabula_proto_rawDesc = "" +
 	"\n" +
 	"tombstones\x18\b \x01(\x03R\n" +
 	"tombstones\x12-\n" +
-	"\x12compaction_backlog\x18\t \x01(\x03R\x11compactionBacklog\"\x94\x01\n" +
+	"\x12compaction_backlog\x18\t \x01(\x03R\x11compactionBacklog\x12\"\n" +
+	"\rreads_per_sec\x18\n" +
+	" \x01(\x01R\vreadsPerSec\x12$\n" +
+	"\x0ewrites_per_sec\x18\v \x01(\x01R\fwritesPerSec\x12+\n" +
+	"\x12read_bytes_per_sec\x18\f \x01(\x01R\x0freadBytesPerSec\x12-\n" +
+	"\x13write_bytes_per_sec\x18\r \x01(\x01R\x10writeBytesPerSec\x12\x1d\n" +
+	"\n" +
+	"busy_share\x18\x0e \x01(\x01R\tbusyShare\x12,\n" +
+	"\x12load_window_micros\x18\x0f \x01(\x03R\x10loadWindowMicros\x12J\n" +
+	"\ffamily_bytes\x18\x10 \x03(\v2'.tabula.v1.TabletStats.FamilyBytesEntryR\vfamilyBytes\x12)\n" +
+	"\x10access_quantiles\x18\x11 \x03(\fR\x0faccessQuantiles\x12\x1f\n" +
+	"\vreads_total\x18\x12 \x01(\x03R\n" +
+	"readsTotal\x12!\n" +
+	"\fwrites_total\x18\x13 \x01(\x03R\vwritesTotal\x12(\n" +
+	"\x10read_bytes_total\x18\x14 \x01(\x03R\x0ereadBytesTotal\x12*\n" +
+	"\x11write_bytes_total\x18\x15 \x01(\x03R\x0fwriteBytesTotal\x1a>\n" +
+	"\x10FamilyBytesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xc9\x01\n" +
 	"\x13ServerStatsResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x120\n" +
 	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x12\x14\n" +
-	"\x05lease\x18\x04 \x01(\x03R\x05lease\"\x9b\x01\n" +
+	"\x05lease\x18\x04 \x01(\x03R\x05lease\x123\n" +
+	"\x16load_window_end_micros\x18\x05 \x01(\x03R\x13loadWindowEndMicros\"\x9b\x01\n" +
 	"\x13DropRowRangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12&\n" +
 	"\x0erow_key_prefix\x18\x02 \x01(\fH\x00R\frowKeyPrefix\x12<\n" +
@@ -6388,7 +6531,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 97)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 98)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -6491,6 +6634,7 @@ var file_tabula_proto_goTypes = []any{
 	(*MutateRowsRequest_Entry)(nil),      // 98: tabula.v1.MutateRowsRequest.Entry
 	(*MutateRowsResponse_Entry)(nil),     // 99: tabula.v1.MutateRowsResponse.Entry
 	(*SampleRowKeysResponse_Sample)(nil), // 100: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                  // 101: tabula.v1.TabletStats.FamilyBytesEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -6553,94 +6697,95 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 57: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
 	6,   // 58: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 59: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	82,  // 60: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	58,  // 61: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	5,   // 62: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 63: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 64: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 65: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 66: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 67: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 68: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 69: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 70: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 71: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 72: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 73: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 74: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 75: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 76: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 77: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 78: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 79: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 80: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 81: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 82: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 83: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 84: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 85: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 86: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 87: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 88: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 89: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 90: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 91: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	84,  // 92: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	59,  // 93: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 94: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 95: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 96: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 97: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 98: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 99: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 100: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 101: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 102: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 103: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 104: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 105: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	86,  // 106: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	6,   // 107: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 108: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 109: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 110: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 111: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 112: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 113: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 114: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 115: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 116: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 117: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 118: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 119: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 120: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 121: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 122: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 123: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 124: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 125: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 126: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 127: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	85,  // 128: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	60,  // 129: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 130: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 131: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 132: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 133: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 134: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 135: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 136: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 137: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 138: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 139: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 140: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 141: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	87,  // 142: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	107, // [107:143] is the sub-list for method output_type
-	71,  // [71:107] is the sub-list for method input_type
-	71,  // [71:71] is the sub-list for extension type_name
-	71,  // [71:71] is the sub-list for extension extendee
-	0,   // [0:71] is the sub-list for field type_name
+	101, // 60: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	82,  // 61: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	58,  // 62: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	5,   // 63: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 64: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 65: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 66: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 67: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 68: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 69: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 70: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 71: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 72: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 73: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 74: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 75: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 76: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 77: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 78: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 79: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 80: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 81: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 82: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 83: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 84: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 85: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 86: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 87: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 88: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 89: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 90: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 91: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 92: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	84,  // 93: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	59,  // 94: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 95: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 96: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 97: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 98: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 99: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 100: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 101: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 102: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 103: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 104: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 105: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 106: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	86,  // 107: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	6,   // 108: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 109: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 110: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 111: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 112: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 113: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 114: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 115: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 116: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 117: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 118: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 119: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 120: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 121: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 122: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 123: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 124: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 125: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 126: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 127: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 128: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	85,  // 129: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	60,  // 130: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 131: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 132: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 133: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 134: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 135: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 136: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 137: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 138: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 139: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 140: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 141: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 142: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	87,  // 143: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	108, // [108:144] is the sub-list for method output_type
+	72,  // [72:108] is the sub-list for method input_type
+	72,  // [72:72] is the sub-list for extension type_name
+	72,  // [72:72] is the sub-list for extension extendee
+	0,   // [0:72] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -6699,7 +6844,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   97,
+			NumMessages:   98,
 			NumExtensions: 0,
 			NumServices:   2,
 		},
