@@ -12,8 +12,8 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/storepath"
+	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
