@@ -13,7 +13,6 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
-	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
@@ -270,9 +269,7 @@ func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, hs ...*held) 
 	if ok {
 		for _, h := range hs {
 			h.gen = gen
-			if h.load == nil {
-				h.load = load.NewMeter(time.Now())
-			}
+			h.load.Open(time.Now())
 			s.tablets[tabletKey(h.table, h.id)] = h
 		}
 		if schema != nil {

@@ -107,7 +107,22 @@ type Meter struct {
 }
 
 // NewMeter returns a meter whose first window opens at now.
-func NewMeter(now time.Time) *Meter { return &Meter{start: now} }
+func NewMeter(now time.Time) *Meter {
+	m := &Meter{}
+	m.Open(now)
+	return m
+}
+
+// Open starts the meter's first window at now, if none has started: the
+// zero Meter is ready for Record, and a window whose start was never set
+// reports no rates rather than rates over the time since year 1.
+func (m *Meter) Open(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.start.IsZero() {
+		m.start = now
+	}
+}
 
 // Record counts one request of kind k on row that moved n bytes and took d.
 // row may be nil (a scan records its first row; a request with no row
@@ -163,7 +178,11 @@ func (m *Meter) Roll(now time.Time) Window {
 	m.sample = make([][]byte, 0, len(keys))
 	sampled := m.seen.Swap(0)
 	slices.SortFunc(keys, bytes.Compare)
-	m.last = Window{Start: m.start, End: now, Totals: tot.sub(m.base), Keys: keys, Sampled: sampled}
+	start := m.start
+	if start.IsZero() {
+		start = now
+	}
+	m.last = Window{Start: start, End: now, Totals: tot.sub(m.base), Keys: keys, Sampled: sampled}
 	m.start, m.base = now, tot
 	return m.last
 }
