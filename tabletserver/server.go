@@ -129,7 +129,7 @@ type held struct {
 	t         *tablet.Tablet
 	gen       uint64      // the server generation (registration) it was installed in
 	splitting atomic.Bool // data calls get NotServing while set
-	load      load.Meter // opened by install
+	load      load.Meter  // opened by install
 }
 
 func tabletKey(table, id string) string { return table + "/" + id }
