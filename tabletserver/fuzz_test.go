@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
@@ -34,7 +35,7 @@ func fuzzServer(f *testing.F) (*Server, *tabulapb.TabletRef) {
 		base: time.Now(), tablets: map[string]*held{},
 	}
 	s.safeUntil.Store(math.MaxInt64)
-	s.tablets[tabletKey("users", "t1")] = &held{table: "users", id: "t1", epoch: 1, t: tb}
+	s.tablets[tabletKey("users", "t1")] = &held{table: "users", id: "t1", epoch: 1, t: tb, load: load.NewMeter(time.Now())}
 	return s, &tabulapb.TabletRef{Table: "users", TabletId: "t1", Epoch: 1}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
+	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/vfs"
 )
@@ -163,7 +164,9 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 			err = fmt.Errorf("tabletserver: opening split child %s: %w", c.rec.ID, oerr)
 			break
 		}
-		opened = append(opened, &held{table: h.table, id: c.rec.ID, epoch: c.rec.Epoch, dir: c.dir, t: t})
+		// The children are installed below without install(), so they get
+		// their meters here: every data call records into one.
+		opened = append(opened, &held{table: h.table, id: c.rec.ID, epoch: c.rec.Epoch, dir: c.dir, t: t, load: load.NewMeter(time.Now())})
 	}
 	s.mu.Lock()
 	if s.tablets[key] == h {
