@@ -35,7 +35,7 @@ func (s *Server) loadLoop(ctx context.Context) {
 // it directly (with the loop disabled) to drive windows.
 func (s *Server) rollLoad(now time.Time) {
 	for _, h := range s.heldTablets("") {
-		h.load.Roll(now)
+		s.noteLoad(h, h.load.Roll(now))
 	}
 	s.loadRolled.Store(now.UnixMicro())
 }
