@@ -32,8 +32,8 @@ type logRecord struct {
 }
 
 func (l *logRecords) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelInfo }
-func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler          { return l }
-func (l *logRecords) WithGroup(string) slog.Handler               { return l }
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler            { return l }
+func (l *logRecords) WithGroup(string) slog.Handler                 { return l }
 func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
 	rec := logRecord{msg: r.Message, attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {
