@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -124,13 +125,20 @@ func (s *Server) checkLoadSplit(ctx context.Context, h *held) bool {
 // maxLogKey bounds the bytes of a row key in a log line.
 const maxLogKey = 64
 
-// logKey renders a row key for a log line: quoted with Go escapes, cut to
-// maxLogKey bytes (an ellipsis and the full length say it was cut).
+// logKey renders a row key for a log line: Go escapes for bytes that are
+// not printable (without the quotes, which the log handler adds when
+// needed), cut to maxLogKey bytes with an ellipsis and the full length.
 func logKey(k []byte) string {
-	if len(k) <= maxLogKey {
-		return fmt.Sprintf("%q", k)
+	cut := k
+	if len(k) > maxLogKey {
+		cut = k[:maxLogKey]
 	}
-	return fmt.Sprintf("%q…(%d bytes)", k[:maxLogKey], len(k))
+	q := strconv.Quote(string(cut))
+	q = q[1 : len(q)-1]
+	if len(cut) < len(k) {
+		q += fmt.Sprintf("…(%d bytes)", len(k))
+	}
+	return q
 }
 
 // round2 keeps two decimals: enough for a log line.
