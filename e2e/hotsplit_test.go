@@ -15,7 +15,7 @@ import (
 
 // TestHotRangeSplitsByLoad: one tablet server with load windows of 1 s and
 // load splits at 50 req/s over 3 windows; a single-tablet table whose
-// bytes sit under "q/" (200 rows of 8 KiB) while four writers hammer rows
+// bytes sit under "q/" (100 rows of 128 KiB) while four writers hammer rows
 // under "h/". The tablet splits by load within seconds, at a row of the
 // hot range (a size split would cut under "q/"), the server logs it with
 // event=split reason=load, and every acknowledged write reads back.
@@ -30,14 +30,16 @@ func TestHotRangeSplitsByLoad(t *testing.T) {
 	model := &writeModel{acked: map[string]time.Time{}, failed: map[string]error{}}
 	bulk := map[string]bool{}
 
-	// The cold bulk, in a few MutateRows calls: at most a window or two
-	// of load, then at least two quiet windows before the hot load.
-	big := strings.Repeat("x", 8<<10)
-	for b := range 4 {
+	// The cold bulk: 12.5 MiB in 100 requests, so that the size midpoint
+	// is clearly under q/ however much the hot writers add, and so that
+	// at most two windows see 50 of these requests (a load split needs
+	// three in a row); then at least two quiet windows.
+	big := strings.Repeat("x", 128<<10)
+	for b := range 10 {
 		var rows [][]byte
 		var muts []*client.Mutation
-		for i := range 50 {
-			row := fmt.Sprintf("q/%04d", b*50+i)
+		for i := range 10 {
+			row := fmt.Sprintf("q/%04d", b*10+i)
 			rows = append(rows, []byte(row))
 			muts = append(muts, rowMutation(row).Set(famA, []byte("big"), writeTS, []byte(big)))
 		}
