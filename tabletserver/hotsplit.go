@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -67,7 +68,7 @@ func (hs *hotState) due(keep int) []load.Window {
 	if hs.windows[len(hs.windows)-1].End.Before(hs.quietUntil) {
 		return nil
 	}
-	return hs.windows
+	return slices.Clone(hs.windows)
 }
 
 // quiet holds off load splits until t and drops the hot windows.
@@ -97,8 +98,8 @@ func (s *Server) checkLoadSplit(ctx context.Context, h *held) bool {
 	rps /= float64(len(ws))
 	start, end := h.t.Range()
 	cut := load.Halve(ws, start, end)
-	if cut.Requests == 0 {
-		return false // hot by requests without a row: nothing says where
+	if cut.Top == nil {
+		return false // no sampled row in the range: nothing says where
 	}
 	if cut.Key == nil || cut.TopShare > hotRowShare {
 		// Logged once: the cooldown drops the windows, and the next

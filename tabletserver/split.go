@@ -314,8 +314,9 @@ func (s *Server) splitLoop(ctx context.Context) {
 // checkSplits is one round of the split loop: it splits the tablets past
 // their table's size threshold at their size midpoint, and those hot for
 // long enough where their load is halved (hotsplit.go), and deletes split
-// parents' folders no longer referenced. It returns how many tablets it split. Tests call it directly
-// (with the loop disabled) to drive splitting round by round.
+// parents' folders no longer referenced. It returns how many tablets it
+// split. Tests call it directly (with the loop disabled) to drive
+// splitting round by round.
 func (s *Server) checkSplits(ctx context.Context) (splits int) {
 	if !s.Serving() {
 		return 0
@@ -324,17 +325,17 @@ func (s *Server) checkSplits(ctx context.Context) (splits int) {
 		if ctx.Err() != nil {
 			return splits
 		}
+		if h.splitting.Load() {
+			continue
+		}
 		// A tablet with compaction backlog may still reference its
 		// parent's files, whose whole size Stats counts: wait until
 		// compaction has rewritten them (HBase likewise splits no region
 		// that holds references).
-		if h.splitting.Load() {
-			continue
-		}
 		st := h.t.Stats()
 		if st.CompactionBacklog > 0 || int64(st.SizeBytes) <= s.splitThreshold(h.table) {
-			// Not due by size; maybe by load, which no reference to
-			// parent files distorts.
+			// Not due by size; maybe by load, which references to parent
+			// files do not distort.
 			if s.checkLoadSplit(ctx, h) {
 				splits++
 			}
