@@ -73,6 +73,14 @@ type Config struct {
 	// SyncMode is the commit log sync mode: always, interval or none. The
 	// default is the tablet server's default ("always").
 	SyncMode string
+	// LoadWindow, HotSplitRPS, HotSplitWindows and HotSplitCooldown are
+	// the tablet servers' load windows and load-split settings, as in
+	// tabletserver.Options (negative HotSplitRPS: no load splits). The
+	// defaults are the tablet server's.
+	LoadWindow       time.Duration
+	HotSplitRPS      float64
+	HotSplitWindows  int
+	HotSplitCooldown time.Duration
 	// NoFsync turns off etcd's fsyncs (tests only). The default is false.
 	NoFsync bool
 	// Logger receives the components' logs. The default discards them.
@@ -243,21 +251,25 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			}
 		}
 		s, err := tabletserver.Start(ctx, tabletserver.Options{
-			ID:             id,
-			ListenAddr:     "127.0.0.1:0",
-			DataDir:        storage,
-			FS:             sfs,
-			Etcd:           c.etcd.Endpoints(),
-			Cluster:        cfg.Cluster,
-			LeaseTTL:       cfg.LeaseTTL,
-			MemtableSize:   cfg.MemtableSize,
-			CacheBytes:     cfg.CacheBytes,
-			SyncMode:       cfg.SyncMode,
-			SplitThreshold: cfg.SplitThreshold,
-			Logger:         cfg.Logger.With("component", "tabletserver", "id", id),
-			EtcdTLS:        c.sec.server.etcd,
-			ServerTLS:      c.sec.server.server,
-			Auth:           cfg.Auth,
+			ID:               id,
+			ListenAddr:       "127.0.0.1:0",
+			DataDir:          storage,
+			FS:               sfs,
+			Etcd:             c.etcd.Endpoints(),
+			Cluster:          cfg.Cluster,
+			LeaseTTL:         cfg.LeaseTTL,
+			MemtableSize:     cfg.MemtableSize,
+			CacheBytes:       cfg.CacheBytes,
+			SyncMode:         cfg.SyncMode,
+			SplitThreshold:   cfg.SplitThreshold,
+			LoadWindow:       cfg.LoadWindow,
+			HotSplitRPS:      cfg.HotSplitRPS,
+			HotSplitWindows:  cfg.HotSplitWindows,
+			HotSplitCooldown: cfg.HotSplitCooldown,
+			Logger:           cfg.Logger.With("component", "tabletserver", "id", id),
+			EtcdTLS:          c.sec.server.etcd,
+			ServerTLS:        c.sec.server.server,
+			Auth:             cfg.Auth,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("devcluster: starting tablet server %s: %w", id, err)

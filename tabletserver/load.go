@@ -11,7 +11,7 @@ import (
 // Every tablet held here has a load.Meter; the data calls record into it
 // and loadLoop closes every meter's window at once, so that the rates of
 // all tablets in one ServerStats answer cover the same window. The master
-// pulls them (docs/OPERATIONS.md "Balancing, splits and merges").
+// pulls them (docs/OPERATIONS.md "Load reports").
 
 // maxKeyQuantiles bounds ServerStatsRequest.key_quantiles: the keys are
 // for drawing a heatmap, not for shipping the sample.
@@ -35,7 +35,7 @@ func (s *Server) loadLoop(ctx context.Context) {
 // it directly (with the loop disabled) to drive windows.
 func (s *Server) rollLoad(now time.Time) {
 	for _, h := range s.heldTablets("") {
-		h.load.Roll(now)
+		s.noteLoad(h, h.load.Roll(now))
 	}
 	s.loadRolled.Store(now.UnixMicro())
 }

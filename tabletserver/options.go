@@ -16,6 +16,14 @@ import (
 // when neither the table schema nor Options say otherwise.
 const DefaultSplitThreshold = 256 << 20
 
+// DefaultHotSplitRPS is the request rate past which a tablet that stays
+// there splits by load. A tablet at 2,000 requests/s for 30 s takes a
+// large share of one server (the cluster benchmark measured about 5,000
+// random writes/s and 17,000 random reads/s per server,
+// docs/BENCHMARKS.md), and halving it lets the balancer move half away;
+// ordinary tablets stay well below it, so they are not cut into slivers.
+const DefaultHotSplitRPS = 2000
+
 // Options configure a Server. The zero value with DataDir and Etcd set is
 // valid.
 type Options struct {
@@ -80,6 +88,20 @@ type Options struct {
 	// disables the loop (tests roll windows themselves). The default is
 	// 10s.
 	LoadWindow time.Duration
+	// HotSplitRPS is the request rate (reads plus writes per second of a
+	// load window) at or above which a tablet is hot: a tablet hot in each
+	// of the last HotSplitWindows windows splits at the row that halves
+	// its sampled load (docs/OPERATIONS.md "Load-based splits"). Negative
+	// turns load splits off. The default is DefaultHotSplitRPS.
+	HotSplitRPS float64
+	// HotSplitWindows is how many consecutive hot load windows make a
+	// tablet split by load. The default is 3 (30s at the default
+	// LoadWindow).
+	HotSplitWindows int
+	// HotSplitCooldown is how long, in load-window time, the children of
+	// a load split, or a tablet whose load sits on one row, make no load
+	// split. The default is 5 minutes.
+	HotSplitCooldown time.Duration
 	// ShutdownTimeout bounds how long Close waits for in-flight RPCs
 	// before cutting them off. The default is 10s.
 	ShutdownTimeout time.Duration
@@ -139,7 +161,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, cell.Invalidf("tabletserver: Options.Etcd is empty")
 	}
 	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 || o.MaxLogBytes < 0 ||
-		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 {
+		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 ||
+		o.HotSplitWindows < 0 || o.HotSplitCooldown < 0 {
 		return o, cell.Invalidf("tabletserver: negative size, count or duration in Options")
 	}
 	if o.Auth && o.ServerTLS == nil {
@@ -183,6 +206,18 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LoadWindow == 0 {
 		o.LoadWindow = 10 * time.Second
+	}
+	if o.HotSplitRPS == 0 {
+		o.HotSplitRPS = DefaultHotSplitRPS
+	}
+	if o.HotSplitRPS < 0 {
+		o.HotSplitRPS = 0 // off: hotState.note keeps no window
+	}
+	if o.HotSplitWindows == 0 {
+		o.HotSplitWindows = 3
+	}
+	if o.HotSplitCooldown == 0 {
+		o.HotSplitCooldown = 5 * time.Minute
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second

@@ -130,6 +130,7 @@ type held struct {
 	gen       uint64      // the server generation (registration) it was installed in
 	splitting atomic.Bool // data calls get NotServing while set
 	load      load.Meter  // opened by install
+	hot       hotState    // hot windows and cooldown for load splits (hotsplit.go)
 }
 
 func tabletKey(table, id string) string { return table + "/" + id }

@@ -45,9 +45,24 @@ type splitParent struct {
 	table, dir string
 }
 
-// split splits h at row (or at its SplitKey when row is empty) and returns
-// the children's records.
-func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.TabletRecord, err error) {
+// splitWhy says why a split is made, for its log line and its children.
+type splitWhy struct {
+	reason string // "request" (SplitTablet), "size" or "load"
+	attrs  []any  // more attributes for the log line
+	// childrenQuiet: the children make no load split before this
+	// load-window time (hotState.quietUntil).
+	childrenQuiet time.Time
+}
+
+// split splits h at row (or at its SplitKey when row is empty), as asked
+// by a SplitTablet call, and returns the children's records.
+func (s *Server) split(ctx context.Context, h *held, row []byte) ([]meta.TabletRecord, error) {
+	return s.splitAs(ctx, h, row, splitWhy{reason: "request"})
+}
+
+// splitAs is split for the reason why.
+func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy) (_ []meta.TabletRecord, err error) {
+	begin := time.Now()
 	key := tabletKey(h.table, h.id)
 	unlock := s.keys.lock(key)
 	defer unlock()
@@ -142,7 +157,12 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 		s.reopenParent(h, gen)
 		return nil, fmt.Errorf("tabletserver: committing split of %s: %w", key, err)
 	}
-	s.logger.Info("split tablet", "tablet", key, "row", row, "left", left.ID, "right", right.ID)
+	// One line per split for the operator and the status page's events
+	// (they collect lines with an "event" attribute).
+	attrs := []any{"event", "split", "reason", why.reason, "table", h.table, "tablet", h.id, "row", logKey(row),
+		"left", left.ID, "right", right.ID}
+	attrs = append(attrs, why.attrs...)
+	s.logger.Info("split tablet", append(attrs, "duration", time.Since(begin).Round(time.Millisecond))...)
 	if s.testHookSplitCommitted != nil {
 		s.testHookSplitCommitted(left, right)
 	}
@@ -163,7 +183,9 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 			err = fmt.Errorf("tabletserver: opening split child %s: %w", c.rec.ID, oerr)
 			break
 		}
-		opened = append(opened, &held{table: h.table, id: c.rec.ID, epoch: c.rec.Epoch, dir: c.dir, t: t})
+		ch := &held{table: h.table, id: c.rec.ID, epoch: c.rec.Epoch, dir: c.dir, t: t}
+		ch.hot.quietUntil = why.childrenQuiet
+		opened = append(opened, ch)
 	}
 	s.mu.Lock()
 	if s.tablets[key] == h {
@@ -288,9 +310,11 @@ func (s *Server) splitLoop(ctx context.Context) {
 }
 
 // checkSplits is one round of the split loop: it splits the tablets past
-// their table's threshold and deletes split parents' folders no longer
-// referenced. It returns how many tablets it split. Tests call it directly
-// (with the loop disabled) to drive splitting round by round.
+// their table's size threshold at their size midpoint, and those hot for
+// long enough where their load is halved (hotsplit.go), and deletes split
+// parents' folders no longer referenced. It returns how many tablets it
+// split. Tests call it directly (with the loop disabled) to drive
+// splitting round by round.
 func (s *Server) checkSplits(ctx context.Context) (splits int) {
 	if !s.Serving() {
 		return 0
@@ -299,15 +323,23 @@ func (s *Server) checkSplits(ctx context.Context) (splits int) {
 		if ctx.Err() != nil {
 			return splits
 		}
+		if h.splitting.Load() {
+			continue
+		}
 		// A tablet with compaction backlog may still reference its
 		// parent's files, whose whole size Stats counts: wait until
 		// compaction has rewritten them (HBase likewise splits no region
 		// that holds references).
 		st := h.t.Stats()
-		if h.splitting.Load() || st.CompactionBacklog > 0 || int64(st.SizeBytes) <= s.splitThreshold(h.table) {
+		if st.CompactionBacklog > 0 || int64(st.SizeBytes) <= s.splitThreshold(h.table) {
+			// Not due by size; maybe by load, which references to parent
+			// files do not distort.
+			if s.checkLoadSplit(ctx, h) {
+				splits++
+			}
 			continue
 		}
-		_, err := s.split(ctx, h, nil)
+		_, err := s.splitAs(ctx, h, nil, splitWhy{reason: "size", attrs: []any{"bytes", st.SizeBytes}})
 		switch {
 		case err == nil:
 			splits++

@@ -89,6 +89,10 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			if err != nil {
 				return err
 			}
+			ld, err := readLoadSettings(v)
+			if err != nil {
+				return err
+			}
 			addr := v.GetString("master-addr")
 			if addr == "" {
 				if ms := stringList(v, "master"); len(ms) > 0 {
@@ -103,21 +107,25 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cl, err := devcluster.Start(ctx, devcluster.Config{
-				Dir:            dir,
-				Servers:        v.GetInt("servers"),
-				MasterAddr:     addr,
-				EtcdAddr:       v.GetString("etcd-addr"),
-				Cluster:        v.GetString("cluster"),
-				LeaseTTL:       v.GetDuration("lease-ttl"),
-				MemtableSize:   sizes["memtable-size"],
-				CacheBytes:     sizes["cache-size"],
-				SplitThreshold: sizes["split-threshold"],
-				SyncMode:       v.GetString("sync"),
-				Logger:         log,
-				TLS:            v.GetBool("tls"),
-				Auth:           v.GetBool("auth"),
-				Storage:        v.GetString("storage"),
-				GatewayAddr:    gw,
+				Dir:              dir,
+				Servers:          v.GetInt("servers"),
+				MasterAddr:       addr,
+				EtcdAddr:         v.GetString("etcd-addr"),
+				Cluster:          v.GetString("cluster"),
+				LeaseTTL:         v.GetDuration("lease-ttl"),
+				MemtableSize:     sizes["memtable-size"],
+				CacheBytes:       sizes["cache-size"],
+				SplitThreshold:   sizes["split-threshold"],
+				SyncMode:         v.GetString("sync"),
+				LoadWindow:       ld.window,
+				HotSplitRPS:      ld.rps,
+				HotSplitWindows:  ld.windows,
+				HotSplitCooldown: ld.cooldown,
+				Logger:           log,
+				TLS:              v.GetBool("tls"),
+				Auth:             v.GetBool("auth"),
+				Storage:          v.GetString("storage"),
+				GatewayAddr:      gw,
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -183,6 +191,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
+	addLoadFlags(c)
 	addHTTPFlag(c, defaultDevHTTP)
 	addLogFlag(c, "info")
 	return c
@@ -293,6 +302,10 @@ func newTabletServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			ld, err := readLoadSettings(v)
+			if err != nil {
+				return err
+			}
 			s, err := tabletserver.Start(cmd.Context(), tabletserver.Options{
 				ID:                v.GetString("id"),
 				ListenAddr:        v.GetString("listen"),
@@ -311,6 +324,10 @@ func newTabletServerCmd() *cobra.Command {
 				SplitThreshold:    sizes["split-threshold"],
 				MaxScans:          v.GetInt("max-scans"),
 				ScanStallTimeout:  v.GetDuration("scan-stall-timeout"),
+				LoadWindow:        ld.window,
+				HotSplitRPS:       ld.rps,
+				HotSplitWindows:   ld.windows,
+				HotSplitCooldown:  ld.cooldown,
 				Logger:            log,
 				EtcdTLS:           sec.etcd,
 				ServerTLS:         sec.server,
@@ -348,6 +365,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("max-log-size", "", "size of the server's shared commit log past which the tablets holding its oldest segment are flushed, e.g. 1GiB (default 1GiB)")
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
+	addLoadFlags(c)
 	addHTTPFlag(c, "")
 	addLogFlag(c, "info")
 	return c

@@ -7,8 +7,8 @@
 // window on one tick (Roll). The master pulls the closed windows with
 // ServerStats to balance servers by load and to draw its key-access
 // heatmap; the server itself uses the sampled keys to split a hot tablet
-// where its load, not its bytes, is halved (docs/OPERATIONS.md
-// "Balancing, splits and merges").
+// where its load, not its bytes, is halved (docs/OPERATIONS.md "Load
+// reports" and "Load-based splits").
 //
 // Recording is on every data call's path, so it costs a few atomic adds
 // and, for the key sample, one random draw; the lock is taken only when a
