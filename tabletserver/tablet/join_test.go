@@ -39,7 +39,7 @@ func splitPair(t *testing.T, root string, fsys vfs.FS) (left, right *Tablet) {
 	if err := right.Flush(bg); err != nil {
 		t.Fatal(err)
 	}
-	apply(t, left, "row007", delRow())                          // a tombstone in the memtable
+	apply(t, left, "row007", delRow())                           // a tombstone in the memtable
 	apply(t, left, "row050", set("a", "q", 1, "left-overwrite")) // same cell, newer write
 	apply(t, right, "row150", set("a", "q", 1, "right-memtable"))
 	return left, right
