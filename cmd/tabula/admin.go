@@ -15,6 +15,7 @@ func newTableCmd() *cobra.Command {
 	c := &cobra.Command{Use: "table", Short: "Create, list, describe, delete, split and compact tables, and drop rows in bulk"}
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
 		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd(), newTableDropRowsCmd())
+	c.AddCommand(newTableMergeCmd())
 	return c
 }
 
