@@ -82,6 +82,13 @@ func (m *Master) campaignOnce() error {
 		defer termWG.Done()
 		term.assign.run()
 	}()
+	if m.opts.LoadInterval > 0 {
+		termWG.Add(1)
+		go func() {
+			defer termWG.Done()
+			m.loadLoop(term)
+		}()
+	}
 	if m.opts.StorageRoot != "" && m.opts.GCInterval > 0 {
 		termWG.Add(1)
 		go func() {

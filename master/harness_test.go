@@ -166,6 +166,19 @@ type fakeServer struct {
 	// dropFail, when set, answers DropRange calls instead of doing them
 	// (nil: do it) and may change itself (say, fail only once).
 	dropFail func(req *tabulapb.DropRangeRequest) error
+	// stats, when it names a tablet id, is the size and load ServerStats
+	// reports for it (its ref and range are filled in).
+	stats map[string]*tabulapb.TabletStats
+}
+
+// setStats makes ServerStats report st for tablet id.
+func (f *fakeServer) setStats(id string, st *tabulapb.TabletStats) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stats == nil {
+		f.stats = map[string]*tabulapb.TabletStats{}
+	}
+	f.stats[id] = st
 }
 
 func (c *cluster) startServer(id string) *fakeServer {
@@ -316,7 +329,12 @@ func (f *fakeServer) ServerStats(context.Context, *tabulapb.ServerStatsRequest) 
 	defer f.mu.Unlock()
 	resp := &tabulapb.ServerStatsResponse{ServerId: f.id, Serving: true, Lease: int64(f.lease)}
 	for id, epoch := range f.held {
-		resp.Tablets = append(resp.Tablets, &tabulapb.TabletStats{Tablet: &tabulapb.TabletRef{Table: f.heldTable[id], TabletId: id, Epoch: epoch}})
+		st := &tabulapb.TabletStats{}
+		if s, ok := f.stats[id]; ok {
+			st = proto.Clone(s).(*tabulapb.TabletStats)
+		}
+		st.Tablet = &tabulapb.TabletRef{Table: f.heldTable[id], TabletId: id, Epoch: epoch}
+		resp.Tablets = append(resp.Tablets, st)
 	}
 	return resp, nil
 }

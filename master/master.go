@@ -36,6 +36,7 @@ type Master struct {
 	index *tabletIndex
 	// health is Ready as the gRPC health service sees it (health.go).
 	health     *opshttp.Health
+	load       loads
 	stopHealth func()
 
 	// ctx is cancelled by Close; every background goroutine runs under it.

@@ -47,6 +47,10 @@ type Options struct {
 	// whose children's folders exist before etcd names them. The default
 	// is 10 minutes.
 	GCGrace time.Duration
+	// LoadInterval is how often the leader pulls every tablet server's
+	// load report (ServerStats); negative turns collection off. The
+	// default is 10s, the tablet servers' default load window.
+	LoadInterval time.Duration
 	// DefaultSplitThreshold is the split threshold of tables whose schema
 	// gives none; it is sent to the tablet servers with the schema. The
 	// default is 256 MiB.
@@ -87,6 +91,7 @@ const (
 	defaultSessionTTL     = 10 * time.Second
 	defaultRPCTimeout     = 10 * time.Second
 	defaultLoadTimeout    = 2 * time.Minute
+	defaultLoadInterval   = 10 * time.Second
 )
 
 func (o *Options) fill() error {
@@ -113,6 +118,9 @@ func (o *Options) fill() error {
 	}
 	if o.GCInterval == 0 {
 		o.GCInterval = defaultGCInterval
+	}
+	if o.LoadInterval == 0 {
+		o.LoadInterval = defaultLoadInterval
 	}
 	if o.GCGrace == 0 {
 		o.GCGrace = defaultGCGrace

@@ -147,13 +147,15 @@ func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaReq
 // ServerStats answers the statistics of every tablet held here, sorted by
 // table and start key.
 func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
-	resp := &tabulapb.ServerStatsResponse{ServerId: s.id, Lease: s.leaseID.Load()}
+	resp := &tabulapb.ServerStatsResponse{ServerId: s.id, Lease: s.leaseID.Load(), LoadWindowEndMicros: s.loadRolled.Load()}
 	if !s.Serving() {
 		return resp, nil
 	}
 	resp.Serving = true
 	for _, h := range s.heldTablets("") {
-		resp.Tablets = append(resp.Tablets, tabletStats(h))
+		ts := tabletStats(h)
+		addLoad(ts, h, int(req.GetKeyQuantiles()))
+		resp.Tablets = append(resp.Tablets, ts)
 	}
 	sort.Slice(resp.Tablets, func(i, j int) bool {
 		a, b := resp.Tablets[i], resp.Tablets[j]
@@ -176,7 +178,9 @@ func tabletStats(h *held) *tabulapb.TabletStats {
 		MemtableBytes:     st.MemtableBytes,
 		CompactionBacklog: int64(st.CompactionBacklog),
 	}
-	for _, f := range st.Families {
+	ts.FamilyBytes = make(map[string]int64, len(st.Families))
+	for name, f := range st.Families {
+		ts.FamilyBytes[name] = int64(f.Bytes)
 		ts.Sstables += int32(f.SSTables)
 		ts.Cells += int64(f.Cells)
 		ts.Tombstones += int64(f.Tombstones)

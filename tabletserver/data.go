@@ -1,16 +1,19 @@
 package tabletserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
@@ -76,6 +79,10 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 // scan streams the rows of a range scan (ReadRows past its checks). Its
 // errors are not yet statuses.
 func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, stream tabulapb.TabletServer_ReadRowsServer) error {
+	// A scan's load is recorded at its first row: the meter samples where
+	// requests land, not every row they read.
+	begin, sent := time.Now(), 0
+	defer func() { record(h, load.Read, firstRow(h, opts), sent, begin) }()
 	sender := newSender(stream)
 	opts.Progress = sender.progress
 	it, err := h.t.NewRowIterator(ctx, opts)
@@ -103,6 +110,7 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 	for it.Next() {
 		pr := convert.CellsToProtoRow(it.Row(), it.Cells())
 		rs := convert.RowSize(pr)
+		sent += rs
 		if rs > readBatchBytes {
 			// A row larger than a message goes in parts, each alone.
 			if err := send(); err != nil {
@@ -137,6 +145,8 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 // without a row iterator.
 func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held, opts tablet.ReadOptions) error {
 	row := opts.Keys[0]
+	begin, sent := time.Now(), 0
+	defer func() { record(h, load.Read, row, sent, begin) }()
 	cells, err := h.t.ReadRow(stream.Context(), row, opts.Filter)
 	if errors.Is(err, tablet.ErrOutOfRange) {
 		return nil // like the iterator, ignore rows outside the tablet
@@ -145,6 +155,7 @@ func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held
 		return err
 	}
 	for _, part := range convert.SplitRow(convert.CellsToProtoRow(row, cells), readBatchBytes) {
+		sent += convert.RowSize(part)
 		if !s.owns(h) {
 			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
 		}
@@ -173,6 +184,7 @@ func (s *Server) mutate(ctx context.Context, ref *tabulapb.TabletRef, row []byte
 	if err != nil {
 		return err
 	}
+	defer record(h, load.Write, row, mutationBytes(ms), time.Now())
 	return s.ackFor(h, h.t.Apply(ctx, row, muts))
 }
 
@@ -272,6 +284,9 @@ func (s *Server) checkAndMutate(ctx context.Context, req *tabulapb.CheckAndMutat
 	if err != nil {
 		return false, err
 	}
+	// A read of the row, then a write: both count, the time once.
+	record(h, load.Read, req.GetRowKey(), 0, time.Now())
+	defer record(h, load.Write, req.GetRowKey(), mutationBytes(req.GetTrueMutations())+mutationBytes(req.GetFalseMutations()), time.Now())
 	matched, err := h.t.CheckAndMutate(ctx, req.GetRowKey(), pred, onTrue, onFalse)
 	return matched, s.ackFor(h, err)
 }
@@ -289,7 +304,10 @@ func (s *Server) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModif
 	if err != nil {
 		return nil, fail(err)
 	}
+	record(h, load.Read, row, 0, time.Now())
+	begin := time.Now()
 	cells, err := h.t.ReadModifyWrite(ctx, row, rules)
+	record(h, load.Write, row, len(rules)*16, begin)
 	if err = s.ackFor(h, err); err != nil {
 		return nil, fail(err)
 	}
@@ -318,4 +336,27 @@ func (s *Server) SampleRowKeys(ctx context.Context, req *tabulapb.SampleRowKeysR
 	_, end := h.t.Range()
 	resp.Samples = append(resp.Samples, &tabulapb.SampleRowKeysResponse_Sample{RowKey: end, OffsetBytes: size})
 	return resp, nil
+}
+
+// firstRow is the row a read starts at, for its load sample: its first
+// key or range start, or the tablet's start.
+func firstRow(h *held, opts tablet.ReadOptions) []byte {
+	var first []byte
+	for _, k := range opts.Keys {
+		if first == nil || bytes.Compare(k, first) < 0 {
+			first = k
+		}
+	}
+	for _, r := range opts.Ranges {
+		if first == nil || bytes.Compare(r.Start, first) < 0 {
+			first = r.Start
+		}
+	}
+	if first == nil {
+		first, _ = h.t.Range()
+	}
+	if first == nil {
+		first = []byte{}
+	}
+	return first
 }

@@ -74,7 +74,7 @@ func (e *env) start(edit func(*Options)) *Server {
 	e.t.Helper()
 	opts := Options{
 		DataDir: e.root, Etcd: testEtcd.Endpoints(), Cluster: e.cluster, LeaseTTL: 2 * time.Second,
-		SplitCheckInterval: -1, ShutdownTimeout: 5 * time.Second, Logger: testLogger(),
+		SplitCheckInterval: -1, LoadWindow: -1, ShutdownTimeout: 5 * time.Second, Logger: testLogger(),
 	}
 	if edit != nil {
 		edit(&opts)

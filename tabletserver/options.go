@@ -74,6 +74,12 @@ type Options struct {
 	// SplitCheckInterval is how often the background loop looks for
 	// tablets to split; negative disables the loop. The default is 5s.
 	SplitCheckInterval time.Duration
+	// LoadWindow is how often the server closes every tablet's load
+	// window: the rates ServerStats reports (and the master balances and
+	// draws its heatmap by) cover the last closed window. Negative
+	// disables the loop (tests roll windows themselves). The default is
+	// 10s.
+	LoadWindow time.Duration
 	// ShutdownTimeout bounds how long Close waits for in-flight RPCs
 	// before cutting them off. The default is 10s.
 	ShutdownTimeout time.Duration
@@ -174,6 +180,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.SplitCheckInterval == 0 {
 		o.SplitCheckInterval = 5 * time.Second
+	}
+	if o.LoadWindow == 0 {
+		o.LoadWindow = 10 * time.Second
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second

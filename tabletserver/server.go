@@ -20,6 +20,7 @@ import (
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/opshttp"
 	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
@@ -72,6 +73,7 @@ type Server struct {
 	loads loadRecord
 	// health is Ready as the gRPC health service sees it.
 	health     *opshttp.Health
+	loadRolled atomic.Int64 // unix micros of the last rollLoad
 	stopHealth func()
 
 	// engines is every engine this process opened, by folder (openEngine).
@@ -130,6 +132,7 @@ type held struct {
 	t         *tablet.Tablet
 	gen       uint64      // the server generation (registration) it was installed in
 	splitting atomic.Bool // data calls get NotServing while set
+	load      load.Meter  // opened by install
 }
 
 func tabletKey(table, id string) string { return table + "/" + id }
@@ -235,6 +238,13 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		go func() {
 			defer s.splitWG.Done()
 			s.splitLoop(splitCtx)
+		}()
+	}
+	if opts.LoadWindow > 0 {
+		s.splitWG.Add(1)
+		go func() {
+			defer s.splitWG.Done()
+			s.loadLoop(splitCtx)
 		}()
 	}
 	s.stopHealth = s.health.Start()

@@ -173,6 +173,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 	if installed {
 		for _, c := range opened {
 			c.gen = gen
+			c.load.Open(time.Now())
 			s.tablets[tabletKey(c.table, c.id)] = c
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
@@ -268,6 +269,7 @@ func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, hs ...*held) 
 	if ok {
 		for _, h := range hs {
 			h.gen = gen
+			h.load.Open(time.Now())
 			s.tablets[tabletKey(h.table, h.id)] = h
 		}
 		if schema != nil {

@@ -4798,7 +4798,10 @@ func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
 }
 
 type ServerStatsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// With key_quantiles > 0, each tablet's stats carry up to that many keys
+	// cutting its last load window's sampled accesses into equal parts.
+	KeyQuantiles  int32 `protobuf:"varint,1,opt,name=key_quantiles,json=keyQuantiles,proto3" json:"key_quantiles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4833,6 +4836,13 @@ func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{77}
 }
 
+func (x *ServerStatsRequest) GetKeyQuantiles() int32 {
+	if x != nil {
+		return x.KeyQuantiles
+	}
+	return 0
+}
+
 type TabletStats struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Tablet            *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -4844,8 +4854,28 @@ type TabletStats struct {
 	Cells             int64                  `protobuf:"varint,7,opt,name=cells,proto3" json:"cells,omitempty"`
 	Tombstones        int64                  `protobuf:"varint,8,opt,name=tombstones,proto3" json:"tombstones,omitempty"`
 	CompactionBacklog int64                  `protobuf:"varint,9,opt,name=compaction_backlog,json=compactionBacklog,proto3" json:"compaction_backlog,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Load over the server's last closed load window, load_window_micros
+	// long (0 before the first window closed).
+	ReadsPerSec      float64 `protobuf:"fixed64,10,opt,name=reads_per_sec,json=readsPerSec,proto3" json:"reads_per_sec,omitempty"`
+	WritesPerSec     float64 `protobuf:"fixed64,11,opt,name=writes_per_sec,json=writesPerSec,proto3" json:"writes_per_sec,omitempty"`
+	ReadBytesPerSec  float64 `protobuf:"fixed64,12,opt,name=read_bytes_per_sec,json=readBytesPerSec,proto3" json:"read_bytes_per_sec,omitempty"`
+	WriteBytesPerSec float64 `protobuf:"fixed64,13,opt,name=write_bytes_per_sec,json=writeBytesPerSec,proto3" json:"write_bytes_per_sec,omitempty"`
+	// Seconds spent serving the tablet's requests per second of the window
+	// (summed over concurrent requests): its share of the server's time.
+	BusyShare        float64 `protobuf:"fixed64,14,opt,name=busy_share,json=busyShare,proto3" json:"busy_share,omitempty"`
+	LoadWindowMicros int64   `protobuf:"varint,15,opt,name=load_window_micros,json=loadWindowMicros,proto3" json:"load_window_micros,omitempty"`
+	// SSTable bytes per family (the memtable is counted in size_bytes only).
+	FamilyBytes map[string]int64 `protobuf:"bytes,16,rep,name=family_bytes,json=familyBytes,proto3" json:"family_bytes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	// Ascending keys cutting the window's sampled accesses into equal parts
+	// (see ServerStatsRequest.key_quantiles).
+	AccessQuantiles [][]byte `protobuf:"bytes,17,rep,name=access_quantiles,json=accessQuantiles,proto3" json:"access_quantiles,omitempty"`
+	// Counts since the tablet was loaded on this server.
+	ReadsTotal      int64 `protobuf:"varint,18,opt,name=reads_total,json=readsTotal,proto3" json:"reads_total,omitempty"`
+	WritesTotal     int64 `protobuf:"varint,19,opt,name=writes_total,json=writesTotal,proto3" json:"writes_total,omitempty"`
+	ReadBytesTotal  int64 `protobuf:"varint,20,opt,name=read_bytes_total,json=readBytesTotal,proto3" json:"read_bytes_total,omitempty"`
+	WriteBytesTotal int64 `protobuf:"varint,21,opt,name=write_bytes_total,json=writeBytesTotal,proto3" json:"write_bytes_total,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *TabletStats) Reset() {
@@ -4941,6 +4971,90 @@ func (x *TabletStats) GetCompactionBacklog() int64 {
 	return 0
 }
 
+func (x *TabletStats) GetReadsPerSec() float64 {
+	if x != nil {
+		return x.ReadsPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWritesPerSec() float64 {
+	if x != nil {
+		return x.WritesPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetReadBytesPerSec() float64 {
+	if x != nil {
+		return x.ReadBytesPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWriteBytesPerSec() float64 {
+	if x != nil {
+		return x.WriteBytesPerSec
+	}
+	return 0
+}
+
+func (x *TabletStats) GetBusyShare() float64 {
+	if x != nil {
+		return x.BusyShare
+	}
+	return 0
+}
+
+func (x *TabletStats) GetLoadWindowMicros() int64 {
+	if x != nil {
+		return x.LoadWindowMicros
+	}
+	return 0
+}
+
+func (x *TabletStats) GetFamilyBytes() map[string]int64 {
+	if x != nil {
+		return x.FamilyBytes
+	}
+	return nil
+}
+
+func (x *TabletStats) GetAccessQuantiles() [][]byte {
+	if x != nil {
+		return x.AccessQuantiles
+	}
+	return nil
+}
+
+func (x *TabletStats) GetReadsTotal() int64 {
+	if x != nil {
+		return x.ReadsTotal
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWritesTotal() int64 {
+	if x != nil {
+		return x.WritesTotal
+	}
+	return 0
+}
+
+func (x *TabletStats) GetReadBytesTotal() int64 {
+	if x != nil {
+		return x.ReadBytesTotal
+	}
+	return 0
+}
+
+func (x *TabletStats) GetWriteBytesTotal() int64 {
+	if x != nil {
+		return x.WriteBytesTotal
+	}
+	return 0
+}
+
 type ServerStatsResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ServerId string                 `protobuf:"bytes,1,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
@@ -4949,9 +5063,11 @@ type ServerStatsResponse struct {
 	// held) or closing; tablets then lists nothing.
 	Serving bool `protobuf:"varint,3,opt,name=serving,proto3" json:"serving,omitempty"`
 	// lease is the etcd lease the server is registered under.
-	Lease         int64 `protobuf:"varint,4,opt,name=lease,proto3" json:"lease,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Lease int64 `protobuf:"varint,4,opt,name=lease,proto3" json:"lease,omitempty"`
+	// When the load window reported in the tablets' stats closed.
+	LoadWindowEndMicros int64 `protobuf:"varint,5,opt,name=load_window_end_micros,json=loadWindowEndMicros,proto3" json:"load_window_end_micros,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ServerStatsResponse) Reset() {
@@ -5008,6 +5124,13 @@ func (x *ServerStatsResponse) GetServing() bool {
 func (x *ServerStatsResponse) GetLease() int64 {
 	if x != nil {
 		return x.Lease
+	}
+	return 0
+}
+
+func (x *ServerStatsResponse) GetLoadWindowEndMicros() int64 {
+	if x != nil {
+		return x.LoadWindowEndMicros
 	}
 	return 0
 }
@@ -6521,8 +6644,9 @@ const file_tabula_proto_rawDesc = "" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\"E\n" +
 	"\x13UpdateSchemaRequest\x12.\n" +
 	"\x06schema\x18\x01 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\"\x16\n" +
-	"\x14UpdateSchemaResponse\"\x14\n" +
-	"\x12ServerStatsRequest\"\xb8\x02\n" +
+	"\x14UpdateSchemaResponse\"9\n" +
+	"\x12ServerStatsRequest\x12#\n" +
+	"\rkey_quantiles\x18\x01 \x01(\x05R\fkeyQuantiles\"\xfc\x06\n" +
 	"\vTabletStats\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
@@ -6535,12 +6659,31 @@ const file_tabula_proto_rawDesc = "" +
 	"\n" +
 	"tombstones\x18\b \x01(\x03R\n" +
 	"tombstones\x12-\n" +
-	"\x12compaction_backlog\x18\t \x01(\x03R\x11compactionBacklog\"\x94\x01\n" +
+	"\x12compaction_backlog\x18\t \x01(\x03R\x11compactionBacklog\x12\"\n" +
+	"\rreads_per_sec\x18\n" +
+	" \x01(\x01R\vreadsPerSec\x12$\n" +
+	"\x0ewrites_per_sec\x18\v \x01(\x01R\fwritesPerSec\x12+\n" +
+	"\x12read_bytes_per_sec\x18\f \x01(\x01R\x0freadBytesPerSec\x12-\n" +
+	"\x13write_bytes_per_sec\x18\r \x01(\x01R\x10writeBytesPerSec\x12\x1d\n" +
+	"\n" +
+	"busy_share\x18\x0e \x01(\x01R\tbusyShare\x12,\n" +
+	"\x12load_window_micros\x18\x0f \x01(\x03R\x10loadWindowMicros\x12J\n" +
+	"\ffamily_bytes\x18\x10 \x03(\v2'.tabula.v1.TabletStats.FamilyBytesEntryR\vfamilyBytes\x12)\n" +
+	"\x10access_quantiles\x18\x11 \x03(\fR\x0faccessQuantiles\x12\x1f\n" +
+	"\vreads_total\x18\x12 \x01(\x03R\n" +
+	"readsTotal\x12!\n" +
+	"\fwrites_total\x18\x13 \x01(\x03R\vwritesTotal\x12(\n" +
+	"\x10read_bytes_total\x18\x14 \x01(\x03R\x0ereadBytesTotal\x12*\n" +
+	"\x11write_bytes_total\x18\x15 \x01(\x03R\x0fwriteBytesTotal\x1a>\n" +
+	"\x10FamilyBytesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xc9\x01\n" +
 	"\x13ServerStatsResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x120\n" +
 	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x12\x14\n" +
-	"\x05lease\x18\x04 \x01(\x03R\x05lease\"\x9b\x01\n" +
+	"\x05lease\x18\x04 \x01(\x03R\x05lease\x123\n" +
+	"\x16load_window_end_micros\x18\x05 \x01(\x03R\x13loadWindowEndMicros\"\x9b\x01\n" +
 	"\x13DropRowRangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12&\n" +
 	"\x0erow_key_prefix\x18\x02 \x01(\fH\x00R\frowKeyPrefix\x12<\n" +
@@ -6640,7 +6783,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 101)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -6747,6 +6890,7 @@ var file_tabula_proto_goTypes = []any{
 	(*MutateRowsRequest_Entry)(nil),      // 102: tabula.v1.MutateRowsRequest.Entry
 	(*MutateRowsResponse_Entry)(nil),     // 103: tabula.v1.MutateRowsResponse.Entry
 	(*SampleRowKeysResponse_Sample)(nil), // 104: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                  // 105: tabula.v1.TabletStats.FamilyBytesEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -6809,102 +6953,103 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 57: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
 	6,   // 58: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 59: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	82,  // 60: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	58,  // 61: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	7,   // 62: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
-	58,  // 63: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
-	58,  // 64: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
-	7,   // 65: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	5,   // 66: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 67: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 68: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 69: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 70: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 71: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 72: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 73: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 74: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 75: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 76: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 77: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 78: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 79: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 80: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 81: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 82: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 83: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 84: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 85: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 86: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 87: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 88: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 89: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 90: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 91: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 92: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 93: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 94: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 95: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	84,  // 96: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	88,  // 97: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
-	59,  // 98: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 99: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 100: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 101: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 102: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 103: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 104: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 105: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 106: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 107: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 108: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 109: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 110: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	86,  // 111: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	90,  // 112: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 113: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 114: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 115: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 116: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 117: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 118: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 119: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 120: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 121: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 122: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 123: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 124: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 125: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 126: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 127: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 128: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 129: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 130: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 131: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 132: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 133: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	85,  // 134: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	89,  // 135: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	60,  // 136: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 137: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 138: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 139: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 140: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 141: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 142: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 143: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 144: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 145: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 146: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 147: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 148: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	87,  // 149: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	91,  // 150: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	113, // [113:151] is the sub-list for method output_type
-	75,  // [75:113] is the sub-list for method input_type
-	75,  // [75:75] is the sub-list for extension type_name
-	75,  // [75:75] is the sub-list for extension extendee
-	0,   // [0:75] is the sub-list for field type_name
+	105, // 60: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	82,  // 61: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	58,  // 62: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	7,   // 63: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
+	58,  // 64: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	58,  // 65: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	7,   // 66: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
+	5,   // 67: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 68: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 69: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 70: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 71: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 72: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 73: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 74: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 75: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 76: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 77: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 78: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 79: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 80: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 81: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 82: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 83: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 84: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 85: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 86: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 87: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 88: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 89: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 90: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 91: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 92: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 93: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 94: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 95: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 96: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	84,  // 97: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	88,  // 98: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	59,  // 99: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 100: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 101: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 102: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 103: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 104: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 105: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 106: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 107: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 108: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 109: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 110: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 111: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	86,  // 112: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	90,  // 113: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 114: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 115: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 116: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 117: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 118: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 119: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 120: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 121: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 122: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 123: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 124: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 125: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 126: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 127: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 128: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 129: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 130: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 131: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 132: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 133: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 134: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	85,  // 135: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	89,  // 136: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	60,  // 137: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 138: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 139: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 140: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 141: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 142: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 143: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 144: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 145: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 146: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 147: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 148: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 149: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	87,  // 150: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	91,  // 151: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	114, // [114:152] is the sub-list for method output_type
+	76,  // [76:114] is the sub-list for method input_type
+	76,  // [76:76] is the sub-list for extension type_name
+	76,  // [76:76] is the sub-list for extension extendee
+	0,   // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -6963,7 +7108,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   101,
+			NumMessages:   102,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

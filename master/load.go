@@ -1,0 +1,190 @@
+package master
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// Load reporting (docs/OPERATIONS.md "Load reports"): the leader pulls
+// every live tablet server's ServerStats once per LoadInterval and keeps
+// the latest answers in memory. Pulling, not pushing through etcd, because
+// load is soft state that changes every window: writing it to etcd would
+// cost a Raft round and a revision per server per window and grow etcd's
+// history for nothing a restart could not rebuild in one interval; a pull
+// by the one process that uses it costs one RPC per server per interval,
+// which the leader paces itself, and nothing when no master leads.
+
+// TabletLoad is one tablet's last reported size and load.
+type TabletLoad struct {
+	Table, ID               string
+	Server                  string // the id of the server that reported it
+	Start, End              []byte
+	SizeBytes               int64
+	MemtableBytes           int64
+	FamilyBytes             map[string]int64
+	SSTables                int32
+	CompactionBacklog       int64
+	ReadsPerSec             float64
+	WritesPerSec            float64
+	ReadBytesPerSec         float64
+	WriteBytesPerSec        float64
+	BusyShare               float64  // seconds serving per second
+	AccessQuantiles         [][]byte // keys cutting the sampled accesses into equal parts
+	ReadsTotal, WritesTotal int64    // since loaded on its server
+}
+
+// RequestsPerSec counts reads and writes.
+func (t *TabletLoad) RequestsPerSec() float64 { return t.ReadsPerSec + t.WritesPerSec }
+
+// ServerLoad sums a server's tablets.
+type ServerLoad struct {
+	ID, Address  string
+	Tablets      int
+	SizeBytes    int64
+	ReadsPerSec  float64
+	WritesPerSec float64
+	BusyShare    float64
+	// Err says why the server did not answer this round (its tablets are
+	// then missing from the report).
+	Err string
+}
+
+// LoadReport is one collection round.
+type LoadReport struct {
+	At      time.Time
+	Servers map[string]*ServerLoad // by server id
+	Tablets map[string]*TabletLoad // by table + "/" + tablet id
+}
+
+// Tablet returns the load of table/id in the report, if reported.
+func (r *LoadReport) Tablet(table, id string) (*TabletLoad, bool) {
+	if r == nil {
+		return nil, false
+	}
+	t, ok := r.Tablets[tabletKey(table, id)]
+	return t, ok
+}
+
+func tabletKey(table, id string) string { return table + "/" + id }
+
+// loads holds the latest report and who wants each new one.
+type loads struct {
+	mu       sync.Mutex
+	latest   *LoadReport
+	watchers []func(*LoadReport)
+}
+
+// Loads returns the latest load report of this master (nil when it has
+// not led through a collection round).
+func (m *Master) Loads() *LoadReport {
+	m.load.mu.Lock()
+	defer m.load.mu.Unlock()
+	return m.load.latest
+}
+
+// OnLoadReport calls fn with every new report, on the collector's
+// goroutine: fn must return quickly and must not keep the report's maps
+// past its next call if it modifies them (it must not).
+func (m *Master) OnLoadReport(fn func(*LoadReport)) {
+	m.load.mu.Lock()
+	defer m.load.mu.Unlock()
+	m.load.watchers = append(m.load.watchers, fn)
+}
+
+// loadLoop collects a report every LoadInterval while term lasts.
+func (m *Master) loadLoop(term *leadership) {
+	ticker := time.NewTicker(m.opts.LoadInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-term.ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		if _, err := m.collectLoad(term.ctx); err != nil && term.ctx.Err() == nil {
+			m.log.Debug("collecting load reports", "err", err)
+		}
+	}
+}
+
+// collectLoadParallelism bounds the ServerStats calls in flight.
+const collectLoadParallelism = 16
+
+// collectLoad runs one collection round: ServerStats of every registered
+// server, at most collectLoadParallelism at once. A server that does not
+// answer is listed with its error and without tablets. Tests call it
+// directly.
+func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
+	servers, err := meta.GetServers(ctx, m.cli, m.layout)
+	if err != nil {
+		return nil, err
+	}
+	rep := &LoadReport{At: time.Now(), Servers: map[string]*ServerLoad{}, Tablets: map[string]*TabletLoad{}}
+	answers := make([]*tabulapb.ServerStatsResponse, len(servers))
+	errs := make([]error, len(servers))
+	sem := make(chan struct{}, collectLoadParallelism)
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = m.callServer(ctx, s.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+				var err error
+				answers[i], err = c.ServerStats(ctx, &tabulapb.ServerStatsRequest{KeyQuantiles: loadKeyQuantiles})
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	for i, s := range servers {
+		sl := &ServerLoad{ID: s.ID, Address: s.Address}
+		rep.Servers[s.ID] = sl
+		if errs[i] != nil {
+			sl.Err = errs[i].Error()
+			continue
+		}
+		if !answers[i].GetServing() {
+			sl.Err = "not serving (lease not known to be held)"
+			continue
+		}
+		for _, ts := range answers[i].GetTablets() {
+			tl := tabletLoadOf(s.ID, ts)
+			rep.Tablets[tabletKey(tl.Table, tl.ID)] = tl
+			sl.Tablets++
+			sl.SizeBytes += tl.SizeBytes
+			sl.ReadsPerSec += tl.ReadsPerSec
+			sl.WritesPerSec += tl.WritesPerSec
+			sl.BusyShare += tl.BusyShare
+		}
+	}
+	m.load.mu.Lock()
+	m.load.latest = rep
+	watchers := m.load.watchers
+	m.load.mu.Unlock()
+	for _, fn := range watchers {
+		fn(rep)
+	}
+	return rep, ctx.Err()
+}
+
+// loadKeyQuantiles is how many access keys per tablet a report carries:
+// enough for the heatmap to show where inside a tablet the load is.
+const loadKeyQuantiles = 8
+
+func tabletLoadOf(server string, ts *tabulapb.TabletStats) *TabletLoad {
+	return &TabletLoad{
+		Table: ts.GetTablet().GetTable(), ID: ts.GetTablet().GetTabletId(), Server: server,
+		Start: ts.GetStartKey(), End: ts.GetEndKey(),
+		SizeBytes: ts.GetSizeBytes(), MemtableBytes: ts.GetMemtableBytes(), FamilyBytes: ts.GetFamilyBytes(),
+		SSTables: ts.GetSstables(), CompactionBacklog: ts.GetCompactionBacklog(),
+		ReadsPerSec: ts.GetReadsPerSec(), WritesPerSec: ts.GetWritesPerSec(),
+		ReadBytesPerSec: ts.GetReadBytesPerSec(), WriteBytesPerSec: ts.GetWriteBytesPerSec(),
+		BusyShare: ts.GetBusyShare(), AccessQuantiles: ts.GetAccessQuantiles(),
+		ReadsTotal: ts.GetReadsTotal(), WritesTotal: ts.GetWritesTotal(),
+	}
+}
