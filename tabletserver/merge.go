@@ -184,6 +184,7 @@ func (s *Server) merge(ctx context.Context, lh, rh *held) (_ meta.TabletRecord, 
 	installed := s.gen.Load() == gen && !s.closed.Load()
 	if installed && opened != nil {
 		opened.gen = gen
+		opened.load.Open(time.Now())
 		s.tablets[mkey] = opened
 	}
 	s.parents = append(s.parents, splitParent{table: lh.table, dir: lh.dir}, splitParent{table: rh.table, dir: rh.dir})
