@@ -292,3 +292,54 @@ func TestMergeUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes (%v by the merged tablet), %d rows readable", len(acked), onMerged, len(seen))
 }
+
+// A merged tablet split again: its children reference the merge parents'
+// files through the merged tablet's manifest (two levels). No parent
+// folder goes while a child still references it; all go once both
+// children have compacted.
+func TestMergedTabletSplitsAgainAndItsAncestorsAreCollected(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.DisableBackgroundWork = true })
+	c := e.dial(srv)
+	lref, rref, want := twoTablets(e, c, srv)
+	resp, err := c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: lref, Right: rref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mref := &tabulapb.TabletRef{Table: "users", TabletId: resp.Tablet.TabletId, Epoch: resp.Tablet.Epoch}
+	split, err := c.SplitTablet(e.ctx, &tabulapb.SplitRequest{Tablet: mref, RowKey: []byte("f")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ancestors := []string{"left", "right", resp.Tablet.TabletId}
+	exists := func(id string) bool {
+		_, err := os.Stat(srv.tabletDir("users", id))
+		return err == nil
+	}
+	var got []string
+	for i, ch := range split.Tablets {
+		ref := &tabulapb.TabletRef{Table: "users", TabletId: ch.TabletId, Epoch: ch.Epoch}
+		rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, rowKeys(rows)...)
+		// Compact one child at a time: after the first, the other still
+		// references the parents it spans.
+		if _, err := c.CompactTablet(e.ctx, &tabulapb.CompactTabletRequest{Tablet: ref, Major: true}); err != nil {
+			t.Fatal(err)
+		}
+		srv.collectParents()
+		if i == 0 && (!exists("left") || !exists("right")) {
+			t.Fatal("a merge parent's folder went while the right child still references it")
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the merged tablet's children serve %q, want %q", got, want)
+	}
+	for _, id := range ancestors {
+		if exists(id) {
+			t.Fatalf("folder of %s still there once nothing references it", id)
+		}
+	}
+}
