@@ -3,7 +3,9 @@ package master
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -149,7 +151,7 @@ type mergeCandidate struct {
 // autoMergeRound observes every tablet once and merges up to MaxPerRound
 // eligible pairs; it returns how many it merged. Tests call it directly.
 func (m *Master) autoMergeRound(ctx context.Context, term *leadership) (int, error) {
-	snap, err := m.readSnapshot(ctx)
+	snap, err := m.mergeSnapshot(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -161,6 +163,9 @@ func (m *Master) autoMergeRound(ctx context.Context, term *leadership) (int, err
 		}
 		begin := m.opts.Merge.Now()
 		rec, err := m.mergePair(ctx, term, p.left.Table, p.left.ID, p.right.ID)
+		if errors.Is(err, errPairGone) {
+			continue // split or merged since the snapshot: the next round sees it
+		}
 		if err != nil {
 			return merged, err
 		}
@@ -175,6 +180,43 @@ func (m *Master) autoMergeRound(ctx context.Context, term *leadership) (int, err
 			"start", string(rec.Start), "end", string(rec.End), "duration", m.opts.Merge.Now().Sub(begin).Round(time.Millisecond))
 	}
 	return merged, nil
+}
+
+// mergeSnapshot is the cluster as the round sees it: tables and tablets
+// from the leader's in-memory index (so a round reads only servers/ from
+// etcd, not every tablet record), or from etcd while the index is not
+// built or cannot catch up. The index is synced first, so a round sees
+// every merge and split that completed before it (a stale view would only
+// cost a round: the server's merge commit is guarded by both tablets'
+// ModRevisions).
+func (m *Master) mergeSnapshot(ctx context.Context) (*snapshot, error) {
+	if !m.index.sync(ctx) {
+		return m.readSnapshot(ctx)
+	}
+	schemas, ok := m.index.schemaList()
+	if !ok {
+		return m.readSnapshot(ctx)
+	}
+	servers, err := meta.GetServers(ctx, m.cli, m.layout)
+	if err != nil {
+		return nil, err
+	}
+	snap := &snapshot{servers: map[string]meta.ServerRecord{}, tables: map[string]*tabulapb.TableSchema{}}
+	for _, s := range servers {
+		snap.servers[s.ID] = s
+	}
+	slices.SortFunc(schemas, func(a, b *tabulapb.TableSchema) int { return strings.Compare(a.GetName(), b.GetName()) })
+	for _, s := range schemas {
+		schema, tablets, ok := m.index.table(s.GetName())
+		if !ok {
+			continue
+		}
+		snap.tables[s.GetName()] = schema
+		for _, t := range tablets {
+			snap.tablets = append(snap.tablets, *t)
+		}
+	}
+	return snap, nil
 }
 
 // observeForMerge records what the latest load report says of every
