@@ -44,6 +44,7 @@ func MasterRules() map[string]Rule {
 		svc + "SplitTablet":   adminOn(func(r any) string { return r.(*pb.SplitTabletRequest).GetTable() }),
 		svc + "CompactTable":  adminOn(func(r any) string { return r.(*pb.CompactTableRequest).GetTable() }),
 		svc + "DropRowRange":  adminOn(func(r any) string { return r.(*pb.DropRowRangeRequest).GetTable() }),
+		svc + "MergeTablets":  adminOn(func(r any) string { return r.(*pb.MergeTabletsRequest).GetTable() }),
 		svc + "ListTables":    {},
 		svc + "DescribeTable": readOn(func(r any) string { return r.(*pb.DescribeTableRequest).GetTable() }),
 		svc + "LocateTablet":  readOn(func(r any) string { return r.(*pb.LocateTabletRequest).GetTable() }),
@@ -85,6 +86,7 @@ func TabletServerRules() map[string]Rule {
 		svc + "UpdateSchema":       master,
 		svc + "ServerStats":        master,
 		svc + "DropRange":          master,
+		svc + "MergeTablets":       master,
 	}
 	maps.Copy(rules, HealthRules())
 	return rules

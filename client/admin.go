@@ -30,6 +30,9 @@ type TableInfo struct {
 	SplitThreshold int64
 	// State is "enabled" or "deleting".
 	State string
+	// AutoMergeDisabled keeps the automatic merge away from the table's
+	// tablets (docs/OPERATIONS.md "Merges").
+	AutoMergeDisabled bool
 	// Tablets are filled by DescribeTable only.
 	Tablets []TabletInfo
 }
@@ -94,7 +97,7 @@ func (a *AdminClient) CreateTableWithInfo(ctx context.Context, info TableInfo, s
 	}
 	req := &tabulapb.CreateTableRequest{
 		Schema: &tabulapb.TableSchema{Name: info.Name, Families: convert.FamiliesToProto(info.Families),
-			SplitThresholdBytes: info.SplitThreshold},
+			SplitThresholdBytes: info.SplitThreshold, AutoMergeDisabled: info.AutoMergeDisabled},
 		SplitKeys: splitKeys,
 	}
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
@@ -156,7 +159,8 @@ func tableInfo(s *tabulapb.TableSchema) (TableInfo, error) {
 	if err != nil {
 		return TableInfo{}, status.Errorf(codes.Internal, "client: master sent a bad schema for %s: %v", s.GetName(), err)
 	}
-	return TableInfo{Name: s.GetName(), Families: fams, SplitThreshold: s.GetSplitThresholdBytes(), State: s.GetState()}, nil
+	return TableInfo{Name: s.GetName(), Families: fams, SplitThreshold: s.GetSplitThresholdBytes(), State: s.GetState(),
+		AutoMergeDisabled: s.GetAutoMergeDisabled()}, nil
 }
 
 func tabletInfos(ps []*tabulapb.TabletInfo) []TabletInfo {

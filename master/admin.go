@@ -33,6 +33,7 @@ func (m *Master) createTable(ctx context.Context, req *tabulapb.CreateTableReque
 	if err := checkSplitKeys(req.GetSplitKeys()); err != nil {
 		return nil, err
 	}
+	schema.UserSplitKeys, schema.AutoMergeDisabled = req.GetSplitKeys(), req.GetSchema().GetAutoMergeDisabled() // docs/OPERATIONS.md "Merges"
 	term, err := m.lead(ctx)
 	if err != nil {
 		return nil, err

@@ -423,7 +423,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 // indexedWrites are the Master methods that change tables/ or tablets/.
 var indexedWrites = map[string]bool{
 	"CreateTable": true, "DeleteTable": true, "AddFamily": true, "ModifyFamily": true,
-	"DeleteFamily": true, "SplitTablet": true, "Balance": true,
+	"DeleteFamily": true, "SplitTablet": true, "Balance": true, "MergeTablets": true,
 }
 
 // syncAfterWrite is the gRPC interceptor that, after a successful write,

@@ -39,6 +39,9 @@ type Master struct {
 	load       loads
 	stopHealth func()
 
+	// mergeWatch is what the automatic merge remembers (automerge.go).
+	mergeWatch *mergeWatch
+
 	// ctx is cancelled by Close; every background goroutine runs under it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -102,6 +105,8 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		cli:    cli,
 		lis:    lis,
 		conns:  newConnPool(opts.DialTLS),
+
+		mergeWatch: newMergeWatch(),
 	}
 	m.index = newTabletIndex(cli, m.layout, m.log, 0)
 	m.ctx, m.cancel = context.WithCancel(context.Background())

@@ -17,6 +17,9 @@ import (
 // answers the two tablets that meet there.
 func (m *Master) SplitTablet(ctx context.Context, req *tabulapb.SplitTabletRequest) (*tabulapb.SplitTabletResponse, error) {
 	resp, err := m.splitTablet(ctx, req.GetTable(), req.GetRowKey())
+	if err == nil {
+		m.noteUserSplit(ctx, req.GetTable(), req.GetRowKey()) // the automatic merge keeps this boundary
+	}
 	return resp, toStatus(ctx, err)
 }
 

@@ -51,6 +51,9 @@ type Options struct {
 	// load report (ServerStats); negative turns collection off. The
 	// default is 10s, the tablet servers' default load window.
 	LoadInterval time.Duration
+	// Merge configures the automatic merge of small, cold adjacent
+	// tablets (automerge.go).
+	Merge MergeOptions
 	// DefaultSplitThreshold is the split threshold of tables whose schema
 	// gives none; it is sent to the tablet servers with the schema. The
 	// default is 256 MiB.
@@ -119,6 +122,7 @@ func (o *Options) fill() error {
 	if o.GCInterval == 0 {
 		o.GCInterval = defaultGCInterval
 	}
+	o.Merge.fill()
 	if o.LoadInterval == 0 {
 		o.LoadInterval = defaultLoadInterval
 	}

@@ -82,6 +82,9 @@ type TabletRecord struct {
 	Lease int64 `json:"lease,omitempty"`
 	// Parent is the id of the tablet this one was split from, if any.
 	Parent string `json:"parent,omitempty"`
+	// MergedFrom are the ids of the two tablets this one was merged from
+	// (left, right), if any.
+	MergedFrom []string `json:"merged_from,omitempty"`
 	// Fresh marks a tablet created empty by CreateTable whose files do not
 	// exist yet: its first owner creates them, and clears Fresh before it
 	// serves anything. A tablet that is not fresh and has no files has

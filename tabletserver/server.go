@@ -103,6 +103,9 @@ type Server struct {
 	// testHookSplitCommitted, set by tests, runs after a split's etcd
 	// commit and before the children are opened.
 	testHookSplitCommitted func(left, right meta.TabletRecord)
+	// testHookMergeWritten, set by tests, runs after a merge's manifest is
+	// written and before its etcd commit.
+	testHookMergeWritten func(merged meta.TabletRecord)
 
 	scans    chan struct{}  // one token per running ReadRows stream (Options.MaxScans)
 	scanWG   sync.WaitGroup // scan goroutines (stall.go), which may outlive their handler

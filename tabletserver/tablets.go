@@ -124,7 +124,7 @@ func (s *Server) resolve(ref *tabulapb.TabletRef, row []byte) (*held, error) {
 	case h.epoch != ref.GetEpoch():
 		return nil, notServing(table, id, row, fmt.Sprintf("epoch %d is not the current epoch %d", ref.GetEpoch(), h.epoch))
 	case h.splitting.Load():
-		return nil, notServing(table, id, row, "tablet is splitting")
+		return nil, notServing(table, id, row, "tablet is splitting or merging")
 	}
 	return h, nil
 }

@@ -478,9 +478,15 @@ type TableSchema struct {
 	// A tablet larger than this is split; 0 = the cluster default.
 	SplitThresholdBytes int64 `protobuf:"varint,3,opt,name=split_threshold_bytes,json=splitThresholdBytes,proto3" json:"split_threshold_bytes,omitempty"`
 	// "enabled" or "deleting".
-	State         string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// Tablet boundaries the user asked for (CreateTable split_keys, and
+	// SplitTablet with a row), sorted: the automatic merge never removes
+	// them; an operator's MergeTablets may (and forgets those it removes).
+	UserSplitKeys [][]byte `protobuf:"bytes,5,rep,name=user_split_keys,json=userSplitKeys,proto3" json:"user_split_keys,omitempty"`
+	// Set to keep the automatic merge away from this table's tablets.
+	AutoMergeDisabled bool `protobuf:"varint,7,opt,name=auto_merge_disabled,json=autoMergeDisabled,proto3" json:"auto_merge_disabled,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *TableSchema) Reset() {
@@ -539,6 +545,20 @@ func (x *TableSchema) GetState() string {
 		return x.State
 	}
 	return ""
+}
+
+func (x *TableSchema) GetUserSplitKeys() [][]byte {
+	if x != nil {
+		return x.UserSplitKeys
+	}
+	return nil
+}
+
+func (x *TableSchema) GetAutoMergeDisabled() bool {
+	if x != nil {
+		return x.AutoMergeDisabled
+	}
+	return false
 }
 
 type TabletInfo struct {
@@ -5345,6 +5365,222 @@ func (*DropRangeResponse) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{83}
 }
 
+// MergeTabletsRequest merges the tablets of table that overlap
+// [start_key, end_key) (empty end_key = to the end of the table) into one
+// tablet covering all of them. Called by operators.
+type MergeTabletsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	StartKey      []byte                 `protobuf:"bytes,2,opt,name=start_key,json=startKey,proto3" json:"start_key,omitempty"`
+	EndKey        []byte                 `protobuf:"bytes,3,opt,name=end_key,json=endKey,proto3" json:"end_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeTabletsRequest) Reset() {
+	*x = MergeTabletsRequest{}
+	mi := &file_tabula_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeTabletsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeTabletsRequest) ProtoMessage() {}
+
+func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
+func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *MergeTabletsRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *MergeTabletsRequest) GetStartKey() []byte {
+	if x != nil {
+		return x.StartKey
+	}
+	return nil
+}
+
+func (x *MergeTabletsRequest) GetEndKey() []byte {
+	if x != nil {
+		return x.EndKey
+	}
+	return nil
+}
+
+type MergeTabletsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tablet that now covers the range.
+	Tablet *TabletInfo `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// How many pairwise merges were done (0: one tablet covered it already).
+	Merges        int32 `protobuf:"varint,2,opt,name=merges,proto3" json:"merges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeTabletsResponse) Reset() {
+	*x = MergeTabletsResponse{}
+	mi := &file_tabula_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeTabletsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeTabletsResponse) ProtoMessage() {}
+
+func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
+func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *MergeTabletsResponse) GetMerges() int32 {
+	if x != nil {
+		return x.Merges
+	}
+	return 0
+}
+
+// MergeRequest asks the server holding both tablets (adjacent, of one
+// table, left before right) to replace them by one tablet referencing
+// both's files, served here at max(epochs)+1. Called by the master.
+type MergeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Left          *TabletRef             `protobuf:"bytes,1,opt,name=left,proto3" json:"left,omitempty"`
+	Right         *TabletRef             `protobuf:"bytes,2,opt,name=right,proto3" json:"right,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeRequest) Reset() {
+	*x = MergeRequest{}
+	mi := &file_tabula_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeRequest) ProtoMessage() {}
+
+func (x *MergeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeRequest.ProtoReflect.Descriptor instead.
+func (*MergeRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *MergeRequest) GetLeft() *TabletRef {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *MergeRequest) GetRight() *TabletRef {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+type MergeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletInfo            `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MergeResponse) Reset() {
+	*x = MergeResponse{}
+	mi := &file_tabula_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MergeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MergeResponse) ProtoMessage() {}
+
+func (x *MergeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MergeResponse.ProtoReflect.Descriptor instead.
+func (*MergeResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *MergeResponse) GetTablet() *TabletInfo {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
 type GCRule_Rules struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rules         []*GCRule              `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
@@ -5354,7 +5590,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5366,7 +5602,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5402,7 +5638,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5414,7 +5650,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5471,7 +5707,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5483,7 +5719,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5536,7 +5772,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5548,7 +5784,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5579,7 +5815,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5591,7 +5827,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5622,7 +5858,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5634,7 +5870,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5693,7 +5929,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5705,7 +5941,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5758,7 +5994,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5770,7 +6006,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5802,7 +6038,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5814,7 +6050,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5848,7 +6084,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5860,7 +6096,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5908,7 +6144,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5920,7 +6156,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5972,7 +6208,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5984,7 +6220,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6038,7 +6274,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6050,7 +6286,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6107,12 +6343,14 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05union\x18\x04 \x01(\v2\x17.tabula.v1.GCRule.RulesH\x00R\x05union\x1a0\n" +
 	"\x05Rules\x12'\n" +
 	"\x05rules\x18\x01 \x03(\v2\x11.tabula.v1.GCRuleR\x05rulesB\x06\n" +
-	"\x04rule\"\x9a\x01\n" +
+	"\x04rule\"\xf2\x01\n" +
 	"\vTableSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\bfamilies\x18\x02 \x03(\v2\x11.tabula.v1.FamilyR\bfamilies\x122\n" +
 	"\x15split_threshold_bytes\x18\x03 \x01(\x03R\x13splitThresholdBytes\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\tR\x05state\"\xe5\x01\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12&\n" +
+	"\x0fuser_split_keys\x18\x05 \x03(\fR\ruserSplitKeys\x12.\n" +
+	"\x13auto_merge_disabled\x18\a \x01(\bR\x11autoMergeDisabled\"\xe5\x01\n" +
 	"\n" +
 	"TabletInfo\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
@@ -6456,7 +6694,19 @@ const file_tabula_proto_rawDesc = "" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
 	"\aend_key\x18\x03 \x01(\fR\x06endKey\"\x13\n" +
-	"\x11DropRangeResponse*Q\n" +
+	"\x11DropRangeResponse\"a\n" +
+	"\x13MergeTabletsRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
+	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\"]\n" +
+	"\x14MergeTabletsResponse\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.tabula.v1.TabletInfoR\x06tablet\x12\x16\n" +
+	"\x06merges\x18\x02 \x01(\x05R\x06merges\"d\n" +
+	"\fMergeRequest\x12(\n" +
+	"\x04left\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x04left\x12*\n" +
+	"\x05right\x18\x02 \x01(\v2\x14.tabula.v1.TabletRefR\x05right\">\n" +
+	"\rMergeResponse\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.tabula.v1.TabletInfoR\x06tablet*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +
@@ -6473,7 +6723,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
 	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
 	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
-	"\x0eVALUE_TYPE_MAX\x10\x032\xd3\f\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\xa4\r\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -6499,7 +6749,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\n" +
 	"ListGrants\x12\x1c.tabula.v1.ListGrantsRequest\x1a\x1d.tabula.v1.ListGrantsResponse\x12=\n" +
 	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse\x12O\n" +
-	"\fDropRowRange\x12\x1e.tabula.v1.DropRowRangeRequest\x1a\x1f.tabula.v1.DropRowRangeResponse2\xe3\b\n" +
+	"\fDropRowRange\x12\x1e.tabula.v1.DropRowRangeRequest\x1a\x1f.tabula.v1.DropRowRangeResponse\x12O\n" +
+	"\fMergeTablets\x12\x1e.tabula.v1.MergeTabletsRequest\x1a\x1f.tabula.v1.MergeTabletsResponse2\xa6\t\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -6516,7 +6767,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\vSplitTablet\x12\x17.tabula.v1.SplitRequest\x1a\x1e.tabula.v1.SplitTabletResponse\x12O\n" +
 	"\fUpdateSchema\x12\x1e.tabula.v1.UpdateSchemaRequest\x1a\x1f.tabula.v1.UpdateSchemaResponse\x12L\n" +
 	"\vServerStats\x12\x1d.tabula.v1.ServerStatsRequest\x1a\x1e.tabula.v1.ServerStatsResponse\x12F\n" +
-	"\tDropRange\x12\x1b.tabula.v1.DropRangeRequest\x1a\x1c.tabula.v1.DropRangeResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
+	"\tDropRange\x12\x1b.tabula.v1.DropRangeRequest\x1a\x1c.tabula.v1.DropRangeResponse\x12A\n" +
+	"\fMergeTablets\x12\x17.tabula.v1.MergeRequest\x1a\x18.tabula.v1.MergeResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
 
 var (
 	file_tabula_proto_rawDescOnce sync.Once
@@ -6531,7 +6783,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 98)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -6621,20 +6873,24 @@ var file_tabula_proto_goTypes = []any{
 	(*DropRowRangeResponse)(nil),         // 85: tabula.v1.DropRowRangeResponse
 	(*DropRangeRequest)(nil),             // 86: tabula.v1.DropRangeRequest
 	(*DropRangeResponse)(nil),            // 87: tabula.v1.DropRangeResponse
-	(*GCRule_Rules)(nil),                 // 88: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 89: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 90: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 91: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 92: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),           // 93: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),         // 94: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),              // 95: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 96: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 97: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 98: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 99: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 100: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                  // 101: tabula.v1.TabletStats.FamilyBytesEntry
+	(*MergeTabletsRequest)(nil),          // 88: tabula.v1.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 89: tabula.v1.MergeTabletsResponse
+	(*MergeRequest)(nil),                 // 90: tabula.v1.MergeRequest
+	(*MergeResponse)(nil),                // 91: tabula.v1.MergeResponse
+	(*GCRule_Rules)(nil),                 // 92: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 93: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 94: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 95: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 96: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 97: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 98: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 99: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 100: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 101: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 102: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 103: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 104: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                  // 105: tabula.v1.TabletStats.FamilyBytesEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -6642,20 +6898,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	88,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	88,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	92,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	92,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	89,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	90,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	91,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	92,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	93,  // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	94,  // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	95,  // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	96,  // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	97,  // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	93,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	94,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	95,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	96,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	97,  // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	98,  // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	99,  // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	100, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	101, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -6679,8 +6935,8 @@ var file_tabula_proto_depIdxs = []int32{
 	11,  // 39: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
 	58,  // 40: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 41: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	98,  // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	99,  // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	102, // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	103, // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
 	58,  // 44: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 45: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
 	14,  // 46: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
@@ -6689,7 +6945,7 @@ var file_tabula_proto_depIdxs = []int32{
 	15,  // 49: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
 	11,  // 50: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 51: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	100, // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	104, // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
 	7,   // 53: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
 	6,   // 54: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 55: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
@@ -6697,95 +6953,103 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 57: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
 	6,   // 58: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 59: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	101, // 60: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	105, // 60: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
 	82,  // 61: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
 	58,  // 62: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	5,   // 63: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 64: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 65: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 66: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 67: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 68: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 69: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 70: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 71: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 72: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 73: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 74: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 75: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 76: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 77: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 78: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 79: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 80: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 81: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 82: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 83: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 84: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 85: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 86: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 87: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 88: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 89: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 90: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 91: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 92: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	84,  // 93: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	59,  // 94: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 95: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 96: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 97: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 98: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 99: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 100: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 101: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 102: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 103: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 104: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 105: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 106: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	86,  // 107: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	6,   // 108: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 109: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 110: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 111: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 112: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 113: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 114: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 115: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 116: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 117: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 118: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 119: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 120: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 121: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 122: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 123: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 124: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 125: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 126: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 127: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 128: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	85,  // 129: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	60,  // 130: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 131: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 132: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 133: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 134: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 135: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 136: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 137: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 138: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 139: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 140: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 141: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 142: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	87,  // 143: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	108, // [108:144] is the sub-list for method output_type
-	72,  // [72:108] is the sub-list for method input_type
-	72,  // [72:72] is the sub-list for extension type_name
-	72,  // [72:72] is the sub-list for extension extendee
-	0,   // [0:72] is the sub-list for field type_name
+	7,   // 63: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
+	58,  // 64: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	58,  // 65: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	7,   // 66: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
+	5,   // 67: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 68: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 69: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 70: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 71: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 72: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 73: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 74: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 75: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 76: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 77: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 78: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 79: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 80: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 81: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 82: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 83: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 84: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 85: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 86: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 87: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 88: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 89: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 90: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 91: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 92: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 93: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 94: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 95: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 96: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	84,  // 97: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	88,  // 98: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	59,  // 99: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 100: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 101: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 102: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 103: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 104: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 105: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 106: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 107: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 108: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 109: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 110: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 111: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	86,  // 112: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	90,  // 113: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 114: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 115: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 116: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 117: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 118: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 119: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 120: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 121: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 122: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 123: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 124: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 125: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 126: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 127: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 128: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 129: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 130: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 131: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 132: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 133: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 134: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	85,  // 135: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	89,  // 136: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	60,  // 137: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 138: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 139: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 140: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 141: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 142: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 143: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 144: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 145: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 146: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 147: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 148: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 149: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	87,  // 150: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	91,  // 151: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	114, // [114:152] is the sub-list for method output_type
+	76,  // [76:114] is the sub-list for method input_type
+	76,  // [76:76] is the sub-list for extension type_name
+	76,  // [76:76] is the sub-list for extension extendee
+	0,   // [0:76] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -6844,7 +7108,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   98,
+			NumMessages:   102,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

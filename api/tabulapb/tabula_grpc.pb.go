@@ -48,6 +48,7 @@ const (
 	Master_ListGrants_FullMethodName    = "/tabula.v1.Master/ListGrants"
 	Master_WhoAmI_FullMethodName        = "/tabula.v1.Master/WhoAmI"
 	Master_DropRowRange_FullMethodName  = "/tabula.v1.Master/DropRowRange"
+	Master_MergeTablets_FullMethodName  = "/tabula.v1.Master/MergeTablets"
 )
 
 // MasterClient is the client API for Master service.
@@ -82,6 +83,9 @@ type MasterClient interface {
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
 	DropRowRange(ctx context.Context, in *DropRowRangeRequest, opts ...grpc.CallOption) (*DropRowRangeResponse, error)
+	// Merges the tablets overlapping [start_key, end_key) into one, by
+	// reference (no data is copied); it may cross user split keys.
+	MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error)
 }
 
 type masterClient struct {
@@ -312,6 +316,16 @@ func (c *masterClient) DropRowRange(ctx context.Context, in *DropRowRangeRequest
 	return out, nil
 }
 
+func (c *masterClient) MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MergeTabletsResponse)
+	err := c.cc.Invoke(ctx, Master_MergeTablets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -344,6 +358,9 @@ type MasterServer interface {
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
 	DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error)
+	// Merges the tablets overlapping [start_key, end_key) into one, by
+	// reference (no data is copied); it may cross user split keys.
+	MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -419,6 +436,9 @@ func (UnimplementedMasterServer) WhoAmI(context.Context, *WhoAmIRequest) (*WhoAm
 }
 func (UnimplementedMasterServer) DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DropRowRange not implemented")
+}
+func (UnimplementedMasterServer) MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MergeTablets not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -837,6 +857,24 @@ func _Master_DropRowRange_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_MergeTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MergeTabletsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).MergeTablets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_MergeTablets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).MergeTablets(ctx, req.(*MergeTabletsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -932,6 +970,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "DropRowRange",
 			Handler:    _Master_DropRowRange_Handler,
 		},
+		{
+			MethodName: "MergeTablets",
+			Handler:    _Master_MergeTablets_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "tabula.proto",
@@ -952,6 +994,7 @@ const (
 	TabletServer_UpdateSchema_FullMethodName       = "/tabula.v1.TabletServer/UpdateSchema"
 	TabletServer_ServerStats_FullMethodName        = "/tabula.v1.TabletServer/ServerStats"
 	TabletServer_DropRange_FullMethodName          = "/tabula.v1.TabletServer/DropRange"
+	TabletServer_MergeTablets_FullMethodName       = "/tabula.v1.TabletServer/MergeTablets"
 )
 
 // TabletServerClient is the client API for TabletServer service.
@@ -973,6 +1016,7 @@ type TabletServerClient interface {
 	UpdateSchema(ctx context.Context, in *UpdateSchemaRequest, opts ...grpc.CallOption) (*UpdateSchemaResponse, error)
 	ServerStats(ctx context.Context, in *ServerStatsRequest, opts ...grpc.CallOption) (*ServerStatsResponse, error)
 	DropRange(ctx context.Context, in *DropRangeRequest, opts ...grpc.CallOption) (*DropRangeResponse, error)
+	MergeTablets(ctx context.Context, in *MergeRequest, opts ...grpc.CallOption) (*MergeResponse, error)
 }
 
 type tabletServerClient struct {
@@ -1132,6 +1176,16 @@ func (c *tabletServerClient) DropRange(ctx context.Context, in *DropRangeRequest
 	return out, nil
 }
 
+func (c *tabletServerClient) MergeTablets(ctx context.Context, in *MergeRequest, opts ...grpc.CallOption) (*MergeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MergeResponse)
+	err := c.cc.Invoke(ctx, TabletServer_MergeTablets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TabletServerServer is the server API for TabletServer service.
 // All implementations must embed UnimplementedTabletServerServer
 // for forward compatibility.
@@ -1151,6 +1205,7 @@ type TabletServerServer interface {
 	UpdateSchema(context.Context, *UpdateSchemaRequest) (*UpdateSchemaResponse, error)
 	ServerStats(context.Context, *ServerStatsRequest) (*ServerStatsResponse, error)
 	DropRange(context.Context, *DropRangeRequest) (*DropRangeResponse, error)
+	MergeTablets(context.Context, *MergeRequest) (*MergeResponse, error)
 	mustEmbedUnimplementedTabletServerServer()
 }
 
@@ -1202,6 +1257,9 @@ func (UnimplementedTabletServerServer) ServerStats(context.Context, *ServerStats
 }
 func (UnimplementedTabletServerServer) DropRange(context.Context, *DropRangeRequest) (*DropRangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DropRange not implemented")
+}
+func (UnimplementedTabletServerServer) MergeTablets(context.Context, *MergeRequest) (*MergeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MergeTablets not implemented")
 }
 func (UnimplementedTabletServerServer) mustEmbedUnimplementedTabletServerServer() {}
 func (UnimplementedTabletServerServer) testEmbeddedByValue()                      {}
@@ -1469,6 +1527,24 @@ func _TabletServer_DropRange_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TabletServer_MergeTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MergeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).MergeTablets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_MergeTablets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).MergeTablets(ctx, req.(*MergeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TabletServer_ServiceDesc is the grpc.ServiceDesc for TabletServer service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1527,6 +1603,10 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DropRange",
 			Handler:    _TabletServer_DropRange_Handler,
+		},
+		{
+			MethodName: "MergeTablets",
+			Handler:    _TabletServer_MergeTablets_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

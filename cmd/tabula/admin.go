@@ -15,6 +15,7 @@ func newTableCmd() *cobra.Command {
 	c := &cobra.Command{Use: "table", Short: "Create, list, describe, delete, split and compact tables, and drop rows in bulk"}
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
 		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd(), newTableDropRowsCmd())
+	c.AddCommand(newTableMergeCmd())
 	return c
 }
 
@@ -65,7 +66,9 @@ empty union() or intersection() condemns nothing). Quote it for the shell:
 				return err
 			}
 			defer s.close()
-			if err := s.cli.Admin().CreateTable(s.ctx, args[0], fams, keys); err != nil {
+			noMerge, _ := cmd.Flags().GetBool("no-auto-merge")
+			info := client.TableInfo{Name: args[0], Families: fams, AutoMergeDisabled: noMerge}
+			if err := s.cli.Admin().CreateTableWithInfo(s.ctx, info, keys); err != nil {
 				return wrapf(err, "creating table %s", args[0])
 			}
 			return s.out.message(fmt.Sprintf("created table %s with %d tablet(s)", args[0], len(keys)+1), "created", args[0])
@@ -73,6 +76,7 @@ empty union() or intersection() condemns nothing). Quote it for the shell:
 	}
 	c.Flags().StringArray("family", nil, "a column family NAME[:OPTION=VALUE,...]; repeat for more")
 	c.Flags().StringSlice("splits", nil, "pre-split row keys, comma-separated")
+	c.Flags().Bool("no-auto-merge", false, "keep the automatic merge of small, cold tablets away from this table")
 	return c
 }
 

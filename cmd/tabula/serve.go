@@ -241,6 +241,7 @@ func newMasterCmd() *cobra.Command {
 				DefaultSplitThreshold: thr,
 				SessionTTL:            v.GetDuration("session-ttl"),
 				LoadTimeout:           v.GetDuration("load-timeout"),
+				Merge:                 mergeOptions(v),
 				Logger:                log,
 				EtcdTLS:               sec.etcd,
 				ServerTLS:             sec.server,
@@ -271,6 +272,7 @@ func newMasterCmd() *cobra.Command {
 	f.String("split-threshold", "", "default tablet split threshold, e.g. 256MiB (default 256MiB)")
 	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
 	f.Duration("load-timeout", 2*time.Minute, "how long a tablet server may take to load a tablet (replaying its log) before the master tries again")
+	addMergeFlags(c)
 	addHTTPFlag(c, "")
 	addLogFlag(c, "info")
 	return c

@@ -193,6 +193,26 @@ func writeChild(fsys vfs.FS, absParent, dir string, start, end []byte, v *versio
 	if err != nil {
 		return fmt.Errorf("tablet: split: %w", err)
 	}
+	st := manifest.State{ReplayPoint: 0, LastSeq: lastSeq, NextFileNum: nextFile,
+		RangeStart: bytes.Clone(start), RangeEnd: bytes.Clone(end), Parent: filepath.Base(absParent)}
+	if st.Files, err = boundedRefs(absParent, absDir, v, start, end); err != nil {
+		return fmt.Errorf("tablet: split: %w", err)
+	}
+	if err := guard(); err != nil {
+		return err
+	}
+	if err := manifest.SaveEpoch(fsys, dir, epoch, st); err != nil {
+		return fmt.Errorf("tablet: split: write child manifest: %w", err)
+	}
+	return nil
+}
+
+// boundedRefs returns the files of version v of the tablet in absParent as
+// references from the tablet folder absDir, each bounded to the rows
+// [start, end) (nil: unbounded) and files with no key there left out. A
+// file v itself references (from an earlier split or merge) is named by
+// its real place, so a reference never goes through another reference.
+func boundedRefs(absParent, absDir string, v *version, start, end []byte) ([]manifest.FileRef, error) {
 	var lo, hi []byte
 	if start != nil {
 		lo = cell.EncodeRow(start)
@@ -200,8 +220,7 @@ func writeChild(fsys vfs.FS, absParent, dir string, start, end []byte, v *versio
 	if end != nil {
 		hi = cell.EncodeRow(end)
 	}
-	st := manifest.State{ReplayPoint: 0, LastSeq: lastSeq, NextFileNum: nextFile,
-		RangeStart: bytes.Clone(start), RangeEnd: bytes.Clone(end), Parent: filepath.Base(absParent)}
+	var out []manifest.FileRef
 	for _, ref := range v.fileRefs() {
 		l, u, ok := intersect(ref.Lower, ref.Upper, lo, hi)
 		if !ok {
@@ -222,19 +241,13 @@ func writeChild(fsys vfs.FS, absParent, dir string, start, end []byte, v *versio
 		}
 		rel, err := filepath.Rel(absDir, filepath.Join(absParent, filepath.FromSlash(ref.Path)))
 		if err != nil {
-			return fmt.Errorf("tablet: split: %w", err)
+			return nil, err
 		}
 		ref.Path = filepath.ToSlash(rel)
 		ref.Lower, ref.Upper = bytes.Clone(l), bytes.Clone(u)
-		st.Files = append(st.Files, ref)
+		out = append(out, ref)
 	}
-	if err := guard(); err != nil {
-		return err
-	}
-	if err := manifest.SaveEpoch(fsys, dir, epoch, st); err != nil {
-		return fmt.Errorf("tablet: split: write child manifest: %w", err)
-	}
-	return nil
+	return out, nil
 }
 
 // Referenced lists the files outside the tablet folder dir that its
