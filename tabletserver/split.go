@@ -143,6 +143,7 @@ func (s *Server) split(ctx context.Context, h *held, row []byte) (_ []meta.Table
 		return nil, fmt.Errorf("tabletserver: committing split of %s: %w", key, err)
 	}
 	s.logger.Info("split tablet", "tablet", key, "row", row, "left", left.ID, "right", right.ID)
+	s.counters.splits.Add(1)
 	if s.testHookSplitCommitted != nil {
 		s.testHookSplitCommitted(left, right)
 	}
