@@ -100,7 +100,7 @@ func newServerMetrics(s *Server, r prometheus.Registerer) *serverMetrics {
 		top = DefaultTopTablets
 	}
 	g.MustRegister(m.flushes, m.flushBytes, flushSeconds, comps, in, out, secs, syncSecs, syncRecs, syncBytes,
-		&stateCollector{s: s}, newTopTablets(s, top))
+		&stateCollector{s: s, top: top})
 	return m
 }
 
@@ -157,8 +157,13 @@ func (m *serverMetrics) close() {
 	}
 }
 
-// stateCollector reads the server's state at scrape time.
-type stateCollector struct{ s *Server }
+// stateCollector reads the server's state at scrape time: the totals and
+// the top-N per-tablet series (metrics_top.go) from one pass over the
+// tablets' statistics.
+type stateCollector struct {
+	s   *Server
+	top int // tablets with per-tablet series; negative: none
+}
 
 var (
 	descTablets        = desc("tablets", "Tablets this server serves.")
@@ -193,6 +198,9 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 		descScansRejected, descScansStalled, descSplits, descRenewals, descLeaseRemaining, descFences, descFailures} {
 		ch <- d
 	}
+	for _, v := range tabletValues {
+		ch <- v.desc
+	}
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -206,14 +214,15 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	var size uint64
 	var sstables, backlog int
 	hs := s.heldTablets("")
-	for _, h := range hs {
+	samples := make([]tabletSample, len(hs))
+	for i, h := range hs {
 		st := h.t.Stats()
+		samples[i] = tabletSample{table: h.table, id: h.id, stats: st}
 		size += st.SizeBytes
 		backlog += st.CompactionBacklog
-		for _, f := range st.Families {
-			sstables += f.SSTables
-		}
+		sstables += samples[i].sstables()
 	}
+	collectTop(ch, samples, c.top)
 	gauge(descTablets, float64(len(hs)))
 	gauge(descSizeBytes, float64(size))
 	gauge(descSSTables, float64(sstables))

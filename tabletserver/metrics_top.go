@@ -9,19 +9,15 @@ import (
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
-// topTablets exports per-tablet series for the N largest tablets of the
-// server only, chosen at scrape time, so that a server with 100,000
-// tablets exports a bounded number of series. A tablet that drops out
-// of the top N disappears from the scrape (Prometheus marks its series
-// stale); operators look at tabula_tabletserver_* for the totals.
+// The per-tablet series exist for the N largest tablets of the server
+// only, chosen at scrape time, so that a server with 100,000 tablets
+// exports a bounded number of series. A tablet that drops out of the top
+// N disappears from the scrape (Prometheus marks its series stale);
+// operators look at tabula_tabletserver_* for the totals.
 //
 // Each value is one entry of tabletValues: per-tablet request rates (from
 // the load meters) become more entries reading more fields of
 // tabletSample, without touching the ranking or the labels.
-type topTablets struct {
-	s *Server
-	n int
-}
 
 // tabletSample is what one scrape knows of one tablet.
 type tabletSample struct {
@@ -56,24 +52,12 @@ var tabletValues = []tabletValue{
 	{tabletDesc("compaction_backlog", "Compaction work waiting in the tablet."), func(t *tabletSample) float64 { return float64(t.stats.CompactionBacklog) }},
 }
 
-func newTopTablets(s *Server, n int) *topTablets { return &topTablets{s: s, n: n} }
-
-func (c *topTablets) Describe(ch chan<- *prometheus.Desc) {
-	for _, v := range tabletValues {
-		ch <- v.desc
-	}
-}
-
-func (c *topTablets) Collect(ch chan<- prometheus.Metric) {
-	if c.n < 0 {
+// collectTop sends the per-tablet series of the n largest samples.
+func collectTop(ch chan<- prometheus.Metric, samples []tabletSample, n int) {
+	if n < 0 {
 		return
 	}
-	hs := c.s.heldTablets("")
-	samples := make([]tabletSample, len(hs))
-	for i, h := range hs {
-		samples[i] = tabletSample{table: h.table, id: h.id, stats: h.t.Stats()}
-	}
-	for _, t := range topBySize(samples, c.n) {
+	for _, t := range topBySize(samples, n) {
 		for _, v := range tabletValues {
 			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, v.value(t), t.table, t.id)
 		}
