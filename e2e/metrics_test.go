@@ -270,7 +270,7 @@ func TestDevMetrics(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"ts-1", "ts-2"} {
-		if _, ok := after.Sum("tabula_tabletserver_tablets", map[string]string{"server": s}); !ok {
+		if !after.Has("tabula_tabletserver_tablets", map[string]string{"server": s}) {
 			t.Errorf("no tabula_tabletserver_tablets for %s", s)
 		}
 	}

@@ -27,6 +27,32 @@ func Parse(r io.Reader) (Families, error) {
 	return fs, nil
 }
 
+// Has reports whether family name has a series whose labels include
+// every pair of match.
+func (f Families) Has(name string, match map[string]string) bool {
+	for _, m := range f[name].GetMetric() {
+		if labelsMatch(m, match) {
+			return true
+		}
+	}
+	return false
+}
+
+func labelsMatch(m *dto.Metric, match map[string]string) bool {
+	for k, v := range match {
+		found := false
+		for _, lp := range m.GetLabel() {
+			if lp.GetName() == k && lp.GetValue() == v {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
 // Sum returns the sum of the values of family name over the series whose
 // labels include every pair of match (a counter's or gauge's value; a
 // histogram's count), and whether the family exists.
@@ -36,18 +62,9 @@ func (f Families) Sum(name string, match map[string]string) (float64, bool) {
 		return 0, false
 	}
 	var sum float64
-next:
 	for _, m := range mf.GetMetric() {
-		for k, v := range match {
-			found := false
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == k && lp.GetValue() == v {
-					found = true
-				}
-			}
-			if !found {
-				continue next
-			}
+		if !labelsMatch(m, match) {
+			continue
 		}
 		switch {
 		case m.Counter != nil:
