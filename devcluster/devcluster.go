@@ -28,11 +28,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/gateway"
 	"github.com/tabuladb/tabula/internal/embedetcd"
 	"github.com/tabuladb/tabula/internal/seaweed"
 	"github.com/tabuladb/tabula/master"
+	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/tabletserver"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/vfs/backend"
@@ -108,6 +111,12 @@ type Config struct {
 	// Bigtable clients in emulator mode send no credentials. The default
 	// is no gateway; the CLI starts one.
 	GatewayAddr string
+	// Metrics, when set, receives every component's Prometheus series,
+	// each with the constant label server="master", "ts-1".."ts-N" or
+	// "gateway" (metrics.ForServer), so that one /metrics serves the
+	// whole dev process. The caller registers the Go runtime and process
+	// collectors (metrics.NewRegistry). The default is nil: no metrics.
+	Metrics prometheus.Registerer
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -234,6 +243,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		ServerTLS:             c.sec.master.server,
 		DialTLS:               c.sec.master.dial,
 		Auth:                  cfg.Auth,
+		Metrics:               metrics.ForServer(cfg.Metrics, "master"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: starting the master on %s: %w", cfg.MasterAddr, err)
@@ -270,6 +280,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			EtcdTLS:          c.sec.server.etcd,
 			ServerTLS:        c.sec.server.server,
 			Auth:             cfg.Auth,
+			Metrics:          metrics.ForServer(cfg.Metrics, id),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("devcluster: starting tablet server %s: %w", id, err)
@@ -293,7 +304,7 @@ func (c *Cluster) startGateway(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("devcluster: connecting the gateway: %w", err)
 	}
-	c.gateway, err = gateway.Start(cfg.GatewayAddr, c.gwConn, gateway.Options{})
+	c.gateway, err = gateway.Start(cfg.GatewayAddr, c.gwConn, gateway.Options{Metrics: metrics.ForServer(cfg.Metrics, "gateway")})
 	if err != nil {
 		return fmt.Errorf("devcluster: starting the Bigtable gateway: %w", err)
 	}

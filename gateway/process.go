@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/opshttp"
 )
 
@@ -24,6 +25,7 @@ type Process struct {
 	done       chan error
 	health     *opshttp.Health
 	stopHealth func()
+	metrics    *metrics.Group // nil without Options.Metrics
 }
 
 // Start listens on addr ("127.0.0.1:8086"; port 0 picks one) and serves
@@ -33,16 +35,19 @@ func Start(addr string, c *client.Client, opts Options) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: listening on %s: %w", addr, err)
 	}
-	srv := grpc.NewServer(
+	group := metrics.Track(opts.Metrics)
+	gm := metrics.NewGRPC(group)
+	srv := grpc.NewServer(append(gm.ServerOptions(),
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.MaxSendMsgSize(MaxRequestBytes),
 		// Bigtable clients ping idle connections; let them.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
-	)
+	)...)
 	New(c, opts).Register(srv)
-	p := &Process{srv: srv, lis: lis, done: make(chan error, 1)}
+	p := &Process{srv: srv, lis: lis, done: make(chan error, 1), metrics: group}
 	p.health = opshttp.NewHealth(func(ctx context.Context) error { return Ready(ctx, c) })
 	p.health.Register(srv)
+	gm.Init(srv)
 	p.stopHealth = p.health.Start()
 	go func() { p.done <- srv.Serve(lis) }()
 	return p, nil
@@ -59,6 +64,7 @@ func (p *Process) Close() error {
 	t := time.AfterFunc(5*time.Second, p.srv.Stop)
 	defer t.Stop()
 	p.srv.GracefulStop()
+	p.metrics.Close()
 	if err := <-p.done; err != nil && err != grpc.ErrServerStopped {
 		return err
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
@@ -28,6 +29,11 @@ type Options struct {
 	// Zone is the location the instance admin API reports. The default is
 	// "local".
 	Zone string
+	// Metrics, when set, receives the gateway's Prometheus series: its
+	// gRPC calls by method and code (docs/OPERATIONS.md "Metrics"),
+	// unregistered by Process.Close. The default is nil: none, and no
+	// interceptors. Only Start uses it.
+	Metrics prometheus.Registerer
 }
 
 func (o Options) withDefaults() Options {

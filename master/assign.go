@@ -175,6 +175,7 @@ func (a *assigner) reconcile(ctx context.Context) {
 	}
 	a.m.conns.retain(liveAddrs)
 	counts := snap.counts()
+	a.m.counters.serversLive.Store(int64(len(snap.servers)))
 	leaseGone := map[int64]bool{} // TimeToLive answers of this pass
 	seen := make(map[string]bool, len(snap.tablets))
 	now := time.Now()
@@ -248,6 +249,7 @@ func (a *assigner) reconcile(ctx context.Context) {
 				continue
 			}
 			counts[to.ID]++
+			a.m.counters.assigned(t.Server != "" && exclude == "")
 			if old, ok := snap.owned(&t.TabletRecord); ok {
 				counts[old.ID]--
 			}

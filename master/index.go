@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -58,6 +59,8 @@ type tabletIndex struct {
 	advanced chan struct{}
 	// builds counts completed builds.
 	builds int
+	// splits counts the splits the watch saw committed (metrics).
+	splits atomic.Uint64
 	// stopWatch cancels the current watch (tests use it).
 	stopWatch context.CancelFunc
 }
@@ -158,6 +161,7 @@ func (x *tabletIndex) follow(ctx context.Context, rev int64) {
 			return
 		}
 		x.mu.Lock()
+		var splitParents map[string]bool // the splits this response commits
 		if resp.IsProgressNotify() {
 			// Every event up to the header's revision was delivered.
 			x.setRevLocked(resp.Header.Revision)
@@ -167,11 +171,19 @@ func (x *tabletIndex) follow(ctx context.Context, rev int64) {
 			if ev.Type == clientv3.EventTypeDelete {
 				x.applyDelete(kv.Key)
 			} else {
-				x.applyPut(x.schemas, x.tablets, kv.Key, kv.Value, kv.ModRevision)
+				if p := x.applyPut(x.schemas, x.tablets, kv.Key, kv.Value, kv.ModRevision); p != "" {
+					if splitParents == nil {
+						splitParents = map[string]bool{}
+					}
+					splitParents[p] = true
+				}
 			}
 			x.setRevLocked(kv.ModRevision)
 		}
 		x.mu.Unlock()
+		// A split is one etcd transaction putting both children, so one
+		// response: count each parent once.
+		x.splits.Add(uint64(len(splitParents)))
 	}
 	if ctx.Err() == nil {
 		x.log.Info("tablet index watch closed; rebuilding")
@@ -189,26 +201,27 @@ func (x *tabletIndex) setRevLocked(rev int64) {
 }
 
 // applyPut records one key of the span. Undecodable values are logged and
-// skipped.
-func (x *tabletIndex) applyPut(schemas map[string]*tabulapb.TableSchema, tablets map[string]*tableTablets, key, value []byte, modRev int64) {
+// skipped. When the key is a tablet new to the index that was split from
+// a parent, it returns "<table>/<parent id>" (for the split count).
+func (x *tabletIndex) applyPut(schemas map[string]*tabulapb.TableSchema, tablets map[string]*tableTablets, key, value []byte, modRev int64) (splitParent string) {
 	k := string(key)
 	if name, ok := x.layout.TableFromKey(k); ok {
 		r, err := meta.DecodeTable(value)
 		if err != nil {
 			x.log.Warn("tablet index: skipping table record", "key", k, "err", err)
-			return
+			return ""
 		}
 		schemas[name] = r.Schema
-		return
+		return ""
 	}
 	table, id, ok := x.layout.TabletFromKey(k)
 	if !ok {
-		return
+		return ""
 	}
 	r, err := meta.DecodeTablet(value)
 	if err != nil {
 		x.log.Warn("tablet index: skipping tablet record", "key", k, "err", err)
-		return
+		return ""
 	}
 	// The key names the tablet; a record naming another is not trusted.
 	r.Table, r.ID = table, id
@@ -217,8 +230,12 @@ func (x *tabletIndex) applyPut(schemas map[string]*tabulapb.TableSchema, tablets
 		tt = &tableTablets{byID: map[string]*meta.VersionedTablet{}}
 		tablets[table] = tt
 	}
+	if _, known := tt.byID[id]; !known && r.Parent != "" {
+		splitParent = table + "/" + r.Parent
+	}
 	tt.remove(id)
 	tt.insert(&meta.VersionedTablet{TabletRecord: r, ModRevision: modRev})
+	return splitParent
 }
 
 // applyDelete forgets one key of the span; mu is held.

@@ -16,6 +16,7 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/auth"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/opshttp"
 )
 
@@ -38,6 +39,11 @@ type Master struct {
 	health     *opshttp.Health
 	load       loads
 	stopHealth func()
+	// counters, metrics and grpcMetrics are the Prometheus side
+	// (metrics.go); metrics and grpcMetrics are nil when it is off.
+	counters    counters
+	metrics     *metrics.Group
+	grpcMetrics *metrics.GRPC
 
 	// mergeWatch is what the automatic merge remembers (automerge.go).
 	mergeWatch *mergeWatch
@@ -111,10 +117,11 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 	m.index = newTabletIndex(cli, m.layout, m.log, 0)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.guard = newGuard(m.ctx, opts, cli, m.layout, m.log)
-	m.srv = grpc.NewServer(m.serverOptions()...)
+	m.srv = grpc.NewServer(append(m.setupMetrics(), m.serverOptions()...)...)
 	tabulapb.RegisterMasterServer(m.srv, m)
 	m.health = opshttp.NewHealth(m.Ready)
 	m.health.Register(m.srv)
+	m.grpcMetrics.Init(m.srv)
 	m.stopHealth = m.health.Start()
 	m.wg.Add(3)
 	go func() {
@@ -156,6 +163,7 @@ func (m *Master) Close() error {
 		m.wg.Wait()
 		m.conns.close()
 		m.closeErr = m.cli.Close()
+		m.metrics.Close()
 		m.log.Info("master stopped")
 	})
 	return m.closeErr

@@ -155,6 +155,7 @@ func (m *Master) mergePair(ctx context.Context, term *leadership, table, leftID,
 			if err == nil {
 				merged := meta.TabletFromProto(resp.GetTablet())
 				term.assign.poke()
+				m.counters.merges.Add(1)
 				m.log.Info("merged tablets", "table", table, "left", leftID, "right", rightID, "merged", merged.ID,
 					"server", merged.Server, "start", string(merged.Start), "end", string(merged.End), "attempts", attempt)
 				return merged, nil

@@ -166,6 +166,7 @@ func (m *Master) move(ctx context.Context, term *leadership, t meta.VersionedTab
 		term.assign.unconfirm(m.layout.TabletKey(t.Table, t.ID))
 		return err
 	}
+	m.counters.moves.Add(1)
 	m.log.Info("moved tablet", "table", t.Table, "tablet", t.ID, "from", t.Server, "to", to.ID, "epoch", next.Epoch)
 	return nil
 }

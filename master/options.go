@@ -7,6 +7,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/vfs"
 )
@@ -72,6 +74,10 @@ type Options struct {
 	LoadTimeout time.Duration
 	// Logger receives the master's logs. The default is slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, receives the master's Prometheus series
+	// (metrics.go; docs/OPERATIONS.md "Metrics"), unregistered by Close.
+	// The default is nil: no series and no gRPC interceptors.
+	Metrics prometheus.Registerer
 
 	// Security (docs/OPERATIONS.md "Security"). All nil/false by default:
 	// plaintext and no authentication.

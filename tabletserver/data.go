@@ -67,13 +67,18 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 	select {
 	case s.scans <- struct{}{}:
 	default:
+		s.counters.scansRejected.Add(1)
 		return fail(fmt.Errorf("%w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
 	}
 	guard := newStallGuard(stream, s.opts.ScanStallTimeout)
-	return fail(guard.run(&s.scanWG, func() error {
+	err = guard.run(&s.scanWG, func() error {
 		defer func() { <-s.scans }()
 		return s.scan(ctx, h, opts, guard)
-	}))
+	})
+	if _, ok := err.(*stalledError); ok {
+		s.counters.scansStalled.Add(1)
+	}
+	return fail(err)
 }
 
 // scan streams the rows of a range scan (ReadRows past its checks). Its

@@ -270,6 +270,9 @@ func (s *Server) leaseLoop(ctx context.Context) {
 			defer inflight.Add(-1)
 			err := s.renew(ctx, id)
 			failing.Store(err != nil)
+			if ctx.Err() == nil {
+				s.counters.renewed(err == nil)
+			}
 			if err == nil || ctx.Err() != nil {
 				return
 			}

@@ -2,14 +2,16 @@ package tabletserver
 
 import (
 	"crypto/tls"
-	"github.com/tabuladb/tabula/vfs"
 	"io"
 	"log/slog"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // DefaultSplitThreshold is the tablet size past which a tablet is split
@@ -132,6 +134,16 @@ type Options struct {
 	DisableBackgroundWork bool
 	// Logger receives the server's log. The default discards.
 	Logger *slog.Logger
+	// Metrics, when set, receives the server's Prometheus series
+	// (metrics.go; docs/OPERATIONS.md "Metrics"): the gRPC interceptors,
+	// the engine's flush, compaction and commit log events, and the
+	// server's state read at scrape time. They are unregistered by Close.
+	// The default is nil: no series and no instrumentation at all.
+	Metrics prometheus.Registerer
+	// MetricsTopTablets is how many of the server's largest tablets get
+	// per-tablet series (tabula_tablet_*); negative means none. The
+	// default is DefaultTopTablets (20).
+	MetricsTopTablets int
 
 	// Security (docs/OPERATIONS.md "Security"). All nil/false by default:
 	// plaintext and no authentication.

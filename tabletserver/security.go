@@ -25,7 +25,9 @@ func (s *Server) serverOptions(ctx context.Context) []grpc.ServerOption {
 		MutualTLS: s.opts.ServerTLS != nil,
 		Log:       s.logger,
 	})
-	o := append(grpcServerOptions(), grpc.ChainUnaryInterceptor(g.Unary()), grpc.ChainStreamInterceptor(g.Stream()))
+	// Metrics first, so that calls the guard refuses are counted too.
+	o := append(grpcServerOptions(), s.metrics.grpcOptions()...)
+	o = append(o, grpc.ChainUnaryInterceptor(g.Unary()), grpc.ChainStreamInterceptor(g.Stream()))
 	if s.opts.ServerTLS != nil {
 		o = append(o, grpc.Creds(credentials.NewTLS(s.opts.ServerTLS)))
 	}

@@ -112,6 +112,9 @@ type Server struct {
 	failWG   sync.WaitGroup // retire goroutines of failed tablets
 	failures atomic.Int64   // tablets retired after a failure
 
+	counters counters       // exported by the metrics collector (metrics.go)
+	metrics  *serverMetrics // nil when Options.Metrics is nil
+
 	closed      atomic.Bool
 	serveWG     sync.WaitGroup // the gRPC Serve goroutine
 	splitCancel context.CancelFunc
@@ -163,6 +166,12 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		unloaded: make(map[string]int64),
 	}
 	s.engines.m = make(map[string]*tablet.Tablet)
+	s.metrics = newServerMetrics(s, opts.Metrics)
+	defer func() {
+		if err != nil {
+			s.metrics.close()
+		}
+	}()
 	s.pastLeases = make(map[int64]bool)
 	s.scans = make(chan struct{}, opts.MaxScans)
 	s.lis, err = net.Listen("tcp", opts.ListenAddr)
@@ -212,6 +221,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	tabulapb.RegisterTabletServerServer(s.grpc, s)
 	s.health = opshttp.NewHealth(s.Ready)
 	s.health.Register(s.grpc)
+	if s.metrics != nil {
+		s.metrics.grpc.Init(s.grpc)
+	}
 	s.serveWG.Add(1)
 	go func() {
 		defer s.serveWG.Done()
@@ -349,6 +361,7 @@ func (s *Server) Close() error {
 		if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}
+		s.metrics.close()
 		s.closeErr = errors.Join(errs...)
 		s.logger.Info("closed")
 	})

@@ -163,6 +163,7 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 		"left", left.ID, "right", right.ID}
 	attrs = append(attrs, why.attrs...)
 	s.logger.Info("split tablet", append(attrs, "duration", time.Since(begin).Round(time.Millisecond))...)
+	s.counters.splits.Add(1)
 	if s.testHookSplitCommitted != nil {
 		s.testHookSplitCommitted(left, right)
 	}

@@ -49,6 +49,7 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 		DisableBackgroundWork: s.opts.DisableBackgroundWork,
 		Logger:                s.logger.With("tablet", filepath.Base(dir)),
 		Guard:                 s.writeGuard,
+		Events:                s.metrics.engineEvents(),
 		OnFailure: func(err error) {
 			s.tabletFailed(filepath.Base(filepath.Dir(dir)), filepath.Base(dir), epoch, err)
 		},

@@ -38,6 +38,7 @@ func (s *Server) openLog(lease int64) error {
 			FS: s.opts.FS, Root: s.opts.DataDir, Name: name,
 			SyncMode: s.syncMode, MaxBytes: s.opts.MaxLogBytes,
 			OnPressure: func(names []string) { s.flushForLog(l, names) }, Logger: s.logger,
+			OnSync: s.metrics.onSync(),
 		})
 		if err == nil {
 			s.walN++

@@ -50,16 +50,18 @@ settings. "tabula dev" starts one on ` + defaultGateway + `.`,
 				return wrapf(err, "connecting to master %s", strings.Join(addrs, ","))
 			}
 			defer cli.Close()
+			reg, routes := opsMetrics(v)
 			p, err := gateway.Start(v.GetString("listen"), cli, gateway.Options{
 				InstanceID: v.GetString("instance"),
 				ClusterID:  v.GetString("cluster-id"),
+				Metrics:    reg,
 			})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula gateway: Cloud Bigtable API on %s for master %s\n", p.Addr(), strings.Join(addrs, ","))
 			fmt.Fprintf(cmd.OutOrStdout(), "use it with: export BIGTABLE_EMULATOR_HOST=%s\n", p.Addr())
-			ops, err := serveOps(v, p.Health(), cmd.OutOrStdout())
+			ops, err := serveOps(v, p.Health(), cmd.OutOrStdout(), routes...)
 			if err != nil {
 				p.Close()
 				return err

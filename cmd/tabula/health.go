@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/opshttp"
 )
 
@@ -21,9 +23,23 @@ import (
 // the second one fail to start.
 const defaultDevHTTP = "127.0.0.1:7180"
 
-// addHTTPFlag adds --http, the address of the operator's HTTP endpoints.
+// addHTTPFlag adds --http, the address of the operator's HTTP endpoints,
+// and --metrics, which switches /metrics (and all instrumentation) off.
 func addHTTPFlag(c *cobra.Command, def string) {
-	c.Flags().String("http", def, "serve /healthz and /readyz over HTTP on this address (\"\": off); port 0 picks one")
+	c.Flags().String("http", def, "serve /healthz, /readyz and /metrics (Prometheus) over HTTP on this address (\"\": off); port 0 picks one")
+	c.Flags().Bool("metrics", true, "with --http: serve Prometheus metrics on /metrics; false installs no instrumentation at all")
+}
+
+// opsMetrics returns the process's metrics registry and its /metrics
+// route when --http is set and --metrics is on; (nil, nil) otherwise, and
+// then the components install no instrumentation. The registerer is a
+// nil interface, not a typed nil, when off: components test it for nil.
+func opsMetrics(v *viper.Viper) (prometheus.Registerer, []opshttp.Route) {
+	if v.GetString("http") == "" || !v.GetBool("metrics") {
+		return nil, nil
+	}
+	reg := metrics.NewRegistry()
+	return reg, []opshttp.Route{{Pattern: metrics.Pattern, Handler: metrics.Handler(reg)}}
 }
 
 // serveOps starts the operator's HTTP endpoints for h (and routes) if
@@ -38,6 +54,11 @@ func serveOps(v *viper.Viper, h *opshttp.Health, out io.Writer, routes ...opshtt
 		return nil, err
 	}
 	fmt.Fprintf(out, "health checks on http://%s/healthz and /readyz\n", s.Addr())
+	for _, r := range routes {
+		if r.Pattern == metrics.Pattern {
+			fmt.Fprintf(out, "Prometheus metrics on http://%s/metrics\n", s.Addr())
+		}
+	}
 	return s, nil
 }
 

@@ -106,6 +106,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			reg, routes := opsMetrics(v)
 			cl, err := devcluster.Start(ctx, devcluster.Config{
 				Dir:              dir,
 				Servers:          v.GetInt("servers"),
@@ -126,6 +127,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				Auth:             v.GetBool("auth"),
 				Storage:          v.GetString("storage"),
 				GatewayAddr:      gw,
+				Metrics:          reg,
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -147,10 +149,12 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "Cloud Bigtable API on %s: export BIGTABLE_EMULATOR_HOST=%s\n", a, a)
 			}
-			// One set of health endpoints for the whole dev process: ready
-			// when the master leads and every server is ready.
+			// One set of health endpoints and one /metrics for the whole
+			// dev process: ready when the master leads and every server is
+			// ready; every component's series carry server="master",
+			// "ts-N" or "gateway".
 			if a := v.GetString("http"); a != "" {
-				ops, err := opshttp.Serve(a, opshttp.NewHealth(cl.Ready))
+				ops, err := opshttp.Serve(a, opshttp.NewHealth(cl.Ready), routes...)
 				if err != nil {
 					cl.Close()
 					return err
@@ -161,6 +165,9 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "health checks on http://%s/healthz and /readyz\n", ops.Addr())
+				if routes != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "Prometheus metrics on http://%s/metrics\n", ops.Addr())
+				}
 			}
 			printDevSecurity(cmd.OutOrStdout(), cl)
 			if maddr != defaultMaster {
@@ -230,6 +237,7 @@ func newMasterCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			reg, routes := opsMetrics(v)
 			m, err := master.Start(cmd.Context(), master.Options{
 				Etcd:                  stringList(v, "etcd"),
 				Cluster:               v.GetString("cluster"),
@@ -247,13 +255,14 @@ func newMasterCmd() *cobra.Command {
 				ServerTLS:             sec.server,
 				DialTLS:               sec.dial,
 				Auth:                  sec.auth,
+				Metrics:               reg,
 			})
 			if err != nil {
 				return wrapf(err, "starting the master")
 			}
 			log.Info("master serving", "addr", m.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula master serving on %s\n", m.Addr())
-			ops, err := serveOps(v, m.Health(), cmd.OutOrStdout())
+			ops, err := serveOps(v, m.Health(), cmd.OutOrStdout(), routes...)
 			if err != nil {
 				m.Close()
 				return err
@@ -308,6 +317,7 @@ func newTabletServerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			reg, routes := opsMetrics(v)
 			s, err := tabletserver.Start(cmd.Context(), tabletserver.Options{
 				ID:                v.GetString("id"),
 				ListenAddr:        v.GetString("listen"),
@@ -334,13 +344,15 @@ func newTabletServerCmd() *cobra.Command {
 				EtcdTLS:           sec.etcd,
 				ServerTLS:         sec.server,
 				Auth:              sec.auth,
+				Metrics:           reg,
+				MetricsTopTablets: v.GetInt("metrics-top-tablets"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the tablet server")
 			}
 			log.Info("tablet server serving", "id", s.ID(), "addr", s.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula tablet server %s serving on %s\n", s.ID(), s.Addr())
-			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout())
+			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout(), routes...)
 			if err != nil {
 				s.Close()
 				return err
@@ -368,6 +380,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLoadFlags(c)
+	f.Int("metrics-top-tablets", tabletserver.DefaultTopTablets, "per-tablet metrics (tabula_tablet_*) for this many of the server's largest tablets only; -1: none")
 	addHTTPFlag(c, "")
 	addLogFlag(c, "info")
 	return c

@@ -19,6 +19,10 @@ type MemoryBudget struct {
 	soft, hard int64
 	maxStall   time.Duration
 	used       atomic.Int64
+	// throttled and rejected count admissions above the soft limit (the
+	// writer waited) and above the hard limit (the writer failed), for
+	// the server's metrics.
+	throttled, rejected atomic.Uint64
 
 	// mu protects the fields below.
 	mu      sync.Mutex
@@ -53,6 +57,17 @@ func (b *MemoryBudget) SetMaxStall(d time.Duration) {
 
 // Used returns the memtable bytes currently charged to the budget.
 func (b *MemoryBudget) Used() int64 { return b.used.Load() }
+
+// Limits returns the soft and hard limits in bytes.
+func (b *MemoryBudget) Limits() (soft, hard int64) { return b.soft, b.hard }
+
+// Throttled returns how many writes had to wait because memtable memory
+// was above the soft limit.
+func (b *MemoryBudget) Throttled() uint64 { return b.throttled.Load() }
+
+// Rejected returns how many writes failed with ErrResourceExhausted
+// because memtable memory was above the hard limit.
+func (b *MemoryBudget) Rejected() uint64 { return b.rejected.Load() }
 
 func (b *MemoryBudget) register(t *Tablet) {
 	b.mu.Lock()
@@ -99,11 +114,13 @@ func (b *MemoryBudget) flushLargest() {
 func (b *MemoryBudget) admit(ctx context.Context) error {
 	used := b.used.Load()
 	if used > b.hard {
+		b.rejected.Add(1)
 		return fmt.Errorf("%w: memtable memory %d bytes is over the hard limit %d bytes; retry later", ErrResourceExhausted, used, b.hard)
 	}
 	if used <= b.soft {
 		return nil
 	}
+	b.throttled.Add(1)
 	b.flushLargest()
 	b.mu.Lock()
 	stall := b.maxStall

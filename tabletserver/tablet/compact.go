@@ -257,8 +257,11 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	if out != nil {
 		outBytes = out.ref.Size
 	}
-	t.logger.Info("compacted", "dir", t.dir, "family", name, "major", mode == modeMajor, "inputs", len(inputs),
-		"bytes_in", filesSize(inputs), "bytes_out", outBytes, "duration", time.Since(start).Round(time.Millisecond))
+	ev := CompactionEvent{Family: name, Major: mode == modeMajor, Inputs: len(inputs),
+		BytesIn: filesSize(inputs), BytesOut: outBytes, Duration: time.Since(start)}
+	t.logger.Info("compacted", "dir", t.dir, "family", name, "major", ev.Major, "inputs", ev.Inputs,
+		"bytes_in", ev.BytesIn, "bytes_out", ev.BytesOut, "duration", ev.Duration.Round(time.Millisecond))
+	t.compacted(ev)
 	return nil
 }
 

@@ -161,8 +161,10 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 		return fail(err)
 	}
 	t.opts.Memory.release(im.m.bytes.Load())
-	t.logger.Info("flushed", "dir", t.dir, "memtable_bytes", im.m.bytes.Load(), "files", len(made),
-		"bytes", filesSize(made), "duration", time.Since(start).Round(time.Millisecond))
+	ev := FlushEvent{MemtableBytes: im.m.bytes.Load(), Files: len(made), Bytes: filesSize(made), Duration: time.Since(start)}
+	t.logger.Info("flushed", "dir", t.dir, "memtable_bytes", ev.MemtableBytes, "files", ev.Files,
+		"bytes", ev.Bytes, "duration", ev.Duration.Round(time.Millisecond))
+	t.flushed(ev)
 	// The flush is published; only the deletion of the log segments it
 	// covers is left. A refused deletion leaves them for a later flush.
 	if !t.mayDelete("remove commit log segments") {

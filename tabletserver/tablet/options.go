@@ -60,6 +60,9 @@ type Options struct {
 	DisableBackgroundWork bool
 	// Logger receives background errors. The default discards.
 	Logger *slog.Logger
+	// Events, when set, is told of every flush and compaction (events.go):
+	// the server counts them for its metrics. The default is nil.
+	Events *Events
 	// Guard, when set, is asked immediately before every durable change to
 	// the tablet's shared files (manifest saves, deleting obsolete SSTables
 	// and commit log segments) and before a flush or compaction starts; if

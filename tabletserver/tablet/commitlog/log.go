@@ -258,8 +258,13 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	f, seg := l.f, l.seg
 	rotate = rotate || roundBytes >= l.opts.SegmentSize
 	sync = sync || rotate
+	group := int(target - l.synced)
 	l.mu.Unlock()
 
+	var began time.Time
+	if l.opts.OnSync != nil && sync {
+		began = time.Now()
+	}
 	var err error
 	var nf vfs.Writable
 	oldClosed := false
@@ -271,6 +276,8 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	if err == nil && sync {
 		if err = l.syncFile(f); err != nil {
 			err = fmt.Errorf("commitlog: fsync %s: %w", segmentPath(l.opts.Dir, seg), err)
+		} else if l.opts.OnSync != nil {
+			l.opts.OnSync(SyncEvent{Records: group, Bytes: len(data), Duration: time.Since(began)})
 		}
 	}
 	if err == nil && rotate {

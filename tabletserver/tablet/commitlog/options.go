@@ -69,6 +69,23 @@ type Options struct {
 	// SegmentSize is the size past which the active segment is rotated
 	// automatically. The default is 64 MiB.
 	SegmentSize int64
+	// OnSync, when set, is called after every successful fsync of the
+	// active segment with what that fsync covered: how group commit is
+	// doing, for the owner's metrics. It runs on the syncing goroutine
+	// without the log's lock held and must be cheap. The default is nil.
+	OnSync func(SyncEvent)
+}
+
+// SyncEvent describes one fsync round of a log.
+type SyncEvent struct {
+	// Records is how many records became durable with it: the group
+	// size (0 for an fsync of nothing new, e.g. on rotation).
+	Records int
+	// Bytes is how many bytes this round wrote before the fsync.
+	Bytes int
+	// Duration is the round's write plus fsync: what a waiting writer
+	// waits once its round starts.
+	Duration time.Duration
 }
 
 const (

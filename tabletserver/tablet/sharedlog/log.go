@@ -35,6 +35,9 @@ type Options struct {
 	SyncMode     commitlog.SyncMode
 	SyncInterval time.Duration
 	SegmentSize  int64
+	// OnSync is the commitlog option: called after every fsync of the
+	// log with the group it covered. The default is nil.
+	OnSync func(commitlog.SyncEvent)
 	// MaxBytes is the size of live segments past which OnPressure is
 	// called. The default is 1 GiB.
 	MaxBytes int64
@@ -113,7 +116,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, fmt.Errorf("%w: %s already has segments: another process wrote it; every server incarnation needs a new name", ErrExists, dir)
 	}
 	cl, err := commitlog.Open(commitlog.Options{Dir: dir, FS: opts.FS, SyncMode: opts.SyncMode,
-		SyncInterval: opts.SyncInterval, SegmentSize: opts.SegmentSize})
+		SyncInterval: opts.SyncInterval, SegmentSize: opts.SegmentSize, OnSync: opts.OnSync})
 	if err != nil {
 		return nil, err
 	}

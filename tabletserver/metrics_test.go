@@ -1,0 +1,181 @@
+package tabletserver
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/metrics"
+)
+
+// documented reads the Metrics section of docs/OPERATIONS.md.
+func documented(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open("../docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	doc, err := metrics.Documented(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// checkDocumented fails for every tabula_ family of fs that
+// docs/OPERATIONS.md does not list with its type.
+func checkDocumented(t *testing.T, fs metrics.Families) {
+	t.Helper()
+	doc := documented(t)
+	for _, name := range fs.Tabula() {
+		if want, ok := doc[name]; !ok {
+			t.Errorf("%s is exported but not documented in docs/OPERATIONS.md", name)
+		} else if got := metrics.TypeName(fs[name]); got != want {
+			t.Errorf("%s is a %s, documented as a %s", name, got, want)
+		}
+	}
+}
+
+// A tablet server's /metrics has every documented tablet server series,
+// and they move with the work done: writes, reads, flushes, a compaction,
+// lease renewals; per-tablet series exist for the top N tablets only.
+func TestMetricsOfATabletServer(t *testing.T) {
+	e := newEnv(t)
+	reg := metrics.NewRegistry()
+	srv := e.start(func(o *Options) { o.Metrics = reg; o.MetricsTopTablets = 2; o.DisableBackgroundWork = true })
+	c := e.dial(srv)
+	refs := []*tabulapb.TabletRef{
+		e.load(c, e.assign("t1", nil, []byte("g"), srv, 1)),
+		e.load(c, e.assign("t2", []byte("g"), []byte("p"), srv, 1)),
+		e.load(c, e.assign("t3", []byte("p"), nil, srv, 1)),
+	}
+	scrape := func() metrics.Families {
+		t.Helper()
+		fs, err := metrics.Gather(reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fs
+	}
+	val := func(fs metrics.Families, name string, match map[string]string) float64 {
+		t.Helper()
+		v, ok := fs.Sum(name, match)
+		if !ok {
+			t.Fatalf("%s is not exported", name)
+		}
+		return v
+	}
+	before := scrape()
+	checkDocumented(t, before)
+	if n := val(before, "tabula_tabletserver_tablets", nil); n != 3 {
+		t.Fatalf("tablets = %v, want 3", n)
+	}
+	if n := val(before, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow", "code": "OK"}); n != 0 {
+		t.Fatalf("MutateRow handled before any write = %v, want a series at 0", n)
+	}
+
+	// Tablet t1 gets the most data, t2 some, t3 little: t1 and t2 are the
+	// top 2 by size.
+	rows := map[int]string{0: "a", 1: "h", 2: "q"}
+	count := map[int]int{0: 40, 1: 20, 2: 2}
+	for round := range 2 {
+		for i, ref := range refs {
+			for j := range count[i] {
+				if err := put(e.ctx, c, ref, fmt.Sprintf("%s%03d", rows[i], j), set("cf", "q", int64(round+1), string(make([]byte, 500)))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := c.FlushTablet(e.ctx, ref); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := c.CompactTablet(e.ctx, &tabulapb.CompactTabletRequest{Tablet: refs[0], Major: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: refs[0], Rows: &tabulapb.RowSet{RowKeys: [][]byte{[]byte("a001")}}}); err != nil {
+		t.Fatal(err)
+	}
+	// An unknown tablet: a NotFound-style error counted under its code.
+	_, err := c.MutateRow(e.ctx, &tabulapb.MutateRowRequest{Tablet: &tabulapb.TabletRef{Table: "users", TabletId: "nope", Epoch: 1}, RowKey: []byte("a")})
+	if err == nil {
+		t.Fatal("write to an unknown tablet succeeded")
+	}
+	eventually(t, 10*time.Second, "a lease renewal counted", func() bool {
+		v, _ := scrape().Sum("tabula_tabletserver_lease_renewals_total", map[string]string{"result": "ok"})
+		return v >= 1
+	})
+
+	after := scrape()
+	checkDocumented(t, after)
+	writes := float64(2 * (40 + 20 + 2))
+	for _, w := range []struct {
+		name  string
+		match map[string]string
+		min   float64
+	}{
+		{"tabula_grpc_server_handled_total", map[string]string{"service": "tabula.v1.TabletServer", "method": "MutateRow", "code": "OK"}, writes},
+		{"tabula_grpc_server_handling_seconds", map[string]string{"method": "MutateRow", "code": "OK"}, writes},
+		{"tabula_grpc_server_handled_total", map[string]string{"method": "ReadRows", "code": "OK"}, 1},
+		{"tabula_tabletserver_flushes_total", nil, 6},
+		{"tabula_tabletserver_flush_duration_seconds", nil, 6},
+		{"tabula_tabletserver_flush_bytes_total", nil, writes * 500},
+		{"tabula_tabletserver_compactions_total", map[string]string{"kind": "major"}, 1},
+		{"tabula_tabletserver_compaction_duration_seconds", map[string]string{"kind": "major"}, 1},
+		{"tabula_tabletserver_compaction_bytes_in_total", map[string]string{"kind": "major"}, 2 * 40 * 500},
+		{"tabula_tabletserver_compaction_bytes_out_total", map[string]string{"kind": "major"}, 40 * 500},
+		{"tabula_tabletserver_commit_log_sync_seconds", nil, 1},
+		{"tabula_tabletserver_commit_log_sync_group_size", nil, 1},
+		{"tabula_tabletserver_commit_log_bytes_total", nil, writes * 500},
+		{"tabula_tabletserver_size_bytes", nil, writes / 2 * 500},
+		{"tabula_tabletserver_sstables", nil, 3},
+		{"tabula_tabletserver_block_cache_capacity_bytes", nil, 1},
+		{"tabula_tabletserver_lease_remaining_seconds", nil, 0.001},
+		{"tabula_tabletserver_memtable_limit_bytes", map[string]string{"limit": "hard"}, 1},
+	} {
+		if v := val(after, w.name, w.match); v < w.min {
+			t.Errorf("%s%v = %v, want at least %v", w.name, w.match, v, w.min)
+		}
+	}
+	if v := val(after, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow"}) - val(after, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow", "code": "OK"}); v != 1 {
+		t.Errorf("failed MutateRow calls counted %v times, want 1", v)
+	}
+	hits, misses := val(after, "tabula_tabletserver_block_cache_hits_total", nil), val(after, "tabula_tabletserver_block_cache_misses_total", nil)
+	if hits+misses == 0 {
+		t.Error("a read from SSTables made no block cache lookups")
+	}
+	// Top 2 by size: t1 and t2, not t3; four values each.
+	for _, name := range []string{"tabula_tablet_size_bytes", "tabula_tablet_memtable_bytes", "tabula_tablet_sstables", "tabula_tablet_compaction_backlog"} {
+		mf := after[name]
+		if mf == nil || len(mf.GetMetric()) != 2 {
+			t.Fatalf("%s: %v series, want 2 (top 2 tablets)", name, mf)
+		}
+	}
+	for id, want := range map[string]bool{"t1": true, "t2": true, "t3": false} {
+		if v, _ := after.Sum("tabula_tablet_size_bytes", map[string]string{"table": "users", "tablet": id}); (v > 0) != want {
+			t.Errorf("tablet %s in the top 2: %v, want %v", id, v > 0, want)
+		}
+	}
+
+	// Close takes the series back: a new server in this process can
+	// register them again.
+	srv.Close()
+	for _, name := range after.Tabula() {
+		if _, ok := scrape()[name]; ok {
+			t.Errorf("%s still exported after Close", name)
+		}
+	}
+}
+
+// Without Options.Metrics nothing is installed: the engine gets no
+// events and the shared log no sync callback.
+func TestNoMetricsInstallsNothing(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	if srv.metrics != nil || srv.engineOptions(t.TempDir(), nil, nil, nil, 1).Events != nil || srv.metrics.onSync() != nil || srv.metrics.grpcOptions() != nil {
+		t.Fatal("metrics off, yet instrumentation installed")
+	}
+}
