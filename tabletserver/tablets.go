@@ -48,7 +48,7 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 		SyncMode: s.syncMode, MemtableSize: s.opts.MemtableSize,
 		Cache: s.cache, Memory: s.memory, Compactions: s.limiter,
 		DisableBackgroundWork: s.opts.DisableBackgroundWork,
-		Logger:                s.logger.With("tablet", filepath.Base(dir)),
+		Logger:                s.logger.With("table", filepath.Base(filepath.Dir(dir)), "tablet", filepath.Base(dir)),
 		Guard:                 s.writeGuard,
 		OnFailure: func(err error) {
 			s.tabletFailed(filepath.Base(filepath.Dir(dir)), filepath.Base(dir), epoch, err)

@@ -48,6 +48,7 @@ const (
 	Master_ListGrants_FullMethodName    = "/tabula.v1.Master/ListGrants"
 	Master_WhoAmI_FullMethodName        = "/tabula.v1.Master/WhoAmI"
 	Master_DropRowRange_FullMethodName  = "/tabula.v1.Master/DropRowRange"
+	Master_TopTablets_FullMethodName    = "/tabula.v1.Master/TopTablets"
 )
 
 // MasterClient is the client API for Master service.
@@ -82,6 +83,8 @@ type MasterClient interface {
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
 	DropRowRange(ctx context.Context, in *DropRowRangeRequest, opts ...grpc.CallOption) (*DropRowRangeResponse, error)
+	// The hottest tablets of the leader's latest load report (tabula top).
+	TopTablets(ctx context.Context, in *TopTabletsRequest, opts ...grpc.CallOption) (*TopTabletsResponse, error)
 }
 
 type masterClient struct {
@@ -312,6 +315,16 @@ func (c *masterClient) DropRowRange(ctx context.Context, in *DropRowRangeRequest
 	return out, nil
 }
 
+func (c *masterClient) TopTablets(ctx context.Context, in *TopTabletsRequest, opts ...grpc.CallOption) (*TopTabletsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopTabletsResponse)
+	err := c.cc.Invoke(ctx, Master_TopTablets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -344,6 +357,8 @@ type MasterServer interface {
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
 	DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error)
+	// The hottest tablets of the leader's latest load report (tabula top).
+	TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -419,6 +434,9 @@ func (UnimplementedMasterServer) WhoAmI(context.Context, *WhoAmIRequest) (*WhoAm
 }
 func (UnimplementedMasterServer) DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DropRowRange not implemented")
+}
+func (UnimplementedMasterServer) TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TopTablets not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -837,6 +855,24 @@ func _Master_DropRowRange_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_TopTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopTabletsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).TopTablets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_TopTablets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).TopTablets(ctx, req.(*TopTabletsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -931,6 +967,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DropRowRange",
 			Handler:    _Master_DropRowRange_Handler,
+		},
+		{
+			MethodName: "TopTablets",
+			Handler:    _Master_TopTablets_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -257,7 +257,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	if out != nil {
 		outBytes = out.ref.Size
 	}
-	t.logger.Info("compacted", "dir", t.dir, "family", name, "major", mode == modeMajor, "inputs", len(inputs),
+	t.logger.Info("compacted", "event", "compaction", "dir", t.dir, "family", name, "major", mode == modeMajor, "inputs", len(inputs),
 		"bytes_in", filesSize(inputs), "bytes_out", outBytes, "duration", time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -161,7 +161,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 		return fail(err)
 	}
 	t.opts.Memory.release(im.m.bytes.Load())
-	t.logger.Info("flushed", "dir", t.dir, "memtable_bytes", im.m.bytes.Load(), "files", len(made),
+	t.logger.Info("flushed", "event", "flush", "dir", t.dir, "memtable_bytes", im.m.bytes.Load(), "files", len(made),
 		"bytes", filesSize(made), "duration", time.Since(start).Round(time.Millisecond))
 	// The flush is published; only the deletion of the log segments it
 	// covers is left. A refused deletion leaves them for a later flush.
