@@ -100,6 +100,10 @@ type Config struct {
 	// Bigtable clients in emulator mode send no credentials. The default
 	// is no gateway; the CLI starts one.
 	GatewayAddr string
+	// LoadInterval is how often the master pulls the servers' load
+	// reports; LoadWindow how long each server's load window is. The
+	// defaults are the master's and the servers' (10s each).
+	LoadInterval, LoadWindow time.Duration
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -221,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		FS:                    fsys,
 		DefaultSplitThreshold: cfg.SplitThreshold,
 		SessionTTL:            cfg.LeaseTTL,
+		LoadInterval:          cfg.LoadInterval,
 		Logger:                cfg.Logger.With("component", "master"),
 		EtcdTLS:               c.sec.master.etcd,
 		ServerTLS:             c.sec.master.server,
@@ -254,6 +259,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			CacheBytes:     cfg.CacheBytes,
 			SyncMode:       cfg.SyncMode,
 			SplitThreshold: cfg.SplitThreshold,
+			LoadWindow:     cfg.LoadWindow,
 			Logger:         cfg.Logger.With("component", "tabletserver", "id", id),
 			EtcdTLS:        c.sec.server.etcd,
 			ServerTLS:      c.sec.server.server,
@@ -324,6 +330,12 @@ func etcdAddrs(cfg Config) (client, peer string, err error) {
 	}
 	return client, peer, nil
 }
+
+// Master returns the cluster's master (for its status page).
+func (c *Cluster) Master() *master.Master { return c.master }
+
+// Servers returns the tablet servers, ts-1 first (for their pages).
+func (c *Cluster) Servers() []*tabletserver.Server { return c.servers }
 
 // MasterAddr returns the master's address (host:port) for clients.
 func (c *Cluster) MasterAddr() string { return c.master.Addr() }

@@ -23,7 +23,7 @@ const defaultDevHTTP = "127.0.0.1:7180"
 
 // addHTTPFlag adds --http, the address of the operator's HTTP endpoints.
 func addHTTPFlag(c *cobra.Command, def string) {
-	c.Flags().String("http", def, "serve /healthz and /readyz over HTTP on this address (\"\": off); port 0 picks one")
+	c.Flags().String("http", def, "serve /healthz, /readyz and the status page over HTTP on this address (\"\": off); port 0 picks one")
 }
 
 // serveOps starts the operator's HTTP endpoints for h (and routes) if

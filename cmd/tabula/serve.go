@@ -118,6 +118,8 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				Auth:           v.GetBool("auth"),
 				Storage:        v.GetString("storage"),
 				GatewayAddr:    gw,
+				LoadInterval:   v.GetDuration("load-interval"),
+				LoadWindow:     v.GetDuration("load-window"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -142,7 +144,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			// One set of health endpoints for the whole dev process: ready
 			// when the master leads and every server is ready.
 			if a := v.GetString("http"); a != "" {
-				ops, err := opshttp.Serve(a, opshttp.NewHealth(cl.Ready))
+				ops, err := opshttp.Serve(a, opshttp.NewHealth(cl.Ready), devStatusRoutes(cl)...)
 				if err != nil {
 					cl.Close()
 					return err
@@ -153,6 +155,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "health checks on http://%s/healthz and /readyz\n", ops.Addr())
+				printStatusURL(cmd.OutOrStdout(), ops)
 			}
 			printDevSecurity(cmd.OutOrStdout(), cl)
 			if maddr != defaultMaster {
@@ -184,6 +187,8 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
 	addHTTPFlag(c, defaultDevHTTP)
+	addLoadIntervalFlag(c)
+	addLoadWindowFlag(c)
 	addLogFlag(c, "info")
 	return c
 }
@@ -232,6 +237,7 @@ func newMasterCmd() *cobra.Command {
 				DefaultSplitThreshold: thr,
 				SessionTTL:            v.GetDuration("session-ttl"),
 				LoadTimeout:           v.GetDuration("load-timeout"),
+				LoadInterval:          v.GetDuration("load-interval"),
 				Logger:                log,
 				EtcdTLS:               sec.etcd,
 				ServerTLS:             sec.server,
@@ -243,11 +249,12 @@ func newMasterCmd() *cobra.Command {
 			}
 			log.Info("master serving", "addr", m.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula master serving on %s\n", m.Addr())
-			ops, err := serveOps(v, m.Health(), cmd.OutOrStdout())
+			ops, err := serveOps(v, m.Health(), cmd.OutOrStdout(), masterStatusRoutes(v, m)...)
 			if err != nil {
 				m.Close()
 				return err
 			}
+			printStatusURL(cmd.OutOrStdout(), ops)
 			waitForSignal(cmd.Context())
 			closeOps(ops)
 			return wrapf(m.Close(), "stopping the master")
@@ -263,6 +270,8 @@ func newMasterCmd() *cobra.Command {
 	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
 	f.Duration("load-timeout", 2*time.Minute, "how long a tablet server may take to load a tablet (replaying its log) before the master tries again")
 	addHTTPFlag(c, "")
+	addLoadIntervalFlag(c)
+	addServerStatusURLFlag(c)
 	addLogFlag(c, "info")
 	return c
 }
@@ -311,6 +320,7 @@ func newTabletServerCmd() *cobra.Command {
 				SplitThreshold:    sizes["split-threshold"],
 				MaxScans:          v.GetInt("max-scans"),
 				ScanStallTimeout:  v.GetDuration("scan-stall-timeout"),
+				LoadWindow:        v.GetDuration("load-window"),
 				Logger:            log,
 				EtcdTLS:           sec.etcd,
 				ServerTLS:         sec.server,
@@ -321,11 +331,12 @@ func newTabletServerCmd() *cobra.Command {
 			}
 			log.Info("tablet server serving", "id", s.ID(), "addr", s.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula tablet server %s serving on %s\n", s.ID(), s.Addr())
-			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout())
+			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout(), serverStatusRoutes(s)...)
 			if err != nil {
 				s.Close()
 				return err
 			}
+			printStatusURL(cmd.OutOrStdout(), ops)
 			waitForSignal(cmd.Context())
 			closeOps(ops)
 			return wrapf(s.Close(), "stopping the tablet server")
@@ -349,6 +360,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addHTTPFlag(c, "")
+	addLoadWindowFlag(c)
 	addLogFlag(c, "info")
 	return c
 }
