@@ -14,6 +14,7 @@ import (
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/eventlog"
+	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/master"
 	"github.com/tabuladb/tabula/opshttp"
 )
@@ -266,10 +267,7 @@ func (p *Page) tableRows(ctx context.Context) ([]tableRow, error) {
 			return nil, fmt.Errorf("table %s has families this page cannot read: %w", s.GetName(), err)
 		}
 		for _, f := range fams {
-			gc := fmt.Sprintf("versions=%d ttl=%s %s", f.MaxVersions, f.TTL, f.GC)
-			if f.GCRule != nil {
-				gc = f.GCRule.String()
-			}
+			gc := gcText(f)
 			r.Families = append(r.Families, familyRow{Name: f.Name, GC: gc, Compression: f.Compression.String(), Bloom: f.Bloom.String(),
 				Type: f.ValueType.String(), BlockSize: f.BlockSize, InMemory: f.InMemory, Size: famSize[s.GetName()][f.Name]})
 		}
@@ -408,3 +406,18 @@ func (p *Page) tabletRows(ctx context.Context, table string) ([]tabletRow, error
 }
 
 var _ Master = (*master.Master)(nil)
+
+// gcText says what a family's GC keeps.
+func gcText(f families.Family) string {
+	switch {
+	case f.GCRule != nil:
+		return f.GCRule.String()
+	case f.MaxVersions == 0 && f.TTL == 0:
+		return "keeps every version"
+	case f.TTL == 0:
+		return fmt.Sprintf("versions=%d", f.MaxVersions)
+	case f.MaxVersions == 0:
+		return fmt.Sprintf("ttl=%s", f.TTL)
+	}
+	return fmt.Sprintf("versions=%d ttl=%s gc=%s", f.MaxVersions, f.TTL, f.GC)
+}
