@@ -103,7 +103,7 @@ func TestPagesShowTheClusterAndEscapeKeys(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	for i := range 3 {
 		rep := report(base.Add(time.Duration(i)*10*time.Second),
-			tl("users", "", "m\x01", 1), tl("users", "m\x01", evil, 500, "p", "q"), tl("users", evil, "", 2))
+			tl("users", "", "c", 1), tl("users", "c", "m\x01", 3), tl("users", "m\x01", evil, 500, "p", "q"), tl("users", evil, "", 2))
 		rep.Servers["ts-1"] = &master.ServerLoad{ID: "ts-1", Events: []eventlog.Event{{Time: base, Kind: "flush", Table: "users", Tablet: "t2", Message: "flushed"}}}
 		f.publish(rep)
 	}
