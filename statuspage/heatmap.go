@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 	"sync"
@@ -223,10 +224,18 @@ func Reduce(tablets []*master.TabletLoad, rows, maxKey int) []Cell {
 	ts := slices.Clone(tablets)
 	sort.Slice(ts, func(i, j int) bool { return bytes.Compare(ts[i].Start, ts[j].Start) < 0 })
 	cut := func(k []byte) string { return string(k[:min(len(k), maxKey)]) }
-	var cells []Cell
+	// Cut each tablet at no more quantiles than the column has rows for:
+	// with as many tablets as rows, the cuts would all be merged away
+	// (at 100,000 tablets this saves most of the work).
+	per := max(0, rows/max(1, len(ts))-1)
+	n := 0
+	for _, t := range ts {
+		n += min(per, len(t.AccessQuantiles)) + 1
+	}
+	cells := make([]Cell, 0, n)
 	for _, t := range ts {
 		bounds := [][]byte{t.Start}
-		for _, q := range t.AccessQuantiles {
+		for _, q := range pick(t.AccessQuantiles, per) {
 			// Inside the tablet, ascending and distinct only: a
 			// repeated key is a point the next sub-range starts with.
 			if bytes.Compare(q, bounds[len(bounds)-1]) <= 0 || (len(t.End) > 0 && bytes.Compare(q, t.End) >= 0) {
@@ -244,54 +253,83 @@ func Reduce(tablets []*master.TabletLoad, rows, maxKey int) []Cell {
 	return mergeCells(cells, rows)
 }
 
+// pick returns at most n of the quantiles qs, evenly spaced: with k
+// quantiles cutting k+1 equal parts, every (k+1)/(n+1)-th.
+func pick(qs [][]byte, n int) [][]byte {
+	if len(qs) <= n {
+		return qs
+	}
+	out := make([][]byte, 0, n)
+	for i := 1; i <= n; i++ {
+		out = append(out, qs[i*(len(qs)+1)/(n+1)-1])
+	}
+	return out
+}
+
 // mergeCells merges adjacent cells until at most rows are left, the pairs
 // with the least load first (load as the sum of each measure relative to
 // its largest value, so that hot cells by any measure stay apart).
 func mergeCells(cells []Cell, rows int) []Cell {
 	rows = max(rows, 1)
+	if len(cells) <= rows {
+		return cells
+	}
 	var mr, mw, mb float32
 	for _, c := range cells {
 		mr, mw, mb = max(mr, c.Reads), max(mw, c.Writes), max(mb, c.Bytes)
 	}
-	score := func(c Cell) float32 { return rel(c.Reads, mr) + rel(c.Writes, mw) + rel(c.Bytes, mb) }
+	score := make([]float32, len(cells))
+	for i, c := range cells {
+		score[i] = rel(c.Reads, mr) + rel(c.Writes, mw) + rel(c.Bytes, mb)
+	}
+	type pair struct {
+		load float32
+		i    int32
+	}
+	var pairs []pair
+	var merge, taken []bool
 	for len(cells) > rows {
 		// One pass merges up to the excess of disjoint pairs, coldest
 		// first; passes repeat until the column fits (each at least
 		// about halves the excess).
-		pairs := make([]int, len(cells)-1)
-		for i := range pairs {
-			pairs[i] = i
+		pairs = pairs[:0]
+		for i := 0; i+1 < len(cells); i++ {
+			pairs = append(pairs, pair{score[i] + score[i+1], int32(i)})
 		}
-		sort.SliceStable(pairs, func(a, b int) bool {
-			return score(cells[pairs[a]])+score(cells[pairs[a]+1]) < score(cells[pairs[b]])+score(cells[pairs[b]+1])
+		slices.SortFunc(pairs, func(a, b pair) int {
+			if a.load != b.load {
+				return cmp.Compare(a.load, b.load)
+			}
+			return cmp.Compare(a.i, b.i)
 		})
-		merge := make([]bool, len(cells)) // merge[i]: cell i absorbs i+1
-		taken := make([]bool, len(cells))
+		merge = append(merge[:0], make([]bool, len(cells))...) // merge[i]: cell i absorbs i+1
+		taken = append(taken[:0], make([]bool, len(cells))...)
 		excess := len(cells) - rows
-		for _, i := range pairs {
+		for _, p := range pairs {
 			if excess == 0 {
 				break
 			}
-			if taken[i] || taken[i+1] {
-				continue
+			if i := p.i; !taken[i] && !taken[i+1] {
+				merge[i], taken[i], taken[i+1] = true, true, true
+				excess--
 			}
-			merge[i], taken[i], taken[i+1] = true, true, true
-			excess--
 		}
-		out := cells[:0:0]
+		n := 0
 		for i := 0; i < len(cells); i++ {
-			c := cells[i]
+			c, sc := cells[i], score[i]
 			if merge[i] {
-				n := cells[i+1]
-				c.End = n.End
-				c.Reads, c.Writes, c.Bytes = c.Reads+n.Reads, c.Writes+n.Writes, c.Bytes+n.Bytes
+				next := cells[i+1]
+				c.End = next.End
+				c.Reads, c.Writes, c.Bytes = c.Reads+next.Reads, c.Writes+next.Writes, c.Bytes+next.Bytes
+				sc += score[i+1]
 				i++
 			}
-			out = append(out, c)
+			cells[n], score[n] = c, sc
+			n++
 		}
-		cells = out
+		cells, score = cells[:n], score[:n]
 	}
-	return cells
+	return slices.Clone(cells) // not the whole input's array: a column keeps only its cells
 }
 
 func rel(v, m float32) float32 {

@@ -157,3 +157,17 @@ func TestHeatmapSharesKeys(t *testing.T) {
 		t.Errorf("the key is not shared between columns")
 	}
 }
+
+// TestReduceCutsNoMoreThanTheRowsHold: with few rows per tablet, a tablet
+// is cut at evenly spaced quantiles only.
+func TestReduceCutsNoMoreThanTheRowsHold(t *testing.T) {
+	qs := []string{"a1", "a2", "a3", "a4", "a5", "a6", "a7"} // 8 equal parts
+	got := Reduce([]*master.TabletLoad{tl("t", "a", "b", 80, qs...), tl("t", "b", "c", 0), tl("t", "c", "", 0)}, 6, 64)
+	// 6 rows, 3 tablets: one cut each, at the middle quantile.
+	if want := "[a,a4)40 [a4,b)40 [b,c)0 [c,)0 "; cellsText(got) != want {
+		t.Fatalf("cells %s, want %s", cellsText(got), want)
+	}
+	if got := pick([][]byte{[]byte("1"), []byte("2"), []byte("3")}, 1); len(got) != 1 || string(got[0]) != "2" {
+		t.Errorf("pick 1 of 3 = %q, want the middle one", got)
+	}
+}
