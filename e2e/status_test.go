@@ -132,12 +132,15 @@ func TestStatusPageInABrowser(t *testing.T) {
 	if err := chromedp.Do(bctx, chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#summary"))); err != nil {
 		t.Fatalf("loading the summary: %v", err)
 	}
-	live, servers, tables := text("#servers-live"), text("#servers"), text("#tables")
+	live, servers, tables, events := text("#servers-live"), text("#servers"), text("#tables"), text("#events")
 	if strings.TrimSpace(live) != "2" || !strings.Contains(servers, "ts-1") || !strings.Contains(servers, "ts-2") {
 		t.Errorf("summary shows %q servers live; servers table:\n%s", live, servers)
 	}
 	if !strings.Contains(tables, table) {
 		t.Errorf("summary's tables lack %s:\n%s", table, tables)
+	}
+	if !strings.Contains(events, "elected leader") {
+		t.Errorf("summary's events lack the master's election:\n%s", events)
 	}
 
 	// The heatmap, once a few reports are in: its hottest cells lie in
@@ -188,6 +191,9 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 	if h1 := text("h1"); !strings.Contains(h1, "ts-1") {
 		t.Errorf("ts-1's page is titled %q", h1)
+	}
+	if tablets := text("#tablets"); !strings.Contains(tablets, table) {
+		t.Errorf("ts-1's page lists no tablet of %s:\n%s", table, tablets)
 	}
 
 	if p := os.Getenv("TABULA_SCREENSHOT"); p != "" {
