@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build run test vet tidy proto bench fuzz soak clean tools
+.PHONY: all build run test vet tidy proto bench fuzz soak clean tools chromium
 
 all: build
 
@@ -25,6 +25,7 @@ test: vet tools
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 TABULA_CBT=$(CURDIR)/$(CBT) TABULA_REQUIRE_CBT=1 \
+	  TABULA_CHROMIUM=$$(command -v chromium) TABULA_REQUIRE_CHROMIUM=1 \
 	  $(GO) test -race -timeout 25m ./...
 	TABULA_TEST_SECURE=1 $(GO) test -race -count=1 -timeout 25m $(SECURE_PKGS)
 
@@ -83,7 +84,13 @@ WEED = .tools/bin/weed
 # the first time).
 CBT_VERSION = v1.3.0
 CBT = .tools/bin/cbt
-tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION)
+tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) chromium
+
+# Debian's chromium, the headless browser e2e TestStatusPageInABrowser
+# drives (with github.com/chromedp/chromedp): installed with apt-get when
+# no chromium is on the PATH (needs root, as `make proto`'s protoc).
+chromium:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
 
 $(WEED).$(WEED_VERSION):
 	mkdir -p .tools/bin .tools/src

@@ -51,14 +51,16 @@ func MasterRules() map[string]Rule {
 		svc + "LocateRange":   readOn(func(r any) string { return r.(*pb.LocateRangeRequest).GetTable() }),
 		svc + "ListTablets":   readOn(func(r any) string { return r.(*pb.ListTabletsRequest).GetTable() }),
 		svc + "ListServers":   {Role: Read, Cluster: true},
-		svc + "Balance":       clusterAdmin,
-		svc + "CreateToken":   clusterAdmin,
-		svc + "ListTokens":    {Role: Admin, Cluster: true},
-		svc + "RevokeToken":   clusterAdmin,
-		svc + "Grant":         clusterAdmin,
-		svc + "Revoke":        clusterAdmin,
-		svc + "ListGrants":    {Role: Admin, Cluster: true},
-		svc + "WhoAmI":        {Open: true},
+		// Every table's load: read on every table, as ListServers.
+		svc + "TopTablets":  {Role: Read, Cluster: true},
+		svc + "Balance":     clusterAdmin,
+		svc + "CreateToken": clusterAdmin,
+		svc + "ListTokens":  {Role: Admin, Cluster: true},
+		svc + "RevokeToken": clusterAdmin,
+		svc + "Grant":       clusterAdmin,
+		svc + "Revoke":      clusterAdmin,
+		svc + "ListGrants":  {Role: Admin, Cluster: true},
+		svc + "WhoAmI":      {Open: true},
 	}
 	maps.Copy(rules, HealthRules())
 	return rules

@@ -47,7 +47,23 @@ type TabletInfo struct {
 	Epoch           int64
 	// State is "unassigned", "assigned", "serving" or "splitting".
 	State string
+	// Table is the tablet's table.
+	Table string
+	// Load is from the leader's latest load report: zero when it has none
+	// for the tablet (or a standby answered).
+	Load TabletLoad
 }
+
+// TabletLoad is a tablet's size and load, as last reported to the leader.
+type TabletLoad struct {
+	SizeBytes                         int64
+	SSTables                          int
+	ReadsPerSec, WritesPerSec         float64
+	ReadBytesPerSec, WriteBytesPerSec float64
+}
+
+// RequestsPerSec counts reads and writes.
+func (l TabletLoad) RequestsPerSec() float64 { return l.ReadsPerSec + l.WritesPerSec }
 
 // ServerInfo describes a live tablet server.
 type ServerInfo struct {
@@ -55,6 +71,14 @@ type ServerInfo struct {
 	// StartTime is when the server started, in microseconds since the epoch.
 	StartTime int64
 	Tablets   int
+	// Sums over its tablets from the leader's latest load report (zero
+	// when a standby answered or the server did not report).
+	SizeBytes                 int64
+	SSTables                  int
+	ReadsPerSec, WritesPerSec float64
+	// BusyShare is the seconds spent serving per second, summed over
+	// concurrent requests.
+	BusyShare float64
 }
 
 // call runs fn on a master, retrying with backoff while none answers
@@ -167,7 +191,12 @@ func tabletInfos(ps []*tabulapb.TabletInfo) []TabletInfo {
 	out := make([]TabletInfo, len(ps))
 	for i, p := range ps {
 		out[i] = TabletInfo{ID: p.GetTabletId(), Start: p.GetStartKey(), End: p.GetEndKey(), Server: p.GetServerId(),
-			Address: p.GetServerAddress(), Epoch: p.GetEpoch(), State: p.GetState()}
+			Address: p.GetServerAddress(), Epoch: p.GetEpoch(), State: p.GetState(), Table: p.GetTable(),
+			Load: TabletLoad{
+				SizeBytes: p.GetSizeBytes(), SSTables: int(p.GetSstables()),
+				ReadsPerSec: p.GetReadsPerSec(), WritesPerSec: p.GetWritesPerSec(),
+				ReadBytesPerSec: p.GetReadBytesPerSec(), WriteBytesPerSec: p.GetWriteBytesPerSec(),
+			}}
 	}
 	return out
 }
@@ -228,7 +257,9 @@ func (a *AdminClient) Servers(ctx context.Context) ([]ServerInfo, error) {
 	}
 	out := make([]ServerInfo, len(resp.GetServers()))
 	for i, s := range resp.GetServers() {
-		out[i] = ServerInfo{ID: s.GetId(), Address: s.GetAddress(), StartTime: s.GetStartTimeMicros(), Tablets: int(s.GetTablets())}
+		out[i] = ServerInfo{ID: s.GetId(), Address: s.GetAddress(), StartTime: s.GetStartTimeMicros(), Tablets: int(s.GetTablets()),
+			SizeBytes: s.GetSizeBytes(), SSTables: int(s.GetSstables()),
+			ReadsPerSec: s.GetReadsPerSec(), WritesPerSec: s.GetWritesPerSec(), BusyShare: s.GetBusyShare()}
 	}
 	return out, nil
 }

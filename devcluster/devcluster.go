@@ -117,6 +117,9 @@ type Config struct {
 	// whole dev process. The caller registers the Go runtime and process
 	// collectors (metrics.NewRegistry). The default is nil: no metrics.
 	Metrics prometheus.Registerer
+	// LoadInterval is how often the master pulls the servers' load
+	// reports. The default is the master's (10s).
+	LoadInterval time.Duration
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -238,6 +241,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		FS:                    fsys,
 		DefaultSplitThreshold: cfg.SplitThreshold,
 		SessionTTL:            cfg.LeaseTTL,
+		LoadInterval:          cfg.LoadInterval,
 		Logger:                cfg.Logger.With("component", "master"),
 		EtcdTLS:               c.sec.master.etcd,
 		ServerTLS:             c.sec.master.server,
@@ -347,6 +351,12 @@ func etcdAddrs(cfg Config) (client, peer string, err error) {
 	}
 	return client, peer, nil
 }
+
+// Master returns the cluster's master (for its status page).
+func (c *Cluster) Master() *master.Master { return c.master }
+
+// Servers returns the tablet servers, ts-1 first (for their pages).
+func (c *Cluster) Servers() []*tabletserver.Server { return c.servers }
 
 // MasterAddr returns the master's address (host:port) for clients.
 func (c *Cluster) MasterAddr() string { return c.master.Addr() }

@@ -17,7 +17,8 @@ import (
 // devProc runs `tabula dev` on a data directory.
 type devProc struct {
 	proc
-	data string
+	data  string
+	extra []string // more flags for tabula dev
 }
 
 // newDevProc prepares `tabula dev` on a fresh data directory; the test's
@@ -50,6 +51,7 @@ func (d *devProc) startDev(t *testing.T) string {
 	} else {
 		d.args = append(d.args, "--gateway", "127.0.0.1:0") // a free port, not the default
 	}
+	d.args = append(d.args, d.extra...)
 	d.start(t)
 	deadline := time.Now().Add(readyWait)
 	for time.Now().Before(deadline) {

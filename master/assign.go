@@ -253,7 +253,11 @@ func (a *assigner) reconcile(ctx context.Context) {
 			if old, ok := snap.owned(&t.TabletRecord); ok {
 				counts[old.ID]--
 			}
-			a.m.log.Info("assigned tablet", "tablet", key, "server", to.ID, "epoch", next.Epoch, "from", t.Server)
+			kind := "assign" // a new tablet, or one nobody held
+			if t.Server != "" {
+				kind = "reassign" // its server died or kept failing to load it
+			}
+			a.m.log.Info("assigned tablet", "event", kind, "tablet", key, "server", to.ID, "epoch", next.Epoch, "from", t.Server)
 			a.startLoad(ctx, key, next.TabletRecord, schema, to)
 		case load:
 			a.startLoad(ctx, key, t.TabletRecord, schema, srv)

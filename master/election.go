@@ -73,7 +73,7 @@ func (m *Master) campaignOnce() error {
 	m.mu.Lock()
 	m.mu.leader = term
 	m.mu.Unlock()
-	m.log.Info("elected leader", "key", term.key)
+	m.log.Info("elected leader", "event", "leader", "key", term.key)
 
 	// termWG tracks the term's loops; the term ends only after they stop.
 	var termWG sync.WaitGroup
@@ -119,6 +119,6 @@ func (m *Master) campaignOnce() error {
 		m.log.Info("resigned leadership")
 		return nil
 	}
-	m.log.Warn("lost leadership (etcd session ended); campaigning again")
+	m.log.Warn("lost leadership (etcd session ended); campaigning again", "event", "leader")
 	return nil
 }

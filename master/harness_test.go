@@ -169,6 +169,9 @@ type fakeServer struct {
 	// stats, when it names a tablet id, is the size and load ServerStats
 	// reports for it (its ref and range are filled in).
 	stats map[string]*tabulapb.TabletStats
+	// events are the events ServerStats hands out (those at or after the
+	// request's events_since_micros).
+	events []*tabulapb.ServerEvent
 }
 
 // setStats makes ServerStats report st for tablet id.
@@ -324,10 +327,15 @@ func (f *fakeServer) UnloadTablet(_ context.Context, req *tabulapb.UnloadTabletR
 }
 
 // ServerStats answers the tablets the fake holds, serving under its lease.
-func (f *fakeServer) ServerStats(context.Context, *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
+func (f *fakeServer) ServerStats(_ context.Context, req *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	resp := &tabulapb.ServerStatsResponse{ServerId: f.id, Serving: true, Lease: int64(f.lease)}
+	for _, e := range f.events {
+		if e.GetTimeMicros() >= req.GetEventsSinceMicros() {
+			resp.Events = append(resp.Events, e)
+		}
+	}
 	for id, epoch := range f.held {
 		st := &tabulapb.TabletStats{}
 		if s, ok := f.stats[id]; ok {

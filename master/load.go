@@ -2,10 +2,13 @@ package master
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -48,9 +51,13 @@ type ServerLoad struct {
 	ReadsPerSec  float64
 	WritesPerSec float64
 	BusyShare    float64
+	SSTables     int
 	// Err says why the server did not answer this round (its tablets are
 	// then missing from the report).
 	Err string
+	// Events are the server's events logged since the previous round
+	// (flushes, compactions, splits...), oldest first.
+	Events []eventlog.Event
 }
 
 // LoadReport is one collection round.
@@ -76,6 +83,9 @@ type loads struct {
 	mu       sync.Mutex
 	latest   *LoadReport
 	watchers []func(*LoadReport)
+	// eventsSince is, per server, the time of the last event received:
+	// each round asks only for newer ones.
+	eventsSince map[string]time.Time
 }
 
 // Loads returns the latest load report of this master (nil when it has
@@ -126,6 +136,10 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 	rep := &LoadReport{At: time.Now(), Servers: map[string]*ServerLoad{}, Tablets: map[string]*TabletLoad{}}
 	answers := make([]*tabulapb.ServerStatsResponse, len(servers))
 	errs := make([]error, len(servers))
+	m.load.mu.Lock()
+	since := m.load.eventsSince
+	m.load.mu.Unlock()
+	nextSince := map[string]time.Time{} // only the servers registered now
 	sem := make(chan struct{}, collectLoadParallelism)
 	var wg sync.WaitGroup
 	for i, s := range servers {
@@ -135,7 +149,11 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 			defer func() { <-sem; wg.Done() }()
 			errs[i] = m.callServer(ctx, s.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
 				var err error
-				answers[i], err = c.ServerStats(ctx, &tabulapb.ServerStatsRequest{KeyQuantiles: loadKeyQuantiles})
+				req := &tabulapb.ServerStatsRequest{KeyQuantiles: loadKeyQuantiles}
+				if t, ok := since[s.ID]; ok {
+					req.EventsSinceMicros = t.UnixMicro() + 1
+				}
+				answers[i], err = c.ServerStats(ctx, req)
 				return err
 			})
 		}()
@@ -144,9 +162,16 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 	for i, s := range servers {
 		sl := &ServerLoad{ID: s.ID, Address: s.Address}
 		rep.Servers[s.ID] = sl
+		if t, ok := since[s.ID]; ok {
+			nextSince[s.ID] = t
+		}
 		if errs[i] != nil {
 			sl.Err = errs[i].Error()
 			continue
+		}
+		sl.Events = eventsOf(answers[i].GetEvents())
+		if n := len(sl.Events); n > 0 {
+			nextSince[s.ID] = sl.Events[n-1].Time
 		}
 		if !answers[i].GetServing() {
 			sl.Err = "not serving (lease not known to be held)"
@@ -160,10 +185,12 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 			sl.ReadsPerSec += tl.ReadsPerSec
 			sl.WritesPerSec += tl.WritesPerSec
 			sl.BusyShare += tl.BusyShare
+			sl.SSTables += int(tl.SSTables)
 		}
 	}
 	m.load.mu.Lock()
 	m.load.latest = rep
+	m.load.eventsSince = nextSince
 	watchers := m.load.watchers
 	m.load.mu.Unlock()
 	for _, fn := range watchers {
@@ -187,4 +214,16 @@ func tabletLoadOf(server string, ts *tabulapb.TabletStats) *TabletLoad {
 		BusyShare: ts.GetBusyShare(), AccessQuantiles: ts.GetAccessQuantiles(),
 		ReadsTotal: ts.GetReadsTotal(), WritesTotal: ts.GetWritesTotal(),
 	}
+}
+
+func eventsOf(ps []*tabulapb.ServerEvent) []eventlog.Event {
+	out := make([]eventlog.Event, len(ps))
+	for i, p := range ps {
+		e := eventlog.Event{Time: time.UnixMicro(p.GetTimeMicros()), Kind: p.GetKind(), Table: p.GetTable(), Tablet: p.GetTablet(), Message: p.GetMessage()}
+		for _, k := range slices.Sorted(maps.Keys(p.GetAttrs())) {
+			e.Attrs = append(e.Attrs, eventlog.Attr{Key: k, Value: p.GetAttrs()[k]})
+		}
+		out[i] = e
+	}
+	return out
 }

@@ -52,7 +52,9 @@ func (m *Master) ListTablets(ctx context.Context, req *tabulapb.ListTabletsReque
 	if err != nil {
 		return nil, toStatus(ctx, err)
 	}
-	return &tabulapb.ListTabletsResponse{Tablets: toProtos(tablets)}, nil
+	out := &tabulapb.ListTabletsResponse{Tablets: toProtos(tablets)}
+	m.addTabletLoads(out.Tablets)
+	return out, nil
 }
 
 // ListServers lists the live tablet servers with their tablet counts.
@@ -67,6 +69,7 @@ func (m *Master) ListServers(ctx context.Context, _ *tabulapb.ListServersRequest
 		out.Servers = append(out.Servers, &tabulapb.ServerInfo{Id: id, Address: s.Address, StartTimeMicros: s.StartTime, Tablets: int32(counts[id])})
 	}
 	sort.Slice(out.Servers, func(i, j int) bool { return out.Servers[i].Id < out.Servers[j].Id })
+	m.addServerLoads(out.Servers)
 	return out, nil
 }
 

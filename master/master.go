@@ -15,6 +15,7 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/auth"
+	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/opshttp"
@@ -28,6 +29,7 @@ type Master struct {
 	opts   Options
 	layout meta.Layout
 	log    *slog.Logger
+	events *eventlog.Ring // what log kept of this master's events (Events)
 	cli    *clientv3.Client
 	lis    net.Listener
 	srv    *grpc.Server
@@ -104,10 +106,12 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("master: connecting to etcd %v: %w", opts.Etcd, err)
 	}
+	events := eventlog.NewRing(eventlog.DefaultSize)
 	m := &Master{
 		opts:   opts,
 		layout: opts.layout(),
-		log:    opts.Logger.With("master", opts.ID),
+		log:    eventlog.Logger(opts.Logger, events).With("master", opts.ID),
+		events: events,
 		cli:    cli,
 		lis:    lis,
 		conns:  newConnPool(opts.DialTLS),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
@@ -148,6 +149,7 @@ func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaReq
 // table and start key.
 func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
 	resp := &tabulapb.ServerStatsResponse{ServerId: s.id, Lease: s.leaseID.Load(), LoadWindowEndMicros: s.loadRolled.Load()}
+	resp.Events = eventProtos(s.events.Since(time.UnixMicro(req.GetEventsSinceMicros())))
 	if !s.Serving() {
 		return resp, nil
 	}

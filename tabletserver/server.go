@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/opshttp"
 	"github.com/tabuladb/tabula/sstable"
@@ -36,6 +37,7 @@ type Server struct {
 	id, addr string
 	layout   meta.Layout
 	logger   *slog.Logger
+	events   *eventlog.Ring   // the events logger has logged (Events)
 	etcd     meta.Store       // client, or what Options.WrapStore made of it
 	client   *clientv3.Client // closed by Close
 	lis      net.Listener
@@ -149,6 +151,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, err
 	}
 	syncMode, _ := commitlog.ParseSyncMode(opts.SyncMode) // checked by withDefaults
+	events := eventlog.NewRing(eventlog.DefaultSize)
 	if opts.DataDir, err = filepath.Abs(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("tabletserver: %w", err)
 	}
@@ -156,7 +159,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		return nil, fmt.Errorf("tabletserver: %w", err)
 	}
 	s := &Server{
-		opts: opts, layout: opts.layout(), logger: opts.Logger, syncMode: syncMode,
+		opts: opts, layout: opts.layout(), logger: eventlog.Logger(opts.Logger, events), events: events, syncMode: syncMode,
 		cache:    sstable.NewCache(opts.CacheBytes),
 		memory:   tablet.NewMemoryBudget(opts.MemtableSoftLimit, opts.MemtableHardLimit),
 		limiter:  tablet.NewLimiter(opts.Compactions),

@@ -47,7 +47,7 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 		SyncMode: s.syncMode, MemtableSize: s.opts.MemtableSize,
 		Cache: s.cache, Memory: s.memory, Compactions: s.limiter,
 		DisableBackgroundWork: s.opts.DisableBackgroundWork,
-		Logger:                s.logger.With("tablet", filepath.Base(dir)),
+		Logger:                s.logger.With("table", filepath.Base(filepath.Dir(dir)), "tablet", filepath.Base(dir)),
 		Guard:                 s.writeGuard,
 		Events:                s.metrics.engineEvents(),
 		OnFailure: func(err error) {

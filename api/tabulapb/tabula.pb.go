@@ -574,9 +574,17 @@ type TabletInfo struct {
 	// current epoch.
 	Epoch int64 `protobuf:"varint,7,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	// "unassigned", "assigned", "serving", "splitting".
-	State         string `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	State string `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
+	// Size and load from the leader's latest load report (docs/OPERATIONS.md
+	// "Status page"); zero when none has it (a standby, or not reported).
+	SizeBytes        int64   `protobuf:"varint,9,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	Sstables         int32   `protobuf:"varint,10,opt,name=sstables,proto3" json:"sstables,omitempty"`
+	ReadsPerSec      float64 `protobuf:"fixed64,11,opt,name=reads_per_sec,json=readsPerSec,proto3" json:"reads_per_sec,omitempty"`
+	WritesPerSec     float64 `protobuf:"fixed64,12,opt,name=writes_per_sec,json=writesPerSec,proto3" json:"writes_per_sec,omitempty"`
+	ReadBytesPerSec  float64 `protobuf:"fixed64,13,opt,name=read_bytes_per_sec,json=readBytesPerSec,proto3" json:"read_bytes_per_sec,omitempty"`
+	WriteBytesPerSec float64 `protobuf:"fixed64,14,opt,name=write_bytes_per_sec,json=writeBytesPerSec,proto3" json:"write_bytes_per_sec,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TabletInfo) Reset() {
@@ -665,14 +673,64 @@ func (x *TabletInfo) GetState() string {
 	return ""
 }
 
+func (x *TabletInfo) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetSstables() int32 {
+	if x != nil {
+		return x.Sstables
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetReadsPerSec() float64 {
+	if x != nil {
+		return x.ReadsPerSec
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetWritesPerSec() float64 {
+	if x != nil {
+		return x.WritesPerSec
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetReadBytesPerSec() float64 {
+	if x != nil {
+		return x.ReadBytesPerSec
+	}
+	return 0
+}
+
+func (x *TabletInfo) GetWriteBytesPerSec() float64 {
+	if x != nil {
+		return x.WriteBytesPerSec
+	}
+	return 0
+}
+
 type ServerInfo struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
 	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Address         string                 `protobuf:"bytes,2,opt,name=address,proto3" json:"address,omitempty"`
 	StartTimeMicros int64                  `protobuf:"varint,3,opt,name=start_time_micros,json=startTimeMicros,proto3" json:"start_time_micros,omitempty"`
 	Tablets         int32                  `protobuf:"varint,4,opt,name=tablets,proto3" json:"tablets,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Sums over its tablets from the leader's latest load report; zero when
+	// none has it (a standby, or the server did not answer).
+	SizeBytes    int64   `protobuf:"varint,5,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	ReadsPerSec  float64 `protobuf:"fixed64,6,opt,name=reads_per_sec,json=readsPerSec,proto3" json:"reads_per_sec,omitempty"`
+	WritesPerSec float64 `protobuf:"fixed64,7,opt,name=writes_per_sec,json=writesPerSec,proto3" json:"writes_per_sec,omitempty"`
+	// Seconds spent serving per second (summed over concurrent requests).
+	BusyShare     float64 `protobuf:"fixed64,8,opt,name=busy_share,json=busyShare,proto3" json:"busy_share,omitempty"`
+	Sstables      int32   `protobuf:"varint,9,opt,name=sstables,proto3" json:"sstables,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerInfo) Reset() {
@@ -729,6 +787,41 @@ func (x *ServerInfo) GetStartTimeMicros() int64 {
 func (x *ServerInfo) GetTablets() int32 {
 	if x != nil {
 		return x.Tablets
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetReadsPerSec() float64 {
+	if x != nil {
+		return x.ReadsPerSec
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetWritesPerSec() float64 {
+	if x != nil {
+		return x.WritesPerSec
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetBusyShare() float64 {
+	if x != nil {
+		return x.BusyShare
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetSstables() int32 {
+	if x != nil {
+		return x.Sstables
 	}
 	return 0
 }
@@ -4801,9 +4894,12 @@ type ServerStatsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// With key_quantiles > 0, each tablet's stats carry up to that many keys
 	// cutting its last load window's sampled accesses into equal parts.
-	KeyQuantiles  int32 `protobuf:"varint,1,opt,name=key_quantiles,json=keyQuantiles,proto3" json:"key_quantiles,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	KeyQuantiles int32 `protobuf:"varint,1,opt,name=key_quantiles,json=keyQuantiles,proto3" json:"key_quantiles,omitempty"`
+	// Only the events at or after this time (microseconds since the epoch);
+	// 0 = every event the server keeps.
+	EventsSinceMicros int64 `protobuf:"varint,2,opt,name=events_since_micros,json=eventsSinceMicros,proto3" json:"events_since_micros,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ServerStatsRequest) Reset() {
@@ -4839,6 +4935,13 @@ func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
 func (x *ServerStatsRequest) GetKeyQuantiles() int32 {
 	if x != nil {
 		return x.KeyQuantiles
+	}
+	return 0
+}
+
+func (x *ServerStatsRequest) GetEventsSinceMicros() int64 {
+	if x != nil {
+		return x.EventsSinceMicros
 	}
 	return 0
 }
@@ -5066,8 +5169,11 @@ type ServerStatsResponse struct {
 	Lease int64 `protobuf:"varint,4,opt,name=lease,proto3" json:"lease,omitempty"`
 	// When the load window reported in the tablets' stats closed.
 	LoadWindowEndMicros int64 `protobuf:"varint,5,opt,name=load_window_end_micros,json=loadWindowEndMicros,proto3" json:"load_window_end_micros,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The server's recent events (flushes, compactions, splits...), oldest
+	// first; see ServerStatsRequest.events_since_micros.
+	Events        []*ServerEvent `protobuf:"bytes,6,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ServerStatsResponse) Reset() {
@@ -5133,6 +5239,13 @@ func (x *ServerStatsResponse) GetLoadWindowEndMicros() int64 {
 		return x.LoadWindowEndMicros
 	}
 	return 0
+}
+
+func (x *ServerStatsResponse) GetEvents() []*ServerEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
 }
 
 // DropRowRangeRequest deletes rows of a table in bulk (Cloud Bigtable's
@@ -5581,6 +5694,214 @@ func (x *MergeResponse) GetTablet() *TabletInfo {
 	return nil
 }
 
+// ServerEvent is one event a tablet server logged (a log record carrying an
+// "event" attribute: docs/OPERATIONS.md "Status page").
+type ServerEvent struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TimeMicros int64                  `protobuf:"varint,1,opt,name=time_micros,json=timeMicros,proto3" json:"time_micros,omitempty"`
+	// "flush", "compaction", "split", ...
+	Kind   string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Table  string `protobuf:"bytes,3,opt,name=table,proto3" json:"table,omitempty"`
+	Tablet string `protobuf:"bytes,4,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// The log message.
+	Message string `protobuf:"bytes,5,opt,name=message,proto3" json:"message,omitempty"`
+	// The record's other attributes, as text.
+	Attrs         map[string]string `protobuf:"bytes,6,rep,name=attrs,proto3" json:"attrs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerEvent) Reset() {
+	*x = ServerEvent{}
+	mi := &file_tabula_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerEvent) ProtoMessage() {}
+
+func (x *ServerEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerEvent.ProtoReflect.Descriptor instead.
+func (*ServerEvent) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *ServerEvent) GetTimeMicros() int64 {
+	if x != nil {
+		return x.TimeMicros
+	}
+	return 0
+}
+
+func (x *ServerEvent) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ServerEvent) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *ServerEvent) GetTablet() string {
+	if x != nil {
+		return x.Tablet
+	}
+	return ""
+}
+
+func (x *ServerEvent) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *ServerEvent) GetAttrs() map[string]string {
+	if x != nil {
+		return x.Attrs
+	}
+	return nil
+}
+
+type TopTabletsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many tablets; 0 = 20.
+	Limit int32 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// "requests" (reads + writes per second, the default), "size" or
+	// "bytes" (bytes read + written per second).
+	By            string `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopTabletsRequest) Reset() {
+	*x = TopTabletsRequest{}
+	mi := &file_tabula_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopTabletsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopTabletsRequest) ProtoMessage() {}
+
+func (x *TopTabletsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopTabletsRequest.ProtoReflect.Descriptor instead.
+func (*TopTabletsRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *TopTabletsRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *TopTabletsRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+type TopTabletsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Hottest first, with their size and load.
+	Tablets []*TabletInfo `protobuf:"bytes,1,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	// When the report they come from was collected (0: none yet).
+	ReportTimeMicros int64 `protobuf:"varint,2,opt,name=report_time_micros,json=reportTimeMicros,proto3" json:"report_time_micros,omitempty"`
+	// The servers of that report that did not answer (their tablets are
+	// missing), as "id: reason".
+	MissingServers []string `protobuf:"bytes,3,rep,name=missing_servers,json=missingServers,proto3" json:"missing_servers,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TopTabletsResponse) Reset() {
+	*x = TopTabletsResponse{}
+	mi := &file_tabula_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopTabletsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopTabletsResponse) ProtoMessage() {}
+
+func (x *TopTabletsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopTabletsResponse.ProtoReflect.Descriptor instead.
+func (*TopTabletsResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *TopTabletsResponse) GetTablets() []*TabletInfo {
+	if x != nil {
+		return x.Tablets
+	}
+	return nil
+}
+
+func (x *TopTabletsResponse) GetReportTimeMicros() int64 {
+	if x != nil {
+		return x.ReportTimeMicros
+	}
+	return 0
+}
+
+func (x *TopTabletsResponse) GetMissingServers() []string {
+	if x != nil {
+		return x.MissingServers
+	}
+	return nil
+}
+
 type GCRule_Rules struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rules         []*GCRule              `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
@@ -5590,7 +5911,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5602,7 +5923,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5638,7 +5959,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5650,7 +5971,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5707,7 +6028,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5719,7 +6040,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5772,7 +6093,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5784,7 +6105,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5815,7 +6136,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5827,7 +6148,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5858,7 +6179,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5870,7 +6191,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5929,7 +6250,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5941,7 +6262,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5994,7 +6315,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6006,7 +6327,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6038,7 +6359,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6050,7 +6371,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6084,7 +6405,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6096,7 +6417,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6144,7 +6465,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6156,7 +6477,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6208,7 +6529,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6220,7 +6541,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6274,7 +6595,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6286,7 +6607,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6350,7 +6671,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x15split_threshold_bytes\x18\x03 \x01(\x03R\x13splitThresholdBytes\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x12&\n" +
 	"\x0fuser_split_keys\x18\x05 \x03(\fR\ruserSplitKeys\x12.\n" +
-	"\x13auto_merge_disabled\x18\a \x01(\bR\x11autoMergeDisabled\"\xe5\x01\n" +
+	"\x13auto_merge_disabled\x18\a \x01(\bR\x11autoMergeDisabled\"\xc6\x03\n" +
 	"\n" +
 	"TabletInfo\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
@@ -6360,13 +6681,28 @@ const file_tabula_proto_rawDesc = "" +
 	"\tserver_id\x18\x05 \x01(\tR\bserverId\x12%\n" +
 	"\x0eserver_address\x18\x06 \x01(\tR\rserverAddress\x12\x14\n" +
 	"\x05epoch\x18\a \x01(\x03R\x05epoch\x12\x14\n" +
-	"\x05state\x18\b \x01(\tR\x05state\"|\n" +
+	"\x05state\x18\b \x01(\tR\x05state\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\t \x01(\x03R\tsizeBytes\x12\x1a\n" +
+	"\bsstables\x18\n" +
+	" \x01(\x05R\bsstables\x12\"\n" +
+	"\rreads_per_sec\x18\v \x01(\x01R\vreadsPerSec\x12$\n" +
+	"\x0ewrites_per_sec\x18\f \x01(\x01R\fwritesPerSec\x12+\n" +
+	"\x12read_bytes_per_sec\x18\r \x01(\x01R\x0freadBytesPerSec\x12-\n" +
+	"\x13write_bytes_per_sec\x18\x0e \x01(\x01R\x10writeBytesPerSec\"\xa0\x02\n" +
 	"\n" +
 	"ServerInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12*\n" +
 	"\x11start_time_micros\x18\x03 \x01(\x03R\x0fstartTimeMicros\x12\x18\n" +
-	"\atablets\x18\x04 \x01(\x05R\atablets\"p\n" +
+	"\atablets\x18\x04 \x01(\x05R\atablets\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x05 \x01(\x03R\tsizeBytes\x12\"\n" +
+	"\rreads_per_sec\x18\x06 \x01(\x01R\vreadsPerSec\x12$\n" +
+	"\x0ewrites_per_sec\x18\a \x01(\x01R\fwritesPerSec\x12\x1d\n" +
+	"\n" +
+	"busy_share\x18\b \x01(\x01R\tbusyShare\x12\x1a\n" +
+	"\bsstables\x18\t \x01(\x05R\bsstables\"p\n" +
 	"\n" +
 	"NotServing\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
@@ -6644,9 +6980,10 @@ const file_tabula_proto_rawDesc = "" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\"E\n" +
 	"\x13UpdateSchemaRequest\x12.\n" +
 	"\x06schema\x18\x01 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\"\x16\n" +
-	"\x14UpdateSchemaResponse\"9\n" +
+	"\x14UpdateSchemaResponse\"i\n" +
 	"\x12ServerStatsRequest\x12#\n" +
-	"\rkey_quantiles\x18\x01 \x01(\x05R\fkeyQuantiles\"\xfc\x06\n" +
+	"\rkey_quantiles\x18\x01 \x01(\x05R\fkeyQuantiles\x12.\n" +
+	"\x13events_since_micros\x18\x02 \x01(\x03R\x11eventsSinceMicros\"\xfc\x06\n" +
 	"\vTabletStats\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
@@ -6677,13 +7014,14 @@ const file_tabula_proto_rawDesc = "" +
 	"\x11write_bytes_total\x18\x15 \x01(\x03R\x0fwriteBytesTotal\x1a>\n" +
 	"\x10FamilyBytesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xc9\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xf9\x01\n" +
 	"\x13ServerStatsResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x120\n" +
 	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x12\x14\n" +
 	"\x05lease\x18\x04 \x01(\x03R\x05lease\x123\n" +
-	"\x16load_window_end_micros\x18\x05 \x01(\x03R\x13loadWindowEndMicros\"\x9b\x01\n" +
+	"\x16load_window_end_micros\x18\x05 \x01(\x03R\x13loadWindowEndMicros\x12.\n" +
+	"\x06events\x18\x06 \x03(\v2\x16.tabula.v1.ServerEventR\x06events\"\x9b\x01\n" +
 	"\x13DropRowRangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12&\n" +
 	"\x0erow_key_prefix\x18\x02 \x01(\fH\x00R\frowKeyPrefix\x12<\n" +
@@ -6706,7 +7044,26 @@ const file_tabula_proto_rawDesc = "" +
 	"\x04left\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x04left\x12*\n" +
 	"\x05right\x18\x02 \x01(\v2\x14.tabula.v1.TabletRefR\x05right\">\n" +
 	"\rMergeResponse\x12-\n" +
-	"\x06tablet\x18\x01 \x01(\v2\x15.tabula.v1.TabletInfoR\x06tablet*Q\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.tabula.v1.TabletInfoR\x06tablet\"\xfd\x01\n" +
+	"\vServerEvent\x12\x1f\n" +
+	"\vtime_micros\x18\x01 \x01(\x03R\n" +
+	"timeMicros\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05table\x18\x03 \x01(\tR\x05table\x12\x16\n" +
+	"\x06tablet\x18\x04 \x01(\tR\x06tablet\x12\x18\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\x127\n" +
+	"\x05attrs\x18\x06 \x03(\v2!.tabula.v1.ServerEvent.AttrsEntryR\x05attrs\x1a8\n" +
+	"\n" +
+	"AttrsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"9\n" +
+	"\x11TopTabletsRequest\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\"\x9c\x01\n" +
+	"\x12TopTabletsResponse\x12/\n" +
+	"\atablets\x18\x01 \x03(\v2\x15.tabula.v1.TabletInfoR\atablets\x12,\n" +
+	"\x12report_time_micros\x18\x02 \x01(\x03R\x10reportTimeMicros\x12'\n" +
+	"\x0fmissing_servers\x18\x03 \x03(\tR\x0emissingServers*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +
@@ -6723,7 +7080,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
 	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
 	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
-	"\x0eVALUE_TYPE_MAX\x10\x032\xa4\r\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\xef\r\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -6750,7 +7107,9 @@ const file_tabula_proto_rawDesc = "" +
 	"ListGrants\x12\x1c.tabula.v1.ListGrantsRequest\x1a\x1d.tabula.v1.ListGrantsResponse\x12=\n" +
 	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse\x12O\n" +
 	"\fDropRowRange\x12\x1e.tabula.v1.DropRowRangeRequest\x1a\x1f.tabula.v1.DropRowRangeResponse\x12O\n" +
-	"\fMergeTablets\x12\x1e.tabula.v1.MergeTabletsRequest\x1a\x1f.tabula.v1.MergeTabletsResponse2\xa6\t\n" +
+	"\fMergeTablets\x12\x1e.tabula.v1.MergeTabletsRequest\x1a\x1f.tabula.v1.MergeTabletsResponse\x12I\n" +
+	"\n" +
+	"TopTablets\x12\x1c.tabula.v1.TopTabletsRequest\x1a\x1d.tabula.v1.TopTabletsResponse2\xa6\t\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -6783,7 +7142,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 102)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -6877,20 +7236,24 @@ var file_tabula_proto_goTypes = []any{
 	(*MergeTabletsResponse)(nil),         // 89: tabula.v1.MergeTabletsResponse
 	(*MergeRequest)(nil),                 // 90: tabula.v1.MergeRequest
 	(*MergeResponse)(nil),                // 91: tabula.v1.MergeResponse
-	(*GCRule_Rules)(nil),                 // 92: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 93: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 94: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 95: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 96: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),           // 97: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),         // 98: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),              // 99: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 100: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 101: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 102: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 103: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 104: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                  // 105: tabula.v1.TabletStats.FamilyBytesEntry
+	(*ServerEvent)(nil),                  // 92: tabula.v1.ServerEvent
+	(*TopTabletsRequest)(nil),            // 93: tabula.v1.TopTabletsRequest
+	(*TopTabletsResponse)(nil),           // 94: tabula.v1.TopTabletsResponse
+	(*GCRule_Rules)(nil),                 // 95: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 96: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 97: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 98: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 99: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 100: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 101: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 102: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 103: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 104: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 105: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 106: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 107: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                  // 108: tabula.v1.TabletStats.FamilyBytesEntry
+	nil,                                  // 109: tabula.v1.ServerEvent.AttrsEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -6898,20 +7261,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	92,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	92,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	95,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	95,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	93,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	94,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	95,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	96,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	97,  // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	98,  // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	99,  // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	100, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	101, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	96,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	97,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	98,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	99,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	100, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	101, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	102, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	103, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	104, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -6935,8 +7298,8 @@ var file_tabula_proto_depIdxs = []int32{
 	11,  // 39: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
 	58,  // 40: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 41: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	102, // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	103, // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	105, // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	106, // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
 	58,  // 44: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 45: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
 	14,  // 46: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
@@ -6945,7 +7308,7 @@ var file_tabula_proto_depIdxs = []int32{
 	15,  // 49: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
 	11,  // 50: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 51: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	104, // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	107, // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
 	7,   // 53: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
 	6,   // 54: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 55: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
@@ -6953,103 +7316,108 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 57: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
 	6,   // 58: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 59: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	105, // 60: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	108, // 60: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
 	82,  // 61: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	58,  // 62: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	7,   // 63: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
-	58,  // 64: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
-	58,  // 65: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
-	7,   // 66: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	5,   // 67: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 68: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 69: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 70: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 71: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 72: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 73: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 74: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 75: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 76: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 77: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 78: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 79: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 80: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 81: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 82: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 83: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 84: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 85: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 86: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 87: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 88: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 89: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 90: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 91: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 92: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 93: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 94: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 95: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 96: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	84,  // 97: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	88,  // 98: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
-	59,  // 99: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 100: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 101: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 102: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 103: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 104: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 105: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 106: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 107: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 108: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 109: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 110: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 111: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	86,  // 112: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	90,  // 113: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 114: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 115: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 116: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 117: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 118: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 119: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 120: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 121: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 122: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 123: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 124: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 125: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 126: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 127: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 128: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 129: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 130: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 131: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 132: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 133: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 134: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	85,  // 135: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	89,  // 136: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	60,  // 137: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 138: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 139: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 140: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 141: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 142: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 143: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 144: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 145: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 146: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 147: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 148: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 149: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	87,  // 150: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	91,  // 151: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	114, // [114:152] is the sub-list for method output_type
-	76,  // [76:114] is the sub-list for method input_type
-	76,  // [76:76] is the sub-list for extension type_name
-	76,  // [76:76] is the sub-list for extension extendee
-	0,   // [0:76] is the sub-list for field type_name
+	92,  // 62: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
+	58,  // 63: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	7,   // 64: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
+	58,  // 65: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	58,  // 66: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	7,   // 67: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
+	109, // 68: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	7,   // 69: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	5,   // 70: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 71: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 72: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 73: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 74: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 75: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 76: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 77: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 78: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 79: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 80: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 81: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 82: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 83: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 84: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 85: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 86: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 87: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 88: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 89: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 90: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 91: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 92: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 93: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 94: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 95: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 96: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 97: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 98: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 99: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	84,  // 100: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	88,  // 101: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	93,  // 102: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
+	59,  // 103: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 104: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 105: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 106: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 107: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 108: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 109: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 110: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 111: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 112: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 113: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 114: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 115: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	86,  // 116: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	90,  // 117: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 118: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 119: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 120: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 121: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 122: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 123: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 124: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 125: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 126: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 127: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 128: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 129: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 130: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 131: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 132: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 133: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 134: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 135: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 136: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 137: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 138: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	85,  // 139: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	89,  // 140: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	94,  // 141: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	60,  // 142: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 143: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 144: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 145: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 146: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 147: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 148: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 149: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 150: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 151: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 152: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 153: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 154: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	87,  // 155: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	91,  // 156: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	118, // [118:157] is the sub-list for method output_type
+	79,  // [79:118] is the sub-list for method input_type
+	79,  // [79:79] is the sub-list for extension type_name
+	79,  // [79:79] is the sub-list for extension extendee
+	0,   // [0:79] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -7108,7 +7476,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   102,
+			NumMessages:   106,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

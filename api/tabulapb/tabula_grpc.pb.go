@@ -49,6 +49,7 @@ const (
 	Master_WhoAmI_FullMethodName        = "/tabula.v1.Master/WhoAmI"
 	Master_DropRowRange_FullMethodName  = "/tabula.v1.Master/DropRowRange"
 	Master_MergeTablets_FullMethodName  = "/tabula.v1.Master/MergeTablets"
+	Master_TopTablets_FullMethodName    = "/tabula.v1.Master/TopTablets"
 )
 
 // MasterClient is the client API for Master service.
@@ -86,6 +87,8 @@ type MasterClient interface {
 	// Merges the tablets overlapping [start_key, end_key) into one, by
 	// reference (no data is copied); it may cross user split keys.
 	MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error)
+	// The hottest tablets of the leader's latest load report (tabula top).
+	TopTablets(ctx context.Context, in *TopTabletsRequest, opts ...grpc.CallOption) (*TopTabletsResponse, error)
 }
 
 type masterClient struct {
@@ -326,6 +329,16 @@ func (c *masterClient) MergeTablets(ctx context.Context, in *MergeTabletsRequest
 	return out, nil
 }
 
+func (c *masterClient) TopTablets(ctx context.Context, in *TopTabletsRequest, opts ...grpc.CallOption) (*TopTabletsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TopTabletsResponse)
+	err := c.cc.Invoke(ctx, Master_TopTablets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -361,6 +374,8 @@ type MasterServer interface {
 	// Merges the tablets overlapping [start_key, end_key) into one, by
 	// reference (no data is copied); it may cross user split keys.
 	MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error)
+	// The hottest tablets of the leader's latest load report (tabula top).
+	TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -439,6 +454,9 @@ func (UnimplementedMasterServer) DropRowRange(context.Context, *DropRowRangeRequ
 }
 func (UnimplementedMasterServer) MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MergeTablets not implemented")
+}
+func (UnimplementedMasterServer) TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TopTablets not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -875,6 +893,24 @@ func _Master_MergeTablets_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_TopTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TopTabletsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).TopTablets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_TopTablets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).TopTablets(ctx, req.(*TopTabletsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -973,6 +1009,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MergeTablets",
 			Handler:    _Master_MergeTablets_Handler,
+		},
+		{
+			MethodName: "TopTablets",
+			Handler:    _Master_TopTablets_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -182,7 +182,7 @@ func newTableDeleteCmd() *cobra.Command {
 func newTableTabletsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "tablets TABLE",
-		Short: "List a table's tablets: key ranges, servers, epochs, states",
+		Short: "List a table's tablets: key ranges, servers, epochs, states, size, SSTables and load",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := connect(cmd)
@@ -197,18 +197,6 @@ func newTableTabletsCmd() *cobra.Command {
 			return printTablets(s.out, ts)
 		},
 	}
-}
-
-func printTablets(out *printer, ts []client.TabletInfo) error {
-	var rows [][]any
-	for _, t := range ts {
-		if out.json {
-			rows = append(rows, []any{t.ID, string(t.Start), string(t.End), t.Server, t.Address, t.Epoch, t.State})
-			continue
-		}
-		rows = append(rows, []any{t.ID, keyText(t.Start, "-inf"), keyText(t.End, "+inf"), t.Server, t.Address, t.Epoch, t.State})
-	}
-	return out.table([]string{"id", "start", "end", "server", "address", "epoch", "state"}, rows)
 }
 
 func newTableSplitCmd() *cobra.Command {
@@ -385,7 +373,7 @@ nested gc=RULE: giving options of one form replaces the other form.`,
 func newServersCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "servers",
-		Short: "List the live tablet servers and how many tablets each holds",
+		Short: "List the live tablet servers: tablets, size, SSTables and load of each",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := connect(cmd)
@@ -397,11 +385,7 @@ func newServersCmd() *cobra.Command {
 			if err != nil {
 				return wrapf(err, "listing servers")
 			}
-			var rows [][]any
-			for _, sv := range servers {
-				rows = append(rows, []any{sv.ID, sv.Address, sv.Tablets})
-			}
-			return s.out.table([]string{"id", "address", "tablets"}, rows)
+			return printServers(s.out, servers)
 		},
 	}
 }

@@ -26,7 +26,7 @@ const defaultDevHTTP = "127.0.0.1:7180"
 // addHTTPFlag adds --http, the address of the operator's HTTP endpoints,
 // and --metrics, which switches /metrics (and all instrumentation) off.
 func addHTTPFlag(c *cobra.Command, def string) {
-	c.Flags().String("http", def, "serve /healthz, /readyz and /metrics (Prometheus) over HTTP on this address (\"\": off); port 0 picks one")
+	c.Flags().String("http", def, "serve /healthz, /readyz, /metrics (Prometheus) and the status page over HTTP on this address (\"\": off); port 0 picks one")
 	c.Flags().Bool("metrics", true, "with --http: serve Prometheus metrics on /metrics; false installs no instrumentation at all")
 }
 

@@ -87,7 +87,8 @@ func devCluster(t *testing.T) string {
 			return
 		}
 		args := []string{"dev", "--servers", "3", "--data", dev.dir,
-			"--master-addr", "127.0.0.1:0", "--lease-ttl", "2s", "--log-level", "warn", "--http", "127.0.0.1:0"}
+			"--master-addr", "127.0.0.1:0", "--lease-ttl", "2s", "--log-level", "warn", "--http", "127.0.0.1:0",
+			"--load-interval", "500ms", "--load-window", "500ms"} // tabula top sees load soon
 		if secureAll() {
 			args = append(args, "--auth")
 		} else {

@@ -60,6 +60,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
+		newTopCmd(),
 	)
 	wrapArgs(root)
 	return root

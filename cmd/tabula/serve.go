@@ -128,6 +128,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				Storage:          v.GetString("storage"),
 				GatewayAddr:      gw,
 				Metrics:          reg,
+				LoadInterval:     v.GetDuration("load-interval"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -154,7 +155,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			// ready; every component's series carry server="master",
 			// "ts-N" or "gateway".
 			if a := v.GetString("http"); a != "" {
-				ops, err := opshttp.Serve(a, opshttp.NewHealth(cl.Ready), routes...)
+				ops, err := opshttp.Serve(a, opshttp.NewHealth(cl.Ready), append(routes, devStatusRoutes(cl)...)...)
 				if err != nil {
 					cl.Close()
 					return err
@@ -165,6 +166,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "health checks on http://%s/healthz and /readyz\n", ops.Addr())
+				printStatusURL(cmd.OutOrStdout(), ops)
 				if routes != nil {
 					fmt.Fprintf(cmd.OutOrStdout(), "Prometheus metrics on http://%s/metrics\n", ops.Addr())
 				}
@@ -200,6 +202,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
 	addLoadFlags(c)
 	addHTTPFlag(c, defaultDevHTTP)
+	addLoadIntervalFlag(c)
 	addLogFlag(c, "info")
 	return c
 }
@@ -249,6 +252,7 @@ func newMasterCmd() *cobra.Command {
 				DefaultSplitThreshold: thr,
 				SessionTTL:            v.GetDuration("session-ttl"),
 				LoadTimeout:           v.GetDuration("load-timeout"),
+				LoadInterval:          v.GetDuration("load-interval"),
 				Merge:                 mergeOptions(v),
 				Logger:                log,
 				EtcdTLS:               sec.etcd,
@@ -262,11 +266,12 @@ func newMasterCmd() *cobra.Command {
 			}
 			log.Info("master serving", "addr", m.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula master serving on %s\n", m.Addr())
-			ops, err := serveOps(v, m.Health(), cmd.OutOrStdout(), routes...)
+			ops, err := serveOps(v, m.Health(), cmd.OutOrStdout(), append(routes, masterStatusRoutes(v, m)...)...)
 			if err != nil {
 				m.Close()
 				return err
 			}
+			printStatusURL(cmd.OutOrStdout(), ops)
 			waitForSignal(cmd.Context())
 			closeOps(ops)
 			return wrapf(m.Close(), "stopping the master")
@@ -283,6 +288,8 @@ func newMasterCmd() *cobra.Command {
 	f.Duration("load-timeout", 2*time.Minute, "how long a tablet server may take to load a tablet (replaying its log) before the master tries again")
 	addMergeFlags(c)
 	addHTTPFlag(c, "")
+	addLoadIntervalFlag(c)
+	addServerStatusURLFlag(c)
 	addLogFlag(c, "info")
 	return c
 }
@@ -352,11 +359,12 @@ func newTabletServerCmd() *cobra.Command {
 			}
 			log.Info("tablet server serving", "id", s.ID(), "addr", s.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula tablet server %s serving on %s\n", s.ID(), s.Addr())
-			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout(), routes...)
+			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout(), append(routes, serverStatusRoutes(s)...)...)
 			if err != nil {
 				s.Close()
 				return err
 			}
+			printStatusURL(cmd.OutOrStdout(), ops)
 			waitForSignal(cmd.Context())
 			closeOps(ops)
 			return wrapf(s.Close(), "stopping the tablet server")

@@ -259,7 +259,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	}
 	ev := CompactionEvent{Family: name, Major: mode == modeMajor, Inputs: len(inputs),
 		BytesIn: filesSize(inputs), BytesOut: outBytes, Duration: time.Since(start)}
-	t.logger.Info("compacted", "dir", t.dir, "family", name, "major", ev.Major, "inputs", ev.Inputs,
+	t.logger.Info("compacted", "event", "compaction", "dir", t.dir, "family", name, "major", ev.Major, "inputs", ev.Inputs,
 		"bytes_in", ev.BytesIn, "bytes_out", ev.BytesOut, "duration", ev.Duration.Round(time.Millisecond))
 	t.compacted(ev)
 	return nil

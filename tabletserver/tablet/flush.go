@@ -162,7 +162,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	}
 	t.opts.Memory.release(im.m.bytes.Load())
 	ev := FlushEvent{MemtableBytes: im.m.bytes.Load(), Files: len(made), Bytes: filesSize(made), Duration: time.Since(start)}
-	t.logger.Info("flushed", "dir", t.dir, "memtable_bytes", ev.MemtableBytes, "files", ev.Files,
+	t.logger.Info("flushed", "event", "flush", "dir", t.dir, "memtable_bytes", ev.MemtableBytes, "files", ev.Files,
 		"bytes", ev.Bytes, "duration", ev.Duration.Round(time.Millisecond))
 	t.flushed(ev)
 	// The flush is published; only the deletion of the log segments it

@@ -1,0 +1,5 @@
+package statuspage
+
+import "unsafe"
+
+func unsafeData(s string) *byte { return unsafe.StringData(s) }
