@@ -72,6 +72,9 @@ func (c *cluster) startMaster(opts Options) *Master {
 	if opts.LoadTimeout == 0 {
 		opts.LoadTimeout = 3 * time.Second
 	}
+	if opts.BalanceInterval == 0 {
+		opts.BalanceInterval = -1 // tests that balance turn the loop on
+	}
 	opts.Logger = testLogger(c.t)
 	m, err := Start(context.Background(), opts)
 	if err != nil {

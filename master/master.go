@@ -37,6 +37,7 @@ type Master struct {
 	// health is Ready as the gRPC health service sees it (health.go).
 	health     *opshttp.Health
 	load       loads
+	bal        balancerState
 	stopHealth func()
 
 	// ctx is cancelled by Close; every background goroutine runs under it.
@@ -103,6 +104,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		lis:    lis,
 		conns:  newConnPool(opts.DialTLS),
 	}
+	m.bal.kick = make(chan struct{}, 1)
 	m.index = newTabletIndex(cli, m.layout, m.log, 0)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.guard = newGuard(m.ctx, opts, cli, m.layout, m.log)

@@ -48,6 +48,9 @@ const (
 	Master_ListGrants_FullMethodName    = "/tabula.v1.Master/ListGrants"
 	Master_WhoAmI_FullMethodName        = "/tabula.v1.Master/WhoAmI"
 	Master_DropRowRange_FullMethodName  = "/tabula.v1.Master/DropRowRange"
+	Master_MoveTablet_FullMethodName    = "/tabula.v1.Master/MoveTablet"
+	Master_SetBalancer_FullMethodName   = "/tabula.v1.Master/SetBalancer"
+	Master_GetBalancer_FullMethodName   = "/tabula.v1.Master/GetBalancer"
 )
 
 // MasterClient is the client API for Master service.
@@ -82,6 +85,13 @@ type MasterClient interface {
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(ctx context.Context, in *WhoAmIRequest, opts ...grpc.CallOption) (*WhoAmIResponse, error)
 	DropRowRange(ctx context.Context, in *DropRowRangeRequest, opts ...grpc.CallOption) (*DropRowRangeResponse, error)
+	// Balancing (docs/OPERATIONS.md "Balancing").
+	// Moves one tablet to the named server now.
+	MoveTablet(ctx context.Context, in *MoveTabletRequest, opts ...grpc.CallOption) (*MoveTabletResponse, error)
+	// Switches the automatic balancer on or off, for the cluster or a table.
+	SetBalancer(ctx context.Context, in *SetBalancerRequest, opts ...grpc.CallOption) (*SetBalancerResponse, error)
+	// The balancer's switches and its recent rounds and moves.
+	GetBalancer(ctx context.Context, in *GetBalancerRequest, opts ...grpc.CallOption) (*GetBalancerResponse, error)
 }
 
 type masterClient struct {
@@ -312,6 +322,36 @@ func (c *masterClient) DropRowRange(ctx context.Context, in *DropRowRangeRequest
 	return out, nil
 }
 
+func (c *masterClient) MoveTablet(ctx context.Context, in *MoveTabletRequest, opts ...grpc.CallOption) (*MoveTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveTabletResponse)
+	err := c.cc.Invoke(ctx, Master_MoveTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) SetBalancer(ctx context.Context, in *SetBalancerRequest, opts ...grpc.CallOption) (*SetBalancerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetBalancerResponse)
+	err := c.cc.Invoke(ctx, Master_SetBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) GetBalancer(ctx context.Context, in *GetBalancerRequest, opts ...grpc.CallOption) (*GetBalancerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetBalancerResponse)
+	err := c.cc.Invoke(ctx, Master_GetBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -344,6 +384,13 @@ type MasterServer interface {
 	// Who the cluster takes the caller for, and the caller's grants.
 	WhoAmI(context.Context, *WhoAmIRequest) (*WhoAmIResponse, error)
 	DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error)
+	// Balancing (docs/OPERATIONS.md "Balancing").
+	// Moves one tablet to the named server now.
+	MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error)
+	// Switches the automatic balancer on or off, for the cluster or a table.
+	SetBalancer(context.Context, *SetBalancerRequest) (*SetBalancerResponse, error)
+	// The balancer's switches and its recent rounds and moves.
+	GetBalancer(context.Context, *GetBalancerRequest) (*GetBalancerResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -419,6 +466,15 @@ func (UnimplementedMasterServer) WhoAmI(context.Context, *WhoAmIRequest) (*WhoAm
 }
 func (UnimplementedMasterServer) DropRowRange(context.Context, *DropRowRangeRequest) (*DropRowRangeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DropRowRange not implemented")
+}
+func (UnimplementedMasterServer) MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveTablet not implemented")
+}
+func (UnimplementedMasterServer) SetBalancer(context.Context, *SetBalancerRequest) (*SetBalancerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetBalancer not implemented")
+}
+func (UnimplementedMasterServer) GetBalancer(context.Context, *GetBalancerRequest) (*GetBalancerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBalancer not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -837,6 +893,60 @@ func _Master_DropRowRange_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_MoveTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).MoveTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_MoveTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).MoveTablet(ctx, req.(*MoveTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_SetBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SetBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SetBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SetBalancer(ctx, req.(*SetBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_GetBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).GetBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_GetBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).GetBalancer(ctx, req.(*GetBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -931,6 +1041,18 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DropRowRange",
 			Handler:    _Master_DropRowRange_Handler,
+		},
+		{
+			MethodName: "MoveTablet",
+			Handler:    _Master_MoveTablet_Handler,
+		},
+		{
+			MethodName: "SetBalancer",
+			Handler:    _Master_SetBalancer_Handler,
+		},
+		{
+			MethodName: "GetBalancer",
+			Handler:    _Master_GetBalancer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
