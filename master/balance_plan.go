@@ -321,9 +321,12 @@ func pickTablet(cs []planCand, gap, margin float64, to string, recent map[string
 	hi := sort.Search(len(cs), func(k int) bool { return cs[k].w >= half })
 	lo := hi - 1
 	// Walk outwards from gap/2; w(gap - w) is symmetric around it.
-	for lo >= 0 || hi < len(cs) {
+	for {
 		if hi < len(cs) && cs[hi].w >= limit {
 			hi = len(cs) // everything above is too heavy
+		}
+		if lo < 0 && hi >= len(cs) {
+			return -1
 		}
 		useHi := hi < len(cs) && (lo < 0 || cs[hi].w-half <= half-cs[lo].w)
 		if useHi {
@@ -338,5 +341,4 @@ func pickTablet(cs []planCand, gap, margin float64, to string, recent map[string
 		}
 		lo--
 	}
-	return -1
 }
