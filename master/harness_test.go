@@ -75,7 +75,9 @@ func (c *cluster) startMaster(opts Options) *Master {
 	if opts.BalanceInterval == 0 {
 		opts.BalanceInterval = -1 // tests that balance turn the loop on
 	}
-	opts.Logger = testLogger(c.t)
+	if opts.Logger == nil {
+		opts.Logger = testLogger(c.t)
+	}
 	m, err := Start(context.Background(), opts)
 	if err != nil {
 		c.t.Fatal(err)
