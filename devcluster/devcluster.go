@@ -100,6 +100,10 @@ type Config struct {
 	// Bigtable clients in emulator mode send no credentials. The default
 	// is no gateway; the CLI starts one.
 	GatewayAddr string
+	// BalanceInterval and BalancerMaxMoves configure the master's
+	// automatic balancer (master.Options); zero means its defaults.
+	BalanceInterval  time.Duration
+	BalancerMaxMoves int
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -221,6 +225,8 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		FS:                    fsys,
 		DefaultSplitThreshold: cfg.SplitThreshold,
 		SessionTTL:            cfg.LeaseTTL,
+		BalanceInterval:       cfg.BalanceInterval,
+		BalancerMaxMoves:      cfg.BalancerMaxMoves,
 		Logger:                cfg.Logger.With("component", "master"),
 		EtcdTLS:               c.sec.master.etcd,
 		ServerTLS:             c.sec.master.server,

@@ -60,6 +60,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
+		newBalanceCmd(), newTabletCmd(), newBalancerCmd(),
 	)
 	wrapArgs(root)
 	return root

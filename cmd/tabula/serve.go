@@ -103,21 +103,23 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			cl, err := devcluster.Start(ctx, devcluster.Config{
-				Dir:            dir,
-				Servers:        v.GetInt("servers"),
-				MasterAddr:     addr,
-				EtcdAddr:       v.GetString("etcd-addr"),
-				Cluster:        v.GetString("cluster"),
-				LeaseTTL:       v.GetDuration("lease-ttl"),
-				MemtableSize:   sizes["memtable-size"],
-				CacheBytes:     sizes["cache-size"],
-				SplitThreshold: sizes["split-threshold"],
-				SyncMode:       v.GetString("sync"),
-				Logger:         log,
-				TLS:            v.GetBool("tls"),
-				Auth:           v.GetBool("auth"),
-				Storage:        v.GetString("storage"),
-				GatewayAddr:    gw,
+				Dir:              dir,
+				Servers:          v.GetInt("servers"),
+				MasterAddr:       addr,
+				EtcdAddr:         v.GetString("etcd-addr"),
+				Cluster:          v.GetString("cluster"),
+				LeaseTTL:         v.GetDuration("lease-ttl"),
+				MemtableSize:     sizes["memtable-size"],
+				CacheBytes:       sizes["cache-size"],
+				SplitThreshold:   sizes["split-threshold"],
+				SyncMode:         v.GetString("sync"),
+				Logger:           log,
+				TLS:              v.GetBool("tls"),
+				Auth:             v.GetBool("auth"),
+				Storage:          v.GetString("storage"),
+				GatewayAddr:      gw,
+				BalanceInterval:  balanceInterval(v),
+				BalancerMaxMoves: v.GetInt("balancer-max-moves"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -183,6 +185,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
+	addBalancerFlags(c)
 	addHTTPFlag(c, defaultDevHTTP)
 	addLogFlag(c, "info")
 	return c
@@ -232,6 +235,8 @@ func newMasterCmd() *cobra.Command {
 				DefaultSplitThreshold: thr,
 				SessionTTL:            v.GetDuration("session-ttl"),
 				LoadTimeout:           v.GetDuration("load-timeout"),
+				BalanceInterval:       balanceInterval(v),
+				BalancerMaxMoves:      v.GetInt("balancer-max-moves"),
 				Logger:                log,
 				EtcdTLS:               sec.etcd,
 				ServerTLS:             sec.server,
@@ -262,6 +267,7 @@ func newMasterCmd() *cobra.Command {
 	f.String("split-threshold", "", "default tablet split threshold, e.g. 256MiB (default 256MiB)")
 	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
 	f.Duration("load-timeout", 2*time.Minute, "how long a tablet server may take to load a tablet (replaying its log) before the master tries again")
+	addBalancerFlags(c)
 	addHTTPFlag(c, "")
 	addLogFlag(c, "info")
 	return c
