@@ -104,6 +104,7 @@ type Config struct {
 	// automatic balancer (master.Options); zero means its defaults.
 	BalanceInterval  time.Duration
 	BalancerMaxMoves int
+	BalancerCooldown time.Duration
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -227,6 +228,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		SessionTTL:            cfg.LeaseTTL,
 		BalanceInterval:       cfg.BalanceInterval,
 		BalancerMaxMoves:      cfg.BalancerMaxMoves,
+		BalancerCooldown:      cfg.BalancerCooldown,
 		Logger:                cfg.Logger.With("component", "master"),
 		EtcdTLS:               c.sec.master.etcd,
 		ServerTLS:             c.sec.master.server,

@@ -61,7 +61,10 @@ type PlanConfig struct {
 	MaxMoves int
 	// Cooldown: a tablet moved within it does not move again.
 	Cooldown time.Duration
-	// NoReturn: a tablet never moves back to the server it left within it.
+	// NoReturn: a tablet never moves back to the server it left within
+	// it. The default is twice the Cooldown: long enough that load noise
+	// cannot bounce a tablet, short enough that a server a round emptied
+	// too far (the cooldown kept the other tablets in place) is refilled.
 	NoReturn time.Duration
 }
 
@@ -75,7 +78,6 @@ var DefaultPlanConfig = PlanConfig{
 	LoadFloor:   50,
 	MaxMoves:    10,
 	Cooldown:    5 * time.Minute,
-	NoReturn:    time.Hour,
 }
 
 func (c PlanConfig) filled() PlanConfig {
@@ -100,7 +102,7 @@ func (c PlanConfig) filled() PlanConfig {
 		c.Cooldown = d.Cooldown
 	}
 	if c.NoReturn == 0 {
-		c.NoReturn = d.NoReturn
+		c.NoReturn = 2 * c.Cooldown
 	}
 	return c
 }

@@ -173,13 +173,13 @@ func TestPlanLeavesFixedTabletsAndRespectsCooldown(t *testing.T) {
 	ts[0].Fixed, ts[1].Fixed = "balancing is off for the table", "splitting"
 	in := PlanInput{Servers: []string{"s1", "s2"}, Tablets: ts, Now: t0,
 		Recent: map[string]LastMove{
-			tabletKey("t", ts[2].ID): {At: t0.Add(-time.Minute), From: "s3"},      // in cooldown
-			tabletKey("t", ts[3].ID): {At: t0.Add(-10 * time.Minute), From: "s2"}, // would go back
+			tabletKey("t", ts[2].ID): {At: t0.Add(-2 * time.Minute), From: "s3"}, // in cooldown
+			tabletKey("t", ts[3].ID): {At: t0.Add(-6 * time.Minute), From: "s2"}, // would go back
 		}}
 	if p := PlanMoves(in); len(p.Moves) != 0 {
 		t.Fatalf("planned %+v; every tablet is fixed, cooling down or would go back", p.Moves)
 	}
-	in.Now = t0.Add(5 * time.Minute) // ts[2]'s cooldown is over; ts[3] still may not go back
+	in.Now = t0.Add(3 * time.Minute) // ts[2]'s cooldown is over; ts[3] still may not go back (9 min < 10)
 	p := PlanMoves(in)
 	if len(p.Moves) != 1 || p.Moves[0].ID != ts[2].ID || p.Moves[0].To != "s2" {
 		t.Fatalf("planned %+v, want %s to s2", p.Moves, ts[2].ID)

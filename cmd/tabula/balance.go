@@ -183,6 +183,7 @@ func printBalancerStatus(s *session, table string) error {
 func addBalancerFlags(c *cobra.Command) {
 	c.Flags().Duration("balance-interval", 15*time.Second, "how often the leading master runs a balancing round; 0 turns the automatic balancer off in this process")
 	c.Flags().Int("balancer-max-moves", 10, "most tablets one balancing round moves")
+	c.Flags().Duration("balancer-cooldown", 5*time.Minute, "how long the balancer leaves a tablet it (or tabula tablet move) just moved")
 }
 
 // balanceInterval maps the flag's 0 (off) to master.Options' negative.

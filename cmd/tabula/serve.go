@@ -120,6 +120,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				GatewayAddr:      gw,
 				BalanceInterval:  balanceInterval(v),
 				BalancerMaxMoves: v.GetInt("balancer-max-moves"),
+				BalancerCooldown: v.GetDuration("balancer-cooldown"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -237,6 +238,7 @@ func newMasterCmd() *cobra.Command {
 				LoadTimeout:           v.GetDuration("load-timeout"),
 				BalanceInterval:       balanceInterval(v),
 				BalancerMaxMoves:      v.GetInt("balancer-max-moves"),
+				BalancerCooldown:      v.GetDuration("balancer-cooldown"),
 				Logger:                log,
 				EtcdTLS:               sec.etcd,
 				ServerTLS:             sec.server,
