@@ -236,14 +236,19 @@ func PlanMoves(in PlanInput) Plan {
 		if t.Fixed != "" {
 			continue
 		}
-		if last, ok := in.Recent[tabletKey(t.Table, t.ID)]; ok && in.Now.Sub(last.At) < cfg.Cooldown {
-			continue
+		if len(in.Recent) > 0 {
+			if last, ok := in.Recent[tabletKey(t.Table, t.ID)]; ok && in.Now.Sub(last.At) < cfg.Cooldown {
+				continue
+			}
 		}
 		cands[s] = append(cands[s], planCand{t: t, w: w})
 	}
 	for _, cs := range cands {
 		slices.SortFunc(cs, func(a, b planCand) int {
-			return cmp.Or(cmp.Compare(a.w, b.w), cmp.Compare(a.t.Table, b.t.Table), cmp.Compare(a.t.ID, b.t.ID))
+			if c := cmp.Compare(a.w, b.w); c != 0 {
+				return c // the common case: no string compares
+			}
+			return cmp.Or(cmp.Compare(a.t.Table, b.t.Table), cmp.Compare(a.t.ID, b.t.ID))
 		})
 	}
 	var total float64
@@ -313,6 +318,9 @@ func pickTablet(cs []planCand, gap, margin float64, to string, recent map[string
 		c := cs[k]
 		if c.w >= limit {
 			return false
+		}
+		if len(recent) == 0 {
+			return true
 		}
 		if last, seen := recent[tabletKey(c.t.Table, c.t.ID)]; seen && last.From == to && now.Sub(last.At) < noReturn {
 			return false

@@ -139,7 +139,7 @@ func (m *Master) balancerOn(ctx context.Context) (bool, error) {
 func (m *Master) balanceRound(ctx context.Context, term *leadership, dryRun bool) (Plan, int, error) {
 	m.bal.round.Lock()
 	defer m.bal.round.Unlock()
-	snap, err := m.readSnapshot(ctx)
+	snap, err := m.balanceSnapshot(ctx)
 	if err != nil {
 		return Plan{}, 0, err
 	}
@@ -183,6 +183,31 @@ func (m *Master) balanceRound(ctx context.Context, term *leadership, dryRun bool
 		term.assign.poke()
 	}
 	return plan, moved, ctx.Err()
+}
+
+// balanceSnapshot is the cluster for a round: the tablet index's copy once
+// it has caught up with etcd (reading 100,000 tablet records from etcd
+// costs ~0.7 s of etcd and master CPU; docs/BENCHMARKS.md), else a read
+// from etcd. Either is as fresh as a read at the call; a record that
+// changes afterwards only makes its move fail its guarded write.
+func (m *Master) balanceSnapshot(ctx context.Context) (*snapshot, error) {
+	if !m.index.sync(ctx) {
+		return m.readSnapshot(ctx)
+	}
+	at := time.Now()
+	servers, err := meta.GetServers(ctx, m.cli, m.layout)
+	if err != nil {
+		return nil, err
+	}
+	tables, tablets, rev, ok := m.index.all()
+	if !ok {
+		return m.readSnapshot(ctx)
+	}
+	s := &snapshot{servers: make(map[string]meta.ServerRecord, len(servers)), tables: tables, tablets: tablets, rev: rev, at: at}
+	for _, r := range servers {
+		s.servers[r.ID] = r
+	}
+	return s, nil
 }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
