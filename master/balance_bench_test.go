@@ -333,3 +333,40 @@ func etcdRev(t *testing.T, c *cluster) int64 {
 	}
 	return resp.Header.Revision
 }
+
+// TestCollectLoadOfABigServer: a server with 20,000 tablets answers
+// ServerStats with ~7 MB, over gRPC's default 4 MiB limit; the report must
+// still hold all of them.
+func TestCollectLoadOfABigServer(t *testing.T) {
+	c := newCluster(t)
+	ctx := context.Background()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr, err := c.cli.Grant(ctx, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20_000
+	sim := &statsServer{resp: statsResponse("big", int64(lr.ID), 0, n, rand.New(rand.NewPCG(3, 3)))}
+	if size := proto.Size(sim.resp); size <= 4<<20 {
+		t.Fatalf("the report is only %d bytes; the test needs one over 4 MiB", size)
+	}
+	g := grpc.NewServer()
+	tabulapb.RegisterTabletServerServer(g, sim)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	rec := meta.ServerRecord{ID: "big", Address: lis.Addr().String(), Lease: int64(lr.ID)}
+	if _, err := c.cli.Put(ctx, c.layout.ServerKey("big"), meta.EncodeServer(rec), clientv3.WithLease(lr.ID)); err != nil {
+		t.Fatal(err)
+	}
+	m := c.startMaster(Options{LoadInterval: -1})
+	rep, err := m.collectLoad(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := rep.Servers["big"]; s == nil || s.Err != "" || len(rep.Tablets) != n {
+		t.Fatalf("report of the big server: %+v, %d tablets", s, len(rep.Tablets))
+	}
+}

@@ -325,3 +325,34 @@ func TestBalancerUsesLoadReports(t *testing.T) {
 		t.Fatalf("with s1 hot, planned %v, %v; want one hot tablet to s2", b, err)
 	}
 }
+
+// TestBalancerLeavesTabletsBeingLoaded: tablets whose load on their server
+// is not confirmed yet are not moved; once loaded they are.
+func TestBalancerLeavesTabletsBeingLoaded(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{LoadInterval: -1, LoadTimeout: time.Minute})
+	s1 := c.startServerTTL("s1", 60)
+	s1.loadGate = make(chan struct{})
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	ctx := context.Background()
+	if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		return s1.loadsStarted.Load() >= 2, "loads not started"
+	})
+	c.startServerTTL("s2", 60)
+	waitFor(t, 5*time.Second, func() (bool, string) {
+		ss, err := mc.ListServers(ctx, &tabulapb.ListServersRequest{})
+		return err == nil && len(ss.Servers) == 2, fmt.Sprint(ss, err)
+	})
+	if b, err := mc.Balance(ctx, &tabulapb.BalanceRequest{DryRun: true}); err != nil || len(b.Moves) != 0 {
+		t.Fatalf("planned %v, %v while the tablets are loading", b, err)
+	}
+	close(s1.loadGate)
+	waitConfirmed(t, c, m, "t")
+	if b, err := mc.Balance(ctx, &tabulapb.BalanceRequest{DryRun: true}); err != nil || len(b.Moves) != 1 {
+		t.Fatalf("planned %v, %v once loaded; want 1 move", b, err)
+	}
+}
