@@ -39,7 +39,8 @@ import (
 // which (1) lowers that sum, (2) leaves both servers strictly inside
 // [c_b, c_a], so no move widens the spread (max - min cost), and (3) adds
 // hysteresis: servers within Margin of each other are left alone, so load
-// noise does not shuffle tablets. Among the eligible tablets of the pair it
+// noise does not shuffle tablets. Only a server costing more than the mean
+// gives tablets. Among the eligible tablets of the pair it
 // takes the one whose weight is closest to (c_a - c_b)/2, the largest
 // improvement. Pairs are tried from the costliest source and the cheapest
 // target outwards; at most MaxMoves per round; a tablet moved within
@@ -273,6 +274,14 @@ func PlanMoves(in PlanInput) Plan {
 	search:
 		for i := n - 1; i > 0; i-- {
 			a := order[i]
+			if costs[a] <= plan.MeanCost*(1+1e-9) {
+				// Only servers above the mean give: when the costliest
+				// servers' tablets are cooling down, an empty server is
+				// not fed by draining the others below the mean (the
+				// costliest server is always above it, so this never
+				// stops convergence).
+				break
+			}
 			for j := 0; j < i; j++ {
 				b := order[j]
 				gap := costs[a] - costs[b]

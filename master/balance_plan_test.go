@@ -212,7 +212,8 @@ func TestPlanHysteresis(t *testing.T) {
 }
 
 // TestPlanRandomInvariants plans random clusters and checks every move:
-// it narrows the pair it moves between and never widens the spread, it
+// it narrows the pair it moves between and never widens the spread, its
+// source costs more than the mean, it
 // lowers the sum of squared costs, the costs it reports are the
 // recomputed ones, it respects the limit, the fixed tablets, the cooldown
 // and the no-return rule, and no tablet moves twice in a round.
@@ -259,6 +260,9 @@ func TestPlanRandomInvariants(t *testing.T) {
 			}
 			if sumSquares(costs) >= before {
 				t.Fatalf("trial %d: move %+v did not lower the sum of squares", trial, m)
+			}
+			if m.FromBefore <= p.MeanCost {
+				t.Fatalf("trial %d: move %+v from a server not above the mean %v", trial, m, p.MeanCost)
 			}
 			if m.FromBefore-m.ToBefore-m.Weight <= cfg.Margin*p.MeanCost {
 				t.Fatalf("trial %d: move %+v within the margin %v", trial, m, cfg.Margin*p.MeanCost)
@@ -425,4 +429,51 @@ func spreadOf(c map[string]float64) float64 {
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	return hi - lo
+}
+
+// TestPlanJoinAfterARebalance: 12 tablets were just spread from s1 to s2
+// and s3 (those 8 are cooling down) when s4 joins. s1 gives one tablet,
+// not two (it would fall below the mean and need refilling from s2 later,
+// which the no-return rule forbids); once the cooldown is over s2 and s3
+// give one each: 3/3/3/3 with no tablet moved twice.
+func TestPlanJoinAfterARebalance(t *testing.T) {
+	in := PlanInput{Servers: []string{"s1", "s2", "s3", "s4"}, Now: t0, Recent: map[string]LastMove{}}
+	in.Tablets = append(in.Tablets, evenTablets("a", "s1", 4)...)
+	for _, s := range []string{"s2", "s3"} {
+		for _, tb := range evenTablets("b"+s, s, 4) {
+			in.Tablets = append(in.Tablets, tb)
+			in.Recent[tabletKey(tb.Table, tb.ID)] = LastMove{At: t0.Add(-time.Minute), From: "s1"}
+		}
+	}
+	p := PlanMoves(in)
+	if len(p.Moves) != 1 || p.Moves[0].From != "s1" || p.Moves[0].To != "s4" {
+		t.Fatalf("planned %+v, want one move s1 -> s4", p.Moves)
+	}
+	apply(&in, p)
+	per := map[string]int{tabletKey(p.Moves[0].Table, p.Moves[0].ID): 1}
+	for in.Now.Before(t0.Add(30 * time.Minute)) { // a round every 15 s
+		in.Now = in.Now.Add(15 * time.Second)
+		p := PlanMoves(in)
+		for _, m := range p.Moves {
+			per[tabletKey(m.Table, m.ID)]++
+			if in.Now.Before(t0.Add(4 * time.Minute)) {
+				t.Fatalf("move %+v at %v, while every tablet of s2 and s3 cools down", m, in.Now.Sub(t0))
+			}
+		}
+		apply(&in, p)
+		if c := counts(in); c["s1"] == 3 && c["s2"] == 3 && c["s3"] == 3 && c["s4"] == 3 {
+			break
+		}
+	}
+	if c := counts(in); c["s1"] != 3 || c["s2"] != 3 || c["s3"] != 3 || c["s4"] != 3 {
+		t.Fatalf("after the cooldown: %v", c)
+	}
+	if d := in.Now.Sub(t0); d > 4*time.Minute+15*time.Second {
+		t.Fatalf("balanced only %v after the join; the cooldown ended at 4 min", d)
+	}
+	for k, n := range per {
+		if n > 1 {
+			t.Errorf("tablet %s moved %d times", k, n)
+		}
+	}
 }
