@@ -19,8 +19,9 @@ func newBalanceCmd() *cobra.Command {
 		Short: "Run one balancing round now, or print the moves it would make",
 		Long: `Run one round of the balancer now: the master plans moves that even out the
 servers' costs (tablet count, size and recent load, each relative to the
-cluster mean) and makes them, at most --balancer-max-moves per round, never a
-tablet moved in the last 5 minutes. It runs even when the automatic balancer
+cluster mean) and makes them: at most --balancer-max-moves per round, never a
+tablet moved within the master's --balancer-cooldown (default 5 minutes). It
+runs even when the automatic balancer
 is switched off; tables switched off with "tabula balancer off --table" never
 move. With --dry-run it only prints the plan.`,
 		Args: cobra.NoArgs,
