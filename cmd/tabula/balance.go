@@ -21,9 +21,9 @@ func newBalanceCmd() *cobra.Command {
 servers' costs (tablet count, size and recent load, each relative to the
 cluster mean) and makes them: at most --balancer-max-moves per round, never a
 tablet moved within the master's --balancer-cooldown (default 5 minutes). It
-runs even when the automatic balancer
-is switched off; tables switched off with "tabula balancer off --table" never
-move. With --dry-run it only prints the plan.`,
+runs even when the automatic balancer is switched off; tables switched off
+with "tabula balancer off --table" never move. With --dry-run it only prints
+the plan.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dry, _ := cmd.Flags().GetBool("dry-run")
