@@ -154,7 +154,7 @@ func (m *Master) balanceRound(ctx context.Context, term *leadership, dryRun bool
 	m.bal.lastRound = now
 	m.bal.mu.Unlock()
 	m.log.Debug("balancing round", "servers", len(in.Servers), "tablets", len(in.Tablets),
-		"mean_cost", round3(plan.MeanCost), "spread", round3(plan.Spread), "planned", len(plan.Moves))
+		"mean_cost", round3(plan.MeanCost), "spread_after_plan", round3(plan.Spread), "planned", len(plan.Moves))
 	byKey := make(map[string]meta.VersionedTablet, len(plan.Moves))
 	for _, mv := range plan.Moves {
 		byKey[tabletKey(mv.Table, mv.ID)] = meta.VersionedTablet{}
