@@ -115,7 +115,10 @@ var moveLine = regexp.MustCompile(`msg="moved tablet" .*event=move .*table=(\S+)
 // TestBalancerSteadyLoad: 3 servers holding 4 tablets each take writes
 // spread evenly over the whole key space for 60 s (BALANCER_SOAK=5m, as
 // `make soak` sets it, for the issue's full 5 minutes) with a round every
-// 2 s; no tablet moves more than twice.
+// 2 s; no tablet moves more than twice. Even over the key space is not even
+// over the tablets: the last one, [b, +inf), gets 5/16 of the writes, so
+// one or two load moves are expected early, then none (5-minute run: one
+// move in 1.2 million writes).
 func TestBalancerSteadyLoad(t *testing.T) {
 	slow(t)
 	run := 60 * time.Second
