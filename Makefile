@@ -41,9 +41,13 @@ SECURE_PKGS = ./e2e ./cmd/tabula ./devcluster
 # is in `make test` (e2e TestVerifyUnderFaults). SOAK_FLAGS adds flags,
 # e.g. SOAK_FLAGS="--seed 42 --keep".
 SOAK_DURATION ?= 10m
+# Then the balancer's steady run (e2e TestBalancerSteadyLoad, 60 s in
+# `make test`): even writes for BALANCER_SOAK, no tablet moves more than twice.
+BALANCER_SOAK ?= 5m
 SOAK_FLAGS ?=
 soak: build
 	./bin/tabula verify run --duration $(SOAK_DURATION) $(SOAK_FLAGS)
+	BALANCER_SOAK=$(BALANCER_SOAK) $(GO) test ./e2e/ -run '^TestBalancerSteadyLoad$$' -count=1 -timeout 20m -v
 
 # Rewrites go.mod and go.sum of both modules; bench/ replaces the root module
 # with ../, so it follows the root's requirements.

@@ -54,6 +54,9 @@ func MasterRules() map[string]Rule {
 		// Every table's load: read on every table, as ListServers.
 		svc + "TopTablets":  {Role: Read, Cluster: true},
 		svc + "Balance":     clusterAdmin,
+		svc + "MoveTablet":  adminOn(func(r any) string { return r.(*pb.MoveTabletRequest).GetTable() }),
+		svc + "SetBalancer": clusterAdmin,
+		svc + "GetBalancer": {Role: Read, Cluster: true},
 		svc + "CreateToken": clusterAdmin,
 		svc + "ListTokens":  {Role: Admin, Cluster: true},
 		svc + "RevokeToken": clusterAdmin,

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"time"
 
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -332,16 +333,107 @@ func (a *AdminClient) dropRows(ctx context.Context, req *tabulapb.DropRowRangeRe
 	})
 }
 
-// Balance asks the master to even out tablets across servers and returns
-// how many it moved.
+// Balance asks the master to run one balancing round now (the automatic
+// balancer runs them on its own; docs/OPERATIONS.md "Balancing") and
+// returns how many tablets it moved.
 func (a *AdminClient) Balance(ctx context.Context) (int, error) {
+	moved, _, err := a.BalancePlan(ctx, false)
+	return moved, err
+}
+
+// PlannedMove is one move of a tablet the balancer planned or made.
+type PlannedMove struct {
+	Table, TabletID, From, To string
+	// Reason says why: the servers' costs, or "operator".
+	Reason string
+}
+
+// BalancePlan runs one balancing round, or with dryRun only plans it; it
+// returns how many moves succeeded and the moves planned.
+func (a *AdminClient) BalancePlan(ctx context.Context, dryRun bool) (int, []PlannedMove, error) {
 	var resp *tabulapb.BalanceResponse
 	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {
-		resp, err = m.Balance(ctx, &tabulapb.BalanceRequest{})
+		resp, err = m.Balance(ctx, &tabulapb.BalanceRequest{DryRun: dryRun})
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return int(resp.GetMoved()), nil
+	var moves []PlannedMove
+	for _, mv := range resp.GetMoves() {
+		moves = append(moves, plannedMove(mv))
+	}
+	return int(resp.GetMoved()), moves, nil
+}
+
+func plannedMove(mv *tabulapb.PlannedMove) PlannedMove {
+	return PlannedMove{Table: mv.GetTable(), TabletID: mv.GetTabletId(), From: mv.GetFromServer(), To: mv.GetToServer(), Reason: mv.GetReason()}
+}
+
+// MoveTablet moves one tablet of table to the live tablet server
+// serverID now (whatever the balancer's switches say) and returns its new
+// assignment.
+func (a *AdminClient) MoveTablet(ctx context.Context, table, tabletID, serverID string) (TabletInfo, error) {
+	var resp *tabulapb.MoveTabletResponse
+	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {
+		resp, err = m.MoveTablet(ctx, &tabulapb.MoveTabletRequest{Table: table, TabletId: tabletID, ServerId: serverID})
+		return err
+	})
+	if err != nil {
+		return TabletInfo{}, err
+	}
+	return tabletInfos([]*tabulapb.TabletInfo{resp.GetTablet()})[0], nil
+}
+
+// SetBalancer switches the automatic balancer on or off: the cluster's
+// switch when table is "", else that table's.
+func (a *AdminClient) SetBalancer(ctx context.Context, table string, on bool) error {
+	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		_, err := m.SetBalancer(ctx, &tabulapb.SetBalancerRequest{Table: table, Enabled: on})
+		return err
+	})
+}
+
+// BalancerStatus is the balancer's switches and recent work.
+type BalancerStatus struct {
+	// Enabled is the cluster switch; DisabledTables the tables switched off.
+	Enabled        bool
+	DisabledTables []string
+	// Interval between rounds (0: the leader's loop is off by configuration).
+	Interval time.Duration
+	// LastRound is when the leader last ran a round (zero: not yet);
+	// MovesMade counts the leader's moves since it was elected.
+	LastRound time.Time
+	MovesMade int64
+	// RecentMoves are the last moves, oldest first.
+	RecentMoves []BalancerMove
+}
+
+// BalancerMove is a move made, and when.
+type BalancerMove struct {
+	PlannedMove
+	At time.Time
+}
+
+// Balancer returns the balancer's status.
+func (a *AdminClient) Balancer(ctx context.Context) (BalancerStatus, error) {
+	var resp *tabulapb.GetBalancerResponse
+	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {
+		resp, err = m.GetBalancer(ctx, &tabulapb.GetBalancerRequest{})
+		return err
+	})
+	if err != nil {
+		return BalancerStatus{}, err
+	}
+	st := BalancerStatus{
+		Enabled: resp.GetEnabled(), DisabledTables: resp.GetDisabledTables(),
+		Interval: time.Duration(resp.GetIntervalMillis()) * time.Millisecond, MovesMade: resp.GetMovesMade(),
+	}
+	if us := resp.GetLastRoundMicros(); us != 0 {
+		st.LastRound = time.UnixMicro(us)
+	}
+	for _, mv := range resp.GetRecentMoves() {
+		st.RecentMoves = append(st.RecentMoves, BalancerMove{PlannedMove: plannedMove(mv.GetMove()), At: time.UnixMicro(mv.GetAtMicros())})
+	}
+	return st, nil
 }

@@ -120,6 +120,11 @@ type Config struct {
 	// LoadInterval is how often the master pulls the servers' load
 	// reports. The default is the master's (10s).
 	LoadInterval time.Duration
+	// BalanceInterval and BalancerMaxMoves configure the master's
+	// automatic balancer (master.Options); zero means its defaults.
+	BalanceInterval  time.Duration
+	BalancerMaxMoves int
+	BalancerCooldown time.Duration
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -242,6 +247,9 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		DefaultSplitThreshold: cfg.SplitThreshold,
 		SessionTTL:            cfg.LeaseTTL,
 		LoadInterval:          cfg.LoadInterval,
+		BalanceInterval:       cfg.BalanceInterval,
+		BalancerMaxMoves:      cfg.BalancerMaxMoves,
+		BalancerCooldown:      cfg.BalancerCooldown,
 		Logger:                cfg.Logger.With("component", "master"),
 		EtcdTLS:               c.sec.master.etcd,
 		ServerTLS:             c.sec.master.server,

@@ -113,7 +113,9 @@ func sameCells(got, want []cell.Cell) bool {
 func TestScanAcrossTabletsWhileTabletsMove(t *testing.T) {
 	slow(t)
 	rng := newRand(t)
-	c := startCluster(t, clusterOptions{})
+	// The automatic balancer off: the test's own Balance call must find the
+	// new server empty.
+	c := startCluster(t, clusterOptions{masterArgs: []string{"--balance-interval", "0"}})
 	cl := c.newClient(t)
 	const table = "scan"
 	var splits []string

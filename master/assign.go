@@ -373,3 +373,12 @@ func loadBackoff(failures int) time.Duration {
 	d := 100 * time.Millisecond << min(failures, 6)
 	return min(d, 5*time.Second)
 }
+
+// loaded reports whether this term confirmed the tablet at key loaded at
+// epoch (and no load of it is in flight): the balancer moves only those.
+func (a *assigner) loaded(key string, epoch int64) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.loads[key]
+	return st != nil && st.confirmed && !st.inflight && st.epoch == epoch
+}

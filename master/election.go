@@ -96,6 +96,13 @@ func (m *Master) campaignOnce() error {
 			m.autoMergeLoop(term)
 		}()
 	}
+	if m.opts.BalanceInterval > 0 {
+		termWG.Add(1)
+		go func() {
+			defer termWG.Done()
+			m.balanceLoop(term)
+		}()
+	}
 	if m.opts.StorageRoot != "" && m.opts.GCInterval > 0 {
 		termWG.Add(1)
 		go func() {

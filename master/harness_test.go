@@ -72,7 +72,12 @@ func (c *cluster) startMaster(opts Options) *Master {
 	if opts.LoadTimeout == 0 {
 		opts.LoadTimeout = 3 * time.Second
 	}
-	opts.Logger = testLogger(c.t)
+	if opts.BalanceInterval == 0 {
+		opts.BalanceInterval = -1 // tests that balance turn the loop on
+	}
+	if opts.Logger == nil {
+		opts.Logger = testLogger(c.t)
+	}
 	m, err := Start(context.Background(), opts)
 	if err != nil {
 		c.t.Fatal(err)

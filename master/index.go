@@ -453,3 +453,31 @@ func (m *Master) syncAfterWrite(ctx context.Context, req any, info *grpc.UnarySe
 	}
 	return resp, err
 }
+
+// all returns every schema and a copy of every tablet, sorted by table
+// then start key; ok is false if the index is not built.
+func (x *tabletIndex) all() (schemas map[string]*tabulapb.TableSchema, tablets []meta.VersionedTablet, rev int64, ok bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if x.rev == 0 {
+		return nil, nil, 0, false
+	}
+	schemas = make(map[string]*tabulapb.TableSchema, len(x.schemas))
+	names := make([]string, 0, len(x.tablets))
+	n := 0
+	for name, s := range x.schemas {
+		schemas[name] = s
+	}
+	for name, tt := range x.tablets {
+		names = append(names, name)
+		n += len(tt.sorted)
+	}
+	sort.Strings(names)
+	tablets = make([]meta.VersionedTablet, 0, n)
+	for _, name := range names {
+		for _, t := range x.tablets[name].sorted {
+			tablets = append(tablets, *t)
+		}
+	}
+	return schemas, tablets, x.rev, true
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
@@ -124,6 +126,12 @@ func (m *Master) loadLoop(term *leadership) {
 // collectLoadParallelism bounds the ServerStats calls in flight.
 const collectLoadParallelism = 16
 
+// maxServerStatsBytes bounds one ServerStats answer. A report costs about
+// 350 bytes per tablet (docs/BENCHMARKS.md), so gRPC's default 4 MiB
+// limit failed every report of a server with more than ~12,000 tablets;
+// 256 MiB holds ~750,000.
+const maxServerStatsBytes = 256 << 20
+
 // collectLoad runs one collection round: ServerStats of every registered
 // server, at most collectLoadParallelism at once. A server that does not
 // answer is listed with its error and without tablets. Tests call it
@@ -153,7 +161,7 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 				if t, ok := since[s.ID]; ok {
 					req.EventsSinceMicros = t.UnixMicro() + 1
 				}
-				answers[i], err = c.ServerStats(ctx, req)
+				answers[i], err = c.ServerStats(ctx, req, grpc.MaxCallRecvMsgSize(maxServerStatsBytes))
 				return err
 			})
 		}()

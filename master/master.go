@@ -40,6 +40,7 @@ type Master struct {
 	// health is Ready as the gRPC health service sees it (health.go).
 	health     *opshttp.Health
 	load       loads
+	bal        balancerState
 	stopHealth func()
 	// counters, metrics and grpcMetrics are the Prometheus side
 	// (metrics.go); metrics and grpcMetrics are nil when it is off.
@@ -118,6 +119,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 
 		mergeWatch: newMergeWatch(),
 	}
+	m.bal.kick = make(chan struct{}, 1)
 	m.index = newTabletIndex(cli, m.layout, m.log, 0)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.guard = newGuard(m.ctx, opts, cli, m.layout, m.log)

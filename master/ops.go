@@ -3,7 +3,6 @@ package master
 import (
 	"bytes"
 	"context"
-	"errors"
 	"sort"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -91,72 +90,11 @@ func (m *Master) compactTable(ctx context.Context, table string, major bool) err
 	return nil
 }
 
-// Balance moves tablets from the fullest to the emptiest live server until
-// their counts differ by at most one. Each move unloads the tablet from its
-// server (which flushes it) and assigns it to the other at epoch+1; the
-// assignment loop then loads it. The answer counts the moves.
-func (m *Master) Balance(ctx context.Context, _ *tabulapb.BalanceRequest) (*tabulapb.BalanceResponse, error) {
-	n, err := m.balance(ctx)
-	return &tabulapb.BalanceResponse{Moved: int32(n)}, toStatus(ctx, err)
-}
-
-func (m *Master) balance(ctx context.Context) (int, error) {
-	term, err := m.lead(ctx)
-	if err != nil {
-		return 0, err
-	}
-	snap, err := m.readSnapshot(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if len(snap.servers) < 2 {
-		return 0, nil
-	}
-	counts := snap.counts()
-	// Movable tablets per server: held, of a live table, not splitting.
-	byServer := map[string][]meta.VersionedTablet{}
-	for _, t := range snap.tablets {
-		s := snap.tables[t.Table]
-		if srv, ok := snap.owned(&t.TabletRecord); ok && s != nil && s.GetState() != meta.TableDeleting && t.State != meta.StateSplitting {
-			byServer[srv.ID] = append(byServer[srv.ID], t)
-		}
-	}
-	moved := 0
-	for ctx.Err() == nil {
-		var hi, lo string
-		for id := range snap.servers {
-			if hi == "" || counts[id] > counts[hi] || (counts[id] == counts[hi] && id < hi) {
-				hi = id
-			}
-			if lo == "" || counts[id] < counts[lo] || (counts[id] == counts[lo] && id < lo) {
-				lo = id
-			}
-		}
-		if counts[hi]-counts[lo] <= 1 || len(byServer[hi]) == 0 {
-			break
-		}
-		t := byServer[hi][len(byServer[hi])-1]
-		byServer[hi] = byServer[hi][:len(byServer[hi])-1]
-		if err := m.move(ctx, term, t, snap.servers[lo]); err != nil {
-			m.log.Warn("moving tablet", "table", t.Table, "tablet", t.ID, "to", lo, "err", err)
-			if errors.Is(err, ErrNotLeader) || ctx.Err() != nil {
-				return moved, err
-			}
-			continue
-		}
-		counts[hi]--
-		counts[lo]++
-		moved++
-	}
-	if moved > 0 {
-		term.assign.poke()
-	}
-	return moved, ctx.Err()
-}
-
 // move unloads t from its server and assigns it to to at epoch+1. If the
-// unload fails the tablet stays where it is.
-func (m *Master) move(ctx context.Context, term *leadership, t meta.VersionedTablet, to meta.ServerRecord) error {
+// unload fails the tablet stays where it is. The move is logged at info
+// with "event" "move" (collected by the status page) and attrs (the
+// reason, costs).
+func (m *Master) move(ctx context.Context, term *leadership, t meta.VersionedTablet, to meta.ServerRecord, attrs ...any) error {
 	if err := m.unloadFrom(ctx, &t.TabletRecord); err != nil {
 		return err
 	}
@@ -167,7 +105,7 @@ func (m *Master) move(ctx context.Context, term *leadership, t meta.VersionedTab
 		return err
 	}
 	m.counters.moves.Add(1)
-	m.log.Info("moved tablet", "table", t.Table, "tablet", t.ID, "from", t.Server, "to", to.ID, "epoch", next.Epoch)
+	m.log.Info("moved tablet", append([]any{"event", "move", "table", t.Table, "tablet", t.ID, "from", t.Server, "to", to.ID, "epoch", next.Epoch}, attrs...)...)
 	return nil
 }
 

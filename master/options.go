@@ -56,6 +56,16 @@ type Options struct {
 	// Merge configures the automatic merge of small, cold adjacent
 	// tablets (automerge.go).
 	Merge MergeOptions
+	// BalanceInterval is how often the leader runs a balancing round
+	// (balancer.go, docs/OPERATIONS.md "Balancing"); negative turns the
+	// automatic balancer off in this master (Balance still runs a round
+	// on request). The default is 15s.
+	BalanceInterval time.Duration
+	// BalancerMaxMoves bounds the moves of one round. The default is 10.
+	BalancerMaxMoves int
+	// BalancerCooldown is how long a moved tablet stays put. The default
+	// is 5 minutes.
+	BalancerCooldown time.Duration
 	// DefaultSplitThreshold is the split threshold of tables whose schema
 	// gives none; it is sent to the tablet servers with the schema. The
 	// default is 256 MiB.
@@ -90,17 +100,23 @@ type Options struct {
 	// DialTLS, when set, is the TLS client configuration for calls to
 	// tablet servers; its certificate is the master's identity.
 	DialTLS *tls.Config
+	// now is the balancer's clock (tests set it); nil is time.Now.
+	now func() time.Time
+	// plan overrides the planner's weights, margin and floors (tests).
+	plan PlanConfig
+
 	// Auth requires every call to authenticate (a bearer token or a client
 	// certificate) and checks the caller's role (auth package).
 	Auth bool
 }
 
 const (
-	defaultSplitThreshold = 256 << 20
-	defaultSessionTTL     = 10 * time.Second
-	defaultRPCTimeout     = 10 * time.Second
-	defaultLoadTimeout    = 2 * time.Minute
-	defaultLoadInterval   = 10 * time.Second
+	defaultSplitThreshold  = 256 << 20
+	defaultSessionTTL      = 10 * time.Second
+	defaultRPCTimeout      = 10 * time.Second
+	defaultLoadTimeout     = 2 * time.Minute
+	defaultLoadInterval    = 10 * time.Second
+	defaultBalanceInterval = 15 * time.Second
 )
 
 func (o *Options) fill() error {
@@ -131,6 +147,18 @@ func (o *Options) fill() error {
 	o.Merge.fill()
 	if o.LoadInterval == 0 {
 		o.LoadInterval = defaultLoadInterval
+	}
+	if o.BalanceInterval == 0 {
+		o.BalanceInterval = defaultBalanceInterval
+	}
+	if o.BalancerMaxMoves < 0 {
+		return fmt.Errorf("master: Options.BalancerMaxMoves %d is negative", o.BalancerMaxMoves)
+	}
+	if o.BalancerCooldown < 0 {
+		return fmt.Errorf("master: Options.BalancerCooldown %v is negative", o.BalancerCooldown)
+	}
+	if o.now == nil {
+		o.now = time.Now
 	}
 	if o.GCGrace == 0 {
 		o.GCGrace = defaultGCGrace

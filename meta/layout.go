@@ -103,3 +103,7 @@ func (l Layout) TabletFromKey(key string) (table, id string, ok bool) {
 	table, id, ok = strings.Cut(rest, "/")
 	return table, id, ok && table != "" && id != "" && !strings.Contains(id, "/")
 }
+
+// BalancerKey holds the cluster's balancer switch: "on" or "off"; absent
+// means on (docs/OPERATIONS.md "Balancing").
+func (l Layout) BalancerKey() string { return l.root() + "balancer" }

@@ -485,8 +485,12 @@ type TableSchema struct {
 	UserSplitKeys [][]byte `protobuf:"bytes,5,rep,name=user_split_keys,json=userSplitKeys,proto3" json:"user_split_keys,omitempty"`
 	// Set to keep the automatic merge away from this table's tablets.
 	AutoMergeDisabled bool `protobuf:"varint,7,opt,name=auto_merge_disabled,json=autoMergeDisabled,proto3" json:"auto_merge_disabled,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The automatic balancer leaves this table's tablets where they are
+	// (docs/OPERATIONS.md "Balancing"); a dead server's tablets are still
+	// reassigned.
+	BalancerDisabled bool `protobuf:"varint,6,opt,name=balancer_disabled,json=balancerDisabled,proto3" json:"balancer_disabled,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *TableSchema) Reset() {
@@ -557,6 +561,13 @@ func (x *TableSchema) GetUserSplitKeys() [][]byte {
 func (x *TableSchema) GetAutoMergeDisabled() bool {
 	if x != nil {
 		return x.AutoMergeDisabled
+	}
+	return false
+}
+
+func (x *TableSchema) GetBalancerDisabled() bool {
+	if x != nil {
+		return x.BalancerDisabled
 	}
 	return false
 }
@@ -3704,7 +3715,9 @@ func (x *WhoAmIResponse) GetGrants() []*GrantInfo {
 }
 
 type BalanceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only plan: answer the moves a round would make and make none.
+	DryRun        bool `protobuf:"varint,1,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3739,9 +3752,19 @@ func (*BalanceRequest) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{52}
 }
 
+func (x *BalanceRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 type BalanceResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Moved         int32                  `protobuf:"varint,1,opt,name=moved,proto3" json:"moved,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Moved int32                  `protobuf:"varint,1,opt,name=moved,proto3" json:"moved,omitempty"`
+	// The moves planned (and, without dry_run, attempted: moved counts the
+	// ones that succeeded).
+	Moves         []*PlannedMove `protobuf:"bytes,2,rep,name=moves,proto3" json:"moves,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3781,6 +3804,13 @@ func (x *BalanceResponse) GetMoved() int32 {
 		return x.Moved
 	}
 	return 0
+}
+
+func (x *BalanceResponse) GetMoves() []*PlannedMove {
+	if x != nil {
+		return x.Moves
+	}
+	return nil
 }
 
 // TabletRef names the tablet a data call is meant for, as the client's
@@ -5902,6 +5932,462 @@ func (x *TopTabletsResponse) GetMissingServers() []string {
 	return nil
 }
 
+// PlannedMove is one move of a tablet the balancer planned or made.
+type PlannedMove struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Table      string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	TabletId   string                 `protobuf:"bytes,2,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	FromServer string                 `protobuf:"bytes,3,opt,name=from_server,json=fromServer,proto3" json:"from_server,omitempty"`
+	ToServer   string                 `protobuf:"bytes,4,opt,name=to_server,json=toServer,proto3" json:"to_server,omitempty"`
+	// Why: the servers' costs, or "operator" for MoveTablet.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlannedMove) Reset() {
+	*x = PlannedMove{}
+	mi := &file_tabula_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlannedMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlannedMove) ProtoMessage() {}
+
+func (x *PlannedMove) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
+func (*PlannedMove) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *PlannedMove) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *PlannedMove) GetTabletId() string {
+	if x != nil {
+		return x.TabletId
+	}
+	return ""
+}
+
+func (x *PlannedMove) GetFromServer() string {
+	if x != nil {
+		return x.FromServer
+	}
+	return ""
+}
+
+func (x *PlannedMove) GetToServer() string {
+	if x != nil {
+		return x.ToServer
+	}
+	return ""
+}
+
+func (x *PlannedMove) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// MoveTabletRequest moves one tablet: unloaded from its server (which
+// flushes it), then assigned to server_id at the next epoch.
+type MoveTabletRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	TabletId      string                 `protobuf:"bytes,2,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	ServerId      string                 `protobuf:"bytes,3,opt,name=server_id,json=serverId,proto3" json:"server_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveTabletRequest) Reset() {
+	*x = MoveTabletRequest{}
+	mi := &file_tabula_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveTabletRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveTabletRequest) ProtoMessage() {}
+
+func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveTabletRequest.ProtoReflect.Descriptor instead.
+func (*MoveTabletRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *MoveTabletRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *MoveTabletRequest) GetTabletId() string {
+	if x != nil {
+		return x.TabletId
+	}
+	return ""
+}
+
+func (x *MoveTabletRequest) GetServerId() string {
+	if x != nil {
+		return x.ServerId
+	}
+	return ""
+}
+
+// MoveTabletResponse is the tablet's new assignment.
+type MoveTabletResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletInfo            `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveTabletResponse) Reset() {
+	*x = MoveTabletResponse{}
+	mi := &file_tabula_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveTabletResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveTabletResponse) ProtoMessage() {}
+
+func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveTabletResponse.ProtoReflect.Descriptor instead.
+func (*MoveTabletResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *MoveTabletResponse) GetTablet() *TabletInfo {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+// SetBalancerRequest switches the automatic balancer: the whole cluster's
+// (stored in etcd, so it outlives a failover) when table is empty, else
+// that table's (TableSchema.balancer_disabled).
+type SetBalancerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Enabled       bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	Table         string                 `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBalancerRequest) Reset() {
+	*x = SetBalancerRequest{}
+	mi := &file_tabula_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBalancerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBalancerRequest) ProtoMessage() {}
+
+func (x *SetBalancerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBalancerRequest.ProtoReflect.Descriptor instead.
+func (*SetBalancerRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *SetBalancerRequest) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *SetBalancerRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type SetBalancerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBalancerResponse) Reset() {
+	*x = SetBalancerResponse{}
+	mi := &file_tabula_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBalancerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBalancerResponse) ProtoMessage() {}
+
+func (x *SetBalancerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBalancerResponse.ProtoReflect.Descriptor instead.
+func (*SetBalancerResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{95}
+}
+
+type GetBalancerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBalancerRequest) Reset() {
+	*x = GetBalancerRequest{}
+	mi := &file_tabula_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBalancerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBalancerRequest) ProtoMessage() {}
+
+func (x *GetBalancerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBalancerRequest.ProtoReflect.Descriptor instead.
+func (*GetBalancerRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{96}
+}
+
+// BalancerMove is a move made, and when.
+type BalancerMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Move          *PlannedMove           `protobuf:"bytes,1,opt,name=move,proto3" json:"move,omitempty"`
+	AtMicros      int64                  `protobuf:"varint,2,opt,name=at_micros,json=atMicros,proto3" json:"at_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BalancerMove) Reset() {
+	*x = BalancerMove{}
+	mi := &file_tabula_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BalancerMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BalancerMove) ProtoMessage() {}
+
+func (x *BalancerMove) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BalancerMove.ProtoReflect.Descriptor instead.
+func (*BalancerMove) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *BalancerMove) GetMove() *PlannedMove {
+	if x != nil {
+		return x.Move
+	}
+	return nil
+}
+
+func (x *BalancerMove) GetAtMicros() int64 {
+	if x != nil {
+		return x.AtMicros
+	}
+	return 0
+}
+
+type GetBalancerResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The cluster switch.
+	Enabled bool `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	// Tables whose balancing is off.
+	DisabledTables []string `protobuf:"bytes,2,rep,name=disabled_tables,json=disabledTables,proto3" json:"disabled_tables,omitempty"`
+	// How often the leader runs a round (0: the loop is off in this master's
+	// configuration).
+	IntervalMillis int64 `protobuf:"varint,3,opt,name=interval_millis,json=intervalMillis,proto3" json:"interval_millis,omitempty"`
+	// When the last round ran on this leader (0: none yet) and how many
+	// moves this leader has made.
+	LastRoundMicros int64 `protobuf:"varint,4,opt,name=last_round_micros,json=lastRoundMicros,proto3" json:"last_round_micros,omitempty"`
+	MovesMade       int64 `protobuf:"varint,5,opt,name=moves_made,json=movesMade,proto3" json:"moves_made,omitempty"`
+	// The last moves, oldest first.
+	RecentMoves   []*BalancerMove `protobuf:"bytes,6,rep,name=recent_moves,json=recentMoves,proto3" json:"recent_moves,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetBalancerResponse) Reset() {
+	*x = GetBalancerResponse{}
+	mi := &file_tabula_proto_msgTypes[98]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetBalancerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetBalancerResponse) ProtoMessage() {}
+
+func (x *GetBalancerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[98]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetBalancerResponse.ProtoReflect.Descriptor instead.
+func (*GetBalancerResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{98}
+}
+
+func (x *GetBalancerResponse) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *GetBalancerResponse) GetDisabledTables() []string {
+	if x != nil {
+		return x.DisabledTables
+	}
+	return nil
+}
+
+func (x *GetBalancerResponse) GetIntervalMillis() int64 {
+	if x != nil {
+		return x.IntervalMillis
+	}
+	return 0
+}
+
+func (x *GetBalancerResponse) GetLastRoundMicros() int64 {
+	if x != nil {
+		return x.LastRoundMicros
+	}
+	return 0
+}
+
+func (x *GetBalancerResponse) GetMovesMade() int64 {
+	if x != nil {
+		return x.MovesMade
+	}
+	return 0
+}
+
+func (x *GetBalancerResponse) GetRecentMoves() []*BalancerMove {
+	if x != nil {
+		return x.RecentMoves
+	}
+	return nil
+}
+
 type GCRule_Rules struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rules         []*GCRule              `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
@@ -5911,7 +6397,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5923,7 +6409,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5959,7 +6445,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5971,7 +6457,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6028,7 +6514,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6040,7 +6526,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6093,7 +6579,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6105,7 +6591,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6136,7 +6622,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6148,7 +6634,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6179,7 +6665,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6191,7 +6677,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6250,7 +6736,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6262,7 +6748,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6315,7 +6801,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6327,7 +6813,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6359,7 +6845,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6371,7 +6857,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6405,7 +6891,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6417,7 +6903,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6465,7 +6951,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6477,7 +6963,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6529,7 +7015,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6541,7 +7027,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6595,7 +7081,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6607,7 +7093,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6664,14 +7150,15 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05union\x18\x04 \x01(\v2\x17.tabula.v1.GCRule.RulesH\x00R\x05union\x1a0\n" +
 	"\x05Rules\x12'\n" +
 	"\x05rules\x18\x01 \x03(\v2\x11.tabula.v1.GCRuleR\x05rulesB\x06\n" +
-	"\x04rule\"\xf2\x01\n" +
+	"\x04rule\"\x9f\x02\n" +
 	"\vTableSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\bfamilies\x18\x02 \x03(\v2\x11.tabula.v1.FamilyR\bfamilies\x122\n" +
 	"\x15split_threshold_bytes\x18\x03 \x01(\x03R\x13splitThresholdBytes\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x12&\n" +
 	"\x0fuser_split_keys\x18\x05 \x03(\fR\ruserSplitKeys\x12.\n" +
-	"\x13auto_merge_disabled\x18\a \x01(\bR\x11autoMergeDisabled\"\xc6\x03\n" +
+	"\x13auto_merge_disabled\x18\a \x01(\bR\x11autoMergeDisabled\x12+\n" +
+	"\x11balancer_disabled\x18\x06 \x01(\bR\x10balancerDisabled\"\xc6\x03\n" +
 	"\n" +
 	"TabletInfo\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
@@ -6906,10 +7393,12 @@ const file_tabula_proto_rawDesc = "" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x16\n" +
 	"\x06method\x18\x02 \x01(\tR\x06method\x12!\n" +
 	"\fauth_enabled\x18\x03 \x01(\bR\vauthEnabled\x12,\n" +
-	"\x06grants\x18\x04 \x03(\v2\x14.tabula.v1.GrantInfoR\x06grants\"\x10\n" +
-	"\x0eBalanceRequest\"'\n" +
+	"\x06grants\x18\x04 \x03(\v2\x14.tabula.v1.GrantInfoR\x06grants\")\n" +
+	"\x0eBalanceRequest\x12\x17\n" +
+	"\adry_run\x18\x01 \x01(\bR\x06dryRun\"U\n" +
 	"\x0fBalanceResponse\x12\x14\n" +
-	"\x05moved\x18\x01 \x01(\x05R\x05moved\"T\n" +
+	"\x05moved\x18\x01 \x01(\x05R\x05moved\x12,\n" +
+	"\x05moves\x18\x02 \x03(\v2\x16.tabula.v1.PlannedMoveR\x05moves\"T\n" +
 	"\tTabletRef\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
 	"\ttablet_id\x18\x02 \x01(\tR\btabletId\x12\x14\n" +
@@ -7063,7 +7552,36 @@ const file_tabula_proto_rawDesc = "" +
 	"\x12TopTabletsResponse\x12/\n" +
 	"\atablets\x18\x01 \x03(\v2\x15.tabula.v1.TabletInfoR\atablets\x12,\n" +
 	"\x12report_time_micros\x18\x02 \x01(\x03R\x10reportTimeMicros\x12'\n" +
-	"\x0fmissing_servers\x18\x03 \x03(\tR\x0emissingServers*Q\n" +
+	"\x0fmissing_servers\x18\x03 \x03(\tR\x0emissingServers\"\x96\x01\n" +
+	"\vPlannedMove\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
+	"\ttablet_id\x18\x02 \x01(\tR\btabletId\x12\x1f\n" +
+	"\vfrom_server\x18\x03 \x01(\tR\n" +
+	"fromServer\x12\x1b\n" +
+	"\tto_server\x18\x04 \x01(\tR\btoServer\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"c\n" +
+	"\x11MoveTabletRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
+	"\ttablet_id\x18\x02 \x01(\tR\btabletId\x12\x1b\n" +
+	"\tserver_id\x18\x03 \x01(\tR\bserverId\"C\n" +
+	"\x12MoveTabletResponse\x12-\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x15.tabula.v1.TabletInfoR\x06tablet\"D\n" +
+	"\x12SetBalancerRequest\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"\x15\n" +
+	"\x13SetBalancerResponse\"\x14\n" +
+	"\x12GetBalancerRequest\"W\n" +
+	"\fBalancerMove\x12*\n" +
+	"\x04move\x18\x01 \x01(\v2\x16.tabula.v1.PlannedMoveR\x04move\x12\x1b\n" +
+	"\tat_micros\x18\x02 \x01(\x03R\batMicros\"\x88\x02\n" +
+	"\x13GetBalancerResponse\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12'\n" +
+	"\x0fdisabled_tables\x18\x02 \x03(\tR\x0edisabledTables\x12'\n" +
+	"\x0finterval_millis\x18\x03 \x01(\x03R\x0eintervalMillis\x12*\n" +
+	"\x11last_round_micros\x18\x04 \x01(\x03R\x0flastRoundMicros\x12\x1d\n" +
+	"\n" +
+	"moves_made\x18\x05 \x01(\x03R\tmovesMade\x12:\n" +
+	"\frecent_moves\x18\x06 \x03(\v2\x17.tabula.v1.BalancerMoveR\vrecentMoves*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +
@@ -7080,7 +7598,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
 	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
 	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
-	"\x0eVALUE_TYPE_MAX\x10\x032\xef\r\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\xd6\x0f\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -7108,6 +7626,10 @@ const file_tabula_proto_rawDesc = "" +
 	"\x06WhoAmI\x12\x18.tabula.v1.WhoAmIRequest\x1a\x19.tabula.v1.WhoAmIResponse\x12O\n" +
 	"\fDropRowRange\x12\x1e.tabula.v1.DropRowRangeRequest\x1a\x1f.tabula.v1.DropRowRangeResponse\x12O\n" +
 	"\fMergeTablets\x12\x1e.tabula.v1.MergeTabletsRequest\x1a\x1f.tabula.v1.MergeTabletsResponse\x12I\n" +
+	"\n" +
+	"MoveTablet\x12\x1c.tabula.v1.MoveTabletRequest\x1a\x1d.tabula.v1.MoveTabletResponse\x12L\n" +
+	"\vSetBalancer\x12\x1d.tabula.v1.SetBalancerRequest\x1a\x1e.tabula.v1.SetBalancerResponse\x12L\n" +
+	"\vGetBalancer\x12\x1d.tabula.v1.GetBalancerRequest\x1a\x1e.tabula.v1.GetBalancerResponse\x12I\n" +
 	"\n" +
 	"TopTablets\x12\x1c.tabula.v1.TopTabletsRequest\x1a\x1d.tabula.v1.TopTabletsResponse2\xa6\t\n" +
 	"\fTabletServer\x12E\n" +
@@ -7142,7 +7664,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -7239,21 +7761,29 @@ var file_tabula_proto_goTypes = []any{
 	(*ServerEvent)(nil),                  // 92: tabula.v1.ServerEvent
 	(*TopTabletsRequest)(nil),            // 93: tabula.v1.TopTabletsRequest
 	(*TopTabletsResponse)(nil),           // 94: tabula.v1.TopTabletsResponse
-	(*GCRule_Rules)(nil),                 // 95: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 96: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 97: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 98: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 99: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),           // 100: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),         // 101: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),              // 102: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 103: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 104: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 105: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 106: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 107: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                  // 108: tabula.v1.TabletStats.FamilyBytesEntry
-	nil,                                  // 109: tabula.v1.ServerEvent.AttrsEntry
+	(*PlannedMove)(nil),                  // 95: tabula.v1.PlannedMove
+	(*MoveTabletRequest)(nil),            // 96: tabula.v1.MoveTabletRequest
+	(*MoveTabletResponse)(nil),           // 97: tabula.v1.MoveTabletResponse
+	(*SetBalancerRequest)(nil),           // 98: tabula.v1.SetBalancerRequest
+	(*SetBalancerResponse)(nil),          // 99: tabula.v1.SetBalancerResponse
+	(*GetBalancerRequest)(nil),           // 100: tabula.v1.GetBalancerRequest
+	(*BalancerMove)(nil),                 // 101: tabula.v1.BalancerMove
+	(*GetBalancerResponse)(nil),          // 102: tabula.v1.GetBalancerResponse
+	(*GCRule_Rules)(nil),                 // 103: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 104: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 105: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 106: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 107: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 108: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 109: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 110: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 111: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 112: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 113: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 114: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 115: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                  // 116: tabula.v1.TabletStats.FamilyBytesEntry
+	nil,                                  // 117: tabula.v1.ServerEvent.AttrsEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -7261,20 +7791,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	95,  // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	95,  // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	103, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	103, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	96,  // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	97,  // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	98,  // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	99,  // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	100, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	101, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	102, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	103, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	104, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	104, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	105, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	106, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	107, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	108, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	109, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	110, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	111, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	112, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -7292,132 +7822,142 @@ var file_tabula_proto_depIdxs = []int32{
 	47,  // 33: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
 	47,  // 34: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
 	47,  // 35: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	58,  // 36: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
-	13,  // 37: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
-	16,  // 38: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
-	11,  // 39: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	58,  // 40: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 41: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	105, // 42: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	106, // 43: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	58,  // 44: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	16,  // 45: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
-	14,  // 46: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
-	14,  // 47: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	58,  // 48: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	15,  // 49: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
-	11,  // 50: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	58,  // 51: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	107, // 52: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
-	7,   // 53: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
-	6,   // 54: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	58,  // 55: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 56: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 57: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	6,   // 58: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	58,  // 59: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	108, // 60: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
-	82,  // 61: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	92,  // 62: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
-	58,  // 63: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	7,   // 64: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
-	58,  // 65: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
-	58,  // 66: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
-	7,   // 67: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	109, // 68: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
-	7,   // 69: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	5,   // 70: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 71: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 72: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 73: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 74: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 75: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 76: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 77: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 78: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 79: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 80: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 81: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 82: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 83: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 84: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 85: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 86: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 87: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 88: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 89: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 90: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 91: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 92: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 93: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 94: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 95: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 96: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 97: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 98: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 99: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	84,  // 100: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	88,  // 101: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
-	93,  // 102: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
-	59,  // 103: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 104: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 105: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 106: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 107: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 108: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 109: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 110: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 111: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 112: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 113: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 114: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 115: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	86,  // 116: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	90,  // 117: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 118: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 119: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 120: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 121: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 122: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 123: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 124: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 125: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 126: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 127: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 128: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 129: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 130: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 131: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 132: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 133: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 134: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 135: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 136: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 137: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 138: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	85,  // 139: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	89,  // 140: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	94,  // 141: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
-	60,  // 142: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 143: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 144: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 145: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 146: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 147: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 148: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 149: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 150: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 151: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 152: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 153: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 154: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	87,  // 155: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	91,  // 156: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	118, // [118:157] is the sub-list for method output_type
-	79,  // [79:118] is the sub-list for method input_type
-	79,  // [79:79] is the sub-list for extension type_name
-	79,  // [79:79] is the sub-list for extension extendee
-	0,   // [0:79] is the sub-list for field type_name
+	95,  // 36: tabula.v1.BalanceResponse.moves:type_name -> tabula.v1.PlannedMove
+	58,  // 37: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
+	13,  // 38: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
+	16,  // 39: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
+	11,  // 40: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
+	58,  // 41: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 42: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
+	113, // 43: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	114, // 44: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	58,  // 45: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	16,  // 46: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
+	14,  // 47: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
+	14,  // 48: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
+	58,  // 49: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	15,  // 50: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
+	11,  // 51: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
+	58,  // 52: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	115, // 53: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	7,   // 54: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
+	6,   // 55: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
+	58,  // 56: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 57: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 58: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	6,   // 59: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	58,  // 60: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	116, // 61: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	82,  // 62: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	92,  // 63: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
+	58,  // 64: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	7,   // 65: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
+	58,  // 66: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	58,  // 67: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	7,   // 68: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
+	117, // 69: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	7,   // 70: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	7,   // 71: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
+	95,  // 72: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
+	101, // 73: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
+	5,   // 74: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 75: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 76: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 77: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 78: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 79: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 80: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 81: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 82: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 83: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 84: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 85: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 86: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 87: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 88: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 89: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 90: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 91: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 92: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 93: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 94: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 95: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 96: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 97: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 98: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 99: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 100: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 101: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 102: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 103: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	84,  // 104: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	88,  // 105: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	96,  // 106: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
+	98,  // 107: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
+	100, // 108: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
+	93,  // 109: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
+	59,  // 110: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 111: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 112: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 113: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 114: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 115: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 116: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 117: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 118: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 119: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 120: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 121: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 122: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	86,  // 123: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	90,  // 124: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 125: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 126: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 127: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 128: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 129: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 130: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 131: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 132: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 133: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 134: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 135: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 136: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 137: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 138: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 139: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 140: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 141: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 142: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 143: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 144: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 145: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	85,  // 146: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	89,  // 147: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	97,  // 148: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
+	99,  // 149: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
+	102, // 150: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
+	94,  // 151: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	60,  // 152: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 153: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 154: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 155: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 156: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 157: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 158: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 159: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 160: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 161: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 162: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 163: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 164: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	87,  // 165: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	91,  // 166: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	125, // [125:167] is the sub-list for method output_type
+	83,  // [83:125] is the sub-list for method input_type
+	83,  // [83:83] is the sub-list for extension type_name
+	83,  // [83:83] is the sub-list for extension extendee
+	0,   // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -7476,7 +8016,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   106,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

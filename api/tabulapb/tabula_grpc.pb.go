@@ -49,6 +49,9 @@ const (
 	Master_WhoAmI_FullMethodName        = "/tabula.v1.Master/WhoAmI"
 	Master_DropRowRange_FullMethodName  = "/tabula.v1.Master/DropRowRange"
 	Master_MergeTablets_FullMethodName  = "/tabula.v1.Master/MergeTablets"
+	Master_MoveTablet_FullMethodName    = "/tabula.v1.Master/MoveTablet"
+	Master_SetBalancer_FullMethodName   = "/tabula.v1.Master/SetBalancer"
+	Master_GetBalancer_FullMethodName   = "/tabula.v1.Master/GetBalancer"
 	Master_TopTablets_FullMethodName    = "/tabula.v1.Master/TopTablets"
 )
 
@@ -87,6 +90,13 @@ type MasterClient interface {
 	// Merges the tablets overlapping [start_key, end_key) into one, by
 	// reference (no data is copied); it may cross user split keys.
 	MergeTablets(ctx context.Context, in *MergeTabletsRequest, opts ...grpc.CallOption) (*MergeTabletsResponse, error)
+	// Balancing (docs/OPERATIONS.md "Balancing").
+	// Moves one tablet to the named server now.
+	MoveTablet(ctx context.Context, in *MoveTabletRequest, opts ...grpc.CallOption) (*MoveTabletResponse, error)
+	// Switches the automatic balancer on or off, for the cluster or a table.
+	SetBalancer(ctx context.Context, in *SetBalancerRequest, opts ...grpc.CallOption) (*SetBalancerResponse, error)
+	// The balancer's switches and its recent rounds and moves.
+	GetBalancer(ctx context.Context, in *GetBalancerRequest, opts ...grpc.CallOption) (*GetBalancerResponse, error)
 	// The hottest tablets of the leader's latest load report (tabula top).
 	TopTablets(ctx context.Context, in *TopTabletsRequest, opts ...grpc.CallOption) (*TopTabletsResponse, error)
 }
@@ -329,6 +339,36 @@ func (c *masterClient) MergeTablets(ctx context.Context, in *MergeTabletsRequest
 	return out, nil
 }
 
+func (c *masterClient) MoveTablet(ctx context.Context, in *MoveTabletRequest, opts ...grpc.CallOption) (*MoveTabletResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveTabletResponse)
+	err := c.cc.Invoke(ctx, Master_MoveTablet_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) SetBalancer(ctx context.Context, in *SetBalancerRequest, opts ...grpc.CallOption) (*SetBalancerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetBalancerResponse)
+	err := c.cc.Invoke(ctx, Master_SetBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) GetBalancer(ctx context.Context, in *GetBalancerRequest, opts ...grpc.CallOption) (*GetBalancerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetBalancerResponse)
+	err := c.cc.Invoke(ctx, Master_GetBalancer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *masterClient) TopTablets(ctx context.Context, in *TopTabletsRequest, opts ...grpc.CallOption) (*TopTabletsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(TopTabletsResponse)
@@ -374,6 +414,13 @@ type MasterServer interface {
 	// Merges the tablets overlapping [start_key, end_key) into one, by
 	// reference (no data is copied); it may cross user split keys.
 	MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error)
+	// Balancing (docs/OPERATIONS.md "Balancing").
+	// Moves one tablet to the named server now.
+	MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error)
+	// Switches the automatic balancer on or off, for the cluster or a table.
+	SetBalancer(context.Context, *SetBalancerRequest) (*SetBalancerResponse, error)
+	// The balancer's switches and its recent rounds and moves.
+	GetBalancer(context.Context, *GetBalancerRequest) (*GetBalancerResponse, error)
 	// The hottest tablets of the leader's latest load report (tabula top).
 	TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error)
 	mustEmbedUnimplementedMasterServer()
@@ -454,6 +501,15 @@ func (UnimplementedMasterServer) DropRowRange(context.Context, *DropRowRangeRequ
 }
 func (UnimplementedMasterServer) MergeTablets(context.Context, *MergeTabletsRequest) (*MergeTabletsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MergeTablets not implemented")
+}
+func (UnimplementedMasterServer) MoveTablet(context.Context, *MoveTabletRequest) (*MoveTabletResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveTablet not implemented")
+}
+func (UnimplementedMasterServer) SetBalancer(context.Context, *SetBalancerRequest) (*SetBalancerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetBalancer not implemented")
+}
+func (UnimplementedMasterServer) GetBalancer(context.Context, *GetBalancerRequest) (*GetBalancerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetBalancer not implemented")
 }
 func (UnimplementedMasterServer) TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TopTablets not implemented")
@@ -893,6 +949,60 @@ func _Master_MergeTablets_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_MoveTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveTabletRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).MoveTablet(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_MoveTablet_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).MoveTablet(ctx, req.(*MoveTabletRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_SetBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SetBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SetBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SetBalancer(ctx, req.(*SetBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_GetBalancer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetBalancerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).GetBalancer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_GetBalancer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).GetBalancer(ctx, req.(*GetBalancerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Master_TopTablets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(TopTabletsRequest)
 	if err := dec(in); err != nil {
@@ -1009,6 +1119,18 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "MergeTablets",
 			Handler:    _Master_MergeTablets_Handler,
+		},
+		{
+			MethodName: "MoveTablet",
+			Handler:    _Master_MoveTablet_Handler,
+		},
+		{
+			MethodName: "SetBalancer",
+			Handler:    _Master_SetBalancer_Handler,
+		},
+		{
+			MethodName: "GetBalancer",
+			Handler:    _Master_GetBalancer_Handler,
 		},
 		{
 			MethodName: "TopTablets",

@@ -61,6 +61,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
 		newTopCmd(),
+		newBalanceCmd(), newTabletCmd(), newBalancerCmd(),
 	)
 	wrapArgs(root)
 	return root

@@ -129,6 +129,9 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				GatewayAddr:      gw,
 				Metrics:          reg,
 				LoadInterval:     v.GetDuration("load-interval"),
+				BalanceInterval:  balanceInterval(v),
+				BalancerMaxMoves: v.GetInt("balancer-max-moves"),
+				BalancerCooldown: v.GetDuration("balancer-cooldown"),
 			})
 			if err != nil {
 				return wrapf(err, "starting the dev cluster in %s", dir)
@@ -201,6 +204,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
 	addLoadFlags(c)
+	addBalancerFlags(c)
 	addHTTPFlag(c, defaultDevHTTP)
 	addLoadIntervalFlag(c)
 	addLogFlag(c, "info")
@@ -254,6 +258,9 @@ func newMasterCmd() *cobra.Command {
 				LoadTimeout:           v.GetDuration("load-timeout"),
 				LoadInterval:          v.GetDuration("load-interval"),
 				Merge:                 mergeOptions(v),
+				BalanceInterval:       balanceInterval(v),
+				BalancerMaxMoves:      v.GetInt("balancer-max-moves"),
+				BalancerCooldown:      v.GetDuration("balancer-cooldown"),
 				Logger:                log,
 				EtcdTLS:               sec.etcd,
 				ServerTLS:             sec.server,
@@ -287,6 +294,7 @@ func newMasterCmd() *cobra.Command {
 	f.Duration("session-ttl", 10*time.Second, "election session TTL: how soon a standby takes over a dead leader")
 	f.Duration("load-timeout", 2*time.Minute, "how long a tablet server may take to load a tablet (replaying its log) before the master tries again")
 	addMergeFlags(c)
+	addBalancerFlags(c)
 	addHTTPFlag(c, "")
 	addLoadIntervalFlag(c)
 	addServerStatusURLFlag(c)
