@@ -127,19 +127,10 @@ func (m *Master) mergeLoad(table, id string) (int64, float64, bool) {
 	return t.SizeBytes, t.RequestsPerSec(), true
 }
 
-// autoMergeLoop runs a round every Interval while term lasts.
-func (m *Master) autoMergeLoop(term *leadership) {
-	ticker := time.NewTicker(m.opts.Merge.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-term.ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		if n, err := m.autoMergeRound(term.ctx, term); err != nil && term.ctx.Err() == nil {
-			m.log.Warn("automatic merge", "merged", n, "err", err)
-		}
+// autoMergeTick runs a round (every Merge.Interval while term lasts).
+func (m *Master) autoMergeTick(ctx context.Context, term *leadership) {
+	if n, err := m.autoMergeRound(ctx, term); err != nil && ctx.Err() == nil {
+		m.log.Warn("automatic merge", "merged", n, "err", err)
 	}
 }
 

@@ -95,34 +95,24 @@ func (m *Master) planConfig() PlanConfig {
 	return c.filled()
 }
 
-// balanceLoop runs a round every BalanceInterval while term lasts and the
-// cluster switch is on.
-func (m *Master) balanceLoop(term *leadership) {
-	ticker := time.NewTicker(m.opts.BalanceInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-term.ctx.Done():
-			return
-		case <-ticker.C:
-		case <-m.bal.kick:
+// balanceTick runs a round if the cluster switch is on (every
+// BalanceInterval, and when kicked, while term lasts).
+func (m *Master) balanceTick(ctx context.Context, term *leadership) {
+	on, err := m.balancerOn(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			m.log.Warn("reading the balancer switch; skipping this round", "err", err)
 		}
-		on, err := m.balancerOn(term.ctx)
-		if err != nil {
-			if term.ctx.Err() == nil {
-				m.log.Warn("reading the balancer switch; skipping this round", "err", err)
-			}
-			continue
-		}
-		if on {
-			if _, _, err := m.balanceRound(term.ctx, term, false); err != nil && term.ctx.Err() == nil {
-				m.log.Warn("balancing round", "err", err)
-			}
-		}
-		m.bal.mu.Lock()
-		m.bal.rounds++
-		m.bal.mu.Unlock()
+		return
 	}
+	if on {
+		if _, _, err := m.balanceRound(ctx, term, false); err != nil && ctx.Err() == nil {
+			m.log.Warn("balancing round", "err", err)
+		}
+	}
+	m.bal.mu.Lock()
+	m.bal.rounds++
+	m.bal.mu.Unlock()
 }
 
 // balancerOn reads the cluster switch (absent: on).

@@ -82,33 +82,13 @@ func (m *Master) campaignOnce() error {
 		defer termWG.Done()
 		term.assign.run()
 	}()
-	if m.opts.LoadInterval > 0 {
-		termWG.Add(1)
-		go func() {
-			defer termWG.Done()
-			m.loadLoop(term)
-		}()
-	}
+	termLoop(&termWG, term, m.opts.LoadInterval, nil, m.loadRound)
 	if !m.opts.Merge.Disabled {
-		termWG.Add(1)
-		go func() {
-			defer termWG.Done()
-			m.autoMergeLoop(term)
-		}()
+		termLoop(&termWG, term, m.opts.Merge.Interval, nil, func(ctx context.Context) { m.autoMergeTick(ctx, term) })
 	}
-	if m.opts.BalanceInterval > 0 {
-		termWG.Add(1)
-		go func() {
-			defer termWG.Done()
-			m.balanceLoop(term)
-		}()
-	}
-	if m.opts.StorageRoot != "" && m.opts.GCInterval > 0 {
-		termWG.Add(1)
-		go func() {
-			defer termWG.Done()
-			m.gcLoop(term)
-		}()
+	termLoop(&termWG, term, m.opts.BalanceInterval, m.bal.kick, func(ctx context.Context) { m.balanceTick(ctx, term) })
+	if m.opts.StorageRoot != "" {
+		termLoop(&termWG, term, m.opts.GCInterval, nil, func(ctx context.Context) { m.gcTick(ctx, term) })
 	}
 	<-cctx.Done() // session lost or master closing
 

@@ -58,19 +58,10 @@ type gcResult struct {
 	blocked []string
 }
 
-// gcLoop sweeps every GCInterval until the term ends.
-func (m *Master) gcLoop(term *leadership) {
-	ticker := time.NewTicker(m.opts.GCInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-term.ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		if _, err := m.sweep(term.ctx, term); err != nil && term.ctx.Err() == nil {
-			m.log.Warn("gc: sweep of tablet folders failed", "err", err)
-		}
+// gcTick sweeps (every GCInterval until the term ends).
+func (m *Master) gcTick(ctx context.Context, term *leadership) {
+	if _, err := m.sweep(ctx, term); err != nil && ctx.Err() == nil {
+		m.log.Warn("gc: sweep of tablet folders failed", "err", err)
 	}
 }
 

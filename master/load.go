@@ -107,19 +107,10 @@ func (m *Master) OnLoadReport(fn func(*LoadReport)) {
 	m.load.watchers = append(m.load.watchers, fn)
 }
 
-// loadLoop collects a report every LoadInterval while term lasts.
-func (m *Master) loadLoop(term *leadership) {
-	ticker := time.NewTicker(m.opts.LoadInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-term.ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		if _, err := m.collectLoad(term.ctx); err != nil && term.ctx.Err() == nil {
-			m.log.Debug("collecting load reports", "err", err)
-		}
+// loadRound collects a report (every LoadInterval while the term lasts).
+func (m *Master) loadRound(ctx context.Context) {
+	if _, err := m.collectLoad(ctx); err != nil && ctx.Err() == nil {
+		m.log.Debug("collecting load reports", "err", err)
 	}
 }
 

@@ -162,8 +162,14 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	}
 	t.opts.Memory.release(im.m.bytes.Load())
 	ev := FlushEvent{MemtableBytes: im.m.bytes.Load(), Files: len(made), Bytes: filesSize(made), Duration: time.Since(start)}
-	t.logger.Info("flushed", "event", "flush", "dir", t.dir, "memtable_bytes", ev.MemtableBytes, "files", ev.Files,
-		"bytes", ev.Bytes, "duration", ev.Duration.Round(time.Millisecond))
+	if ev.Files == 0 {
+		// An empty memtable flushed (an unload or split of an idle
+		// tablet): routine, not an event an operator needs to see.
+		t.logger.Debug("flushed", "dir", t.dir, "memtable_bytes", ev.MemtableBytes, "files", 0, "duration", ev.Duration.Round(time.Millisecond))
+	} else {
+		t.logger.Info("flushed", "event", "flush", "dir", t.dir, "memtable_bytes", ev.MemtableBytes, "files", ev.Files,
+			"bytes", ev.Bytes, "duration", ev.Duration.Round(time.Millisecond))
+	}
 	t.flushed(ev)
 	// The flush is published; only the deletion of the log segments it
 	// covers is left. A refused deletion leaves them for a later flush.
