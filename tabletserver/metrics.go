@@ -217,7 +217,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	samples := make([]tabletSample, len(hs))
 	for i, h := range hs {
 		st := h.t.Stats()
-		samples[i] = tabletSample{table: h.table, id: h.id, stats: st}
+		samples[i] = tabletSample{table: h.table, id: h.id, stats: st, load: h.load.Last()}
 		size += st.SizeBytes
 		backlog += st.CompactionBacklog
 		sstables += samples[i].sstables()

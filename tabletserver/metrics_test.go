@@ -147,8 +147,10 @@ func TestMetricsOfATabletServer(t *testing.T) {
 	if hits+misses == 0 {
 		t.Error("a read from SSTables made no block cache lookups")
 	}
-	// Top 2 by size: t1 and t2, not t3; four values each.
-	for _, name := range []string{"tabula_tablet_size_bytes", "tabula_tablet_memtable_bytes", "tabula_tablet_sstables", "tabula_tablet_compaction_backlog"} {
+	// Top 2 by size: t1 and t2, not t3; every value each. No load window
+	// has closed yet, so none is among the busiest.
+	for _, name := range []string{"tabula_tablet_size_bytes", "tabula_tablet_memtable_bytes", "tabula_tablet_sstables", "tabula_tablet_compaction_backlog",
+		"tabula_tablet_reads_per_second", "tabula_tablet_writes_per_second", "tabula_tablet_busy_ratio"} {
 		mf := after[name]
 		if mf == nil || len(mf.GetMetric()) != 2 {
 			t.Fatalf("%s: %v series, want 2 (top 2 tablets)", name, mf)
@@ -158,6 +160,24 @@ func TestMetricsOfATabletServer(t *testing.T) {
 		if v, _ := after.Sum("tabula_tablet_size_bytes", map[string]string{"table": "users", "tablet": id}); (v > 0) != want {
 			t.Errorf("tablet %s in the top 2: %v, want %v", id, v > 0, want)
 		}
+	}
+
+	// A window in which only the small t3 is read: it joins the series as
+	// one of the 2 busiest, with its read rate.
+	begin := time.Now()
+	srv.rollLoad(begin)
+	for range 50 {
+		if _, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: refs[2], Rows: &tabulapb.RowSet{RowKeys: [][]byte{[]byte("q001")}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.rollLoad(begin.Add(10 * time.Second))
+	busy := scrape()
+	if mf := busy["tabula_tablet_size_bytes"]; mf == nil || len(mf.GetMetric()) != 3 {
+		t.Fatalf("after t3's busy window: %v, want 3 tablets (2 largest, t3 busiest)", mf)
+	}
+	if v, _ := busy.Sum("tabula_tablet_reads_per_second", map[string]string{"table": "users", "tablet": "t3"}); v != 5 {
+		t.Errorf("t3 reads/s = %v, want 50 reads / 10 s = 5", v)
 	}
 
 	// Close takes the series back: a new server in this process can

@@ -6,23 +6,25 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
-// The per-tablet series exist for the N largest tablets of the server
-// only, chosen at scrape time, so that a server with 100,000 tablets
-// exports a bounded number of series. A tablet that drops out of the top
-// N disappears from the scrape (Prometheus marks its series stale);
-// operators look at tabula_tabletserver_* for the totals.
+// The per-tablet series exist only for the server's N largest tablets and
+// its N busiest (requests/s over the last load window), chosen at scrape
+// time, so that a server with 100,000 tablets exports a bounded number of
+// series and a hot small tablet is among them. A tablet that drops out of
+// both tops disappears from the scrape (Prometheus marks its series
+// stale); operators look at tabula_tabletserver_* for the totals.
 //
-// Each value is one entry of tabletValues: per-tablet request rates (from
-// the load meters) become more entries reading more fields of
-// tabletSample, without touching the ranking or the labels.
+// Each value is one entry of tabletValues, reading a field of
+// tabletSample.
 
 // tabletSample is what one scrape knows of one tablet.
 type tabletSample struct {
 	table, id string
 	stats     tablet.Stats
+	load      load.Window // the last closed load window
 }
 
 func (t *tabletSample) sstables() int {
@@ -42,7 +44,7 @@ type tabletValue struct {
 var tabletLabels = []string{"table", "tablet"}
 
 func tabletDesc(name, help string) *prometheus.Desc {
-	return prometheus.NewDesc("tabula_tablet_"+name, help+" Only the server's largest tablets (--metrics-top-tablets) have this series.", tabletLabels, nil)
+	return prometheus.NewDesc("tabula_tablet_"+name, help+" Only the server's largest and busiest tablets (--metrics-top-tablets of each) have this series.", tabletLabels, nil)
 }
 
 var tabletValues = []tabletValue{
@@ -50,29 +52,42 @@ var tabletValues = []tabletValue{
 	{tabletDesc("memtable_bytes", "Memtable bytes of the tablet."), func(t *tabletSample) float64 { return float64(t.stats.MemtableBytes) }},
 	{tabletDesc("sstables", "SSTables of the tablet, all families."), func(t *tabletSample) float64 { return float64(t.sstables()) }},
 	{tabletDesc("compaction_backlog", "Compaction work waiting in the tablet."), func(t *tabletSample) float64 { return float64(t.stats.CompactionBacklog) }},
+	{tabletDesc("reads_per_second", "Read requests per second over the last load window."), func(t *tabletSample) float64 { return t.load.ReadsPerSec() }},
+	{tabletDesc("writes_per_second", "Write requests per second over the last load window."), func(t *tabletSample) float64 { return t.load.WritesPerSec() }},
+	{tabletDesc("busy_ratio", "Seconds spent serving the tablet's requests per second of the last load window."), func(t *tabletSample) float64 { return t.load.BusyShare() }},
 }
 
-// collectTop sends the per-tablet series of the n largest samples.
+// collectTop sends the per-tablet series of the n largest and the n
+// busiest samples (each once).
 func collectTop(ch chan<- prometheus.Metric, samples []tabletSample, n int) {
 	if n < 0 {
 		return
 	}
-	for _, t := range topBySize(samples, n) {
+	largest := top(samples, n, func(t *tabletSample) float64 { return float64(t.stats.SizeBytes) })
+	busiest := top(samples, n, func(t *tabletSample) float64 { return t.load.RequestsPerSec() })
+	sent := make(map[*tabletSample]bool, 2*n)
+	for _, t := range append(largest, busiest...) {
+		if sent[t] {
+			continue
+		}
+		sent[t] = true
 		for _, v := range tabletValues {
 			ch <- prometheus.MustNewConstMetric(v.desc, prometheus.GaugeValue, v.value(t), t.table, t.id)
 		}
 	}
 }
 
-// topBySize returns the n largest samples, largest first (ties by table
-// and id, so that the set is stable between scrapes).
-func topBySize(samples []tabletSample, n int) []*tabletSample {
-	out := make([]*tabletSample, len(samples))
+// top returns the at most n samples with the highest key above 0, highest
+// first (ties by table and id, so that the set is stable between scrapes).
+func top(samples []tabletSample, n int, key func(*tabletSample) float64) []*tabletSample {
+	out := make([]*tabletSample, 0, len(samples))
 	for i := range samples {
-		out[i] = &samples[i]
+		if key(&samples[i]) > 0 {
+			out = append(out, &samples[i])
+		}
 	}
 	slices.SortFunc(out, func(a, b *tabletSample) int {
-		if c := cmp.Compare(b.stats.SizeBytes, a.stats.SizeBytes); c != 0 {
+		if c := cmp.Compare(key(b), key(a)); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(a.table, b.table); c != 0 {

@@ -140,8 +140,9 @@ type Options struct {
 	// server's state read at scrape time. They are unregistered by Close.
 	// The default is nil: no series and no instrumentation at all.
 	Metrics prometheus.Registerer
-	// MetricsTopTablets is how many of the server's largest tablets get
-	// per-tablet series (tabula_tablet_*); negative means none. The
+	// MetricsTopTablets is how many of the server's largest tablets, and
+	// how many of its busiest, get per-tablet series (tabula_tablet_*);
+	// negative means none. The
 	// default is DefaultTopTablets (20).
 	MetricsTopTablets int
 
