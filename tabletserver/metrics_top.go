@@ -63,8 +63,10 @@ func collectTop(ch chan<- prometheus.Metric, samples []tabletSample, n int) {
 	if n < 0 {
 		return
 	}
-	largest := top(samples, n, func(t *tabletSample) float64 { return float64(t.stats.SizeBytes) })
-	busiest := top(samples, n, func(t *tabletSample) float64 { return t.load.RequestsPerSec() })
+	// Every tablet can be among the largest (an empty server's tablets
+	// still show), only a tablet with requests among the busiest.
+	largest := top(samples, n, -1, func(t *tabletSample) float64 { return float64(t.stats.SizeBytes) })
+	busiest := top(samples, n, 0, func(t *tabletSample) float64 { return t.load.RequestsPerSec() })
 	sent := make(map[*tabletSample]bool, 2*n)
 	for _, t := range append(largest, busiest...) {
 		if sent[t] {
@@ -77,12 +79,13 @@ func collectTop(ch chan<- prometheus.Metric, samples []tabletSample, n int) {
 	}
 }
 
-// top returns the at most n samples with the highest key above 0, highest
-// first (ties by table and id, so that the set is stable between scrapes).
-func top(samples []tabletSample, n int, key func(*tabletSample) float64) []*tabletSample {
+// top returns the at most n samples with the highest key above floor,
+// highest first (ties by table and id, so that the set is stable between
+// scrapes).
+func top(samples []tabletSample, n int, floor float64, key func(*tabletSample) float64) []*tabletSample {
 	out := make([]*tabletSample, 0, len(samples))
 	for i := range samples {
-		if key(&samples[i]) > 0 {
+		if key(&samples[i]) > floor {
 			out = append(out, &samples[i])
 		}
 	}
