@@ -34,6 +34,13 @@ type TableInfo struct {
 	// AutoMergeDisabled keeps the automatic merge away from the table's
 	// tablets (docs/OPERATIONS.md "Merges").
 	AutoMergeDisabled bool
+	// BalancerDisabled keeps the automatic balancer away from the table's
+	// tablets (docs/OPERATIONS.md "Balancing"); read-only here: switch it
+	// with SetBalancer.
+	BalancerDisabled bool
+	// UserSplitKeys are the tablet boundaries users asked for (create
+	// splits, SplitTablet rows), which the automatic merge keeps; read-only.
+	UserSplitKeys [][]byte
 	// Tablets are filled by DescribeTable only.
 	Tablets []TabletInfo
 }
@@ -185,7 +192,7 @@ func tableInfo(s *tabulapb.TableSchema) (TableInfo, error) {
 		return TableInfo{}, status.Errorf(codes.Internal, "client: master sent a bad schema for %s: %v", s.GetName(), err)
 	}
 	return TableInfo{Name: s.GetName(), Families: fams, SplitThreshold: s.GetSplitThresholdBytes(), State: s.GetState(),
-		AutoMergeDisabled: s.GetAutoMergeDisabled()}, nil
+		AutoMergeDisabled: s.GetAutoMergeDisabled(), BalancerDisabled: s.GetBalancerDisabled(), UserSplitKeys: s.GetUserSplitKeys()}, nil
 }
 
 func tabletInfos(ps []*tabulapb.TabletInfo) []TabletInfo {

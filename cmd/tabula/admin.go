@@ -128,8 +128,13 @@ func newTableDescribeCmd() *cobra.Command {
 				for _, f := range t.Families {
 					fams = append(fams, familyJSON(f))
 				}
+				keys := make([]string, len(t.UserSplitKeys))
+				for i, k := range t.UserSplitKeys {
+					keys[i] = string(k)
+				}
 				return s.out.object(map[string]any{
 					"name": t.Name, "families": fams, "split_threshold": t.SplitThreshold, "tablets": len(t.Tablets),
+					"balancer": !t.BalancerDisabled, "auto_merge": !t.AutoMergeDisabled, "user_split_keys": keys,
 				})
 			}
 			w := s.out.w
@@ -138,6 +143,14 @@ func newTableDescribeCmd() *cobra.Command {
 				fmt.Fprintf(w, "split threshold: %d bytes\n", t.SplitThreshold)
 			}
 			fmt.Fprintf(w, "tablets: %d\n", len(t.Tablets))
+			fmt.Fprintf(w, "balancer: %s\nautomatic merge: %s\n", onOff(!t.BalancerDisabled), onOff(!t.AutoMergeDisabled))
+			if len(t.UserSplitKeys) > 0 {
+				keys := make([]string, len(t.UserSplitKeys))
+				for i, k := range t.UserSplitKeys {
+					keys[i] = display(k)
+				}
+				fmt.Fprintf(w, "user split keys (kept by the automatic merge): %s\n", strings.Join(keys, " "))
+			}
 			fmt.Fprintln(w, "families:")
 			for _, f := range t.Families {
 				gc := fmt.Sprintf("versions=%d ttl=%s gc=%s", f.MaxVersions, f.TTL, f.GC)

@@ -139,12 +139,6 @@ func printBalancerStatus(s *session, table string) error {
 	if err != nil {
 		return wrapf(err, "reading the balancer's status")
 	}
-	onOff := func(b bool) string {
-		if b {
-			return "on"
-		}
-		return "off"
-	}
 	if table != "" {
 		off := false
 		for _, t := range st.DisabledTables {
@@ -193,4 +187,12 @@ func balanceInterval(v *viper.Viper) time.Duration {
 		return d
 	}
 	return -1
+}
+
+// onOff says a switch's state.
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
