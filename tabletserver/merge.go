@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -146,7 +147,7 @@ func (s *Server) merge(ctx context.Context, lh, rh *held) (_ meta.TabletRecord, 
 	err = meta.CommitMerge(cctx, s.etcd, s.layout, parents[0].ModRevision, parents[1].ModRevision, parents[0].TabletRecord, parents[1].TabletRecord, merged)
 	if err != nil && !errors.Is(err, meta.ErrConflict) {
 		// The transaction may or may not have committed: look.
-		if committed, cerr := s.mergeCommitted(cctx, merged); cerr == nil && committed {
+		if committed, cerr := s.committed(cctx, merged, func(vt meta.VersionedTablet) bool { return slices.Equal(vt.MergedFrom, merged.MergedFrom) }); cerr == nil && committed {
 			err = nil
 		} else if cerr != nil {
 			// Unknown outcome: keep the merged folder (etcd may name it)
@@ -210,25 +211,4 @@ func (s *Server) merge(ctx context.Context, lh, rh *held) (_ meta.TabletRecord, 
 		s.releaseChildren(cctx, merged)
 	}
 	return merged, nil
-}
-
-// mergeCommitted reports whether the merge that creates merged committed.
-func (s *Server) mergeCommitted(ctx context.Context, merged meta.TabletRecord) (bool, error) {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var vt meta.VersionedTablet
-		vt, err = meta.GetTablet(ctx, s.etcd, s.layout, merged.Table, merged.ID)
-		if err == nil {
-			return len(vt.MergedFrom) == 2 && vt.MergedFrom[0] == merged.MergedFrom[0] && vt.MergedFrom[1] == merged.MergedFrom[1], nil
-		}
-		if errors.Is(err, meta.ErrNotFound) {
-			return false, nil
-		}
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
-		}
-	}
-	return false, err
 }

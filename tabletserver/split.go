@@ -143,7 +143,7 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 	err = meta.CommitSplit(cctx, s.etcd, s.layout, parent.ModRevision, parent.TabletRecord, left, right)
 	if err != nil && !errors.Is(err, meta.ErrConflict) {
 		// The transaction may or may not have committed: look.
-		if committed, cerr := s.splitCommitted(cctx, left); cerr == nil && committed {
+		if committed, cerr := s.committed(cctx, left, func(vt meta.VersionedTablet) bool { return vt.Parent == left.Parent }); cerr == nil && committed {
 			err = nil
 		} else if cerr != nil {
 			// Unknown outcome: keep the children's folders (etcd may name
@@ -218,14 +218,17 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 	return []meta.TabletRecord{left, right}, nil
 }
 
-// splitCommitted reports whether the split that creates left committed.
-func (s *Server) splitCommitted(ctx context.Context, left meta.TabletRecord) (bool, error) {
+// committed reports whether the transaction that created rec (a split or
+// merge child) committed, when its answer was lost: the record exists and
+// is the one that transaction wrote (same tells). A few reads, spaced
+// out; an error means the outcome is still unknown.
+func (s *Server) committed(ctx context.Context, rec meta.TabletRecord, same func(meta.VersionedTablet) bool) (bool, error) {
 	var err error
 	for attempt := 0; attempt < 5; attempt++ {
 		var vt meta.VersionedTablet
-		vt, err = meta.GetTablet(ctx, s.etcd, s.layout, left.Table, left.ID)
+		vt, err = meta.GetTablet(ctx, s.etcd, s.layout, rec.Table, rec.ID)
 		if err == nil {
-			return vt.Parent == left.Parent, nil
+			return same(vt), nil
 		}
 		if errors.Is(err, meta.ErrNotFound) {
 			return false, nil
