@@ -401,6 +401,15 @@ func (a *AdminClient) SetBalancer(ctx context.Context, table string, on bool) er
 	})
 }
 
+// SetAutoMerge switches the automatic merge of small, cold adjacent
+// tablets on or off for table (docs/OPERATIONS.md "Merges").
+func (a *AdminClient) SetAutoMerge(ctx context.Context, table string, on bool) error {
+	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		_, err := m.SetAutoMerge(ctx, &tabulapb.SetAutoMergeRequest{Table: table, Enabled: on})
+		return err
+	})
+}
+
 // BalancerStatus is the balancer's switches and recent work.
 type BalancerStatus struct {
 	// Enabled is the cluster switch; DisabledTables the tables switched off.

@@ -304,3 +304,18 @@ func (m *Master) splitThresholdOf(s *tabulapb.TableSchema) int64 {
 	}
 	return m.opts.DefaultSplitThreshold
 }
+
+// SetAutoMerge switches the automatic merge on or off for one table: it
+// sets auto_merge_disabled in the table's schema. Merges already running
+// finish; the next round honours the switch.
+func (m *Master) SetAutoMerge(ctx context.Context, req *tabulapb.SetAutoMergeRequest) (*tabulapb.SetAutoMergeResponse, error) {
+	on := req.GetEnabled()
+	_, err := m.changeFamilies(ctx, req.GetTable(), func(s *tabulapb.TableSchema) error {
+		s.AutoMergeDisabled = !on
+		return nil
+	})
+	if err == nil {
+		m.log.Info("automatic merge switched for table", "table", req.GetTable(), "on", on)
+	}
+	return &tabulapb.SetAutoMergeResponse{}, toStatus(ctx, err)
+}

@@ -441,6 +441,7 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 var indexedWrites = map[string]bool{
 	"CreateTable": true, "DeleteTable": true, "AddFamily": true, "ModifyFamily": true,
 	"DeleteFamily": true, "SplitTablet": true, "Balance": true, "MergeTablets": true,
+	"MoveTablet": true, "SetBalancer": true, "SetAutoMerge": true,
 }
 
 // syncAfterWrite is the gRPC interceptor that, after a successful write,

@@ -6388,6 +6388,94 @@ func (x *GetBalancerResponse) GetRecentMoves() []*BalancerMove {
 	return nil
 }
 
+type SetAutoMergeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Enabled       bool                   `protobuf:"varint,2,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAutoMergeRequest) Reset() {
+	*x = SetAutoMergeRequest{}
+	mi := &file_tabula_proto_msgTypes[99]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAutoMergeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAutoMergeRequest) ProtoMessage() {}
+
+func (x *SetAutoMergeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[99]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAutoMergeRequest.ProtoReflect.Descriptor instead.
+func (*SetAutoMergeRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{99}
+}
+
+func (x *SetAutoMergeRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *SetAutoMergeRequest) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+type SetAutoMergeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetAutoMergeResponse) Reset() {
+	*x = SetAutoMergeResponse{}
+	mi := &file_tabula_proto_msgTypes[100]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetAutoMergeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetAutoMergeResponse) ProtoMessage() {}
+
+func (x *SetAutoMergeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[100]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetAutoMergeResponse.ProtoReflect.Descriptor instead.
+func (*SetAutoMergeResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{100}
+}
+
 type GCRule_Rules struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rules         []*GCRule              `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
@@ -6397,7 +6485,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6409,7 +6497,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6445,7 +6533,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6457,7 +6545,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6514,7 +6602,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6526,7 +6614,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6579,7 +6667,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6591,7 +6679,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6622,7 +6710,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6634,7 +6722,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6665,7 +6753,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6677,7 +6765,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6736,7 +6824,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6748,7 +6836,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6801,7 +6889,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6813,7 +6901,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6845,7 +6933,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6857,7 +6945,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6891,7 +6979,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6903,7 +6991,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6951,7 +7039,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6963,7 +7051,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7015,7 +7103,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7027,7 +7115,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7081,7 +7169,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7093,7 +7181,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7581,7 +7669,11 @@ const file_tabula_proto_rawDesc = "" +
 	"\x11last_round_micros\x18\x04 \x01(\x03R\x0flastRoundMicros\x12\x1d\n" +
 	"\n" +
 	"moves_made\x18\x05 \x01(\x03R\tmovesMade\x12:\n" +
-	"\frecent_moves\x18\x06 \x03(\v2\x17.tabula.v1.BalancerMoveR\vrecentMoves*Q\n" +
+	"\frecent_moves\x18\x06 \x03(\v2\x17.tabula.v1.BalancerMoveR\vrecentMoves\"E\n" +
+	"\x13SetAutoMergeRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x18\n" +
+	"\aenabled\x18\x02 \x01(\bR\aenabled\"\x16\n" +
+	"\x14SetAutoMergeResponse*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +
@@ -7598,7 +7690,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
 	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
 	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
-	"\x0eVALUE_TYPE_MAX\x10\x032\xd6\x0f\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\xa7\x10\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -7631,7 +7723,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\vSetBalancer\x12\x1d.tabula.v1.SetBalancerRequest\x1a\x1e.tabula.v1.SetBalancerResponse\x12L\n" +
 	"\vGetBalancer\x12\x1d.tabula.v1.GetBalancerRequest\x1a\x1e.tabula.v1.GetBalancerResponse\x12I\n" +
 	"\n" +
-	"TopTablets\x12\x1c.tabula.v1.TopTabletsRequest\x1a\x1d.tabula.v1.TopTabletsResponse2\xa6\t\n" +
+	"TopTablets\x12\x1c.tabula.v1.TopTabletsRequest\x1a\x1d.tabula.v1.TopTabletsResponse\x12O\n" +
+	"\fSetAutoMerge\x12\x1e.tabula.v1.SetAutoMergeRequest\x1a\x1f.tabula.v1.SetAutoMergeResponse2\xa6\t\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -7664,7 +7757,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 116)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -7769,21 +7862,23 @@ var file_tabula_proto_goTypes = []any{
 	(*GetBalancerRequest)(nil),           // 100: tabula.v1.GetBalancerRequest
 	(*BalancerMove)(nil),                 // 101: tabula.v1.BalancerMove
 	(*GetBalancerResponse)(nil),          // 102: tabula.v1.GetBalancerResponse
-	(*GCRule_Rules)(nil),                 // 103: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 104: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 105: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 106: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 107: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),           // 108: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),         // 109: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),              // 110: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 111: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 112: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 113: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 114: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 115: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                  // 116: tabula.v1.TabletStats.FamilyBytesEntry
-	nil,                                  // 117: tabula.v1.ServerEvent.AttrsEntry
+	(*SetAutoMergeRequest)(nil),          // 103: tabula.v1.SetAutoMergeRequest
+	(*SetAutoMergeResponse)(nil),         // 104: tabula.v1.SetAutoMergeResponse
+	(*GCRule_Rules)(nil),                 // 105: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 106: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 107: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 108: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 109: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 110: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 111: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 112: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 113: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 114: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 115: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 116: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 117: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                  // 118: tabula.v1.TabletStats.FamilyBytesEntry
+	nil,                                  // 119: tabula.v1.ServerEvent.AttrsEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -7791,20 +7886,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	103, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	103, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	105, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	105, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	104, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	105, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	106, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	107, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	108, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	109, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	110, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	111, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	112, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	106, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	107, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	108, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	109, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	110, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	111, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	112, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	113, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	114, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -7829,8 +7924,8 @@ var file_tabula_proto_depIdxs = []int32{
 	11,  // 40: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
 	58,  // 41: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 42: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	113, // 43: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	114, // 44: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	115, // 43: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	116, // 44: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
 	58,  // 45: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 46: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
 	14,  // 47: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
@@ -7839,7 +7934,7 @@ var file_tabula_proto_depIdxs = []int32{
 	15,  // 50: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
 	11,  // 51: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 52: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	115, // 53: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	117, // 53: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
 	7,   // 54: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
 	6,   // 55: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 56: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
@@ -7847,7 +7942,7 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 58: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
 	6,   // 59: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 60: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	116, // 61: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	118, // 61: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
 	82,  // 62: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
 	92,  // 63: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
 	58,  // 64: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
@@ -7855,7 +7950,7 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 66: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
 	58,  // 67: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
 	7,   // 68: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	117, // 69: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	119, // 69: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
 	7,   // 70: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
 	7,   // 71: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
 	95,  // 72: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
@@ -7896,65 +7991,67 @@ var file_tabula_proto_depIdxs = []int32{
 	98,  // 107: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
 	100, // 108: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
 	93,  // 109: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
-	59,  // 110: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 111: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 112: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 113: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 114: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 115: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 116: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 117: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 118: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 119: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 120: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 121: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 122: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	86,  // 123: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	90,  // 124: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 125: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 126: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 127: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 128: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 129: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 130: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 131: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 132: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 133: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 134: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 135: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 136: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 137: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 138: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 139: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 140: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 141: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 142: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 143: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 144: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 145: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	85,  // 146: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	89,  // 147: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	97,  // 148: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
-	99,  // 149: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
-	102, // 150: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
-	94,  // 151: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
-	60,  // 152: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 153: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 154: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 155: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 156: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 157: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 158: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 159: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 160: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 161: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 162: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 163: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 164: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	87,  // 165: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	91,  // 166: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	125, // [125:167] is the sub-list for method output_type
-	83,  // [83:125] is the sub-list for method input_type
+	103, // 110: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
+	59,  // 111: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	61,  // 112: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	63,  // 113: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	65,  // 114: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	67,  // 115: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	69,  // 116: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	71,  // 117: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	73,  // 118: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 119: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	76,  // 120: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	78,  // 121: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	79,  // 122: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	81,  // 123: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	86,  // 124: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	90,  // 125: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 126: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 127: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 128: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 129: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 130: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 131: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 132: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 133: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 134: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 135: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 136: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 137: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 138: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 139: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 140: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 141: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 142: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 143: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 144: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 145: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 146: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	85,  // 147: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	89,  // 148: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	97,  // 149: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
+	99,  // 150: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
+	102, // 151: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
+	94,  // 152: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	104, // 153: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
+	60,  // 154: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	62,  // 155: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	64,  // 156: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	66,  // 157: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	68,  // 158: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	70,  // 159: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	72,  // 160: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	74,  // 161: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	75,  // 162: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	77,  // 163: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 164: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	80,  // 165: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	83,  // 166: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	87,  // 167: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	91,  // 168: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	126, // [126:169] is the sub-list for method output_type
+	83,  // [83:126] is the sub-list for method input_type
 	83,  // [83:83] is the sub-list for extension type_name
 	83,  // [83:83] is the sub-list for extension extendee
 	0,   // [0:83] is the sub-list for field type_name
@@ -8016,7 +8113,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   114,
+			NumMessages:   116,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

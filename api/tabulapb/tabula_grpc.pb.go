@@ -53,6 +53,7 @@ const (
 	Master_SetBalancer_FullMethodName   = "/tabula.v1.Master/SetBalancer"
 	Master_GetBalancer_FullMethodName   = "/tabula.v1.Master/GetBalancer"
 	Master_TopTablets_FullMethodName    = "/tabula.v1.Master/TopTablets"
+	Master_SetAutoMerge_FullMethodName  = "/tabula.v1.Master/SetAutoMerge"
 )
 
 // MasterClient is the client API for Master service.
@@ -99,6 +100,9 @@ type MasterClient interface {
 	GetBalancer(ctx context.Context, in *GetBalancerRequest, opts ...grpc.CallOption) (*GetBalancerResponse, error)
 	// The hottest tablets of the leader's latest load report (tabula top).
 	TopTablets(ctx context.Context, in *TopTabletsRequest, opts ...grpc.CallOption) (*TopTabletsResponse, error)
+	// Switches the automatic merge on or off for one table
+	// (TableSchema.auto_merge_disabled; docs/OPERATIONS.md "Merges").
+	SetAutoMerge(ctx context.Context, in *SetAutoMergeRequest, opts ...grpc.CallOption) (*SetAutoMergeResponse, error)
 }
 
 type masterClient struct {
@@ -379,6 +383,16 @@ func (c *masterClient) TopTablets(ctx context.Context, in *TopTabletsRequest, op
 	return out, nil
 }
 
+func (c *masterClient) SetAutoMerge(ctx context.Context, in *SetAutoMergeRequest, opts ...grpc.CallOption) (*SetAutoMergeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetAutoMergeResponse)
+	err := c.cc.Invoke(ctx, Master_SetAutoMerge_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -423,6 +437,9 @@ type MasterServer interface {
 	GetBalancer(context.Context, *GetBalancerRequest) (*GetBalancerResponse, error)
 	// The hottest tablets of the leader's latest load report (tabula top).
 	TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error)
+	// Switches the automatic merge on or off for one table
+	// (TableSchema.auto_merge_disabled; docs/OPERATIONS.md "Merges").
+	SetAutoMerge(context.Context, *SetAutoMergeRequest) (*SetAutoMergeResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -513,6 +530,9 @@ func (UnimplementedMasterServer) GetBalancer(context.Context, *GetBalancerReques
 }
 func (UnimplementedMasterServer) TopTablets(context.Context, *TopTabletsRequest) (*TopTabletsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TopTablets not implemented")
+}
+func (UnimplementedMasterServer) SetAutoMerge(context.Context, *SetAutoMergeRequest) (*SetAutoMergeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetAutoMerge not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -1021,6 +1041,24 @@ func _Master_TopTablets_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_SetAutoMerge_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetAutoMergeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SetAutoMerge(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SetAutoMerge_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SetAutoMerge(ctx, req.(*SetAutoMergeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1135,6 +1173,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TopTablets",
 			Handler:    _Master_TopTablets_Handler,
+		},
+		{
+			MethodName: "SetAutoMerge",
+			Handler:    _Master_SetAutoMerge_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

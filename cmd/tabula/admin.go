@@ -16,6 +16,7 @@ func newTableCmd() *cobra.Command {
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
 		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd(), newTableDropRowsCmd())
 	c.AddCommand(newTableMergeCmd())
+	c.AddCommand(newTableAutoMergeCmd())
 	return c
 }
 

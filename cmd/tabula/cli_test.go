@@ -176,6 +176,19 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("auto-merge switch", func(t *testing.T) {
+		ok(t, "table", "auto-merge", "users", "off")
+		if out := ok(t, "table", "describe", "users"); !strings.Contains(out, "automatic merge: off") || !strings.Contains(out, "user split keys (kept by the automatic merge): g n") {
+			t.Errorf("describe after auto-merge off:\n%s", out)
+		}
+		ok(t, "table", "auto-merge", "users", "on")
+		if out := ok(t, "table", "describe", "users"); !strings.Contains(out, "automatic merge: on") {
+			t.Errorf("describe after auto-merge on:\n%s", out)
+		}
+		fails(t, []string{"table", "auto-merge", "users", "maybe"}, "maybe")
+		fails(t, []string{"table", "auto-merge", "nosuch", "off"}, "nosuch")
+	})
+
 	t.Run("bad input changes nothing", func(t *testing.T) {
 		before := ok(t, "scan", "users", "-o", "json")
 		fails(t, []string{"get", "nosuch", "alice"}, "nosuch", "hint:")

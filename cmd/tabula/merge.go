@@ -41,6 +41,32 @@ them.`,
 	}
 }
 
+// newTableAutoMergeCmd is `tabula table auto-merge TABLE on|off`.
+func newTableAutoMergeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:       "auto-merge TABLE on|off",
+		Short:     "Switch the automatic merge of small, cold tablets on or off for a table",
+		Long:      "Switch the automatic merge of small, cold adjacent tablets on or off for TABLE\n(the cluster-wide switch is the master's --auto-merge flag). `tabula table\ndescribe TABLE` shows the table's switch.",
+		Args:      cobra.ExactArgs(2),
+		ValidArgs: []string{"on", "off"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[1] != "on" && args[1] != "off" {
+				return &usageError{cmd: "table auto-merge", err: fmt.Errorf("unknown switch %q: give on or off", args[1])}
+			}
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			on := args[1] == "on"
+			if err := s.cli.Admin().SetAutoMerge(s.ctx, args[0], on); err != nil {
+				return wrapf(err, "switching the automatic merge of %s %s", args[0], args[1])
+			}
+			return s.out.message(fmt.Sprintf("automatic merge of %s: %s", args[0], args[1]), "auto_merge", on)
+		},
+	}
+}
+
 // addMergeFlags adds the automatic merge's flags to the master command.
 func addMergeFlags(c *cobra.Command) {
 	f := c.Flags()
