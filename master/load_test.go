@@ -34,9 +34,15 @@ func TestCollectLoad(t *testing.T) {
 	if m.Loads() != nil {
 		t.Fatal("a report before any round")
 	}
+	rev := etcdRev(t, c)
 	rep, err := m.collectLoad(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Load is pulled, never written: the round leaves etcd's revision
+	// where it was (docs/OPERATIONS.md "Load reports").
+	if after := etcdRev(t, c); after != rev {
+		t.Fatalf("a load collection round wrote to etcd: revision %d -> %d", rev, after)
 	}
 	if len(seen) != 1 || seen[0] != rep || m.Loads() != rep {
 		t.Fatalf("the round's report was not kept and handed to the watcher")

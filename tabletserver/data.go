@@ -289,9 +289,7 @@ func (s *Server) checkAndMutate(ctx context.Context, req *tabulapb.CheckAndMutat
 	if err != nil {
 		return false, err
 	}
-	// A read of the row, then a write: both count, the time once.
-	record(h, load.Read, req.GetRowKey(), 0, time.Now())
-	defer record(h, load.Write, req.GetRowKey(), mutationBytes(req.GetTrueMutations())+mutationBytes(req.GetFalseMutations()), time.Now())
+	defer record(h, load.ReadWrite, req.GetRowKey(), mutationBytes(req.GetTrueMutations())+mutationBytes(req.GetFalseMutations()), time.Now())
 	matched, err := h.t.CheckAndMutate(ctx, req.GetRowKey(), pred, onTrue, onFalse)
 	return matched, s.ackFor(h, err)
 }
@@ -309,10 +307,9 @@ func (s *Server) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModif
 	if err != nil {
 		return nil, fail(err)
 	}
-	record(h, load.Read, row, 0, time.Now())
 	begin := time.Now()
 	cells, err := h.t.ReadModifyWrite(ctx, row, rules)
-	record(h, load.Write, row, len(rules)*16, begin)
+	record(h, load.ReadWrite, row, len(rules)*16, begin)
 	if err = s.ackFor(h, err); err != nil {
 		return nil, fail(err)
 	}

@@ -13,13 +13,16 @@ import (
 // request of the window had the same chance to be kept).
 const SampleSize = 64
 
-// Kind says whether a request read or wrote. A read-modify-write or a
-// check-and-mutate is recorded as both.
+// Kind says whether a request read, wrote, or both.
 type Kind uint8
 
 const (
 	Read Kind = iota
 	Write
+	// ReadWrite is a request that reads its row then writes it (a
+	// check-and-mutate, a read-modify-write): it counts one read and one
+	// write, its bytes as written, and is sampled once.
+	ReadWrite
 )
 
 // Totals are a meter's counts since it was created.
@@ -128,12 +131,17 @@ func (m *Meter) Open(now time.Time) {
 // row may be nil (a scan records its first row; a request with no row
 // records none). The meter copies what it keeps.
 func (m *Meter) Record(k Kind, row []byte, n int, d time.Duration) {
-	if k == Write {
-		m.writes.Add(1)
-		m.writeBytes.Add(int64(n))
-	} else {
+	switch k {
+	case Read:
 		m.reads.Add(1)
 		m.readBytes.Add(int64(n))
+	case Write:
+		m.writes.Add(1)
+		m.writeBytes.Add(int64(n))
+	case ReadWrite:
+		m.reads.Add(1)
+		m.writes.Add(1)
+		m.writeBytes.Add(int64(n))
 	}
 	m.busy.Add(int64(d))
 	if row == nil {

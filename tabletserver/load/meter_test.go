@@ -130,3 +130,17 @@ func TestConcurrentRecordAndRoll(t *testing.T) {
 		t.Fatalf("windows counted %d reads, want 8000", reads)
 	}
 }
+
+// A check-and-mutate or read-modify-write is one request that reads and
+// writes: one of each counted, its bytes written, its row sampled once.
+func TestReadWriteCountsBothAndSamplesOnce(t *testing.T) {
+	m := NewMeter(time.Unix(0, 0))
+	m.Record(ReadWrite, []byte("r"), 7, time.Second)
+	w := m.Roll(time.Unix(1, 0))
+	if w.Reads != 1 || w.Writes != 1 || w.WriteBytes != 7 || w.ReadBytes != 0 || w.Busy != time.Second {
+		t.Fatalf("window %+v, want one read, one write of 7 bytes, 1s busy", w.Totals)
+	}
+	if w.Sampled != 1 || len(w.Keys) != 1 {
+		t.Fatalf("sampled %d keys %d, want the request sampled once", w.Sampled, len(w.Keys))
+	}
+}
