@@ -99,8 +99,8 @@ func (m *Master) Loads() *LoadReport {
 }
 
 // OnLoadReport calls fn with every new report, on the collector's
-// goroutine: fn must return quickly and must not keep the report's maps
-// past its next call if it modifies them (it must not).
+// goroutine: fn must return quickly and must not modify the report, which
+// Loads hands to other readers too.
 func (m *Master) OnLoadReport(fn func(*LoadReport)) {
 	m.load.mu.Lock()
 	defer m.load.mu.Unlock()
