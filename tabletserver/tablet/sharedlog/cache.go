@@ -22,7 +22,11 @@ import (
 // tablet's replay reads the rest of the log again itself, holding one
 // record at a time. Replays of the same log take turns (cachedLog.mu):
 // the first one reads, the others find their records held. Room is made
-// first by dropping logs no replay is using, least recently used first.
+// first by dropping logs no replay is using, least recently used first,
+// then, for a tablet whose replay is waiting its turn, by letting a
+// tablet nobody waits for overflow (the one holding most): concurrent
+// loads of a dead server's tablets share one read as far as the bound
+// allows.
 type cache struct {
 	fsys  vfs.FS
 	root  string
@@ -48,13 +52,15 @@ type cachedLog struct {
 
 	bytes   int64 // payload bytes held (cache.mu)
 	lastUse time.Time
-	inUse   int  // replays in progress or waiting for mu (cache.mu)
-	dropped bool // evicted: a replay that finds it so starts again (cache.mu)
+	inUse   int            // replays in progress or waiting for mu (cache.mu)
+	waiting map[string]int // their tablets (cache.mu)
+	dropped bool           // evicted: a replay that finds it so starts again (cache.mu)
 }
 
 // heldTablet is what the cache holds of one tablet of a log.
 type heldTablet struct {
-	recs []record
+	recs  []record
+	bytes int64 // payload bytes in recs
 	// overflow says the cache stopped keeping the tablet's records for
 	// want of room: they are in recs up to the first resumeSkip records
 	// of the tablet in segment resumeSeg; its replay reads on from there.
@@ -83,38 +89,43 @@ func newCache(fsys vfs.FS, root string, limit int64) *cache {
 // itself: its records were handed out and dropped.
 func (c *cache) replay(name, tablet string, epoch, from uint64, fn func([]byte) error) error {
 	for {
-		cl := c.use(name)
+		cl := c.use(name, tablet)
 		cl.mu.Lock()
 		err, again := c.serveLocked(name, cl, tablet, epoch, from, fn)
 		cl.mu.Unlock()
-		c.done(name, cl)
+		c.done(name, cl, tablet)
 		if !again {
 			return err
 		}
 	}
 }
 
-// use returns the cached log name, made if need be, counted in use.
-func (c *cache) use(name string) *cachedLog {
+// use returns the cached log name, made if need be, counted in use by a
+// replay of tablet.
+func (c *cache) use(name, tablet string) *cachedLog {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.logs[name]
 	if cl == nil {
-		cl = &cachedLog{st: newScanState(), tablets: map[string]*heldTablet{}}
+		cl = &cachedLog{st: newScanState(), tablets: map[string]*heldTablet{}, waiting: map[string]int{}}
 		cl.st.tolerant = true
 		c.logs[name] = cl
 	}
 	cl.inUse++
+	cl.waiting[tablet]++
 	cl.lastUse = time.Now()
 	return cl
 }
 
-// done ends a use of cl; a log left holding nothing is dropped (what
-// would it serve?).
-func (c *cache) done(name string, cl *cachedLog) {
+// done ends a use of cl by a replay of tablet; a log left holding
+// nothing is dropped (what would it serve?).
+func (c *cache) done(name string, cl *cachedLog, tablet string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl.inUse--
+	if cl.waiting[tablet]--; cl.waiting[tablet] == 0 {
+		delete(cl.waiting, tablet)
+	}
 	if cl.inUse == 0 && cl.bytes == 0 && !cl.dropped {
 		c.dropLocked(name)
 	}
@@ -189,16 +200,55 @@ func (c *cache) hold(cl *cachedLog, tablet string, seg, epoch uint64, payload []
 	if ht.served || ht.overflow {
 		return
 	}
-	if !c.reserve(cl, int64(len(payload))) {
-		ht.overflow, ht.resumeSeg, ht.resumeSkip = true, seg, 0
-		for _, r := range ht.recs {
-			if r.seg == seg {
-				ht.resumeSkip++
-			}
+	n := int64(len(payload))
+	for !c.reserve(cl, n) {
+		if !c.isWaiting(cl, tablet) || !c.evictIdleTablet(cl) {
+			ht.overflowAt(seg)
+			return
 		}
-		return
 	}
 	ht.recs = append(ht.recs, record{seg: seg, epoch: epoch, payload: bytes.Clone(payload)})
+	ht.bytes += n
+}
+
+// overflowAt stops keeping the tablet's records at its next record in
+// segment seg.
+func (ht *heldTablet) overflowAt(seg uint64) {
+	ht.overflow, ht.resumeSeg, ht.resumeSkip = true, seg, 0
+	for _, r := range ht.recs {
+		if r.seg == seg {
+			ht.resumeSkip++
+		}
+	}
+}
+
+func (c *cache) isWaiting(cl *cachedLog, tablet string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cl.waiting[tablet] > 0
+}
+
+// evictIdleTablet makes a tablet of cl that no replay waits for, the one
+// holding most, overflow from its first record, and releases what it
+// held. It reports false if no such tablet holds anything.
+func (c *cache) evictIdleTablet(cl *cachedLog) bool {
+	c.mu.Lock()
+	var victim *heldTablet
+	for name, ht := range cl.tablets {
+		if cl.waiting[name] == 0 && ht.bytes > 0 && (victim == nil || ht.bytes > victim.bytes) {
+			victim = ht
+		}
+	}
+	c.mu.Unlock()
+	if victim == nil {
+		return false
+	}
+	// Every record of the tablet since the log was first read is held
+	// (it never overflowed): reading from its first one gets them all.
+	first := victim.recs[0].seg
+	c.release(cl, victim)
+	victim.overflow, victim.resumeSeg, victim.resumeSkip = true, first, 0
+	return true
 }
 
 // reserve counts n more bytes held by cl if they fit, dropping logs no
@@ -231,11 +281,8 @@ func (c *cache) reserve(cl *cachedLog, n int64) bool {
 
 // release forgets the records held of ht (handed out).
 func (c *cache) release(cl *cachedLog, ht *heldTablet) {
-	var n int64
-	for _, r := range ht.recs {
-		n += int64(len(r.payload))
-	}
-	ht.recs = nil
+	n := ht.bytes
+	ht.recs, ht.bytes = nil, 0
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !cl.dropped {
