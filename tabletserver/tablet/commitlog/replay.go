@@ -87,7 +87,7 @@ func CheckEnd(dir string, n uint64, end int64, next Header) error {
 // returns where its records end. buf is scratch space for payloads; the
 // possibly grown buffer is returned for reuse.
 func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, int64, error) {
-	buf, end, torn, err := scanSegment(fsys, path, 0, isLast, buf, fn)
+	buf, end, torn, err := scanSegment(fsys, path, 0, 0, isLast, buf, fn)
 	if err != nil || !torn {
 		return buf, end, err
 	}
@@ -103,8 +103,22 @@ func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]
 // from end sees it if its writer has since completed it. Damage anywhere
 // else is an error wrapping ErrCorrupt.
 func ReadSegment(fsys vfs.FS, dir string, n uint64, off int64, isLast bool, fn func(payload []byte) error) (end int64, err error) {
-	_, end, _, err = scanSegment(vfs.Or(fsys), segmentPath(dir, n), off, isLast, nil, fn)
+	_, end, _, err = scanSegment(vfs.Or(fsys), segmentPath(dir, n), off, 0, isLast, nil, fn)
 	return end, err
+}
+
+// ReadSegmentTo calls fn with each record of segment n in dir from byte
+// offset off up to offset to, the end of a record an earlier ReadSegment
+// returned: it reads again what was read before, and nothing the writer
+// appended since. A segment that no longer holds whole records up to to is
+// an error wrapping ErrCorrupt.
+func ReadSegmentTo(fsys vfs.FS, dir string, n uint64, off, to int64, fn func(payload []byte) error) error {
+	path := segmentPath(dir, n)
+	_, end, _, err := scanSegment(vfs.Or(fsys), path, off, to, false, nil, fn)
+	if err == nil && end != to {
+		err = corruptf(path, end, "the segment ends here, but %d bytes of records were read from it before", to)
+	}
+	return err
 }
 
 // ListSegments returns the numbers of the segments in dir on fsys (nil: the
@@ -114,16 +128,20 @@ func ListSegments(fsys vfs.FS, dir string) ([]uint64, error) {
 }
 
 // scanSegment reads the records of the segment at path from offset from (0
-// checks the header first). It returns the offset after the last good
-// record, and torn=true when a torn tail (see Replay) starts there; damage
-// that is not a torn tail of the last segment is an error.
-func scanSegment(fsys vfs.FS, path string, from int64, isLast bool, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
+// checks the header first) up to offset limit (0: the end of the file). It
+// returns the offset after the last good record, and torn=true when a torn
+// tail (see Replay) starts there; damage that is not a torn tail of the
+// last segment is an error.
+func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return buf, from, false, fmt.Errorf("commitlog: %w", err)
 	}
 	defer f.Close()
 	size := f.Size()
+	if limit > 0 {
+		size = min(size, limit) // read no further than limit
+	}
 	if size == 0 || size <= from {
 		// An empty segment: created and not yet given its header before a
 		// crash, or truncated by an earlier replay. It holds no records.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // writeDeadLog writes a closed log called name under root holding perTablet
@@ -72,7 +73,8 @@ func TestCacheHoldsAtMostItsBudget(t *testing.T) {
 	const budget = 3 * perTablet * size // three tablets' worth of a log of twelve
 	for _, concurrent := range []bool{false, true} {
 		t.Run(fmt.Sprintf("concurrent=%v", concurrent), func(t *testing.T) {
-			r := mustOpen(t, Options{Root: root, Name: fmt.Sprintf("reader-%v", concurrent), CacheBytes: budget})
+			cfs := &bytesReadFS{FS: vfs.Default}
+			r := mustOpen(t, Options{FS: cfs, Root: root, Name: fmt.Sprintf("reader-%v", concurrent), CacheBytes: budget})
 			var mu sync.Mutex
 			var peak int64
 			r.cache.onHold = func(total int64) {
@@ -104,6 +106,18 @@ func TestCacheHoldsAtMostItsBudget(t *testing.T) {
 			}
 			if total := r.cache.total; total != 0 {
 				t.Fatalf("%d bytes still counted after every tablet was served", total)
+			}
+			// A tablet that overflowed reads the log again from where it
+			// stopped (keeping on the way the tablets that fit in the room
+			// left): never more than once per tablet.
+			var logBytes int64
+			for _, n := range listSegments(t, root, "dead") {
+				logBytes += fileSize(t, segPath(root, "dead", n))
+			}
+			read := cfs.read.Load()
+			t.Logf("%d bytes read: %.1f times the log of %d bytes, with a budget of %d", read, float64(read)/float64(logBytes), logBytes, budget)
+			if read > tablets*logBytes {
+				t.Fatalf("%d bytes read: more than once per tablet", read)
 			}
 		})
 	}

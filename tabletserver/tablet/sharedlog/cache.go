@@ -2,7 +2,10 @@ package sharedlog
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +64,7 @@ type cachedLog struct {
 type heldTablet struct {
 	recs  []record
 	bytes int64 // payload bytes in recs
+	seen  int64 // payload bytes of the tablet's records the cache read
 	// overflow says the cache stopped keeping the tablet's records for
 	// want of room: they are in recs up to the first resumeSkip records
 	// of the tablet in segment resumeSeg; its replay reads on from there.
@@ -93,7 +97,7 @@ func (c *cache) replay(name, tablet string, epoch, from uint64, fn func([]byte) 
 		cl.mu.Lock()
 		err, again := c.serveLocked(name, cl, tablet, epoch, from, fn)
 		cl.mu.Unlock()
-		c.done(name, cl, tablet)
+		c.done(cl, tablet)
 		if !again {
 			return err
 		}
@@ -117,17 +121,15 @@ func (c *cache) use(name, tablet string) *cachedLog {
 	return cl
 }
 
-// done ends a use of cl by a replay of tablet; a log left holding
-// nothing is dropped (what would it serve?).
-func (c *cache) done(name string, cl *cachedLog, tablet string) {
+// done ends a use of cl by a replay of tablet. A log left holding no
+// records stays (until idle): it still knows which tablets were served
+// and how far it was read.
+func (c *cache) done(cl *cachedLog, tablet string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl.inUse--
 	if cl.waiting[tablet]--; cl.waiting[tablet] == 0 {
 		delete(cl.waiting, tablet)
-	}
-	if cl.inUse == 0 && cl.bytes == 0 && !cl.dropped {
-		c.dropLocked(name)
 	}
 }
 
@@ -183,27 +185,125 @@ func (c *cache) serveLocked(name string, cl *cachedLog, tablet string, epoch, fr
 	if err != nil || !me.overflow {
 		return err, false
 	}
-	if from > me.resumeSeg {
-		return readDirect(c.fsys, dir, tablet, epoch, from, 0, fn), false
+	return c.rereadLocked(name, cl, me, tablet, epoch, from, fn), false
+}
+
+// rereadLocked serves the records of me (which overflowed) from where the
+// cache stopped keeping them, reading the log again up to where the cache
+// read it. On the way it keeps, within the budget, the records of the
+// other tablets that overflowed at or after that point, from where each
+// stopped: the tablets of a log larger than the budget then read it again
+// about once per budget's worth, not once each.
+func (c *cache) rereadLocked(name string, cl *cachedLog, me *heldTablet, tablet string, epoch, from uint64, fn func([]byte) error) error {
+	dir := Dir(c.root, name)
+	start, skip := me.resumeSeg, me.resumeSkip
+	if from > start {
+		start, skip = from, 0
 	}
-	return readDirect(c.fsys, dir, tablet, epoch, me.resumeSeg, me.resumeSkip, fn), false
+	if len(cl.st.failed) > 0 {
+		// What the cache holds of a segment it could not read is a
+		// prefix: keep it simple, and read for this tablet alone.
+		return readDirect(c.fsys, dir, tablet, epoch, start, skip, fn)
+	}
+	// The other tablets that overflowed at or after start and whose
+	// records fit in the room left, fewest bytes first, each with the
+	// records already held in the segment where it stopped.
+	type catching struct {
+		name string
+		ht   *heldTablet
+		skip int
+		live bool // past its resume point: keeping its records
+	}
+	var cands []*catching
+	for t, ht := range cl.tablets {
+		if t != tablet && ht.overflow && !ht.served && ht.resumeSeg >= start {
+			cands = append(cands, &catching{name: t, ht: ht, skip: ht.resumeSkip})
+		}
+	}
+	slices.SortFunc(cands, func(a, b *catching) int {
+		return cmp.Or(cmp.Compare(a.ht.seen-a.ht.bytes, b.ht.seen-b.ht.bytes), strings.Compare(a.name, b.name))
+	})
+	c.mu.Lock()
+	room := c.limit - c.total
+	c.mu.Unlock()
+	catch := map[string]*catching{}
+	for _, ct := range cands {
+		if need := ct.ht.seen - ct.ht.bytes; need <= room {
+			catch[ct.name] = ct
+			room -= need
+		}
+	}
+	var segs []uint64
+	for n := range cl.st.ends {
+		if n >= start {
+			segs = append(segs, n)
+		}
+	}
+	slices.Sort(segs)
+	for _, n := range segs {
+		err := commitlog.ReadSegmentTo(c.fsys, dir, n, 0, cl.st.ends[n], func(p []byte) error {
+			t, e, rest, err := parseTag(p)
+			if err != nil {
+				return err
+			}
+			if string(t) == tablet {
+				if n == start && skip > 0 {
+					skip--
+					return nil
+				}
+				if e == epoch && n >= from {
+					return fn(rest)
+				}
+				return nil
+			}
+			ct := catch[string(t)]
+			if ct == nil || (!ct.live && n < ct.ht.resumeSeg) {
+				return nil
+			}
+			if !ct.live && n == ct.ht.resumeSeg && ct.skip > 0 {
+				ct.skip--
+				return nil
+			}
+			ct.live = true
+			if !c.reserve(cl, int64(len(rest))) {
+				c.evict(cl, ct.ht, n)
+				delete(catch, string(t))
+				return nil
+			}
+			ct.ht.recs = append(ct.ht.recs, record{seg: n, epoch: e, payload: bytes.Clone(rest)})
+			ct.ht.bytes += int64(len(rest))
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("sharedlog: %w", err)
+		}
+	}
+	// Those caught up to the end hold every record the cache read.
+	for _, ct := range catch {
+		ct.ht.overflow = false
+	}
+	return nil
 }
 
 // hold keeps a copy of a record of another tablet than the one being
 // replayed, if the cache has room for it; otherwise the tablet overflows.
+// A tablet is kept whole or not at all (what it held goes when it
+// overflows): half of every tablet would make each of them read the log
+// again, all of some lets those be served from memory.
 func (c *cache) hold(cl *cachedLog, tablet string, seg, epoch uint64, payload []byte) {
 	ht := cl.tablets[tablet]
 	if ht == nil {
 		ht = &heldTablet{}
 		cl.tablets[tablet] = ht
 	}
+	n := int64(len(payload))
+	ht.seen += n
 	if ht.served || ht.overflow {
 		return
 	}
-	n := int64(len(payload))
 	for !c.reserve(cl, n) {
 		if !c.isWaiting(cl, tablet) || !c.evictIdleTablet(cl) {
-			ht.overflowAt(seg)
+			c.evict(cl, ht, seg)
 			return
 		}
 	}
@@ -211,15 +311,15 @@ func (c *cache) hold(cl *cachedLog, tablet string, seg, epoch uint64, payload []
 	ht.bytes += n
 }
 
-// overflowAt stops keeping the tablet's records at its next record in
-// segment seg.
-func (ht *heldTablet) overflowAt(seg uint64) {
-	ht.overflow, ht.resumeSeg, ht.resumeSkip = true, seg, 0
-	for _, r := range ht.recs {
-		if r.seg == seg {
-			ht.resumeSkip++
-		}
+// evict releases what ht holds and makes it overflow from its first
+// record (in segment seg if it held none): it holds every record it has
+// until it overflows.
+func (c *cache) evict(cl *cachedLog, ht *heldTablet, seg uint64) {
+	if len(ht.recs) > 0 {
+		seg = ht.recs[0].seg
 	}
+	c.release(cl, ht)
+	ht.overflow, ht.resumeSeg, ht.resumeSkip = true, seg, 0
 }
 
 func (c *cache) isWaiting(cl *cachedLog, tablet string) bool {
@@ -228,9 +328,8 @@ func (c *cache) isWaiting(cl *cachedLog, tablet string) bool {
 	return cl.waiting[tablet] > 0
 }
 
-// evictIdleTablet makes a tablet of cl that no replay waits for, the one
-// holding most, overflow from its first record, and releases what it
-// held. It reports false if no such tablet holds anything.
+// evictIdleTablet evicts the tablet of cl that holds most and that no
+// replay waits for. It reports false if no such tablet holds anything.
 func (c *cache) evictIdleTablet(cl *cachedLog) bool {
 	c.mu.Lock()
 	var victim *heldTablet
@@ -243,11 +342,7 @@ func (c *cache) evictIdleTablet(cl *cachedLog) bool {
 	if victim == nil {
 		return false
 	}
-	// Every record of the tablet since the log was first read is held
-	// (it never overflowed): reading from its first one gets them all.
-	first := victim.recs[0].seg
-	c.release(cl, victim)
-	victim.overflow, victim.resumeSeg, victim.resumeSkip = true, first, 0
+	c.evict(cl, victim, 0)
 	return true
 }
 
