@@ -2,6 +2,7 @@ package sharedlog
 
 import (
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -65,16 +66,29 @@ func checkBig(k pinKey, r *Log, perTablet, size int) error {
 // record bytes the cache holds never pass CacheBytes (counted at every
 // change by a hook), whether the tablets of the dead server are replayed
 // one after the other or concurrently, and every replay gets all its
-// records, in order, the overflowing tablets included.
+// records, in order. With a spill folder the log is read once; without
+// one (it cannot be written), the tablets that overflow read it again.
 func TestCacheHoldsAtMostItsBudget(t *testing.T) {
 	root := t.TempDir()
-	const tablets, perTablet, size = 12, 40, 100
-	keys := writeDeadLog(t, root, "dead", tablets, perTablet, size, smallSegments)
+	const tablets, perTablet, size = 12, 40, 1000
+	keys := writeDeadLog(t, root, "dead", tablets, perTablet, size, 4*smallSegments)
 	const budget = 3 * perTablet * size // three tablets' worth of a log of twelve
-	for _, concurrent := range []bool{false, true} {
-		t.Run(fmt.Sprintf("concurrent=%v", concurrent), func(t *testing.T) {
+	var logBytes int64
+	for _, n := range listSegments(t, root, "dead") {
+		logBytes += fileSize(t, segPath(root, "dead", n))
+	}
+	for i, tc := range []struct {
+		concurrent bool
+		spill      bool
+	}{{false, true}, {true, true}, {false, false}, {true, false}} {
+		t.Run(fmt.Sprintf("concurrent=%v,spill=%v", tc.concurrent, tc.spill), func(t *testing.T) {
+			concurrent := tc.concurrent
+			spillDir := t.TempDir()
+			if !tc.spill {
+				spillDir = filepath.Join(spillDir, "missing")
+			}
 			cfs := &bytesReadFS{FS: vfs.Default}
-			r := mustOpen(t, Options{FS: cfs, Root: root, Name: fmt.Sprintf("reader-%v", concurrent), CacheBytes: budget})
+			r := mustOpen(t, Options{FS: cfs, Root: root, Name: fmt.Sprintf("reader-%d", i), CacheBytes: budget, SpillDir: spillDir})
 			var mu sync.Mutex
 			var peak int64
 			r.cache.onHold = func(total int64) {
@@ -107,15 +121,29 @@ func TestCacheHoldsAtMostItsBudget(t *testing.T) {
 			if total := r.cache.total; total != 0 {
 				t.Fatalf("%d bytes still counted after every tablet was served", total)
 			}
-			// A tablet that overflowed reads the log again from where it
-			// stopped (keeping on the way the tablets that fit in the room
-			// left): never more than once per tablet.
-			var logBytes int64
-			for _, n := range listSegments(t, root, "dead") {
-				logBytes += fileSize(t, segPath(root, "dead", n))
+			// The spill file goes with the log.
+			r.cache.mu.Lock()
+			cl := r.cache.logs["dead"]
+			r.cache.mu.Unlock()
+			if err := r.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if cl != nil && cl.spill != nil {
+				t.Fatal("the spill file is still open after Close")
 			}
 			read := cfs.read.Load()
 			t.Logf("%d bytes read: %.1f times the log of %d bytes, with a budget of %d", read, float64(read)/float64(logBytes), logBytes, budget)
+			if tc.spill {
+				// Once, and a segment header more per segment (the
+				// check of the size of the segment before it).
+				if segs := int64(len(listSegments(t, root, "dead"))); read > logBytes+segs*segmentHeaderLen {
+					t.Fatalf("%d bytes read with a spill folder, want the log's %d once", read, logBytes)
+				}
+				return
+			}
+			// A tablet that overflowed reads the log again from where it
+			// stopped (keeping on the way the tablets that fit in the room
+			// left): never more than once per tablet.
 			if read > tablets*logBytes {
 				t.Fatalf("%d bytes read: more than once per tablet", read)
 			}

@@ -19,21 +19,25 @@ import (
 //
 // The bound (Options.CacheBytes) holds while a log is read, not only
 // after: a replay streams the log once, hands its own tablet's records
-// straight to the caller, and keeps another tablet's records only while
-// the cache has room. When it has none, the tablet overflows: the cache
-// keeps what it held of it and remembers where it stopped, and that
-// tablet's replay reads the rest of the log again itself, holding one
-// record at a time. Replays of the same log take turns (cachedLog.mu):
-// the first one reads, the others find their records held. Room is made
-// first by dropping logs no replay is using, least recently used first,
-// then, for a tablet whose replay is waiting its turn, by letting a
-// tablet nobody waits for overflow (the one holding most): concurrent
-// loads of a dead server's tablets share one read as far as the bound
-// allows.
+// straight to the caller, and keeps another tablet's records in memory
+// while the cache has room, and past that in a local spill file
+// (Options.SpillDir; the memory holds only where each record is). Room is
+// made first by dropping logs no replay is using, least recently used
+// first. Replays of the same log take turns (cachedLog.mu): the first one
+// reads, the others find their records kept.
+//
+// Only when a record can be neither held nor spilled (no room even for
+// its place in the spill file, or the spill file failed) does its tablet
+// overflow: the cache drops what it held of it (a tablet is kept whole or
+// not at all), and that tablet's replay reads the log again itself from
+// its first record, keeping on the way the other overflowed tablets that
+// fit. For a tablet whose replay is waiting its turn the cache first lets
+// a tablet nobody waits for overflow.
 type cache struct {
-	fsys  vfs.FS
-	root  string
-	limit int64
+	fsys     vfs.FS
+	root     string
+	limit    int64
+	spillDir string
 	// onHold, if set, is called with the bytes held after every change
 	// (tests check the bound with it). The default is nil.
 	onHold func(total int64)
@@ -52,6 +56,10 @@ type cachedLog struct {
 	mu      sync.Mutex
 	st      *scanState
 	tablets map[string]*heldTablet
+	spill   *spillFile // made at the first record past the budget; closed with the log
+	// spillErr is why spilling failed: the log spills no more.
+	spillErr error
+	buf      []byte // for records read back from spill
 
 	bytes   int64 // payload bytes held (cache.mu)
 	lastUse time.Time
@@ -63,7 +71,7 @@ type cachedLog struct {
 // heldTablet is what the cache holds of one tablet of a log.
 type heldTablet struct {
 	recs  []record
-	bytes int64 // payload bytes in recs
+	bytes int64 // bytes counted for recs: payloads held, spillRefBytes for each spilled
 	seen  int64 // payload bytes of the tablet's records the cache read
 	// overflow says the cache stopped keeping the tablet's records for
 	// want of room: they are in recs up to the first resumeSkip records
@@ -76,14 +84,62 @@ type heldTablet struct {
 	served bool
 }
 
+// record is a record kept: its payload, or where it is in the spill file.
 type record struct {
-	seg     uint64
-	epoch   uint64
-	payload []byte
+	seg      uint64
+	epoch    uint64
+	payload  []byte
+	spilled  bool
+	spillOff int64
+	spillLen int
 }
 
-func newCache(fsys vfs.FS, root string, limit int64) *cache {
-	return &cache{fsys: fsys, root: root, limit: limit, logs: map[string]*cachedLog{}}
+func newCache(fsys vfs.FS, root string, limit int64, spillDir string) *cache {
+	return &cache{fsys: fsys, root: root, limit: limit, spillDir: spillDir, logs: map[string]*cachedLog{}}
+}
+
+// keep adds a copy of a record to ht: in memory if the budget has room,
+// else in the spill file. It reports false if neither can take it.
+func (c *cache) keep(cl *cachedLog, ht *heldTablet, seg, epoch uint64, payload []byte) bool {
+	// Payloads take at most half the budget while spilling works: the
+	// other half holds where the spilled records are.
+	memory := c.limit
+	if cl.spillErr == nil {
+		memory /= 2
+	}
+	if n := int64(len(payload)); c.reserve(cl, n, memory) {
+		ht.recs = append(ht.recs, record{seg: seg, epoch: epoch, payload: bytes.Clone(payload)})
+		ht.bytes += n
+		return true
+	}
+	if cl.spillErr != nil || !c.reserve(cl, spillRefBytes, c.limit) {
+		return false
+	}
+	if cl.spill == nil {
+		cl.spill, cl.spillErr = newSpillFile(c.spillDir)
+	}
+	var off int64
+	if cl.spillErr == nil {
+		off, cl.spillErr = cl.spill.add(payload)
+	}
+	if cl.spillErr != nil {
+		c.unreserve(cl, spillRefBytes)
+		return false
+	}
+	ht.recs = append(ht.recs, record{seg: seg, epoch: epoch, spilled: true, spillOff: off, spillLen: len(payload)})
+	ht.bytes += spillRefBytes
+	return true
+}
+
+// payload returns r's payload, read back from the spill file if need be
+// (valid until the next call).
+func (cl *cachedLog) payload(r record) ([]byte, error) {
+	if !r.spilled {
+		return r.payload, nil
+	}
+	var err error
+	cl.buf, err = cl.spill.read(cl.buf, r.spillOff, r.spillLen)
+	return cl.buf, err
 }
 
 // replay serves tablet's records of the foreign log name from segment
@@ -131,6 +187,10 @@ func (c *cache) done(cl *cachedLog, tablet string) {
 	if cl.waiting[tablet]--; cl.waiting[tablet] == 0 {
 		delete(cl.waiting, tablet)
 	}
+	if cl.dropped && cl.inUse == 0 && cl.spill != nil {
+		cl.spill.close()
+		cl.spill = nil
+	}
 }
 
 // serveLocked is replay with cl.mu held. again says cl was dropped
@@ -160,7 +220,11 @@ func (c *cache) serveLocked(name string, cl *cachedLog, tablet string, epoch, fr
 	}()
 	for _, r := range me.recs {
 		if r.epoch == epoch && r.seg >= from {
-			if err := fn(r.payload); err != nil {
+			p, err := cl.payload(r)
+			if err == nil {
+				err = fn(p)
+			}
+			if err != nil {
 				return err, false
 			}
 		}
@@ -228,7 +292,8 @@ func (c *cache) rereadLocked(name string, cl *cachedLog, me *heldTablet, tablet 
 	c.mu.Unlock()
 	catch := map[string]*catching{}
 	for _, ct := range cands {
-		if need := ct.ht.seen - ct.ht.bytes; need <= room {
+		// With a spill file, every tablet may fit.
+		if need := ct.ht.seen - ct.ht.bytes; need <= room || cl.spillErr == nil {
 			catch[ct.name] = ct
 			room -= need
 		}
@@ -265,13 +330,10 @@ func (c *cache) rereadLocked(name string, cl *cachedLog, me *heldTablet, tablet 
 				return nil
 			}
 			ct.live = true
-			if !c.reserve(cl, int64(len(rest))) {
+			if !c.keep(cl, ct.ht, n, e, rest) {
 				c.evict(cl, ct.ht, n)
 				delete(catch, string(t))
-				return nil
 			}
-			ct.ht.recs = append(ct.ht.recs, record{seg: n, epoch: e, payload: bytes.Clone(rest)})
-			ct.ht.bytes += int64(len(rest))
 			return nil
 		})
 		if err != nil {
@@ -296,19 +358,16 @@ func (c *cache) hold(cl *cachedLog, tablet string, seg, epoch uint64, payload []
 		ht = &heldTablet{}
 		cl.tablets[tablet] = ht
 	}
-	n := int64(len(payload))
-	ht.seen += n
+	ht.seen += int64(len(payload))
 	if ht.served || ht.overflow {
 		return
 	}
-	for !c.reserve(cl, n) {
+	for !c.keep(cl, ht, seg, epoch, payload) {
 		if !c.isWaiting(cl, tablet) || !c.evictIdleTablet(cl) {
 			c.evict(cl, ht, seg)
 			return
 		}
 	}
-	ht.recs = append(ht.recs, record{seg: seg, epoch: epoch, payload: bytes.Clone(payload)})
-	ht.bytes += n
 }
 
 // evict releases what ht holds and makes it overflow from its first
@@ -346,15 +405,16 @@ func (c *cache) evictIdleTablet(cl *cachedLog) bool {
 	return true
 }
 
-// reserve counts n more bytes held by cl if they fit, dropping logs no
-// replay uses (least recently used first) to make room.
-func (c *cache) reserve(cl *cachedLog, n int64) bool {
+// reserve counts n more bytes held by cl if the total stays within
+// limit, dropping logs no replay uses (least recently used first) to make
+// room.
+func (c *cache) reserve(cl *cachedLog, n, limit int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cl.dropped {
 		return false // the server is closing: keep nothing
 	}
-	for c.total+n > c.limit {
+	for c.total+n > limit {
 		victim, oldest := "", time.Time{}
 		for name, o := range c.logs {
 			if o != cl && o.inUse == 0 && (victim == "" || o.lastUse.Before(oldest)) {
@@ -372,6 +432,16 @@ func (c *cache) reserve(cl *cachedLog, n int64) bool {
 		c.onHold(c.total)
 	}
 	return true
+}
+
+// unreserve gives back n bytes reserve counted for cl.
+func (c *cache) unreserve(cl *cachedLog, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !cl.dropped {
+		cl.bytes -= n
+		c.total -= n
+	}
 }
 
 // release forgets the records held of ht (handed out).
@@ -439,6 +509,10 @@ func (c *cache) dropLocked(name string) {
 	cl.bytes = 0
 	cl.dropped = true
 	delete(c.logs, name)
+	if cl.inUse == 0 && cl.spill != nil {
+		cl.spill.close() // an unlinked local file: closing it frees its space
+		cl.spill = nil
+	}
 	if c.onHold != nil {
 		c.onHold(c.total)
 	}

@@ -476,10 +476,11 @@ func TestCacheBounded(t *testing.T) {
 		return r.cache.totalLocked(), logs
 	}
 
-	// Room for just under two logs (a replay holds the records of the
+	// Room in memory (half the budget; the other half is for records
+	// spilled) for just under two logs (a replay holds the records of the
 	// tablets it does not serve): reading a third evicts the one used
 	// least recently.
-	limit := 2*logBytes - 1
+	limit := 4*logBytes - 2
 	r := mustOpen(t, Options{Root: root, Name: "r", CacheBytes: limit})
 	steps := []struct {
 		k    pinKey
