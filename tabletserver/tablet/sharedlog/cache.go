@@ -74,8 +74,9 @@ type heldTablet struct {
 	bytes int64 // bytes counted for recs: payloads held, spillRefBytes for each spilled
 	seen  int64 // payload bytes of the tablet's records the cache read
 	// overflow says the cache stopped keeping the tablet's records for
-	// want of room: they are in recs up to the first resumeSkip records
-	// of the tablet in segment resumeSeg; its replay reads on from there.
+	// want of room: its records before the first resumeSkip of them in
+	// segment resumeSeg are in recs (none, as evict leaves it); its
+	// replay reads on from there.
 	overflow   bool
 	resumeSeg  uint64
 	resumeSkip int
