@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/tabuladb/tabula/corruption"
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
 )
@@ -155,4 +157,50 @@ func recordEnds(t *testing.T, path string) []int64 {
 		ends = append(ends, int64(off))
 	}
 	return ends
+}
+
+// damagedFS fails every open of one file with a corruption, as s3fs does
+// for an object whose middle part is missing (s3fs.ErrMissingPart).
+type damagedFS struct {
+	vfs.FS
+	path string
+}
+
+func (d *damagedFS) Open(name string) (vfs.Readable, error) {
+	if name == d.path {
+		return nil, fmt.Errorf("%w: object %s: part 1 is missing", corruption.ErrCorrupt, name)
+	}
+	return d.FS.Open(name)
+}
+
+// TestDamagedSegmentFailsOnlyTheReplaysThatNeedIt: a segment of another
+// server's log that cannot be read (a part missing) fails, with an error
+// wrapping commitlog.ErrCorrupt naming it, the replays of tablets whose
+// replay point is at or below it, and not those of tablets that start
+// after it (the segment was being deleted when its server died).
+func TestDamagedSegmentFailsOnlyTheReplaysThatNeedIt(t *testing.T) {
+	root := t.TempDir()
+	k := pinKey{"t", 1}
+	w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+	writeAll(t, w.Attach(k.tablet, k.epoch), payloads(k, 0, 60))
+	segs := listSegments(t, root, "w")
+	if len(segs) < 5 {
+		t.Fatalf("segments %v, the test needs 5 at least", segs)
+	}
+	recs, segOf := segmentsOf(t, root, "w")
+	damaged := segPath(root, "w", segs[1])
+	for _, from := range []uint64{segs[2], segs[1], 0, segs[3]} {
+		r := mustOpen(t, Options{FS: &damagedFS{FS: vfs.Default, path: damaged}, Root: root, Name: fmt.Sprintf("r%d", from)})
+		got, err := replayAll(r, "w", k, from)
+		if from != 0 && from > segs[1] {
+			if err != nil {
+				t.Fatalf("replay from segment %d, above the damaged %d: %v", from, segs[1], err)
+			}
+			checkRecords(t, fmt.Sprintf("replay from segment %d", from), got, fromSegment(recs[k], segOf[k], from))
+			continue
+		}
+		if !errors.Is(err, commitlog.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(damaged)) {
+			t.Fatalf("replay from segment %d, at or below the damaged %d: err = %v; want ErrCorrupt naming it", from, segs[1], err)
+		}
+	}
 }

@@ -119,13 +119,22 @@ func scan(fsys vfs.FS, dir string, from uint64, st *scanState, fn func(seg uint6
 		}
 		last := i == len(segs)-1
 		err := readSegment(fsys, dir, n, last, segs, i, st, fn)
-		if err == nil {
+		switch {
+		case err == nil:
 			continue
-		}
-		if !tolerant || !isDamage(err) {
+		case !isDamage(err):
 			return fmt.Errorf("sharedlog: %w", err)
+		case !errors.Is(err, commitlog.ErrCorrupt):
+			// The store's own word for it (a part of the segment
+			// missing, the segment gone since it was listed).
+			err = fmt.Errorf("%w: segment %d of shared log %s cannot be read: %w", commitlog.ErrCorrupt, n, dir, err)
+		default:
+			err = fmt.Errorf("sharedlog: %w", err)
 		}
-		st.failed[n] = fmt.Errorf("sharedlog: %w", err)
+		if !tolerant {
+			return err
+		}
+		st.failed[n] = err
 	}
 	if prev == 0 && from > 0 {
 		return fmt.Errorf("%w: segment %d of shared log %s is missing (the log ends at %d)", commitlog.ErrCorrupt, from, dir, segs[len(segs)-1])
