@@ -75,9 +75,14 @@ func TestCommitLogTruncatedAtEveryBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Walk the frames (8-byte segment header; records of crc(4) len(4)
-	// payload) to find the record boundaries.
-	const segHeader, frameHeader = 8, 8
+	// Walk the frames (a segment header of 8 bytes, 28 since commitlog
+	// format version 2; records of crc(4) len(4) payload) to find the
+	// record boundaries.
+	const frameHeader = 8
+	segHeader := 8
+	if data[7] >= 2 {
+		segHeader = 28
+	}
 	bounds := []int{segHeader}
 	for off := segHeader; off < len(data); {
 		if off+frameHeader > len(data) {

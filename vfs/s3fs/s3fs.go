@@ -9,9 +9,9 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 
@@ -113,36 +113,6 @@ func dirPrefix(key string) string {
 	return key + "/"
 }
 
-const partSep = "~"
-
-func partKey(key string, n int) string { return fmt.Sprintf("%s%s%08d", key, partSep, n) }
-
-// part is one object of a file.
-type part struct {
-	key      string
-	off      int64
-	size     int64
-	modified time.Time
-}
-
-// parts lists the parts of the file key in order.
-func (f *FS) parts(ctx context.Context, key string) ([]part, error) {
-	var out []part
-	for o := range f.c.ListObjects(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: key + partSep, Recursive: true}) {
-		if o.Err != nil {
-			return nil, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
-		}
-		out = append(out, part{key: o.Key, size: o.Size, modified: o.LastModified})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
-	var off int64
-	for i := range out {
-		out[i].off = off
-		off += out[i].size
-	}
-	return out, nil
-}
-
 func notExist(op, name string) error { return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist} }
 
 // lookup maps name to its key and lists its parts.
@@ -204,7 +174,8 @@ func (f *FS) Truncate(name string, size int64) error {
 	if _, err := f.c.PutObject(ctx, f.cfg.Bucket, partKey(key, 0), bytes.NewReader(b), size, minio.PutObjectOptions{}); err != nil {
 		return fmt.Errorf("s3fs: truncate %s: %w", name, f.explain(err))
 	}
-	for _, p := range old[1:] {
+	// Newest part first, so that a crash half way leaves no gap.
+	for _, p := range slices.Backward(old[1:]) {
 		if err := f.c.RemoveObject(ctx, f.cfg.Bucket, p.key, minio.RemoveObjectOptions{}); err != nil {
 			return fmt.Errorf("s3fs: truncate %s: %w", name, f.explain(err))
 		}
@@ -220,11 +191,15 @@ func (f *FS) Remove(name string) error {
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
-	ps, err := f.parts(ctx, key)
+	ps, err := f.listParts(ctx, key)
 	if err != nil {
 		return err
 	}
 	if len(ps) > 0 {
+		// Newest part first: a removal cut short leaves parts 0..k, a
+		// shorter file a reader can still open, never one with a gap
+		// (ErrMissingPart). A file that has a gap already is removed too.
+		slices.Reverse(ps)
 		return f.removeKeys(ctx, name, ps)
 	}
 	entries, marker, err := f.list(ctx, key)

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// Frozen fixture: the segments under testdata/v1/ were written once by the
-// format version 1 Log (Write, Wait, Append, Rotate, Close) and stand for
+// Frozen fixtures: the segments under testdata/v1/ were written once by the
+// format version 1 Log, those under testdata/v2/ by the version 2 Log (Write, Wait, Append, Rotate, Close) and stand for
 // logs already on disks: a tablet server after an upgrade replays the logs
 // its predecessor wrote. Every later release must replay them to exactly
 // fixtureSegments. A failure means old logs no longer replay: fix the code,
@@ -22,7 +22,12 @@ import (
 //	go test ./tabletserver/tablet/commitlog -run TestFrozenSegments -update-fixtures
 var updateFixtures = flag.Bool("update-fixtures", false, "write missing frozen fixtures under testdata/")
 
-const fixtureDir = "testdata/v1"
+// fixtureDirs are the fixtures by format version; the last is the
+// version the Log writes now, the one -update-fixtures writes.
+var fixtureDirs = []struct {
+	dir       string
+	headerLen int
+}{{"testdata/v1", headerLenV1}, {"testdata/v2", headerLen}}
 
 // fixtureSegments are the payloads of segments 1 and 2. They include the
 // shapes a reader might trip on: an empty payload, one that looks like a
@@ -58,8 +63,14 @@ func fixtureSegments() [2][][]byte {
 func TestFrozenSegments(t *testing.T) {
 	want := fixtureSegments()
 	if *updateFixtures {
-		writeFixtureSegments(t, want)
+		writeFixtureSegments(t, fixtureDirs[len(fixtureDirs)-1].dir, want)
 	}
+	for _, fx := range fixtureDirs {
+		t.Run(fx.dir, func(t *testing.T) { checkFixture(t, fx.dir, fx.headerLen, want) })
+	}
+}
+
+func checkFixture(t *testing.T, fixtureDir string, hlen int, want [2][][]byte) {
 	// Replay truncates torn tails: it runs on a copy, never on testdata.
 	dir := t.TempDir()
 	sizes := copyFixture(t, fixtureDir, dir)
@@ -67,13 +78,22 @@ func TestFrozenSegments(t *testing.T) {
 		t.Fatalf("fixture has %d segments, want 2", len(sizes))
 	}
 	for i, payloads := range want {
-		size := int64(headerLen)
+		size := int64(hlen)
 		for _, p := range payloads {
 			size += int64(frameHeaderLen + len(p))
 		}
 		if name := segmentName(uint64(i + 1)); sizes[name] != size {
 			t.Errorf("%s has %d bytes, its records take %d", name, sizes[name], size)
 		}
+	}
+	// Since version 2, the rotated segment records its predecessor.
+	h, err := ReadHeader(nil, dir, 2)
+	wantPrev := Header{Version: 1}
+	if hlen == headerLen {
+		wantPrev = Header{Version: formatVersion, Prev: 1, PrevLen: sizes[segmentName(1)]}
+	}
+	if err != nil || h != wantPrev {
+		t.Errorf("header of segment 2 = %+v, %v; want %+v", h, err, wantPrev)
 	}
 
 	got, last, err := replayAll(t, dir, 0)
@@ -126,7 +146,7 @@ func copyFixture(t *testing.T, src, dst string) map[string]int64 {
 }
 
 // writeFixtureSegments writes the fixture with the Log, unless it exists.
-func writeFixtureSegments(t *testing.T, segs [2][][]byte) {
+func writeFixtureSegments(t *testing.T, fixtureDir string, segs [2][][]byte) {
 	t.Helper()
 	if _, err := os.Stat(fixtureDir); !errors.Is(err, os.ErrNotExist) {
 		t.Logf("%s exists; not overwriting it", fixtureDir)

@@ -27,8 +27,8 @@ var ErrClosed = errors.New("commitlog: closed")
 // Segment file layout:
 //
 //	+----------------------------+  offset 0
-//	| "TABULOG" (7) | version (1)|  segment header, headerLen bytes
-//	+----------------------------+  offset 8
+//	| segment header (header.go) |  headerLen bytes (8 in version 1)
+//	+----------------------------+
 //	| record 0                   |
 //	| record 1                   |
 //	| ...                        |
@@ -46,19 +46,12 @@ var ErrClosed = errors.New("commitlog: closed")
 // sending the reader off to a wrong offset unnoticed.
 const (
 	segmentMagic   = "TABULOG"
-	formatVersion  = 1
-	headerLen      = len(segmentMagic) + 1
 	frameHeaderLen = 8
 	// maxPayload is the largest payload a record may carry.
 	maxPayload = 1<<32 - 1
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// segmentHeader returns the header every segment file starts with.
-func segmentHeader() []byte {
-	return append([]byte(segmentMagic), formatVersion)
-}
 
 // appendRecord appends the framed record of tag followed by payload (one
 // record) to dst.

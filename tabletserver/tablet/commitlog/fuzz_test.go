@@ -26,7 +26,8 @@ func FuzzReplay(f *testing.F) {
 	flipped := slices.Clone(valid)
 	flipped[headerLen+9] ^= 1
 	f.Add(flipped)
-	dir := f.TempDir() // one file rewritten per input: creating folders is slow
+	f.Add(append([]byte("TABULOG\x01"), valid[headerLen:]...)) // version 1
+	dir := f.TempDir()                                         // one file rewritten per input: creating folders is slow
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, segmentName(1))
 		if err := os.WriteFile(path, data, 0o644); err != nil {

@@ -96,7 +96,10 @@ func Open(opts Options) (_ *Log, err error) {
 	if len(nums) > 0 {
 		l.seg = nums[len(nums)-1] + 1
 	}
-	if l.f, err = l.createSegment(l.seg); err != nil {
+	// The segments before this one were written by another process (an
+	// earlier owner, whose torn tail replay may have cut): the new
+	// segment vouches for none of them.
+	if l.f, err = l.createSegment(l.seg, 0, 0); err != nil {
 		return nil, err
 	}
 	l.activeBytes = int64(headerLen)
@@ -107,11 +110,12 @@ func Open(opts Options) (_ *Log, err error) {
 	return l, nil
 }
 
-// createSegment creates segment n with its header and makes it durable, so
+// createSegment creates segment n with its header, recording prev and
+// its final length prevLen (prev 0: none), and makes it durable, so
 // that a segment the manifest may name as replay point always exists. The
 // file is created exclusively (vfs.FS.Create), so an older owner of the
 // tablet still running can never start a segment this one started.
-func (l *Log) createSegment(n uint64) (_ vfs.Writable, err error) {
+func (l *Log) createSegment(n, prev uint64, prevLen int64) (_ vfs.Writable, err error) {
 	path := segmentPath(l.opts.Dir, n)
 	f, err := l.opts.FS.Create(path)
 	if err != nil {
@@ -123,7 +127,7 @@ func (l *Log) createSegment(n uint64) (_ vfs.Writable, err error) {
 			l.opts.FS.Remove(path)
 		}
 	}()
-	if _, err := f.Write(segmentHeader()); err != nil {
+	if _, err := f.Write(appendHeader(nil, prev, prevLen)); err != nil {
 		return nil, fmt.Errorf("commitlog: write %s: %w", path, err)
 	}
 	if err := l.syncFile(f); err != nil {
@@ -283,7 +287,9 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	if err == nil && rotate {
 		oldClosed = true
 		if err = f.Close(); err == nil {
-			nf, err = l.createSegment(seg + 1)
+			// roundBytes is the closed segment's final size: this
+			// round wrote everything buffered before it.
+			nf, err = l.createSegment(seg+1, seg, roundBytes)
 		}
 	}
 

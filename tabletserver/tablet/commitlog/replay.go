@@ -2,7 +2,6 @@ package commitlog
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -48,21 +47,51 @@ func Replay(fsys vfs.FS, dir string, from uint64, fn func(payload []byte) error)
 		}
 		last = n
 		isLast := i == len(nums)-1
-		if buf, err = replaySegment(fsys, segmentPath(dir, n), isLast, buf, fn); err != nil {
+		var next Header
+		if !isLast {
+			if next, err = ReadHeader(fsys, dir, nums[i+1]); err != nil {
+				return last, err
+			}
+		}
+		var end int64
+		if buf, end, err = replaySegment(fsys, segmentPath(dir, n), isLast, buf, fn); err != nil {
+			return last, err
+		}
+		if err := CheckEnd(dir, n, end, next); err != nil {
 			return last, err
 		}
 	}
 	return last, nil
 }
 
-// replaySegment replays one segment file, truncating a torn tail. buf is
-// scratch space for payloads; the possibly grown buffer is returned for reuse.
-func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, error) {
-	buf, end, torn, err := scanSegment(fsys, path, 0, isLast, buf, fn)
-	if err != nil || !torn {
-		return buf, err
+// CheckEnd checks that segment n of the log in dir, read to offset end,
+// was read whole, when next (the header of segment n+1) records n's final
+// size: a shorter read means bytes the writer wrote are missing (an
+// object store's listing that lags on n's last parts while it shows n+1,
+// or lost writes), a longer one bytes it never wrote. Either is an error
+// wrapping ErrCorrupt naming both sizes.
+func CheckEnd(dir string, n uint64, end int64, next Header) error {
+	if next.Prev == 0 {
+		return nil // not recorded (format version 1, or a log opened after n)
 	}
-	return buf, truncate(fsys, path, end)
+	if next.Prev != n {
+		return corruptf(segmentPath(dir, n+1), 0, "its header records segment %d before it, not %d", next.Prev, n)
+	}
+	if end != next.PrevLen {
+		return corruptf(segmentPath(dir, n), end, "the segment ends here, but the next one records that it was %d bytes long: %d bytes are missing or extra (a store listing that lags, or lost writes)", next.PrevLen, next.PrevLen-end)
+	}
+	return nil
+}
+
+// replaySegment replays one segment file, truncating a torn tail, and
+// returns where its records end. buf is scratch space for payloads; the
+// possibly grown buffer is returned for reuse.
+func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, int64, error) {
+	buf, end, torn, err := scanSegment(fsys, path, 0, 0, isLast, buf, fn)
+	if err != nil || !torn {
+		return buf, end, err
+	}
+	return buf, end, truncate(fsys, path, end)
 }
 
 // ReadSegment calls fn with each record of segment n in dir from byte offset
@@ -74,8 +103,22 @@ func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]
 // from end sees it if its writer has since completed it. Damage anywhere
 // else is an error wrapping ErrCorrupt.
 func ReadSegment(fsys vfs.FS, dir string, n uint64, off int64, isLast bool, fn func(payload []byte) error) (end int64, err error) {
-	_, end, _, err = scanSegment(vfs.Or(fsys), segmentPath(dir, n), off, isLast, nil, fn)
+	_, end, _, err = scanSegment(vfs.Or(fsys), segmentPath(dir, n), off, 0, isLast, nil, fn)
 	return end, err
+}
+
+// ReadSegmentTo calls fn with each record of segment n in dir from byte
+// offset off up to offset to, the end of a record an earlier ReadSegment
+// returned: it reads again what was read before, and nothing the writer
+// appended since. A segment that no longer holds whole records up to to is
+// an error wrapping ErrCorrupt.
+func ReadSegmentTo(fsys vfs.FS, dir string, n uint64, off, to int64, fn func(payload []byte) error) error {
+	path := segmentPath(dir, n)
+	_, end, _, err := scanSegment(vfs.Or(fsys), path, off, to, false, nil, fn)
+	if err == nil && end != to {
+		err = corruptf(path, end, "the segment ends here, but %d bytes of records were read from it before", to)
+	}
+	return err
 }
 
 // ListSegments returns the numbers of the segments in dir on fsys (nil: the
@@ -85,45 +128,51 @@ func ListSegments(fsys vfs.FS, dir string) ([]uint64, error) {
 }
 
 // scanSegment reads the records of the segment at path from offset from (0
-// checks the header first). It returns the offset after the last good
-// record, and torn=true when a torn tail (see Replay) starts there; damage
-// that is not a torn tail of the last segment is an error.
-func scanSegment(fsys vfs.FS, path string, from int64, isLast bool, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
+// checks the header first) up to offset limit (0: the end of the file). It
+// returns the offset after the last good record, and torn=true when a torn
+// tail (see Replay) starts there; damage that is not a torn tail of the
+// last segment is an error.
+func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
 	f, err := fsys.Open(path)
 	if err != nil {
 		return buf, from, false, fmt.Errorf("commitlog: %w", err)
 	}
 	defer f.Close()
 	size := f.Size()
+	if limit > 0 {
+		size = min(size, limit) // read no further than limit
+	}
 	if size == 0 || size <= from {
 		// An empty segment: created and not yet given its header before a
 		// crash, or truncated by an earlier replay. It holds no records.
 		return buf, from, false, nil
 	}
-	r := bufio.NewReaderSize(io.NewSectionReader(f, from, size-from), 256<<10)
-
 	off := from
 	if from == 0 {
-		want := segmentHeader()
-		got := make([]byte, min(int64(headerLen), size))
-		if _, err := io.ReadFull(r, got); err != nil {
-			return buf, 0, false, fmt.Errorf("commitlog: read %s: %w", path, err)
+		head, err := readHead(f, path)
+		if err != nil {
+			return buf, 0, false, err
 		}
-		if !bytes.Equal(got, want) {
-			if isLast && (bytes.HasPrefix(want, got) || isZero(got)) {
-				if tail, err := readTail(f, path, 0, size); err != nil {
+		h, verdict, why := parseHeader(head)
+		switch verdict {
+		case headerPartial:
+			// What a crash while the segment was being created leaves.
+			if isLast {
+				tail, err := readTail(f, path, 0, size)
+				if err != nil {
 					return buf, 0, false, err
-				} else if isZero(tail) || len(got) < headerLen {
+				}
+				if size < int64(headerLen) || isZero(tail[headerLenV1:]) {
 					return buf, 0, true, nil
 				}
 			}
-			if len(got) == headerLen && bytes.Equal(got[:headerLen-1], want[:headerLen-1]) {
-				return buf, 0, false, corruptf(path, 0, "unknown format version %d", got[headerLen-1])
-			}
 			return buf, 0, false, corruptf(path, 0, "bad segment header")
+		case headerBad:
+			return buf, 0, false, corruptf(path, 0, "%s", why)
 		}
-		off = int64(headerLen)
+		off = int64(h.Len())
 	}
+	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 256<<10)
 
 	var hdr [frameHeaderLen]byte
 	for off < size {

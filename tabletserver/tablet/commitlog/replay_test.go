@@ -15,7 +15,7 @@ import (
 // writeSegment writes payloads as a complete segment file and returns its
 // bytes and the end offset of every record.
 func writeSegment(payloads [][]byte) (file []byte, ends []int) {
-	file = segmentHeader()
+	file = appendHeader(nil, 0, 0)
 	for _, p := range payloads {
 		file = appendRecord(file, nil, p)
 		ends = append(ends, len(file))

@@ -17,8 +17,13 @@
 // Recovery reads another server's log (Replay): a tablet's manifest names
 // the log and the segment its unflushed records start in. The records of a
 // foreign log are read once per server and kept, grouped by tablet, in a
-// bounded cache, so the tablets of a dead server that land on this server
-// do not each read the whole log again. Reads never change the log: its
+// cache bounded while it reads (past half of Options.CacheBytes in a local
+// spill file), so the tablets of a dead server that land on this server
+// do not each read the whole log again. Replay proves it read every
+// segment whole: a segment started by rotation records the final size of
+// the one before it (commitlog format version 2), and a segment that
+// reads short (an object store listing that lags, a lost part) is an
+// error, never records skipped. Reads never change the log: its
 // owner may still be running (a paused, fenced server), and what it
 // appends later is read incrementally the next time.
 package sharedlog

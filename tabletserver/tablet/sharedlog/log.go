@@ -49,6 +49,12 @@ type Options struct {
 	// CacheBytes bounds the records of other logs kept for recovery. The
 	// default is 256 MiB.
 	CacheBytes int64
+	// SpillDir is the local folder where the records of another server's
+	// log that do not fit in CacheBytes go while its tablets are
+	// recovered here, so that its log is read once (a temporary file,
+	// removed when the log leaves the cache; it may grow to the size of
+	// that log). The default is the system's temporary folder.
+	SpillDir string
 	// CacheIdle is how long a foreign log's cached records are kept
 	// after their last use. The default is two minutes.
 	CacheIdle time.Duration
@@ -121,7 +127,7 @@ func Open(opts Options) (*Log, error) {
 		return nil, err
 	}
 	l := &Log{opts: opts, dir: dir, cl: cl, pins: map[pinKey]uint64{},
-		cache:       newCache(opts.FS, opts.Root, opts.CacheBytes),
+		cache:       newCache(opts.FS, opts.Root, opts.CacheBytes, opts.SpillDir),
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{})}
 	go l.janitor()
 	return l, nil

@@ -1,10 +1,11 @@
 package sharedlog
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
-	"sync"
-	"time"
+	"io/fs"
+
+	"github.com/tabuladb/tabula/corruption"
 
 	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
@@ -13,9 +14,11 @@ import (
 // Replay calls fn, in log order, with the payload of every record of tablet
 // at epoch in the log called name, from segment from on. The payload is only
 // valid during the call. The log may be this one, or another server's
-// (dead, or alive and fenced). A segment from..last that is missing is an
-// error wrapping commitlog.ErrCorrupt: the records the manifest relies on
-// are gone.
+// (dead, or alive and fenced). A segment from..last that is missing, or
+// one that reads shorter than the next segment records it was when its
+// writer moved on (parts an object store does not list yet, or lost), is
+// an error wrapping commitlog.ErrCorrupt naming the log and the segment:
+// the records the manifest relies on are not all there.
 func (l *Log) Replay(name, tablet string, epoch, from uint64, fn func(payload []byte) error) error {
 	if !plainName(name) {
 		return fmt.Errorf("%w: a manifest names the shared log %q, which is not a plain name", commitlog.ErrCorrupt, name)
@@ -23,28 +26,75 @@ func (l *Log) Replay(name, tablet string, epoch, from uint64, fn func(payload []
 	if name == l.opts.Name {
 		// Our own log, still being written: read it directly; caching
 		// what is still growing would only hold memory.
-		return scan(l.opts.FS, Dir(l.opts.Root, name), from, nil, nil, func(seg uint64, p []byte) error {
-			t, e, rest, err := parseTag(p)
-			if err != nil || e != epoch || string(t) != tablet {
-				return err
-			}
-			return fn(rest)
-		})
+		return readDirect(l.opts.FS, Dir(l.opts.Root, name), tablet, epoch, from, 0, fn)
 	}
 	return l.cache.replay(name, tablet, epoch, from, fn)
 }
 
+// readDirect reads the log in dir from segment from on and calls fn with
+// the records of tablet at epoch, skipping the first skip of them in
+// segment from (the cache held those).
+func readDirect(fsys vfs.FS, dir, tablet string, epoch, from uint64, skip int, fn func([]byte) error) error {
+	return scan(fsys, dir, from, newScanState(), func(seg uint64, p []byte) error {
+		t, e, rest, err := parseTag(p)
+		if err != nil || string(t) != tablet {
+			return err
+		}
+		if seg == from && skip > 0 {
+			skip--
+			return nil
+		}
+		if e != epoch {
+			return nil
+		}
+		return fn(rest)
+	})
+}
+
+// scanState is what scan read of a log, for a later scan to go on from.
+type scanState struct {
+	ends   map[uint64]int64 // where the records read of each segment end
+	sealed map[uint64]bool  // segments read whole: they no longer change
+	// tolerant scans (the cache's) read every segment for all tablets
+	// and record in failed the segments whose reading failed, with the
+	// error; a later scan does not read them again.
+	tolerant bool
+	failed   map[uint64]error
+}
+
+func newScanState() *scanState {
+	return &scanState{ends: map[uint64]int64{}, sealed: map[uint64]bool{}, failed: map[uint64]error{}}
+}
+
+// isDamage reports whether err says that a segment is damaged or gone
+// (as opposed to the store failing now).
+func isDamage(err error) bool {
+	return errors.Is(err, corruption.ErrCorrupt) || errors.Is(err, fs.ErrNotExist)
+}
+
 // scan reads the segments of the log in dir from segment from on,
-// continuing each from the offset ends holds for it (and updating ends, if
-// not nil), and calls fn with each record. It skips the segments in sealed
-// and adds to it (if not nil) the segments it read to their end while a
-// later one existed: their writer closed them, so they no longer change.
-// It checks that segments from..the last are all there, except for the
-// cache (ends not nil), which reads the segments for all tablets and checks
-// for each (checkFrom) only those it needs: a segment left below a gap (its
-// deletion failed and the server died before retrying) must not make the
-// log unreadable.
-func scan(fsys vfs.FS, dir string, from uint64, ends map[uint64]int64, sealed map[uint64]bool, fn func(seg uint64, p []byte) error) error {
+// continuing each from the offset st.ends holds for it, and calls fn with
+// each record.
+//
+// A segment is sealed (never read again) once it was read to the size the
+// next segment's header records for it (commitlog.Header; a segment
+// started by rotation records its predecessor's final size). A segment
+// that reads short of that is read once more (a store's listing may lag
+// on its last parts while it shows the next segment), and if it is still
+// short that is an error wrapping commitlog.ErrCorrupt: replay never stops
+// early nor skips records silently. A segment whose successor records
+// nothing (format version 1) is sealed as soon as a later one exists, as
+// before.
+//
+// scan checks that segments from..the last are all there, except when
+// st.tolerant (the cache), which reads the segments for all tablets from the
+// first and leaves each replay to check (checkFrom) the ones it needs: a
+// segment left below a gap (its deletion failed and the server died
+// before retrying), or one whose deletion was cut short and reads short,
+// must not make the log unreadable. A tolerant scan records a segment's
+// error in st.failed and goes on with the next segment.
+func scan(fsys vfs.FS, dir string, from uint64, st *scanState, fn func(seg uint64, p []byte) error) error {
+	tolerant := st.tolerant
 	segs, err := commitlog.ListSegments(fsys, dir)
 	if err != nil {
 		return err
@@ -60,24 +110,31 @@ func scan(fsys vfs.FS, dir string, from uint64, ends map[uint64]int64, sealed ma
 		if prev == 0 && from > 0 && n != from {
 			return fmt.Errorf("%w: segment %d of shared log %s is missing (the log starts at %d)", commitlog.ErrCorrupt, from, dir, n)
 		}
-		if prev != 0 && n != prev+1 && ends == nil {
+		if prev != 0 && n != prev+1 && !tolerant {
 			return fmt.Errorf("%w: segment %d of shared log %s is missing", commitlog.ErrCorrupt, prev+1, dir)
 		}
 		prev = n
-		if sealed[n] {
+		if st.sealed[n] || st.failed[n] != nil {
 			continue
 		}
 		last := i == len(segs)-1
-		end, err := commitlog.ReadSegment(fsys, dir, n, ends[n], last, func(p []byte) error { return fn(n, p) })
-		if ends != nil {
-			ends[n] = end
-		}
-		if err != nil {
+		err := readSegment(fsys, dir, n, last, segs, i, st, fn)
+		switch {
+		case err == nil:
+			continue
+		case !isDamage(err):
 			return fmt.Errorf("sharedlog: %w", err)
+		case !errors.Is(err, commitlog.ErrCorrupt):
+			// The store's own word for it (a part of the segment
+			// missing, the segment gone since it was listed).
+			err = fmt.Errorf("%w: segment %d of shared log %s cannot be read: %w", commitlog.ErrCorrupt, n, dir, err)
+		default:
+			err = fmt.Errorf("sharedlog: %w", err)
 		}
-		if sealed != nil && !last {
-			sealed[n] = true
+		if !tolerant {
+			return err
 		}
+		st.failed[n] = err
 	}
 	if prev == 0 && from > 0 {
 		return fmt.Errorf("%w: segment %d of shared log %s is missing (the log ends at %d)", commitlog.ErrCorrupt, from, dir, segs[len(segs)-1])
@@ -85,173 +142,37 @@ func scan(fsys vfs.FS, dir string, from uint64, ends map[uint64]int64, sealed ma
 	return nil
 }
 
-// cache holds the records of foreign logs, grouped by tablet, so that the
-// tablets of one dead server that this server loads read its log once in
-// all, not once each.
-type cache struct {
-	fsys  vfs.FS
-	root  string
-	limit int64
-
-	mu   sync.Mutex
-	logs map[string]*cachedLog
-}
-
-// cachedLog is what was read of one foreign log.
-type cachedLog struct {
-	mu      sync.Mutex // held while reading or serving
-	ends    map[uint64]int64
-	sealed  map[uint64]bool     // segments read whole (see scan)
-	recs    map[string][]record // by tablet
-	served  map[string]bool     // written under both mu and cache.mu
-	bytes   int64               // payload bytes held; read under cache.mu too
-	lastUse time.Time
-}
-
-type record struct {
-	seg     uint64
-	epoch   uint64
-	payload []byte
-}
-
-func newCache(fsys vfs.FS, root string, limit int64) *cache {
-	return &cache{fsys: fsys, root: root, limit: limit, logs: map[string]*cachedLog{}}
-}
-
-// replay serves tablet's records of the foreign log name, reading what was
-// appended to it since it was last read. A tablet served before (a second
-// load of it) gets a fresh read of the whole log: its records were handed
-// out and dropped.
-func (c *cache) replay(name, tablet string, epoch, from uint64, fn func([]byte) error) error {
-	c.mu.Lock()
-	cl := c.logs[name]
-	if cl == nil || cl.served[tablet] {
-		if cl != nil {
-			c.dropLocked(name)
-		}
-		cl = &cachedLog{ends: map[uint64]int64{}, sealed: map[uint64]bool{}, recs: map[string][]record{}, served: map[string]bool{}}
-		c.logs[name] = cl
-	}
-	cl.lastUse = time.Now()
-	c.mu.Unlock()
-
-	cl.mu.Lock()
-	if cl.served[tablet] {
-		// A concurrent replay of the same tablet served it while this
-		// one waited: start again, on a fresh read.
-		cl.mu.Unlock()
-		return c.replay(name, tablet, epoch, from, fn)
-	}
-	defer cl.mu.Unlock()
-	var added int64
-	err := scan(c.fsys, Dir(c.root, name), 0, cl.ends, cl.sealed, func(seg uint64, p []byte) error {
-		t, e, rest, err := parseTag(p)
-		if err != nil {
+// readSegment reads segment n (segs[i]) from where st left it and seals
+// it once it is proven whole (see scan).
+func readSegment(fsys vfs.FS, dir string, n uint64, last bool, segs []uint64, i int, st *scanState, fn func(seg uint64, p []byte) error) error {
+	var next commitlog.Header
+	if !last && segs[i+1] == n+1 {
+		var err error
+		if next, err = commitlog.ReadHeader(fsys, dir, n+1); err != nil {
 			return err
 		}
-		cl.recs[string(t)] = append(cl.recs[string(t)], record{seg: seg, epoch: e, payload: bytes.Clone(rest)})
-		added += int64(len(rest))
-		return nil
-	})
-	if err == nil {
-		err = checkFrom(cl.ends, name, from)
 	}
-	c.account(name, cl, added)
-	if err != nil {
-		c.drop(name, cl)
+	read := func(isLast bool) error {
+		end, err := commitlog.ReadSegment(fsys, dir, n, st.ends[n], isLast, func(p []byte) error { return fn(n, p) })
+		st.ends[n] = end
 		return err
 	}
-	var freed int64
-	for _, r := range cl.recs[tablet] {
-		if r.epoch == epoch && r.seg >= from {
-			if err := fn(r.payload); err != nil {
-				return err
-			}
-		}
-		freed += int64(len(r.payload))
+	if err := read(last); err != nil {
+		return err
 	}
-	delete(cl.recs, tablet)
-	c.mu.Lock()
-	cl.served[tablet] = true // under both locks: replay reads it under either
-	c.mu.Unlock()
-	c.account(name, cl, -freed)
+	if last {
+		return nil
+	}
+	if next.Prev == n && st.ends[n] < next.PrevLen {
+		// The listing showed n+1 before the last parts of n: open n
+		// again (a new listing) and read on from where it stopped.
+		if err := read(false); err != nil {
+			return err
+		}
+	}
+	if err := commitlog.CheckEnd(dir, n, st.ends[n], next); err != nil {
+		return err
+	}
+	st.sealed[n] = true
 	return nil
-}
-
-// checkFrom fails if a segment from segment from (0: the first) to the last
-// was never seen in the log (read from 0, so every segment present was
-// seen).
-func checkFrom(ends map[uint64]int64, name string, from uint64) error {
-	first, last := uint64(0), uint64(0)
-	for n := range ends {
-		if first == 0 || n < first {
-			first = n
-		}
-		last = max(last, n)
-	}
-	if from == 0 {
-		from = first
-	}
-	for n := from; n <= max(from, last); n++ {
-		if _, ok := ends[n]; !ok {
-			return fmt.Errorf("%w: segment %d of shared log %s is missing", commitlog.ErrCorrupt, n, name)
-		}
-	}
-	return nil
-}
-
-// account adds delta to cl's bytes and evicts the least recently used logs
-// while the cache is over its limit (cl last: it is the one in use).
-func (c *cache) account(name string, cl *cachedLog, delta int64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cl.bytes += delta
-	for c.totalLocked() > c.limit {
-		victim, oldest := "", time.Time{}
-		for n, o := range c.logs {
-			if o != cl && (victim == "" || o.lastUse.Before(oldest)) {
-				victim, oldest = n, o.lastUse
-			}
-		}
-		if victim == "" {
-			victim = name // this log alone is over the limit: do not keep it
-		}
-		c.dropLocked(victim)
-	}
-}
-
-func (c *cache) totalLocked() int64 {
-	var n int64
-	for _, o := range c.logs {
-		n += o.bytes
-	}
-	return n
-}
-
-// drop removes cl from the cache if it is still there.
-func (c *cache) drop(name string, cl *cachedLog) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.logs[name] == cl {
-		c.dropLocked(name)
-	}
-}
-
-func (c *cache) dropLocked(name string) { delete(c.logs, name) }
-
-// dropIdle drops the logs last used before cutoff.
-func (c *cache) dropIdle(cutoff time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for n, o := range c.logs {
-		if o.lastUse.Before(cutoff) {
-			c.dropLocked(n)
-		}
-	}
-}
-
-func (c *cache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.logs = map[string]*cachedLog{}
 }
