@@ -100,49 +100,61 @@ func TestMergeWhoseCommitLandsLateLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 }
 
-// unsettledSplit makes a split whose commit is held back (its answer a
-// timeout) and whose every fence fails while failing is set: the outcome
-// stays unknown. It returns the held-back commit and the table's tablet
-// folders other than the parent's (the children's).
-func unsettledSplit(t *testing.T, fs *faultstore.Store, e *env, srv *Server, c tabulapb.TabletServerClient, ref *tabulapb.TabletRef, failing *atomic.Bool) (*faultstore.Late, []string) {
+// unsettle runs op (a split or a merge of parents) with its commit held
+// back (its answer a timeout) and every fence failing: the outcome stays
+// unknown. It checks that the parents are no longer served nor loaded
+// again at their epochs, and returns the held-back commit and the table's
+// tablet folders other than the parents' (the children's, kept).
+func unsettle(t *testing.T, fs *faultstore.Store, e *env, srv *Server, c tabulapb.TabletServerClient, parents []*tabulapb.TabletRef, op func() error) (*faultstore.Late, []string) {
 	t.Helper()
 	defer func(d time.Duration) { settleTimeout = d }(settleTimeout)
 	settleTimeout = 200 * time.Millisecond
 	late := fs.LateCommit(faultstore.DeletesUnder(e.layout.AllTabletsPrefix()))
-	fences := faultstore.PutsUnder(e.layout.TabletKey(ref.Table, ref.TabletId))
+	var failing atomic.Bool
 	failing.Store(true)
+	fences := faultstore.PutsUnder(e.layout.TabletKey(parents[0].Table, parents[0].TabletId))
 	fs.FailTxn(func(then []clientv3.Op) bool { return failing.Load() && fences(then) }, faultstore.BeforeCommit, 1<<30)
-	_, splitErr := c.SplitTablet(e.ctx, &tabulapb.SplitRequest{Tablet: ref, RowKey: []byte("m")})
+	opErr := op()
 	failing.Store(false)
-	if splitErr == nil {
-		t.Fatal("a split whose commit and fences got no answer succeeded")
+	if opErr == nil {
+		t.Fatal("an operation whose commit and fences got no answer succeeded")
 	}
-	parentDir := srv.tabletDir(ref.Table, ref.TabletId)
-	entries, err := os.ReadDir(filepath.Dir(parentDir))
+	entries, err := os.ReadDir(filepath.Dir(srv.tabletDir(parents[0].Table, parents[0].TabletId)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var children []string
 	for _, en := range entries {
-		if en.IsDir() && en.Name() != ref.TabletId {
+		if en.IsDir() && !slices.ContainsFunc(parents, func(r *tabulapb.TabletRef) bool { return r.TabletId == en.Name() }) {
 			children = append(children, en.Name())
 		}
 	}
-	if len(children) != 2 {
-		t.Fatalf("after the unknown outcome the table's folders are %v; want the parent's and both children's kept", entries)
+	if len(children) != 3-len(parents) {
+		t.Fatalf("after the unknown outcome the table's folders are %v; want the parents' and the children's kept", entries)
 	}
-	// The parent is not served, and not served again at its epoch: the
-	// split may still land on its key.
-	wantNotServing(t, "write to the parent", put(e.ctx, c, ref, "b", set("cf", "q", 1, "b")), ref.Table, ref.TabletId)
-	rec := e.tablet(ref.TabletId)
-	_, err = c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema})
-	if status.Code(err) != codes.FailedPrecondition {
-		t.Fatalf("LoadTablet of the parent at its epoch %d after an unknown split outcome: %v; want it refused (FailedPrecondition)", rec.Epoch, err)
+	// The parents are not served, and not served again at their epochs:
+	// the commit may still land on their keys.
+	for _, ref := range parents {
+		wantNotServing(t, "write to a parent", put(e.ctx, c, ref, "b", set("cf", "q", 1, "b")), ref.Table, ref.TabletId)
+		rec := e.tablet(ref.TabletId)
+		_, err = c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema})
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Fatalf("LoadTablet of parent %s at its epoch %d after an unknown outcome: %v; want it refused (FailedPrecondition)", ref.TabletId, rec.Epoch, err)
+		}
 	}
-	if !strings.Contains(splitErr.Error(), "outcome unknown") {
-		t.Fatalf("split whose commit and fences got no answer: %v; want outcome unknown", splitErr)
+	if !strings.Contains(opErr.Error(), "outcome unknown") {
+		t.Fatalf("an operation whose commit and fences got no answer: %v; want outcome unknown", opErr)
 	}
 	return late, children
+}
+
+// unsettledSplit is unsettle for a split of ref at "m".
+func unsettledSplit(t *testing.T, fs *faultstore.Store, e *env, srv *Server, c tabulapb.TabletServerClient, ref *tabulapb.TabletRef) (*faultstore.Late, []string) {
+	t.Helper()
+	return unsettle(t, fs, e, srv, c, []*tabulapb.TabletRef{ref}, func() error {
+		_, err := c.SplitTablet(e.ctx, &tabulapb.SplitRequest{Tablet: ref, RowKey: []byte("m")})
+		return err
+	})
 }
 
 // A split whose outcome stays unknown (its commit and every fence got no
@@ -155,9 +167,8 @@ func unsettledSplit(t *testing.T, fs *faultstore.Store, e *env, srv *Server, c t
 func TestSplitWithAnUnknownOutcomeKeepsBothPossibleStates(t *testing.T) {
 	t.Run("reassigned first", func(t *testing.T) {
 		fs := faultstore.New(nil)
-		var failing atomic.Bool
 		e, srv, c, ref := splitFixture(t, fs)
-		late, _ := unsettledSplit(t, fs, e, srv, c, ref, &failing)
+		late, _ := unsettledSplit(t, fs, e, srv, c, ref)
 		servers, err := meta.GetServers(e.ctx, e.cli, e.layout)
 		if err != nil || len(servers) != 1 {
 			t.Fatalf("servers %+v %v", servers, err)
@@ -179,9 +190,8 @@ func TestSplitWithAnUnknownOutcomeKeepsBothPossibleStates(t *testing.T) {
 	})
 	t.Run("landed first", func(t *testing.T) {
 		fs := faultstore.New(nil)
-		var failing atomic.Bool
 		e, srv, c, ref := splitFixture(t, fs)
-		late, children := unsettledSplit(t, fs, e, srv, c, ref, &failing)
+		late, children := unsettledSplit(t, fs, e, srv, c, ref)
 		if resp, err := late.Release(e.ctx); err != nil || !resp.Succeeded {
 			t.Fatalf("the split did not land: %+v %v", resp, err)
 		}
@@ -191,6 +201,56 @@ func TestSplitWithAnUnknownOutcomeKeepsBothPossibleStates(t *testing.T) {
 		}
 		if got, want := readThroughEtcd(t, e, c), []string{"a", "k", "z"}; !slices.Equal(got, want) {
 			t.Fatalf("the tablets etcd lists read %v, want %v", got, want)
+		}
+	})
+}
+
+// A merge whose outcome stays unknown: the merged folder is kept and both
+// parents are refused at their epochs. If the master reassigns a parent
+// first the merge can never land; if the merge lands first the merged
+// tablet opens from its kept folder.
+func TestMergeWithAnUnknownOutcomeKeepsBothPossibleStates(t *testing.T) {
+	unsettledMerge := func(t *testing.T) (*env, tabulapb.TabletServerClient, *faultstore.Late, []string, []string) {
+		fs := faultstore.New(nil)
+		e := newEnv(t)
+		srv := e.start(func(o *Options) { o.WrapStore = fs.Wrap })
+		c := e.dial(srv)
+		lref, rref, rows := twoTablets(e, c, srv)
+		late, merged := unsettle(t, fs, e, srv, c, []*tabulapb.TabletRef{lref, rref}, func() error {
+			_, err := c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: lref, Right: rref})
+			return err
+		})
+		return e, c, late, merged, rows
+	}
+	t.Run("reassigned first", func(t *testing.T) {
+		e, c, late, _, rows := unsettledMerge(t)
+		servers, err := meta.GetServers(e.ctx, e.cli, e.layout)
+		if err != nil || len(servers) != 1 {
+			t.Fatalf("servers %+v %v", servers, err)
+		}
+		for _, id := range []string{"left", "right"} {
+			if _, err := meta.Assign(e.ctx, e.cli, e.layout, e.tablet(id), servers[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if resp, err := late.Release(e.ctx); err != nil || resp.Succeeded {
+			t.Fatalf("the merge landed after its parents were reassigned: %+v %v", resp, err)
+		}
+		if got := readThroughEtcd(t, e, c); !slices.Equal(got, rows) {
+			t.Fatalf("the tablets etcd lists read %v, want %v", got, rows)
+		}
+	})
+	t.Run("landed first", func(t *testing.T) {
+		e, c, late, merged, rows := unsettledMerge(t)
+		if resp, err := late.Release(e.ctx); err != nil || !resp.Succeeded {
+			t.Fatalf("the merge did not land: %+v %v", resp, err)
+		}
+		ts, _, err := meta.GetTablets(e.ctx, e.cli, e.layout, e.schema.Name)
+		if err != nil || len(ts) != 1 || ts[0].ID != merged[0] {
+			t.Fatalf("etcd lists %+v (%v); want the merged tablet whose folder was kept, %v", ts, err, merged)
+		}
+		if got := readThroughEtcd(t, e, c); !slices.Equal(got, rows) {
+			t.Fatalf("the tablets etcd lists read %v, want %v", got, rows)
 		}
 	})
 }
