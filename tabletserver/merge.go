@@ -161,7 +161,7 @@ func (s *Server) merge(ctx context.Context, lh, rh *held) (_ meta.TabletRecord, 
 			// the parents at these epochs again.
 			s.dropUnsettled(lh)
 			s.dropUnsettled(rh)
-			return meta.TabletRecord{}, fmt.Errorf("tabletserver: merge of %s and %s: outcome unknown (fence: %v): %w", lkey, rkey, ferr, err)
+			return meta.TabletRecord{}, fmt.Errorf("tabletserver: merge of %s and %s: outcome unknown (%v): %w", lkey, rkey, ferr, err)
 		}
 	}
 	if err != nil {

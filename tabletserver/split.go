@@ -165,7 +165,7 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 			// Keep the children's folders (etcd may name them) and never
 			// serve the parent at this epoch again.
 			s.dropUnsettled(h)
-			return nil, fmt.Errorf("tabletserver: split of %s: outcome unknown (fence: %v): %w", key, ferr, err)
+			return nil, fmt.Errorf("tabletserver: split of %s: outcome unknown (%v): %w", key, ferr, err)
 		}
 	}
 	if err != nil {
@@ -234,19 +234,26 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 	return []meta.TabletRecord{left, right}, nil
 }
 
+// errUnknowable is why a fenced commit's outcome cannot be told: etcd no
+// longer holds the keys it deletes nor those it creates.
+var errUnknowable = errors.New("etcd holds neither the parents nor the tablets the commit creates")
+
 // settle sends fence (meta.FenceSplit or meta.FenceMerge) for a commit
 // whose answer was lost, again while the fence's own answer is lost
 // (a fence is idempotent under its guards), until it answers or
-// settleTimeout passes. Unknown with an error: etcd did not answer in
-// time; Unknown without one: the commit can no longer land, but whether
-// it did cannot be told. Either way the caller keeps what the commit may
-// have published.
+// settleTimeout passes. Unknown comes with the reason: the fence's last
+// error (etcd did not answer in time), or errUnknowable (the commit can no
+// longer land, but whether it did cannot be told). Either way the caller
+// keeps what the commit may have published.
 func (s *Server) settle(ctx context.Context, fence func(context.Context) (meta.Outcome, error)) (meta.Outcome, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	wait := 20 * time.Millisecond
 	for {
 		outcome, err := fence(ctx)
+		if err == nil && outcome == meta.Unknown {
+			return outcome, errUnknowable
+		}
 		if err == nil {
 			return outcome, nil
 		}
