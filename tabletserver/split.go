@@ -236,7 +236,7 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 
 // errUnknowable is why a fenced commit's outcome cannot be told: etcd no
 // longer holds the keys it deletes nor those it creates.
-var errUnknowable = errors.New("etcd holds neither the parents nor the tablets the commit creates")
+var errUnknowable = errors.New("tabletserver: etcd holds neither the parents nor the tablets the commit creates")
 
 // settle sends fence (meta.FenceSplit or meta.FenceMerge) for a commit
 // whose answer was lost, again while the fence's own answer is lost
