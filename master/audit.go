@@ -21,6 +21,18 @@ const auditInterval = 10 * time.Second
 // missing there is loaded again (the server refuses an epoch it unloaded,
 // so after a few refusals the tablet is taken back with a confirmed unload
 // and given out at a new epoch).
+//
+// A split or merge parent whose commit's outcome stayed unknown is one such
+// tablet: its server dropped it and refuses its epoch, because the commit
+// may still land on its key (tabletserver dropUnsettled). A reload at the
+// same epoch goes through no etcd transaction and would fence nothing,
+// which is why it is refused. The tablet is then taken back and given out
+// at a new epoch by meta.Assign, whose transaction is guarded by the
+// parent key's ModRevision, the very guard of the split's (or merge's)
+// transaction: once the reassignment commits, the late commit can never
+// land; if the commit lands first, the reassignment conflicts and the next
+// pass finds the children instead (their folders were kept).
+// TestAuditedParentOfAnUnsettledSplitIsReassignedUnderTheSplitsGuard.
 
 // auditOnce compares every live server's held tablets with the confirmed
 // loads of this term, in parallel, and forgets the confirmations the

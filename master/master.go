@@ -31,6 +31,8 @@ type Master struct {
 	log    *slog.Logger
 	events *eventlog.Ring // what log kept of this master's events (Events)
 	cli    *clientv3.Client
+	// leases answers TimeToLive: cli (tests wrap it, meta/faultstore).
+	leases clientv3.Lease
 	lis    net.Listener
 	srv    *grpc.Server
 	guard  *auth.Guard
@@ -114,6 +116,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		log:    eventlog.Logger(opts.Logger, events).With("master", opts.ID),
 		events: events,
 		cli:    cli,
+		leases: cli,
 		lis:    lis,
 		conns:  newConnPool(opts.DialTLS),
 

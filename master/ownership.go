@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta"
 )
@@ -45,12 +43,11 @@ func (m *Master) previousOwnerStopped(ctx context.Context, snap *snapshot, t *me
 		gone[t.Lease] = false
 		return false, nil
 	}
-	resp, err := m.cli.TimeToLive(ctx, clientv3.LeaseID(t.Lease))
+	// TTL 0 is a lease with under a second left, not a gone one.
+	g, err := meta.LeaseGone(ctx, m.leases, t.Lease)
 	if err != nil {
 		return false, err
 	}
-	// etcd answers TTL -1 for a lease that expired or was revoked.
-	g := resp.TTL <= 0
 	gone[t.Lease] = g
 	return g, nil
 }

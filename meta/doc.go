@@ -24,5 +24,8 @@
 // A split replaces a parent tablet with its two children in one etcd
 // transaction guarded by the parent key's ModRevision (CommitSplit); every
 // assignment bumps a tablet's epoch in a transaction guarded the same way
-// (Assign).
+// (Assign). A split or merge whose answer was lost is settled by a fence
+// under the same guards (FenceSplit, FenceMerge), after which it can no
+// longer commit. A lease is gone only when etcd answers TimeToLive with
+// TTL -1 (LeaseGone): TTL 0 is under a second left.
 package meta

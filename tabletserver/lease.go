@@ -141,11 +141,11 @@ func (s *Server) releaseAssignments(ctx context.Context, lease int64) error {
 		if !mine && rec.Lease != 0 {
 			g, ok := gone[rec.Lease]
 			if !ok {
-				ttl, err := s.etcd.TimeToLive(ctx, clientv3.LeaseID(rec.Lease))
-				if err != nil {
+				// TTL 0 is under a second left, not gone (meta.LeaseGone).
+				var err error
+				if g, err = meta.LeaseGone(ctx, s.etcd, rec.Lease); err != nil {
 					return err
 				}
-				g = ttl.TTL <= 0
 				gone[rec.Lease] = g
 			}
 			if !g {
@@ -173,6 +173,9 @@ func (s *Server) renew(ctx context.Context, id clientv3.LeaseID) error {
 	if err != nil {
 		return err
 	}
+	// A renewal answers the lease's granted TTL, and 0 for a lease etcd
+	// does not have (v3rpc/lease.go), never a truncated remainder as
+	// TimeToLive does: here 0 does mean gone.
 	if resp.TTL <= 0 {
 		return rpctypes.ErrLeaseNotFound
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -30,7 +29,11 @@ import (
 //     the merged tablet assigned here at max(parent epochs)+1;
 //  4. on success open the merged tablet and serve it; on conflict remove
 //     its folder and reopen each parent etcd still assigns here at its
-//     epoch.
+//     epoch;
+//  5. when the commit's answer is lost, settle it with meta.FenceMerge
+//     (guarded by both parents' ModRevisions) and go on as in 4; if even
+//     the fence gets no answer keep the merged folder and drop both
+//     parents for good at their epochs (dropUnsettled, as a split does).
 //
 // A crash before step 3 leaves both parents in etcd with their folders
 // whole (the merged folder is an orphan the master's sweep deletes); a
@@ -146,15 +149,19 @@ func (s *Server) merge(ctx context.Context, lh, rh *held) (_ meta.TabletRecord, 
 	defer cancel()
 	err = meta.CommitMerge(cctx, s.etcd, s.layout, parents[0].ModRevision, parents[1].ModRevision, parents[0].TabletRecord, parents[1].TabletRecord, merged)
 	if err != nil && !errors.Is(err, meta.ErrConflict) {
-		// The transaction may or may not have committed: look.
-		if committed, cerr := s.committed(cctx, merged, func(vt meta.VersionedTablet) bool { return slices.Equal(vt.MergedFrom, merged.MergedFrom) }); cerr == nil && committed {
+		// The transaction may have committed, or may still: settle it.
+		outcome, ferr := s.settle(ctx, func(ctx context.Context) (meta.Outcome, error) {
+			return meta.FenceMerge(ctx, s.etcd, s.layout, parents[0].ModRevision, parents[1].ModRevision, parents[0].TabletRecord, parents[1].TabletRecord, merged)
+		})
+		switch outcome {
+		case meta.Committed:
 			err = nil
-		} else if cerr != nil {
-			// Unknown outcome: keep the merged folder (etcd may name it)
-			// and stop serving the parents; the master sorts it out.
-			s.dropHeld(lh)
-			s.dropHeld(rh)
-			return meta.TabletRecord{}, fmt.Errorf("tabletserver: merge of %s and %s: outcome unknown: %w", lkey, rkey, err)
+		case meta.Unknown:
+			// Keep the merged folder (etcd may name it) and never serve
+			// the parents at these epochs again.
+			s.dropUnsettled(lh)
+			s.dropUnsettled(rh)
+			return meta.TabletRecord{}, fmt.Errorf("tabletserver: merge of %s and %s: outcome unknown (%v): %w", lkey, rkey, ferr, err)
 		}
 	}
 	if err != nil {

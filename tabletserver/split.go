@@ -29,7 +29,14 @@ import (
 //     at epoch parent.Epoch+1;
 //  4. on success open both children and serve them; on conflict remove the
 //     children's folders and reopen the parent if etcd still assigns it
-//     here at its epoch.
+//     here at its epoch;
+//  5. when the commit's answer is lost (a timeout: it may have committed,
+//     or still be on its way to etcd), settle it with meta.FenceSplit, a
+//     transaction under the split's own guard that makes a late commit
+//     impossible and tells whether it committed; then go on as in 4. If
+//     even the fence gets no answer, keep the children's folders (etcd
+//     may name them) and stop serving the parent for good at its epoch
+//     (dropUnsettled); the master then sorts it out (see dropUnsettled).
 //
 // The parent's folder is deleted later, once no tablet of the table
 // references its files (collectParents).
@@ -38,6 +45,11 @@ import (
 // split: it runs even if the caller's context is cancelled, so the outcome
 // is known.
 const splitCommitTimeout = 10 * time.Second
+
+// settleTimeout bounds how long a split or merge whose commit answer was
+// lost keeps sending its fence before it leaves the outcome to the master
+// (settle). A var for tests.
+var settleTimeout = splitCommitTimeout
 
 // splitParent is a split parent whose folder waits until no tablet
 // references its files.
@@ -142,14 +154,18 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 	defer cancel()
 	err = meta.CommitSplit(cctx, s.etcd, s.layout, parent.ModRevision, parent.TabletRecord, left, right)
 	if err != nil && !errors.Is(err, meta.ErrConflict) {
-		// The transaction may or may not have committed: look.
-		if committed, cerr := s.committed(cctx, left, func(vt meta.VersionedTablet) bool { return vt.Parent == left.Parent }); cerr == nil && committed {
+		// The transaction may have committed, or may still: settle it.
+		outcome, ferr := s.settle(ctx, func(ctx context.Context) (meta.Outcome, error) {
+			return meta.FenceSplit(ctx, s.etcd, s.layout, parent.ModRevision, parent.TabletRecord, left, right)
+		})
+		switch outcome {
+		case meta.Committed:
 			err = nil
-		} else if cerr != nil {
-			// Unknown outcome: keep the children's folders (etcd may name
-			// them) and stop serving the parent; the master sorts it out.
-			s.dropHeld(h)
-			return nil, fmt.Errorf("tabletserver: split of %s: outcome unknown: %w", key, err)
+		case meta.Unknown:
+			// Keep the children's folders (etcd may name them) and never
+			// serve the parent at this epoch again.
+			s.dropUnsettled(h)
+			return nil, fmt.Errorf("tabletserver: split of %s: outcome unknown (%v): %w", key, ferr, err)
 		}
 	}
 	if err != nil {
@@ -218,28 +234,53 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 	return []meta.TabletRecord{left, right}, nil
 }
 
-// committed reports whether the transaction that created rec (a split or
-// merge child) committed, when its answer was lost: the record exists and
-// is the one that transaction wrote (same tells). A few reads, spaced
-// out; an error means the outcome is still unknown.
-func (s *Server) committed(ctx context.Context, rec meta.TabletRecord, same func(meta.VersionedTablet) bool) (bool, error) {
-	var err error
-	for attempt := 0; attempt < 5; attempt++ {
-		var vt meta.VersionedTablet
-		vt, err = meta.GetTablet(ctx, s.etcd, s.layout, rec.Table, rec.ID)
-		if err == nil {
-			return same(vt), nil
+// errUnknowable is why a fenced commit's outcome cannot be told: etcd no
+// longer holds the keys it deletes nor those it creates.
+var errUnknowable = errors.New("tabletserver: etcd holds neither the parents nor the tablets the commit creates")
+
+// settle sends fence (meta.FenceSplit or meta.FenceMerge) for a commit
+// whose answer was lost, again while the fence's own answer is lost
+// (a fence is idempotent under its guards), until it answers or
+// settleTimeout passes. Unknown comes with the reason: the fence's last
+// error (etcd did not answer in time), or errUnknowable (the commit can no
+// longer land, but whether it did cannot be told). Either way the caller
+// keeps what the commit may have published.
+func (s *Server) settle(ctx context.Context, fence func(context.Context) (meta.Outcome, error)) (meta.Outcome, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	wait := 20 * time.Millisecond
+	for {
+		outcome, err := fence(ctx)
+		if err == nil && outcome == meta.Unknown {
+			return outcome, errUnknowable
 		}
-		if errors.Is(err, meta.ErrNotFound) {
-			return false, nil
+		if err == nil {
+			return outcome, nil
 		}
 		select {
 		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-time.After(time.Duration(attempt+1) * 200 * time.Millisecond):
+			return meta.Unknown, err
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, time.Second)
 	}
-	return false, err
+}
+
+// dropUnsettled stops serving a split or merge parent whose commit may
+// still land, and refuses its epoch for good (as a confirmed unload does),
+// so no LoadTablet at that epoch serves it again while the commit may land
+// on its key. The master, refused, takes the parent back and gives it out
+// at a new epoch through meta.Assign, whose transaction is guarded by the
+// parent key's ModRevision: the very guard of the split's (and merge's)
+// transaction. So once that reassignment commits the late commit can never
+// land, and if the commit lands first the reassignment conflicts and the
+// master finds the children (or the merged tablet) instead; their folders
+// are kept here for that (an orphan is the master's sweep's, master/gc.go).
+func (s *Server) dropUnsettled(h *held) {
+	s.mu.Lock()
+	s.noteUnloadedLocked(tabletKey(h.table, h.id), h.epoch)
+	s.mu.Unlock()
+	s.dropHeld(h)
 }
 
 // releaseChildren marks split children this server does not serve as

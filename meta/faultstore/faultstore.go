@@ -1,8 +1,10 @@
 // Package faultstore wraps a meta.Store (etcd) to inject the faults a
 // coordination store can have, deterministically, for tests: a
 // transaction that fails before it applies, one that applies and still
-// answers an error (the outcome a client cannot know), lease renewals that
-// fail or are delayed, and a lease that expires.
+// answers an error (the outcome a client cannot know), one that answers a
+// timeout at once and lands later (late.go), lease renewals that fail or
+// are delayed, a lease that expires, and a lease whose TimeToLive answers
+// what etcd answers with under a second left (late.go).
 //
 //	fs := faultstore.New(client)
 //	fs.FailTxn(faultstore.DeletesUnder(layout.AllTabletsPrefix()), faultstore.AfterCommit, 1)
@@ -72,6 +74,8 @@ type Store struct {
 
 	mu        sync.Mutex
 	txnRules  []*txnRule
+	late      []*Late         // LateCommit rules, in the order they were added
+	ttls      map[int64]int64 // AnswerTTL: lease → the TTL TimeToLive answers
 	keepAlive struct {
 		fail  int           // renewals still to fail
 		block chan struct{} // while non-nil, renewals wait for it to close
@@ -83,6 +87,17 @@ type txnRule struct {
 	match TxnMatch
 	when  When
 	times int
+}
+
+// ops is what a transaction was built of, to send it again later.
+type ops struct {
+	cmps      []clientv3.Cmp
+	then, els []clientv3.Op
+}
+
+// build returns ops as a transaction of s under ctx.
+func (o ops) build(ctx context.Context, s meta.Store) clientv3.Txn {
+	return s.Txn(ctx).If(o.cmps...).Then(o.then...).Else(o.els...)
 }
 
 // New wraps s.
@@ -169,9 +184,10 @@ func (f *Store) KeepAliveOnce(ctx context.Context, id clientv3.LeaseID) (*client
 	return f.Store.KeepAliveOnce(ctx, id)
 }
 
-// Txn returns a transaction whose Commit may be failed by a rule.
+// Txn returns a transaction whose Commit may be failed or held back by a
+// rule.
 func (f *Store) Txn(ctx context.Context) clientv3.Txn {
-	return &txn{f: f, ctx: ctx, inner: f.Store.Txn(ctx)}
+	return &txn{f: f, ctx: ctx}
 }
 
 // rule returns the first rule matching then, consuming one use of it.
@@ -192,30 +208,37 @@ func (f *Store) rule(then []clientv3.Op) (When, bool) {
 	return 0, false
 }
 
+// txn records what it is built of and builds the real transaction at
+// Commit, so that a held-back one can be sent later under another context.
 type txn struct {
-	f     *Store
-	ctx   context.Context
-	inner clientv3.Txn
-	then  []clientv3.Op
+	f   *Store
+	ctx context.Context
+	ops ops
 }
 
-func (t *txn) If(cs ...clientv3.Cmp) clientv3.Txn { t.inner = t.inner.If(cs...); return t }
+func (t *txn) If(cs ...clientv3.Cmp) clientv3.Txn { t.ops.cmps = append(t.ops.cmps, cs...); return t }
 
 func (t *txn) Then(ops ...clientv3.Op) clientv3.Txn {
-	t.then = append(t.then, ops...)
-	t.inner = t.inner.Then(ops...)
+	t.ops.then = append(t.ops.then, ops...)
 	return t
 }
 
-func (t *txn) Else(ops ...clientv3.Op) clientv3.Txn { t.inner = t.inner.Else(ops...); return t }
+func (t *txn) Else(ops ...clientv3.Op) clientv3.Txn { t.ops.els = append(t.ops.els, ops...); return t }
 
 func (t *txn) Commit() (*clientv3.TxnResponse, error) {
-	when, fault := t.f.rule(t.then)
+	f := t.f
+	f.mu.Lock()
+	inner := f.Store
+	f.mu.Unlock()
+	if l := f.holdLate(t.ops); l != nil {
+		return nil, errLate
+	}
+	when, fault := f.rule(t.ops.then)
 	if !fault {
-		return t.inner.Commit()
+		return t.ops.build(t.ctx, inner).Commit()
 	}
 	if when == AfterCommit {
-		if _, err := t.inner.Commit(); err != nil {
+		if _, err := t.ops.build(t.ctx, inner).Commit(); err != nil {
 			return nil, err
 		}
 	}
