@@ -232,28 +232,35 @@ func (f *fenceProbe) finish() *FenceCheck {
 	f.etcd.Close()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	c := f.check
-	if !f.leaseGone.IsZero() {
-		c.LeaseGone = f.leaseGone.Sub(f.cutAt)
+	c := judgeFence(f.check, f.probes, f.cutAt, f.leaseGone)
+	return &c
+}
+
+// judgeFence fills c from the probes, the cut's time and the time the
+// lease was seen gone (zero: not seen).
+func judgeFence(c FenceCheck, probes []probe, cutAt, leaseGone time.Time) FenceCheck {
+	c.LeaseGone, c.LastAck = -1, -1
+	if !leaseGone.IsZero() {
+		c.LeaseGone = leaseGone.Sub(cutAt)
 	}
-	for _, p := range f.probes {
+	for _, p := range probes {
 		switch {
-		case p.at.Before(f.cutAt):
+		case p.at.Before(cutAt):
 			if p.acked {
 				c.AckedBeforeCut++
 			}
 			continue
 		case p.acked:
-			c.LastAck = p.at.Sub(f.cutAt)
+			c.LastAck = p.at.Sub(cutAt)
 		}
-		if !f.leaseGone.IsZero() && p.at.After(f.leaseGone) {
+		if !leaseGone.IsZero() && p.at.After(leaseGone) {
 			c.After++
 			if p.acked {
 				c.LateAcks++
 			}
 		}
 	}
-	return &c
+	return c
 }
 
 // FenceSummary sums up the fence probes of a run.

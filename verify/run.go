@@ -212,6 +212,12 @@ func (r *RunResult) WriteTo(w io.Writer) (int64, error) {
 			fmt.Fprintf(&b, "  fence probes (%s): %d, %d conclusive (lease seen gone, probed after), %d probes after the lease was gone, %d acknowledged\n",
 				FaultServerEtcdCut, f.Checks, f.Conclusive, f.After, f.LateAcks)
 		}
+		for i, e := range r.Faults.Events {
+			if e.Fence != nil && e.Fence.LateAcks > 0 {
+				fmt.Fprintf(&b, "fence violation: fault %d (%s of %s at %s): %s\n", i+1, e.Kind, e.Target,
+					e.Began.UTC().Format("15:04:05.000"), e.Fence)
+			}
+		}
 		for _, u := range r.Faults.Unexpected {
 			fmt.Fprintf(&b, "unexpected exit: %s\n", u)
 		}
