@@ -149,7 +149,7 @@ func routed(p netip.Prefix) (bool, error) {
 			return false, err
 		}
 		for line := range strings.Lines(out) {
-			if f := strings.Fields(line); len(f) > 0 && f[0] != "default" && f[0] != "unreachable" {
+			if f := strings.Fields(line); len(f) > 0 && f[0] != "default" {
 				return true, nil
 			}
 		}
