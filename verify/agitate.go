@@ -405,7 +405,9 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 			err = a.c.restart(ctx, target)
 		}
 	}
-	ev.Down = time.Since(begin)
+	if ev.Down == 0 { // a partition measures its own: from the cut to the heal
+		ev.Down = time.Since(begin)
+	}
 	if err != nil {
 		return ev, fmt.Errorf("verify: repairing %s of %s: %w", kind, target.name, err)
 	}

@@ -180,6 +180,7 @@ func (a *agitator) partition(ctx context.Context, kind FaultKind, target *proc, 
 	if fence != nil {
 		fence.cut()
 	}
+	cut := time.Now()
 	if err == nil {
 		sleep(ctx, hold)
 	}
@@ -191,6 +192,7 @@ func (a *agitator) partition(ctx context.Context, kind FaultKind, target *proc, 
 	} else {
 		herr = nd.clearRules()
 	}
+	ev.Down = time.Since(cut)
 	if fence != nil {
 		ev.Fence = fence.finish()
 		a.o.Logf("fence of %s: %s", target.name, ev.Fence)
