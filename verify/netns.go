@@ -223,7 +223,7 @@ func removeLeftovers(logf func(format string, args ...any)) {
 		if err != nil {
 			return false
 		}
-		return syscall.Kill(pid, 0) == syscall.ESRCH
+		return processGone(pid)
 	}
 	if out, err := run("ip", "netns", "list"); err == nil {
 		for line := range strings.Lines(out) {
@@ -248,6 +248,22 @@ func removeLeftovers(logf func(format string, args ...any)) {
 			}
 		}
 	}
+}
+
+// processGone reports whether pid has exited: no such process, or a
+// zombie not reaped yet (a killed run whose parent has not waited, or an
+// init that reaps slowly).
+func processGone(pid int) bool {
+	if syscall.Kill(pid, 0) == syscall.ESRCH {
+		return true
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// "pid (comm) S ...": the state follows the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
 
 // nftTable is the table of a namespace's fault rules.

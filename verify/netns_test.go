@@ -197,3 +197,28 @@ func netLeftovers(t *testing.T, prefix string) []string {
 	}
 	return out
 }
+
+// TestAZombieRunIsGone: a run killed but not yet reaped (a zombie) counts
+// as gone, so its leftovers are removed; a live process does not.
+func TestAZombieRunIsGone(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	if processGone(cmd.Process.Pid) {
+		t.Fatal("a running process counts as gone")
+	}
+	cmd.Process.Kill()
+	// Without Wait it stays a zombie; the kernel marks it within moments.
+	deadline := time.Now().Add(10 * time.Second)
+	for !processGone(cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("a killed, unreaped process does not count as gone")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if processGone(os.Getpid()) {
+		t.Fatal("this process counts as gone")
+	}
+}
