@@ -18,7 +18,9 @@ import (
 // The partition faults. Each needs a cluster in network namespaces
 // (ClusterOptions.Namespaces, netns.go), which Run starts when one is
 // asked for. Rules drop packets (a black hole, not a refusal), as a real
-// partition does; healing removes them.
+// partition does; healing removes them. "A random tablet server" is drawn
+// among those that own a tablet, if any does: one whose tablets all moved
+// away while it was cut off before would take a fault nobody notices.
 const (
 	// FaultServerEtcdCut: cut a random tablet server off from etcd for 1.5
 	// to 3 lease TTLs (past its lease: its tablets move) while clients and
