@@ -56,7 +56,7 @@ func TestVerifyUnderPartitions(t *testing.T) {
 		"--faults", "server-etcd-cut,server-isolate,master-etcd-cut,slow-link,lossy-link",
 		"--duration", "10s",
 		"--min-faults-per-kind", "3",
-		"--fault-interval", "1s",
+		"--fault-interval", "500ms",
 		"--recovery-timeout", "3m",
 		"--lease-ttl", ttlFlag,
 		"--seed", fmt.Sprint(seed),
