@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build run test vet tidy proto bench fuzz soak clean tools chromium
+.PHONY: all build run test vet tidy proto bench fuzz soak clean tools chromium nftables
 
 all: build
 
@@ -25,7 +25,7 @@ test: vet tools
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 TABULA_CBT=$(CURDIR)/$(CBT) TABULA_REQUIRE_CBT=1 \
-	  TABULA_CHROMIUM=$$(command -v chromium) TABULA_REQUIRE_CHROMIUM=1 \
+	  TABULA_CHROMIUM=$$(command -v chromium) TABULA_REQUIRE_CHROMIUM=1 TABULA_REQUIRE_NETNS=1 \
 	  $(GO) test -race -timeout 25m ./...
 	TABULA_TEST_SECURE=1 $(GO) test -race -count=1 -timeout 25m $(SECURE_PKGS)
 
@@ -44,9 +44,13 @@ SOAK_DURATION ?= 10m
 # Then the balancer's steady run (e2e TestBalancerSteadyLoad, 60 s in
 # `make test`): even writes for BALANCER_SOAK, no tablet moves more than twice.
 BALANCER_SOAK ?= 5m
+# The soak's faults include the network partitions (root, ip, tc and nft
+# of `make nftables`): every master and tablet server in a namespace of its
+# own, cut off from etcd, isolated, on a slow or lossy link.
+SOAK_FAULTS ?= server-kill,server-stop,master-kill,etcd-restart,server-etcd-cut,server-isolate,master-etcd-cut,slow-link,lossy-link
 SOAK_FLAGS ?=
 soak: build
-	./bin/tabula verify run --duration $(SOAK_DURATION) $(SOAK_FLAGS)
+	./bin/tabula verify run --duration $(SOAK_DURATION) --faults $(SOAK_FAULTS) $(SOAK_FLAGS)
 	BALANCER_SOAK=$(BALANCER_SOAK) $(GO) test ./e2e/ -run '^TestBalancerSteadyLoad$$' -count=1 -timeout 20m -v
 
 # Rewrites go.mod and go.sum of both modules; bench/ replaces the root module
@@ -88,13 +92,19 @@ WEED = .tools/bin/weed
 # the first time).
 CBT_VERSION = v1.3.0
 CBT = .tools/bin/cbt
-tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) chromium
+tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) chromium nftables
 
 # Debian's chromium, the headless browser e2e TestStatusPageInABrowser
 # drives (with github.com/chromedp/chromedp): installed with apt-get when
 # no chromium is on the PATH (needs root, as `make proto`'s protoc).
 chromium:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium)
+
+# Debian's nftables: the partition faults of `tabula verify run` (e2e
+# TestVerifyUnderPartitions, the soak) drop packets with nft rules inside
+# network namespaces. apt-get update only when apt does not know it yet.
+nftables:
+	command -v nft >/dev/null || apt-get install -y nftables || (apt-get update && apt-get install -y nftables)
 
 $(WEED).$(WEED_VERSION):
 	mkdir -p .tools/bin .tools/src

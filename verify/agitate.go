@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -52,14 +53,17 @@ func CheckFaults(kinds []FaultKind, objectStore bool) error {
 	if slices.Contains(kinds, FaultStoreRestart) && !objectStore {
 		return fmt.Errorf("verify: fault %s needs a cluster on an object store (ClusterOptions.ObjectStore, --object-store)", FaultStoreRestart)
 	}
+	if NeedsNamespaces(kinds) && objectStore {
+		return fmt.Errorf("verify: the partition faults %v need a cluster on a local folder, not on an object store", PartitionFaults)
+	}
 	return nil
 }
 
 // ParseFaultKind checks a fault kind's name.
 func ParseFaultKind(s string) (FaultKind, error) {
 	k := FaultKind(s)
-	if !slices.Contains(AllFaults, k) {
-		return "", fmt.Errorf("verify: unknown fault %q; the faults are %v", s, AllFaults)
+	if !slices.Contains(AllFaults, k) && !IsPartitionFault(k) {
+		return "", fmt.Errorf("verify: unknown fault %q; the faults are %v and the partitions %v", s, AllFaults, PartitionFaults)
 	}
 	return k, nil
 }
@@ -128,9 +132,21 @@ type FaultEvent struct {
 	// of any writer; AllWriters to when every writer had made progress
 	// again. Negative: not within the recovery timeout.
 	FirstAck, AllWriters time.Duration
+	// Stall is the longest time one writer went without progress from the
+	// fault's beginning until every writer had progressed (after the heal,
+	// for a partition fault): the unavailability of faults whose effect
+	// begins late (a server cut off from etcd serves until its lease
+	// bound) or is partial (a slow link).
+	Stall time.Duration
 	// Wiped: the target's own --data folder was deleted before its
 	// restart, as on a new host (a FaultServerKill on an object store).
 	Wiped bool
+	// Detail says more about a partition fault: the rate of a slow link,
+	// the loss of a lossy one.
+	Detail string
+	// Fence is what the fence probe of a FaultServerEtcdCut saw (nil if
+	// none ran).
+	Fence *FenceCheck
 }
 
 // AgitateResult is what the agitator did.
@@ -151,6 +167,7 @@ type FaultSummary struct {
 	// FirstAck and AllWriters are the p50 and max of the events' times.
 	FirstAckP50, FirstAckMax     time.Duration
 	AllWritersP50, AllWritersMax time.Duration
+	StallP50, StallMax           time.Duration
 }
 
 // Summary sums up the events by kind.
@@ -161,9 +178,10 @@ func (r *AgitateResult) Summary() map[FaultKind]FaultSummary {
 		byKind[e.Kind] = append(byKind[e.Kind], e)
 	}
 	for k, es := range byKind {
-		var first, all []time.Duration
+		var first, all, stall []time.Duration
 		s := FaultSummary{Count: len(es)}
 		for _, e := range es {
+			stall = append(stall, e.Stall)
 			if e.Wiped {
 				s.Wiped++
 			}
@@ -178,6 +196,7 @@ func (r *AgitateResult) Summary() map[FaultKind]FaultSummary {
 		}
 		s.FirstAckP50, s.FirstAckMax = p50max(first)
 		s.AllWritersP50, s.AllWritersMax = p50max(all)
+		s.StallP50, s.StallMax = p50max(stall)
 		out[k] = s
 	}
 	return out
@@ -217,6 +236,11 @@ func Agitate(ctx context.Context, c *Cluster, in *Ingest, o AgitateOptions) (*Ag
 		a.res.Stopped = err.Error()
 		return a.res, err
 	}
+	if NeedsNamespaces(o.Kinds) && c.net == nil {
+		err := fmt.Errorf("verify: the partition faults need a cluster in network namespaces (ClusterOptions.Namespaces)")
+		a.res.Stopped = err.Error()
+		return a.res, err
+	}
 	defer func() { c.EnsureRunning(context.Background()) }()
 	var deck []FaultKind
 	counts := map[FaultKind]int{}
@@ -248,8 +272,12 @@ func Agitate(ctx context.Context, c *Cluster, in *Ingest, o AgitateOptions) (*Ag
 		if ev.Wiped {
 			note = " (its --data folder deleted)"
 		}
-		o.Logf("fault %d %-13s %-8s at %s down %-7v first ack %-9s all writers %s%s", len(a.res.Events), kind, ev.Target,
-			ev.Began.UTC().Format("15:04:05.000"), ev.Down.Round(time.Millisecond), fmtRecovery(ev.FirstAck), fmtRecovery(ev.AllWriters), note)
+		if ev.Detail != "" {
+			note = " (" + ev.Detail + ")"
+		}
+		o.Logf("fault %d %-15s %-8s at %s down %-7v first ack %-9s all writers %-9s longest stall %s%s", len(a.res.Events), kind, ev.Target,
+			ev.Began.UTC().Format("15:04:05.000"), ev.Down.Round(time.Millisecond), fmtRecovery(ev.FirstAck), fmtRecovery(ev.AllWriters),
+			ev.Stall.Round(time.Millisecond), note)
 		if ev.AllWriters < 0 && !o.KeepGoing {
 			a.res.Stopped = fmt.Sprintf("the writers did not all recover within %v of %s of %s", o.RecoveryTimeout, kind, ev.Target)
 			return a.res, errors.New("verify: " + a.res.Stopped)
@@ -331,6 +359,10 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 		}
 	case FaultEtcdRestart:
 		target = a.c.etcd
+	default:
+		if IsPartitionFault(kind) {
+			target = a.partitionTarget(ctx, kind)
+		}
 	}
 	if kind == FaultStoreRestart {
 		ev.Target = storeName
@@ -348,6 +380,8 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 			sleep(ctx, a.between(1.5, 3))
 			err = target.signal(syscall.SIGCONT)
 		}
+	case FaultServerEtcdCut, FaultServerIsolate, FaultMasterEtcdCut, FaultSlowLink, FaultLossyLink:
+		err = a.partition(ctx, kind, target, &ev)
 	case FaultStoreRestart:
 		a.c.killStore()
 		sleep(ctx, a.between(0.25, 2))
@@ -371,11 +405,19 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 			err = a.c.restart(ctx, target)
 		}
 	}
-	ev.Down = time.Since(begin)
+	if ev.Down == 0 { // a partition measures its own: from the cut to the heal
+		ev.Down = time.Since(begin)
+	}
 	if err != nil {
 		return ev, fmt.Errorf("verify: repairing %s of %s: %w", kind, target.name, err)
 	}
+	healed := a.in.Now()
 	ev.FirstAck, ev.AllWriters = m.wait(ctx, a.o.RecoveryTimeout)
+	if IsPartitionFault(kind) && ev.AllWriters >= 0 && !waitProgress(ctx, a.in, healed, a.o.RecoveryTimeout) {
+		ev.AllWriters = -1 // the writers progressed during the fault, not after it
+	}
+	m.stop()
+	ev.Stall = time.Duration(m.stall.Load())
 	return ev, nil
 }
 
@@ -388,6 +430,7 @@ type measure struct {
 	all      chan time.Duration
 	done     chan struct{}
 	finished chan struct{}
+	stall    atomic.Int64 // the longest wait of a writer so far
 }
 
 func startMeasure(in *Ingest, t0 int64) *measure {
@@ -404,12 +447,13 @@ func (m *measure) watch() {
 	t := time.NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	gotFirst, gotAll := false, false
-	for !gotFirst || !gotAll {
+	for {
 		select {
 		case <-m.done:
 			return
 		case <-t.C:
 		}
+		m.stall.Store(max(m.stall.Load(), m.in.LongestWait(m.t0)))
 		if !gotFirst {
 			if last := m.in.LastAck(); last > m.t0 {
 				m.firstAck <- time.Duration(last - m.t0)

@@ -40,4 +40,11 @@
 // (objectstore.go) the tablets live on SeaweedFS and each tablet server has
 // its own folder: the agitator also restarts the store, and deletes a
 // killed server's folder before its restart, as if its host were lost.
+// With ClusterOptions.Namespaces (netns.go), which Run sets when a
+// partition fault is asked for, every master and tablet server runs in a
+// Linux network namespace of its own on a private bridge, and the
+// partition faults (partition.go) cut a server or the leader master off
+// from etcd, isolate a server, or make its link slow or lossy; while a
+// server is cut off from etcd a fence probe (fence.go) checks that it
+// acknowledges nothing once etcd has dropped its lease.
 package verify

@@ -228,6 +228,18 @@ func (in *Ingest) AllProgressedSince(t int64) bool {
 	return true
 }
 
+// LongestWait returns, on the history's clock, how long the writer that
+// has waited longest for progress (as AllProgressedSince counts it) has
+// waited, counting from t at the earliest.
+func (in *Ingest) LongestWait(t int64) int64 {
+	now := in.h.Now()
+	var w int64
+	for i := range in.lastProgress {
+		w = max(w, now-max(in.lastProgress[i].Load(), t))
+	}
+	return w
+}
+
 // done records an operation's outcome: in the history, the counts and the
 // worker's progress.
 func (in *Ingest) done(w int, id int64, k Kind, row string, out Outcome, value int64, noMatch bool, err error) {

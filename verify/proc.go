@@ -15,11 +15,12 @@ import (
 // or `tabula tabletserver`, restarted with the same arguments (so the same
 // address, ID and data) after a fault. Its output is appended to its log.
 type proc struct {
-	name string // "etcd", "master-1", "ts-2"
-	addr string // the address it listens on
-	bin  string
-	args []string
-	log  string
+	name  string // "etcd", "master-1", "ts-2"
+	addr  string // the address it listens on
+	bin   string
+	args  []string
+	log   string
+	netns string // the network namespace it runs in ("" for the host's)
 
 	// mu protects the fields below.
 	mu      sync.Mutex
@@ -39,6 +40,11 @@ func (p *proc) start() error {
 	}
 	fmt.Fprintf(f, "==== %s: tabula %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.args, " "))
 	cmd := exec.Command(p.bin, p.args...)
+	if p.netns != "" {
+		// ip execs the binary in the namespace: the pid is tabula's, so
+		// signals reach it as before.
+		cmd = exec.Command("ip", append([]string{"netns", "exec", p.netns, p.bin}, p.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f // files, not pipes: no copying goroutines
 	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {

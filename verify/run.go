@@ -55,7 +55,7 @@ type RunResult struct {
 // OK reports whether the run finished and found nothing wrong.
 func (r *RunResult) OK() bool {
 	return r.Err == nil && r.Report != nil && r.Report.OK() && len(r.Crashes) == 0 &&
-		(r.Faults == nil || len(r.Faults.Unexpected) == 0)
+		(r.Faults == nil || len(r.Faults.Unexpected) == 0 && r.Faults.Fences().LateAcks == 0)
 }
 
 // Run starts a cluster, ingests while injecting faults, and checks the
@@ -92,6 +92,9 @@ func Run(ctx context.Context, o RunOptions) (*RunResult, error) {
 		o.Agitate.Logf = logf
 	}
 	o.Cluster.Logf = logf
+	if NeedsNamespaces(o.Agitate.Kinds) {
+		o.Cluster.Namespaces = true
+	}
 	if err := CheckFaults(o.Agitate.Kinds, o.Cluster.ObjectStore); err != nil {
 		return nil, err
 	}
@@ -186,7 +189,8 @@ func (r *RunResult) WriteTo(w io.Writer) (int64, error) {
 		r.Ingest.List, r.Ingest.Incr, r.Ingest.CAS, r.Ingest.NoMatch)
 	if r.Faults != nil {
 		fmt.Fprintf(&b, "faults: %d\n", len(r.Faults.Events))
-		fmt.Fprintf(&b, "  %-13s %5s  %-21s  %-21s  %s\n", "kind", "count", "first ack p50 / max", "all writers p50 / max", "unrecovered")
+		fmt.Fprintf(&b, "  %-15s %5s  %-21s  %-21s  %-21s  %s\n", "kind", "count", "first ack p50 / max", "all writers p50 / max",
+			"longest stall p50/max", "unrecovered")
 		sum := r.Faults.Summary()
 		kinds := make([]string, 0, len(sum))
 		for k := range sum {
@@ -195,13 +199,24 @@ func (r *RunResult) WriteTo(w io.Writer) (int64, error) {
 		sort.Strings(kinds)
 		for _, k := range kinds {
 			s := sum[FaultKind(k)]
-			fmt.Fprintf(&b, "  %-13s %5d  %-21s  %-21s  %d\n", k, s.Count,
+			fmt.Fprintf(&b, "  %-15s %5d  %-21s  %-21s  %-21s  %d\n", k, s.Count,
 				fmtRecovery(s.FirstAckP50)+" / "+fmtRecovery(s.FirstAckMax),
-				fmtRecovery(s.AllWritersP50)+" / "+fmtRecovery(s.AllWritersMax), s.Unrecovered)
+				fmtRecovery(s.AllWritersP50)+" / "+fmtRecovery(s.AllWritersMax),
+				fmtRecovery(s.StallP50)+" / "+fmtRecovery(s.StallMax), s.Unrecovered)
 		}
 		if w := sum[FaultServerKill].Wiped; w > 0 {
 			fmt.Fprintf(&b, "  (%d of the %d server kills deleted the server's --data folder before its restart, as a lost host)\n",
 				w, sum[FaultServerKill].Count)
+		}
+		if f := r.Faults.Fences(); f.Checks > 0 {
+			fmt.Fprintf(&b, "  fence probes (%s): %d, %d conclusive (lease seen gone, probed after), %d probes after the lease was gone, %d acknowledged\n",
+				FaultServerEtcdCut, f.Checks, f.Conclusive, f.After, f.LateAcks)
+		}
+		for i, e := range r.Faults.Events {
+			if e.Fence != nil && e.Fence.LateAcks > 0 {
+				fmt.Fprintf(&b, "fence violation: fault %d (%s of %s at %s): %s\n", i+1, e.Kind, e.Target,
+					e.Began.UTC().Format("15:04:05.000"), e.Fence)
+			}
 		}
 		for _, u := range r.Faults.Unexpected {
 			fmt.Fprintf(&b, "unexpected exit: %s\n", u)

@@ -227,9 +227,29 @@ shuffled rounds from --faults:
   store-restart  (--object-store only) kill -9 SeaweedFS, restart it on its
                  data after 0.25-2 lease TTLs
 
+and the network partitions, only when named in --faults (they need root,
+ip, tc and nft: "make nftables"). With any of them every master and tablet
+server runs in a Linux network namespace of its own, named tabv<pid>n<i>,
+joined by a veth pair to a bridge tabv<pid>br holding a free /24 of
+10.231.0.0/16 where etcd listens; all is removed when the run ends (and a
+crashed run's leftovers at the next start). Packets are dropped by nftables
+rules inside the namespace:
+
+  server-etcd-cut  cut a tablet server off from etcd (clients still reach
+                   it) for 1.5-3 lease TTLs; a probe writes straight to
+                   one of its tablets throughout, and an acknowledgement
+                   sent after etcd dropped its lease is a violation
+  server-isolate   cut a tablet server off from everything, 1.5-3 TTLs
+  master-etcd-cut  cut the leader master off from etcd, 1.5-3 TTLs
+  slow-link        rate-limit a tablet server's link (tc tbf, 128 kbit/s
+                   to 1 Mbit/s each way) for 1-3 TTLs
+  lossy-link       drop 10-40% of a tablet server's packets each way for
+                   1-3 TTLs
+
 After each fault it measures the unavailability: the time to the next
-acknowledged write of any writer, and until every writer made progress
-again. After --duration (and --min-faults-per-kind of each kind) it stops,
+acknowledged write of any writer, until every writer made progress again
+(after the heal, for a partition), and the longest time one writer went
+without progress. After --duration (and --min-faults-per-kind of each kind) it stops,
 runs "verify check", and prints the report: writes, faults per kind,
 unavailability p50/max per kind, violations. The exit status is 1 on any
 violation, crash or unrecovered fault. --seed replays the same choices.
@@ -257,7 +277,7 @@ as if its host were replaced.
 	f.Duration("duration", 10*time.Minute, "how long to inject faults")
 	f.Duration("fault-interval", 5*time.Second, "mean pause between one fault's recovery and the next fault")
 	f.Int("min-faults-per-kind", 0, "go on past --duration until this many faults of each kind were injected")
-	f.String("faults", "", "fault kinds to inject, comma-separated (default: server-kill,server-stop,master-kill,etcd-restart, and store-restart with --object-store)")
+	f.String("faults", "", "fault kinds to inject, comma-separated (default: server-kill,server-stop,master-kill,etcd-restart, and store-restart with --object-store; partitions: server-etcd-cut,server-isolate,master-etcd-cut,slow-link,lossy-link)")
 	f.Uint64("seed", 0, "random seed of the faults and writers (0: from the clock); printed")
 	f.String("data-dir", "", "directory for the cluster and the history (default: a new temporary directory)")
 	f.Bool("keep", false, "keep the data directory after a clean run")
