@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"syscall"
 	"testing"
@@ -67,6 +69,83 @@ func TestFailedSaveKeepsOldState(t *testing.T) {
 			}
 			if got, _, err := Load(ffs, dir); err != nil || !reflect.DeepEqual(got, next) {
 				t.Fatalf("Load after the healthy save = %+v, %v", got, err)
+			}
+		})
+	}
+}
+
+// TestRenameOfUnknownOutcome: a rename that failed without saying it did
+// not happen is read back. Found whole, the save happened; absent or
+// unreadable, the save may have happened or may still happen
+// (ErrMaybeSaved), and the temporary file stays for a late rename, which
+// then lands whole; a later RemoveBefore deletes the leftover.
+func TestRenameOfUnknownOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		fault     func(late *vfs.Late) error // for the rename
+		unread    bool                       // reading the new version back fails
+		maybe     bool
+		loadsNext bool // right after the save
+	}{
+		{name: "not applied", fault: func(*vfs.Late) error { return vfs.NoSpace() }},
+		{name: "answer lost", fault: func(*vfs.Late) error { return &vfs.AfterApply{Err: vfs.NoSpace()} }, loadsNext: true},
+		{name: "answer lost, unread", fault: func(*vfs.Late) error { return &vfs.AfterApply{Err: vfs.NoSpace()} }, unread: true, maybe: true, loadsNext: true},
+		{name: "late", fault: func(l *vfs.Late) error { return l }, maybe: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ffs := vfs.NewFaulty(vfs.Default)
+			old := sampleState()
+			if err := SaveVersion(ffs, dir, ID{Epoch: 3, Version: 1}, old); err != nil {
+				t.Fatal(err)
+			}
+			next := old
+			next.LastSeq, next.ReplayPoint = 200, 8
+			id := ID{Epoch: 3, Version: 2}
+			late := &vfs.Late{}
+			ffs.Set(func(op vfs.Op, name string) error {
+				switch {
+				case op == vfs.OpRename:
+					return tc.fault(late)
+				case tc.unread && op == vfs.OpOpen && filepath.Base(name) == id.Name():
+					return vfs.Failf("read back")
+				}
+				return nil
+			})
+			err := SaveVersion(ffs, dir, id, next)
+			ffs.Set(nil)
+			if got := errors.Is(err, ErrMaybeSaved); got != tc.maybe || (err == nil) != (tc.loadsNext && !tc.maybe) {
+				t.Fatalf("SaveVersion = %v, want ErrMaybeSaved %v", err, tc.maybe)
+			}
+			want := old
+			if tc.loadsNext {
+				want = next
+			}
+			if got, _, err := Load(ffs, dir); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("Load after the save = %+v, %v", got, err)
+			}
+			tmp := filepath.Join(dir, id.Name()+".tmp")
+			if _, err := os.Stat(tmp); (err == nil) != (tc.name == "late") {
+				t.Fatalf("temporary file after the save: %v", err)
+			}
+			if err := late.Release(); err != nil {
+				t.Fatalf("the late rename: %v", err)
+			}
+			if tc.name != "not applied" {
+				want = next // whatever way, it landed
+			}
+			if got, _, err := Load(ffs, dir); err != nil || !reflect.DeepEqual(got, want) {
+				t.Fatalf("Load at the end = %+v, %v", got, err)
+			}
+			// A leftover temporary file of an older version goes with it.
+			if err := os.WriteFile(filepath.Join(dir, "MANIFEST-3-v7.tmp"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := RemoveOlder(ffs, dir, 4); err != nil {
+				t.Fatal(err)
+			}
+			if es, _ := os.ReadDir(dir); len(es) != 0 {
+				t.Fatalf("after RemoveOlder the folder holds %v", es)
 			}
 		})
 	}

@@ -21,10 +21,13 @@ import (
 // wrapping it name the file. It wraps corruption.ErrCorrupt.
 var ErrCorrupt = corruption.New("manifest: corrupt")
 
-// ErrMaybeSaved marks a SaveEpoch that renamed the new manifest into place
-// but could not make the rename durable: after a crash, or on storage that
-// reports the failure late, either the old or the new state may be read.
-var ErrMaybeSaved = errors.New("manifest: saved, but not known to be durable")
+// ErrMaybeSaved marks a save whose outcome is unknown: the new version may
+// be in place (a rename that was carried out but not made durable, or
+// whose answer was lost), may land later (a store call still on its way
+// after the caller's deadline), or may never. Either the old or the new
+// state may be read from now on, so every file the new state names must
+// be kept (docs/CONTRACTS.md §7).
+var ErrMaybeSaved = errors.New("manifest: maybe saved")
 
 // FileRef is one SSTable a tablet reads.
 type FileRef struct {
@@ -377,9 +380,18 @@ func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
 // exists: versions only grow) and fsyncs dir. After a crash at any instant
 // Load yields the old or the new state. dir must exist.
 //
-// An error wrapping ErrMaybeSaved means the rename was done but not made
-// durable: Load may yield either state, so the files s names must be kept.
-// Any other error leaves the newest manifest as it was.
+// A rename that fails is an unknown outcome unless its error wraps
+// vfs.ErrNotApplied (on an object store a rename is a copy and deletes, and
+// the copy may have landed, or may still land, whatever the answer said).
+// SaveVersion then reads the new version back: if it holds the bytes
+// written, the save happened and goes on as if the rename had said so; if
+// it is absent or cannot be read, the error wraps ErrMaybeSaved, and the
+// temporary file stays for a rename that may still land (RemoveBefore
+// deletes it later).
+//
+// An error wrapping ErrMaybeSaved means Load may yield either state from
+// now on, so the files s names must be kept. Any other error leaves the
+// newest manifest as it was.
 func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("manifest: refusing to save: %w", err)
@@ -398,12 +410,37 @@ func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 		fsys.Remove(tmp)
 		return fmt.Errorf("manifest: %w", err)
 	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		fsys.Remove(tmp)
-		return fmt.Errorf("manifest: %w", err)
+	path := filepath.Join(dir, name)
+	if err := fsys.Rename(tmp, path); err != nil {
+		if errors.Is(err, vfs.ErrNotApplied) {
+			fsys.Remove(tmp)
+			return fmt.Errorf("manifest: %w", err)
+		}
+		if rerr := holds(fsys, path, b); rerr != nil {
+			return fmt.Errorf("%w: %w (reading %s back: %v)", ErrMaybeSaved, err, name, rerr)
+		}
+		// Renamed after all; on an object store the copy's source may
+		// be left behind.
+		if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %w", ErrMaybeSaved, err)
+		}
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("%w: fsync %s: %w", ErrMaybeSaved, dir, err)
+	}
+	return nil
+}
+
+// holds returns nil if the file at path holds exactly b.
+func holds(fsys vfs.FS, path string, b []byte) error {
+	got, err := vfs.ReadFile(fsys, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("absent, the rename may still land")
+	case err != nil:
+		return err
+	case !bytes.Equal(got, b):
+		return errors.New("it holds other bytes")
 	}
 	return nil
 }
@@ -418,21 +455,27 @@ func RemoveOlder(fsys vfs.FS, dir string, epoch int64) error {
 // temporary files), once keep or a newer one is durable. An engine keeps
 // the version before its newest, so that a reader that listed the folder
 // just before the newest appeared can still read what it chose.
+//
+// The temporary files of older versions go too, whether or not their
+// version ever landed (a save of unknown outcome leaves its temporary file
+// behind: see SaveVersion).
 func RemoveBefore(fsys vfs.FS, dir string, keep ID) error {
 	fsys = vfs.Or(fsys)
-	ids, err := List(fsys, dir)
+	entries, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("manifest: %w", err)
 	}
 	var errs []error
-	for _, id := range ids {
-		if !id.Less(keep) {
+	for _, e := range entries {
+		id, ok := parseName(strings.TrimSuffix(e.Name, ".tmp"))
+		if !ok || e.IsDir || !id.Less(keep) {
 			continue
 		}
-		for _, n := range []string{id.Name(), id.Name() + ".tmp"} {
-			if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("manifest: %w", err))
-			}
+		if err := fsys.Remove(filepath.Join(dir, e.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("manifest: %w", err))
 		}
 	}
 	return errors.Join(errs...)
