@@ -34,7 +34,9 @@ import (
 //  2. no folder that is kept references a file inside it: every live
 //     tablet's folder, every fresh folder, and (transitively) every folder
 //     kept because of a reference. tablet.Referenced reads the references;
-//     an unreadable manifest keeps every folder of that table;
+//     an unreadable manifest, or a live tablet's folder in which none is
+//     listed (an object store's listing may lag behind it), keeps every
+//     folder of that table;
 //  3. the folder and everything inside it are older than Options.GCGrace:
 //     a split in progress writes its children's folders before the etcd
 //     transaction that names them commits;
@@ -221,6 +223,13 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 				continue
 			}
 			r, err := tablet.References(fsys, f.dir)
+			if errors.Is(err, tablet.ErrNoTablet) && !view.ids[f.name] {
+				// A fresh folder not in etcd without a manifest yet (a
+				// split or merge being made): its parents are still in
+				// etcd. A live one's manifest may only be missing from a
+				// lagging listing: that blocks the table below.
+				r, err = tablet.Refs{}, nil
+			}
 			if err != nil {
 				m.log.Error("gc: cannot read a tablet manifest; keeping every folder of the table",
 					"table", table, "tablet", f.name, "err", err)

@@ -150,3 +150,32 @@ func TestRenameOfUnknownOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestNewestAsksPastTheListing: versions the listing does not show yet are
+// found by name, read, and never written again by SaveEpoch.
+func TestNewestAsksPastTheListing(t *testing.T) {
+	dir := t.TempDir()
+	ffs := vfs.NewFaulty(vfs.Default)
+	if err := SaveEpoch(ffs, dir, 2, sampleState()); err != nil {
+		t.Fatal(err)
+	}
+	catchUp := ffs.ListLag(nil)
+	next := sampleState()
+	for v := uint64(2); v <= 3; v++ {
+		next.LastSeq = 100 * v
+		if err := SaveEpoch(ffs, dir, 2, next); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ids, _ := List(ffs, dir); !reflect.DeepEqual(ids, []ID{{2, 1}}) {
+		t.Fatalf("the listing shows %v, want only the first version", ids)
+	}
+	got, id, found, err := LoadLatest(ffs, dir)
+	if err != nil || !found || id != (ID{2, 3}) || !reflect.DeepEqual(got, next) {
+		t.Fatalf("LoadLatest = %+v %v %v %v, want version 3", got, id, found, err)
+	}
+	catchUp()
+	if ids, _ := List(ffs, dir); !reflect.DeepEqual(ids, []ID{{2, 1}, {2, 2}, {2, 3}}) {
+		t.Fatalf("after catching up the listing shows %v", ids)
+	}
+}

@@ -328,13 +328,16 @@ func LoadNewest(fsys vfs.FS, dir string) (State, int64, bool, error) {
 // LoadLatest is Load that also returns the ID of the manifest read.
 func LoadLatest(fsys vfs.FS, dir string) (State, ID, bool, error) {
 	fsys = vfs.Or(fsys)
-	ids, err := List(fsys, dir)
-	if err != nil || len(ids) == 0 {
+	id, found, err := Newest(fsys, dir)
+	if err != nil || !found {
 		return State{}, ID{}, false, err
 	}
-	id := ids[len(ids)-1]
 	path := filepath.Join(dir, id.Name())
 	b, err := vfs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Never an older version in its place: it may name what is gone.
+		return State{}, ID{}, false, fmt.Errorf("manifest: %s is listed but gone: the listing lags behind newer versions; open again later: %w", path, err)
+	}
 	if err != nil {
 		return State{}, ID{}, false, fmt.Errorf("manifest: %w", err)
 	}
@@ -347,12 +350,45 @@ func LoadLatest(fsys vfs.FS, dir string) (State, ID, bool, error) {
 
 // Newest returns the ID of the newest manifest in dir, false if there is
 // none.
+//
+// An object store's listing may lag behind its newest objects while a
+// read of a new name already finds it (a LIST is not read-after-write,
+// a HEAD or GET of a new key is), and a version missing from the listing
+// must not make an older one win: that one may name files a compaction
+// deleted since, or a replay point before log segments a flush deleted.
+// So Newest asks for the versions after the newest listed, one by one by
+// name (vfs.FS.Stat), until one is absent; the owner that wrote them
+// counted them up one by one. Where that finds nothing newer, the newest
+// listed version is the newest, or is gone (the owner deletes all but its
+// two newest versions, and a newer epoch's owner deletes the older
+// epoch's): then Load fails, and a later open, on a listing that caught
+// up, succeeds. Versions of a newer epoch cannot be asked for by name
+// (their numbers are not known): they rely on the older epoch's versions
+// being unreadable once that owner's seal deleted them.
 func Newest(fsys vfs.FS, dir string) (ID, bool, error) {
+	fsys = vfs.Or(fsys)
 	ids, err := List(fsys, dir)
 	if err != nil || len(ids) == 0 {
 		return ID{}, false, err
 	}
-	return ids[len(ids)-1], true, nil
+	id, err := probeAfter(fsys, dir, ids[len(ids)-1])
+	return id, err == nil, err
+}
+
+// probeAfter returns the newest version of id's epoch in dir at or after
+// id, asking for each next version by name.
+func probeAfter(fsys vfs.FS, dir string, id ID) (ID, error) {
+	for {
+		next := ID{Epoch: id.Epoch, Version: id.Version + 1}
+		_, err := fsys.Stat(filepath.Join(dir, next.Name()))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return id, nil
+		case err != nil:
+			return ID{}, fmt.Errorf("manifest: looking for a version the listing may not show yet: %w", err)
+		}
+		id = next
+	}
 }
 
 // Save saves s as the next version of epoch 0; see SaveEpoch.
@@ -366,13 +402,17 @@ func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
 	if err != nil {
 		return err
 	}
-	next := ID{Epoch: epoch, Version: 1}
+	last := ID{Epoch: epoch}
 	for _, id := range ids {
-		if id.Epoch == epoch && id.Version >= next.Version {
-			next.Version = id.Version + 1
+		if id.Epoch == epoch && id.Version >= last.Version {
+			last = id
 		}
 	}
-	return SaveVersion(fsys, dir, next, s)
+	// A version the listing does not show yet must not be written again.
+	if last, err = probeAfter(vfs.Or(fsys), dir, last); err != nil {
+		return err
+	}
+	return SaveVersion(fsys, dir, ID{Epoch: epoch, Version: last.Version + 1}, s)
 }
 
 // SaveVersion writes s as the manifest id in dir: it writes a temporary
