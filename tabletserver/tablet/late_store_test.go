@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -229,4 +230,51 @@ func writeFileBytes(t *testing.T, path string, b []byte) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestReopenAtTheSameEpochSkipsAMaybeSavedVersion: a flush's manifest
+// version is still on its way when the tablet fails, and the tablet is
+// opened again at the same epoch (a server reopens a merge's parents at
+// their epoch). The reopened tablet must use neither that version number
+// (a version is never written twice: the late rename would overwrite the
+// new one) nor the file numbers it names (its files were kept for it).
+// Before, the reopen failed: its seal made an SSTable under a number the
+// kept files held.
+func TestReopenAtTheSameEpochSkipsAMaybeSavedVersion(t *testing.T) {
+	r := newEpochRig(t)
+	r.write(0, 5)
+	r.flush()
+	r.write(5, 10)
+	late := &vfs.Late{}
+	isManifest := r.manifestOf(r.epoch)
+	r.fs.Set(func(op vfs.Op, name string) error {
+		if op == vfs.OpRename && isManifest(name) && late.Held() == 0 {
+			return late
+		}
+		return nil
+	})
+	if err := r.tb.Flush(bg); !errors.Is(err, manifest.ErrMaybeSaved) {
+		t.Errorf("Flush = %v, want ErrMaybeSaved", err)
+	}
+	r.fs.Set(nil)
+	pending := r.pendingManifest(r.epoch)
+	old, err := vfs.ReadFile(vfs.Default, filepath.Join(r.dir, pending+".tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same owner opens the tablet again, at the same epoch.
+	_ = r.tb.Close()
+	r.tb = openTablet(t, r.options(r.fs))
+	r.checkAcked()
+	r.write(10, 15)
+	r.flush()
+	// Neither the version's temporary file nor the files it names were
+	// written again.
+	if b, err := vfs.ReadFile(vfs.Default, filepath.Join(r.dir, pending+".tmp")); err != nil || !bytes.Equal(b, old) {
+		t.Fatalf("the pending version's temporary file was rewritten (%v)", err)
+	}
+	if err := late.Release(); err != nil {
+		t.Fatalf("the late rename: %v", err)
+	}
+	r.nextOwner()
 }

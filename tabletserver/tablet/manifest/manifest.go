@@ -471,6 +471,47 @@ func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 	return nil
 }
 
+// Pending describes the saves of epoch in dir after version after whose
+// outcome is unknown: their temporary files are still there (SaveVersion
+// keeps them). An owner that opens the tablet again at the same epoch must
+// skip both: Version is the highest such version (0 if none), and
+// NextFileNum the highest file number their states reserve, whose files
+// were kept for them.
+type Pending struct {
+	Version     uint64
+	NextFileNum uint64
+}
+
+// PendingSaves lists the temporary files of epoch's versions after after
+// in dir (see Pending). A temporary file that does not decode (a save cut
+// short before its rename) still counts for its version.
+func PendingSaves(fsys vfs.FS, dir string, epoch int64, after uint64) (Pending, error) {
+	fsys = vfs.Or(fsys)
+	entries, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Pending{}, nil
+	}
+	if err != nil {
+		return Pending{}, fmt.Errorf("manifest: %w", err)
+	}
+	var p Pending
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name, ".tmp")
+		id, parsed := parseName(name)
+		if !ok || !parsed || e.IsDir || id.Epoch != epoch || id.Version <= after {
+			continue
+		}
+		p.Version = max(p.Version, id.Version)
+		path := filepath.Join(dir, e.Name)
+		if b, err := vfs.ReadFile(fsys, path); err == nil {
+			if st, err := decode(path, b); err == nil {
+				p.NextFileNum = max(p.NextFileNum, st.NextFileNum)
+			}
+		}
+	}
+	return p, nil
+}
+
 // holds returns nil if the file at path holds exactly b.
 func holds(fsys vfs.FS, path string, b []byte) error {
 	got, err := vfs.ReadFile(fsys, path)
