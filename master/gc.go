@@ -83,6 +83,8 @@ type gcView struct {
 	rev int64
 	// ids holds every tablet id in etcd, of any table.
 	ids map[string]bool
+	// live holds the tablet ids in etcd of each table.
+	live map[string][]string
 	// tables holds every table with a schema or at least one tablet.
 	tables map[string]bool
 	// leases holds the lease of every registered tablet server.
@@ -104,7 +106,7 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 	if !resp.Succeeded {
 		return nil, ErrNotLeader
 	}
-	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, tables: map[string]bool{}, leases: map[int64]bool{}}
+	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, live: map[string][]string{}, tables: map[string]bool{}, leases: map[int64]bool{}}
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
 		v.leases[kv.Lease] = true
 	}
@@ -120,6 +122,7 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 			return nil, fmt.Errorf("master: gc: unexpected key %q under tablets/; not sweeping", kv.Key)
 		}
 		v.ids[id] = true
+		v.live[table] = append(v.live[table], id)
 		v.tables[table] = true
 	}
 	return v, nil
@@ -211,6 +214,14 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 			f.keep, f.why = true, "within grace period"
 		}
 		folders = append(folders, f)
+	}
+	// A live tablet's folder the listing does not show (an object
+	// store's LIST may lag behind a split child's first objects) is read
+	// all the same: what it references must stay.
+	for _, id := range view.live[table] {
+		if !slices.ContainsFunc(folders, func(f *gcFolder) bool { return f.name == id }) {
+			folders = append(folders, &gcFolder{name: id, dir: filepath.Join(dir, id), keep: true, why: "live"})
+		}
 	}
 
 	// Mark every folder that a kept folder references, until nothing

@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -226,7 +227,23 @@ func (f *Faulty) Rename(oldname, newname string) error {
 
 // MkdirAll creates unless the injector fails it.
 func (f *Faulty) MkdirAll(dir string) error {
-	return f.do(OpMkdir, dir, func() error { return f.inner.MkdirAll(dir) })
+	return f.do(OpMkdir, dir, func() error {
+		// The folders made, for ListLag: dir and the parents it lacked.
+		var made []string
+		for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+			if _, err := f.inner.Stat(d); err == nil || filepath.Dir(d) == d {
+				break
+			}
+			made = append(made, d)
+		}
+		err := f.inner.MkdirAll(dir)
+		if err == nil {
+			for _, d := range made {
+				f.appeared(d)
+			}
+		}
+		return err
+	})
 }
 
 // List lists unless the injector fails it, as eventually consistent as

@@ -8,10 +8,11 @@ import (
 
 // ListLag makes Faulty's listing eventually consistent, as an object
 // store's LIST may be while a GET or HEAD of a new name already finds it:
-// until the returned catchUp is called, List leaves out the files that
-// were created or renamed into place since ListLag was called, and still
-// shows the files removed or renamed away since, for the names match
-// accepts (nil: every name). Open and Stat see the truth all along. Files
+// until the returned catchUp is called, List leaves out the files and
+// folders that were created (Create, MkdirAll) or renamed into place since
+// ListLag was called, and still shows the files removed or renamed away
+// since, for the paths match accepts (nil: every path). Open and Stat see
+// the truth all along. Files
 // appear at Create (on the local disk, not at Close); RemoveAll is not
 // tracked. Faulty lists whole files: a missing middle part of a
 // multi-part object is the object store backend's own concern.
@@ -94,7 +95,7 @@ func (f *Faulty) lagged(dir string, entries []Entry) []Entry {
 		}
 		return false
 	}
-	out := slices.DeleteFunc(entries, func(e Entry) bool { return !e.IsDir && hide(e.Name) })
+	out := slices.DeleteFunc(entries, func(e Entry) bool { return hide(e.Name) })
 	for _, l := range f.lags {
 		for p := range l.ghosts {
 			if filepath.Dir(p) != dir {

@@ -176,6 +176,7 @@ func TestListLag(t *testing.T) {
 	writeFile(t, ffs, filepath.Join(dir, "new"), "x")
 	writeFile(t, ffs, filepath.Join(dir, "other-new"), "x") // not matched: listed at once
 	writeFile(t, ffs, filepath.Join(dir, "brief"), "x")     // made and removed in the window
+	writeFile(t, ffs, filepath.Join(dir, "sub", "f"), "x")  // a new folder
 	for _, n := range []string{"gone", "brief"} {
 		if err := ffs.Remove(filepath.Join(dir, n)); err != nil {
 			t.Fatal(err)
@@ -199,13 +200,16 @@ func TestListLag(t *testing.T) {
 	if got, want := list(), []string{"gone", "moved.tmp", "old", "other-new", "other-old"}; !slices.Equal(got, want) {
 		t.Fatalf("List in the window = %v, want %v", got, want)
 	}
-	for _, n := range []string{"new", "moved"} {
+	for _, n := range []string{"new", "moved", "sub"} {
 		if _, err := ffs.Stat(filepath.Join(dir, n)); err != nil {
 			t.Fatalf("Stat %s in the window: %v", n, err)
 		}
 	}
+	if es, err := ffs.List(filepath.Join(dir, "sub")); err != nil || len(es) != 0 {
+		t.Fatalf("List of the hidden folder = %v, %v, want its new file hidden too", es, err)
+	}
 	catchUp()
-	if got, want := list(), []string{"moved", "new", "old", "other-new", "other-old"}; !slices.Equal(got, want) {
+	if got, want := list(), []string{"moved", "new", "old", "other-new", "other-old", "sub"}; !slices.Equal(got, want) {
 		t.Fatalf("List after catching up = %v, want %v", got, want)
 	}
 }
