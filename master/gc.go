@@ -34,7 +34,9 @@ import (
 //  2. no folder that is kept references a file inside it: every live
 //     tablet's folder, every fresh folder, and (transitively) every folder
 //     kept because of a reference. tablet.Referenced reads the references;
-//     an unreadable manifest keeps every folder of that table;
+//     an unreadable manifest, or a live tablet's folder in which none is
+//     listed (an object store's listing may lag behind it), keeps every
+//     folder of that table;
 //  3. the folder and everything inside it are older than Options.GCGrace:
 //     a split in progress writes its children's folders before the etcd
 //     transaction that names them commits;
@@ -81,6 +83,8 @@ type gcView struct {
 	rev int64
 	// ids holds every tablet id in etcd, of any table.
 	ids map[string]bool
+	// live holds the tablet ids in etcd of each table.
+	live map[string][]string
 	// tables holds every table with a schema or at least one tablet.
 	tables map[string]bool
 	// leases holds the lease of every registered tablet server.
@@ -102,7 +106,7 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 	if !resp.Succeeded {
 		return nil, ErrNotLeader
 	}
-	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, tables: map[string]bool{}, leases: map[int64]bool{}}
+	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, live: map[string][]string{}, tables: map[string]bool{}, leases: map[int64]bool{}}
 	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
 		v.leases[kv.Lease] = true
 	}
@@ -118,6 +122,7 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 			return nil, fmt.Errorf("master: gc: unexpected key %q under tablets/; not sweeping", kv.Key)
 		}
 		v.ids[id] = true
+		v.live[table] = append(v.live[table], id)
 		v.tables[table] = true
 	}
 	return v, nil
@@ -210,6 +215,14 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 		}
 		folders = append(folders, f)
 	}
+	// A live tablet's folder the listing does not show (an object
+	// store's LIST may lag behind a split child's first objects) is read
+	// all the same: what it references must stay.
+	for _, id := range view.live[table] {
+		if !slices.ContainsFunc(folders, func(f *gcFolder) bool { return f.name == id }) {
+			folders = append(folders, &gcFolder{name: id, dir: filepath.Join(dir, id), keep: true, why: "live"})
+		}
+	}
 
 	// Mark every folder that a kept folder references, until nothing
 	// changes: a kept folder's references must stay readable.
@@ -221,6 +234,13 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 				continue
 			}
 			r, err := tablet.References(fsys, f.dir)
+			if errors.Is(err, tablet.ErrNoTablet) && !view.ids[f.name] {
+				// A fresh folder not in etcd without a manifest yet (a
+				// split or merge being made): its parents are still in
+				// etcd. A live one's manifest may only be missing from a
+				// lagging listing: that blocks the table below.
+				r, err = tablet.Refs{}, nil
+			}
 			if err != nil {
 				m.log.Error("gc: cannot read a tablet manifest; keeping every folder of the table",
 					"table", table, "tablet", f.name, "err", err)

@@ -14,8 +14,13 @@
 //   - Local (Default): the operating system's files; what Tabula ran on
 //     before this package existed, byte for byte.
 //   - Faulty: wraps another FS and fails chosen operations (errors,
-//     ENOSPC, short writes), for tests that show a failing disk gives
-//     clear errors and loses nothing acknowledged.
+//     ENOSPC, short writes, calls carried out and then failed, calls that
+//     land after their caller gave up, listings that lag), for tests that
+//     show a failing disk or store gives clear errors and loses nothing
+//     acknowledged.
+//
+// A mutating call's error is an unknown outcome unless it wraps
+// ErrNotApplied: the call may have happened, or may still happen.
 //
 // Paths are the host's paths (filepath); an FS may reject paths outside
 // the root it serves.

@@ -3,6 +3,8 @@ package vfs
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -31,7 +33,10 @@ const (
 var ErrInjected = errors.New("vfs: injected fault")
 
 // Injector decides one operation on name: nil lets it run; an error fails
-// it (a *ShortWrite fails a write after part of it).
+// it. What the error is says how (see Faulty): a plain error fails the
+// call before it is carried out, a *ShortWrite fails a write after part of
+// it, an *AfterApply fails the call after carrying it out, a *Late fails
+// it at once and carries it out when the test says so.
 type Injector func(op Op, name string) error
 
 // ShortWrite, returned by an Injector for OpWrite, writes the first N
@@ -52,11 +57,47 @@ func Failf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInjected, fmt.Sprintf(format, args...))
 }
 
-// Faulty wraps an FS and fails the operations its Injector picks. It is
-// safe for concurrent use; Set may be called at any time.
+// Faulty wraps an FS and fails the operations its Injector picks, in one
+// of three ways a real store fails:
+//
+//   - before: a plain error from the Injector fails the call without
+//     carrying it out, and Faulty marks the error ErrNotApplied (the
+//     caller may rely on it, like a failed rename(2) on a local disk);
+//   - after: an *AfterApply carries the call out on the inner FS and then
+//     returns its error, as when a store's answer is lost (a CopyObject
+//     that landed, then a DELETE that failed);
+//   - late: a *Late returns its error at once (it wraps
+//     context.DeadlineExceeded: the caller's deadline passed) and carries
+//     the call out only when the test calls its Release, so a test can
+//     order "the caller gives up, cleans up, then the call lands".
+//
+// Every mutating call can fail each way: Create, Write, Sync and Close of
+// a file (on an object store, its PUT), Rename (a copy), Remove and
+// RemoveAll (DELETE), Truncate, MkdirAll and SyncDir. Reads (Open, Read,
+// List, Stat) change nothing, so every way fails them alike.
+//
+//	late := &vfs.Late{}
+//	ffs.Set(func(op vfs.Op, name string) error {
+//		if op == vfs.OpRename && strings.HasSuffix(name, "MANIFEST-3-v7") {
+//			return late // or &vfs.AfterApply{}: renamed, then failed
+//		}
+//		return nil
+//	})
+//	err := save() // fails with context.DeadlineExceeded; nothing renamed yet
+//	...           // the caller's cleanup
+//	late.Release() // now the rename lands
+//
+// ListLag makes List eventually consistent, the third way a store can
+// lie (see ListLag).
+//
+// Faulty is safe for concurrent use; Set may be called at any time.
 type Faulty struct {
 	inner  FS
 	inject atomic.Pointer[Injector]
+
+	// lagMu protects lags.
+	lagMu sync.Mutex
+	lags  []*listLag
 }
 
 // NewFaulty returns a Faulty over inner that fails nothing yet.
@@ -78,13 +119,62 @@ func (f *Faulty) fault(op Op, name string) error {
 	return nil
 }
 
-// Create creates name unless the injector fails it.
-func (f *Faulty) Create(name string) (Writable, error) {
-	if err := f.fault(OpCreate, name); err != nil {
-		return nil, err
+// do runs the mutating call op on name, whose effect on the inner FS is
+// apply, as the injector decides.
+func (f *Faulty) do(op Op, name string, apply func() error) error {
+	return f.carry(f.fault(op, name), op, name, apply)
+}
+
+// carry carries out op as err, the injector's answer, says.
+func (f *Faulty) carry(err error, op Op, name string, apply func() error) error {
+	if err == nil {
+		return apply()
 	}
-	w, err := f.inner.Create(name)
+	var after *AfterApply
+	if errors.As(err, &after) {
+		if aerr := apply(); aerr != nil {
+			return aerr
+		}
+		return err
+	}
+	var late *Late
+	if errors.As(err, &late) {
+		late.hold(op, name, apply)
+		return err
+	}
+	return NotApplied(err)
+}
+
+// read runs the reading call op on name: an injected error of any kind
+// fails it.
+func (f *Faulty) read(op Op, name string) error {
+	if err := f.fault(op, name); err != nil {
+		var after *AfterApply
+		var late *Late
+		if errors.As(err, &after) || errors.As(err, &late) {
+			return err
+		}
+		return NotApplied(err)
+	}
+	return nil
+}
+
+// Create creates name unless the injector fails it. A file created
+// after (or late) is left empty and closed: the caller never got it.
+func (f *Faulty) Create(name string) (Writable, error) {
+	var w Writable
+	err := f.do(OpCreate, name, func() error {
+		iw, err := f.inner.Create(name)
+		if err == nil {
+			f.appeared(name)
+		}
+		w = iw
+		return err
+	})
 	if err != nil {
+		if w != nil {
+			_ = w.Close()
+		}
 		return nil, err
 	}
 	return &faultyWriter{Writable: w, f: f, name: name}, nil
@@ -92,7 +182,7 @@ func (f *Faulty) Create(name string) (Writable, error) {
 
 // Open opens name unless the injector fails it.
 func (f *Faulty) Open(name string) (Readable, error) {
-	if err := f.fault(OpOpen, name); err != nil {
+	if err := f.read(OpOpen, name); err != nil {
 		return nil, err
 	}
 	r, err := f.inner.Open(name)
@@ -104,55 +194,74 @@ func (f *Faulty) Open(name string) (Readable, error) {
 
 // Truncate truncates unless the injector fails it.
 func (f *Faulty) Truncate(name string, size int64) error {
-	if err := f.fault(OpTruncate, name); err != nil {
-		return err
-	}
-	return f.inner.Truncate(name, size)
+	return f.do(OpTruncate, name, func() error { return f.inner.Truncate(name, size) })
 }
 
 // Remove removes unless the injector fails it.
 func (f *Faulty) Remove(name string) error {
-	if err := f.fault(OpRemove, name); err != nil {
+	return f.do(OpRemove, name, func() error {
+		err := f.inner.Remove(name)
+		if err == nil {
+			f.vanished(name)
+		}
 		return err
-	}
-	return f.inner.Remove(name)
+	})
 }
 
 // RemoveAll removes unless the injector fails it (as OpRemove).
 func (f *Faulty) RemoveAll(name string) error {
-	if err := f.fault(OpRemove, name); err != nil {
-		return err
-	}
-	return f.inner.RemoveAll(name)
+	return f.do(OpRemove, name, func() error { return f.inner.RemoveAll(name) })
 }
 
 // Rename renames unless the injector fails it (named by newname).
 func (f *Faulty) Rename(oldname, newname string) error {
-	if err := f.fault(OpRename, newname); err != nil {
+	return f.do(OpRename, newname, func() error {
+		err := f.inner.Rename(oldname, newname)
+		if err == nil {
+			f.vanished(oldname)
+			f.appeared(newname)
+		}
 		return err
-	}
-	return f.inner.Rename(oldname, newname)
+	})
 }
 
 // MkdirAll creates unless the injector fails it.
 func (f *Faulty) MkdirAll(dir string) error {
-	if err := f.fault(OpMkdir, dir); err != nil {
+	return f.do(OpMkdir, dir, func() error {
+		// The folders made, for ListLag: dir and the parents it lacked.
+		var made []string
+		for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+			if _, err := f.inner.Stat(d); err == nil || filepath.Dir(d) == d {
+				break
+			}
+			made = append(made, d)
+		}
+		err := f.inner.MkdirAll(dir)
+		if err == nil {
+			for _, d := range made {
+				f.appeared(d)
+			}
+		}
 		return err
-	}
-	return f.inner.MkdirAll(dir)
+	})
 }
 
-// List lists unless the injector fails it.
+// List lists unless the injector fails it, as eventually consistent as
+// ListLag makes it.
 func (f *Faulty) List(dir string) ([]Entry, error) {
-	if err := f.fault(OpList, dir); err != nil {
+	if err := f.read(OpList, dir); err != nil {
 		return nil, err
 	}
-	return f.inner.List(dir)
+	entries, err := f.inner.List(dir)
+	if err != nil {
+		return nil, err
+	}
+	return f.lagged(dir, entries), nil
 }
 
 // Stat describes unless the injector fails it.
 func (f *Faulty) Stat(name string) (Info, error) {
-	if err := f.fault(OpStat, name); err != nil {
+	if err := f.read(OpStat, name); err != nil {
 		return Info{}, err
 	}
 	return f.inner.Stat(name)
@@ -160,43 +269,81 @@ func (f *Faulty) Stat(name string) (Info, error) {
 
 // SyncDir syncs unless the injector fails it.
 func (f *Faulty) SyncDir(dir string) error {
-	if err := f.fault(OpSyncDir, dir); err != nil {
-		return err
-	}
-	return f.inner.SyncDir(dir)
+	return f.do(OpSyncDir, dir, func() error { return f.inner.SyncDir(dir) })
 }
 
 type faultyWriter struct {
 	Writable
 	f    *Faulty
 	name string
+	// late holds a write or sync of this file back: its Close waits
+	// behind them in the same Late.
+	late *Late
+}
+
+// carry is Faulty.carry for a write or sync: the file's later calls
+// queue behind a late one.
+func (w *faultyWriter) carry(err error, op Op, apply func() error) error {
+	if w.late != nil {
+		w.late.hold(op, w.name, apply)
+		return w.late
+	}
+	err = w.f.carry(err, op, w.name, apply)
+	if late := (*Late)(nil); errors.As(err, &late) {
+		w.late = late
+	}
+	return err
 }
 
 func (w *faultyWriter) Write(p []byte) (int, error) {
-	if err := w.f.fault(OpWrite, w.name); err != nil {
-		var sw *ShortWrite
-		if errors.As(err, &sw) && sw.N > 0 {
-			n, werr := w.Writable.Write(p[:min(sw.N, len(p))])
-			if werr != nil {
-				return n, werr
-			}
-			return n, err
+	err := w.f.fault(OpWrite, w.name)
+	var sw *ShortWrite
+	if errors.As(err, &sw) {
+		if sw.N <= 0 {
+			return 0, err
 		}
-		return 0, err
+		n, werr := w.Writable.Write(p[:min(sw.N, len(p))])
+		if werr != nil {
+			return n, werr
+		}
+		return n, err
 	}
-	return w.Writable.Write(p)
+	if err == nil && w.late == nil {
+		return w.Writable.Write(p)
+	}
+	// Written after or late: the caller is told nothing was.
+	p = append([]byte(nil), p...) // a late write outlives the caller's buffer
+	err = w.carry(err, OpWrite, func() error {
+		_, err := w.Writable.Write(p)
+		return err
+	})
+	return 0, err
 }
 
 func (w *faultyWriter) Sync() error {
-	if err := w.f.fault(OpSync, w.name); err != nil {
-		return err
+	if w.late != nil {
+		return w.carry(nil, OpSync, w.Writable.Sync)
 	}
-	return w.Writable.Sync()
+	return w.carry(w.f.fault(OpSync, w.name), OpSync, w.Writable.Sync)
 }
 
 func (w *faultyWriter) Close() error {
+	if w.late != nil {
+		w.late.hold(OpClose, w.name, w.Writable.Close)
+		return w.late
+	}
 	err := w.f.fault(OpClose, w.name)
-	return errors.Join(err, w.Writable.Close())
+	var late *Late
+	if err != nil && errors.As(err, &late) {
+		late.hold(OpClose, w.name, w.Writable.Close)
+		return err
+	}
+	// The file is closed whatever the injector says: a plain error is a
+	// close that reported a failure, and leaks nothing.
+	if cerr := w.Writable.Close(); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
 }
 
 type faultyReader struct {
@@ -206,14 +353,14 @@ type faultyReader struct {
 }
 
 func (r *faultyReader) Read(p []byte) (int, error) {
-	if err := r.f.fault(OpRead, r.name); err != nil {
+	if err := r.f.read(OpRead, r.name); err != nil {
 		return 0, err
 	}
 	return r.Readable.Read(p)
 }
 
 func (r *faultyReader) ReadAt(p []byte, off int64) (int, error) {
-	if err := r.f.fault(OpRead, r.name); err != nil {
+	if err := r.f.read(OpRead, r.name); err != nil {
 		return 0, err
 	}
 	return r.Readable.ReadAt(p, off)

@@ -57,8 +57,11 @@ func (Local) Remove(name string) error { return os.Remove(name) }
 // RemoveAll removes a tree.
 func (Local) RemoveAll(name string) error { return os.RemoveAll(name) }
 
-// Rename renames atomically.
-func (Local) Rename(oldname, newname string) error { return os.Rename(oldname, newname) }
+// Rename renames atomically: a failed rename did not happen
+// (ErrNotApplied).
+func (Local) Rename(oldname, newname string) error {
+	return NotApplied(os.Rename(oldname, newname))
+}
 
 // MkdirAll creates dir and its parents (0755).
 func (Local) MkdirAll(dir string) error { return os.MkdirAll(dir, 0o755) }

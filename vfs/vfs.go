@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"io"
 	"io/fs"
 	"time"
@@ -91,3 +92,26 @@ func Or(fsys FS) FS {
 	}
 	return fsys
 }
+
+// ErrNotApplied marks the error of a mutating call that certainly did not
+// happen and never will (a rename(2) that failed: the syscall is atomic).
+// Any other error of a mutating call is an unknown outcome: the call may
+// have been carried out, or may still be, as when a store's answer was
+// lost or came after the caller's deadline (docs/CONTRACTS.md §7). An FS
+// marks an error with NotApplied only when it knows; callers test it with
+// errors.Is.
+var ErrNotApplied = errors.New("vfs: not applied")
+
+// NotApplied marks err as the error of a call that did not happen; its
+// message is err's. A nil err stays nil.
+func NotApplied(err error) error {
+	if err == nil || errors.Is(err, ErrNotApplied) {
+		return err
+	}
+	return notApplied{err}
+}
+
+type notApplied struct{ error }
+
+func (e notApplied) Unwrap() error        { return e.error }
+func (e notApplied) Is(target error) bool { return target == ErrNotApplied }

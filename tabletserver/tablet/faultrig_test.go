@@ -21,6 +21,7 @@ type faultRig struct {
 	fs    *vfs.Faulty
 	tb    *Tablet
 	acked []string // rows whose write was acknowledged
+	epoch int64    // the owner's epoch (0: unfenced)
 
 	mu       sync.Mutex
 	failures []error // what OnFailure was told
@@ -37,6 +38,7 @@ func newFaultRig(t *testing.T) *faultRig {
 func (r *faultRig) options(fsys vfs.FS) Options {
 	o := testOptions(r.dir)
 	o.FS = fsys
+	o.Epoch = r.epoch
 	o.SyncMode = commitlog.SyncAlways
 	o.OnFailure = func(err error) {
 		r.mu.Lock()

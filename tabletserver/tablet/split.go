@@ -273,15 +273,17 @@ type Refs struct {
 }
 
 // References reads what the manifest of the tablet folder dir on fsys
-// references outside the folder. A folder without a manifest references
-// nothing.
+// references outside the folder. A folder in which no manifest is listed
+// gives an error wrapping ErrNoTablet, never "nothing": it may be a split
+// child whose manifest an object store's listing does not show yet, and
+// the caller is deciding whether a parent's files may be deleted.
 func References(fsys vfs.FS, dir string) (Refs, error) {
 	st, found, err := manifest.Load(fsys, dir)
 	if err != nil {
 		return Refs{}, fmt.Errorf("tablet: %w", err)
 	}
 	if !found {
-		return Refs{}, nil
+		return Refs{}, fmt.Errorf("%w: %s: no manifest listed, so what it references cannot be told (a folder being made, or a listing that lags)", ErrNoTablet, dir)
 	}
 	r := Refs{Log: st.Log}
 	for _, f := range st.Files {

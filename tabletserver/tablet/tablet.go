@@ -132,6 +132,17 @@ func Open(opts Options) (_ *Tablet, err error) {
 			return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
 		}
 	}
+	if found && mEpoch == opts.Epoch && opts.Epoch > 0 {
+		// Opened again at the same epoch: a save of this epoch whose
+		// outcome was unknown may still land, so neither its version
+		// number nor the file numbers its state names are used again.
+		p, err := manifest.PendingSaves(opts.FS, opts.Dir, mEpoch, mID.Version)
+		if err != nil {
+			return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
+		}
+		mID.Version = max(mID.Version, p.Version)
+		st.NextFileNum = max(st.NextFileNum, p.NextFileNum)
+	}
 	if st.NextFileNum == 0 {
 		st.NextFileNum = 1
 	}

@@ -11,6 +11,11 @@
 // old or the new state. On an object store each version is a new object.
 // RemoveBefore deletes the versions a newer one superseded.
 //
+// A rename whose answer was lost (on an object store a rename is a copy and
+// deletes) is not taken for one that did not happen: SaveVersion reads the
+// new version back, and when it cannot tell, fails with ErrMaybeSaved,
+// after which every file the new state names must be kept.
+//
 //	st, found, err := manifest.Load(fsys, dir) // fsys: a vfs.FS, nil for the local disk
 //	if err != nil { ... } // a damaged MANIFEST wraps manifest.ErrCorrupt
 //	if !found { st.NextFileNum = 1 } // a new tablet

@@ -21,10 +21,13 @@ import (
 // wrapping it name the file. It wraps corruption.ErrCorrupt.
 var ErrCorrupt = corruption.New("manifest: corrupt")
 
-// ErrMaybeSaved marks a SaveEpoch that renamed the new manifest into place
-// but could not make the rename durable: after a crash, or on storage that
-// reports the failure late, either the old or the new state may be read.
-var ErrMaybeSaved = errors.New("manifest: saved, but not known to be durable")
+// ErrMaybeSaved marks a save whose outcome is unknown: the new version may
+// be in place (a rename that was carried out but not made durable, or
+// whose answer was lost), may land later (a store call still on its way
+// after the caller's deadline), or may never. Either the old or the new
+// state may be read from now on, so every file the new state names must
+// be kept (docs/CONTRACTS.md §7).
+var ErrMaybeSaved = errors.New("manifest: maybe saved")
 
 // FileRef is one SSTable a tablet reads.
 type FileRef struct {
@@ -325,13 +328,16 @@ func LoadNewest(fsys vfs.FS, dir string) (State, int64, bool, error) {
 // LoadLatest is Load that also returns the ID of the manifest read.
 func LoadLatest(fsys vfs.FS, dir string) (State, ID, bool, error) {
 	fsys = vfs.Or(fsys)
-	ids, err := List(fsys, dir)
-	if err != nil || len(ids) == 0 {
+	id, found, err := Newest(fsys, dir)
+	if err != nil || !found {
 		return State{}, ID{}, false, err
 	}
-	id := ids[len(ids)-1]
 	path := filepath.Join(dir, id.Name())
 	b, err := vfs.ReadFile(fsys, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Never an older version in its place: it may name what is gone.
+		return State{}, ID{}, false, fmt.Errorf("manifest: %s is listed but gone: the listing lags behind newer versions; open again later: %w", path, err)
+	}
 	if err != nil {
 		return State{}, ID{}, false, fmt.Errorf("manifest: %w", err)
 	}
@@ -344,12 +350,45 @@ func LoadLatest(fsys vfs.FS, dir string) (State, ID, bool, error) {
 
 // Newest returns the ID of the newest manifest in dir, false if there is
 // none.
+//
+// An object store's listing may lag behind its newest objects while a
+// read of a new name already finds it (a LIST is not read-after-write,
+// a HEAD or GET of a new key is), and a version missing from the listing
+// must not make an older one win: that one may name files a compaction
+// deleted since, or a replay point before log segments a flush deleted.
+// So Newest asks for the versions after the newest listed, one by one by
+// name (vfs.FS.Stat), until one is absent; the owner that wrote them
+// counted them up one by one. Where that finds nothing newer, the newest
+// listed version is the newest, or is gone (the owner deletes all but its
+// two newest versions, and a newer epoch's owner deletes the older
+// epoch's): then Load fails, and a later open, on a listing that caught
+// up, succeeds. Versions of a newer epoch cannot be asked for by name
+// (their numbers are not known): they rely on the older epoch's versions
+// being unreadable once that owner's seal deleted them.
 func Newest(fsys vfs.FS, dir string) (ID, bool, error) {
+	fsys = vfs.Or(fsys)
 	ids, err := List(fsys, dir)
 	if err != nil || len(ids) == 0 {
 		return ID{}, false, err
 	}
-	return ids[len(ids)-1], true, nil
+	id, err := probeAfter(fsys, dir, ids[len(ids)-1])
+	return id, err == nil, err
+}
+
+// probeAfter returns the newest version of id's epoch in dir at or after
+// id, asking for each next version by name.
+func probeAfter(fsys vfs.FS, dir string, id ID) (ID, error) {
+	for {
+		next := ID{Epoch: id.Epoch, Version: id.Version + 1}
+		_, err := fsys.Stat(filepath.Join(dir, next.Name()))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return id, nil
+		case err != nil:
+			return ID{}, fmt.Errorf("manifest: looking for a version the listing may not show yet: %w", err)
+		}
+		id = next
+	}
 }
 
 // Save saves s as the next version of epoch 0; see SaveEpoch.
@@ -363,13 +402,17 @@ func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
 	if err != nil {
 		return err
 	}
-	next := ID{Epoch: epoch, Version: 1}
+	last := ID{Epoch: epoch}
 	for _, id := range ids {
-		if id.Epoch == epoch && id.Version >= next.Version {
-			next.Version = id.Version + 1
+		if id.Epoch == epoch && id.Version >= last.Version {
+			last = id
 		}
 	}
-	return SaveVersion(fsys, dir, next, s)
+	// A version the listing does not show yet must not be written again.
+	if last, err = probeAfter(vfs.Or(fsys), dir, last); err != nil {
+		return err
+	}
+	return SaveVersion(fsys, dir, ID{Epoch: epoch, Version: last.Version + 1}, s)
 }
 
 // SaveVersion writes s as the manifest id in dir: it writes a temporary
@@ -377,9 +420,18 @@ func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
 // exists: versions only grow) and fsyncs dir. After a crash at any instant
 // Load yields the old or the new state. dir must exist.
 //
-// An error wrapping ErrMaybeSaved means the rename was done but not made
-// durable: Load may yield either state, so the files s names must be kept.
-// Any other error leaves the newest manifest as it was.
+// A rename that fails is an unknown outcome unless its error wraps
+// vfs.ErrNotApplied (on an object store a rename is a copy and deletes, and
+// the copy may have landed, or may still land, whatever the answer said).
+// SaveVersion then reads the new version back: if it holds the bytes
+// written, the save happened and goes on as if the rename had said so; if
+// it is absent or cannot be read, the error wraps ErrMaybeSaved, and the
+// temporary file stays for a rename that may still land (RemoveBefore
+// deletes it later).
+//
+// An error wrapping ErrMaybeSaved means Load may yield either state from
+// now on, so the files s names must be kept. Any other error leaves the
+// newest manifest as it was.
 func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 	if err := s.check(); err != nil {
 		return fmt.Errorf("manifest: refusing to save: %w", err)
@@ -398,12 +450,78 @@ func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 		fsys.Remove(tmp)
 		return fmt.Errorf("manifest: %w", err)
 	}
-	if err := fsys.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		fsys.Remove(tmp)
-		return fmt.Errorf("manifest: %w", err)
+	path := filepath.Join(dir, name)
+	if err := fsys.Rename(tmp, path); err != nil {
+		if errors.Is(err, vfs.ErrNotApplied) {
+			fsys.Remove(tmp)
+			return fmt.Errorf("manifest: %w", err)
+		}
+		if rerr := holds(fsys, path, b); rerr != nil {
+			return fmt.Errorf("%w: %w (reading %s back: %v)", ErrMaybeSaved, err, name, rerr)
+		}
+		// Renamed after all; on an object store the copy's source may
+		// be left behind.
+		if err := fsys.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w: %w", ErrMaybeSaved, err)
+		}
 	}
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("%w: fsync %s: %w", ErrMaybeSaved, dir, err)
+	}
+	return nil
+}
+
+// Pending describes the saves of epoch in dir after version after whose
+// outcome is unknown: their temporary files are still there (SaveVersion
+// keeps them). An owner that opens the tablet again at the same epoch must
+// skip both: Version is the highest such version (0 if none), and
+// NextFileNum the highest file number their states reserve, whose files
+// were kept for them.
+type Pending struct {
+	Version     uint64
+	NextFileNum uint64
+}
+
+// PendingSaves lists the temporary files of epoch's versions after after
+// in dir (see Pending). A temporary file that does not decode (a save cut
+// short before its rename) still counts for its version.
+func PendingSaves(fsys vfs.FS, dir string, epoch int64, after uint64) (Pending, error) {
+	fsys = vfs.Or(fsys)
+	entries, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Pending{}, nil
+	}
+	if err != nil {
+		return Pending{}, fmt.Errorf("manifest: %w", err)
+	}
+	var p Pending
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name, ".tmp")
+		id, parsed := parseName(name)
+		if !ok || !parsed || e.IsDir || id.Epoch != epoch || id.Version <= after {
+			continue
+		}
+		p.Version = max(p.Version, id.Version)
+		path := filepath.Join(dir, e.Name)
+		if b, err := vfs.ReadFile(fsys, path); err == nil {
+			if st, err := decode(path, b); err == nil {
+				p.NextFileNum = max(p.NextFileNum, st.NextFileNum)
+			}
+		}
+	}
+	return p, nil
+}
+
+// holds returns nil if the file at path holds exactly b.
+func holds(fsys vfs.FS, path string, b []byte) error {
+	got, err := vfs.ReadFile(fsys, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errors.New("absent, the rename may still land")
+	case err != nil:
+		return err
+	case !bytes.Equal(got, b):
+		return errors.New("it holds other bytes")
 	}
 	return nil
 }
@@ -418,21 +536,27 @@ func RemoveOlder(fsys vfs.FS, dir string, epoch int64) error {
 // temporary files), once keep or a newer one is durable. An engine keeps
 // the version before its newest, so that a reader that listed the folder
 // just before the newest appeared can still read what it chose.
+//
+// The temporary files of older versions go too, whether or not their
+// version ever landed (a save of unknown outcome leaves its temporary file
+// behind: see SaveVersion).
 func RemoveBefore(fsys vfs.FS, dir string, keep ID) error {
 	fsys = vfs.Or(fsys)
-	ids, err := List(fsys, dir)
+	entries, err := fsys.List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
-		return err
+		return fmt.Errorf("manifest: %w", err)
 	}
 	var errs []error
-	for _, id := range ids {
-		if !id.Less(keep) {
+	for _, e := range entries {
+		id, ok := parseName(strings.TrimSuffix(e.Name, ".tmp"))
+		if !ok || e.IsDir || !id.Less(keep) {
 			continue
 		}
-		for _, n := range []string{id.Name(), id.Name() + ".tmp"} {
-			if err := fsys.Remove(filepath.Join(dir, n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("manifest: %w", err))
-			}
+		if err := fsys.Remove(filepath.Join(dir, e.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("manifest: %w", err))
 		}
 	}
 	return errors.Join(errs...)
