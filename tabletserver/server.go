@@ -113,6 +113,7 @@ type Server struct {
 	scanWG   sync.WaitGroup // scan goroutines (stall.go), which may outlive their handler
 	failWG   sync.WaitGroup // retire goroutines of failed tablets
 	failures atomic.Int64   // tablets retired after a failure
+	logRenew logRenewal     // the replacement of a failed shared log (logrenew.go)
 
 	counters counters       // exported by the metrics collector (metrics.go)
 	metrics  *serverMetrics // nil when Options.Metrics is nil
@@ -334,6 +335,7 @@ func (s *Server) Close() error {
 		s.mu.Lock() // no retire or drop starts after this
 		s.mu.Unlock()
 		s.failWG.Wait()
+		s.stopRenewal()
 
 		var errs []error
 		s.lifecycle.Lock()
