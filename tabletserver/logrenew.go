@@ -20,7 +20,11 @@ import (
 // after a short backoff capped at renewCap, so the new log exists within
 // about a second of the store taking writes again; while the store says
 // to slow down (vfs.ErrSlowDown) it waits longer, with jitter, so that a
-// throttling store is not hammered by every server at once.
+// throttling store is not hammered by every server at once. Each attempt
+// already carries the S3 client's own retries (up to ten requests, at
+// most a second apart), so waits of up to renewSlowCap between attempts
+// about halve what a server sends a throttling store, while the log is
+// back at most renewSlowCap after the throttling ends.
 
 const (
 	// renewFirst is the wait after the first failed attempt; it doubles
@@ -28,7 +32,7 @@ const (
 	// throttles.
 	renewFirst   = 50 * time.Millisecond
 	renewCap     = time.Second
-	renewSlowCap = 10 * time.Second
+	renewSlowCap = 4 * time.Second
 )
 
 // logRenewal is the background replacement of a failed shared log.

@@ -191,8 +191,8 @@ func TestRenewBackoff(t *testing.T) {
 		want   []time.Duration // waits
 	}{
 		{"store down", false, most, []time.Duration{50, 100, 200, 400, 800, 1000, 1000}},
-		{"throttled, least jitter", true, none, []time.Duration{500, 1000, 2000, 4000, 5000, 5000}},
-		{"throttled, most jitter", true, most, []time.Duration{1000, 2000, 4000, 8000, 10000, 10000}},
+		{"throttled, least jitter", true, none, []time.Duration{500, 1000, 2000, 2000, 2000}},
+		{"throttled, most jitter", true, most, []time.Duration{1000, 2000, 4000, 4000, 4000}},
 	} {
 		var step, wait time.Duration
 		var got []time.Duration
