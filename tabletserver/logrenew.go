@@ -1,6 +1,7 @@
 package tabletserver
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"sync"
@@ -33,6 +34,11 @@ const (
 	renewFirst   = 50 * time.Millisecond
 	renewCap     = time.Second
 	renewSlowCap = 4 * time.Second
+	// renewWaitMax bounds how long a load waits for a renewal under way
+	// (awaitLog): long enough to ride out a store restart, short enough
+	// that loads stuck on one server do not hold the master's few load
+	// slots for long.
+	renewWaitMax = 10 * time.Second
 )
 
 // logRenewal is the background replacement of a failed shared log.
@@ -50,6 +56,8 @@ type logRenewal struct {
 	running  bool
 	stopped  bool
 	stopping chan struct{} // closed by stop
+	renewed  chan struct{} // closed when the running renewal ends
+	waiting  int           // loads in awaitLog
 }
 
 // renewBackoff returns the step and the wait after a failed attempt that
@@ -91,11 +99,43 @@ func (s *Server) renewFailedLog() {
 		r.stopping = make(chan struct{})
 	}
 	r.running = true
+	r.renewed = make(chan struct{})
 	r.wg.Add(1)
-	go func() {
+	go func(renewed chan struct{}) {
 		defer r.wg.Done()
+		defer close(renewed)
 		s.renewLoop(r.stopping)
+	}(r.renewed)
+}
+
+// awaitLog waits, if the shared log failed, for its renewal to end (up to
+// renewWaitMax or the end of ctx), so that a load that arrives while the
+// store is down goes ahead the moment the store is back rather than
+// failing into the master's backoff, which grows to seconds.
+func (s *Server) awaitLog(ctx context.Context) {
+	s.renewFailedLog()
+	r := &s.logRenew
+	r.mu.Lock()
+	running, renewed := r.running, r.renewed
+	if running {
+		r.waiting++
+	}
+	r.mu.Unlock()
+	if !running {
+		return
+	}
+	defer func() {
+		r.mu.Lock()
+		r.waiting--
+		r.mu.Unlock()
 	}()
+	t := time.NewTimer(renewWaitMax)
+	defer t.Stop()
+	select {
+	case <-renewed:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // renewLoop tries to start a new shared log until one is healthy or the

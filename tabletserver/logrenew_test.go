@@ -181,6 +181,56 @@ func TestFailedLogIsReplacedOnTheFirstSuccessfulProbe(t *testing.T) {
 	}
 }
 
+// A load that arrives while the store is down waits for the log's
+// renewal instead of failing (into the master's backoff, which grows to
+// seconds), and goes ahead on the first attempt that finds the store back.
+func TestLoadWaitsForTheLogRenewal(t *testing.T) {
+	waits := make(chan time.Duration)
+	tick := make(chan time.Time)
+	f := failSharedLog(t, func(srv *Server) {
+		srv.logRenew.after = func(d time.Duration) <-chan time.Time {
+			waits <- d
+			return tick
+		}
+	})
+	e, srv, c := f.e, f.srv, f.c
+	select {
+	case <-waits: // the first attempt failed; the renewal waits for tick
+	case <-time.After(10 * time.Second):
+		t.Fatal("no attempt to start a new log")
+	}
+	rec := e.assign("t1", nil, nil, srv, 2)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema})
+		errc <- err
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case err := <-errc:
+			t.Fatalf("the load ended while the store was down (%v); want it to wait for the new log", err)
+		default:
+		}
+		srv.logRenew.mu.Lock()
+		waiting = srv.logRenew.waiting == 1
+		srv.logRenew.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	f.state.Store(storeUp)
+	tick <- time.Time{}
+	if err := <-errc; err != nil {
+		t.Fatalf("the load after the store came back: %v", err)
+	}
+	ref := &tabulapb.TabletRef{Table: rec.Table, TabletId: rec.ID, Epoch: rec.Epoch}
+	if err := put(e.ctx, c, ref, "after", set("cf", "q", 1, "v")); err != nil {
+		t.Fatalf("write on the new log: %v", err)
+	}
+	rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
+	if err != nil || !slices.Equal(rowKeys(rows), []string{"acked", "after"}) {
+		t.Fatalf("the tablet reads %v, %v; want acked and after", rowKeys(rows), err)
+	}
+}
+
 func TestRenewBackoff(t *testing.T) {
 	none := func(int64) int64 { return 0 }
 	most := func(n int64) int64 { return n - 1 }

@@ -240,6 +240,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 		}
 	}
 
+	s.awaitLog(ctx) // a failed log's successor, if it is on its way
 	t, err := s.openEngine(dir, fams, rec.Start, rec.End, rec.Epoch, rec.Fresh)
 	if err != nil {
 		return fmt.Errorf("tabletserver: opening tablet %s: %w", key, err)
