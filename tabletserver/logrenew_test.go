@@ -83,6 +83,17 @@ func failSharedLog(t *testing.T, setup func(*Server)) logFailure {
 	return f
 }
 
+// testTimer makes the renewal's timer the test's: each wait is sent on
+// waits and ends when the test sends on tick.
+func testTimer(waits chan<- time.Duration, tick <-chan time.Time) func(*Server) {
+	return func(srv *Server) {
+		srv.logRenew.after = func(d time.Duration) <-chan time.Time {
+			waits <- d
+			return tick
+		}
+	}
+}
+
 // When the shared log fails and the store comes back, the server starts a
 // new log by itself, without waiting for a LoadTablet: the master backs
 // off its loads for seconds, and every second without a log is a second
@@ -115,14 +126,8 @@ func TestFailedLogIsReplacedWithoutALoad(t *testing.T) {
 // and the first attempt after the store is back starts the new log, with
 // no attempt after it.
 func TestFailedLogIsReplacedOnTheFirstSuccessfulProbe(t *testing.T) {
-	waits := make(chan time.Duration)
-	tick := make(chan time.Time)
-	f := failSharedLog(t, func(srv *Server) {
-		srv.logRenew.after = func(d time.Duration) <-chan time.Time {
-			waits <- d
-			return tick
-		}
-	})
+	waits, tick := make(chan time.Duration), make(chan time.Time)
+	f := failSharedLog(t, testTimer(waits, tick))
 	srv, state, failed := f.srv, f.state, f.failed
 
 	next := func(what string) time.Duration {
@@ -139,9 +144,11 @@ func TestFailedLogIsReplacedOnTheFirstSuccessfulProbe(t *testing.T) {
 		if got := next("store down"); got != want {
 			t.Errorf("wait %d while the store is down: %v, want %v", i+1, got, want)
 		}
+		if i == 3 {
+			state.Store(storeThrottling) // before the attempt the tick starts
+		}
 		tick <- time.Time{}
 	}
-	state.Store(storeThrottling)
 	var slow []time.Duration
 	for i := range 3 {
 		slow = append(slow, next("store throttling"))
@@ -185,14 +192,8 @@ func TestFailedLogIsReplacedOnTheFirstSuccessfulProbe(t *testing.T) {
 // renewal instead of failing (into the master's backoff, which grows to
 // seconds), and goes ahead on the first attempt that finds the store back.
 func TestLoadWaitsForTheLogRenewal(t *testing.T) {
-	waits := make(chan time.Duration)
-	tick := make(chan time.Time)
-	f := failSharedLog(t, func(srv *Server) {
-		srv.logRenew.after = func(d time.Duration) <-chan time.Time {
-			waits <- d
-			return tick
-		}
-	})
+	waits, tick := make(chan time.Duration), make(chan time.Time)
+	f := failSharedLog(t, testTimer(waits, tick))
 	e, srv, c := f.e, f.srv, f.c
 	select {
 	case <-waits: // the first attempt failed; the renewal waits for tick
