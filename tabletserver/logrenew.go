@@ -48,11 +48,11 @@ type logRenewal struct {
 	// after is the timer between attempts (tests drive it); the default
 	// is time.After.
 	after func(time.Duration) <-chan time.Time
-	// attempts counts the renewal attempts, successful or not.
-	attempts int64
 
 	// mu protects the fields below.
-	mu       sync.Mutex
+	mu sync.Mutex
+	// attempts counts the renewal attempts, successful or not.
+	attempts int64
 	running  bool
 	stopped  bool
 	stopping chan struct{} // closed by stop
@@ -101,11 +101,11 @@ func (s *Server) renewFailedLog() {
 	r.running = true
 	r.renewed = make(chan struct{})
 	r.wg.Add(1)
-	go func(renewed chan struct{}) {
+	go func(stopping <-chan struct{}, renewed chan struct{}) {
 		defer r.wg.Done()
 		defer close(renewed)
-		s.renewLoop(r.stopping)
-	}(r.renewed)
+		s.renewLoop(stopping)
+	}(r.stopping, r.renewed)
 }
 
 // awaitLog waits, if the shared log failed, for its renewal to end (up to
@@ -156,7 +156,13 @@ func (s *Server) renewLoop(stopping <-chan struct{}) {
 		r.mu.Lock()
 		r.attempts++
 		r.mu.Unlock()
-		_, err := s.sharedLog()
+		// A log is named after the lease it is started under: without a
+		// safe lease (the server may be about to register under a new
+		// one, which starts its own log) none is started here.
+		err := ErrFenced
+		if s.leaseSafe() {
+			_, err = s.sharedLog()
+		}
 		if err == nil {
 			if attempt > 1 {
 				s.logger.Info("the store takes writes again: new shared commit log started", "attempts", attempt)
