@@ -78,10 +78,12 @@ type Server struct {
 	loadRolled atomic.Int64 // unix micros of the last rollLoad
 	stopHealth func()
 
-	// engines is every engine this process opened, by folder (openEngine).
+	// engines is every engine this process opened, by folder, and the
+	// folders whose engine is opening (openEngine).
 	engines struct {
 		sync.Mutex
-		m map[string]*tablet.Tablet
+		m       map[string]*tablet.Tablet
+		opening map[string]bool
 	}
 
 	// lifecycle is held by fence and by Close's flushing, so a fence never
@@ -170,6 +172,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		unloaded: make(map[string]int64),
 	}
 	s.engines.m = make(map[string]*tablet.Tablet)
+	s.engines.opening = make(map[string]bool)
 	s.metrics = newServerMetrics(s, opts.Metrics)
 	defer func() {
 		if err != nil {
