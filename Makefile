@@ -40,6 +40,11 @@ SECURE_PKGS = ./e2e ./cmd/tabula ./devcluster
 # linearizability. Prints the report; fails on any violation. A short run
 # is in `make test` (e2e TestVerifyUnderFaults). SOAK_FLAGS adds flags,
 # e.g. SOAK_FLAGS="--seed 42 --keep".
+# Then the same on SeaweedFS (--object-store) for SOAK_DURATION, where the
+# store is also restarted, made slow, throttled (503 SlowDown) and cut off
+# mid-request through a proxy, each fault at least three times; the
+# report gives each fault's unavailability after the repair. A short run
+# is in `make test` (e2e TestVerifyOnASlowThrottlingStore).
 SOAK_DURATION ?= 10m
 # Then the balancer's steady run (e2e TestBalancerSteadyLoad, 60 s in
 # `make test`): even writes for BALANCER_SOAK, no tablet moves more than twice.
@@ -49,8 +54,9 @@ BALANCER_SOAK ?= 5m
 # own, cut off from etcd, isolated, on a slow or lossy link.
 SOAK_FAULTS ?= server-kill,server-stop,master-kill,etcd-restart,server-etcd-cut,server-isolate,master-etcd-cut,slow-link,lossy-link
 SOAK_FLAGS ?=
-soak: build
+soak: build $(WEED).$(WEED_VERSION)
 	./bin/tabula verify run --duration $(SOAK_DURATION) --faults $(SOAK_FAULTS) $(SOAK_FLAGS)
+	TABULA_WEED=$(CURDIR)/$(WEED) ./bin/tabula verify run --object-store --duration $(SOAK_DURATION) --min-faults-per-kind 3 $(SOAK_FLAGS)
 	BALANCER_SOAK=$(BALANCER_SOAK) $(GO) test ./e2e/ -run '^TestBalancerSteadyLoad$$' -count=1 -timeout 20m -v
 
 # Rewrites go.mod and go.sum of both modules; bench/ replaces the root module

@@ -60,6 +60,9 @@ func (s *Server) retire(table, id string, epoch int64, cause error) {
 	}
 	s.failures.Add(1)
 	s.logger.Error("tablet failed and left service; its next owner replays its log", "tablet", key, "epoch", epoch, "err", cause)
+	// If the shared log is what failed, start its successor now, not at
+	// the next load (logrenew.go).
+	s.renewFailedLog()
 	lease := s.leaseID.Load()
 	for attempt := 0; attempt < releaseRetries && !s.closed.Load(); attempt++ {
 		err := s.release(table, id, epoch, lease)

@@ -78,10 +78,12 @@ type Server struct {
 	loadRolled atomic.Int64 // unix micros of the last rollLoad
 	stopHealth func()
 
-	// engines is every engine this process opened, by folder (openEngine).
+	// engines is every engine this process opened, by folder, and the
+	// folders whose engine is opening (openEngine).
 	engines struct {
 		sync.Mutex
-		m map[string]*tablet.Tablet
+		m       map[string]*tablet.Tablet
+		opening map[string]bool
 	}
 
 	// lifecycle is held by fence and by Close's flushing, so a fence never
@@ -113,6 +115,7 @@ type Server struct {
 	scanWG   sync.WaitGroup // scan goroutines (stall.go), which may outlive their handler
 	failWG   sync.WaitGroup // retire goroutines of failed tablets
 	failures atomic.Int64   // tablets retired after a failure
+	logRenew logRenewal     // the replacement of a failed shared log (logrenew.go)
 
 	counters counters       // exported by the metrics collector (metrics.go)
 	metrics  *serverMetrics // nil when Options.Metrics is nil
@@ -169,6 +172,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		unloaded: make(map[string]int64),
 	}
 	s.engines.m = make(map[string]*tablet.Tablet)
+	s.engines.opening = make(map[string]bool)
 	s.metrics = newServerMetrics(s, opts.Metrics)
 	defer func() {
 		if err != nil {
@@ -334,6 +338,7 @@ func (s *Server) Close() error {
 		s.mu.Lock() // no retire or drop starts after this
 		s.mu.Unlock()
 		s.failWG.Wait()
+		s.stopRenewal()
 
 		var errs []error
 		s.lifecycle.Lock()

@@ -60,12 +60,22 @@ func (s *Server) engineOptions(dir string, fams []families.Family, start, end []
 // of this process still has that folder open: two engines on one folder
 // would pick the same file numbers and overwrite each other's manifest
 // (one engine per folder is the in-process half of "one owner per tablet").
+// The folder is reserved while the engine opens, not the whole registry:
+// opening replays logs from the store, and after a store outage every
+// tablet of the server loads at once.
 func (s *Server) openEngine(dir string, fams []families.Family, start, end []byte, epoch int64, create bool) (*tablet.Tablet, error) {
 	s.engines.Lock()
-	defer s.engines.Unlock()
-	if t := s.engines.m[dir]; t != nil && !t.Closed() {
+	if t := s.engines.m[dir]; (t != nil && !t.Closed()) || s.engines.opening[dir] {
+		s.engines.Unlock()
 		return nil, fmt.Errorf("%w: tablet folder %s is already open on this server", ErrAlreadyOpen, dir)
 	}
+	s.engines.opening[dir] = true
+	s.engines.Unlock()
+	defer func() {
+		s.engines.Lock()
+		delete(s.engines.opening, dir)
+		s.engines.Unlock()
+	}()
 	opts := s.engineOptions(dir, fams, start, end, epoch)
 	opts.Create = create
 	wal, err := s.sharedLog()
@@ -77,6 +87,8 @@ func (s *Server) openEngine(dir string, fams []families.Family, start, end []byt
 	if err != nil {
 		return nil, err
 	}
+	s.engines.Lock()
+	defer s.engines.Unlock()
 	for d, o := range s.engines.m {
 		if o.Closed() {
 			delete(s.engines.m, d)
@@ -240,6 +252,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 		}
 	}
 
+	s.awaitLog(ctx) // a failed log's successor, if it is on its way
 	t, err := s.openEngine(dir, fams, rec.Start, rec.End, rec.Epoch, rec.Fresh)
 	if err != nil {
 		return fmt.Errorf("tabletserver: opening tablet %s: %w", key, err)

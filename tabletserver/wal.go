@@ -77,6 +77,17 @@ func (s *Server) sharedLog() (*sharedlog.Log, error) {
 	if l != nil && l.Err() == nil {
 		return l, nil
 	}
+	// One replacement at a time: a load and the renewal (logrenew.go)
+	// that both saw the failed log must not each start one, the second
+	// closing the first under a tablet that had just attached to it.
+	s.logRenew.open.Lock()
+	defer s.logRenew.open.Unlock()
+	s.walMu.Lock()
+	l = s.wal
+	s.walMu.Unlock()
+	if l != nil && l.Err() == nil {
+		return l, nil
+	}
 	if l != nil {
 		s.logger.Error("the shared commit log failed: starting another", "log", l.Name(), "err", l.Err())
 	}

@@ -37,21 +37,24 @@ const (
 )
 
 // AllFaults lists every fault kind.
-var AllFaults = []FaultKind{FaultServerKill, FaultServerStop, FaultMasterKill, FaultEtcdRestart, FaultStoreRestart}
+var AllFaults = []FaultKind{FaultServerKill, FaultServerStop, FaultMasterKill, FaultEtcdRestart, FaultStoreRestart,
+	FaultStoreSlow, FaultStoreThrottle, FaultStoreCut}
 
 // DefaultFaults returns the fault kinds that apply to a cluster: all of
-// them with an object store, else all but FaultStoreRestart.
+// them with an object store, else all but the store's (storefaults.go).
 func DefaultFaults(objectStore bool) []FaultKind {
 	if objectStore {
 		return AllFaults
 	}
-	return slices.DeleteFunc(slices.Clone(AllFaults), func(k FaultKind) bool { return k == FaultStoreRestart })
+	return slices.DeleteFunc(slices.Clone(AllFaults), needsObjectStore)
 }
 
 // CheckFaults fails if a fault kind does not apply to a cluster.
 func CheckFaults(kinds []FaultKind, objectStore bool) error {
-	if slices.Contains(kinds, FaultStoreRestart) && !objectStore {
-		return fmt.Errorf("verify: fault %s needs a cluster on an object store (ClusterOptions.ObjectStore, --object-store)", FaultStoreRestart)
+	for _, k := range kinds {
+		if needsObjectStore(k) && !objectStore {
+			return fmt.Errorf("verify: fault %s needs a cluster on an object store (ClusterOptions.ObjectStore, --object-store)", k)
+		}
 	}
 	if NeedsNamespaces(kinds) && objectStore {
 		return fmt.Errorf("verify: the partition faults %v need a cluster on a local folder, not on an object store", PartitionFaults)
@@ -130,8 +133,11 @@ type FaultEvent struct {
 	Down time.Duration
 	// FirstAck is the time from the fault to the next acknowledged write
 	// of any writer; AllWriters to when every writer had made progress
-	// again. Negative: not within the recovery timeout.
-	FirstAck, AllWriters time.Duration
+	// again; Healed from the repair (the process back, the store taking
+	// writes or behaving again, the partition healed) to when every
+	// writer had made progress after it: the unavailability that is
+	// Tabula's own. Negative: not within the recovery timeout.
+	FirstAck, AllWriters, Healed time.Duration
 	// Stall is the longest time one writer went without progress from the
 	// fault's beginning until every writer had progressed (after the heal,
 	// for a partition fault): the unavailability of faults whose effect
@@ -168,6 +174,8 @@ type FaultSummary struct {
 	FirstAckP50, FirstAckMax     time.Duration
 	AllWritersP50, AllWritersMax time.Duration
 	StallP50, StallMax           time.Duration
+	// HealedP50 and HealedMax sum up the events' Healed.
+	HealedP50, HealedMax time.Duration
 }
 
 // Summary sums up the events by kind.
@@ -178,7 +186,7 @@ func (r *AgitateResult) Summary() map[FaultKind]FaultSummary {
 		byKind[e.Kind] = append(byKind[e.Kind], e)
 	}
 	for k, es := range byKind {
-		var first, all, stall []time.Duration
+		var first, all, stall, healed []time.Duration
 		s := FaultSummary{Count: len(es)}
 		for _, e := range es {
 			stall = append(stall, e.Stall)
@@ -187,6 +195,9 @@ func (r *AgitateResult) Summary() map[FaultKind]FaultSummary {
 			}
 			if e.FirstAck >= 0 {
 				first = append(first, e.FirstAck)
+			}
+			if e.Healed >= 0 {
+				healed = append(healed, e.Healed)
 			}
 			if e.AllWriters >= 0 {
 				all = append(all, e.AllWriters)
@@ -197,6 +208,7 @@ func (r *AgitateResult) Summary() map[FaultKind]FaultSummary {
 		s.FirstAckP50, s.FirstAckMax = p50max(first)
 		s.AllWritersP50, s.AllWritersMax = p50max(all)
 		s.StallP50, s.StallMax = p50max(stall)
+		s.HealedP50, s.HealedMax = p50max(healed)
 		out[k] = s
 	}
 	return out
@@ -275,9 +287,9 @@ func Agitate(ctx context.Context, c *Cluster, in *Ingest, o AgitateOptions) (*Ag
 		if ev.Detail != "" {
 			note = " (" + ev.Detail + ")"
 		}
-		o.Logf("fault %d %-15s %-8s at %s down %-7v first ack %-9s all writers %-9s longest stall %s%s", len(a.res.Events), kind, ev.Target,
+		o.Logf("fault %d %-15s %-8s at %s down %-7v first ack %-9s all writers %-9s after the repair %-9s longest stall %s%s", len(a.res.Events), kind, ev.Target,
 			ev.Began.UTC().Format("15:04:05.000"), ev.Down.Round(time.Millisecond), fmtRecovery(ev.FirstAck), fmtRecovery(ev.AllWriters),
-			ev.Stall.Round(time.Millisecond), note)
+			fmtRecovery(ev.Healed), ev.Stall.Round(time.Millisecond), note)
 		if ev.AllWriters < 0 && !o.KeepGoing {
 			a.res.Stopped = fmt.Sprintf("the writers did not all recover within %v of %s of %s", o.RecoveryTimeout, kind, ev.Target)
 			return a.res, errors.New("verify: " + a.res.Stopped)
@@ -364,7 +376,7 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 			target = a.partitionTarget(ctx, kind)
 		}
 	}
-	if kind == FaultStoreRestart {
+	if needsObjectStore(kind) {
 		ev.Target = storeName
 	} else {
 		ev.Target = target.name
@@ -386,6 +398,8 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 		a.c.killStore()
 		sleep(ctx, a.between(0.25, 2))
 		err = a.c.restartStore(ctx)
+	case FaultStoreSlow, FaultStoreThrottle, FaultStoreCut:
+		err = a.injectProxyFault(ctx, kind)
 	default:
 		var pause time.Duration
 		switch kind {
@@ -409,15 +423,18 @@ func (a *agitator) inject(ctx context.Context, kind FaultKind) (FaultEvent, erro
 		ev.Down = time.Since(begin)
 	}
 	if err != nil {
-		return ev, fmt.Errorf("verify: repairing %s of %s: %w", kind, target.name, err)
+		return ev, fmt.Errorf("verify: repairing %s of %s: %w", kind, ev.Target, err)
 	}
 	healed := a.in.Now()
+	hm := startMeasure(a.in, healed)
+	defer hm.stop()
 	ev.FirstAck, ev.AllWriters = m.wait(ctx, a.o.RecoveryTimeout)
 	if IsPartitionFault(kind) && ev.AllWriters >= 0 && !waitProgress(ctx, a.in, healed, a.o.RecoveryTimeout) {
 		ev.AllWriters = -1 // the writers progressed during the fault, not after it
 	}
 	m.stop()
 	ev.Stall = time.Duration(m.stall.Load())
+	_, ev.Healed = hm.wait(ctx, a.o.RecoveryTimeout)
 	return ev, nil
 }
 

@@ -427,9 +427,7 @@ func (c *Cluster) Close() error {
 			}
 		}
 	}
-	if c.store.srv != nil {
-		c.store.srv.Close()
-	}
+	c.closeObjectStore()
 	if c.net != nil {
 		errs = append(errs, c.net.Close())
 	}

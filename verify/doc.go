@@ -38,8 +38,11 @@
 // as an admin bootstrapped into etcd, so the faults also exercise
 // reconnecting with TLS and tokens. With ClusterOptions.ObjectStore
 // (objectstore.go) the tablets live on SeaweedFS and each tablet server has
-// its own folder: the agitator also restarts the store, and deletes a
-// killed server's folder before its restart, as if its host were lost.
+// its own folder: the agitator also restarts the store, makes it slow,
+// throttling (503 SlowDown) or cut off mid-request through a proxy in
+// front of it (storefaults.go, package storeproxy), and deletes a killed
+// server's folder before its restart, as if its host were lost. Each
+// fault's unavailability is measured from its start and from its repair.
 // With ClusterOptions.Namespaces (netns.go), which Run sets when a
 // partition fault is asked for, every master and tablet server runs in a
 // Linux network namespace of its own on a private bridge, and the

@@ -3,10 +3,14 @@ package verify
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/tabuladb/tabula/internal/seaweed"
+	"github.com/tabuladb/tabula/verify/storeproxy"
 )
 
 // storeName names the object store in fault events and logs.
@@ -19,7 +23,11 @@ const storeName = "seaweed"
 // is a cluster whose servers share the local folder Dir/storage.
 type objectStore struct {
 	srv *seaweed.Server
-	url string
+	// proxy stands between the store and every Tabula process, to make
+	// the store slow, throttle or cut connections (storefaults.go); url
+	// names the proxy.
+	proxy *storeproxy.Proxy
+	url   string
 	// down: the agitator killed the store and has not restarted it (the
 	// seaweed package does not say whether its process is running).
 	down bool
@@ -52,9 +60,22 @@ func (c *Cluster) startObjectStore(ctx context.Context) error {
 		return fmt.Errorf("verify: starting SeaweedFS: %w", err)
 	}
 	c.store.srv = srv
-	c.store.url = "s3://tabula/verify?endpoint=" + srv.Endpoint()
-	c.o.Logf("tablets on SeaweedFS: %s (log %s)", c.store.url, filepath.Join(dir, "weed.log"))
+	if c.store.proxy, err = storeproxy.Start(srv.Endpoint()); err != nil {
+		return fmt.Errorf("verify: starting the proxy in front of SeaweedFS: %w", err)
+	}
+	c.store.url = "s3://tabula/verify?endpoint=" + c.store.proxy.Endpoint()
+	c.o.Logf("tablets on SeaweedFS at %s through a fault proxy: %s (log %s)", srv.Endpoint(), c.store.url, filepath.Join(dir, "weed.log"))
 	return nil
+}
+
+// closeObjectStore stops the proxy and SeaweedFS.
+func (c *Cluster) closeObjectStore() {
+	if c.store.proxy != nil {
+		c.store.proxy.Close()
+	}
+	if c.store.srv != nil {
+		c.store.srv.Close()
+	}
 }
 
 // StorageURL returns the --storage URL of an ObjectStore cluster ("" for
@@ -105,11 +126,44 @@ func (c *Cluster) killStore() {
 }
 
 // restartStore starts SeaweedFS again on its ports and data and waits
-// until its S3 gateway answers.
+// until it takes writes: its S3 gateway answers reads at once, but the
+// first write after a restart waits ~11 s in SeaweedFS itself (its master
+// elects itself again first), and that wait is the store's, not Tabula's
+// recovery, which the agitator measures from here.
 func (c *Cluster) restartStore(ctx context.Context) error {
 	if err := c.store.srv.Restart(ctx); err != nil {
 		return fmt.Errorf("verify: restarting SeaweedFS: %w", err)
 	}
 	c.store.down = false
+	answered := time.Now()
+	if err := c.waitStoreWritable(ctx); err != nil {
+		return err
+	}
+	c.o.Logf("SeaweedFS takes writes again %v after its S3 port answered", time.Since(answered).Round(time.Millisecond))
 	return nil
+}
+
+// waitStoreWritable writes a probe object straight to SeaweedFS (not
+// through the proxy) until one write succeeds, for up to ReadyTimeout.
+func (c *Cluster) waitStoreWritable(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.o.ReadyTimeout)
+	defer cancel()
+	url := c.store.srv.Endpoint() + "/tabula/verify-write-probe"
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, url, strings.NewReader("probe"))
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return fmt.Errorf("verify: SeaweedFS takes no writes %v after its restart: %w", c.o.ReadyTimeout, err)
+		}
+	}
 }

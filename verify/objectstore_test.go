@@ -96,18 +96,23 @@ func TestObjectStoreWithoutWeedSaysMakeTools(t *testing.T) {
 	}
 }
 
-func TestStoreRestartOnlyOnAnObjectStore(t *testing.T) {
-	if slices.Contains(DefaultFaults(false), FaultStoreRestart) || !slices.Contains(DefaultFaults(true), FaultStoreRestart) {
-		t.Errorf("default faults: %v without a store, %v with one", DefaultFaults(false), DefaultFaults(true))
-	}
-	if err := CheckFaults([]FaultKind{FaultStoreRestart}, false); err == nil {
-		t.Error("store-restart accepted on a cluster without an object store")
+func TestStoreFaultsOnlyOnAnObjectStore(t *testing.T) {
+	for _, k := range []FaultKind{FaultStoreRestart, FaultStoreSlow, FaultStoreThrottle, FaultStoreCut} {
+		if slices.Contains(DefaultFaults(false), k) || !slices.Contains(DefaultFaults(true), k) {
+			t.Errorf("%s: default faults: %v without a store, %v with one", k, DefaultFaults(false), DefaultFaults(true))
+		}
+		if err := CheckFaults([]FaultKind{k}, false); err == nil {
+			t.Errorf("%s accepted on a cluster without an object store", k)
+		}
+		if _, err := ParseFaultKind(string(k)); err != nil {
+			t.Error(err)
+		}
 	}
 	if err := CheckFaults(AllFaults, true); err != nil {
 		t.Error(err)
 	}
-	if _, err := ParseFaultKind("store-restart"); err != nil {
-		t.Error(err)
+	if !slices.Contains(DefaultFaults(false), FaultServerKill) {
+		t.Errorf("default faults without a store: %v", DefaultFaults(false))
 	}
 }
 

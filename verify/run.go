@@ -189,8 +189,8 @@ func (r *RunResult) WriteTo(w io.Writer) (int64, error) {
 		r.Ingest.List, r.Ingest.Incr, r.Ingest.CAS, r.Ingest.NoMatch)
 	if r.Faults != nil {
 		fmt.Fprintf(&b, "faults: %d\n", len(r.Faults.Events))
-		fmt.Fprintf(&b, "  %-15s %5s  %-21s  %-21s  %-21s  %s\n", "kind", "count", "first ack p50 / max", "all writers p50 / max",
-			"longest stall p50/max", "unrecovered")
+		fmt.Fprintf(&b, "  %-15s %5s  %-21s  %-21s  %-22s  %-21s  %s\n", "kind", "count", "first ack p50 / max", "all writers p50 / max",
+			"after repair p50 / max", "longest stall p50/max", "unrecovered")
 		sum := r.Faults.Summary()
 		kinds := make([]string, 0, len(sum))
 		for k := range sum {
@@ -199,9 +199,10 @@ func (r *RunResult) WriteTo(w io.Writer) (int64, error) {
 		sort.Strings(kinds)
 		for _, k := range kinds {
 			s := sum[FaultKind(k)]
-			fmt.Fprintf(&b, "  %-15s %5d  %-21s  %-21s  %-21s  %d\n", k, s.Count,
+			fmt.Fprintf(&b, "  %-15s %5d  %-21s  %-21s  %-22s  %-21s  %d\n", k, s.Count,
 				fmtRecovery(s.FirstAckP50)+" / "+fmtRecovery(s.FirstAckMax),
 				fmtRecovery(s.AllWritersP50)+" / "+fmtRecovery(s.AllWritersMax),
+				fmtRecovery(s.HealedP50)+" / "+fmtRecovery(s.HealedMax),
 				fmtRecovery(s.StallP50)+" / "+fmtRecovery(s.StallMax), s.Unrecovered)
 		}
 		if w := sum[FaultServerKill].Wiped; w > 0 {

@@ -225,7 +225,13 @@ shuffled rounds from --faults:
   master-kill    kill -9 the leader master, restart it after 0-1 lease TTL
   etcd-restart   kill -9 etcd, restart it on its data after 0.25-2 lease TTLs
   store-restart  (--object-store only) kill -9 SeaweedFS, restart it on its
-                 data after 0.25-2 lease TTLs
+                 data after 0.25-2 lease TTLs; repaired once it takes writes
+  store-slow     (--object-store only) the store's every answer held back
+                 1-3 s, for 1.5-3 lease TTLs
+  store-throttle (--object-store only) every request answered 503 SlowDown,
+                 for 0.5-2 lease TTLs
+  store-cut      (--object-store only) every other request's connection cut,
+                 in turn before the store and in its answer, for 0.5-2 TTLs
 
 and the network partitions, only when named in --faults (they need root,
 ip, tc and nft: "make nftables"). With any of them every master and tablet
@@ -248,8 +254,9 @@ rules inside the namespace:
 
 After each fault it measures the unavailability: the time to the next
 acknowledged write of any writer, until every writer made progress again
-(after the heal, for a partition), and the longest time one writer went
-without progress. After --duration (and --min-faults-per-kind of each kind) it stops,
+(after the heal, for a partition), until every writer made progress after
+the repair, and the longest time one writer went without progress. After
+--duration (and --min-faults-per-kind of each kind) it stops,
 runs "verify check", and prints the report: writes, faults per kind,
 unavailability p50/max per kind, violations. The exit status is 1 on any
 violation, crash or unrecovered fault. --seed replays the same choices.
@@ -264,7 +271,8 @@ into etcd (kept in DIR/cluster/admin.token).
 DIR/cluster/seaweed; the weed binary of "make tools", or TABULA_WEED): the
 masters and tablet servers take its URL as --storage, and each tablet server
 has its own --data folder, DIR/cluster/hosts/<id>, as if on its own host.
-store-restart joins the default faults, and every other server-kill (the
+The Tabula processes reach the store through a fault proxy (store-slow,
+store-throttle, store-cut); the store faults join the default faults, and every other server-kill (the
 first included) deletes the server's --data folder before restarting it,
 as if its host were replaced.
 
@@ -277,7 +285,7 @@ as if its host were replaced.
 	f.Duration("duration", 10*time.Minute, "how long to inject faults")
 	f.Duration("fault-interval", 5*time.Second, "mean pause between one fault's recovery and the next fault")
 	f.Int("min-faults-per-kind", 0, "go on past --duration until this many faults of each kind were injected")
-	f.String("faults", "", "fault kinds to inject, comma-separated (default: server-kill,server-stop,master-kill,etcd-restart, and store-restart with --object-store; partitions: server-etcd-cut,server-isolate,master-etcd-cut,slow-link,lossy-link)")
+	f.String("faults", "", "fault kinds to inject, comma-separated (default: server-kill,server-stop,master-kill,etcd-restart, and store-restart,store-slow,store-throttle,store-cut with --object-store; partitions: server-etcd-cut,server-isolate,master-etcd-cut,slow-link,lossy-link)")
 	f.Uint64("seed", 0, "random seed of the faults and writers (0: from the clock); printed")
 	f.String("data-dir", "", "directory for the cluster and the history (default: a new temporary directory)")
 	f.Bool("keep", false, "keep the data directory after a clean run")

@@ -68,11 +68,15 @@ func Open(ctx context.Context, cfg Config) (*FS, error) {
 // explain names the usual causes of a store's refusal, with where the
 // credentials came from and what to do, since after a rotation went wrong
 // this is the error an operator sees on every write. A failure to get
-// credentials at all (credError) already names its source.
+// credentials at all (credError) already names its source. A store that
+// throttles (after the client's own retries) is marked vfs.ErrSlowDown, so
+// that whoever tries again backs off further.
 func (f *FS) explain(err error) error {
 	switch minio.ToErrorResponse(err).Code {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken":
 		return fmt.Errorf("%s: %w", f.refused, err)
+	case "SlowDown", "SlowDownWrite", "SlowDownRead", "Throttling", "ThrottlingException", "RequestLimitExceeded", "RequestThrottled":
+		return fmt.Errorf("%w: %w", vfs.ErrSlowDown, err)
 	}
 	return err
 }
