@@ -282,6 +282,7 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			LeaseTTL:         cfg.LeaseTTL,
 			MemtableSize:     cfg.MemtableSize,
 			CacheBytes:       cfg.CacheBytes,
+			SpillDir:         filepath.Join(cfg.Dir, id, "spill"),
 			SyncMode:         cfg.SyncMode,
 			SplitThreshold:   cfg.SplitThreshold,
 			LoadWindow:       cfg.LoadWindow,

@@ -69,6 +69,13 @@ type Options struct {
 	// tablets holding its oldest segment are flushed, so it can be
 	// deleted. The default (0) is 1 GiB.
 	MaxLogBytes int64
+	// SpillDir is a local folder for the temporary file in which the
+	// recovery of another server's tablets keeps that server's log
+	// records past half of the foreign-log cache's budget, so that the
+	// log is read once (sharedlog.Options.SpillDir; the file is unlinked
+	// and may grow to the size of that log). The default is the system's
+	// temporary folder.
+	SpillDir string
 	// CacheBytes is the size of the server's block cache. The default is
 	// 64 MiB.
 	CacheBytes int64

@@ -36,7 +36,7 @@ func (s *Server) openLog(lease int64) error {
 		name := meta.LogName(lease, s.walN+1)
 		l, err = sharedlog.Open(sharedlog.Options{
 			FS: s.opts.FS, Root: s.opts.DataDir, Name: name,
-			SyncMode: s.syncMode, MaxBytes: s.opts.MaxLogBytes,
+			SyncMode: s.syncMode, MaxBytes: s.opts.MaxLogBytes, SpillDir: s.opts.SpillDir,
 			OnPressure: func(names []string) { s.flushForLog(l, names) }, Logger: s.logger,
 			OnSync: s.metrics.onSync(),
 		})

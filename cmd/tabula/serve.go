@@ -346,6 +346,7 @@ func newTabletServerCmd() *cobra.Command {
 				MemtableSoftLimit: sizes["memtable-soft-limit"],
 				MemtableHardLimit: sizes["memtable-hard-limit"],
 				MaxLogBytes:       sizes["max-log-size"],
+				SpillDir:          filepath.Join(v.GetString("data"), "spill"),
 				CacheBytes:        sizes["cache-size"],
 				SyncMode:          v.GetString("sync"),
 				SplitThreshold:    sizes["split-threshold"],
@@ -382,7 +383,7 @@ func newTabletServerCmd() *cobra.Command {
 	f := c.Flags()
 	f.String("listen", "127.0.0.1:7200", "gRPC listen address")
 	f.String("id", "", "stable server ID (default: the tablet server's default)")
-	f.String("data", "./tabula-data/data", "storage root: tablets live in DIR/tables/<table>/<tablet>/, commit logs in DIR/logs/; with --storage, this server's own local folder (upload spool)")
+	f.String("data", "./tabula-data/data", "storage root: tablets live in DIR/tables/<table>/<tablet>/, commit logs in DIR/logs/; with --storage, this server's own local folder (upload spool, SSTable cache); recovery spills another server's log records past its memory budget to DIR/spill")
 	f.String("storage", "", "tablet storage on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*); the same for every server and the master")
 	f.String("file-cache-size", "1GiB", "with --storage: local copies of SSTables in DATA/cache, at most this much (0: none)")
 	f.Duration("lease-ttl", 10*time.Second, "etcd lease TTL; the server fences itself before it can expire")

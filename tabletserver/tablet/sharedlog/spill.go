@@ -21,8 +21,13 @@ type spillFile struct {
 }
 
 // newSpillFile creates a spill file in dir (empty: the system's temporary
-// folder).
+// folder), creating dir if need be.
 func newSpillFile(dir string) (*spillFile, error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sharedlog: spilling a foreign log: %w", err)
+		}
+	}
 	f, err := os.CreateTemp(dir, "tabula-sharedlog-spill-*")
 	if err != nil {
 		return nil, fmt.Errorf("sharedlog: spilling a foreign log: %w", err)
