@@ -1,11 +1,13 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -104,9 +106,9 @@ func TestArchitectureTableListsEveryPackage(t *testing.T) {
 			t.Errorf("docs/ARCHITECTURE.md: package %s has no row in the package table (## Packages)", p)
 		}
 	}
-	for p, l := range rows {
+	for _, p := range slices.Sorted(maps.Keys(rows)) {
 		if !exists[p] {
-			t.Errorf("%s: %s in the package table's first column is not a package of the module", l, p)
+			t.Errorf("%s: %s in the package table's first column is not a package of the module", rows[p], p)
 		}
 	}
 }
