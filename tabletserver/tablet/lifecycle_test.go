@@ -11,13 +11,13 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 func TestReopenAfterCloseReplaysTheLog(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions(dir)
-	opts.SyncMode = commitlog.SyncAlways
+	opts.SyncMode = wal.SyncAlways
 	tb := openTablet(t, opts)
 	apply(t, tb, "r1", set("a", "q", 1, "v1"))
 	if err := tb.Flush(bg); err != nil {

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // writeDeadLog writes a closed log called name under root holding perTablet
@@ -17,7 +17,7 @@ import (
 // round robin as a busy server's writers would, and returns their keys.
 func writeDeadLog(t testing.TB, root, name string, tablets, perTablet, size int, segmentSize int64) []pinKey {
 	t.Helper()
-	w, err := Open(Options{Root: root, Name: name, SegmentSize: segmentSize, SyncMode: commitlog.SyncNone})
+	w, err := Open(Options{Root: root, Name: name, SegmentSize: segmentSize, SyncMode: wal.SyncNone})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // cache holds the records of foreign logs, grouped by tablet, so that the
@@ -307,7 +307,7 @@ func (c *cache) rereadLocked(name string, cl *cachedLog, me *heldTablet, tablet 
 	}
 	slices.Sort(segs)
 	for _, n := range segs {
-		err := commitlog.ReadSegmentTo(c.fsys, dir, n, 0, cl.st.ends[n], func(p []byte) error {
+		err := wal.ReadSegmentTo(c.fsys, dir, n, 0, cl.st.ends[n], func(p []byte) error {
 			t, e, rest, err := parseTag(p)
 			if err != nil {
 				return err
@@ -482,7 +482,7 @@ func checkFrom(st *scanState, name string, from uint64) error {
 			return err
 		}
 		if _, ok := st.ends[n]; !ok {
-			return fmt.Errorf("%w: segment %d of shared log %s is missing", commitlog.ErrCorrupt, n, name)
+			return fmt.Errorf("%w: segment %d of shared log %s is missing", wal.ErrCorrupt, n, name)
 		}
 	}
 	return nil

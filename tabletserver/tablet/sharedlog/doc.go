@@ -8,7 +8,7 @@
 // written; Bigtable keeps one log per tablet server for the same reason.
 //
 // A tablet engine attaches to the log and gets a Handle with the same
-// calls as its own commitlog.Log. After each flush the engine moves its
+// calls as its own wal.Log. After each flush the engine moves its
 // pin (the oldest segment it still needs) forward with RemoveBefore; the
 // log deletes the segments no pin needs. When the log grows past
 // Options.MaxBytes it names the tablets pinning the oldest segment
@@ -21,7 +21,7 @@
 // spill file), so the tablets of a dead server that land on this server
 // do not each read the whole log again. Replay proves it read every
 // segment whole: a segment started by rotation records the final size of
-// the one before it (commitlog format version 2), and a segment that
+// the one before it (wal format version 2), and a segment that
 // reads short (an object store listing that lags, a lost part) is an
 // error, never records skipped. Reads never change the log: its
 // owner may still be running (a paused, fenced server), and what it

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // FuzzParseTag: parseTag never panics on arbitrary bytes; it either fails
-// with commitlog.ErrCorrupt or splits them into slices of the input; and
+// with wal.ErrCorrupt or splits them into slices of the input; and
 // it returns the tablet, epoch and payload of every record appendTag
 // tagged.
 func FuzzParseTag(f *testing.F) {
@@ -24,7 +24,7 @@ func FuzzParseTag(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, tablet string, epoch uint64) {
 		tb, e, rest, err := parseTag(data)
 		if err != nil {
-			if !errors.Is(err, commitlog.ErrCorrupt) {
+			if !errors.Is(err, wal.ErrCorrupt) {
 				t.Fatalf("parseTag(%x): error not wrapping ErrCorrupt: %v", data, err)
 			}
 		} else {
@@ -50,7 +50,7 @@ func TestParseTagTruncated(t *testing.T) {
 	}{{"", 0}, {"t", 1}, {"users/1", 300}, {string(make([]byte, 200)), 1<<64 - 1}} {
 		tag := appendTag(nil, tc.tablet, tc.epoch)
 		for n := range len(tag) {
-			if _, _, _, err := parseTag(tag[:n]); !errors.Is(err, commitlog.ErrCorrupt) {
+			if _, _, _, err := parseTag(tag[:n]); !errors.Is(err, wal.ErrCorrupt) {
 				t.Fatalf("tag of %q at %d cut to %d of %d bytes: err = %v, want ErrCorrupt", tc.tablet, tc.epoch, n, len(tag), err)
 			}
 		}

@@ -3,19 +3,19 @@ package sharedlog
 import (
 	"errors"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // Handle is one tablet's attachment to a shared Log. Its calls mirror those
-// of a commitlog.Log that the engine uses for its own log.
+// of a wal.Log that the engine uses for its own log.
 type Handle struct {
 	l   *Log
 	key pinKey
 	tag []byte
 }
 
-// Write queues the tablet's record; see commitlog.Log.Write.
-func (h *Handle) Write(payload []byte) (commitlog.Ticket, error) {
+// Write queues the tablet's record; see wal.Log.Write.
+func (h *Handle) Write(payload []byte) (wal.Ticket, error) {
 	t, err := h.l.cl.WriteTagged(h.tag, payload)
 	if err == nil {
 		h.l.checkPressure()
@@ -25,7 +25,7 @@ func (h *Handle) Write(payload []byte) (commitlog.Ticket, error) {
 
 // Wait blocks until the record of t is durable; concurrent waiters of all
 // tablets share one round.
-func (h *Handle) Wait(t commitlog.Ticket) error { return h.l.cl.Wait(t) }
+func (h *Handle) Wait(t wal.Ticket) error { return h.l.cl.Wait(t) }
 
 // Rotate returns the active segment: every record written after the call
 // is in it or a later one. The shared log is not rotated for one tablet's
@@ -48,7 +48,7 @@ func (h *Handle) Size() int64 { return h.l.Size() }
 // server or another, reads only what reached the store.
 func (h *Handle) Detach(clean bool) error {
 	if !clean {
-		if err := h.l.cl.Sync(); err != nil && !errors.Is(err, commitlog.ErrClosed) {
+		if err := h.l.cl.Sync(); err != nil && !errors.Is(err, wal.ErrClosed) {
 			return err
 		}
 		return nil

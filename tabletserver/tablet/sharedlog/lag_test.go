@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/corruption"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // laggingFS shows one file shorter than it is, as an object store whose
@@ -72,7 +72,7 @@ func (s *shortFile) Read(p []byte) (int, error) { panic("shortFile.Read: not use
 // does not list n's last parts yet) never makes a replay stop early or
 // skip records: a lag that has passed by the time the segment is read
 // again costs nothing, and one that has not is an error wrapping
-// commitlog.ErrCorrupt naming the log and segment, for the log's own
+// wal.ErrCorrupt naming the log and segment, for the log's own
 // replay and for another server's.
 func TestListingThatLagsOnASegment(t *testing.T) {
 	for _, tc := range []struct {
@@ -89,7 +89,7 @@ func TestListingThatLagsOnASegment(t *testing.T) {
 			root := t.TempDir()
 			k, other := pinKey{"t", 1}, pinKey{"other", 1}
 			lfs := &laggingFS{FS: vfs.Default}
-			w := mustOpen(t, Options{FS: lfs, Root: root, Name: "w", SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+			w := mustOpen(t, Options{FS: lfs, Root: root, Name: "w", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 			hk, ho := w.Attach(k.tablet, k.epoch), w.Attach(other.tablet, other.epoch)
 			for i := range 60 {
 				writeAll(t, hk, payloads(k, i, i+1))
@@ -134,7 +134,7 @@ func check(t *testing.T, what string, got []string, err error, fail bool, want [
 		checkRecords(t, what, got, want)
 		return
 	}
-	if !errors.Is(err, commitlog.ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%016d.log", seg)) {
+	if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("%016d.log", seg)) {
 		t.Fatalf("%s: %d of %d records, err = %v; want ErrCorrupt naming segment %d", what, len(got), len(want), err, seg)
 	}
 }
@@ -175,13 +175,13 @@ func (d *damagedFS) Open(name string) (vfs.Readable, error) {
 
 // TestDamagedSegmentFailsOnlyTheReplaysThatNeedIt: a segment of another
 // server's log that cannot be read (a part missing) fails, with an error
-// wrapping commitlog.ErrCorrupt naming it, the replays of tablets whose
+// wrapping wal.ErrCorrupt naming it, the replays of tablets whose
 // replay point is at or below it, and not those of tablets that start
 // after it (the segment was being deleted when its server died).
 func TestDamagedSegmentFailsOnlyTheReplaysThatNeedIt(t *testing.T) {
 	root := t.TempDir()
 	k := pinKey{"t", 1}
-	w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+	w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: wal.SyncNone})
 	writeAll(t, w.Attach(k.tablet, k.epoch), payloads(k, 0, 60))
 	segs := listSegments(t, root, "w")
 	if len(segs) < 5 {
@@ -199,7 +199,7 @@ func TestDamagedSegmentFailsOnlyTheReplaysThatNeedIt(t *testing.T) {
 			checkRecords(t, fmt.Sprintf("replay from segment %d", from), got, fromSegment(recs[k], segOf[k], from))
 			continue
 		}
-		if !errors.Is(err, commitlog.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(damaged)) {
+		if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), filepath.Base(damaged)) {
 			t.Fatalf("replay from segment %d, at or below the damaged %d: err = %v; want ErrCorrupt naming it", from, segs[1], err)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // ErrExists is returned by Open for a log name whose folder holds
@@ -30,14 +30,14 @@ type Options struct {
 	// by the process that created it (the server uses its etcd lease ID,
 	// unique per incarnation).
 	Name string
-	// SyncMode, SyncInterval and SegmentSize are the commitlog options
+	// SyncMode, SyncInterval and SegmentSize are the wal options
 	// of the log's segments.
-	SyncMode     commitlog.SyncMode
+	SyncMode     wal.SyncMode
 	SyncInterval time.Duration
 	SegmentSize  int64
-	// OnSync is the commitlog option: called after every fsync of the
+	// OnSync is the wal option: called after every fsync of the
 	// log with the group it covered. The default is nil.
-	OnSync func(commitlog.SyncEvent)
+	OnSync func(wal.SyncEvent)
 	// MaxBytes is the size of live segments past which OnPressure is
 	// called. The default is 1 GiB.
 	MaxBytes int64
@@ -74,7 +74,7 @@ const (
 type Log struct {
 	opts  Options
 	dir   string
-	cl    *commitlog.Log
+	cl    *wal.Log
 	cache *cache
 
 	writes atomic.Uint64
@@ -114,14 +114,14 @@ func Open(opts Options) (*Log, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	dir := Dir(opts.Root, opts.Name)
-	segs, err := commitlog.ListSegments(opts.FS, dir)
+	segs, err := wal.ListSegments(opts.FS, dir)
 	if err != nil {
 		return nil, err
 	}
 	if len(segs) > 0 {
 		return nil, fmt.Errorf("%w: %s already has segments: another process wrote it; every server incarnation needs a new name", ErrExists, dir)
 	}
-	cl, err := commitlog.Open(commitlog.Options{Dir: dir, FS: opts.FS, SyncMode: opts.SyncMode,
+	cl, err := wal.Open(wal.Options{Dir: dir, FS: opts.FS, SyncMode: opts.SyncMode,
 		SyncInterval: opts.SyncInterval, SegmentSize: opts.SegmentSize, OnSync: opts.OnSync})
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (l *Log) trim() error {
 		low = min(low, s)
 	}
 	l.mu.Unlock()
-	if err := l.cl.RemoveBefore(low); err != nil && !errors.Is(err, commitlog.ErrClosed) {
+	if err := l.cl.RemoveBefore(low); err != nil && !errors.Is(err, wal.ErrClosed) {
 		return err
 	}
 	return nil

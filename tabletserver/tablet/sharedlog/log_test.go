@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // TestOpenRefusesBadNames: a log name must be one plain path element; Open
@@ -37,7 +37,7 @@ func TestOpenRefusesBadNames(t *testing.T) {
 // while the log is open and after it closed. An empty folder is fine.
 func TestOpenRefusesExistingLog(t *testing.T) {
 	root := t.TempDir()
-	l := mustOpen(t, Options{Root: root, Name: "srv", SyncMode: commitlog.SyncNone})
+	l := mustOpen(t, Options{Root: root, Name: "srv", SyncMode: wal.SyncNone})
 	k := pinKey{"t", 1}
 	h := l.Attach(k.tablet, k.epoch)
 	writeAll(t, h, payloads(k, 0, 3))
@@ -71,7 +71,7 @@ func TestOpenRefusesExistingLog(t *testing.T) {
 	}
 }
 
-// TestClosed: after Close, writes fail with commitlog.ErrClosed; moving or
+// TestClosed: after Close, writes fail with wal.ErrClosed; moving or
 // dropping a pin is harmless.
 func TestClosed(t *testing.T) {
 	l, err := Open(Options{Root: t.TempDir(), Name: "w"})
@@ -85,7 +85,7 @@ func TestClosed(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := h.Write([]byte("x")); !errors.Is(err, commitlog.ErrClosed) {
+	if _, err := h.Write([]byte("x")); !errors.Is(err, wal.ErrClosed) {
 		t.Fatalf("Write after Close: err = %v, want ErrClosed", err)
 	}
 	if err := h.RemoveBefore(1); err != nil {
@@ -148,7 +148,7 @@ func (tr *trimmer) expectFirst(what string, first uint64) {
 // older epochs.
 func TestTrimming(t *testing.T) {
 	root := t.TempDir()
-	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: wal.SyncNone})
 	tr := &trimmer{t: t, root: root, l: l, next: map[pinKey]int{}}
 	a, b := l.Attach("a", 1), l.Attach("b", 1)
 	tr.grow(6, a, b)
@@ -252,7 +252,7 @@ func TestPressure(t *testing.T) {
 	root := t.TempDir()
 	const maxBytes = 16 << 10
 	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 4 << 10, MaxBytes: maxBytes,
-		SyncMode: commitlog.SyncNone, OnPressure: func(tablets []string) {
+		SyncMode: wal.SyncNone, OnPressure: func(tablets []string) {
 			select {
 			case called <- tablets:
 			default:
@@ -321,7 +321,7 @@ func TestPressure(t *testing.T) {
 // names the segment the next record lands in or after.
 func TestRotateIsActiveSegment(t *testing.T) {
 	root := t.TempDir()
-	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: wal.SyncNone})
 	k := pinKey{"t", 1}
 	h := l.Attach(k.tablet, k.epoch)
 	var want []uint64
@@ -351,7 +351,7 @@ func TestRotateIsActiveSegment(t *testing.T) {
 // of later epochs stay.
 func TestRelease(t *testing.T) {
 	root := t.TempDir()
-	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+	l := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: wal.SyncNone})
 	tr := &trimmer{t: t, root: root, l: l, next: map[pinKey]int{}}
 	old, other := l.Attach("t", 1), l.Attach("u", 1)
 	tr.grow(2, old, other)

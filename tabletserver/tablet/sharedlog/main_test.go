@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 	"go.uber.org/goleak"
 )
 
@@ -117,7 +117,7 @@ func checkRecords(t testing.TB, what string, got, want []string) {
 // listSegments lists the segments of the log called name under root.
 func listSegments(t testing.TB, root, name string) []uint64 {
 	t.Helper()
-	segs, err := commitlog.ListSegments(nil, Dir(root, name))
+	segs, err := wal.ListSegments(nil, Dir(root, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func listSegments(t testing.TB, root, name string) []uint64 {
 }
 
 // segPath is the path of segment n of the log called name under root
-// (commitlog names segments "%016d.log").
+// (wal names segments "%016d.log").
 func segPath(root, name string, n uint64) string {
 	return filepath.Join(Dir(root, name), fmt.Sprintf("%016d.log", n))
 }
@@ -139,7 +139,7 @@ func segmentsOf(t testing.TB, root, name string) (recs map[pinKey][]string, segs
 	dir := Dir(root, name)
 	nums := listSegments(t, root, name)
 	for i, n := range nums {
-		_, err := commitlog.ReadSegment(nil, dir, n, 0, i == len(nums)-1, func(p []byte) error {
+		_, err := wal.ReadSegment(nil, dir, n, 0, i == len(nums)-1, func(p []byte) error {
 			tablet, epoch, rest, err := parseTag(p)
 			if err != nil {
 				return err
@@ -238,7 +238,7 @@ func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// segmentHeaderLen is the length of a segment header (commitlog format
+// segmentHeaderLen is the length of a segment header (wal format
 // version 2).
 const segmentHeaderLen = 28
 

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // Folder is the folder under the storage root that holds the shared logs,
@@ -15,7 +15,7 @@ const Folder = "logs"
 // Dir returns the folder of the log called name under root.
 func Dir(root, name string) string { return filepath.Join(root, Folder, name) }
 
-// A record of the shared log is a commitlog record whose payload is
+// A record of the shared log is a wal record whose payload is
 //
 //	uvarint len(tablet) | tablet | uvarint epoch | the engine's payload
 //
@@ -36,12 +36,12 @@ func appendTag(dst []byte, tablet string, epoch uint64) []byte {
 func parseTag(p []byte) (tablet []byte, epoch uint64, rest []byte, err error) {
 	n, k := binary.Uvarint(p)
 	if k <= 0 || n > uint64(len(p)-k) {
-		return nil, 0, nil, fmt.Errorf("%w: shared log record with a bad tablet name length", commitlog.ErrCorrupt)
+		return nil, 0, nil, fmt.Errorf("%w: shared log record with a bad tablet name length", wal.ErrCorrupt)
 	}
 	tablet, p = p[k:k+int(n)], p[k+int(n):]
 	epoch, k = binary.Uvarint(p)
 	if k <= 0 {
-		return nil, 0, nil, fmt.Errorf("%w: shared log record with a bad epoch", commitlog.ErrCorrupt)
+		return nil, 0, nil, fmt.Errorf("%w: shared log record with a bad epoch", wal.ErrCorrupt)
 	}
 	return tablet, epoch, p[k:], nil
 }

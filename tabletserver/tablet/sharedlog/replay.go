@@ -7,8 +7,8 @@ import (
 
 	"github.com/tabuladb/tabula/corruption"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // Replay calls fn, in log order, with the payload of every record of tablet
@@ -17,11 +17,11 @@ import (
 // (dead, or alive and fenced). A segment from..last that is missing, or
 // one that reads shorter than the next segment records it was when its
 // writer moved on (parts an object store does not list yet, or lost), is
-// an error wrapping commitlog.ErrCorrupt naming the log and the segment:
+// an error wrapping wal.ErrCorrupt naming the log and the segment:
 // the records the manifest relies on are not all there.
 func (l *Log) Replay(name, tablet string, epoch, from uint64, fn func(payload []byte) error) error {
 	if !plainName(name) {
-		return fmt.Errorf("%w: a manifest names the shared log %q, which is not a plain name", commitlog.ErrCorrupt, name)
+		return fmt.Errorf("%w: a manifest names the shared log %q, which is not a plain name", wal.ErrCorrupt, name)
 	}
 	if name == l.opts.Name {
 		// Our own log, still being written: read it directly; caching
@@ -77,11 +77,11 @@ func isDamage(err error) bool {
 // each record.
 //
 // A segment is sealed (never read again) once it was read to the size the
-// next segment's header records for it (commitlog.Header; a segment
+// next segment's header records for it (wal.Header; a segment
 // started by rotation records its predecessor's final size). A segment
 // that reads short of that is read once more (a store's listing may lag
 // on its last parts while it shows the next segment), and if it is still
-// short that is an error wrapping commitlog.ErrCorrupt: replay never stops
+// short that is an error wrapping wal.ErrCorrupt: replay never stops
 // early nor skips records silently. A segment whose successor records
 // nothing (format version 1) is sealed as soon as a later one exists, as
 // before.
@@ -95,12 +95,12 @@ func isDamage(err error) bool {
 // error in st.failed and goes on with the next segment.
 func scan(fsys vfs.FS, dir string, from uint64, st *scanState, fn func(seg uint64, p []byte) error) error {
 	tolerant := st.tolerant
-	segs, err := commitlog.ListSegments(fsys, dir)
+	segs, err := wal.ListSegments(fsys, dir)
 	if err != nil {
 		return err
 	}
 	if len(segs) == 0 {
-		return fmt.Errorf("%w: shared log %s holds no segment (a manifest relies on segment %d of it)", commitlog.ErrCorrupt, dir, from)
+		return fmt.Errorf("%w: shared log %s holds no segment (a manifest relies on segment %d of it)", wal.ErrCorrupt, dir, from)
 	}
 	var prev uint64
 	for i, n := range segs {
@@ -108,10 +108,10 @@ func scan(fsys vfs.FS, dir string, from uint64, st *scanState, fn func(seg uint6
 			continue
 		}
 		if prev == 0 && from > 0 && n != from {
-			return fmt.Errorf("%w: segment %d of shared log %s is missing (the log starts at %d)", commitlog.ErrCorrupt, from, dir, n)
+			return fmt.Errorf("%w: segment %d of shared log %s is missing (the log starts at %d)", wal.ErrCorrupt, from, dir, n)
 		}
 		if prev != 0 && n != prev+1 && !tolerant {
-			return fmt.Errorf("%w: segment %d of shared log %s is missing", commitlog.ErrCorrupt, prev+1, dir)
+			return fmt.Errorf("%w: segment %d of shared log %s is missing", wal.ErrCorrupt, prev+1, dir)
 		}
 		prev = n
 		if st.sealed[n] || st.failed[n] != nil {
@@ -124,10 +124,10 @@ func scan(fsys vfs.FS, dir string, from uint64, st *scanState, fn func(seg uint6
 			continue
 		case !isDamage(err):
 			return fmt.Errorf("sharedlog: %w", err)
-		case !errors.Is(err, commitlog.ErrCorrupt):
+		case !errors.Is(err, wal.ErrCorrupt):
 			// The store's own word for it (a part of the segment
 			// missing, the segment gone since it was listed).
-			err = fmt.Errorf("%w: segment %d of shared log %s cannot be read: %w", commitlog.ErrCorrupt, n, dir, err)
+			err = fmt.Errorf("%w: segment %d of shared log %s cannot be read: %w", wal.ErrCorrupt, n, dir, err)
 		default:
 			err = fmt.Errorf("sharedlog: %w", err)
 		}
@@ -137,7 +137,7 @@ func scan(fsys vfs.FS, dir string, from uint64, st *scanState, fn func(seg uint6
 		st.failed[n] = err
 	}
 	if prev == 0 && from > 0 {
-		return fmt.Errorf("%w: segment %d of shared log %s is missing (the log ends at %d)", commitlog.ErrCorrupt, from, dir, segs[len(segs)-1])
+		return fmt.Errorf("%w: segment %d of shared log %s is missing (the log ends at %d)", wal.ErrCorrupt, from, dir, segs[len(segs)-1])
 	}
 	return nil
 }
@@ -145,15 +145,15 @@ func scan(fsys vfs.FS, dir string, from uint64, st *scanState, fn func(seg uint6
 // readSegment reads segment n (segs[i]) from where st left it and seals
 // it once it is proven whole (see scan).
 func readSegment(fsys vfs.FS, dir string, n uint64, last bool, segs []uint64, i int, st *scanState, fn func(seg uint64, p []byte) error) error {
-	var next commitlog.Header
+	var next wal.Header
 	if !last && segs[i+1] == n+1 {
 		var err error
-		if next, err = commitlog.ReadHeader(fsys, dir, n+1); err != nil {
+		if next, err = wal.ReadHeader(fsys, dir, n+1); err != nil {
 			return err
 		}
 	}
 	read := func(isLast bool) error {
-		end, err := commitlog.ReadSegment(fsys, dir, n, st.ends[n], isLast, func(p []byte) error { return fn(n, p) })
+		end, err := wal.ReadSegment(fsys, dir, n, st.ends[n], isLast, func(p []byte) error { return fn(n, p) })
 		st.ends[n] = end
 		return err
 	}
@@ -170,7 +170,7 @@ func readSegment(fsys vfs.FS, dir string, n uint64, last bool, segs []uint64, i 
 			return err
 		}
 	}
-	if err := commitlog.CheckEnd(dir, n, st.ends[n], next); err != nil {
+	if err := wal.CheckEnd(dir, n, st.ends[n], next); err != nil {
 		return err
 	}
 	st.sealed[n] = true

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // TestRoundTrip writes the records of several tablets at several epochs,
@@ -23,7 +23,7 @@ import (
 // later, in write order.
 func TestRoundTrip(t *testing.T) {
 	root := t.TempDir()
-	w := mustOpen(t, Options{Root: root, Name: "writer", SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+	w := mustOpen(t, Options{Root: root, Name: "writer", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 	keys := []pinKey{
 		{"users/1", 3}, {"users/1", 4}, // one tablet, two owners' epochs
 		{"users/2", 5}, {"orders/7", 0}, {"orders/8", 2}, {"orders/9", 9},
@@ -106,7 +106,7 @@ func TestRoundTrip(t *testing.T) {
 // returned (possibly wrapped), from the log itself and from another one.
 func TestReplayStopsOnCallbackError(t *testing.T) {
 	root := t.TempDir()
-	w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+	w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 	k := pinKey{"t", 1}
 	writeAll(t, w.Attach(k.tablet, k.epoch), payloads(k, 0, 100))
 	r := mustOpen(t, Options{Root: root, Name: "r"})
@@ -134,7 +134,7 @@ func TestReplayStopsOnCallbackError(t *testing.T) {
 // time gets a fresh read of the whole log, with the same records.
 func TestForeignLogReadOnce(t *testing.T) {
 	root := t.TempDir()
-	w := mustOpen(t, Options{Root: root, Name: "dead", SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+	w := mustOpen(t, Options{Root: root, Name: "dead", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 	const tablets, perTablet = 10, 30
 	var keys []pinKey
 	hs := map[pinKey]*Handle{}
@@ -199,7 +199,7 @@ func TestForeignLogReadOnce(t *testing.T) {
 // and only that.
 func TestForeignLogIncremental(t *testing.T) {
 	root := t.TempDir()
-	w := mustOpen(t, Options{Root: root, Name: "alive", SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+	w := mustOpen(t, Options{Root: root, Name: "alive", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 	ka, kb, kc := pinKey{"a", 1}, pinKey{"b", 1}, pinKey{"c", 1}
 	a, b, c := w.Attach(ka.tablet, ka.epoch), w.Attach(kb.tablet, kb.epoch), w.Attach(kc.tablet, kc.epoch)
 	for i := range 20 {
@@ -237,7 +237,7 @@ func TestForeignLogIncremental(t *testing.T) {
 // get all their records.
 func TestConcurrentForeignReplays(t *testing.T) {
 	root := t.TempDir()
-	w := mustOpen(t, Options{Root: root, Name: "dead", SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+	w := mustOpen(t, Options{Root: root, Name: "dead", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 	const tablets, perTablet = 8, 20
 	var keys []pinKey
 	for i := range tablets {
@@ -287,7 +287,7 @@ func TestConcurrentForeignReplays(t *testing.T) {
 }
 
 // TestMissingSegment: a segment a replay needs that is gone is an error
-// wrapping commitlog.ErrCorrupt naming it, from the log itself and from
+// wrapping wal.ErrCorrupt naming it, from the log itself and from
 // another one. Segments below from may be gone (the log was trimmed), even
 // with a segment left below them.
 func TestMissingSegment(t *testing.T) {
@@ -314,7 +314,7 @@ func TestMissingSegment(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
-			w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+			w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: 1 << 10, SyncMode: wal.SyncNone})
 			writeAll(t, w.Attach(k.tablet, k.epoch), payloads(k, 0, 60))
 			if segs := listSegments(t, root, "w"); len(segs) < 7 || segs[0] != 1 {
 				t.Fatalf("segments %v, the test needs 1..7 at least", segs)
@@ -335,7 +335,7 @@ func TestMissingSegment(t *testing.T) {
 					checkRecords(t, "replay by "+l.Name(), got, fromSegment(recs[k], segOf[k], tc.from))
 					continue
 				}
-				if !errors.Is(err, commitlog.ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("segment %d ", tc.missing)) {
+				if !errors.Is(err, wal.ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("segment %d ", tc.missing)) {
 					t.Fatalf("replay by %s: err = %v, want ErrCorrupt naming segment %d", l.Name(), err, tc.missing)
 				}
 			}
@@ -351,15 +351,15 @@ func TestReplayUnknownLog(t *testing.T) {
 	for _, name := range []string{"nobody", "", "..", "../me", "me/..", "a/b"} {
 		for _, from := range []uint64{0, 1} {
 			_, err := replayAll(l, name, pinKey{"t", 1}, from)
-			if !errors.Is(err, commitlog.ErrCorrupt) {
+			if !errors.Is(err, wal.ErrCorrupt) {
 				t.Errorf("replay of log %q from %d: err = %v, want ErrCorrupt", name, from, err)
 			}
 		}
 	}
 }
 
-// frame returns the commitlog framing of one shared-log record (see
-// commitlog's format.go): crc32c(length|payload) | length | payload.
+// frame returns the wal framing of one shared-log record (see
+// wal's format.go): crc32c(length|payload) | length | payload.
 func frame(k pinKey, p string) []byte {
 	body := append(appendTag(nil, k.tablet, k.epoch), p...)
 	var b []byte
@@ -402,7 +402,7 @@ func TestTornTail(t *testing.T) {
 	for name, tail := range cases {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
-			w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+			w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 			hk, ho := w.Attach(k.tablet, k.epoch), w.Attach(other.tablet, other.epoch)
 			for i := range 50 {
 				writeAll(t, hk, payloads(k, i, i+1))
@@ -454,7 +454,7 @@ func TestCacheBounded(t *testing.T) {
 	}
 	var logBytes int64 // payload bytes of one log; the logs are alike
 	for _, name := range []string{"x", "y", "z"} {
-		w := mustOpen(t, Options{Root: root, Name: name, SegmentSize: smallSegments, SyncMode: commitlog.SyncNone})
+		w := mustOpen(t, Options{Root: root, Name: name, SegmentSize: smallSegments, SyncMode: wal.SyncNone})
 		logBytes = 0
 		for i := range perTablet {
 			for _, k := range keys(name) {
@@ -519,7 +519,7 @@ func TestCacheBounded(t *testing.T) {
 // after that reads the log again and is right.
 func TestCacheDropIdle(t *testing.T) {
 	root := t.TempDir()
-	w := mustOpen(t, Options{Root: root, Name: "w", SyncMode: commitlog.SyncNone})
+	w := mustOpen(t, Options{Root: root, Name: "w", SyncMode: wal.SyncNone})
 	ka, kb := pinKey{"a", 1}, pinKey{"b", 1}
 	writeAll(t, w.Attach(ka.tablet, ka.epoch), payloads(ka, 0, 10))
 	writeAll(t, w.Attach(kb.tablet, kb.epoch), payloads(kb, 0, 10))

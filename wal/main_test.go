@@ -1,4 +1,4 @@
-package commitlog
+package wal
 
 import (
 	"flag"

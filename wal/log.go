@@ -1,4 +1,4 @@
-package commitlog
+package wal
 
 import (
 	"errors"
@@ -76,7 +76,7 @@ func Open(opts Options) (_ *Log, err error) {
 		return nil, err
 	}
 	if err := opts.FS.MkdirAll(opts.Dir); err != nil {
-		return nil, fmt.Errorf("commitlog: %w", err)
+		return nil, fmt.Errorf("wal: %w", err)
 	}
 	nums, err := listSegments(opts.FS, opts.Dir)
 	if err != nil {
@@ -87,7 +87,7 @@ func Open(opts Options) (_ *Log, err error) {
 	for _, n := range nums {
 		st, err := opts.FS.Stat(segmentPath(opts.Dir, n))
 		if err != nil {
-			return nil, fmt.Errorf("commitlog: %w", err)
+			return nil, fmt.Errorf("wal: %w", err)
 		}
 		l.old = append(l.old, segmentInfo{n, st.Size})
 		l.oldBytes += st.Size
@@ -119,7 +119,7 @@ func (l *Log) createSegment(n, prev uint64, prevLen int64) (_ vfs.Writable, err 
 	path := segmentPath(l.opts.Dir, n)
 	f, err := l.opts.FS.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("commitlog: create segment: %w", err)
+		return nil, fmt.Errorf("wal: create segment: %w", err)
 	}
 	defer func() {
 		if err != nil {
@@ -128,13 +128,13 @@ func (l *Log) createSegment(n, prev uint64, prevLen int64) (_ vfs.Writable, err 
 		}
 	}()
 	if _, err := f.Write(appendHeader(nil, prev, prevLen)); err != nil {
-		return nil, fmt.Errorf("commitlog: write %s: %w", path, err)
+		return nil, fmt.Errorf("wal: write %s: %w", path, err)
 	}
 	if err := l.syncFile(f); err != nil {
-		return nil, fmt.Errorf("commitlog: fsync %s: %w", path, err)
+		return nil, fmt.Errorf("wal: fsync %s: %w", path, err)
 	}
 	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
-		return nil, fmt.Errorf("commitlog: fsync %s: %w", l.opts.Dir, err)
+		return nil, fmt.Errorf("wal: fsync %s: %w", l.opts.Dir, err)
 	}
 	return f, nil
 }
@@ -154,7 +154,7 @@ func (l *Log) Write(payload []byte) (Ticket, error) { return l.WriteTagged(nil, 
 // its tablet).
 func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
 	if uint64(len(tag)+len(payload)) > maxPayload {
-		return Ticket{}, fmt.Errorf("commitlog: record of %d bytes is too large", len(tag)+len(payload))
+		return Ticket{}, fmt.Errorf("wal: record of %d bytes is too large", len(tag)+len(payload))
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -274,12 +274,12 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	oldClosed := false
 	if len(data) > 0 {
 		if _, err = f.Write(data); err != nil {
-			err = fmt.Errorf("commitlog: write %s: %w", segmentPath(l.opts.Dir, seg), err)
+			err = fmt.Errorf("wal: write %s: %w", segmentPath(l.opts.Dir, seg), err)
 		}
 	}
 	if err == nil && sync {
 		if err = l.syncFile(f); err != nil {
-			err = fmt.Errorf("commitlog: fsync %s: %w", segmentPath(l.opts.Dir, seg), err)
+			err = fmt.Errorf("wal: fsync %s: %w", segmentPath(l.opts.Dir, seg), err)
 		} else if l.opts.OnSync != nil {
 			l.opts.OnSync(SyncEvent{Records: group, Bytes: len(data), Duration: time.Since(began)})
 		}
@@ -363,7 +363,7 @@ func (l *Log) RemoveBefore(seg uint64) error {
 	var kept []segmentInfo
 	for _, s := range doomed {
 		if err := l.opts.FS.Remove(segmentPath(l.opts.Dir, s.num)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("commitlog: %w", err))
+			errs = append(errs, fmt.Errorf("wal: %w", err))
 			kept = append(kept, s)
 		}
 	}
@@ -413,7 +413,7 @@ func (l *Log) Close() error {
 	l.wg.Wait()
 	if f != nil {
 		if cerr := f.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("commitlog: %w", cerr)
+			err = fmt.Errorf("wal: %w", cerr)
 		}
 	}
 	return err

@@ -1,4 +1,4 @@
-package commitlog
+package wal
 
 import (
 	"bytes"
@@ -123,7 +123,7 @@ func ReadHeader(fsys vfs.FS, dir string, n uint64) (Header, error) {
 	path := segmentPath(dir, n)
 	f, err := vfs.Or(fsys).Open(path)
 	if err != nil {
-		return Header{}, fmt.Errorf("commitlog: %w", err)
+		return Header{}, fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
 	b, err := readHead(f, path)
@@ -141,7 +141,7 @@ func ReadHeader(fsys vfs.FS, dir string, n uint64) (Header, error) {
 func readHead(f vfs.Readable, path string) ([]byte, error) {
 	b := make([]byte, min(int64(headerLen), f.Size()))
 	if _, err := f.ReadAt(b, 0); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("commitlog: read %s: %w", path, err)
+		return nil, fmt.Errorf("wal: read %s: %w", path, err)
 	}
 	return b, nil
 }

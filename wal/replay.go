@@ -1,4 +1,4 @@
-package commitlog
+package wal
 
 import (
 	"bufio"
@@ -135,7 +135,7 @@ func ListSegments(fsys vfs.FS, dir string) ([]uint64, error) {
 func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
 	f, err := fsys.Open(path)
 	if err != nil {
-		return buf, from, false, fmt.Errorf("commitlog: %w", err)
+		return buf, from, false, fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
 	size := f.Size()
@@ -182,7 +182,7 @@ func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf [
 			reason = "short record header"
 		} else {
 			if _, err := io.ReadFull(r, hdr[:]); err != nil {
-				return buf, off, false, fmt.Errorf("commitlog: read %s: %w", path, err)
+				return buf, off, false, fmt.Errorf("wal: read %s: %w", path, err)
 			}
 			n := int64(binary.LittleEndian.Uint32(hdr[4:]))
 			if n > rest-frameHeaderLen {
@@ -193,7 +193,7 @@ func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf [
 				}
 				buf = buf[:n]
 				if _, err := io.ReadFull(r, buf); err != nil {
-					return buf, off, false, fmt.Errorf("commitlog: read %s: %w", path, err)
+					return buf, off, false, fmt.Errorf("wal: read %s: %w", path, err)
 				}
 				crc := crc32.Update(crc32.Checksum(hdr[4:], castagnoli), castagnoli, buf)
 				if crc != binary.LittleEndian.Uint32(hdr[:4]) {
@@ -229,7 +229,7 @@ func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf [
 func readTail(f vfs.Readable, path string, off, size int64) ([]byte, error) {
 	tail := make([]byte, size-off)
 	if _, err := f.ReadAt(tail, off); err != nil {
-		return nil, fmt.Errorf("commitlog: read %s: %w", path, err)
+		return nil, fmt.Errorf("wal: read %s: %w", path, err)
 	}
 	return tail, nil
 }
@@ -258,7 +258,7 @@ func findRecord(b []byte) (at int64, found, ok bool) {
 // truncate cuts the file at path to size bytes and fsyncs it.
 func truncate(fsys vfs.FS, path string, size int64) error {
 	if err := fsys.Truncate(path, size); err != nil {
-		return fmt.Errorf("commitlog: truncate torn tail of %s at %d: %w", path, size, err)
+		return fmt.Errorf("wal: truncate torn tail of %s at %d: %w", path, size, err)
 	}
 	return nil
 }

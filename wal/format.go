@@ -1,4 +1,4 @@
-package commitlog
+package wal
 
 import (
 	"encoding/binary"
@@ -19,10 +19,10 @@ import (
 // the last segment, a bad segment header, or a missing segment. Errors
 // wrapping it name the file and the byte offset. It wraps
 // corruption.ErrCorrupt.
-var ErrCorrupt = corruption.New("commitlog: corrupt record")
+var ErrCorrupt = corruption.New("wal: corrupt record")
 
 // ErrClosed is returned by calls on a closed Log.
-var ErrClosed = errors.New("commitlog: closed")
+var ErrClosed = errors.New("wal: closed")
 
 // Segment file layout:
 //
@@ -90,7 +90,7 @@ func listSegments(fsys vfs.FS, dir string) ([]uint64, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("commitlog: list %s: %w", dir, err)
+		return nil, fmt.Errorf("wal: list %s: %w", dir, err)
 	}
 	var nums []uint64
 	for _, e := range entries {

@@ -1,23 +1,23 @@
-package commitlog_test
+package wal_test
 
 import (
 	"fmt"
 	"log"
 	"os"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 func Example() {
-	dir, err := os.MkdirTemp("", "commitlog-example")
+	dir, err := os.MkdirTemp("", "wal-example")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
 
 	// First incarnation: write two records.
-	l, err := commitlog.Open(commitlog.Options{Dir: dir})
+	l, err := wal.Open(wal.Options{Dir: dir})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func Example() {
 	}
 
 	// Next incarnation: replay, then open for new writes.
-	last, err := commitlog.Replay(vfs.Default, dir, 0, func(p []byte) error {
+	last, err := wal.Replay(vfs.Default, dir, 0, func(p []byte) error {
 		fmt.Printf("replayed %q\n", p)
 		return nil
 	})

@@ -1,4 +1,4 @@
-package commitlog
+package wal
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 //
 // To write the fixture when it does not exist (it never overwrites it):
 //
-//	go test ./tabletserver/tablet/commitlog -run TestFrozenSegments -update-fixtures
+//	go test ./wal -run TestFrozenSegments -update-fixtures
 var updateFixtures = flag.Bool("update-fixtures", false, "write missing frozen fixtures under testdata/")
 
 // fixtureDirs are the fixtures by format version; the last is the

@@ -1,4 +1,4 @@
-package commitlog
+package wal
 
 import (
 	"strconv"
@@ -36,7 +36,7 @@ func ParseSyncMode(s string) (SyncMode, error) {
 	case "none":
 		return SyncNone, nil
 	}
-	return 0, cell.Invalidf("commitlog: unknown sync mode %q (want always, interval or none)", s)
+	return 0, cell.Invalidf("wal: unknown sync mode %q (want always, interval or none)", s)
 }
 
 // String returns the name ParseSyncMode accepts.
@@ -96,13 +96,13 @@ const (
 // withDefaults validates o and fills its defaults.
 func (o Options) withDefaults() (Options, error) {
 	if o.Dir == "" {
-		return o, cell.Invalidf("commitlog: Options.Dir is empty")
+		return o, cell.Invalidf("wal: Options.Dir is empty")
 	}
 	if o.SyncMode > SyncNone {
-		return o, cell.Invalidf("commitlog: unknown sync mode %d", o.SyncMode)
+		return o, cell.Invalidf("wal: unknown sync mode %d", o.SyncMode)
 	}
 	if o.SyncInterval < 0 || o.SegmentSize < 0 {
-		return o, cell.Invalidf("commitlog: negative SyncInterval or SegmentSize")
+		return o, cell.Invalidf("wal: negative SyncInterval or SegmentSize")
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = defaultSyncInterval
