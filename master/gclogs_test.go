@@ -10,8 +10,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 )
 
 // TestGCRemovesOnlyLogsNobodyNeeds: a shared commit log stays while its

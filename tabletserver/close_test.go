@@ -11,9 +11,9 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 )
 
 func exists(path string) bool {

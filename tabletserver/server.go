@@ -20,10 +20,10 @@ import (
 	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/opshttp"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
 )

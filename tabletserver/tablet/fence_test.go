@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/wal"
 )
 

@@ -1,7 +1,7 @@
 package tablet
 
 import (
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/wal"
 )
 

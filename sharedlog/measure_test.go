@@ -22,7 +22,7 @@ import (
 // flight). It only runs with SHAREDLOG_MEASURE=1 (SHAREDLOG_MEASURE_MB
 // sets the log's size); docs/BENCHMARKS.md has its numbers:
 //
-//	SHAREDLOG_MEASURE=1 go test ./tabletserver/tablet/sharedlog -run TestMeasureRecoveryRSS -v -timeout 30m
+//	SHAREDLOG_MEASURE=1 go test ./sharedlog -run TestMeasureRecoveryRSS -v -timeout 30m
 func TestMeasureRecoveryRSS(t *testing.T) {
 	if os.Getenv("SHAREDLOG_MEASURE") != "1" {
 		t.Skip("set SHAREDLOG_MEASURE=1 to measure")

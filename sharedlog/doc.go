@@ -6,6 +6,10 @@
 // fsync (or one object PUT on an object store) per group-commit round, so
 // the cost of durable writes does not grow with the number of tablets
 // written; Bigtable keeps one log per tablet server for the same reason.
+// It is a server-wide durable format, not a part of one tablet's engine, so
+// it sits at the top of the tree: the engine and the tablet server write
+// and replay it, and the master's log GC names its folders (Folder, Dir)
+// without importing the engine.
 //
 // A tablet engine attaches to the log and gets a Handle with the same
 // calls as its own wal.Log. After each flush the engine moves its
