@@ -13,9 +13,9 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/wal"
 )
 

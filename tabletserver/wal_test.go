@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/sharedlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
 )

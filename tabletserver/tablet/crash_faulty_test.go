@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
 )

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/wal"
 )
 

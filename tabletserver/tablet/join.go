@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 )
 
 // Merge replaces two adjacent tablets by one tablet in dir covering

@@ -3,8 +3,8 @@ package tablet
 import (
 	"testing"
 
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sharedlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
 )

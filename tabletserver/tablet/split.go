@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 

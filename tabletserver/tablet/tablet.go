@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/wal"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // tableFile is one open SSTable of a version: the manifest's record of it

@@ -24,7 +24,7 @@ import (
 //
 // To write the fixtures that do not exist yet (it never overwrites one):
 //
-//	go test ./tabletserver/tablet/manifest -run TestFrozenManifests -update-fixtures
+//	go test ./manifest -run TestFrozenManifests -update-fixtures
 var updateFixtures = flag.Bool("update-fixtures", false, "write missing frozen fixtures under testdata/")
 
 // manifestFixtures are the states saved in the fixtures, shaped like what

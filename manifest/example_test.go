@@ -5,7 +5,7 @@ import (
 	"log"
 	"os"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 
