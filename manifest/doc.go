@@ -1,7 +1,12 @@
 // Package manifest keeps the crash-safe record of one tablet's live files:
 // the SSTables of every family, the commit-log replay point, the highest
 // sequence number the files hold, and the tablet's row range
-// (docs/CONTRACTS.md §3 "Manifest").
+// (docs/CONTRACTS.md §3 "Manifest"). It is a durable format of its own at
+// the top of the tree: the engine writes it, and the tablet server,
+// recovery and the master's GC read it without the engine. References
+// reads what a tablet folder needs from outside itself (a split or merged
+// child's files in its parents' folders, the shared log it replays from);
+// a folder whose manifest is not listed is ErrNoTablet, never "nothing".
 //
 // The whole state is written again on every change, as a new version that
 // never replaces a file in place: SaveVersion writes
