@@ -3,7 +3,7 @@
 // MANIFEST, etcd record or encoded key.
 //
 // Each package keeps its own sentinel (sstable.ErrCorrupt,
-// commitlog.ErrCorrupt, manifest.ErrCorrupt, tablet.ErrCorrupt,
+// wal.ErrCorrupt, manifest.ErrCorrupt, tablet.ErrCorrupt,
 // meta.ErrCorrupt, cell.ErrCorruptKey) for callers that care where the
 // damage is. Each of them is made with New and so wraps ErrCorrupt, and one
 // check finds them all, however deeply they are wrapped:

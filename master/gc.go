@@ -13,8 +13,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/storepath"
-	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -33,7 +33,7 @@ import (
 //     revision, in a transaction guarded by the leader's election key);
 //  2. no folder that is kept references a file inside it: every live
 //     tablet's folder, every fresh folder, and (transitively) every folder
-//     kept because of a reference. tablet.Referenced reads the references;
+//     kept because of a reference. manifest.References reads the references;
 //     an unreadable manifest, or a live tablet's folder in which none is
 //     listed (an object store's listing may lag behind it), keeps every
 //     folder of that table;
@@ -233,13 +233,13 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 			if !f.keep || f.refsRead {
 				continue
 			}
-			r, err := tablet.References(fsys, f.dir)
-			if errors.Is(err, tablet.ErrNoTablet) && !view.ids[f.name] {
+			r, err := manifest.References(fsys, f.dir)
+			if errors.Is(err, manifest.ErrNoTablet) && !view.ids[f.name] {
 				// A fresh folder not in etcd without a manifest yet (a
 				// split or merge being made): its parents are still in
 				// etcd. A live one's manifest may only be missing from a
 				// lagging listing: that blocks the table below.
-				r, err = tablet.Refs{}, nil
+				r, err = manifest.Refs{}, nil
 			}
 			if err != nil {
 				m.log.Error("gc: cannot read a tablet manifest; keeping every folder of the table",

@@ -13,9 +13,9 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -135,7 +135,7 @@ func splitTablet(t *testing.T, parentDir, leftDir, rightDir string) {
 	}
 	tb.Close()
 	for _, d := range []string{leftDir, rightDir} {
-		refs, err := tablet.Referenced(d)
+		refs, err := manifest.Referenced(nil, d)
 		if err != nil || len(refs) == 0 {
 			t.Fatalf("split child %s references %v (err %v); want the parent's files", d, refs, err)
 		}
@@ -151,7 +151,7 @@ func compactAway(t *testing.T, dir string, start, end []byte) {
 	if err := tb.Compact(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	refs, err := tablet.Referenced(dir)
+	refs, err := manifest.Referenced(nil, dir)
 	if err != nil || len(refs) != 0 {
 		t.Fatalf("after a major compaction %s still references %v (err %v)", dir, refs, err)
 	}

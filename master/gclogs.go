@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
 )
 
 // Garbage collection of shared commit logs.

@@ -9,9 +9,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
 )
 
 // TestGCRemovesOnlyLogsNobodyNeeds: a shared commit log stays while its

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // TestFlushIsRefusedOnceTheLeaseIsUnsafe opens a tablet with the engine

@@ -9,12 +9,12 @@ import (
 
 	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // The tablet server's Prometheus series (docs/OPERATIONS.md "Metrics").
 // Event series (flushes, compactions, commit log syncs) are fed by the
-// engine's callbacks (tablet.Events, commitlog.Options.OnSync); the rest
+// engine's callbacks (tablet.Events, wal.Options.OnSync); the rest
 // is read at scrape time from what the server already keeps (its tablets,
 // the block cache, the memtable budget, the lease), so metrics cost the
 // data path nothing but the gRPC interceptors and one histogram observe
@@ -121,7 +121,7 @@ func (m *serverMetrics) compacted(e tablet.CompactionEvent) {
 	m.compactSeconds[i].Observe(e.Duration.Seconds())
 }
 
-func (m *serverMetrics) logSynced(e commitlog.SyncEvent) {
+func (m *serverMetrics) logSynced(e wal.SyncEvent) {
 	m.logSyncSeconds.Observe(e.Duration.Seconds())
 	m.logSyncRecords.Observe(float64(e.Records))
 	m.logSyncBytes.Add(float64(e.Bytes))
@@ -137,7 +137,7 @@ func (m *serverMetrics) engineEvents() *tablet.Events {
 
 // onSync is the shared log's OnSync: nil with metrics off, so the log
 // does not even read the clock.
-func (m *serverMetrics) onSync() func(commitlog.SyncEvent) {
+func (m *serverMetrics) onSync() func(wal.SyncEvent) {
 	if m == nil {
 		return nil
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // DefaultSplitThreshold is the tablet size past which a tablet is split
@@ -215,7 +215,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.SyncMode == "" {
 		o.SyncMode = "always"
 	}
-	if _, err := commitlog.ParseSyncMode(o.SyncMode); err != nil {
+	if _, err := wal.ParseSyncMode(o.SyncMode); err != nil {
 		return o, err
 	}
 	if o.SplitThreshold == 0 {

@@ -20,12 +20,12 @@ import (
 	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/opshttp"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // Server is a running tablet server. Its methods are safe for concurrent
@@ -42,7 +42,7 @@ type Server struct {
 	client   *clientv3.Client // closed by Close
 	lis      net.Listener
 	grpc     *grpc.Server
-	syncMode commitlog.SyncMode
+	syncMode wal.SyncMode
 
 	// Shared by every tablet of the server.
 	cache   *sstable.Cache
@@ -153,7 +153,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	syncMode, _ := commitlog.ParseSyncMode(opts.SyncMode) // checked by withDefaults
+	syncMode, _ := wal.ParseSyncMode(opts.SyncMode) // checked by withDefaults
 	events := eventlog.NewRing(eventlog.DefaultSize)
 	if opts.DataDir, err = filepath.Abs(opts.DataDir); err != nil {
 		return nil, fmt.Errorf("tabletserver: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
@@ -435,7 +436,7 @@ func (s *Server) referenced(p splitParent) (bool, error) {
 		if !e.IsDir || dir == p.dir {
 			continue
 		}
-		refs, err := tablet.ReferencedFS(s.fs(), dir)
+		refs, err := manifest.Referenced(s.fs(), dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue

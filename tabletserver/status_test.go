@@ -12,11 +12,11 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // TestErrorCodes pins the mapping documented on codeOf (docs/CONTRACTS.md §5),
@@ -62,7 +62,7 @@ func TestErrorCodes(t *testing.T) {
 
 		// Damaged data, from every layer: one marker, INTERNAL.
 		{name: "sstable corrupt", err: wrap(sstable.ErrCorrupt), want: codes.Internal},
-		{name: "commit log corrupt", err: wrap(commitlog.ErrCorrupt), want: codes.Internal},
+		{name: "commit log corrupt", err: wrap(wal.ErrCorrupt), want: codes.Internal},
 		{name: "manifest corrupt", err: wrap(manifest.ErrCorrupt), want: codes.Internal},
 		{name: "tablet corrupt", err: wrap(tablet.ErrCorrupt), want: codes.Internal},
 		{name: "etcd record corrupt", err: wrap(meta.ErrCorrupt), want: codes.Internal},

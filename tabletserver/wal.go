@@ -7,9 +7,9 @@ import (
 	"math"
 	"strings"
 
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
 )
 

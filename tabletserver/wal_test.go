@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // A tablet this server closed unflushed (failed, fenced, or of a deleted
@@ -44,7 +44,7 @@ func TestOrphanPinsAreReleasedOnlyWhenSuperseded(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := fmt.Sprintf("orphan-%d", len(tc.name))
-			l, err := sharedlog.Open(sharedlog.Options{Root: e.root, Name: name, SegmentSize: 1 << 10, SyncMode: commitlog.SyncNone})
+			l, err := sharedlog.Open(sharedlog.Options{Root: e.root, Name: name, SegmentSize: 1 << 10, SyncMode: wal.SyncNone})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestOrphanPinsAreReleasedOnlyWhenSuperseded(t *testing.T) {
 			if err := srv.releaseOrphan(l, "users", "t1"); err != nil {
 				t.Fatal(err)
 			}
-			segs, err := commitlog.ListSegments(nil, sharedlog.Dir(e.root, name))
+			segs, err := wal.ListSegments(nil, sharedlog.Dir(e.root, name))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // engine is what every workload drives: the same calls on Tabula's tablet
@@ -51,9 +51,9 @@ type tabulaEngine struct {
 const benchFamily = "f"
 
 func openTabula(dir string, durable bool, cacheBytes int64) (engine, error) {
-	mode := commitlog.SyncNone
+	mode := wal.SyncNone
 	if durable {
-		mode = commitlog.SyncAlways
+		mode = wal.SyncAlways
 	}
 	t, err := tablet.Open(tablet.Options{
 		Dir: dir, Create: true,

@@ -7,10 +7,10 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
-func benchTablet(b *testing.B, mode commitlog.SyncMode) *Tablet {
+func benchTablet(b *testing.B, mode wal.SyncMode) *Tablet {
 	opts := testOptions(b.TempDir())
 	opts.SyncMode = mode
 	opts.DisableBackgroundWork = false
@@ -18,7 +18,7 @@ func benchTablet(b *testing.B, mode commitlog.SyncMode) *Tablet {
 }
 
 func BenchmarkApply(b *testing.B) {
-	tb := benchTablet(b, commitlog.SyncNone)
+	tb := benchTablet(b, wal.SyncNone)
 	val := make([]byte, 100)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -31,7 +31,7 @@ func BenchmarkApply(b *testing.B) {
 }
 
 func BenchmarkApplyParallelSync(b *testing.B) {
-	tb := benchTablet(b, commitlog.SyncAlways)
+	tb := benchTablet(b, wal.SyncAlways)
 	val := make([]byte, 100)
 	var n atomic.Int64
 	// RunParallel starts SetParallelism(p) * GOMAXPROCS goroutines: about 64.
@@ -64,7 +64,7 @@ func loadRows(b *testing.B, tb *Tablet, n int) {
 }
 
 func BenchmarkReadRow(b *testing.B) {
-	tb := benchTablet(b, commitlog.SyncNone)
+	tb := benchTablet(b, wal.SyncNone)
 	const n = 20000
 	loadRows(b, tb, n)
 	b.ReportAllocs()
@@ -84,7 +84,7 @@ func BenchmarkScan(b *testing.B) { benchScan(b, false) }
 func BenchmarkScanReverse(b *testing.B) { benchScan(b, true) }
 
 func benchScan(b *testing.B, reverse bool) {
-	tb := benchTablet(b, commitlog.SyncNone)
+	tb := benchTablet(b, wal.SyncNone)
 	const n = 20000
 	loadRows(b, tb, n)
 	b.ReportAllocs()

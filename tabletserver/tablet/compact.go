@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 )
 
 // Compact compacts every family. A merging compaction (major=false) merges

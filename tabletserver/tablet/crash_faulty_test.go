@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // The kill -9 crash test on a disk that fails: the child runs like a tablet
@@ -212,7 +212,7 @@ func (s *crashServer) sharedLog() (*sharedlog.Log, error) {
 	// A new name per log, as a server uses a new one per incarnation.
 	name := fmt.Sprintf("c%02d-%03d", s.round, len(s.logs))
 	l, err := sharedlog.Open(sharedlog.Options{FS: s.fs, Root: s.root, Name: name,
-		SyncMode: commitlog.SyncAlways, SegmentSize: crashLogSegmentSize,
+		SyncMode: wal.SyncAlways, SegmentSize: crashLogSegmentSize,
 		MaxBytes: 4 * crashLogSegmentSize, OnPressure: s.flush})
 	if err != nil {
 		// Its name is used up: the failed open may have left a segment.
@@ -651,7 +651,7 @@ func TestCrashKillNineFaulty(t *testing.T) {
 func checkCrashFaultyTablets(t *testing.T, root string, round int, run *crashFaultyRun) int {
 	t.Helper()
 	run.epoch++
-	l, err := sharedlog.Open(sharedlog.Options{Root: root, Name: fmt.Sprintf("check%02d", round), SyncMode: commitlog.SyncAlways})
+	l, err := sharedlog.Open(sharedlog.Options{Root: root, Name: fmt.Sprintf("check%02d", round), SyncMode: wal.SyncAlways})
 	if err != nil {
 		t.Fatalf("round %d: %v", round, err)
 	}
@@ -758,7 +758,7 @@ func TestCrashFaultyFailedReleaseKeepsTheLog(t *testing.T) {
 	root := t.TempDir()
 	fsys := vfs.NewFaulty(vfs.Default)
 	// SegmentSize 1: every write round starts a new segment.
-	l, err := sharedlog.Open(sharedlog.Options{FS: fsys, Root: root, Name: "s1", SyncMode: commitlog.SyncAlways, SegmentSize: 1})
+	l, err := sharedlog.Open(sharedlog.Options{FS: fsys, Root: root, Name: "s1", SyncMode: wal.SyncAlways, SegmentSize: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

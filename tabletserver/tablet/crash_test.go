@@ -18,7 +18,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 var crashSeed = flag.Int64("crash.seed", 0, "seed of TestCrashKillNine and TestCrashKillNineFaulty (0 = random); also env TABULA_CRASH_SEED")
@@ -40,7 +40,7 @@ func crashOptions(dir string) Options {
 			{Name: "a", Bloom: families.BloomRow},
 			{Name: "b", Compression: families.CompressionSnappy, BlockSize: families.MinBlockSize},
 		},
-		SyncMode:     commitlog.SyncAlways,
+		SyncMode:     wal.SyncAlways,
 		MemtableSize: 64 << 10,
 		L0Trigger:    2,
 	}

@@ -14,13 +14,13 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // TestCommitLogTruncatedAtEveryBoundary cuts the tablet's commit log at
 // every record boundary and inside every record (a crash mid-append), and
 // reopens the tablet: it must hold exactly the batches wholly in the log,
-// each one all or nothing, and take new writes afterwards. (The commitlog
+// each one all or nothing, and take new writes afterwards. (The wal
 // package tests torn tails of the log alone; this checks that the tablet's
 // replay turns them into whole batches.)
 func TestCommitLogTruncatedAtEveryBoundary(t *testing.T) {
@@ -30,7 +30,7 @@ func TestCommitLogTruncatedAtEveryBoundary(t *testing.T) {
 	fams := []families.Family{{Name: "a"}, {Name: "b", MaxVersions: 2}}
 	const now = modelT0
 	opts := func(dir string) Options {
-		return Options{Dir: dir, Create: true, Families: fams, SyncMode: commitlog.SyncAlways, DisableBackgroundWork: true,
+		return Options{Dir: dir, Create: true, Families: fams, SyncMode: wal.SyncAlways, DisableBackgroundWork: true,
 			Clock: func() int64 { return now }}
 	}
 	src := filepath.Join(t.TempDir(), "src")
@@ -75,7 +75,7 @@ func TestCommitLogTruncatedAtEveryBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Walk the frames (a segment header of 8 bytes, 28 since commitlog
+	// Walk the frames (a segment header of 8 bytes, 28 since wal
 	// format version 2; records of crc(4) len(4) payload) to find the
 	// record boundaries.
 	const frameHeader = 8

@@ -13,8 +13,8 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // dropTwin writes the same cells to the tablet under test and to a
@@ -146,7 +146,7 @@ func TestDropRangeMatchesModel(t *testing.T) {
 func TestDropRangeReopenDoesNotResurrect(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions(dir)
-	opts.SyncMode = commitlog.SyncAlways
+	opts.SyncMode = wal.SyncAlways
 	d := newDropTwin(t, opts)
 	for i := 0; i < 30; i++ {
 		d.write(rowName("a", i))

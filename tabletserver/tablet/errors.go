@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/tabuladb/tabula/corruption"
+	"github.com/tabuladb/tabula/manifest"
 )
 
 var (
@@ -38,8 +39,9 @@ var (
 	ErrLogFailed = errors.New("tablet: commit log write failed; the write may or may not have been applied")
 	// ErrNoTablet means the tablet's folder holds no manifest and Open was
 	// not asked to create one: its files are gone (deleted, or the storage
-	// root is not the one the tablet was written to).
-	ErrNoTablet = errors.New("tablet: no tablet in this folder")
+	// root is not the one the tablet was written to). It is
+	// manifest.ErrNoTablet, which manifest.References returns too.
+	ErrNoTablet = manifest.ErrNoTablet
 	// ErrNewerOwner means the tablet's folder holds a manifest written by a
 	// newer owner (a higher epoch) than the one opening it.
 	ErrNewerOwner = errors.New("tablet: a newer owner has written this tablet")

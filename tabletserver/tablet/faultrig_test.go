@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // faultRig is a tablet on a local disk that fails what a test asks for
@@ -39,7 +39,7 @@ func (r *faultRig) options(fsys vfs.FS) Options {
 	o := testOptions(r.dir)
 	o.FS = fsys
 	o.Epoch = r.epoch
-	o.SyncMode = commitlog.SyncAlways
+	o.SyncMode = wal.SyncAlways
 	o.OnFailure = func(err error) {
 		r.mu.Lock()
 		r.failures = append(r.failures, err)

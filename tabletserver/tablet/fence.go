@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // Fencing against older owners (Options.Epoch, docs/OWNERSHIP.md). On a
@@ -72,7 +72,7 @@ func (t *Tablet) mayDelete(what string) bool {
 // failed records that the commit log or the manifest could not be written
 // and tells the owner, once (Options.OnFailure). Call it without locks.
 func (t *Tablet) failed(err error) {
-	if errors.Is(err, commitlog.ErrClosed) || t.closed.Load() {
+	if errors.Is(err, wal.ErrClosed) || t.closed.Load() {
 		return // closing, not failing
 	}
 	t.failOnce.Do(func() {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // An older owner of a tablet (a tablet server paused past its lease) may
@@ -125,7 +125,7 @@ func TestZombieOnASharedLogIsNeverReplayed(t *testing.T) {
 				if l := logs[name]; l != nil {
 					return l
 				}
-				l, err := sharedlog.Open(sharedlog.Options{Root: root, Name: name, SyncMode: commitlog.SyncNone})
+				l, err := sharedlog.Open(sharedlog.Options{Root: root, Name: name, SyncMode: wal.SyncNone})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,17 +9,17 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // Frozen fixture: testdata/v1/batches/ is a commit log written once by the
-// engine's encoding of batches (batch version 1) through commitlog.Log, and
+// engine's encoding of batches (batch version 1) through wal.Log, and
 // stands for logs already on disks: after an upgrade a tablet replays the
 // log its previous owner wrote. Every later release must decode it to
 // fixtureBatches. A failure means old logs no longer replay: fix the code,
 // never the fixture; a new batch version gets a fixture of its own beside
-// this one. (The log framing has its own fixture in package commitlog.)
+// this one. (The log framing has its own fixture in package wal.)
 //
 // To write the fixture when it does not exist (it never overwrites it):
 //
@@ -72,7 +72,7 @@ func TestFrozenBatches(t *testing.T) {
 		}
 	}
 	var got []batch
-	if _, err := commitlog.Replay(vfs.Default, dir, 0, func(p []byte) error {
+	if _, err := wal.Replay(vfs.Default, dir, 0, func(p []byte) error {
 		b, err := decodeBatch(bytes.Clone(p))
 		got = append(got, b)
 		return err
@@ -104,7 +104,7 @@ func writeFixtureBatches(t *testing.T, dir string, bs []batch) {
 		t.Logf("%s exists; not overwriting it", dir)
 		return
 	}
-	l, err := commitlog.Open(commitlog.Options{Dir: dir})
+	l, err := wal.Open(wal.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

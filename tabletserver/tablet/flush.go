@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // Flush writes the memtable to SSTables (one per non-empty family), records

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/rowfilter"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 var bg = context.Background()
@@ -27,7 +27,7 @@ func testOptions(dir string) Options {
 			{Name: "a"},
 			{Name: "b", Bloom: families.BloomRow, Compression: families.CompressionSnappy},
 		},
-		SyncMode:              commitlog.SyncNone,
+		SyncMode:              wal.SyncNone,
 		DisableBackgroundWork: true,
 	}
 }

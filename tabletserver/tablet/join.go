@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 )
 
 // Merge replaces two adjacent tablets by one tablet in dir covering
@@ -17,7 +17,7 @@ import (
 // bounded to its parent's range (no data is copied); then it closes both
 // parents, whether or not it succeeds. The parents' folders are left
 // intact: delete them only when no tablet references their files (see
-// Referenced). The merged manifest is written at the higher of the two
+// manifest.Referenced). The merged manifest is written at the higher of the two
 // parents' epochs; open the merged tablet at a later epoch, which seals it,
 // and its first compactions rewrite the references into files of its own.
 //

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -56,7 +56,7 @@ func TestMergeReadsTheUnionReopensAndSplitsAgain(t *testing.T) {
 	if _, err := left.ReadRow(bg, []byte("row001"), nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("left parent after merge: %v", err)
 	}
-	refs, err := Referenced(dir)
+	refs, err := manifest.Referenced(nil, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestMergeReadsTheUnionReopensAndSplitsAgain(t *testing.T) {
 		if err := c.Compact(bg, true); err != nil {
 			t.Fatal(err)
 		}
-		if refs, err := Referenced(c.dir); err != nil || len(refs) != 0 {
+		if refs, err := manifest.Referenced(nil, c.dir); err != nil || len(refs) != 0 {
 			t.Fatalf("references after a major compaction: %v, %v", refs, err)
 		}
 	}

@@ -11,13 +11,14 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/wal"
 )
 
 func TestReopenAfterCloseReplaysTheLog(t *testing.T) {
 	dir := t.TempDir()
 	opts := testOptions(dir)
-	opts.SyncMode = commitlog.SyncAlways
+	opts.SyncMode = wal.SyncAlways
 	tb := openTablet(t, opts)
 	apply(t, tb, "r1", set("a", "q", 1, "v1"))
 	if err := tb.Flush(bg); err != nil {
@@ -189,7 +190,7 @@ func TestSplitThenOpenBothChildren(t *testing.T) {
 	if _, err := tb.ReadRow(bg, []byte("row001"), nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("parent after split: %v", err)
 	}
-	refs, err := Referenced(left)
+	refs, err := manifest.Referenced(nil, left)
 	if err != nil || len(refs) == 0 {
 		t.Fatalf("Referenced(left) = %v, %v", refs, err)
 	}
@@ -224,7 +225,7 @@ func TestSplitThenOpenBothChildren(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if refs, _ := Referenced(left); len(refs) != 0 {
+	if refs, _ := manifest.Referenced(nil, left); len(refs) != 0 {
 		t.Fatalf("left still references %v", refs)
 	}
 	if got := readRow(t, lt, "row001", nil); got != "a:q@9=left-write a:q@1=1 b:z@2=b" {

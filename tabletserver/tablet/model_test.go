@@ -17,10 +17,10 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/rowfilter"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 var (
@@ -166,7 +166,7 @@ func (r *modelRun) now() int64 { return r.clock.Now() }
 // would.
 func (r *modelRun) newLog() {
 	r.epoch++
-	l, err := sharedlog.Open(sharedlog.Options{FS: r.fs, Root: r.root, Name: fmt.Sprintf("server-%d", r.epoch), SyncMode: commitlog.SyncNone,
+	l, err := sharedlog.Open(sharedlog.Options{FS: r.fs, Root: r.root, Name: fmt.Sprintf("server-%d", r.epoch), SyncMode: wal.SyncNone,
 		SegmentSize: 64 << 10})
 	if err != nil {
 		r.fail("sharedlog.Open: %v", err)
@@ -198,7 +198,7 @@ func (r *modelRun) open(mt *modelTablet) {
 	if r.log != nil {
 		epoch = r.epoch
 	}
-	tb, err := Open(Options{Dir: mt.dir, FS: r.fs, Create: true, Families: r.fams, Start: mt.start, End: mt.end, SyncMode: commitlog.SyncNone,
+	tb, err := Open(Options{Dir: mt.dir, FS: r.fs, Create: true, Families: r.fams, Start: mt.start, End: mt.end, SyncMode: wal.SyncNone,
 		DisableBackgroundWork: true, Clock: r.clock.Now, Cache: r.cache, L0Trigger: 3,
 		Log: r.log, Name: filepath.Base(mt.dir), Epoch: epoch})
 	if err != nil {

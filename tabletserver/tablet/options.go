@@ -9,10 +9,10 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // Options configure a Tablet. The zero value with Dir set is valid (a tablet
@@ -33,7 +33,7 @@ type Options struct {
 	// on reopen the manifest's range wins. The default is unbounded.
 	Start, End []byte
 	// SyncMode says when a write is durable. The default is always.
-	SyncMode commitlog.SyncMode
+	SyncMode wal.SyncMode
 	// SyncInterval is the fsync period of SyncMode interval. The default is
 	// 100ms.
 	SyncInterval time.Duration
@@ -116,7 +116,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Epoch < 0 || o.Epoch >= 1<<31 {
 		return o, cell.Invalidf("tablet: Options.Epoch %d is outside [0, 2^31)", o.Epoch)
 	}
-	if o.SyncMode > commitlog.SyncNone {
+	if o.SyncMode > wal.SyncNone {
 		return o, cell.Invalidf("tablet: unknown sync mode %d", o.SyncMode)
 	}
 	if o.MemtableSize < 0 || o.L0Trigger < 0 || o.SyncInterval < 0 {

@@ -9,7 +9,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // The benchmarks in this file mirror bench/enginebench's workloads (16-byte
@@ -31,7 +31,7 @@ func openEngineTablet(b *testing.B) *Tablet {
 			Name: "f", MaxVersions: 1,
 			Compression: families.CompressionSnappy, Bloom: families.BloomRow,
 		}},
-		SyncMode:              commitlog.SyncNone,
+		SyncMode:              wal.SyncNone,
 		Cache:                 sstable.NewCache(64 << 20),
 		DisableBackgroundWork: true,
 	})

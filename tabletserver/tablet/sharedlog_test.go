@@ -3,15 +3,15 @@ package tablet
 import (
 	"testing"
 
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/vfs"
+	"github.com/tabuladb/tabula/wal"
 )
 
 // sharedLogAt opens the shared log name under root on fsys, closed at the
 // end of the test.
-func sharedLogAt(t *testing.T, fsys vfs.FS, root, name string, mode commitlog.SyncMode) *sharedlog.Log {
+func sharedLogAt(t *testing.T, fsys vfs.FS, root, name string, mode wal.SyncMode) *sharedlog.Log {
 	t.Helper()
 	l, err := sharedlog.Open(sharedlog.Options{FS: fsys, Root: root, Name: name, SyncMode: mode})
 	if err != nil {
@@ -29,7 +29,7 @@ func TestCleanCloseReleasesTheSharedLog(t *testing.T) {
 	dir := root + "/tables/users/t1"
 	opts := testOptions(dir)
 	opts.Epoch, opts.Name = 1, "users/t1"
-	opts.Log = sharedLogAt(t, nil, root, "old", commitlog.SyncNone)
+	opts.Log = sharedLogAt(t, nil, root, "old", wal.SyncNone)
 	tb := openTablet(t, opts)
 	apply(t, tb, "r1", set("a", "q", 1, "v1"))
 	if err := tb.Flush(bg); err != nil {
@@ -48,7 +48,7 @@ func TestCleanCloseReleasesTheSharedLog(t *testing.T) {
 	if err := vfs.Default.RemoveAll(sharedlog.Dir(root, "old")); err != nil {
 		t.Fatal(err)
 	}
-	opts.Epoch, opts.Log = 2, sharedLogAt(t, nil, root, "new", commitlog.SyncNone)
+	opts.Epoch, opts.Log = 2, sharedLogAt(t, nil, root, "new", wal.SyncNone)
 	next := openTablet(t, opts)
 	if got := scan(t, next, ReadOptions{}); got != "r1{a:q@1=v1}" {
 		t.Fatalf("the next owner reads %q", got)
@@ -65,7 +65,7 @@ func TestUncleanCloseSyncsTheSharedLog(t *testing.T) {
 	dir := "/model/tables/users/t1"
 	opts := testOptions(dir)
 	opts.FS, opts.Epoch, opts.Name = fsys, 1, "users/t1"
-	opts.Log = sharedLogAt(t, fsys, "/model", "server", commitlog.SyncNone)
+	opts.Log = sharedLogAt(t, fsys, "/model", "server", wal.SyncNone)
 	tb := openTablet(t, opts)
 	apply(t, tb, "r1", set("a", "q", 1, "v1"))
 	if err := tb.Close(); err != nil { // unflushed: an unclean close

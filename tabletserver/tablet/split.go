@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -107,7 +107,7 @@ func rowOfKey(k []byte) ([]byte, bool) {
 // It blocks writes, flushes, and writes each child a manifest whose files
 // are references to the parent's files restricted to the child's range (no
 // data is copied); then it closes the parent. The parent's folder is left
-// intact: delete it only when no child references it (see Referenced).
+// intact: delete it only when no child references it (see manifest.Referenced).
 // Open the children with Open; their first compactions rewrite the
 // references into files of their own.
 func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string) error {
@@ -248,48 +248,4 @@ func boundedRefs(absParent, absDir string, v *version, start, end []byte) ([]man
 		out = append(out, ref)
 	}
 	return out, nil
-}
-
-// Referenced lists the files outside the tablet folder dir that its
-// manifest references (a split child's references to its parent's files),
-// as paths joined to dir and cleaned. A parent folder may be deleted when no
-// child lists any of its files. It reads the local disk; see ReferencedFS.
-func Referenced(dir string) ([]string, error) { return ReferencedFS(vfs.Default, dir) }
-
-// ReferencedFS is Referenced for a tablet folder on fsys.
-func ReferencedFS(fsys vfs.FS, dir string) ([]string, error) {
-	r, err := References(fsys, dir)
-	return r.Files, err
-}
-
-// Refs is what a tablet folder's manifest needs from outside the folder.
-type Refs struct {
-	// Files are the referenced files of other tablet folders (see
-	// Referenced).
-	Files []string
-	// Log is the shared commit log holding the tablet's unflushed
-	// records ("" if none: its own log).
-	Log string
-}
-
-// References reads what the manifest of the tablet folder dir on fsys
-// references outside the folder. A folder in which no manifest is listed
-// gives an error wrapping ErrNoTablet, never "nothing": it may be a split
-// child whose manifest an object store's listing does not show yet, and
-// the caller is deciding whether a parent's files may be deleted.
-func References(fsys vfs.FS, dir string) (Refs, error) {
-	st, found, err := manifest.Load(fsys, dir)
-	if err != nil {
-		return Refs{}, fmt.Errorf("tablet: %w", err)
-	}
-	if !found {
-		return Refs{}, fmt.Errorf("%w: %s: no manifest listed, so what it references cannot be told (a folder being made, or a listing that lags)", ErrNoTablet, dir)
-	}
-	r := Refs{Log: st.Log}
-	for _, f := range st.Files {
-		if !isOwnPath(f.Path) {
-			r.Files = append(r.Files, filepath.Join(dir, filepath.FromSlash(f.Path)))
-		}
-	}
-	return r, nil
 }

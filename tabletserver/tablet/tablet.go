@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
+	"github.com/tabuladb/tabula/wal"
 )
 
 const (
@@ -34,7 +34,7 @@ type Tablet struct {
 	start  []byte // row range [start, end); nil = unbounded
 	end    []byte
 	parent string
-	log    wal
+	log    tabletLog
 	// logName is the shared log's name written into manifests ("" for
 	// the tablet's own log).
 	logName string
@@ -197,7 +197,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 		t.log = sharedHandle{opts.Log.Attach(opts.Name, uint64(opts.Epoch))}
 		t.logName = opts.Log.Name()
 	} else {
-		cl, err := commitlog.Open(commitlog.Options{Dir: filepath.Join(t.dir, logDirName), FS: opts.FS, SyncMode: opts.SyncMode, SyncInterval: opts.SyncInterval})
+		cl, err := wal.Open(wal.Options{Dir: filepath.Join(t.dir, logDirName), FS: opts.FS, SyncMode: opts.SyncMode, SyncInterval: opts.SyncInterval})
 		if err != nil {
 			return nil, fmt.Errorf("tablet: open commit log: %w", err)
 		}
@@ -244,7 +244,7 @@ func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open sstable of family %s: %w", ref.Family, err)
 	}
-	return &tableFile{ref: ref, path: path, own: isOwnPath(ref.Path), reader: r, t: t}, nil
+	return &tableFile{ref: ref, path: path, own: manifest.IsOwnPath(ref.Path), reader: r, t: t}, nil
 }
 
 // replay inserts the commit log records after the manifest's LastSeq into
@@ -284,7 +284,7 @@ func (t *Tablet) replay(st manifest.State, mEpoch int64) error {
 	var err error
 	switch {
 	case st.Log == "":
-		_, err = commitlog.Replay(t.opts.FS, filepath.Join(t.dir, logDirName), st.ReplayPoint, apply)
+		_, err = wal.Replay(t.opts.FS, filepath.Join(t.dir, logDirName), st.ReplayPoint, apply)
 	case t.opts.Log == nil:
 		err = fmt.Errorf("its manifest names the shared commit log %q: open it with Options.Log", st.Log)
 	default:

@@ -3,13 +3,11 @@ package tablet
 import (
 	"errors"
 	"io/fs"
-	"path/filepath"
 	"sort"
-	"strings"
 	"sync/atomic"
 
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/tabletserver/tablet/manifest"
 )
 
 // tableFile is one open SSTable of a version: the manifest's record of it
@@ -114,10 +112,4 @@ func (v *version) edit(family string, fn func([]*tableFile) []*tableFile) map[st
 
 func sortNewestFirst(fs []*tableFile) {
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].ref.MaxSeq > fs[j].ref.MaxSeq })
-}
-
-// isOwnPath reports whether a manifest path stays inside the tablet folder.
-func isOwnPath(rel string) bool {
-	c := filepath.Clean(filepath.FromSlash(rel))
-	return !filepath.IsAbs(c) && c != ".." && !strings.HasPrefix(c, ".."+string(filepath.Separator))
 }

@@ -1,15 +1,15 @@
 package tablet
 
 import (
-	"github.com/tabuladb/tabula/tabletserver/tablet/commitlog"
-	"github.com/tabuladb/tabula/tabletserver/tablet/sharedlog"
+	"github.com/tabuladb/tabula/sharedlog"
+	"github.com/tabuladb/tabula/wal"
 )
 
-// wal is the commit log a tablet writes: its own commitlog.Log in log/, or
+// tabletLog is the commit log a tablet writes: its own wal.Log in log/, or
 // its handle on the tablet server's shared log (Options.Log).
-type wal interface {
-	Write(payload []byte) (commitlog.Ticket, error)
-	Wait(t commitlog.Ticket) error
+type tabletLog interface {
+	Write(payload []byte) (wal.Ticket, error)
+	Wait(t wal.Ticket) error
 	// Rotate returns the segment the records written after it go to: the
 	// replay point of a memtable swapped now.
 	Rotate() (uint64, error)
@@ -24,7 +24,7 @@ type wal interface {
 }
 
 // ownLog is a tablet's private log.
-type ownLog struct{ *commitlog.Log }
+type ownLog struct{ *wal.Log }
 
 func (l ownLog) close(bool) error { return l.Close() }
 

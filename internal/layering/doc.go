@@ -1,0 +1,15 @@
+// Package layering holds no code, only a test of the rules that keep
+// Tabula's layers apart (docs/ARCHITECTURE.md), checked on the packages'
+// real dependencies as `go list -deps -json` reports them:
+//
+//   - the master never imports the tablet server or its engine (anything
+//     under tabletserver/): it reads the durable formats (wal, sharedlog,
+//     manifest) directly;
+//   - the engine (tabletserver/tablet) imports neither gRPC, nor etcd, nor
+//     the RPC definitions in api/: it knows nothing of the network or of
+//     the coordination store;
+//   - the client imports neither the master nor the tablet server.
+//
+// Only what the packages build with counts, not their tests: a master test
+// may still open a tablet to make files for its GC.
+package layering

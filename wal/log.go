@@ -1,0 +1,450 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tabuladb/tabula/vfs"
+)
+
+const (
+	// flushThreshold is the buffered size past which Write hands the buffer
+	// to the operating system itself instead of leaving it to the next Wait.
+	flushThreshold = 1 << 20
+	// maxSpare is the largest buffer kept for reuse between I/O rounds.
+	maxSpare = 4 << 20
+)
+
+// Ticket identifies a record accepted by Write; Wait(t) blocks until it is
+// durable. The zero Ticket is always durable.
+type Ticket struct{ n uint64 }
+
+// Log is the commit log of one tablet: the active segment it appends to,
+// plus the older live segments it still accounts for until RemoveBefore. All
+// methods are safe for concurrent use.
+//
+// Records are buffered by Write and handed to the file system in "rounds":
+// one goroutine at a time (a Wait, Rotate, Close, or the interval syncer)
+// takes the whole buffer, writes it, and fsyncs if the mode asks for it,
+// without holding mu. Writers and waiters that arrive during a round queue
+// behind it, and the next round covers all of them: that is group commit.
+type Log struct {
+	opts Options
+
+	// fsyncs counts segment fsyncs, for tests of group commit.
+	fsyncs atomic.Int64
+
+	stop chan struct{}  // closed by Close to stop the interval syncer
+	wg   sync.WaitGroup // the interval syncer
+
+	// mu protects the fields below. cond (on mu) is broadcast at the end of
+	// every round and by Close.
+	mu   sync.Mutex
+	cond *sync.Cond
+	// buf holds framed records not yet handed to the file system; spare is
+	// a buffer kept for the next swap.
+	buf, spare []byte
+	appended   uint64 // tickets handed out
+	written    uint64 // records handed to the file system
+	synced     uint64 // records fsynced
+	busy       bool   // a round runs outside mu
+	err        error  // set by the first failed write or fsync: the log is poisoned
+	closed     bool
+	f          vfs.Writable // active segment; nil after Close
+	seg        uint64       // active segment number
+	// activeBytes counts the active segment's bytes, buffered ones included.
+	activeBytes int64
+	old         []segmentInfo // live segments older than the active one, ascending
+	oldBytes    int64
+}
+
+type segmentInfo struct {
+	num  uint64
+	size int64
+}
+
+// Open starts a new segment numbered after the largest existing one in
+// opts.Dir (1 if there is none) and returns a Log appending to it. It never
+// appends to an existing file, so it is called after Replay. Existing
+// segments stay live (they count in Size) until RemoveBefore deletes them.
+func Open(opts Options) (_ *Log, err error) {
+	if opts, err = opts.withDefaults(); err != nil {
+		return nil, err
+	}
+	if err := opts.FS.MkdirAll(opts.Dir); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	nums, err := listSegments(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{opts: opts, stop: make(chan struct{})}
+	l.cond = sync.NewCond(&l.mu)
+	for _, n := range nums {
+		st, err := opts.FS.Stat(segmentPath(opts.Dir, n))
+		if err != nil {
+			return nil, fmt.Errorf("wal: %w", err)
+		}
+		l.old = append(l.old, segmentInfo{n, st.Size})
+		l.oldBytes += st.Size
+	}
+	l.seg = 1
+	if len(nums) > 0 {
+		l.seg = nums[len(nums)-1] + 1
+	}
+	// The segments before this one were written by another process (an
+	// earlier owner, whose torn tail replay may have cut): the new
+	// segment vouches for none of them.
+	if l.f, err = l.createSegment(l.seg, 0, 0); err != nil {
+		return nil, err
+	}
+	l.activeBytes = int64(headerLen)
+	if opts.SyncMode == SyncInterval {
+		l.wg.Add(1)
+		go l.syncLoop()
+	}
+	return l, nil
+}
+
+// createSegment creates segment n with its header, recording prev and
+// its final length prevLen (prev 0: none), and makes it durable, so
+// that a segment the manifest may name as replay point always exists. The
+// file is created exclusively (vfs.FS.Create), so an older owner of the
+// tablet still running can never start a segment this one started.
+func (l *Log) createSegment(n, prev uint64, prevLen int64) (_ vfs.Writable, err error) {
+	path := segmentPath(l.opts.Dir, n)
+	f, err := l.opts.FS.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("wal: create segment: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			l.opts.FS.Remove(path)
+		}
+	}()
+	if _, err := f.Write(appendHeader(nil, prev, prevLen)); err != nil {
+		return nil, fmt.Errorf("wal: write %s: %w", path, err)
+	}
+	if err := l.syncFile(f); err != nil {
+		return nil, fmt.Errorf("wal: fsync %s: %w", path, err)
+	}
+	if err := l.opts.FS.SyncDir(l.opts.Dir); err != nil {
+		return nil, fmt.Errorf("wal: fsync %s: %w", l.opts.Dir, err)
+	}
+	return f, nil
+}
+
+func (l *Log) syncFile(f vfs.Writable) error {
+	l.fsyncs.Add(1)
+	return f.Sync()
+}
+
+// Write frames payload and queues it after every record written before; it
+// does not wait for durability (see Wait). Records reach the file in call
+// order.
+func (l *Log) Write(payload []byte) (Ticket, error) { return l.WriteTagged(nil, payload) }
+
+// WriteTagged is Write of one record holding tag followed by payload,
+// without the caller joining them first (a shared log tags each record with
+// its tablet).
+func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
+	if uint64(len(tag)+len(payload)) > maxPayload {
+		return Ticket{}, fmt.Errorf("wal: record of %d bytes is too large", len(tag)+len(payload))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return Ticket{}, l.err
+	}
+	if l.closed {
+		return Ticket{}, ErrClosed
+	}
+	l.buf = appendRecord(l.buf, tag, payload)
+	l.appended++
+	l.activeBytes += int64(frameHeaderLen + len(tag) + len(payload))
+	t := Ticket{l.appended}
+	if len(l.buf) >= flushThreshold && !l.busy {
+		// Keep the buffer bounded when nobody waits (SyncNone callers
+		// that batch); the record is accepted whatever happens here, and
+		// a failure poisons the log for the next call.
+		_ = l.roundLocked(false, false)
+	}
+	return t, nil
+}
+
+// Wait blocks until the record of t is durable per the sync mode: fsynced
+// for SyncAlways, handed to the operating system otherwise. Concurrent
+// waiters share one write and one fsync per round.
+func (l *Log) Wait(t Ticket) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		if l.err != nil {
+			return l.err
+		}
+		durable := l.written
+		if l.opts.SyncMode == SyncAlways {
+			durable = l.synced
+		}
+		if t.n <= durable {
+			return nil
+		}
+		if l.closed {
+			return ErrClosed
+		}
+		if !l.busy {
+			if err := l.roundLocked(l.opts.SyncMode == SyncAlways, false); err != nil {
+				return err
+			}
+			continue
+		}
+		l.cond.Wait()
+	}
+}
+
+// Append writes one record and returns once it is durable per the sync
+// mode: Write followed by Wait.
+func (l *Log) Append(payload []byte) error {
+	t, err := l.Write(payload)
+	if err != nil {
+		return err
+	}
+	return l.Wait(t)
+}
+
+// Rotate fsyncs and closes the active segment and starts the next one,
+// returning its number. Every record written before the call is in a
+// segment numbered below it.
+func (l *Log) Rotate() (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.idleLocked(); err != nil {
+		return 0, err
+	}
+	if err := l.roundLocked(true, true); err != nil {
+		return 0, err
+	}
+	return l.seg, nil
+}
+
+// idleLocked waits until no round runs. It fails if the log is poisoned or
+// closed.
+func (l *Log) idleLocked() error {
+	for {
+		if l.err != nil {
+			return l.err
+		}
+		if l.closed {
+			return ErrClosed
+		}
+		if !l.busy {
+			return nil
+		}
+		l.cond.Wait()
+	}
+}
+
+// roundLocked runs one round: it hands the buffered records to the active
+// segment, fsyncs it if sync is set, and moves to the next segment if rotate
+// is set or the segment is full. It is called with mu held and busy unset,
+// drops mu for the I/O and returns with mu held. A failure poisons the log.
+func (l *Log) roundLocked(sync, rotate bool) error {
+	l.busy = true
+	data := l.buf
+	l.buf, l.spare = l.spare[:0], nil
+	target := l.appended
+	roundBytes := l.activeBytes
+	f, seg := l.f, l.seg
+	rotate = rotate || roundBytes >= l.opts.SegmentSize
+	sync = sync || rotate
+	group := int(target - l.synced)
+	l.mu.Unlock()
+
+	var began time.Time
+	if l.opts.OnSync != nil && sync {
+		began = time.Now()
+	}
+	var err error
+	var nf vfs.Writable
+	oldClosed := false
+	if len(data) > 0 {
+		if _, err = f.Write(data); err != nil {
+			err = fmt.Errorf("wal: write %s: %w", segmentPath(l.opts.Dir, seg), err)
+		}
+	}
+	if err == nil && sync {
+		if err = l.syncFile(f); err != nil {
+			err = fmt.Errorf("wal: fsync %s: %w", segmentPath(l.opts.Dir, seg), err)
+		} else if l.opts.OnSync != nil {
+			l.opts.OnSync(SyncEvent{Records: group, Bytes: len(data), Duration: time.Since(began)})
+		}
+	}
+	if err == nil && rotate {
+		oldClosed = true
+		if err = f.Close(); err == nil {
+			// roundBytes is the closed segment's final size: this
+			// round wrote everything buffered before it.
+			nf, err = l.createSegment(seg+1, seg, roundBytes)
+		}
+	}
+
+	l.mu.Lock()
+	l.busy = false
+	if cap(data) <= maxSpare {
+		l.spare = data[:0]
+	}
+	defer l.cond.Broadcast()
+	if oldClosed {
+		l.f = nf // nil if creating the next segment failed
+	}
+	if err != nil {
+		if l.err == nil {
+			l.err = err
+		}
+		return l.err
+	}
+	l.written = target
+	if sync {
+		l.synced = target
+	}
+	if rotate {
+		l.old = append(l.old, segmentInfo{seg, roundBytes})
+		l.oldBytes += roundBytes
+		l.activeBytes = int64(headerLen) + l.activeBytes - roundBytes
+		l.seg = seg + 1
+	}
+	return nil
+}
+
+// syncLoop fsyncs the log every SyncInterval while records are unsynced.
+func (l *Log) syncLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if l.idleLocked() == nil && l.synced < l.appended {
+			_ = l.roundLocked(true, false) // a failure poisons the log
+		}
+		l.mu.Unlock()
+	}
+}
+
+// RemoveBefore deletes the segments numbered below seg. The active segment
+// is never deleted.
+func (l *Log) RemoveBefore(seg uint64) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	i := 0
+	for i < len(l.old) && l.old[i].num < seg {
+		i++
+	}
+	doomed := l.old[:i:i]
+	l.old = l.old[i:]
+	for _, s := range doomed {
+		l.oldBytes -= s.size
+	}
+	l.mu.Unlock()
+
+	var errs []error
+	var kept []segmentInfo
+	for _, s := range doomed {
+		if err := l.opts.FS.Remove(segmentPath(l.opts.Dir, s.num)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("wal: %w", err))
+			kept = append(kept, s)
+		}
+	}
+	if len(kept) > 0 {
+		// Account again for the segments that could not be deleted, so a
+		// later call retries them.
+		l.mu.Lock()
+		l.old = append(kept, l.old...)
+		for _, s := range kept {
+			l.oldBytes += s.size
+		}
+		l.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// Size returns the bytes in live segments, records not yet written included.
+func (l *Log) Size() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.oldBytes + l.activeBytes
+}
+
+// Close writes and fsyncs what is buffered, stops the background syncer and
+// closes the active segment. It returns the poisoning error if the log was
+// poisoned. Close is idempotent; later calls return nil.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	for l.busy {
+		l.cond.Wait()
+	}
+	err := l.err
+	if err == nil {
+		err = l.roundLocked(true, false)
+	}
+	f := l.f
+	l.f = nil
+	l.cond.Broadcast()
+	l.mu.Unlock()
+
+	close(l.stop)
+	l.wg.Wait()
+	if f != nil {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("wal: %w", cerr)
+		}
+	}
+	return err
+}
+
+// Segment returns the number of the active segment: every record written
+// from now on lands in it or in a later one.
+func (l *Log) Segment() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seg
+}
+
+// Dir returns the folder of the log's segments.
+func (l *Log) Dir() string { return l.opts.Dir }
+
+// Err returns the error that poisoned the log, or nil.
+func (l *Log) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Sync writes what is buffered and fsyncs the active segment, whatever the
+// sync mode: every record written before the call is then durable (and, on
+// an object store, visible to other readers).
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.idleLocked(); err != nil {
+		return err
+	}
+	return l.roundLocked(true, false)
+}

@@ -1,0 +1,115 @@
+package wal
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/vfs"
+)
+
+// SyncMode says when an appended record counts as durable.
+type SyncMode uint8
+
+const (
+	// SyncAlways makes Append (and Wait) return only after the record is
+	// fsynced: acknowledged means durable. Concurrent writers share fsyncs.
+	SyncAlways SyncMode = iota
+	// SyncInterval writes records to the operating system at once and
+	// fsyncs in the background every Options.SyncInterval. A machine crash
+	// may lose the last interval; a process crash loses nothing.
+	SyncInterval
+	// SyncNone writes records to the operating system and never fsyncs
+	// except on Rotate and Close.
+	SyncNone
+)
+
+// ParseSyncMode parses "always", "interval" or "none" (any case). Other
+// strings give an error wrapping cell.ErrInvalid.
+func ParseSyncMode(s string) (SyncMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "always":
+		return SyncAlways, nil
+	case "interval":
+		return SyncInterval, nil
+	case "none":
+		return SyncNone, nil
+	}
+	return 0, cell.Invalidf("wal: unknown sync mode %q (want always, interval or none)", s)
+}
+
+// String returns the name ParseSyncMode accepts.
+func (m SyncMode) String() string {
+	switch m {
+	case SyncAlways:
+		return "always"
+	case SyncInterval:
+		return "interval"
+	case SyncNone:
+		return "none"
+	}
+	return "SyncMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Options configure a Log. The zero value (with Dir set) is ready to use.
+type Options struct {
+	// Dir is the folder of segment files; it is created if missing.
+	// Segments are named "%016d.log" by segment number. It must be set.
+	Dir string
+	// FS holds the segment files. The default is the local disk
+	// (vfs.Default).
+	FS vfs.FS
+	// SyncMode says when a record counts as durable. The default is
+	// SyncAlways.
+	SyncMode SyncMode
+	// SyncInterval is the background fsync period for SyncInterval. The
+	// default is 100ms.
+	SyncInterval time.Duration
+	// SegmentSize is the size past which the active segment is rotated
+	// automatically. The default is 64 MiB.
+	SegmentSize int64
+	// OnSync, when set, is called after every successful fsync of the
+	// active segment with what that fsync covered: how group commit is
+	// doing, for the owner's metrics. It runs on the syncing goroutine
+	// without the log's lock held and must be cheap. The default is nil.
+	OnSync func(SyncEvent)
+}
+
+// SyncEvent describes one fsync round of a log.
+type SyncEvent struct {
+	// Records is how many records became durable with it: the group
+	// size (0 for an fsync of nothing new, e.g. on rotation).
+	Records int
+	// Bytes is how many bytes this round wrote before the fsync.
+	Bytes int
+	// Duration is the round's write plus fsync: what a waiting writer
+	// waits once its round starts.
+	Duration time.Duration
+}
+
+const (
+	defaultSyncInterval = 100 * time.Millisecond
+	defaultSegmentSize  = 64 << 20
+)
+
+// withDefaults validates o and fills its defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.Dir == "" {
+		return o, cell.Invalidf("wal: Options.Dir is empty")
+	}
+	if o.SyncMode > SyncNone {
+		return o, cell.Invalidf("wal: unknown sync mode %d", o.SyncMode)
+	}
+	if o.SyncInterval < 0 || o.SegmentSize < 0 {
+		return o, cell.Invalidf("wal: negative SyncInterval or SegmentSize")
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = defaultSyncInterval
+	}
+	if o.SegmentSize == 0 {
+		o.SegmentSize = defaultSegmentSize
+	}
+	o.FS = vfs.Or(o.FS)
+	return o, nil
+}
