@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -43,49 +40,15 @@ func TestVerifyUnderPartitions(t *testing.T) {
 		}
 		t.Fatal(err)
 	}
-	seed := newRand(t).Uint64()>>1 | 1
-	dir := t.TempDir()
-	if keepDirs {
-		var err error
-		if dir, err = os.MkdirTemp("", "tabula-e2e-partitions-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("E2E_KEEP: run files in %s", dir)
-	}
-	args := []string{"verify", "run",
+	out := verifyRun(t, "partitions", 10*time.Minute, []string{
 		"--faults", "server-etcd-cut,server-isolate,master-etcd-cut,slow-link,lossy-link",
 		"--duration", "10s",
 		"--min-faults-per-kind", "3",
 		"--fault-interval", "500ms",
 		"--recovery-timeout", "3m",
-		"--lease-ttl", ttlFlag,
-		"--seed", fmt.Sprint(seed),
-		"--data-dir", dir,
-		"--keep",
 		"--writers", "4",
-		"--visualize", filepath.Join(dir, "visualize"),
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.SysProcAttr = procAttr()
-	out, err := cmd.CombinedOutput()
-	t.Logf("tabula %s:\n%s", strings.Join(args, " "), out)
-	if cmd.Process != nil {
-		checkNoNetLeftovers(t, cmd.Process.Pid)
-	}
-	if err != nil {
-		logs, _ := filepath.Glob(filepath.Join(dir, "cluster", "logs", "*.log"))
-		for _, l := range logs {
-			p := &proc{name: filepath.Base(l), log: l}
-			t.Logf("---- %s ----\n%s", l, p.tail(60))
-		}
-		t.Fatalf("tabula verify run (seed %d) failed: %v", seed, err)
-	}
-	if !strings.Contains(string(out), "result: OK") {
-		t.Fatalf("tabula verify run exited 0 without reporting OK")
-	}
-	m := fenceLine.FindStringSubmatch(string(out))
+	}, func(pid int) { checkNoNetLeftovers(t, pid) })
+	m := fenceLine.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("the report has no fence probe line (want %q)", fenceLine)
 	}

@@ -2,11 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,47 +20,17 @@ import (
 // fails the test. The fault sequence follows -seed.
 func TestVerifyUnderFaults(t *testing.T) {
 	slow(t)
-	seed := newRand(t).Uint64()>>1 | 1
-	dir := t.TempDir()
-	if keepDirs {
-		var err error
-		if dir, err = os.MkdirTemp("", "tabula-e2e-verify-"); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("E2E_KEEP: run files in %s", dir)
-	}
-	args := []string{"verify", "run",
+	flags := []string{
 		"--duration", "45s",
 		"--min-faults-per-kind", "3",
 		"--fault-interval", "2s",
 		"--recovery-timeout", "3m",
-		"--lease-ttl", ttlFlag,
-		"--seed", fmt.Sprint(seed),
-		"--data-dir", dir,
-		"--keep",
 		"--writers", "6",
-		"--visualize", filepath.Join(dir, "visualize"),
 	}
 	if secureAll() {
-		args = append(args, "--secure")
+		flags = append(flags, "--secure")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
-	cmd.SysProcAttr = procAttr()
-	out, err := cmd.CombinedOutput()
-	t.Logf("tabula %s:\n%s", strings.Join(args, " "), out)
-	if err != nil {
-		logs, _ := filepath.Glob(filepath.Join(dir, "cluster", "logs", "*.log"))
-		for _, l := range logs {
-			p := &proc{name: filepath.Base(l), log: l}
-			t.Logf("---- %s ----\n%s", l, p.tail(60))
-		}
-		t.Fatalf("tabula verify run (seed %d) failed: %v", seed, err)
-	}
-	if !strings.Contains(string(out), "result: OK") {
-		t.Fatalf("tabula verify run exited 0 without reporting OK")
-	}
+	verifyRun(t, "verify", 15*time.Minute, flags, nil)
 }
 
 // TestEtcdCommandKeepsDataAndLeasesAcrossKill: `tabula etcd` killed with
