@@ -1,0 +1,63 @@
+package metatest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/meta/memstore"
+	"github.com/tabuladb/tabula/meta/metatest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestConformanceTwin runs the suite on the in-memory twin, a fresh store
+// per case, its leases on a manual clock.
+func TestConformanceTwin(t *testing.T) {
+	metatest.Run(t, func(t *testing.T) metatest.Harness {
+		clock := memstore.NewManualClock()
+		s := memstore.New(memstore.Options{Clock: clock})
+		t.Cleanup(func() { s.Close() })
+		return metatest.Harness{Store: s, Advance: clock.Advance}
+	})
+}
+
+// TestConformanceTwinRealTime runs it on the twin on real time, as the
+// default Options give it.
+func TestConformanceTwinRealTime(t *testing.T) {
+	metatest.Run(t, func(t *testing.T) metatest.Harness {
+		s := memstore.New(memstore.Options{})
+		t.Cleanup(func() { s.Close() })
+		return metatest.Harness{Store: s}
+	})
+}
+
+// TestConformanceEtcd runs it on one embedded etcd shared by the cases.
+func TestConformanceEtcd(t *testing.T) {
+	cli := startEtcd(t)
+	metatest.Run(t, func(*testing.T) metatest.Harness { return metatest.Harness{Store: cli} })
+}
+
+// startEtcd starts an embedded etcd and a client; both close when the
+// test ends.
+func startEtcd(t *testing.T) *clientv3.Client {
+	t.Helper()
+	srv, err := embedetcd.Start(context.Background(), embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cli.Close()
+		srv.Close()
+	})
+	return cli
+}
