@@ -10,7 +10,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -68,7 +67,7 @@ type Master struct {
 		leader *leadership
 		// session is the election session of the current campaign, nil
 		// while none could be opened (etcd unreachable).
-		session *concurrency.Session
+		session *meta.Session
 	}
 }
 
