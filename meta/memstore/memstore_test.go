@@ -1,0 +1,83 @@
+package memstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+
+	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/meta/memstore"
+)
+
+// The behaviour the twin shares with etcd is tested by meta/metatest, on
+// both; here only what is the twin's own.
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var _ meta.Store = (*memstore.Store)(nil)
+
+// What the twin does not implement is refused with an error that says
+// so, never done some other way.
+func TestUnsupportedIsRefused(t *testing.T) {
+	s := memstore.New(memstore.Options{Clock: memstore.NewManualClock()})
+	defer s.Close()
+	ctx := context.Background()
+	if _, err := s.Compact(ctx, 1); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Compact: %v", err)
+	}
+	nested := clientv3.OpTxn(nil, []clientv3.Op{clientv3.OpPut("a", "1")}, nil)
+	if _, err := s.Txn(ctx).Then(nested).Commit(); !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("a nested txn: %v", err)
+	}
+	wch := s.Watch(ctx, "a", clientv3.WithProgressNotify())
+	wr := <-wch
+	if err := wr.Err(); err == nil || !wr.Canceled {
+		t.Errorf("a watch with periodic progress: %+v", wr)
+	}
+}
+
+// A closed store answers ErrClosed and closes its watches; Close is
+// idempotent.
+func TestClose(t *testing.T) {
+	s := memstore.New(memstore.Options{})
+	ctx := context.Background()
+	wch := s.Watch(ctx, "a")
+	if _, err := s.Put(ctx, "a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	<-wch
+	s.Close()
+	s.Close()
+	for range wch {
+	}
+	if _, err := s.Get(ctx, "a"); !errors.Is(err, memstore.ErrClosed) {
+		t.Fatalf("Get after Close: %v", err)
+	}
+}
+
+// The twin on a manual clock: a lease expires when the test moves the
+// clock past its TTL, and its keys are gone when Advance returns.
+func Example() {
+	ctx := context.Background()
+	clock := memstore.NewManualClock()
+	s := memstore.New(memstore.Options{Clock: clock})
+	defer s.Close()
+
+	g, _ := s.Grant(ctx, 10)
+	s.Put(ctx, "servers/s1", "10.0.0.7:7070", clientv3.WithLease(g.ID))
+	clock.Advance(9 * time.Second)
+	ttl, _ := s.TimeToLive(ctx, g.ID)
+	fmt.Println("after 9 s: TTL", ttl.TTL)
+	clock.Advance(time.Second)
+	ttl, _ = s.TimeToLive(ctx, g.ID)
+	resp, _ := s.Get(ctx, "servers/s1")
+	fmt.Println("after 10 s: TTL", ttl.TTL, "keys", resp.Count)
+	// Output:
+	// after 9 s: TTL 1
+	// after 10 s: TTL -1 keys 0
+}
