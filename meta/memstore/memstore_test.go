@@ -60,6 +60,44 @@ func TestClose(t *testing.T) {
 	}
 }
 
+// On the default real clock a lease expires by itself, its keys' delete
+// events reach the watchers, and a kept-alive lease lives on.
+func TestRealTimeExpiry(t *testing.T) {
+	t.Parallel()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	short, err := s.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := s.Grant(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.KeepAlive(ctx, kept.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "short", "", clientv3.WithLease(short.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "kept", "", clientv3.WithLease(kept.ID)); err != nil {
+		t.Fatal(err)
+	}
+	for wr := range s.Watch(ctx, "short", clientv3.WithRev(1)) {
+		if len(wr.Events) > 0 && wr.Events[len(wr.Events)-1].Type == clientv3.EventTypeDelete {
+			break
+		}
+	}
+	if ttl, err := s.TimeToLive(ctx, short.ID); err != nil || ttl.TTL != -1 {
+		t.Fatalf("TimeToLive of the expired lease: %+v %v", ttl, err)
+	}
+	if resp, err := s.Get(ctx, "kept"); err != nil || resp.Count != 1 {
+		t.Fatalf("the kept-alive lease's key: %+v %v", resp, err)
+	}
+}
+
 // The twin on a manual clock: a lease expires when the test moves the
 // clock past its TTL, and its keys are gone when Advance returns.
 func Example() {

@@ -26,18 +26,9 @@ func TestConformanceTwin(t *testing.T) {
 	})
 }
 
-// TestConformanceTwinRealTime runs it on the twin on real time, as the
-// default Options give it.
-func TestConformanceTwinRealTime(t *testing.T) {
-	metatest.Run(t, func(t *testing.T) metatest.Harness {
-		s := memstore.New(memstore.Options{})
-		t.Cleanup(func() { s.Close() })
-		return metatest.Harness{Store: s}
-	})
-}
-
 // TestConformanceEtcd runs it on one embedded etcd shared by the cases.
 func TestConformanceEtcd(t *testing.T) {
+	t.Parallel()
 	cli := startEtcd(t)
 	metatest.Run(t, func(*testing.T) metatest.Harness { return metatest.Harness{Store: cli} })
 }
