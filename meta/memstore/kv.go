@@ -33,6 +33,9 @@ func (k kvServer) Range(ctx context.Context, req *pb.RangeRequest, _ ...grpc.Cal
 
 func (k kvServer) Put(ctx context.Context, req *pb.PutRequest, _ ...grpc.CallOption) (*pb.PutResponse, error) {
 	return call(ctx, k.s, func() (*pb.PutResponse, error) {
+		if len(req.Key) == 0 {
+			return nil, rpctypes.ErrGRPCEmptyKey
+		}
 		resp, err := k.s.kv.put(req)
 		if err != nil {
 			k.s.kv.pending = nil
@@ -46,6 +49,9 @@ func (k kvServer) Put(ctx context.Context, req *pb.PutRequest, _ ...grpc.CallOpt
 
 func (k kvServer) DeleteRange(ctx context.Context, req *pb.DeleteRangeRequest, _ ...grpc.CallOption) (*pb.DeleteRangeResponse, error) {
 	return call(ctx, k.s, func() (*pb.DeleteRangeResponse, error) {
+		if len(req.Key) == 0 {
+			return nil, rpctypes.ErrGRPCEmptyKey
+		}
 		resp := k.s.kv.deleteRange(req)
 		k.s.commitLocked()
 		resp.Header = k.s.headerLocked()
@@ -75,6 +81,9 @@ func (k kvServer) RangeStream(context.Context, *pb.RangeRequest, ...grpc.CallOpt
 // now), filtered, sorted and limited as etcd does; Count is the number
 // before the limit, More whether the limit cut any off.
 func (s *Store) rangeLocked(req *pb.RangeRequest) (*pb.RangeResponse, error) {
+	if len(req.Key) == 0 {
+		return nil, rpctypes.ErrGRPCEmptyKey
+	}
 	if req.Revision > s.kv.rev {
 		return nil, rpctypes.ErrGRPCFutureRev
 	}

@@ -35,8 +35,11 @@ func (s *Store) txnLocked(req *pb.TxnRequest) (*pb.TxnResponse, error) {
 	if len(req.Success) > maxTxnOps || len(req.Failure) > maxTxnOps {
 		return nil, rpctypes.ErrGRPCTooManyOps
 	}
-	if err := checkWrites(ops); err != nil {
-		return nil, err
+	// etcd refuses a bad branch even when the other one runs.
+	for _, branch := range [][]*pb.RequestOp{req.Success, req.Failure} {
+		if err := checkWrites(branch); err != nil {
+			return nil, err
+		}
 	}
 	resp := &pb.TxnResponse{Succeeded: ok}
 	for _, op := range ops {
@@ -94,13 +97,20 @@ func setHeader(r *pb.ResponseOp, h *pb.ResponseHeader) {
 }
 
 // checkWrites refuses a branch that writes one key twice (two puts, or a
-// put inside a deleted range), as etcd does.
+// put inside a deleted range), or names an empty key, as etcd does.
 func checkWrites(ops []*pb.RequestOp) error {
 	var puts [][]byte
 	var dels []*pb.DeleteRangeRequest
 	for _, op := range ops {
 		switch r := op.Request.(type) {
+		case *pb.RequestOp_RequestRange:
+			if len(r.RequestRange.Key) == 0 {
+				return rpctypes.ErrGRPCEmptyKey
+			}
 		case *pb.RequestOp_RequestPut:
+			if len(r.RequestPut.Key) == 0 {
+				return rpctypes.ErrGRPCEmptyKey
+			}
 			for _, k := range puts {
 				if bytes.Equal(k, r.RequestPut.Key) {
 					return rpctypes.ErrGRPCDuplicateKey
@@ -108,6 +118,9 @@ func checkWrites(ops []*pb.RequestOp) error {
 			}
 			puts = append(puts, r.RequestPut.Key)
 		case *pb.RequestOp_RequestDeleteRange:
+			if len(r.RequestDeleteRange.Key) == 0 {
+				return rpctypes.ErrGRPCEmptyKey
+			}
 			dels = append(dels, r.RequestDeleteRange)
 		case *pb.RequestOp_RequestTxn:
 			return unsupported("a nested transaction")

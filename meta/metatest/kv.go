@@ -15,7 +15,7 @@ var _ = register(
 	testCase{name: "RevisionsOfPutAndDelete", run: testRevisions},
 	testCase{name: "TxnCompares", run: testTxnCompares},
 	testCase{name: "TxnBranchesAndResponses", run: testTxnBranches},
-	testCase{name: "TxnRefusesAKeyWrittenTwice", run: testTxnDuplicate},
+	testCase{name: "TxnRefusesAKeyWrittenTwiceOrAnEmptyKey", run: testTxnDuplicate},
 	testCase{name: "HistoricalReads", run: testHistoricalReads},
 	testCase{name: "RangeLimitPagingAndCount", run: testPaging},
 	testCase{name: "SortByCreateRevision", run: testSort},
@@ -155,8 +155,21 @@ func testTxnDuplicate(t *testing.T, h Harness, p string) {
 			t.Errorf("%s: %v, want ErrDuplicateKey", name, err)
 		}
 	}
+	// The branch that would not run is checked too.
+	_, err := h.Store.Txn(c).If(clientv3.Compare(clientv3.Version(p+"a"), "=", 0)).
+		Then(clientv3.OpPut(p+"b", "1")).
+		Else(clientv3.OpPut(p+"a", "1"), clientv3.OpPut(p+"a", "2")).Commit()
+	if !errors.Is(err, rpctypes.ErrDuplicateKey) {
+		t.Errorf("duplicate keys in the other branch: %v, want ErrDuplicateKey", err)
+	}
 	if n := get(t, h, p, clientv3.WithPrefix()).Count; n != 0 {
 		t.Fatalf("a refused txn wrote %d keys", n)
+	}
+	if _, err := h.Store.Put(c, "", "x"); !errors.Is(err, rpctypes.ErrEmptyKey) {
+		t.Errorf("put of an empty key: %v, want ErrEmptyKey", err)
+	}
+	if _, err := h.Store.Txn(c).Then(clientv3.OpPut("", "x")).Commit(); !errors.Is(err, rpctypes.ErrEmptyKey) {
+		t.Errorf("txn put of an empty key: %v, want ErrEmptyKey", err)
 	}
 }
 
