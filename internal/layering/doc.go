@@ -8,7 +8,9 @@
 //   - the engine (tabletserver/tablet) imports neither gRPC, nor etcd, nor
 //     the RPC definitions in api/: it knows nothing of the network or of
 //     the coordination store;
-//   - the client imports neither the master nor the tablet server.
+//   - the client imports neither the master nor the tablet server;
+//   - no package imports etcd's in-memory twin (meta/memstore) or its
+//     conformance suite (meta/metatest): they serve tests only.
 //
 // Only what the packages build with counts, not their tests: a master test
 // may still open a tablet to make files for its GC.
