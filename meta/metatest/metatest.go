@@ -4,7 +4,8 @@
 // their expiry), and meta's own records, fences and election at the store
 // level. It runs on embedded etcd and on the in-memory twin
 // (meta/memstore), which must both pass it: that is what lets tests that
-// do not test etcd itself run on the twin.
+// do not test etcd itself run on the twin. meta's tests run it on both
+// (meta/conformance_test.go), in the test binary that links etcd anyway.
 //
 //	func TestConformance(t *testing.T) {
 //		metatest.Run(t, func(t *testing.T) metatest.Harness {

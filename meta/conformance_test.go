@@ -1,4 +1,4 @@
-package metatest_test
+package meta_test
 
 import (
 	"context"
@@ -6,14 +6,14 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/goleak"
 
 	"github.com/tabuladb/tabula/internal/embedetcd"
 	"github.com/tabuladb/tabula/meta/memstore"
 	"github.com/tabuladb/tabula/meta/metatest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// The conformance suite of meta.Store (meta/metatest) on etcd and on the
+// twin. It runs here, in meta's test binary, which links etcd anyway.
 
 // TestConformanceTwin runs the suite on the in-memory twin, a fresh store
 // per case, its leases on a manual clock.
