@@ -98,6 +98,30 @@ func TestRealTimeExpiry(t *testing.T) {
 	}
 }
 
+// With under a second left TimeToLive answers 0, as etcd (it truncates),
+// and the lease is not gone: only TTL -1 is (meta.LeaseGone).
+func TestTimeToLiveTruncatesLikeEtcd(t *testing.T) {
+	clock := memstore.NewManualClock()
+	s := memstore.New(memstore.Options{Clock: clock})
+	defer s.Close()
+	ctx := context.Background()
+	g, err := s.Grant(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(9500 * time.Millisecond)
+	if ttl, err := s.TimeToLive(ctx, g.ID); err != nil || ttl.TTL != 0 {
+		t.Fatalf("TimeToLive with 0.5 s left: %+v %v, want TTL 0", ttl, err)
+	}
+	if gone, err := meta.LeaseGone(ctx, s, int64(g.ID)); gone || err != nil {
+		t.Fatalf("LeaseGone with 0.5 s left: %v %v", gone, err)
+	}
+	clock.Advance(500 * time.Millisecond)
+	if gone, err := meta.LeaseGone(ctx, s, int64(g.ID)); !gone || err != nil {
+		t.Fatalf("LeaseGone at the TTL: %v %v", gone, err)
+	}
+}
+
 // The twin on a manual clock: a lease expires when the test moves the
 // clock past its TTL, and its keys are gone when Advance returns.
 func Example() {
