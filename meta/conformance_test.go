@@ -3,11 +3,11 @@ package meta_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/meta/memstore"
 	"github.com/tabuladb/tabula/meta/metatest"
 )
@@ -41,7 +41,7 @@ func startEtcd(t *testing.T) *clientv3.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
+	cli, err := meta.NewClient(nil, srv.Endpoints(), nil) // as the master and the servers open it
 	if err != nil {
 		srv.Close()
 		t.Fatal(err)
