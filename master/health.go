@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
+	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/opshttp"
 )
 
@@ -37,7 +36,7 @@ func (m *Master) Ready(ctx context.Context) error {
 	}
 	// One cheap linearizable read: it needs an etcd quorum, as the
 	// master's every write does.
-	if _, err := m.cli.Get(ctx, m.layout.ElectionPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
+	if err := meta.Probe(ctx, m.cli, m.layout); err != nil {
 		return fmt.Errorf("%s cannot reach etcd %v: %w", role, m.opts.Etcd, err)
 	}
 	return nil

@@ -99,13 +99,13 @@ func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord,
 // ModRevision and by any extra guards (the master adds its leadership key);
 // ErrConflict if a guard fails, e.g. the key changed (or vanished) since it
 // was read. It returns next with its new ModRevision.
-func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, next TabletRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, next TabletRecord, guards ...Guard) (VersionedTablet, error) {
 	if next.Table != cur.Table || next.ID != cur.ID {
 		return VersionedTablet{}, fmt.Errorf("meta: update of tablet %s/%s names %s/%s", cur.Table, cur.ID, next.Table, next.ID)
 	}
 	key := l.TabletKey(cur.Table, cur.ID)
 	resp, err := cli.Txn(ctx).
-		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)}, guards...)...).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)}, guards...)...).
 		Then(clientv3.OpPut(key, EncodeTablet(next))).
 		Commit()
 	if err != nil {
@@ -122,7 +122,7 @@ func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet,
 // servers/<id> still being bound to server.Lease (so a stale view of a
 // server that registered again cannot hand it a tablet under a lease it no
 // longer holds) and by the extra guards (ErrConflict if one fails).
-func Assign(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, server ServerRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+func Assign(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, server ServerRecord, guards ...Guard) (VersionedTablet, error) {
 	if server.Lease == 0 {
 		return VersionedTablet{}, fmt.Errorf("meta: assigning tablet %s/%s to server %s, which has no lease", cur.Table, cur.ID, server.ID)
 	}
@@ -132,12 +132,6 @@ func Assign(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet,
 	next.Epoch = cur.Epoch + 1
 	guards = append(guards, LeaseGuard(l, server.ID, server.Lease))
 	return Update(ctx, cli, l, cur, next, guards...)
-}
-
-// LeaseGuard is a transaction condition: servers/<id> exists and is bound
-// to lease.
-func LeaseGuard(l Layout, id string, lease int64) clientv3.Cmp {
-	return clientv3.Compare(clientv3.LeaseValue(l.ServerKey(id)), "=", clientv3.LeaseID(lease))
 }
 
 // Unassigned returns r released by its owner: no server, no lease, same
@@ -168,7 +162,7 @@ func CommitSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64
 			clientv3.Compare(clientv3.ModRevision(pk), "=", parentRev),
 			clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
-			LeaseGuard(l, left.Server, left.Lease),
+			LeaseGuard(l, left.Server, left.Lease).cmp,
 		).
 		Then(clientv3.OpDelete(pk), clientv3.OpPut(lk, EncodeTablet(left)), clientv3.OpPut(rk, EncodeTablet(right))).
 		Commit()
