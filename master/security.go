@@ -107,7 +107,7 @@ func grantsPB(gs []auth.Grant) []*tabulapb.GrantInfo {
 func newGuard(ctx context.Context, opts Options, cli meta.Store, l meta.Layout, log *slog.Logger) *auth.Guard {
 	var cache *auth.Cache
 	if opts.Auth {
-		cache = auth.NewCache(ctx, cli, cli, l, log)
+		cache = auth.NewCache(ctx, cli, l, log)
 	}
 	return auth.NewGuard(auth.GuardConfig{Rules: auth.MasterRules(), Cache: cache, MutualTLS: opts.ServerTLS != nil, Log: log})
 }
