@@ -95,6 +95,42 @@ func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord,
 	return out, nil
 }
 
+// GetServer reads one server's record and the revision of the read;
+// ErrNotFound if it is not registered.
+func GetServer(ctx context.Context, cli clientv3.KV, l Layout, id string) (ServerRecord, int64, error) {
+	resp, err := cli.Get(ctx, l.ServerKey(id))
+	if err != nil {
+		return ServerRecord{}, 0, fmt.Errorf("meta: reading server %s: %w", id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ServerRecord{}, 0, fmt.Errorf("%w: server %s", ErrNotFound, id)
+	}
+	s, err := DecodeServer(resp.Kvs[0].Value)
+	if err != nil {
+		return ServerRecord{}, 0, err
+	}
+	return s, resp.Header.Revision, nil
+}
+
+// ListAllTablets reads the tablets of every table in key order (by table,
+// then id). Records that do not decode are returned in bad, not as an
+// error.
+func ListAllTablets(ctx context.Context, cli clientv3.KV, l Layout) (tablets []VersionedTablet, bad []BadRecord, err error) {
+	resp, err := cli.Get(ctx, l.AllTabletsPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, nil, fmt.Errorf("meta: reading tablets: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		t, err := DecodeTablet(kv.Value)
+		if err != nil {
+			bad = append(bad, BadRecord{Key: string(kv.Key), Err: err})
+			continue
+		}
+		tablets = append(tablets, VersionedTablet{TabletRecord: t, ModRevision: kv.ModRevision})
+	}
+	return tablets, bad, nil
+}
+
 // Update writes next over cur in one transaction guarded by cur's
 // ModRevision and by any extra guards (the master adds its leadership key);
 // ErrConflict if a guard fails, e.g. the key changed (or vanished) since it

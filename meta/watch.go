@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"iter"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -37,4 +38,25 @@ func watchSignal(ctx context.Context, w clientv3.Watcher, prefix string) <-chan 
 		}
 	}()
 	return out
+}
+
+// ServerChange is one change of servers/<id>: deleted (its lease expired
+// or it deregistered), or put bound to Lease.
+type ServerChange struct {
+	Deleted bool
+	Lease   int64
+}
+
+// WatchServer follows servers/<id> from revision from, one change at a
+// time, until ctx ends or the watch ends.
+func WatchServer(ctx context.Context, w clientv3.Watcher, l Layout, id string, from int64) iter.Seq[ServerChange] {
+	return func(yield func(ServerChange) bool) {
+		for resp := range w.Watch(ctx, l.ServerKey(id), clientv3.WithRev(from)) {
+			for _, ev := range resp.Events {
+				if !yield(ServerChange{Deleted: ev.Type == clientv3.EventTypeDelete, Lease: ev.Kv.Lease}) {
+					return
+				}
+			}
+		}
+	}
 }
