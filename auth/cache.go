@@ -26,7 +26,7 @@ type Cache struct {
 }
 
 // errNotLoaded is returned while the first read of etcd has not finished.
-var errNotLoaded = errors.New("the credentials are not loaded from etcd yet; retry")
+var errNotLoaded = errors.New("auth: the credentials are not loaded from etcd yet; retry")
 
 // NewCache starts loading and watching the records under l's auth prefix
 // in s; it stops when ctx ends.
@@ -144,7 +144,7 @@ func (c *Cache) Authenticate(token string) (string, error) {
 	rec, ok := c.tokens[id]
 	c.mu.RUnlock()
 	if !ok || !secretMatches(secret, rec.SHA256) {
-		return "", errors.New("the token is not valid: it was revoked or mistyped; ask an admin for a new one (`tabula auth token create`)")
+		return "", errors.New("auth: the token is not valid: it was revoked or mistyped; ask an admin for a new one (`tabula auth token create`)")
 	}
 	return rec.Principal, nil
 }

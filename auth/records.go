@@ -15,8 +15,8 @@ import (
 // table or role); ErrNotFound one naming a token or grant that does not
 // exist.
 var (
-	ErrInvalid  = errors.New("invalid")
-	ErrNotFound = errors.New("not found")
+	ErrInvalid  = errors.New("auth: invalid")
+	ErrNotFound = errors.New("auth: not found")
 )
 
 // TokenInfo describes a token without its secret.
