@@ -32,7 +32,7 @@ type VersionedTablet struct {
 func GetTablets(ctx context.Context, cli clientv3.KV, l Layout, table string) ([]VersionedTablet, int64, error) {
 	resp, err := cli.Get(ctx, l.TabletsPrefix(table), clientv3.WithPrefix())
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("meta: reading the tablets of table %s: %w", table, err)
 	}
 	out := make([]VersionedTablet, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -50,7 +50,7 @@ func GetTablets(ctx context.Context, cli clientv3.KV, l Layout, table string) ([
 func GetTablet(ctx context.Context, cli clientv3.KV, l Layout, table, id string) (VersionedTablet, error) {
 	resp, err := cli.Get(ctx, l.TabletKey(table, id))
 	if err != nil {
-		return VersionedTablet{}, err
+		return VersionedTablet{}, fmt.Errorf("meta: reading tablet %s/%s: %w", table, id, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return VersionedTablet{}, fmt.Errorf("%w: tablet %s/%s", ErrNotFound, table, id)
@@ -66,7 +66,7 @@ func GetTablet(ctx context.Context, cli clientv3.KV, l Layout, table, id string)
 func GetTable(ctx context.Context, cli clientv3.KV, l Layout, name string) (TableRecord, int64, error) {
 	resp, err := cli.Get(ctx, l.TableKey(name))
 	if err != nil {
-		return TableRecord{}, 0, err
+		return TableRecord{}, 0, fmt.Errorf("meta: reading table %s: %w", name, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return TableRecord{}, 0, fmt.Errorf("%w: table %s", ErrNotFound, name)
@@ -82,7 +82,7 @@ func GetTable(ctx context.Context, cli clientv3.KV, l Layout, name string) (Tabl
 func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord, error) {
 	resp, err := cli.Get(ctx, l.ServersPrefix(), clientv3.WithPrefix())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("meta: reading servers: %w", err)
 	}
 	out := make([]ServerRecord, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -145,7 +145,7 @@ func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet,
 		Then(clientv3.OpPut(key, EncodeTablet(next))).
 		Commit()
 	if err != nil {
-		return VersionedTablet{}, err
+		return VersionedTablet{}, fmt.Errorf("meta: updating tablet %s/%s: %w", cur.Table, cur.ID, err)
 	}
 	if !resp.Succeeded {
 		return VersionedTablet{}, fmt.Errorf("%w: tablet %s/%s changed since revision %d", ErrConflict, cur.Table, cur.ID, cur.ModRevision)
@@ -203,7 +203,7 @@ func CommitSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64
 		Then(clientv3.OpDelete(pk), clientv3.OpPut(lk, EncodeTablet(left)), clientv3.OpPut(rk, EncodeTablet(right))).
 		Commit()
 	if err != nil {
-		return err
+		return fmt.Errorf("meta: committing the split of tablet %s/%s: %w", parent.Table, parent.ID, err)
 	}
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: split of tablet %s/%s: it changed since revision %d", ErrConflict, parent.Table, parent.ID, parentRev)
