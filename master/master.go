@@ -32,7 +32,7 @@ type Master struct {
 	events *eventlog.Ring // what log kept of this master's events (Events)
 	cli    *clientv3.Client
 	// leases answers TimeToLive: cli (tests wrap it, meta/faultstore).
-	leases clientv3.Lease
+	leases meta.Store
 	lis    net.Listener
 	srv    *grpc.Server
 	guard  *auth.Guard
@@ -84,9 +84,9 @@ type leadership struct {
 	assign *assigner
 }
 
-// guard is the etcd comparison that holds only while this term lasts.
-func (l *leadership) guard() clientv3.Cmp {
-	return clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)
+// guard is the condition that holds only while this term lasts.
+func (l *leadership) guard() meta.Guard {
+	return meta.LeaderGuard(l.key, l.rev)
 }
 
 // Start starts a master: it serves gRPC at once (a standby answers reads
@@ -199,9 +199,9 @@ func (m *Master) lead(ctx context.Context) (*leadership, error) {
 func (m *Master) leaderAddr(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	resp, err := m.cli.Get(ctx, m.layout.ElectionPrefix(), clientv3.WithFirstCreate()...)
-	if err != nil || len(resp.Kvs) == 0 {
+	addr, err := meta.LeaderAddress(ctx, m.cli, m.layout)
+	if err != nil {
 		return ""
 	}
-	return string(resp.Kvs[0].Value)
+	return addr
 }

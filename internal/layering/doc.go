@@ -8,7 +8,12 @@
 //   - the engine (tabletserver/tablet) imports neither gRPC, nor etcd, nor
 //     the RPC definitions in api/: it knows nothing of the network or of
 //     the coordination store;
-//   - the client imports neither the master nor the tablet server.
+//   - the client imports neither the master nor the tablet server;
+//   - only meta (and the embedded etcd's bootstrap, internal/embedetcd)
+//     imports etcd's client, its concurrency package or its mvccpb key
+//     values: everyone else reaches etcd through meta's typed records and
+//     named transactions. This rule is checked file by file (etcd_test.go),
+//     so the files still being moved onto meta are named one by one.
 //
 // Only what the packages build with counts, not their tests: a master test
 // may still open a tablet to make files for its GC.
