@@ -2,15 +2,11 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/meta"
 )
@@ -18,25 +14,24 @@ import (
 // Cache holds every token and grant of a cluster in memory, kept current
 // by an etcd watch, so that checking a call reads no etcd.
 type Cache struct {
-	kv     clientv3.KV
-	w      clientv3.Watcher
+	store  meta.Store
 	layout meta.Layout
 	log    *slog.Logger
 
 	mu     sync.RWMutex
-	tokens map[string]tokenRecord     // by id
-	grants map[string]map[string]Role // principal -> table -> role
-	loaded chan struct{}              // closed after the first load
+	tokens map[string]meta.TokenRecord // by id
+	grants map[string]map[string]Role  // principal -> table -> role
+	loaded chan struct{}               // closed after the first load
 	once   sync.Once
 }
 
 // errNotLoaded is returned while the first read of etcd has not finished.
-var errNotLoaded = errors.New("the credentials are not loaded from etcd yet; retry")
+var errNotLoaded = errors.New("auth: the credentials are not loaded from etcd yet; retry")
 
-// NewCache starts loading and watching the records under l's auth prefix;
-// it stops when ctx ends.
-func NewCache(ctx context.Context, kv clientv3.KV, w clientv3.Watcher, l meta.Layout, log *slog.Logger) *Cache {
-	c := &Cache{kv: kv, w: w, layout: l, log: log, loaded: make(chan struct{})}
+// NewCache starts loading and watching the records under l's auth prefix
+// in s; it stops when ctx ends.
+func NewCache(ctx context.Context, s meta.Store, l meta.Layout, log *slog.Logger) *Cache {
+	c := &Cache{store: s, layout: l, log: log, loaded: make(chan struct{})}
 	go c.run(ctx)
 	return c
 }
@@ -69,68 +64,63 @@ func (c *Cache) run(ctx context.Context) {
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		wch := c.w.Watch(clientv3.WithRequireLeader(ctx), c.layout.AuthPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-		for resp := range wch {
-			if resp.Err() != nil {
-				break
-			}
-			c.apply(resp.Events)
+		for changes := range meta.WatchAuth(ctx, c.store, c.layout, rev+1) {
+			c.apply(changes)
 		}
 	}
 }
 
 func (c *Cache) load(ctx context.Context) (int64, error) {
-	resp, err := c.kv.Get(ctx, c.layout.AuthPrefix(), clientv3.WithPrefix())
+	entries, rev, err := meta.LoadAuth(ctx, c.store, c.layout)
 	if err != nil {
 		return 0, err
 	}
-	tokens := map[string]tokenRecord{}
+	tokens := map[string]meta.TokenRecord{}
 	grants := map[string]map[string]Role{}
-	for _, kv := range resp.Kvs {
-		c.put(tokens, grants, kv.Key, kv.Value)
+	for _, e := range entries {
+		c.put(tokens, grants, e)
 	}
 	c.mu.Lock()
 	c.tokens, c.grants = tokens, grants
 	c.mu.Unlock()
 	c.once.Do(func() { close(c.loaded) })
-	return resp.Header.Revision, nil
+	return rev, nil
 }
 
-func (c *Cache) apply(events []*clientv3.Event) {
+func (c *Cache) apply(changes []meta.AuthEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ev := range events {
-		key := string(ev.Kv.Key)
-		if ev.Type == clientv3.EventTypeDelete {
-			if id, ok := strings.CutPrefix(key, c.layout.AuthTokensPrefix()); ok {
-				delete(c.tokens, id)
-			} else if pt, ok := strings.CutPrefix(key, c.layout.AuthGrantsPrefix()); ok {
-				if p, t, ok := strings.Cut(pt, "/"); ok {
-					delete(c.grants[p], t)
-				}
-			}
-			continue
+	for _, e := range changes {
+		switch {
+		case e.Deleted && e.IsToken:
+			delete(c.tokens, e.ID)
+		case e.Deleted && e.IsGrant:
+			delete(c.grants[e.Grant.Principal], e.Grant.Table)
+		case !e.Deleted:
+			c.put(c.tokens, c.grants, e)
 		}
-		c.put(c.tokens, c.grants, ev.Kv.Key, ev.Kv.Value)
 	}
 }
 
 // put adds one record; a record it cannot decode is logged and skipped
 // (it then grants nothing).
-func (c *Cache) put(tokens map[string]tokenRecord, grants map[string]map[string]Role, key, value []byte) {
-	if id, ok := strings.CutPrefix(string(key), c.layout.AuthTokensPrefix()); ok {
-		var rec tokenRecord
-		if err := json.Unmarshal(value, &rec); err != nil {
-			c.log.Error("auth: skipping an unreadable token record", "key", string(key), "err", err)
-			delete(tokens, id)
+func (c *Cache) put(tokens map[string]meta.TokenRecord, grants map[string]map[string]Role, e meta.AuthEntry) {
+	if e.IsToken {
+		if e.Err != nil {
+			c.log.Error("auth: skipping an unreadable token record", "key", e.Key, "err", e.Err)
+			delete(tokens, e.ID)
 			return
 		}
-		tokens[id] = rec
+		tokens[e.ID] = e.Token
 		return
 	}
-	g, err := decodeGrant(c.layout, key, value)
+	err := e.Err
+	var g Grant
+	if err == nil {
+		g, err = grantOf(e.Grant)
+	}
 	if err != nil {
-		c.log.Error("auth: skipping an unreadable grant record", "key", string(key), "err", err)
+		c.log.Error("auth: skipping an unreadable grant record", "key", e.Key, "err", err)
 		return
 	}
 	if grants[g.Principal] == nil {
@@ -154,7 +144,7 @@ func (c *Cache) Authenticate(token string) (string, error) {
 	rec, ok := c.tokens[id]
 	c.mu.RUnlock()
 	if !ok || !secretMatches(secret, rec.SHA256) {
-		return "", errors.New("the token is not valid: it was revoked or mistyped; ask an admin for a new one (`tabula auth token create`)")
+		return "", errors.New("auth: the token is not valid: it was revoked or mistyped; ask an admin for a new one (`tabula auth token create`)")
 	}
 	return rec.Principal, nil
 }

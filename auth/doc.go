@@ -9,6 +9,9 @@
 //	<prefix>auth/tokens/<id>                 {"principal":..,"sha256":..,"description":..,"created":..}
 //	<prefix>auth/grants/<principal>/<table>  {"role":"read"|"write"|"admin"}; table "*" is every table and the cluster
 //
+// meta stores and reads these records (meta/auth.go: their keys, JSON and
+// watch); auth decides what they mean.
+//
 // A token is "tabula_<id>_<secret>"; etcd holds only the SHA-256 of the
 // secret, so reading etcd does not reveal a usable token. Every process
 // that checks calls keeps the records in memory (Cache), kept current by

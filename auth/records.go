@@ -2,14 +2,10 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
@@ -19,22 +15,9 @@ import (
 // table or role); ErrNotFound one naming a token or grant that does not
 // exist.
 var (
-	ErrInvalid  = errors.New("invalid")
-	ErrNotFound = errors.New("not found")
+	ErrInvalid  = errors.New("auth: invalid")
+	ErrNotFound = errors.New("auth: not found")
 )
-
-// tokenRecord is the etcd value of one token.
-type tokenRecord struct {
-	Principal   string `json:"principal"`
-	SHA256      string `json:"sha256"`
-	Description string `json:"description,omitempty"`
-	Created     int64  `json:"created"` // unix seconds
-}
-
-// grantRecord is the etcd value of one grant.
-type grantRecord struct {
-	Role string `json:"role"`
-}
 
 // TokenInfo describes a token without its secret.
 type TokenInfo struct {
@@ -51,7 +34,7 @@ type Grant struct {
 
 // CreateToken stores a new token for principal and returns it; the
 // secret is not kept anywhere else, so it is shown once.
-func CreateToken(ctx context.Context, kv clientv3.KV, l meta.Layout, principal, description string, now time.Time) (string, TokenInfo, error) {
+func CreateToken(ctx context.Context, kv meta.Store, l meta.Layout, principal, description string, now time.Time) (string, TokenInfo, error) {
 	if err := checkGrantee(principal); err != nil {
 		return "", TokenInfo{}, err
 	}
@@ -62,57 +45,44 @@ func CreateToken(ctx context.Context, kv clientv3.KV, l meta.Layout, principal, 
 	if err != nil {
 		return "", TokenInfo{}, err
 	}
-	rec := tokenRecord{Principal: principal, SHA256: hash, Description: description, Created: now.Unix()}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return "", TokenInfo{}, err
-	}
-	key := l.AuthTokenKey(id)
+	rec := meta.TokenRecord{Principal: principal, SHA256: hash, Description: description, Created: now.Unix()}
 	// Create-only: two tokens never share an id, however unlikely.
-	resp, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).Then(clientv3.OpPut(key, string(b))).Commit()
+	err = meta.CreateToken(ctx, kv, l, id, rec)
+	if errors.Is(err, meta.ErrConflict) {
+		return "", TokenInfo{}, fmt.Errorf("auth: token id %s already exists; try again", id)
+	}
 	if err != nil {
 		return "", TokenInfo{}, err
 	}
-	if !resp.Succeeded {
-		return "", TokenInfo{}, fmt.Errorf("token id %s already exists; try again", id)
-	}
-	return token, rec.info(id), nil
+	return token, tokenInfo(id, rec), nil
 }
 
-func (r tokenRecord) info(id string) TokenInfo {
+func tokenInfo(id string, r meta.TokenRecord) TokenInfo {
 	return TokenInfo{ID: id, Principal: r.Principal, Description: r.Description, Created: time.Unix(r.Created, 0)}
 }
 
 // RevokeToken deletes the token with this id.
-func RevokeToken(ctx context.Context, kv clientv3.KV, l meta.Layout, id string) error {
+func RevokeToken(ctx context.Context, kv meta.Store, l meta.Layout, id string) error {
 	if len(id) != 16 || !isHex(id) {
 		return fmt.Errorf("%w: token id %q is not 16 hex digits (see `tabula auth token list`)", ErrInvalid, id)
 	}
-	resp, err := kv.Delete(ctx, l.AuthTokenKey(id))
-	if err != nil {
-		return err
-	}
-	if resp.Deleted == 0 {
+	err := meta.DeleteToken(ctx, kv, l, id)
+	if errors.Is(err, meta.ErrNotFound) {
 		return fmt.Errorf("%w: no token with id %s", ErrNotFound, id)
 	}
-	return nil
+	return err
 }
 
 // ListTokens lists the tokens of principal (all if empty), oldest first.
-func ListTokens(ctx context.Context, kv clientv3.KV, l meta.Layout, principal string) ([]TokenInfo, error) {
-	resp, err := kv.Get(ctx, l.AuthTokensPrefix(), clientv3.WithPrefix())
+func ListTokens(ctx context.Context, kv meta.Store, l meta.Layout, principal string) ([]TokenInfo, error) {
+	tokens, err := meta.ListTokens(ctx, kv, l)
 	if err != nil {
 		return nil, err
 	}
 	var out []TokenInfo
-	for _, e := range resp.Kvs {
-		id := strings.TrimPrefix(string(e.Key), l.AuthTokensPrefix())
-		var rec tokenRecord
-		if err := json.Unmarshal(e.Value, &rec); err != nil {
-			return nil, fmt.Errorf("token record %s: %w", e.Key, err)
-		}
-		if principal == "" || rec.Principal == principal {
-			out = append(out, rec.info(id))
+	for _, e := range tokens {
+		if principal == "" || e.Principal == principal {
+			out = append(out, tokenInfo(e.ID, e.TokenRecord))
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -126,7 +96,7 @@ func ListTokens(ctx context.Context, kv clientv3.KV, l meta.Layout, principal st
 
 // SetGrant gives principal role on table, replacing its earlier role
 // there.
-func SetGrant(ctx context.Context, kv clientv3.KV, l meta.Layout, g Grant) error {
+func SetGrant(ctx context.Context, kv meta.Store, l meta.Layout, g Grant) error {
 	if err := checkGrantee(g.Principal); err != nil {
 		return err
 	}
@@ -136,42 +106,34 @@ func SetGrant(ctx context.Context, kv clientv3.KV, l meta.Layout, g Grant) error
 	if g.Role == None {
 		return fmt.Errorf("%w: a grant needs a role (read, write or admin); to take one away use revoke", ErrInvalid)
 	}
-	b, err := json.Marshal(grantRecord{Role: g.Role.String()})
-	if err != nil {
-		return err
-	}
-	_, err = kv.Put(ctx, l.AuthGrantKey(g.Principal, g.Table), string(b))
-	return err
+	return meta.PutGrant(ctx, kv, l, g.Principal, g.Table, meta.GrantRecord{Role: g.Role.String()})
 }
 
 // DeleteGrant removes principal's grant on table.
-func DeleteGrant(ctx context.Context, kv clientv3.KV, l meta.Layout, principal, table string) error {
+func DeleteGrant(ctx context.Context, kv meta.Store, l meta.Layout, principal, table string) error {
 	if err := ValidatePrincipal(principal); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	if err := checkTable(table); err != nil {
 		return err
 	}
-	resp, err := kv.Delete(ctx, l.AuthGrantKey(principal, table))
-	if err != nil {
-		return err
-	}
-	if resp.Deleted == 0 {
+	err := meta.DeleteGrant(ctx, kv, l, principal, table)
+	if errors.Is(err, meta.ErrNotFound) {
 		return fmt.Errorf("%w: %s has no grant on %s", ErrNotFound, principal, table)
 	}
-	return nil
+	return err
 }
 
 // ListGrants lists the grants, filtered by principal and table when they
 // are not empty, sorted by principal then table.
-func ListGrants(ctx context.Context, kv clientv3.KV, l meta.Layout, principal, table string) ([]Grant, error) {
-	resp, err := kv.Get(ctx, l.AuthGrantsPrefix(), clientv3.WithPrefix())
+func ListGrants(ctx context.Context, kv meta.Store, l meta.Layout, principal, table string) ([]Grant, error) {
+	grants, err := meta.ListGrants(ctx, kv, l)
 	if err != nil {
 		return nil, err
 	}
 	var out []Grant
-	for _, e := range resp.Kvs {
-		g, err := decodeGrant(l, e.Key, e.Value)
+	for _, e := range grants {
+		g, err := grantOf(e)
 		if err != nil {
 			return nil, err
 		}
@@ -192,20 +154,13 @@ func sortGrants(g []Grant) {
 	})
 }
 
-func decodeGrant(l meta.Layout, key, value []byte) (Grant, error) {
-	p, t, ok := strings.Cut(strings.TrimPrefix(string(key), l.AuthGrantsPrefix()), "/")
-	if !ok {
-		return Grant{}, fmt.Errorf("grant key %q has no table", key)
-	}
-	var rec grantRecord
-	if err := json.Unmarshal(value, &rec); err != nil {
-		return Grant{}, fmt.Errorf("grant record %s: %w", key, err)
-	}
-	r, err := ParseRole(rec.Role)
+// grantOf reads the role of a stored grant.
+func grantOf(e meta.GrantEntry) (Grant, error) {
+	r, err := ParseRole(e.Role)
 	if err != nil {
-		return Grant{}, fmt.Errorf("grant record %s: %w", key, err)
+		return Grant{}, fmt.Errorf("auth: grant of %s on %s: %w", e.Principal, e.Table, err)
 	}
-	return Grant{Principal: p, Table: t, Role: r}, nil
+	return Grant{Principal: e.Principal, Table: e.Table, Role: r}, nil
 }
 
 // checkGrantee refuses names that cannot hold tokens or grants: invalid

@@ -52,7 +52,7 @@ func TestRecordsAndCache(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := meta.NewLayout("c1")
-	c := NewCache(ctx, cli, cli, l, slog.New(slog.DiscardHandler))
+	c := NewCache(ctx, cli, l, slog.New(slog.DiscardHandler))
 	if err := c.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestRecordsAndCache(t *testing.T) {
 	}
 
 	// A cache started later loads what is there.
-	c2 := NewCache(ctx, cli, cli, l, slog.New(slog.DiscardHandler))
+	c2 := NewCache(ctx, cli, l, slog.New(slog.DiscardHandler))
 	if err := c2.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

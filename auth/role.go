@@ -53,7 +53,7 @@ func ParseRole(s string) (Role, error) {
 	case "admin":
 		return Admin, nil
 	}
-	return None, fmt.Errorf("unknown role %q: use read, write or admin", s)
+	return None, fmt.Errorf("auth: unknown role %q: use read, write or admin", s)
 }
 
 var principalRE = regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9_.@-]{0,127}$`)
@@ -63,7 +63,7 @@ var principalRE = regexp.MustCompile(`^[A-Za-z0-9_@][A-Za-z0-9_.@-]{0,127}$`)
 // element and appears in certificates and logs).
 func ValidatePrincipal(name string) error {
 	if !principalRE.MatchString(name) {
-		return fmt.Errorf("principal %q is not valid: use 1 to 128 characters of letters, digits, '_', '.', '@' and '-', starting with a letter, digit, '_' or '@'", name)
+		return fmt.Errorf("auth: principal %q is not valid: use 1 to 128 characters of letters, digits, '_', '.', '@' and '-', starting with a letter, digit, '_' or '@'", name)
 	}
 	return nil
 }

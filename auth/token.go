@@ -15,7 +15,7 @@ import (
 // long, unlike a password, so it cannot be guessed from its hash.
 const tokenPrefix = "tabula_"
 
-var errMalformedToken = errors.New("the token is malformed: it must look like tabula_<16 hex digits>_<64 hex digits>, as `tabula auth token create` prints it")
+var errMalformedToken = errors.New("auth: the token is malformed: it must look like tabula_<16 hex digits>_<64 hex digits>, as `tabula auth token create` prints it")
 
 // newToken returns a fresh token, its id and the hash to store.
 func newToken() (token, id, hash string, err error) {

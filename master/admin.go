@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
@@ -39,23 +37,18 @@ func (m *Master) createTable(ctx context.Context, req *tabulapb.CreateTableReque
 		return nil, err
 	}
 	l := m.layout
-	tk := l.TableKey(schema.Name)
-	ops := []clientv3.Op{clientv3.OpPut(tk, meta.EncodeTable(meta.TableRecord{Schema: schema}))}
+	var tablets []meta.TabletRecord
 	var start []byte
 	keys := append(slices.Clip(req.GetSplitKeys()), nil) // the last tablet ends at the end of the table
 	for _, end := range keys {
-		t := meta.TabletRecord{Table: schema.Name, ID: meta.NewTabletID(), Start: start, End: end, State: meta.StateUnassigned, Fresh: true}
-		ops = append(ops, clientv3.OpPut(l.TabletKey(t.Table, t.ID), meta.EncodeTablet(t)))
+		tablets = append(tablets, meta.TabletRecord{Table: schema.Name, ID: meta.NewTabletID(), Start: start, End: end, State: meta.StateUnassigned, Fresh: true})
 		start = end
 	}
-	resp, err := m.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(tk), "=", 0), term.guard()).
-		Then(ops...).
-		Commit()
-	if err != nil {
+	err = meta.CreateTable(ctx, m.cli, l, meta.TableRecord{Schema: schema}, tablets, term.guard())
+	if err != nil && !errors.Is(err, meta.ErrConflict) {
 		return nil, err
 	}
-	if !resp.Succeeded {
+	if err != nil {
 		if _, _, err := meta.GetTable(ctx, m.cli, l, schema.Name); err == nil {
 			return nil, existsf("table %s already exists", schema.Name)
 		}
@@ -115,14 +108,11 @@ func (m *Master) deleteTable(ctx context.Context, name string) error {
 		}
 	}
 	// 3. Delete schema and tablets at once.
-	resp, err := m.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(l.TableKey(name)), "=", rev), term.guard()).
-		Then(clientv3.OpDelete(l.TableKey(name)), clientv3.OpDelete(l.TabletsPrefix(name), clientv3.WithPrefix())).
-		Commit()
-	if err != nil {
+	err = meta.DeleteTable(ctx, m.cli, l, name, rev, term.guard())
+	if err != nil && !errors.Is(err, meta.ErrConflict) {
 		return err
 	}
-	if !resp.Succeeded {
+	if err != nil {
 		return fmt.Errorf("%w: table %s changed while being deleted; retry", meta.ErrConflict, name)
 	}
 	// 4. Files.
@@ -234,18 +224,11 @@ func (m *Master) changeFamilies(ctx context.Context, table string, change func(*
 
 // putSchema writes s over the schema at rev; ErrConflict if it changed.
 func (m *Master) putSchema(ctx context.Context, term *leadership, s *tabulapb.TableSchema, rev int64) (int64, error) {
-	k := m.layout.TableKey(s.Name)
-	resp, err := m.cli.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(k), "=", rev), term.guard()).
-		Then(clientv3.OpPut(k, meta.EncodeTable(meta.TableRecord{Schema: s}))).
-		Commit()
-	if err != nil {
-		return 0, err
-	}
-	if !resp.Succeeded {
+	next, err := meta.PutTable(ctx, m.cli, m.layout, meta.TableRecord{Schema: s}, rev, term.guard())
+	if errors.Is(err, meta.ErrConflict) {
 		return 0, fmt.Errorf("%w: table %s changed concurrently (or leadership was lost); retry", meta.ErrConflict, s.Name)
 	}
-	return resp.Header.Revision, nil
+	return next, err
 }
 
 // pushSchema sends s to every live server holding a tablet of its table.

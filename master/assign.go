@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -114,10 +113,8 @@ func (a *assigner) run() {
 	defer a.wg.Wait()
 	ctx := a.term.ctx
 	cli, l := a.m.cli, a.m.layout
-	watch := func(prefix string) clientv3.WatchChan {
-		return cli.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix())
-	}
-	ws, wt := watch(l.ServersPrefix()), watch(l.AllTabletsPrefix())
+	// The watches only wake the loop: reconcile reads the whole map.
+	ws, wt := meta.WatchServers(ctx, cli, l), meta.WatchTablets(ctx, cli, l)
 	tick := time.NewTicker(reconcileInterval)
 	defer tick.Stop()
 	auditTick := time.NewTicker(auditInterval)
@@ -133,11 +130,11 @@ func (a *assigner) run() {
 			a.startAudit(ctx)
 		case _, ok := <-ws:
 			if !ok && ctx.Err() == nil {
-				ws = watch(l.ServersPrefix())
+				ws = meta.WatchServers(ctx, cli, l)
 			}
 		case _, ok := <-wt:
 			if !ok && ctx.Err() == nil {
-				wt = watch(l.AllTabletsPrefix())
+				wt = meta.WatchTablets(ctx, cli, l)
 			}
 		case <-a.kick:
 		case <-tick.C:

@@ -8,8 +8,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
@@ -117,11 +115,7 @@ func (m *Master) balanceTick(ctx context.Context, term *leadership) {
 
 // balancerOn reads the cluster switch (absent: on).
 func (m *Master) balancerOn(ctx context.Context) (bool, error) {
-	resp, err := m.cli.Get(ctx, m.layout.BalancerKey())
-	if err != nil {
-		return false, err
-	}
-	return len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != "off", nil
+	return meta.BalancerOn(ctx, m.cli, m.layout)
 }
 
 // balanceRound plans a round and, unless dryRun, makes its moves. It
@@ -353,15 +347,11 @@ func (m *Master) setBalancer(ctx context.Context, table string, on bool) error {
 	if err != nil {
 		return err
 	}
-	v := "on"
-	if !on {
-		v = "off"
-	}
-	resp, err := m.cli.Txn(ctx).If(term.guard()).Then(clientv3.OpPut(m.layout.BalancerKey(), v)).Commit()
-	if err != nil {
+	err = meta.SetBalancer(ctx, m.cli, m.layout, on, term.guard())
+	if err != nil && !errors.Is(err, meta.ErrConflict) {
 		return err
 	}
-	if !resp.Succeeded {
+	if err != nil {
 		return fmt.Errorf("%w: lost leadership while switching the balancer; retry", ErrNotLeader)
 	}
 	m.log.Info("balancer switched", "on", on)
@@ -386,13 +376,12 @@ func (m *Master) getBalancer(ctx context.Context) (*tabulapb.GetBalancerResponse
 	if m.opts.BalanceInterval > 0 {
 		resp.IntervalMillis = m.opts.BalanceInterval.Milliseconds()
 	}
-	kvs, err := m.cli.Get(ctx, m.layout.TablesPrefix(), clientv3.WithPrefix())
+	tables, _, err := meta.ListTables(ctx, m.cli, m.layout) // undecodable ones disable nothing
 	if err != nil {
 		return nil, err
 	}
-	for _, kv := range kvs.Kvs {
-		r, err := meta.DecodeTable(kv.Value)
-		if err == nil && r.Schema.GetBalancerDisabled() && r.Schema.GetState() != meta.TableDeleting {
+	for _, r := range tables {
+		if r.Schema.GetBalancerDisabled() && r.Schema.GetState() != meta.TableDeleting {
 			resp.DisabledTables = append(resp.DisabledTables, r.Schema.GetName())
 		}
 	}

@@ -44,7 +44,7 @@ func newConnPool(tlsCfg *tls.Config) *connPool {
 func requirePeerName(name string, next func(tls.ConnectionState) error) func(tls.ConnectionState) error {
 	return func(cs tls.ConnectionState) error {
 		if got, ok := tlsconf.PeerName(cs); !ok || got != name {
-			return fmt.Errorf("the server's certificate names %q, not %q: it is not a tablet server of this cluster", got, name)
+			return fmt.Errorf("master: the server's certificate names %q, not %q: it is not a tablet server of this cluster", got, name)
 		}
 		if next != nil {
 			return next(cs)

@@ -94,7 +94,7 @@ func (m *Master) dropRowRange(ctx context.Context, req *tabulapb.DropRowRangeReq
 				continue
 			}
 			if !retryableDrop(err) {
-				return fmt.Errorf("drop row range of table %s: tablet %s [%q, %q): %w", table, todo[i].ID, todo[i].Start, todo[i].End, err)
+				return fmt.Errorf("master: drop row range of table %s: tablet %s [%q, %q): %w", table, todo[i].ID, todo[i].Start, todo[i].End, err)
 			}
 			last = err
 		}

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/vfs"
 )
@@ -94,32 +93,27 @@ type gcView struct {
 // readGCView reads tables/ and tablets/ at one revision, guarded by term.
 func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, error) {
 	l := m.layout
-	resp, err := m.cli.Txn(ctx).If(term.guard()).Then(
-		clientv3.OpGet(l.TablesPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		clientv3.OpGet(l.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
-		// With values: a keys-only read leaves out the lease too.
-		clientv3.OpGet(l.ServersPrefix(), clientv3.WithPrefix()),
-	).Commit()
+	keys, err := meta.ReadGCKeys(ctx, m.cli, l, term.guard())
+	if errors.Is(err, meta.ErrConflict) {
+		return nil, ErrNotLeader
+	}
 	if err != nil {
 		return nil, err
 	}
-	if !resp.Succeeded {
-		return nil, ErrNotLeader
+	v := &gcView{rev: keys.Rev, ids: map[string]bool{}, live: map[string][]string{}, tables: map[string]bool{}, leases: map[int64]bool{}}
+	for _, lease := range keys.ServerLeases {
+		v.leases[lease] = true
 	}
-	v := &gcView{rev: resp.Header.Revision, ids: map[string]bool{}, live: map[string][]string{}, tables: map[string]bool{}, leases: map[int64]bool{}}
-	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
-		v.leases[kv.Lease] = true
-	}
-	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		if name, ok := l.TableFromKey(string(kv.Key)); ok {
+	for _, k := range keys.TableKeys {
+		if name, ok := l.TableFromKey(k); ok {
 			v.tables[name] = true
 		}
 	}
-	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
+	for _, k := range keys.TabletKeys {
 		// The key names the tablet even when its value does not decode.
-		table, id, ok := l.TabletFromKey(string(kv.Key))
+		table, id, ok := l.TabletFromKey(k)
 		if !ok {
-			return nil, fmt.Errorf("master: gc: unexpected key %q under tablets/; not sweeping", kv.Key)
+			return nil, fmt.Errorf("master: gc: unexpected key %q under tablets/; not sweeping", k)
 		}
 		v.ids[id] = true
 		v.live[table] = append(v.live[table], id)
@@ -321,14 +315,11 @@ func (m *Master) removeAged(term *leadership, paths []string, what string, remov
 
 // checkLeader asks etcd whether term's election key still exists.
 func (m *Master) checkLeader(ctx context.Context, term *leadership) error {
-	resp, err := m.cli.Txn(ctx).If(term.guard()).Commit()
-	if err != nil {
-		return err
-	}
-	if !resp.Succeeded {
+	err := meta.CheckGuard(ctx, m.cli, term.guard())
+	if errors.Is(err, meta.ErrConflict) {
 		return ErrNotLeader
 	}
-	return nil
+	return err
 }
 
 // referencesInside reports whether any of refs lies inside dir.

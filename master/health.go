@@ -5,8 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
+	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/opshttp"
 )
 
@@ -27,18 +26,18 @@ func (m *Master) Ready(ctx context.Context) error {
 	if !leader {
 		role = "standby"
 		if sess == nil {
-			return errors.New("standby without an election session: it cannot open one in etcd (etcd unreachable?)")
+			return errors.New("master: standby without an election session: it cannot open one in etcd (etcd unreachable?)")
 		}
 		select {
 		case <-sess.Done():
-			return errors.New("standby whose election session expired: opening a new one")
+			return errors.New("master: standby whose election session expired: opening a new one")
 		default:
 		}
 	}
 	// One cheap linearizable read: it needs an etcd quorum, as the
 	// master's every write does.
-	if _, err := m.cli.Get(ctx, m.layout.ElectionPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil {
-		return fmt.Errorf("%s cannot reach etcd %v: %w", role, m.opts.Etcd, err)
+	if err := meta.Probe(ctx, m.cli, m.layout); err != nil {
+		return fmt.Errorf("master: %s cannot reach etcd %v: %w", role, m.opts.Etcd, err)
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -41,13 +40,13 @@ const (
 // build completes it is not ready and callers read etcd. Its records are
 // never modified after insertion, so readers may keep pointers to them.
 type tabletIndex struct {
-	cli      *clientv3.Client
+	cli      meta.Store
 	layout   meta.Layout
 	log      *slog.Logger
 	pageSize int
 	// w is the index's own watcher, so that progress requests reach only
 	// its stream.
-	w clientv3.Watcher
+	w *meta.MapWatcher
 
 	// mu protects the fields below.
 	mu sync.RWMutex
@@ -72,23 +71,17 @@ type tableTablets struct {
 	sorted []*meta.VersionedTablet
 }
 
-func newTabletIndex(cli *clientv3.Client, l meta.Layout, log *slog.Logger, pageSize int) *tabletIndex {
+func newTabletIndex(cli meta.Store, l meta.Layout, log *slog.Logger, pageSize int) *tabletIndex {
 	if pageSize <= 0 {
 		pageSize = indexPageSize
 	}
 	return &tabletIndex{
 		cli: cli, layout: l, log: log, pageSize: pageSize,
-		w:        clientv3.NewWatcher(cli),
+		w:        meta.NewMapWatcher(cli, l),
 		schemas:  map[string]*tabulapb.TableSchema{},
 		tablets:  map[string]*tableTablets{},
 		advanced: make(chan struct{}),
 	}
-}
-
-// span is the key range [start, end) holding tables/ and tablets/ and
-// nothing else of the layout ("tables/" sorts just below "tablets/").
-func (x *tabletIndex) span() (start, end string) {
-	return x.layout.TablesPrefix(), clientv3.GetPrefixRangeEnd(x.layout.AllTabletsPrefix())
 }
 
 // run builds the index and follows the watch until ctx ends, rebuilding
@@ -111,30 +104,13 @@ func (x *tabletIndex) run(ctx context.Context) {
 // build reads the span page by page at one revision and swaps the result
 // in; it returns the revision.
 func (x *tabletIndex) build(ctx context.Context) (int64, error) {
-	start, end := x.span()
 	schemas := map[string]*tabulapb.TableSchema{}
 	tablets := map[string]*tableTablets{}
-	var rev int64
-	key := start
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(x.pageSize))}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := x.cli.Get(ctx, key, opts...)
-		if err != nil {
-			return 0, err
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
-			x.applyPut(schemas, tablets, kv.Key, kv.Value, kv.ModRevision)
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	rev, err := meta.ReadTableMap(ctx, x.cli, x.layout, x.pageSize, func(e meta.MapEntry) {
+		x.applyPut(schemas, tablets, e)
+	})
+	if err != nil {
+		return 0, err
 	}
 	x.mu.Lock()
 	x.schemas, x.tablets = schemas, tablets
@@ -147,14 +123,13 @@ func (x *tabletIndex) build(ctx context.Context) (int64, error) {
 
 // follow applies the watch from rev+1 until it fails or ctx ends.
 func (x *tabletIndex) follow(ctx context.Context, rev int64) {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	x.mu.Lock()
 	x.stopWatch = cancel
 	x.mu.Unlock()
-	start, end := x.span()
-	for resp := range x.w.Watch(wctx, start, clientv3.WithRange(end), clientv3.WithRev(rev+1)) {
-		if err := resp.Err(); err != nil {
+	for resp := range x.w.Watch(wctx, rev+1) {
+		if err := resp.Err; err != nil {
 			if ctx.Err() == nil {
 				x.log.Info("tablet index watch ended; rebuilding", "err", err)
 			}
@@ -162,23 +137,22 @@ func (x *tabletIndex) follow(ctx context.Context, rev int64) {
 		}
 		x.mu.Lock()
 		var splitParents map[string]bool // the splits this response commits
-		if resp.IsProgressNotify() {
+		if resp.Progress {
 			// Every event up to the header's revision was delivered.
-			x.setRevLocked(resp.Header.Revision)
+			x.setRevLocked(resp.Rev)
 		}
-		for _, ev := range resp.Events {
-			kv := ev.Kv
-			if ev.Type == clientv3.EventTypeDelete {
-				x.applyDelete(kv.Key)
+		for _, e := range resp.Entries {
+			if e.Deleted {
+				x.applyDelete(e)
 			} else {
-				if p := x.applyPut(x.schemas, x.tablets, kv.Key, kv.Value, kv.ModRevision); p != "" {
+				if p := x.applyPut(x.schemas, x.tablets, e); p != "" {
 					if splitParents == nil {
 						splitParents = map[string]bool{}
 					}
 					splitParents[p] = true
 				}
 			}
-			x.setRevLocked(kv.ModRevision)
+			x.setRevLocked(e.ModRevision)
 		}
 		x.mu.Unlock()
 		// A split is one etcd transaction putting both children, so one
@@ -203,28 +177,22 @@ func (x *tabletIndex) setRevLocked(rev int64) {
 // applyPut records one key of the span. Undecodable values are logged and
 // skipped. When the key is a tablet new to the index that was split from
 // a parent, it returns "<table>/<parent id>" (for the split count).
-func (x *tabletIndex) applyPut(schemas map[string]*tabulapb.TableSchema, tablets map[string]*tableTablets, key, value []byte, modRev int64) (splitParent string) {
-	k := string(key)
-	if name, ok := x.layout.TableFromKey(k); ok {
-		r, err := meta.DecodeTable(value)
-		if err != nil {
-			x.log.Warn("tablet index: skipping table record", "key", k, "err", err)
-			return ""
-		}
-		schemas[name] = r.Schema
+func (x *tabletIndex) applyPut(schemas map[string]*tabulapb.TableSchema, tablets map[string]*tableTablets, e meta.MapEntry) (splitParent string) {
+	switch {
+	case e.Kind == meta.MapTable && e.Err != nil:
+		x.log.Warn("tablet index: skipping table record", "key", e.Key, "err", e.Err)
+		return ""
+	case e.Kind == meta.MapTable:
+		schemas[e.Name] = e.Table.Schema
+		return ""
+	case e.Kind != meta.MapTablet:
+		return ""
+	case e.Err != nil:
+		x.log.Warn("tablet index: skipping tablet record", "key", e.Key, "err", e.Err)
 		return ""
 	}
-	table, id, ok := x.layout.TabletFromKey(k)
-	if !ok {
-		return ""
-	}
-	r, err := meta.DecodeTablet(value)
-	if err != nil {
-		x.log.Warn("tablet index: skipping tablet record", "key", k, "err", err)
-		return ""
-	}
-	// The key names the tablet; a record naming another is not trusted.
-	r.Table, r.ID = table, id
+	// The key names the tablet; meta took Table and ID from it.
+	table, id, r := e.Name, e.ID, e.Tablet
 	tt := tablets[table]
 	if tt == nil {
 		tt = &tableTablets{byID: map[string]*meta.VersionedTablet{}}
@@ -234,22 +202,20 @@ func (x *tabletIndex) applyPut(schemas map[string]*tabulapb.TableSchema, tablets
 		splitParent = table + "/" + r.Parent
 	}
 	tt.remove(id)
-	tt.insert(&meta.VersionedTablet{TabletRecord: r, ModRevision: modRev})
+	tt.insert(&r)
 	return splitParent
 }
 
 // applyDelete forgets one key of the span; mu is held.
-func (x *tabletIndex) applyDelete(key []byte) {
-	k := string(key)
-	if name, ok := x.layout.TableFromKey(k); ok {
-		delete(x.schemas, name)
-		return
-	}
-	if table, id, ok := x.layout.TabletFromKey(k); ok {
-		if tt := x.tablets[table]; tt != nil {
-			tt.remove(id)
+func (x *tabletIndex) applyDelete(e meta.MapEntry) {
+	switch e.Kind {
+	case meta.MapTable:
+		delete(x.schemas, e.Name)
+	case meta.MapTablet:
+		if tt := x.tablets[e.Name]; tt != nil {
+			tt.remove(e.ID)
 			if len(tt.byID) == 0 {
-				delete(x.tablets, table)
+				delete(x.tablets, e.Name)
 			}
 		}
 	}
@@ -380,11 +346,10 @@ func (x *tabletIndex) sync(ctx context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	resp, err := x.cli.Get(ctx, x.layout.TablesPrefix(), clientv3.WithCountOnly())
+	want, err := meta.Revision(ctx, x.cli, x.layout)
 	if err != nil {
 		return false
 	}
-	want := resp.Header.Revision
 	tick := time.NewTicker(progressEvery)
 	defer tick.Stop()
 	for {
@@ -396,9 +361,7 @@ func (x *tabletIndex) sync(ctx context.Context) bool {
 		}
 		// The revision may have moved outside the span (servers/, the
 		// election): ask for a progress notification to learn it.
-		// The watcher picks the stream by the context's metadata, which
-		// WithRequireLeader sets as on the watch.
-		if err := x.w.RequestProgress(clientv3.WithRequireLeader(ctx)); err != nil {
+		if err := x.w.RequestProgress(ctx); err != nil {
 			x.log.Debug("tablet index: progress request", "err", err)
 		}
 		select {

@@ -3,10 +3,8 @@ package master
 import (
 	"bytes"
 	"context"
-	"fmt"
+	"errors"
 	"sort"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
@@ -176,30 +174,13 @@ func (m *Master) tableAndTablets(ctx context.Context, table string) (*tabulapb.T
 		return nil, nil, err
 	}
 	// One transaction, so schema and tablets come from one revision.
-	resp, err := m.cli.Txn(ctx).Then(
-		clientv3.OpGet(m.layout.TableKey(table)),
-		clientv3.OpGet(m.layout.TabletsPrefix(table), clientv3.WithPrefix()),
-	).Commit()
-	if err != nil {
-		return nil, nil, err
-	}
-	tkv := resp.Responses[0].GetResponseRange().Kvs
-	if len(tkv) == 0 {
+	rec, tablets, err := meta.GetTableAndTablets(ctx, m.cli, m.layout, table)
+	if errors.Is(err, meta.ErrNotFound) {
 		return nil, nil, notFoundf("table %s does not exist", table)
 	}
-	rec, err := meta.DecodeTable(tkv[0].Value)
 	if err != nil {
 		return nil, nil, err
 	}
-	var tablets []meta.VersionedTablet
-	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		t, err := meta.DecodeTablet(kv.Value)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", kv.Key, err)
-		}
-		tablets = append(tablets, meta.VersionedTablet{TabletRecord: t, ModRevision: kv.ModRevision})
-	}
-	sort.Slice(tablets, func(i, j int) bool { return bytes.Compare(tablets[i].Start, tablets[j].Start) < 0 })
 	return rec.Schema, tablets, nil
 }
 

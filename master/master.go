@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -29,9 +28,11 @@ type Master struct {
 	layout meta.Layout
 	log    *slog.Logger
 	events *eventlog.Ring // what log kept of this master's events (Events)
-	cli    *clientv3.Client
+	// cli is the etcd client (meta.NewClient), held as a meta.Store: the
+	// election too (meta.Election) needs nothing more of it.
+	cli meta.Store
 	// leases answers TimeToLive: cli (tests wrap it, meta/faultstore).
-	leases clientv3.Lease
+	leases meta.Store
 	lis    net.Listener
 	srv    *grpc.Server
 	guard  *auth.Guard
@@ -83,9 +84,9 @@ type leadership struct {
 	assign *assigner
 }
 
-// guard is the etcd comparison that holds only while this term lasts.
-func (l *leadership) guard() clientv3.Cmp {
-	return clientv3.Compare(clientv3.CreateRevision(l.key), "=", l.rev)
+// guard is the condition that holds only while this term lasts.
+func (l *leadership) guard() meta.Guard {
+	return meta.LeaderGuard(l.key, l.rev)
 }
 
 // Start starts a master: it serves gRPC at once (a standby answers reads
@@ -198,9 +199,9 @@ func (m *Master) lead(ctx context.Context) (*leadership, error) {
 func (m *Master) leaderAddr(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	resp, err := m.cli.Get(ctx, m.layout.ElectionPrefix(), clientv3.WithFirstCreate()...)
-	if err != nil || len(resp.Kvs) == 0 {
+	addr, err := meta.LeaderAddress(ctx, m.cli, m.layout)
+	if err != nil {
 		return ""
 	}
-	return string(resp.Kvs[0].Value)
+	return addr
 }

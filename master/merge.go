@@ -161,7 +161,7 @@ func (m *Master) mergePair(ctx context.Context, term *leadership, table, leftID,
 				return merged, nil
 			}
 			if !retryableDrop(err) {
-				return meta.TabletRecord{}, fmt.Errorf("merging tablets %s and %s of table %s: %w", leftID, rightID, table, err)
+				return meta.TabletRecord{}, fmt.Errorf("master: merging tablets %s and %s of table %s: %w", leftID, rightID, table, err)
 			}
 			last = err
 		}

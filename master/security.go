@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
@@ -105,10 +104,10 @@ func grantsPB(gs []auth.Grant) []*tabulapb.GrantInfo {
 
 // newGuard builds the guard of the master's gRPC port: roles checked
 // against the tokens and grants in etcd when opts.Auth is on.
-func newGuard(ctx context.Context, opts Options, cli *clientv3.Client, l meta.Layout, log *slog.Logger) *auth.Guard {
+func newGuard(ctx context.Context, opts Options, cli meta.Store, l meta.Layout, log *slog.Logger) *auth.Guard {
 	var cache *auth.Cache
 	if opts.Auth {
-		cache = auth.NewCache(ctx, cli, cli, l, log)
+		cache = auth.NewCache(ctx, cli, l, log)
 	}
 	return auth.NewGuard(auth.GuardConfig{Rules: auth.MasterRules(), Cache: cache, MutualTLS: opts.ServerTLS != nil, Log: log})
 }

@@ -1,12 +1,9 @@
 package master
 
 import (
-	"bytes"
 	"context"
-	"sort"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -26,48 +23,21 @@ type snapshot struct {
 // readSnapshot reads servers, tables and tablets in one transaction, so at
 // one revision. Undecodable records are logged and skipped.
 func (m *Master) readSnapshot(ctx context.Context) (*snapshot, error) {
-	l := m.layout
 	at := time.Now()
-	resp, err := m.cli.Txn(ctx).Then(
-		clientv3.OpGet(l.ServersPrefix(), clientv3.WithPrefix()),
-		clientv3.OpGet(l.TablesPrefix(), clientv3.WithPrefix()),
-		clientv3.OpGet(l.AllTabletsPrefix(), clientv3.WithPrefix()),
-	).Commit()
+	c, err := meta.ReadCluster(ctx, m.cli, m.layout)
 	if err != nil {
 		return nil, err
 	}
-	s := &snapshot{servers: map[string]meta.ServerRecord{}, tables: map[string]*tabulapb.TableSchema{}, rev: resp.Header.Revision, at: at}
-	for _, kv := range resp.Responses[0].GetResponseRange().Kvs {
-		r, err := meta.DecodeServer(kv.Value)
-		if err != nil {
-			m.log.Warn("skipping server record", "key", string(kv.Key), "err", err)
-			continue
-		}
+	for _, b := range c.Bad {
+		m.log.Warn("skipping "+b.Kind+" record", "key", b.Key, "err", b.Err)
+	}
+	s := &snapshot{servers: map[string]meta.ServerRecord{}, tables: map[string]*tabulapb.TableSchema{}, tablets: c.Tablets, rev: c.Rev, at: at}
+	for _, r := range c.Servers {
 		s.servers[r.ID] = r
 	}
-	for _, kv := range resp.Responses[1].GetResponseRange().Kvs {
-		r, err := meta.DecodeTable(kv.Value)
-		if err != nil {
-			m.log.Warn("skipping table record", "key", string(kv.Key), "err", err)
-			continue
-		}
+	for _, r := range c.Tables {
 		s.tables[r.Schema.GetName()] = r.Schema
 	}
-	for _, kv := range resp.Responses[2].GetResponseRange().Kvs {
-		r, err := meta.DecodeTablet(kv.Value)
-		if err != nil {
-			m.log.Warn("skipping tablet record", "key", string(kv.Key), "err", err)
-			continue
-		}
-		s.tablets = append(s.tablets, meta.VersionedTablet{TabletRecord: r, ModRevision: kv.ModRevision})
-	}
-	sort.Slice(s.tablets, func(i, j int) bool {
-		a, b := s.tablets[i], s.tablets[j]
-		if a.Table != b.Table {
-			return a.Table < b.Table
-		}
-		return bytes.Compare(a.Start, b.Start) < 0
-	})
 	return s, nil
 }
 

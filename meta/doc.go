@@ -9,17 +9,26 @@
 //	<prefix>servers/<id>              ServerRecord, bound to the server's lease
 //	<prefix>tables/<name>             TableRecord (the schema, protojson)
 //	<prefix>tablets/<table>/<id>      TabletRecord (range, state, owner, epoch)
+//	<prefix>balancer                  "on" or "off": the cluster's balancer switch
+//	<prefix>auth/tokens/<id>          TokenRecord (auth.go)
+//	<prefix>auth/grants/<principal>/<table>  GrantRecord (auth.go)
 //
 // Values are JSON so that operators can read them with etcdctl.
+//
+// Every read, write and watch of these keys is a function here, so no
+// other package builds an etcd operation or comparison (internal/layering
+// checks that nothing else imports etcd's client). The master's writes
+// are named transactions guarded by its term (LeaderGuard): CreateTable,
+// DeleteTable, PutTable, Assign, Update, SetBalancer; its reads are
+// ReadCluster, GetTableAndTablets, ReadGCKeys and the table map
+// (ReadTableMap, then a MapWatcher from the next revision).
 //
 // Use:
 //
 //	l := meta.NewLayout("default")
-//	resp, err := cli.Get(ctx, l.TabletsPrefix("users"), clientv3.WithPrefix())
-//	for _, kv := range resp.Kvs {
-//		t, err := meta.DecodeTablet(kv.Value)
-//		...
-//	}
+//	tablets, rev, err := meta.GetTablets(ctx, cli, l, "users")
+//	...
+//	next, err := meta.Assign(ctx, cli, l, tablets[0], server, meta.LeaderGuard(key, termRev))
 //
 // A split replaces a parent tablet with its two children in one etcd
 // transaction guarded by the parent key's ModRevision (CommitSplit); every

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 
@@ -67,7 +68,7 @@ func FenceSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64,
 		l.TabletKey(left.Table, left.ID), l.TabletKey(right.Table, right.ID), pk)
 	switch {
 	case err != nil:
-		return Unknown, err
+		return Unknown, fmt.Errorf("meta: fencing the split of tablet %s/%s: %w", parent.Table, parent.ID, err)
 	case got == nil:
 		return NotCommitted, nil
 	}
@@ -92,7 +93,7 @@ func FenceMerge(ctx context.Context, cli clientv3.KV, l Layout, leftRev, rightRe
 		l.TabletKey(merged.Table, merged.ID), lk, rk)
 	switch {
 	case err != nil:
-		return Unknown, err
+		return Unknown, fmt.Errorf("meta: fencing the merge of tablets %s/%s and %s: %w", left.Table, left.ID, right.ID, err)
 	case got == nil:
 		return NotCommitted, nil
 	}

@@ -29,12 +29,12 @@ func CommitMerge(ctx context.Context, cli clientv3.KV, l Layout, leftRev, rightR
 			clientv3.Compare(clientv3.ModRevision(lk), "=", leftRev),
 			clientv3.Compare(clientv3.ModRevision(rk), "=", rightRev),
 			clientv3.Compare(clientv3.CreateRevision(mk), "=", 0),
-			LeaseGuard(l, merged.Server, merged.Lease),
+			LeaseGuard(l, merged.Server, merged.Lease).cmp,
 		).
 		Then(clientv3.OpDelete(lk), clientv3.OpDelete(rk), clientv3.OpPut(mk, EncodeTablet(merged))).
 		Commit()
 	if err != nil {
-		return err
+		return fmt.Errorf("meta: committing the merge of tablets %s/%s and %s: %w", left.Table, left.ID, right.ID, err)
 	}
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: merge of tablets %s/%s and %s: one changed since revisions %d, %d", ErrConflict, left.Table, left.ID, right.ID, leftRev, rightRev)

@@ -32,7 +32,7 @@ type VersionedTablet struct {
 func GetTablets(ctx context.Context, cli clientv3.KV, l Layout, table string) ([]VersionedTablet, int64, error) {
 	resp, err := cli.Get(ctx, l.TabletsPrefix(table), clientv3.WithPrefix())
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, fmt.Errorf("meta: reading the tablets of table %s: %w", table, err)
 	}
 	out := make([]VersionedTablet, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -50,7 +50,7 @@ func GetTablets(ctx context.Context, cli clientv3.KV, l Layout, table string) ([
 func GetTablet(ctx context.Context, cli clientv3.KV, l Layout, table, id string) (VersionedTablet, error) {
 	resp, err := cli.Get(ctx, l.TabletKey(table, id))
 	if err != nil {
-		return VersionedTablet{}, err
+		return VersionedTablet{}, fmt.Errorf("meta: reading tablet %s/%s: %w", table, id, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return VersionedTablet{}, fmt.Errorf("%w: tablet %s/%s", ErrNotFound, table, id)
@@ -66,7 +66,7 @@ func GetTablet(ctx context.Context, cli clientv3.KV, l Layout, table, id string)
 func GetTable(ctx context.Context, cli clientv3.KV, l Layout, name string) (TableRecord, int64, error) {
 	resp, err := cli.Get(ctx, l.TableKey(name))
 	if err != nil {
-		return TableRecord{}, 0, err
+		return TableRecord{}, 0, fmt.Errorf("meta: reading table %s: %w", name, err)
 	}
 	if len(resp.Kvs) == 0 {
 		return TableRecord{}, 0, fmt.Errorf("%w: table %s", ErrNotFound, name)
@@ -82,7 +82,7 @@ func GetTable(ctx context.Context, cli clientv3.KV, l Layout, name string) (Tabl
 func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord, error) {
 	resp, err := cli.Get(ctx, l.ServersPrefix(), clientv3.WithPrefix())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("meta: reading servers: %w", err)
 	}
 	out := make([]ServerRecord, 0, len(resp.Kvs))
 	for _, kv := range resp.Kvs {
@@ -95,21 +95,57 @@ func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord,
 	return out, nil
 }
 
+// GetServer reads one server's record and the revision of the read;
+// ErrNotFound if it is not registered.
+func GetServer(ctx context.Context, cli clientv3.KV, l Layout, id string) (ServerRecord, int64, error) {
+	resp, err := cli.Get(ctx, l.ServerKey(id))
+	if err != nil {
+		return ServerRecord{}, 0, fmt.Errorf("meta: reading server %s: %w", id, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return ServerRecord{}, 0, fmt.Errorf("%w: server %s", ErrNotFound, id)
+	}
+	s, err := DecodeServer(resp.Kvs[0].Value)
+	if err != nil {
+		return ServerRecord{}, 0, err
+	}
+	return s, resp.Header.Revision, nil
+}
+
+// ListAllTablets reads the tablets of every table in key order (by table,
+// then id). Records that do not decode are returned in bad, not as an
+// error.
+func ListAllTablets(ctx context.Context, cli clientv3.KV, l Layout) (tablets []VersionedTablet, bad []BadRecord, err error) {
+	resp, err := cli.Get(ctx, l.AllTabletsPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, nil, fmt.Errorf("meta: reading tablets: %w", err)
+	}
+	for _, kv := range resp.Kvs {
+		t, err := DecodeTablet(kv.Value)
+		if err != nil {
+			bad = append(bad, BadRecord{Key: string(kv.Key), Err: err})
+			continue
+		}
+		tablets = append(tablets, VersionedTablet{TabletRecord: t, ModRevision: kv.ModRevision})
+	}
+	return tablets, bad, nil
+}
+
 // Update writes next over cur in one transaction guarded by cur's
 // ModRevision and by any extra guards (the master adds its leadership key);
 // ErrConflict if a guard fails, e.g. the key changed (or vanished) since it
 // was read. It returns next with its new ModRevision.
-func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, next TabletRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, next TabletRecord, guards ...Guard) (VersionedTablet, error) {
 	if next.Table != cur.Table || next.ID != cur.ID {
 		return VersionedTablet{}, fmt.Errorf("meta: update of tablet %s/%s names %s/%s", cur.Table, cur.ID, next.Table, next.ID)
 	}
 	key := l.TabletKey(cur.Table, cur.ID)
 	resp, err := cli.Txn(ctx).
-		If(append([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)}, guards...)...).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)}, guards...)...).
 		Then(clientv3.OpPut(key, EncodeTablet(next))).
 		Commit()
 	if err != nil {
-		return VersionedTablet{}, err
+		return VersionedTablet{}, fmt.Errorf("meta: updating tablet %s/%s: %w", cur.Table, cur.ID, err)
 	}
 	if !resp.Succeeded {
 		return VersionedTablet{}, fmt.Errorf("%w: tablet %s/%s changed since revision %d", ErrConflict, cur.Table, cur.ID, cur.ModRevision)
@@ -122,7 +158,7 @@ func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet,
 // servers/<id> still being bound to server.Lease (so a stale view of a
 // server that registered again cannot hand it a tablet under a lease it no
 // longer holds) and by the extra guards (ErrConflict if one fails).
-func Assign(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, server ServerRecord, guards ...clientv3.Cmp) (VersionedTablet, error) {
+func Assign(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, server ServerRecord, guards ...Guard) (VersionedTablet, error) {
 	if server.Lease == 0 {
 		return VersionedTablet{}, fmt.Errorf("meta: assigning tablet %s/%s to server %s, which has no lease", cur.Table, cur.ID, server.ID)
 	}
@@ -132,12 +168,6 @@ func Assign(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet,
 	next.Epoch = cur.Epoch + 1
 	guards = append(guards, LeaseGuard(l, server.ID, server.Lease))
 	return Update(ctx, cli, l, cur, next, guards...)
-}
-
-// LeaseGuard is a transaction condition: servers/<id> exists and is bound
-// to lease.
-func LeaseGuard(l Layout, id string, lease int64) clientv3.Cmp {
-	return clientv3.Compare(clientv3.LeaseValue(l.ServerKey(id)), "=", clientv3.LeaseID(lease))
 }
 
 // Unassigned returns r released by its owner: no server, no lease, same
@@ -168,12 +198,12 @@ func CommitSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64
 			clientv3.Compare(clientv3.ModRevision(pk), "=", parentRev),
 			clientv3.Compare(clientv3.CreateRevision(lk), "=", 0),
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
-			LeaseGuard(l, left.Server, left.Lease),
+			LeaseGuard(l, left.Server, left.Lease).cmp,
 		).
 		Then(clientv3.OpDelete(pk), clientv3.OpPut(lk, EncodeTablet(left)), clientv3.OpPut(rk, EncodeTablet(right))).
 		Commit()
 	if err != nil {
-		return err
+		return fmt.Errorf("meta: committing the split of tablet %s/%s: %w", parent.Table, parent.ID, err)
 	}
 	if !resp.Succeeded {
 		return fmt.Errorf("%w: split of tablet %s/%s: it changed since revision %d", ErrConflict, parent.Table, parent.ID, parentRev)

@@ -17,7 +17,7 @@ import (
 func (s *Server) serverOptions(ctx context.Context) []grpc.ServerOption {
 	var cache *auth.Cache
 	if s.opts.Auth {
-		cache = auth.NewCache(ctx, s.etcd, s.etcd, s.opts.layout(), s.logger)
+		cache = auth.NewCache(ctx, s.etcd, s.opts.layout(), s.logger)
 	}
 	g := auth.NewGuard(auth.GuardConfig{
 		Rules:     auth.TabletServerRules(),

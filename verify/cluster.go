@@ -12,9 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -277,7 +274,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	deadline := time.Now().Add(c.o.ReadyTimeout)
 	for {
 		gctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := cli.Get(gctx, "verify-ready")
+		err := meta.Probe(gctx, cli, meta.NewLayout(clusterName))
 		cancel()
 		if err == nil {
 			return nil
@@ -290,33 +287,33 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 }
 
 // etcdClient connects to etcd; on a Secure cluster over TLS with the
-// master's certificate. The endpoint has no scheme: clientv3 takes
-// "http://" to mean plaintext even with Config.TLS set.
-func (c *Cluster) etcdClient() (*clientv3.Client, error) {
-	return clientv3.New(clientv3.Config{Endpoints: []string{c.etcd.addr}, DialTimeout: 2 * time.Second,
-		Logger: zap.NewNop(), TLS: c.sec.etcd})
+// master's certificate.
+func (c *Cluster) etcdClient() (meta.Store, error) {
+	return meta.Dial(c.etcd.addr, c.sec.etcd, 2*time.Second)
 }
 
-// etcdGet reads from etcd with a client of its own, for at most 2s.
-func (c *Cluster) etcdGet(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+// withEtcd runs read with a client of its own, for at most 2s.
+func (c *Cluster) withEtcd(ctx context.Context, read func(context.Context, meta.Store) error) error {
 	cli, err := c.etcdClient()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return cli.Get(ctx, key, opts...)
+	return read(ctx, cli)
 }
 
 // leader returns the elected master's process (nil if none or unknown).
 func (c *Cluster) leader(ctx context.Context) *proc {
-	resp, err := c.etcdGet(ctx, meta.NewLayout(clusterName).ElectionPrefix(), clientv3.WithPrefix(),
-		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
-	if err != nil || len(resp.Kvs) == 0 {
+	var addr string
+	err := c.withEtcd(ctx, func(ctx context.Context, cli meta.Store) (err error) {
+		addr, err = meta.LeaderAddress(ctx, cli, meta.NewLayout(clusterName))
+		return err
+	})
+	if err != nil {
 		return nil
 	}
-	addr := string(resp.Kvs[0].Value)
 	for _, m := range c.masters {
 		if m.addr == addr {
 			return m

@@ -2,11 +2,12 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -92,7 +93,7 @@ type fenceProbe struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	conn   *grpc.ClientConn
-	etcd   *clientv3.Client
+	etcd   meta.Store
 
 	// mu protects the fields below.
 	mu        sync.Mutex
@@ -117,27 +118,23 @@ func startFenceProbe(ctx context.Context, c *Cluster, target *proc) (_ *fencePro
 	l := meta.NewLayout(clusterName)
 	gctx, gcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer gcancel()
-	sresp, err := cli.Get(gctx, l.ServerKey(target.name))
-	if err != nil {
-		return nil, err
-	}
-	if len(sresp.Kvs) == 0 {
+	srv, rev, err := meta.GetServer(gctx, cli, l, target.name)
+	if errors.Is(err, meta.ErrNotFound) {
 		return nil, fmt.Errorf("verify: %s is not registered", target.name)
 	}
-	srv, err := meta.DecodeServer(sresp.Kvs[0].Value)
 	if err != nil {
 		return nil, err
 	}
-	tresp, err := cli.Get(gctx, l.AllTabletsPrefix(), clientv3.WithPrefix())
+	tablets, _, err := meta.ListAllTablets(gctx, cli, l) // undecodable ones are skipped
 	if err != nil {
 		return nil, err
 	}
 	var tab *meta.TabletRecord
-	for _, kv := range tresp.Kvs {
-		r, err := meta.DecodeTablet(kv.Value)
+	for i := range tablets {
+		r := &tablets[i].TabletRecord
 		owned := r.State == meta.StateAssigned || r.State == meta.StateServing
-		if err == nil && owned && r.Server == target.name && r.Lease == srv.Lease {
-			tab = &r
+		if owned && r.Server == target.name && r.Lease == srv.Lease {
+			tab = r
 			break
 		}
 	}
@@ -157,7 +154,7 @@ func startFenceProbe(ctx context.Context, c *Cluster, target *proc) (_ *fencePro
 		RowKey:    row,
 		Mutations: []*tabulapb.Mutation{{Mutation: &tabulapb.Mutation_DeleteFromRow_{DeleteFromRow: &tabulapb.Mutation_DeleteFromRow{}}}},
 	}
-	watch := cli.Watch(pctx, l.ServerKey(target.name), clientv3.WithRev(sresp.Header.Revision+1))
+	watch := meta.WatchServer(pctx, cli, l, target.name, rev+1)
 	firstAck := make(chan struct{})
 	f.wg.Add(2)
 	go f.probeLoop(pctx, tabulapb.NewTabletServerClient(conn), req, firstAck)
@@ -203,16 +200,14 @@ func (f *fenceProbe) probeLoop(ctx context.Context, ts tabulapb.TabletServerClie
 
 // watchLease notes when the server's registration under lease is gone:
 // its key deleted (the lease expired) or bound to another lease.
-func (f *fenceProbe) watchLease(watch clientv3.WatchChan, lease int64) {
+func (f *fenceProbe) watchLease(watch iter.Seq[meta.ServerChange], lease int64) {
 	defer f.wg.Done()
-	for resp := range watch {
-		for _, ev := range resp.Events {
-			if ev.Type == clientv3.EventTypeDelete || ev.Kv.Lease != lease {
-				f.mu.Lock()
-				f.leaseGone = time.Now()
-				f.mu.Unlock()
-				return
-			}
+	for ch := range watch {
+		if ch.Deleted || ch.Lease != lease {
+			f.mu.Lock()
+			f.leaseGone = time.Now()
+			f.mu.Unlock()
+			return
 		}
 	}
 }

@@ -312,7 +312,7 @@ func ReadHistory(path string) (*History, error) {
 		return nil, fmt.Errorf("verify: opening history: %w", err)
 	}
 	defer f.Close()
-	h, err := DecodeHistory(f)
+	h, err := decodeHistory(f)
 	if err != nil {
 		return nil, fmt.Errorf("verify: history %s: %w", path, err)
 	}
@@ -325,6 +325,16 @@ var errBadLine = errors.New("malformed line")
 
 // DecodeHistory reads a history from r.
 func DecodeHistory(r io.Reader) (*History, error) {
+	h, err := decodeHistory(r)
+	if err != nil {
+		return nil, fmt.Errorf("verify: history: %w", err)
+	}
+	return h, nil
+}
+
+// decodeHistory is DecodeHistory; its errors name the line, and the
+// caller says which history.
+func decodeHistory(r io.Reader) (*History, error) {
 	h := &History{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)

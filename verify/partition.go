@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -112,13 +110,17 @@ func (a *agitator) partitionTarget(ctx context.Context, kind FaultKind) *proc {
 // owners returns the tablet servers that own a tablet, in the cluster's
 // order; none if etcd does not answer.
 func (c *Cluster) owners(ctx context.Context) []*proc {
-	resp, err := c.etcdGet(ctx, meta.NewLayout(clusterName).AllTabletsPrefix(), clientv3.WithPrefix())
+	var tablets []meta.VersionedTablet
+	err := c.withEtcd(ctx, func(ctx context.Context, cli meta.Store) (err error) {
+		tablets, _, err = meta.ListAllTablets(ctx, cli, meta.NewLayout(clusterName)) // undecodable ones own nothing
+		return err
+	})
 	if err != nil {
 		return nil
 	}
 	own := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		if r, err := meta.DecodeTablet(kv.Value); err == nil && (r.State == meta.StateAssigned || r.State == meta.StateServing) {
+	for _, r := range tablets {
+		if r.State == meta.StateAssigned || r.State == meta.StateServing {
 			own[r.Server] = true
 		}
 	}

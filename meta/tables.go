@@ -1,0 +1,125 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The master's named transactions on tables/<name> and the table's
+// tablets. Each is guarded by the master's term (a LeaderGuard) besides
+// its own conditions; a failed guard is ErrConflict, and the caller tells
+// a lost race from a lost term by reading again.
+
+// CreateTable writes table's schema and all its tablets in ONE
+// transaction, guarded by tables/<name> not existing yet and by g. The
+// puts are in order: the schema, then the tablets as given.
+func CreateTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecord, tablets []TabletRecord, g Guard) error {
+	tk := l.TableKey(table.Schema.GetName())
+	ops := []clientv3.Op{clientv3.OpPut(tk, EncodeTable(table))}
+	for _, t := range tablets {
+		ops = append(ops, clientv3.OpPut(l.TabletKey(t.Table, t.ID), EncodeTablet(t)))
+	}
+	resp, err := kv.Txn(ctx).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)}, g)...).
+		Then(ops...).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("meta: creating table %s: %w", table.Schema.GetName(), err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: table %s exists (or the guard failed)", ErrConflict, table.Schema.GetName())
+	}
+	return nil
+}
+
+// DeleteTable deletes tables/<name> and every tablets/<name>/… key in ONE
+// transaction, guarded by the schema's ModRevision still being rev and by
+// g.
+func DeleteTable(ctx context.Context, kv clientv3.KV, l Layout, name string, rev int64, g Guard) error {
+	resp, err := kv.Txn(ctx).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(l.TableKey(name)), "=", rev)}, g)...).
+		Then(clientv3.OpDelete(l.TableKey(name)), clientv3.OpDelete(l.TabletsPrefix(name), clientv3.WithPrefix())).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("meta: deleting table %s: %w", name, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: table %s changed since revision %d (or the guard failed)", ErrConflict, name, rev)
+	}
+	return nil
+}
+
+// PutTable writes table's schema over the one at ModRevision rev, guarded
+// by that and by g; it returns the new revision.
+func PutTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecord, rev int64, g Guard) (int64, error) {
+	k := l.TableKey(table.Schema.GetName())
+	resp, err := kv.Txn(ctx).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)}, g)...).
+		Then(clientv3.OpPut(k, EncodeTable(table))).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("meta: writing the schema of table %s: %w", table.Schema.GetName(), err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%w: table %s changed since revision %d (or the guard failed)", ErrConflict, table.Schema.GetName(), rev)
+	}
+	return resp.Header.Revision, nil
+}
+
+// BadRecord is a key under the layout whose value did not decode: readers
+// that skip such records (and log them) get them back with the rest.
+type BadRecord struct {
+	Key string
+	Err error
+}
+
+// ListTables reads every table's schema. Records that do not decode are
+// returned in bad, in key order, not as an error.
+func ListTables(ctx context.Context, kv clientv3.KV, l Layout) (tables []TableRecord, bad []BadRecord, err error) {
+	resp, err := kv.Get(ctx, l.TablesPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, nil, fmt.Errorf("meta: reading tables: %w", err)
+	}
+	for _, e := range resp.Kvs {
+		r, err := DecodeTable(e.Value)
+		if err != nil {
+			bad = append(bad, BadRecord{Key: string(e.Key), Err: err})
+			continue
+		}
+		tables = append(tables, r)
+	}
+	return tables, bad, nil
+}
+
+// GetTableAndTablets reads a table's schema and its tablets sorted by
+// start key in one transaction, so at one revision; ErrNotFound if the
+// table does not exist.
+func GetTableAndTablets(ctx context.Context, kv clientv3.KV, l Layout, table string) (TableRecord, []VersionedTablet, error) {
+	resp, err := kv.Txn(ctx).Then(
+		clientv3.OpGet(l.TableKey(table)),
+		clientv3.OpGet(l.TabletsPrefix(table), clientv3.WithPrefix()),
+	).Commit()
+	if err != nil {
+		return TableRecord{}, nil, fmt.Errorf("meta: reading table %s: %w", table, err)
+	}
+	tkv := resp.Responses[0].GetResponseRange().Kvs
+	if len(tkv) == 0 {
+		return TableRecord{}, nil, fmt.Errorf("%w: table %s", ErrNotFound, table)
+	}
+	rec, err := DecodeTable(tkv[0].Value)
+	if err != nil {
+		return TableRecord{}, nil, err
+	}
+	var tablets []VersionedTablet
+	for _, e := range resp.Responses[1].GetResponseRange().Kvs {
+		t, err := DecodeTablet(e.Value)
+		if err != nil {
+			return TableRecord{}, nil, fmt.Errorf("%s: %w", e.Key, err)
+		}
+		tablets = append(tablets, VersionedTablet{TabletRecord: t, ModRevision: e.ModRevision})
+	}
+	sortVersioned(tablets)
+	return rec, tablets, nil
+}
