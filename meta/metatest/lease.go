@@ -132,7 +132,8 @@ func testExpiry(t *testing.T, h Harness, p string) {
 	expectGone(t, h, g.ID)
 }
 
-// KeepAlive renews a lease until it is revoked; then its channel closes.
+// KeepAlive renews a lease until it is revoked; then its channel closes,
+// as does a new KeepAlive of the gone lease.
 func testKeepAlive(t *testing.T, h Harness, p string) {
 	c := ctx(t)
 	id := grant(t, h, 2)
@@ -154,4 +155,10 @@ func testKeepAlive(t *testing.T, h Harness, p string) {
 		t.Fatal(err)
 	}
 	waitClosed(t, c, ch, "the keepalive channel of a revoked lease")
+	// KeepAlive of a lease that is gone answers a channel that closes.
+	ch, err = h.Store.KeepAlive(kc, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, c, ch, "the keepalive channel of a gone lease")
 }
