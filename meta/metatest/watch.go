@@ -14,7 +14,24 @@ var _ = register(
 	testCase{name: "WatchGetsATxnInOneResponse", run: testWatchTxn},
 	testCase{name: "WatchEndsWithItsContext", run: testWatchCancel},
 	testCase{name: "WatchProgressAfterWritesElsewhere", run: testWatchProgress},
+	testCase{name: "WatchFiltersPutsOrDeletes", run: testWatchFilters},
 )
+
+func testWatchFilters(t *testing.T, h Harness, p string) {
+	c := ctx(t)
+	wc, cancel := context.WithCancel(c)
+	defer cancel()
+	start := put(t, h, p+"a", "1").Header.Revision
+	d, err := h.Store.Delete(c, p+"a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := put(t, h, p+"a", "2").Header.Revision
+	expectEvents(t, c, h.Store.Watch(wc, p+"a", clientv3.WithRev(start), clientv3.WithFilterPut()),
+		event{mvccpb.DELETE, p + "a", "", d.Header.Revision})
+	expectEvents(t, c, h.Store.Watch(wc, p+"a", clientv3.WithRev(start), clientv3.WithFilterDelete()),
+		event{mvccpb.PUT, p + "a", "1", start}, event{mvccpb.PUT, p + "a", "2", last})
+}
 
 // event is what a test expects of one event.
 type event struct {
