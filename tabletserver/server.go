@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
@@ -37,9 +37,9 @@ type Server struct {
 	id, addr string
 	layout   meta.Layout
 	logger   *slog.Logger
-	events   *eventlog.Ring   // the events logger has logged (Events)
-	etcd     meta.Store       // client, or what Options.WrapStore made of it
-	client   *clientv3.Client // closed by Close
+	events   *eventlog.Ring // the events logger has logged (Events)
+	etcd     meta.Store     // client, or what Options.WrapStore made of it
+	client   io.Closer      // the etcd client under etcd (meta.NewClient); closed by Close
 	lis      net.Listener
 	grpc     *grpc.Server
 	syncMode wal.SyncMode
@@ -199,18 +199,18 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.id = s.addr
 	}
 	s.logger = s.logger.With("server", s.id)
-	s.client, err = meta.NewClient(nil, opts.Etcd, opts.EtcdTLS)
+	client, err := meta.NewClient(nil, opts.Etcd, opts.EtcdTLS)
 	if err != nil {
 		return nil, fmt.Errorf("tabletserver: etcd client: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			s.client.Close()
+			client.Close()
 		}
 	}()
-	s.etcd = s.client
+	s.client, s.etcd = client, client
 	if opts.WrapStore != nil {
-		s.etcd = opts.WrapStore(s.client)
+		s.etcd = opts.WrapStore(client)
 	}
 	if err := s.register(ctx); err != nil {
 		return nil, fmt.Errorf("tabletserver: registering %s in etcd: %w", s.id, err)
@@ -365,7 +365,7 @@ func (s *Server) Close() error {
 
 		s.leaseCancel()
 		s.leaseWG.Wait()
-		s.revoke(clientv3.LeaseID(s.leaseID.Swap(0)))
+		s.revoke(s.leaseID.Swap(0))
 		if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
 			errs = append(errs, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -122,7 +121,7 @@ func isNotServing(err error) bool {
 //   - CANCELED, DEADLINE_EXCEEDED: only when the caller's own context
 //     ended.
 func codeOf(ctx context.Context, err error) codes.Code {
-	var etcdErr rpctypes.EtcdError
+	etcdCode, isEtcd := meta.EtcdErrorCode(err)
 	switch {
 	case err == nil:
 		return codes.OK
@@ -147,10 +146,10 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		// The caller's context is live: the deadline was one the server
 		// set on etcd (a split commit), or the server is shutting down.
 		return codes.Unavailable
-	case errors.As(err, &etcdErr):
+	case isEtcd:
 		// etcd's own "no leader", "leader changed", "request timed out"
 		// are UNAVAILABLE; its other errors are not the caller's to retry.
-		if etcdErr.Code() == codes.Unavailable {
+		if etcdCode == codes.Unavailable {
 			return codes.Unavailable
 		}
 		return codes.Unknown
