@@ -28,5 +28,5 @@
 //	defer srv.Close() // flushes and closes every tablet, then releases the lease
 //	fmt.Println("serving at", srv.Addr())
 //
-// Errors become gRPC status codes in one place (status.go).
+// Errors become gRPC status codes in one place (errors.go).
 package tabletserver

@@ -58,7 +58,7 @@ type Server struct {
 	leaseMu   sync.Mutex
 	safeUntil atomic.Int64
 	leaseID   atomic.Int64
-	// The shared commit log new tablets attach to (wal.go); walN counts
+	// The shared commit log new tablets attach to (sharedlog.go); walN counts
 	// the logs this process started.
 	walMu     sync.Mutex
 	wal       *sharedlog.Log
