@@ -101,16 +101,13 @@ func (s *Server) checkHeld(h *held, rec *meta.TabletRecord) {
 	default:
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() || s.tablets[tabletKey(h.table, h.id)] != h {
+	s.mu.RLock()
+	still := s.tablets[tabletKey(h.table, h.id)] == h
+	s.mu.RUnlock()
+	if s.closed.Load() || !still {
 		return
 	}
-	s.failWG.Add(1)
-	go func() {
-		defer s.failWG.Done()
-		s.drop(h, reason, rec)
-	}()
+	s.work.run(func(context.Context) { s.drop(h, reason, rec) })
 }
 
 // drop stops serving h without flushing (another owner may be writing its
