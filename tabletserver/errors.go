@@ -20,8 +20,9 @@ var (
 	// ErrNotServing means the server does not serve the named tablet at
 	// the named epoch (or the row is outside it). Clients re-locate.
 	ErrNotServing = errors.New("tabletserver: not serving")
-	// ErrFenced means the server could not renew its lease in time and
-	// stopped serving until it registers again.
+	// ErrFenced means the server could not renew its lease in time: it is
+	// paused until a renewal of the same lease succeeds, or it gave its
+	// tablets up (the lease is gone) and registers again (lease.go).
 	ErrFenced = errors.New("tabletserver: fenced: lease not renewed in time")
 	// ErrNotAssigned means etcd does not assign the tablet to this server
 	// at the requested epoch.

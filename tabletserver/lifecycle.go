@@ -88,8 +88,8 @@ func (g *group) stop() {
 //     a stalled client and retirements of failed tablets: none of them
 //     may touch a tablet being closed;
 //  4. flush (while the lease is safe) and close every tablet, under
-//     lifecycle, so that a fence running now does not close them under
-//     the flush;
+//     lifecycle, so that an abandon (the lease is gone) running now does
+//     not close them under the flush;
 //  5. close the shared commit log, which every tablet wrote to;
 //  6. stop the lease group: the lease loop, still renewing until now;
 //  7. release etcd: revoke the lease (servers/<id> goes with it), close

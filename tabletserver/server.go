@@ -44,8 +44,9 @@ import (
 //   - keys serializes the load, unload, split, merge and retirement of one
 //     tablet, and only of that tablet: loads of a server's tablets open
 //     their engines side by side (TestOneTabletsOpenDoesNotHoldUpAnother).
-//   - lifecycle keeps a fence (abandon) from closing tablets that Close or
-//     an unload is flushing; it is held over flushes, so it cannot be mu.
+//   - lifecycle keeps abandon (the lease is gone) from closing tablets that
+//     Close or an unload is flushing; it is held over flushes, so it
+//     cannot be mu.
 //   - mu guards the served set, read on every data call: held briefly,
 //     never over I/O.
 //   - leaseMu orders changes of the lease state, so a renewal never waits
@@ -113,8 +114,8 @@ type Server struct {
 	}
 
 	// lifecycle is held by abandon while it closes the tablets, and by
-	// Close and unload while they flush and close them, so a fence never
-	// closes a tablet under a flush.
+	// Close and unload while they flush and close them, so an abandon
+	// never closes a tablet under a flush.
 	lifecycle sync.Mutex
 
 	// mu protects the fields below.
