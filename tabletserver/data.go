@@ -68,7 +68,7 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 	case s.scans <- struct{}{}:
 	default:
 		s.counters.scansRejected.Add(1)
-		return fail(fmt.Errorf("%w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
+		return fail(fmt.Errorf("tabletserver: %w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
 	}
 	guard := newStallGuard(stream, s.opts.ScanStallTimeout)
 	err = guard.run(&s.work, func() error {

@@ -60,6 +60,9 @@ func (s *Server) openLogLocked(lease int64) error {
 		if rerr := vfs.Or(s.opts.FS).RemoveAll(sharedlog.Dir(s.opts.DataDir, name)); rerr != nil {
 			s.walN++
 		}
+		// Not prefixed: a caller that returns it wraps it in a
+		// "tabletserver: …" of its own (Start, load, split, merge); the
+		// others log it.
 		return fmt.Errorf("starting the shared commit log: %w", err)
 	}
 	if old := s.wal; old != nil {
