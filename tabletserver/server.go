@@ -34,11 +34,12 @@ import (
 // Lock order: keys (one tablet's; a merge takes its left tablet's before
 // its right's, a split its parent's before its children's) → lifecycle →
 // the engine's locks (tabletserver/tablet/tablet.go) → mu; and keys →
-// walMu. leaseMu, engines, logRenew.mu, loads.mu, a
-// tablet's hot.mu and the groups' mu are leaves: nothing else is locked
-// while one of them is held. No lock of the server is held over a call
-// into an engine except keys and lifecycle: an engine calls back into the
-// server (OnFailure takes mu) while holding its own locks.
+// walMu. leaseMu, engines, logRenew.mu, loads.mu, a tablet's hot.mu and
+// the groups' mu are leaves: nothing else is locked while one of them is
+// held. Of the server's locks only keys and lifecycle are held over an
+// engine call that may block (open, flush, split, close): an engine calls
+// back into the server (OnFailure, which starts a goroutine) while
+// holding its own locks.
 //
 // Why each lock is a lock of its own:
 //   - keys serializes the load, unload, split, merge and retirement of one
@@ -85,18 +86,21 @@ type Server struct {
 	leaseMu   sync.Mutex
 	safeUntil atomic.Int64
 	leaseID   atomic.Int64
-	// The shared commit log new tablets attach to (sharedlog.go); walN counts
-	// the logs this process started.
-	walMu     sync.Mutex
-	wal       *sharedlog.Log
-	walN      int
 	fenced    bool // paused: set by pause and abandon, cleared by a renewal or register
 	abandoned bool // the lease is gone: set by abandon, cleared by register
 	// pastLeases holds every lease this process was granted: tablets
 	// assigned under them are this process's to release.
 	pastLeases map[int64]bool
 
-	keys keyLocks // serializes load, unload and split of one tablet
+	// walMu protects the shared commit log new tablets attach to
+	// (sharedlog.go) and walN, which counts the logs this process started.
+	walMu sync.Mutex
+	wal   *sharedlog.Log
+	walN  int
+
+	// keys serializes the load, unload, split, merge and retirement of one
+	// tablet.
+	keys keyLocks
 	// loads is the server's record of the loads it was asked for, for
 	// readiness (health.go).
 	loads loadRecord
