@@ -26,7 +26,11 @@ import (
 //     them end before Close closes the tablets.
 //
 // A group refuses new goroutines once it is stopped, so nothing starts
-// behind Close's back.
+// behind Close's back. Goroutines that other packages start for the
+// server are theirs to stop, and Close stops them: the health poller
+// (opshttp.Health.Start, step 1 below), the credentials cache (auth, under
+// the work context), the shared log's and the engines' own (closed with
+// them, steps 4 and 5), the etcd client's (step 7).
 
 // group is a set of goroutines run under one context and waited for
 // together.
