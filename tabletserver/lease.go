@@ -316,8 +316,8 @@ func (s *Server) abandon(reason string) {
 	}
 	s.fenced, s.abandoned = true, true
 	s.leaseMu.Unlock()
-	s.lifecycle.Lock()
-	defer s.lifecycle.Unlock()
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
 	s.mu.Lock()
 	hs := s.tablets
 	s.tablets = make(map[string]*held)

@@ -92,7 +92,7 @@ func (g *group) stop() {
 //     a stalled client and retirements of failed tablets: none of them
 //     may touch a tablet being closed;
 //  4. flush (while the lease is safe) and close every tablet, under
-//     lifecycle, so that an abandon (the lease is gone) running now does
+//     closeMu, so that an abandon (the lease is gone) running now does
 //     not close them under the flush;
 //  5. close the shared commit log, which every tablet wrote to;
 //  6. stop the lease group: the lease loop, still renewing until now;
@@ -121,7 +121,7 @@ func (s *Server) Close() error {
 		s.work.stop()
 		// 4.
 		var errs []error
-		s.lifecycle.Lock()
+		s.closeMu.Lock()
 		s.mu.Lock()
 		hs := s.tablets
 		s.tablets = make(map[string]*held)
@@ -138,7 +138,7 @@ func (s *Server) Close() error {
 				errs = append(errs, fmt.Errorf("tabletserver: closing tablet %s/%s: %w", h.table, h.id, err))
 			}
 		}
-		s.lifecycle.Unlock()
+		s.closeMu.Unlock()
 		// 5.
 		if err := s.closeLog(); err != nil {
 			errs = append(errs, fmt.Errorf("tabletserver: closing the shared commit log: %w", err))

@@ -32,11 +32,11 @@ import (
 // use.
 //
 // Lock order: keys (one tablet's; a merge takes its left tablet's before
-// its right's, a split its parent's before its children's) → lifecycle →
+// its right's, a split its parent's before its children's) → closeMu →
 // the engine's locks (tabletserver/tablet/tablet.go) → mu; and keys →
 // walMu. leaseMu, engines, logRenew.mu, loads.mu, a tablet's hot.mu and
 // the groups' mu are leaves: nothing else is locked while one of them is
-// held. Of the server's locks only keys and lifecycle are held over an
+// held. Of the server's locks only keys and closeMu are held over an
 // engine call that may block (open, flush, split, close): an engine calls
 // back into the server (OnFailure, which starts a goroutine) while
 // holding its own locks.
@@ -45,7 +45,7 @@ import (
 //   - keys serializes the load, unload, split, merge and retirement of one
 //     tablet, and only of that tablet: loads of a server's tablets open
 //     their engines side by side (TestOneTabletsOpenDoesNotHoldUpAnother).
-//   - lifecycle keeps abandon (the lease is gone) from closing tablets that
+//   - closeMu keeps abandon (the lease is gone) from closing tablets that
 //     Close or an unload is flushing; it is held over flushes, so it
 //     cannot be mu.
 //   - mu guards the served set, read on every data call: held briefly,
@@ -117,10 +117,10 @@ type Server struct {
 		opening map[string]bool
 	}
 
-	// lifecycle is held by abandon while it closes the tablets, and by
+	// closeMu is held by abandon while it closes the tablets, and by
 	// Close and unload while they flush and close them, so an abandon
 	// never closes a tablet under a flush.
-	lifecycle sync.Mutex
+	closeMu sync.Mutex
 
 	// mu protects the fields below.
 	mu      sync.RWMutex

@@ -356,8 +356,8 @@ func (s *Server) unload(ctx context.Context, ref *tabulapb.TabletRef) error {
 	s.noteUnloadedLocked(key, h.epoch)
 	s.mu.Unlock()
 
-	s.lifecycle.Lock()
-	defer s.lifecycle.Unlock()
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
 	if s.leaseSafe() && !s.tableDeleting(ctx, table) {
 		if err := h.t.Flush(ctx); err != nil && !errors.Is(err, tablet.ErrClosed) {
 			s.logger.Warn("flushing tablet on unload", "tablet", key, "err", err)
