@@ -15,9 +15,10 @@ import (
 // A tablet server's own etcd calls (docs/OWNERSHIP.md): the lease it
 // renews itself, its registration servers/<id> bound to that lease, the
 // tablet map it reads when it registers, and the watch on tablets/ that
-// tells it when a tablet of its was handed on. The tablet server reaches
-// etcd only through these functions and those of store.go, fence.go and
-// merge.go.
+// tells it when a tablet of its was handed on. With meta's other
+// functions (GetTablet, Update, CommitSplit, FenceSplit, LeaseGone, …)
+// they are all the tablet server asks of etcd: package tabletserver
+// imports no etcd package.
 
 // ErrLeaseNotFound means etcd does not have the lease any more: it expired
 // or was revoked, and whatever was assigned under it may be someone
