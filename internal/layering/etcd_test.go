@@ -35,10 +35,6 @@ var etcdPending = map[string]string{
 	// concurrency; master.go keeps the client and session it needs).
 	"master/election.go": "meta-twin",
 	"master/master.go":   "meta-twin",
-	// being moved by branch server-life.
-	"tabletserver/lease.go":  "server-life",
-	"tabletserver/server.go": "server-life",
-	"tabletserver/watch.go":  "server-life",
 }
 
 // listedPkg is the part of go list's JSON that the etcd rule reads.
