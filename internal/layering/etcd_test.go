@@ -18,10 +18,10 @@ import (
 )
 
 // etcdClient are the import paths (and everything below them) that only
-// meta may import: etcd's client, its concurrency package and its
-// key-value types. Everything else reaches etcd through meta's typed
+// meta may import: all of etcd (its client, the concurrency package, the
+// key-value types, its error codes). Everything else reaches etcd through meta's typed
 // records and named transactions (docs/ARCHITECTURE.md).
-var etcdClient = []string{"go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3/mvccpb"}
+var etcdClient = []string{"go.etcd.io/etcd"}
 
 // etcdAllowed are the packages (and those below them) that may import
 // etcdClient: meta itself, and the bootstrap that starts an embedded etcd.
