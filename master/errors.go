@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -77,7 +76,6 @@ func toStatus(ctx context.Context, err error) error {
 
 // codeOf classifies an error of a call under ctx; see toStatus.
 func codeOf(ctx context.Context, err error) codes.Code {
-	var etcdErr rpctypes.EtcdError
 	switch {
 	case err == nil:
 		return codes.OK
@@ -95,10 +93,11 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		return codes.Unavailable
 	case errors.Is(err, corruption.ErrCorrupt):
 		return codes.Internal
-	case errors.As(err, &etcdErr):
+	}
+	if c, ok := meta.EtcdErrorCode(err); ok {
 		// etcd's "no leader", "leader changed", "request timed out" are
 		// UNAVAILABLE; its other errors are not the caller's to retry.
-		if etcdErr.Code() == codes.Unavailable {
+		if c == codes.Unavailable {
 			return codes.Unavailable
 		}
 		return codes.Unknown

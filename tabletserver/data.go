@@ -68,13 +68,16 @@ func (s *Server) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.TabletS
 	case s.scans <- struct{}{}:
 	default:
 		s.counters.scansRejected.Add(1)
-		return fail(fmt.Errorf("%w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
+		return fail(fmt.Errorf("tabletserver: %w: %d scans are running on this server; retry later", tablet.ErrResourceExhausted, cap(s.scans)))
 	}
 	guard := newStallGuard(stream, s.opts.ScanStallTimeout)
-	err = guard.run(&s.scanWG, func() error {
+	err = guard.run(&s.work, func() error {
 		defer func() { <-s.scans }()
 		return s.scan(ctx, h, opts, guard)
 	})
+	if err == errScanNotStarted {
+		<-s.scans // the scan that would have freed it never ran
+	}
 	if _, ok := err.(*stalledError); ok {
 		s.counters.scansStalled.Add(1)
 	}

@@ -27,18 +27,11 @@ const releaseRetries = 10
 // tabletFailed is every engine's Options.OnFailure: it starts taking the
 // tablet out of service in the background (the engine must not block).
 func (s *Server) tabletFailed(table, id string, epoch int64, cause error) {
-	// Under mu, so that Close (which sets closed, then takes mu) never
-	// waits on failWG while a retire is being added.
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed.Load() {
 		return
 	}
-	s.failWG.Add(1)
-	go func() {
-		defer s.failWG.Done()
-		s.retire(table, id, epoch, cause)
-	}()
+	// Not once Close stopped the work group: Close closes the tablet.
+	s.work.run(func(context.Context) { s.retire(table, id, epoch, cause) })
 }
 
 // retire takes a failed tablet out of service and releases it.

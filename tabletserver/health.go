@@ -76,7 +76,7 @@ func (r *loadRecord) pending() error {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return fmt.Errorf("%d tablet load(s) failed, e.g. %s: %v", len(keys), keys[0], r.failed[keys[0]])
+		return fmt.Errorf("tabletserver: %d tablet load(s) failed, e.g. %s: %v", len(keys), keys[0], r.failed[keys[0]])
 	}
 	if len(r.inflight) > 0 {
 		keys := make([]string, 0, len(r.inflight))
@@ -84,7 +84,7 @@ func (r *loadRecord) pending() error {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return fmt.Errorf("loading %d tablet(s), e.g. %s", len(keys), keys[0])
+		return fmt.Errorf("tabletserver: loading %d tablet(s), e.g. %s", len(keys), keys[0])
 	}
 	return nil
 }
@@ -98,9 +98,9 @@ func (s *Server) Ready(context.Context) error {
 	}
 	switch {
 	case s.isAbandoned():
-		return errors.New("lease lost: registering again in etcd")
+		return errors.New("tabletserver: lease lost: registering again in etcd")
 	case s.isPaused(), !s.leaseSafe():
-		return errors.New("paused: lease not renewed in time (etcd unreachable?)")
+		return errors.New("tabletserver: paused: lease not renewed in time (etcd unreachable?)")
 	}
 	return s.loads.pending()
 }

@@ -3,13 +3,9 @@ package tabletserver
 import (
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/meta"
 )
@@ -80,35 +76,34 @@ func (s *Server) leaseMargin() time.Duration { return s.opts.LeaseTTL / 4 }
 func (s *Server) register(ctx context.Context) error {
 	ttl := s.opts.LeaseTTL
 	sent := s.sinceBase()
-	// Round up: etcd then keeps the lease at least as long as we assume.
-	g, err := s.etcd.Grant(ctx, int64(math.Ceil(ttl.Seconds())))
+	lease, err := meta.GrantLease(ctx, s.etcd, ttl)
 	if err != nil {
 		return err
 	}
 	s.leaseMu.Lock()
-	s.pastLeases[int64(g.ID)] = true
+	s.pastLeases[lease] = true
 	s.leaseMu.Unlock()
-	if err := s.releaseAssignments(ctx, int64(g.ID)); err != nil {
-		s.revoke(g.ID)
+	if err := s.releaseAssignments(ctx, lease); err != nil {
+		s.revoke(lease)
 		return err
 	}
 	// A new lease, a new shared log: the old one's tablets were closed
 	// and are someone else's now; their next owners read it.
-	if err := s.openLog(int64(g.ID)); err != nil {
-		s.revoke(g.ID)
+	if err := s.openLog(lease); err != nil {
+		s.revoke(lease)
 		return err
 	}
-	rec := meta.ServerRecord{ID: s.id, Address: s.addr, StartTime: time.Now().UnixMicro(), Lease: int64(g.ID)}
-	if _, err := s.etcd.Put(ctx, s.layout.ServerKey(s.id), meta.EncodeServer(rec), clientv3.WithLease(g.ID)); err != nil {
-		s.revoke(g.ID)
+	rec := meta.ServerRecord{ID: s.id, Address: s.addr, StartTime: time.Now().UnixMicro(), Lease: lease}
+	if err := meta.RegisterServer(ctx, s.etcd, s.layout, rec); err != nil {
+		s.revoke(lease)
 		return err
 	}
 	s.leaseMu.Lock()
-	s.leaseID.Store(int64(g.ID))
+	s.leaseID.Store(lease)
 	s.fenced, s.abandoned = false, false
 	s.safeUntil.Store(int64(sent + ttl - s.leaseMargin()))
 	s.leaseMu.Unlock()
-	s.logger.Info("registered", "id", s.id, "address", s.addr, "lease", int64(g.ID))
+	s.logger.Info("registered", "id", s.id, "address", s.addr, "lease", lease)
 	return nil
 }
 
@@ -125,14 +120,13 @@ func (s *Server) register(ctx context.Context) error {
 // still serve it (a process paused, then replaced by a new one started
 // under the same id); the master hands those on once that lease expires.
 func (s *Server) releaseAssignments(ctx context.Context, lease int64) error {
-	resp, err := s.etcd.Get(ctx, s.layout.AllTabletsPrefix(), clientv3.WithPrefix())
+	recs, _, err := meta.ReadAllTablets(ctx, s.etcd, s.layout)
 	if err != nil {
 		return err
 	}
 	gone := map[int64]bool{}
-	for _, kv := range resp.Kvs {
-		rec, err := meta.DecodeTablet(kv.Value)
-		if err != nil || rec.Server != s.id || rec.Lease == lease {
+	for _, rec := range recs {
+		if rec.Server != s.id || rec.Lease == lease {
 			continue
 		}
 		s.leaseMu.Lock()
@@ -153,7 +147,7 @@ func (s *Server) releaseAssignments(ctx context.Context, lease int64) error {
 				continue
 			}
 		}
-		_, err = meta.Update(ctx, s.etcd, s.layout, meta.VersionedTablet{TabletRecord: rec, ModRevision: kv.ModRevision}, meta.Unassigned(rec))
+		_, err = meta.Update(ctx, s.etcd, s.layout, rec, meta.Unassigned(rec.TabletRecord))
 		if err != nil && !errors.Is(err, meta.ErrConflict) {
 			return err
 		}
@@ -161,23 +155,16 @@ func (s *Server) releaseAssignments(ctx context.Context, lease int64) error {
 	return nil
 }
 
-// renew sends one KeepAliveOnce for lease id; on success the lease is safe
-// until the send time plus the TTL (minus the margin), unless the server
-// moved to another lease meanwhile. A paused server whose lease is renewed
-// resumes serving.
-func (s *Server) renew(ctx context.Context, id clientv3.LeaseID) error {
+// renew renews lease id once (meta.RenewLease); on success the lease is
+// safe until the send time plus the TTL (minus the margin), unless the
+// server moved to another lease meanwhile. A paused server whose lease is
+// renewed resumes serving.
+func (s *Server) renew(ctx context.Context, id int64) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.LeaseTTL-s.leaseMargin())
 	defer cancel()
 	sent := s.sinceBase()
-	resp, err := s.etcd.KeepAliveOnce(ctx, id)
-	if err != nil {
+	if err := meta.RenewLease(ctx, s.etcd, id); err != nil {
 		return err
-	}
-	// A renewal answers the lease's granted TTL, and 0 for a lease etcd
-	// does not have (v3rpc/lease.go), never a truncated remainder as
-	// TimeToLive does: here 0 does mean gone.
-	if resp.TTL <= 0 {
-		return rpctypes.ErrLeaseNotFound
 	}
 	next := int64(sent + s.opts.LeaseTTL - s.leaseMargin())
 	s.leaseMu.Lock()
@@ -185,28 +172,28 @@ func (s *Server) renew(ctx context.Context, id clientv3.LeaseID) error {
 	if hook := s.opts.testHookRenewed; hook != nil {
 		defer func() { hook(time.Duration(s.safeUntil.Load())) }()
 	}
-	if clientv3.LeaseID(s.leaseID.Load()) != id || s.abandoned {
+	if s.leaseID.Load() != id || s.abandoned {
 		return nil
 	}
 	if next > s.safeUntil.Load() && next > int64(s.sinceBase()) {
 		s.safeUntil.Store(next)
 		if s.fenced {
 			s.fenced = false
-			s.logger.Warn("lease renewed after a pause: serving again", "lease", int64(id))
+			s.logger.Warn("lease renewed after a pause: serving again", "lease", id)
 		}
 	}
 	return nil
 }
 
 // revoke releases a lease (and the keys bound to it), best effort.
-func (s *Server) revoke(id clientv3.LeaseID) {
-	if id == clientv3.NoLease {
+func (s *Server) revoke(id int64) {
+	if id == 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.LeaseTTL/2)
 	defer cancel()
-	if _, err := s.etcd.Revoke(ctx, id); err != nil {
-		s.logger.Debug("revoking lease", "lease", int64(id), "err", err)
+	if err := meta.RevokeLease(ctx, s.etcd, id); err != nil {
+		s.logger.Debug("revoking lease", "lease", id, "err", err)
 	}
 }
 
@@ -224,7 +211,7 @@ func (s *Server) leaseLoop(ctx context.Context) {
 	defer ticker.Stop()
 	var renewals sync.WaitGroup
 	defer renewals.Wait()
-	lost := make(chan clientv3.LeaseID, 1)
+	lost := make(chan int64, 1)
 	var failing atomic.Bool
 	var inflight atomic.Int32
 	lastRenew := s.sinceBase()
@@ -233,7 +220,7 @@ func (s *Server) leaseLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case id := <-lost:
-			if clientv3.LeaseID(s.leaseID.Load()) == id {
+			if s.leaseID.Load() == id {
 				s.abandon("etcd says the lease is gone")
 			}
 			continue
@@ -244,7 +231,7 @@ func (s *Server) leaseLoop(ctx context.Context) {
 			if paused {
 				continue
 			}
-			s.revoke(clientv3.LeaseID(s.leaseID.Swap(0)))
+			s.revoke(s.leaseID.Swap(0))
 			if err := s.register(ctx); err != nil {
 				s.logger.Warn("registering again", "err", err)
 				continue
@@ -265,7 +252,7 @@ func (s *Server) leaseLoop(ctx context.Context) {
 			continue
 		}
 		lastRenew = s.sinceBase()
-		id := clientv3.LeaseID(s.leaseID.Load())
+		id := s.leaseID.Load()
 		renewals.Add(1)
 		inflight.Add(1)
 		go func() {
@@ -279,8 +266,8 @@ func (s *Server) leaseLoop(ctx context.Context) {
 			if err == nil || ctx.Err() != nil {
 				return
 			}
-			s.logger.Debug("renewing lease", "lease", int64(id), "err", err)
-			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			s.logger.Debug("renewing lease", "lease", id, "err", err)
+			if errors.Is(err, meta.ErrLeaseNotFound) {
 				select {
 				case lost <- id:
 				default:
@@ -329,8 +316,8 @@ func (s *Server) abandon(reason string) {
 	}
 	s.fenced, s.abandoned = true, true
 	s.leaseMu.Unlock()
-	s.lifecycle.Lock()
-	defer s.lifecycle.Unlock()
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
 	s.mu.Lock()
 	hs := s.tablets
 	s.tablets = make(map[string]*held)

@@ -43,8 +43,6 @@ const (
 
 // logRenewal is the background replacement of a failed shared log.
 type logRenewal struct {
-	open sync.Mutex     // held while sharedLog starts a new log
-	wg   sync.WaitGroup // the running renewal, if any
 	// after is the timer between attempts (tests drive it); the default
 	// is time.After.
 	after func(time.Duration) <-chan time.Time
@@ -53,9 +51,7 @@ type logRenewal struct {
 	mu sync.Mutex
 	// attempts counts the renewal attempts, successful or not.
 	attempts int64
-	running  bool
-	stopped  bool
-	stopping chan struct{} // closed by stop
+	running  bool          // a renewal runs in the server's work group
 	renewed  chan struct{} // closed when the running renewal ends
 	waiting  int           // loads in awaitLog
 }
@@ -92,20 +88,17 @@ func (s *Server) renewFailedLog() {
 	r := &s.logRenew
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.running || r.stopped || s.closed.Load() {
+	if r.running || s.closed.Load() {
 		return
 	}
-	if r.stopping == nil {
-		r.stopping = make(chan struct{})
-	}
-	r.running = true
-	r.renewed = make(chan struct{})
-	r.wg.Add(1)
-	go func(stopping <-chan struct{}, renewed chan struct{}) {
-		defer r.wg.Done()
+	renewed := make(chan struct{})
+	// Refused once Close stopped the work group: none starts after.
+	if s.work.run(func(ctx context.Context) {
 		defer close(renewed)
-		s.renewLoop(stopping)
-	}(r.stopping, r.renewed)
+		s.renewLoop(ctx)
+	}) {
+		r.running, r.renewed = true, renewed
+	}
 }
 
 // awaitLog waits, if the shared log failed, for its renewal to end (up to
@@ -138,9 +131,9 @@ func (s *Server) awaitLog(ctx context.Context) {
 	}
 }
 
-// renewLoop tries to start a new shared log until one is healthy or the
-// server closes.
-func (s *Server) renewLoop(stopping <-chan struct{}) {
+// renewLoop tries to start a new shared log until one is healthy or ctx
+// (the server's work) ends.
+func (s *Server) renewLoop(ctx context.Context) {
 	r := &s.logRenew
 	after := r.after
 	if after == nil {
@@ -173,7 +166,7 @@ func (s *Server) renewLoop(stopping <-chan struct{}) {
 		step, wait = renewBackoff(step, slow, rand.Int64N)
 		s.logger.Warn("starting a new shared commit log failed; trying again", "attempt", attempt, "wait", wait, "slow_down", slow, "err", err)
 		select {
-		case <-stopping:
+		case <-ctx.Done():
 			return
 		case <-after(wait):
 		}
@@ -185,16 +178,4 @@ func (s *Server) renewAttempts() int64 {
 	s.logRenew.mu.Lock()
 	defer s.logRenew.mu.Unlock()
 	return s.logRenew.attempts
-}
-
-// stopRenewal stops the log renewal and waits for it; none starts after.
-func (s *Server) stopRenewal() {
-	r := &s.logRenew
-	r.mu.Lock()
-	r.stopped = true
-	if r.stopping != nil {
-		close(r.stopping)
-	}
-	r.mu.Unlock()
-	r.wg.Wait()
 }

@@ -174,41 +174,28 @@ func (s *Server) merge(ctx context.Context, lh, rh *held) (_ meta.TabletRecord, 
 	// Open the merged tablet, then swap it for the parents in one step, so
 	// the served set never lacks the range.
 	fams, err := s.familiesOf(merged.Table)
-	var opened *held
+	var opened []*held
 	if err == nil {
 		t, oerr := s.openEngine(dir, fams, merged.Start, merged.End, merged.Epoch, false)
 		if oerr != nil {
 			err = fmt.Errorf("tabletserver: opening merged tablet %s: %w", merged.ID, oerr)
 		} else {
-			opened = &held{table: merged.Table, id: merged.ID, epoch: merged.Epoch, dir: dir, t: t}
+			m := &held{table: merged.Table, id: merged.ID, epoch: merged.Epoch, dir: dir, t: t}
+			// A merged tablet was cold; it must not be split by load at
+			// once if it turns hot (no back and forth with the automatic
+			// merge).
+			m.hot.quietUntil = time.Now().Add(s.opts.HotSplitCooldown)
+			opened = append(opened, m)
 		}
 	}
-	s.mu.Lock()
-	for _, h := range []*held{lh, rh} {
-		if s.tablets[tabletKey(h.table, h.id)] == h {
-			delete(s.tablets, tabletKey(h.table, h.id))
-		}
-	}
-	installed := s.gen.Load() == gen && !s.closed.Load()
-	if installed && opened != nil {
-		opened.gen = gen
-		opened.load.Open(time.Now())
-		// A merged tablet was cold; it must not be split by load at once
-		// if it turns hot (no back and forth with the automatic merge).
-		opened.hot.quietUntil = time.Now().Add(s.opts.HotSplitCooldown)
-		s.tablets[mkey] = opened
-	}
-	s.parents = append(s.parents, splitParent{table: lh.table, dir: lh.dir}, splitParent{table: rh.table, dir: rh.dir})
-	s.mu.Unlock()
+	installed := s.install(gen, nil, []*held{lh, rh}, opened...) == nil
+	s.collectLater(splitParent{table: lh.table, dir: lh.dir}, splitParent{table: rh.table, dir: rh.dir})
 	lh.t.Close()
 	rh.t.Close()
 	s.logger.Info("merged tablets", "event", "merge", "table", merged.Table, "left", lh.id, "right", rh.id, "merged", merged.ID,
 		"start", merged.Start, "end", merged.End, "left_bytes", sizes[0], "right_bytes", sizes[1],
 		"epoch", merged.Epoch, "duration", time.Since(begin).Round(time.Millisecond))
 	if !installed {
-		if opened != nil {
-			opened.t.Close()
-		}
 		return merged, nil // fenced or closing: the master reassigns it
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -12,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
@@ -30,6 +30,34 @@ import (
 
 // Server is a running tablet server. Its methods are safe for concurrent
 // use.
+//
+// Lock order: keys (one tablet's; a merge takes its left tablet's before
+// its right's, a split its parent's before its children's) → closeMu →
+// the engine's locks (tabletserver/tablet/tablet.go) → mu; and keys →
+// walMu. leaseMu, engines, logRenew.mu, loads.mu, a tablet's hot.mu and
+// the groups' mu are leaves: nothing else is locked while one of them is
+// held. Of the server's locks only keys and closeMu are held over an
+// engine call that may block (open, flush, split, close): an engine calls
+// back into the server (OnFailure, which starts a goroutine) while
+// holding its own locks.
+//
+// Why each lock is a lock of its own:
+//   - keys serializes the load, unload, split, merge and retirement of one
+//     tablet, and only of that tablet: loads of a server's tablets open
+//     their engines side by side (TestOneTabletsOpenDoesNotHoldUpAnother).
+//   - closeMu keeps abandon (the lease is gone) from closing tablets that
+//     Close or an unload is flushing; it is held over flushes, so it
+//     cannot be mu.
+//   - mu guards the served set, read on every data call: held briefly,
+//     never over I/O.
+//   - leaseMu orders changes of the lease state, so a renewal never waits
+//     for a flush or a load.
+//   - walMu guards the shared log and is held while one is opened or
+//     closed (I/O), so that one replacement of a failed log runs at a
+//     time; loads, the log renewal and the metrics wait on it, data calls
+//     never do.
+//   - engines reserves a tablet folder while its engine opens, without
+//     holding anything else over the open.
 type Server struct {
 	tabulapb.UnimplementedTabletServerServer
 
@@ -37,9 +65,9 @@ type Server struct {
 	id, addr string
 	layout   meta.Layout
 	logger   *slog.Logger
-	events   *eventlog.Ring   // the events logger has logged (Events)
-	etcd     meta.Store       // client, or what Options.WrapStore made of it
-	client   *clientv3.Client // closed by Close
+	events   *eventlog.Ring // the events logger has logged (Events)
+	etcd     meta.Store     // client, or what Options.WrapStore made of it
+	client   io.Closer      // the etcd client under etcd (meta.NewClient); closed by Close
 	lis      net.Listener
 	grpc     *grpc.Server
 	syncMode wal.SyncMode
@@ -58,18 +86,21 @@ type Server struct {
 	leaseMu   sync.Mutex
 	safeUntil atomic.Int64
 	leaseID   atomic.Int64
-	// The shared commit log new tablets attach to (wal.go); walN counts
-	// the logs this process started.
-	walMu     sync.Mutex
-	wal       *sharedlog.Log
-	walN      int
 	fenced    bool // paused: set by pause and abandon, cleared by a renewal or register
 	abandoned bool // the lease is gone: set by abandon, cleared by register
 	// pastLeases holds every lease this process was granted: tablets
 	// assigned under them are this process's to release.
 	pastLeases map[int64]bool
 
-	keys keyLocks // serializes load, unload and split of one tablet
+	// walMu protects the shared commit log new tablets attach to
+	// (sharedlog.go) and walN, which counts the logs this process started.
+	walMu sync.Mutex
+	wal   *sharedlog.Log
+	walN  int
+
+	// keys serializes the load, unload, split, merge and retirement of one
+	// tablet.
+	keys keyLocks
 	// loads is the server's record of the loads it was asked for, for
 	// readiness (health.go).
 	loads loadRecord
@@ -86,9 +117,10 @@ type Server struct {
 		opening map[string]bool
 	}
 
-	// lifecycle is held by fence and by Close's flushing, so a fence never
-	// races a flush.
-	lifecycle sync.Mutex
+	// closeMu is held by abandon while it closes the tablets, and by
+	// Close and unload while they flush and close them, so an abandon
+	// never closes a tablet under a flush.
+	closeMu sync.Mutex
 
 	// mu protects the fields below.
 	mu      sync.RWMutex
@@ -111,25 +143,21 @@ type Server struct {
 	// written and before its etcd commit.
 	testHookMergeWritten func(merged meta.TabletRecord)
 
-	scans    chan struct{}  // one token per running ReadRows stream (Options.MaxScans)
-	scanWG   sync.WaitGroup // scan goroutines (stall.go), which may outlive their handler
-	failWG   sync.WaitGroup // retire goroutines of failed tablets
-	failures atomic.Int64   // tablets retired after a failure
-	logRenew logRenewal     // the replacement of a failed shared log (logrenew.go)
+	scans    chan struct{} // one token per running ReadRows stream (Options.MaxScans)
+	failures atomic.Int64  // tablets retired after a failure
+	logRenew logRenewal    // the replacement of a failed shared log (logrenew.go)
 
 	counters counters       // exported by the metrics collector (metrics.go)
 	metrics  *serverMetrics // nil when Options.Metrics is nil
 
-	closed      atomic.Bool
-	serveWG     sync.WaitGroup // the gRPC Serve goroutine
-	splitCancel context.CancelFunc
-	splitWG     sync.WaitGroup // the split loop
-	watchCancel context.CancelFunc
-	watchWG     sync.WaitGroup // the assignment watch
-	leaseCancel context.CancelFunc
-	leaseWG     sync.WaitGroup // the lease loop
-	closeOnce   sync.Once
-	closeErr    error
+	// The server's goroutines (lifecycle.go): lease runs the lease loop
+	// under the root context; work runs all the others under a context
+	// derived from it, and stops first.
+	lease, work group
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // held is a tablet the server serves at an epoch.
@@ -199,73 +227,52 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.id = s.addr
 	}
 	s.logger = s.logger.With("server", s.id)
-	s.client, err = meta.NewClient(nil, opts.Etcd, opts.EtcdTLS)
+	client, err := meta.NewClient(nil, opts.Etcd, opts.EtcdTLS)
 	if err != nil {
 		return nil, fmt.Errorf("tabletserver: etcd client: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			s.client.Close()
+			client.Close()
 		}
 	}()
-	s.etcd = s.client
+	s.client, s.etcd = client, client
 	if opts.WrapStore != nil {
-		s.etcd = opts.WrapStore(s.client)
+		s.etcd = opts.WrapStore(client)
 	}
 	if err := s.register(ctx); err != nil {
 		return nil, fmt.Errorf("tabletserver: registering %s in etcd: %w", s.id, err)
 	}
 
-	// The assignment watch and the credentials cache live until Close.
-	watchCtx, watchCancel := context.WithCancel(context.Background())
-	s.watchCancel = watchCancel
+	// The root context ends with Close (lifecycle.go); the credentials
+	// cache follows etcd under the work context.
+	s.lease.start(context.Background())
+	s.work.start(s.lease.ctx)
 	defer func() {
 		if err != nil {
-			watchCancel()
+			s.work.stop()
+			s.lease.stop()
 		}
 	}()
-	s.grpc = grpc.NewServer(s.serverOptions(watchCtx)...)
+	s.grpc = grpc.NewServer(s.serverOptions(s.work.ctx)...)
 	tabulapb.RegisterTabletServerServer(s.grpc, s)
 	s.health = opshttp.NewHealth(s.Ready)
 	s.health.Register(s.grpc)
 	if s.metrics != nil {
 		s.metrics.grpc.Init(s.grpc)
 	}
-	s.serveWG.Add(1)
-	go func() {
-		defer s.serveWG.Done()
+	s.work.run(func(context.Context) {
 		if err := s.grpc.Serve(s.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			s.logger.Error("grpc serve", "err", err)
 		}
-	}()
-
-	leaseCtx, leaseCancel := context.WithCancel(context.Background())
-	s.leaseCancel = leaseCancel
-	s.leaseWG.Add(1)
-	go func() {
-		defer s.leaseWG.Done()
-		s.leaseLoop(leaseCtx)
-	}()
-	s.watchWG.Add(1)
-	go func() {
-		defer s.watchWG.Done()
-		s.watchAssignments(watchCtx)
-	}()
-	splitCtx, splitCancel := context.WithCancel(context.Background())
-	s.splitCancel = splitCancel
+	})
+	s.lease.run(s.leaseLoop)
+	s.work.run(s.watchAssignments)
 	if opts.SplitCheckInterval > 0 {
-		s.splitWG.Add(1)
-		go func() {
-			defer s.splitWG.Done()
-			s.splitLoop(splitCtx)
-		}()
+		s.work.run(s.splitLoop)
 	}
 	if opts.LoadWindow > 0 {
-		s.splitWG.Add(1)
-		go func() {
-			defer s.splitWG.Done()
-			s.loadLoop(splitCtx)
-		}()
+		s.work.run(s.loadLoop)
 	}
 	s.stopHealth = s.health.Start()
 	s.logger.Info("serving", "address", s.addr)
@@ -305,76 +312,6 @@ func (s *Server) Addr() string { return s.addr }
 
 // ID returns the server's id in etcd.
 func (s *Server) ID() string { return s.id }
-
-// Close shuts the server down gracefully: it stops accepting calls (waiting
-// up to ShutdownTimeout for those in flight), stops splitting, flushes and
-// closes every tablet, then revokes the lease so the master reassigns at
-// once. A fenced server's tablets were already closed without a flush.
-// Close is idempotent.
-func (s *Server) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.health.Shutdown() // first: balancers stop sending calls
-		s.stopHealth()
-		done := make(chan struct{})
-		go func() {
-			s.grpc.GracefulStop()
-			close(done)
-		}()
-		select {
-		case <-done:
-		case <-time.After(s.opts.ShutdownTimeout):
-			s.grpc.Stop()
-			<-done
-		}
-		s.serveWG.Wait()
-		// A scan whose handler gave up on a stalled client ends once gRPC
-		// has reset its stream; it must not read a tablet being closed.
-		s.scanWG.Wait()
-		s.splitCancel()
-		s.splitWG.Wait()
-		s.watchCancel()
-		s.watchWG.Wait()
-		s.mu.Lock() // no retire or drop starts after this
-		s.mu.Unlock()
-		s.failWG.Wait()
-		s.stopRenewal()
-
-		var errs []error
-		s.lifecycle.Lock()
-		s.mu.Lock()
-		hs := s.tablets
-		s.tablets = make(map[string]*held)
-		s.mu.Unlock()
-		for _, h := range hs {
-			if s.leaseSafe() {
-				ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
-				if err := h.t.Flush(ctx); err != nil && !errors.Is(err, tablet.ErrClosed) {
-					errs = append(errs, fmt.Errorf("flushing tablet %s/%s: %w", h.table, h.id, err))
-				}
-				cancel()
-			}
-			if err := h.t.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("closing tablet %s/%s: %w", h.table, h.id, err))
-			}
-		}
-		s.lifecycle.Unlock()
-		if err := s.closeLog(); err != nil {
-			errs = append(errs, fmt.Errorf("closing the shared commit log: %w", err))
-		}
-
-		s.leaseCancel()
-		s.leaseWG.Wait()
-		s.revoke(clientv3.LeaseID(s.leaseID.Swap(0)))
-		if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
-			errs = append(errs, err)
-		}
-		s.metrics.close()
-		s.closeErr = errors.Join(errs...)
-		s.logger.Info("closed")
-	})
-	return s.closeErr
-}
 
 // Fences returns how many times the server has fenced itself.
 func (s *Server) Fences() int64 { return s.fences.Load() }

@@ -205,25 +205,10 @@ func (s *Server) splitAs(ctx context.Context, h *held, row []byte, why splitWhy)
 		ch.hot.quietUntil = why.childrenQuiet
 		opened = append(opened, ch)
 	}
-	s.mu.Lock()
-	if s.tablets[key] == h {
-		delete(s.tablets, key)
-	}
-	installed := s.gen.Load() == gen && !s.closed.Load()
-	if installed {
-		for _, c := range opened {
-			c.gen = gen
-			c.load.Open(time.Now())
-			s.tablets[tabletKey(c.table, c.id)] = c
-		}
-	}
-	s.parents = append(s.parents, splitParent{table: h.table, dir: h.dir})
-	s.mu.Unlock()
+	installed := s.install(gen, nil, []*held{h}, opened...) == nil
+	s.collectLater(splitParent{table: h.table, dir: h.dir})
 	h.t.Close()
 	if !installed {
-		for _, c := range opened {
-			c.t.Close()
-		}
 		return []meta.TabletRecord{left, right}, nil // fenced or closing: the master reassigns them
 	}
 	if err != nil {
@@ -336,7 +321,7 @@ func (s *Server) reopenParent(h *held, gen uint64) {
 		s.logger.Error("reopening split parent", "tablet", h.id, "err", err)
 		return
 	}
-	if err := s.install(gen, nil, &held{table: h.table, id: h.id, epoch: h.epoch, dir: h.dir, t: t}); err != nil {
+	if err := s.install(gen, nil, nil, &held{table: h.table, id: h.id, epoch: h.epoch, dir: h.dir, t: t}); err != nil {
 		s.logger.Warn("reopening split parent", "tablet", h.id, "err", err)
 	}
 }
@@ -397,6 +382,14 @@ func (s *Server) checkSplits(ctx context.Context) (splits int) {
 	return splits
 }
 
+// collectLater records split or merge parents whose folders
+// collectParents deletes once no tablet references their files.
+func (s *Server) collectLater(ps ...splitParent) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.parents = append(s.parents, ps...)
+}
+
 // collectParents deletes the folders of split parents that no tablet
 // folder of their table references any more.
 func (s *Server) collectParents() {
@@ -418,9 +411,7 @@ func (s *Server) collectParents() {
 		}
 		s.logger.Info("removed split parent folder", "dir", p.dir)
 	}
-	s.mu.Lock()
-	s.parents = append(s.parents, keep...)
-	s.mu.Unlock()
+	s.collectLater(keep...)
 }
 
 // referenced reports whether any other tablet folder of p's table

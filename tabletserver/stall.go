@@ -1,6 +1,7 @@
 package tabletserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -35,16 +36,16 @@ func (g *stallGuard) Send(m *tabulapb.ReadRowsResponse) error {
 	return err
 }
 
-// run runs scan in a goroutine counted by wg and returns its error, or an
-// error right away when a Send stalls; the goroutine then ends after
-// gRPC has reset the stream.
-func (g *stallGuard) run(wg *sync.WaitGroup, scan func() error) error {
+// run runs scan in a goroutine of the server's work group and returns
+// its error, or an error right away when a Send stalls; the goroutine then
+// ends after gRPC has reset the stream. When the work group no longer
+// starts goroutines (the server is closing) scan does not run and run
+// returns errScanNotStarted.
+func (g *stallGuard) run(work *group, scan func() error) error {
 	done := make(chan error, 1)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		done <- scan()
-	}()
+	if !work.run(func(context.Context) { done <- scan() }) {
+		return errScanNotStarted
+	}
 	select {
 	case err := <-done:
 		return err
@@ -52,6 +53,10 @@ func (g *stallGuard) run(wg *sync.WaitGroup, scan func() error) error {
 		return &stalledError{timeout: g.timeout}
 	}
 }
+
+// errScanNotStarted is run's answer when the server is closing: the scan
+// never ran.
+var errScanNotStarted = fmt.Errorf("%w: the scan did not start", ErrClosed)
 
 // stalledError ends a scan whose client stopped reading (UNAVAILABLE).
 type stalledError struct{ timeout time.Duration }

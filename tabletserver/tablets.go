@@ -268,33 +268,54 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 			return fmt.Errorf("tabletserver: recording that tablet %s was created: %w", key, err)
 		}
 	}
-	if err := s.install(gen, schema, &held{table: table, id: id, epoch: rec.Epoch, dir: dir, t: t}); err != nil {
+	if err := s.install(gen, schema, nil, &held{table: table, id: id, epoch: rec.Epoch, dir: dir, t: t}); err != nil {
 		return err
 	}
 	s.logger.Info("loaded tablet", "tablet", key, "epoch", rec.Epoch, "start", rec.Start, "end", rec.End)
 	return nil
 }
 
-// install adds opened tablets to the served set unless the server fenced
-// (or closed) since generation gen; then it closes them and fails.
-func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, hs ...*held) error {
+// install is the one step that puts opened tablets into the served set,
+// for a load (in: the tablet), a split (in: the children, out: the
+// parent) and a merge (in: the merged tablet, out: both parents). gen is
+// the server generation the caller read before it checked etcd's
+// assignment and opened the tablets.
+//
+// It guarantees, in one critical section of mu (so a data call sees either
+// the tablets out or the tablets in, never neither, and never a tablet of
+// a registration the server has given up):
+//   - each tablet of out that is still the one held under its key leaves
+//     the served set, whatever happens to in (closing it is the caller's);
+//   - the tablets of in are served only if the server is still in
+//     generation gen (no abandon since: they are still this registration's)
+//     and not closed; then each is stamped with gen, its load meter opens,
+//     and schema (when not nil) becomes its table's schema;
+//   - otherwise none of in is served: each is closed, and install returns
+//     ErrClosed or ErrFenced.
+func (s *Server) install(gen uint64, schema *tabulapb.TableSchema, out []*held, in ...*held) error {
 	s.mu.Lock()
+	for _, h := range out {
+		if key := tabletKey(h.table, h.id); s.tablets[key] == h {
+			delete(s.tablets, key)
+		}
+	}
 	ok := s.gen.Load() == gen && !s.closed.Load()
 	if ok {
-		for _, h := range hs {
+		now := time.Now()
+		for _, h := range in {
 			h.gen = gen
-			h.load.Open(time.Now())
+			h.load.Open(now)
 			s.tablets[tabletKey(h.table, h.id)] = h
 		}
-		if schema != nil {
-			s.schemas[hs[0].table] = schema
+		if schema != nil && len(in) > 0 {
+			s.schemas[in[0].table] = schema
 		}
 	}
 	s.mu.Unlock()
 	if ok {
 		return nil
 	}
-	for _, h := range hs {
+	for _, h := range in {
 		h.t.Close()
 	}
 	if s.closed.Load() {
@@ -335,8 +356,8 @@ func (s *Server) unload(ctx context.Context, ref *tabulapb.TabletRef) error {
 	s.noteUnloadedLocked(key, h.epoch)
 	s.mu.Unlock()
 
-	s.lifecycle.Lock()
-	defer s.lifecycle.Unlock()
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
 	if s.leaseSafe() && !s.tableDeleting(ctx, table) {
 		if err := h.t.Flush(ctx); err != nil && !errors.Is(err, tablet.ErrClosed) {
 			s.logger.Warn("flushing tablet on unload", "tablet", key, "err", err)

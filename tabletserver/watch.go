@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -49,53 +47,40 @@ func (s *Server) watchAssignments(ctx context.Context) {
 // checkAssignments compares every held tablet with etcd and returns the
 // revision read.
 func (s *Server) checkAssignments(ctx context.Context) (int64, error) {
-	resp, err := s.etcd.Get(ctx, s.layout.AllTabletsPrefix(), clientv3.WithPrefix())
+	all, rev, err := meta.ReadAllTablets(ctx, s.etcd, s.layout)
 	if err != nil {
 		return 0, err
 	}
-	recs := make(map[string]*meta.TabletRecord, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		if r, err := meta.DecodeTablet(kv.Value); err == nil {
-			recs[tabletKey(r.Table, r.ID)] = &r
-		}
+	recs := make(map[string]*meta.TabletRecord, len(all))
+	for i := range all {
+		r := &all[i].TabletRecord
+		recs[tabletKey(r.Table, r.ID)] = r
 	}
 	for _, h := range s.heldTablets("") {
 		s.checkHeld(h, recs[tabletKey(h.table, h.id)])
 	}
-	return resp.Header.Revision, nil
+	return rev, nil
 }
 
 // followAssignments applies watch events from rev until the watch ends.
 func (s *Server) followAssignments(ctx context.Context, rev int64) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range s.etcd.Watch(wctx, s.layout.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev)) {
-		if err := wr.Err(); err != nil {
-			return err
+	return meta.FollowTablets(ctx, s.etcd, s.layout, rev, func(ev meta.TabletEvent) {
+		s.mu.RLock()
+		h := s.tablets[tabletKey(ev.Table, ev.ID)]
+		s.mu.RUnlock()
+		if h == nil {
+			return
 		}
-		for _, ev := range wr.Events {
-			table, id, ok := s.layout.TabletFromKey(string(ev.Kv.Key))
-			if !ok {
-				continue
+		var rec *meta.TabletRecord
+		if !ev.Deleted {
+			r, err := ev.Record()
+			if err != nil {
+				return // not a record this server understands
 			}
-			s.mu.RLock()
-			h := s.tablets[tabletKey(table, id)]
-			s.mu.RUnlock()
-			if h == nil {
-				continue
-			}
-			var rec *meta.TabletRecord
-			if ev.Type == clientv3.EventTypePut {
-				r, err := meta.DecodeTablet(ev.Kv.Value)
-				if err != nil {
-					continue
-				}
-				rec = &r
-			}
-			s.checkHeld(h, rec)
+			rec = &r
 		}
-	}
-	return ctx.Err()
+		s.checkHeld(h, rec)
+	})
 }
 
 // checkHeld drops h if rec (nil: the key is gone) hands it on: a newer
@@ -116,16 +101,13 @@ func (s *Server) checkHeld(h *held, rec *meta.TabletRecord) {
 	default:
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed.Load() || s.tablets[tabletKey(h.table, h.id)] != h {
+	s.mu.RLock()
+	still := s.tablets[tabletKey(h.table, h.id)] == h
+	s.mu.RUnlock()
+	if s.closed.Load() || !still {
 		return
 	}
-	s.failWG.Add(1)
-	go func() {
-		defer s.failWG.Done()
-		s.drop(h, reason, rec)
-	}()
+	s.work.run(func(context.Context) { s.drop(h, reason, rec) })
 }
 
 // drop stops serving h without flushing (another owner may be writing its

@@ -18,10 +18,10 @@ import (
 )
 
 // etcdClient are the import paths (and everything below them) that only
-// meta may import: etcd's client, its concurrency package and its
-// key-value types. Everything else reaches etcd through meta's typed
+// meta may import: all of etcd (its client, the concurrency package, the
+// key-value types, its error codes). Everything else reaches etcd through meta's typed
 // records and named transactions (docs/ARCHITECTURE.md).
-var etcdClient = []string{"go.etcd.io/etcd/client/v3", "go.etcd.io/etcd/api/v3/mvccpb"}
+var etcdClient = []string{"go.etcd.io/etcd"}
 
 // etcdAllowed are the packages (and those below them) that may import
 // etcdClient: meta itself, and the bootstrap that starts an embedded etcd.
@@ -30,12 +30,7 @@ var etcdAllowed = []string{module + "/meta", module + "/internal/embedetcd"}
 // etcdPending are files still being moved onto meta, named by their path
 // in the module. Each must still import etcd's client (the test fails
 // when one no longer needs its exception, so it is removed).
-var etcdPending = map[string]string{
-	// being moved by branch server-life.
-	"tabletserver/lease.go":  "server-life",
-	"tabletserver/server.go": "server-life",
-	"tabletserver/watch.go":  "server-life",
-}
+var etcdPending = map[string]string{}
 
 // listedPkg is the part of go list's JSON that the etcd rule reads.
 type listedPkg struct {

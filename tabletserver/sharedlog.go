@@ -30,6 +30,11 @@ import (
 func (s *Server) openLog(lease int64) error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
+	return s.openLogLocked(lease)
+}
+
+// openLogLocked is openLog with walMu held.
+func (s *Server) openLogLocked(lease int64) error {
 	var l *sharedlog.Log
 	var err error
 	for {
@@ -55,6 +60,9 @@ func (s *Server) openLog(lease int64) error {
 		if rerr := vfs.Or(s.opts.FS).RemoveAll(sharedlog.Dir(s.opts.DataDir, name)); rerr != nil {
 			s.walN++
 		}
+		// Not prefixed: a caller that returns it wraps it in a
+		// "tabletserver: …" of its own (Start, load, split, merge); the
+		// others log it.
 		return fmt.Errorf("starting the shared commit log: %w", err)
 	}
 	if old := s.wal; old != nil {
@@ -71,31 +79,20 @@ func (s *Server) openLog(lease int64) error {
 // one first if the current one failed (its tablets have failed too and
 // are being reassigned; their records stay in the failed log).
 func (s *Server) sharedLog() (*sharedlog.Log, error) {
-	s.walMu.Lock()
-	l := s.wal
-	s.walMu.Unlock()
-	if l != nil && l.Err() == nil {
-		return l, nil
-	}
-	// One replacement at a time: a load and the renewal (logrenew.go)
-	// that both saw the failed log must not each start one, the second
-	// closing the first under a tablet that had just attached to it.
-	s.logRenew.open.Lock()
-	defer s.logRenew.open.Unlock()
-	s.walMu.Lock()
-	l = s.wal
-	s.walMu.Unlock()
-	if l != nil && l.Err() == nil {
-		return l, nil
-	}
-	if l != nil {
-		s.logger.Error("the shared commit log failed: starting another", "log", l.Name(), "err", l.Err())
-	}
-	if err := s.openLog(s.leaseID.Load()); err != nil {
-		return nil, err
-	}
+	// walMu is held over the replacement, so there is one at a time: a load
+	// and the renewal (logrenew.go) that both saw the failed log must not
+	// each start one, the second closing the first under a tablet that had
+	// just attached to it.
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
+	if l := s.wal; l == nil || l.Err() != nil {
+		if l != nil {
+			s.logger.Error("the shared commit log failed: starting another", "log", l.Name(), "err", l.Err())
+		}
+		if err := s.openLogLocked(s.leaseID.Load()); err != nil {
+			return nil, err
+		}
+	}
 	return s.wal, nil
 }
 

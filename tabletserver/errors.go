@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -21,8 +20,9 @@ var (
 	// ErrNotServing means the server does not serve the named tablet at
 	// the named epoch (or the row is outside it). Clients re-locate.
 	ErrNotServing = errors.New("tabletserver: not serving")
-	// ErrFenced means the server could not renew its lease in time and
-	// stopped serving until it registers again.
+	// ErrFenced means the server could not renew its lease in time: it is
+	// paused until a renewal of the same lease succeeds, or it gave its
+	// tablets up (the lease is gone) and registers again (lease.go).
 	ErrFenced = errors.New("tabletserver: fenced: lease not renewed in time")
 	// ErrNotAssigned means etcd does not assign the tablet to this server
 	// at the requested epoch.
@@ -122,7 +122,7 @@ func isNotServing(err error) bool {
 //   - CANCELED, DEADLINE_EXCEEDED: only when the caller's own context
 //     ended.
 func codeOf(ctx context.Context, err error) codes.Code {
-	var etcdErr rpctypes.EtcdError
+	etcdCode, isEtcd := meta.EtcdErrorCode(err)
 	switch {
 	case err == nil:
 		return codes.OK
@@ -147,10 +147,10 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		// The caller's context is live: the deadline was one the server
 		// set on etcd (a split commit), or the server is shutting down.
 		return codes.Unavailable
-	case errors.As(err, &etcdErr):
+	case isEtcd:
 		// etcd's own "no leader", "leader changed", "request timed out"
 		// are UNAVAILABLE; its other errors are not the caller's to retry.
-		if etcdErr.Code() == codes.Unavailable {
+		if etcdCode == codes.Unavailable {
 			return codes.Unavailable
 		}
 		return codes.Unknown
