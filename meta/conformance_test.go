@@ -18,6 +18,7 @@ import (
 // TestConformanceTwin runs the suite on the in-memory twin, a fresh store
 // per case, its leases on a manual clock.
 func TestConformanceTwin(t *testing.T) {
+	t.Parallel() // its keepalive case waits for clientv3's real-time loop
 	metatest.Run(t, func(t *testing.T) metatest.Harness {
 		clock := memstore.NewManualClock()
 		s := memstore.New(memstore.Options{Clock: clock})

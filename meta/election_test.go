@@ -16,6 +16,7 @@ import (
 // new candidate takes over, then an old candidate waits for the new
 // leader.
 func TestElectionMixesWithEtcdsConcurrencyPackage(t *testing.T) {
+	t.Parallel() // its own etcd starts while other tests run
 	cli := startEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
