@@ -275,9 +275,6 @@ func (c *Client) Open(table string) *Table { return &Table{c: c, name: table} }
 // Admin returns the admin client of the cluster.
 func (c *Client) Admin() *AdminClient { return &AdminClient{c: c} }
 
-// Locator returns the client's location cache.
-func (c *Client) Locator() *locator.Locator { return c.loc }
-
 // pool shares one gRPC connection per tablet server address.
 type pool struct {
 	dial []grpc.DialOption
