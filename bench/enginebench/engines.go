@@ -109,7 +109,7 @@ func (e *tabulaEngine) Scan() (int, int64, error) {
 			b += int64(len(c.Value))
 		}
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		it.Close()
 		return n, b, err
 	}
