@@ -473,6 +473,9 @@ func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bo
 	}
 }
 
+// invalid is an INVALID_ARGUMENT status the client gives without asking
+// a server; its message starts with "client: ", as the client's other
+// messages do.
 func invalid(format string, args ...any) error {
-	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
+	return status.Error(codes.InvalidArgument, "client: "+fmt.Sprintf(format, args...))
 }

@@ -166,7 +166,7 @@ func (a *AdminClient) DeleteFamily(ctx context.Context, table, name string) erro
 // have been dropped: calling again is safe.
 func (a *AdminClient) DropRowRange(ctx context.Context, table string, prefix []byte) error {
 	if len(prefix) == 0 {
-		return status.Error(codes.InvalidArgument, "DropRowRange: the prefix is empty; to drop every row call DropAllRows")
+		return invalid("DropRowRange: the prefix is empty; to drop every row call DropAllRows")
 	}
 	return a.dropRows(ctx, &tabulapb.DropRowRangeRequest{Table: table, Target: &tabulapb.DropRowRangeRequest_RowKeyPrefix{RowKeyPrefix: prefix}})
 }
