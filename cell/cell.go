@@ -26,7 +26,7 @@ const (
 // ErrInvalid marks a request that breaks a limit or a naming rule. Errors
 // wrapping it say which field is wrong; the RPC layer maps it to
 // INVALID_ARGUMENT.
-var ErrInvalid = errors.New("invalid argument")
+var ErrInvalid = errors.New("cell: invalid argument")
 
 // Invalidf returns an error wrapping ErrInvalid.
 func Invalidf(format string, args ...any) error {

@@ -275,9 +275,6 @@ func (c *Client) Open(table string) *Table { return &Table{c: c, name: table} }
 // Admin returns the admin client of the cluster.
 func (c *Client) Admin() *AdminClient { return &AdminClient{c: c} }
 
-// Locator returns the client's location cache.
-func (c *Client) Locator() *locator.Locator { return c.loc }
-
 // pool shares one gRPC connection per tablet server address.
 type pool struct {
 	dial []grpc.DialOption
@@ -476,6 +473,9 @@ func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bo
 	}
 }
 
+// invalid is an INVALID_ARGUMENT status the client gives without asking
+// a server; its message starts with "client: ", as the client's other
+// messages do.
 func invalid(format string, args ...any) error {
-	return status.Error(codes.InvalidArgument, fmt.Sprintf(format, args...))
+	return status.Error(codes.InvalidArgument, "client: "+fmt.Sprintf(format, args...))
 }

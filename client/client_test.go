@@ -134,7 +134,7 @@ func TestNotServingRelocatesAndSucceeds(t *testing.T) {
 	if got := keys(t, tbl.ReadRows(context.Background(), NewRange(nil, []byte("m")))); got != "ab" {
 		t.Errorf("read after move = %q", got)
 	}
-	if tab, ok := cl.Locator().Cached("t", []byte("a")); !ok || tab.Address != to || tab.Epoch != 2 {
+	if tab, ok := cl.loc.Cached("t", []byte("a")); !ok || tab.Address != to || tab.Epoch != 2 {
 		t.Errorf("cache after re-locate: %+v, %v", tab, ok)
 	}
 }
@@ -509,7 +509,7 @@ func TestScanFollowsSplitsThroughStaleCache(t *testing.T) {
 	}
 	// The cache now holds the children, not the parents.
 	for row, id := range map[string]string{"h": "tabgL", "m": "tabgR", "q": "tabpL", "z": "tabpR"} {
-		if tab, ok := cl.Locator().Cached("t", []byte(row)); !ok || tab.ID != id {
+		if tab, ok := cl.loc.Cached("t", []byte(row)); !ok || tab.ID != id {
 			t.Errorf("cached tablet of %s = %+v, %v; want %s", row, tab, ok, id)
 		}
 	}

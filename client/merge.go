@@ -23,7 +23,7 @@ func (a *AdminClient) MergeTablets(ctx context.Context, table string, start, end
 		return TabletInfo{}, 0, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if len(end) > 0 && bytes.Compare(start, end) >= 0 {
-		return TabletInfo{}, 0, status.Errorf(codes.InvalidArgument, "start %q is not before end %q", start, end)
+		return TabletInfo{}, 0, invalid("MergeTablets: start %q is not before end %q", start, end)
 	}
 	var resp *tabulapb.MergeTabletsResponse
 	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {

@@ -212,7 +212,7 @@ func TestIdempotentCallOnHungServerFollowsTheTabletToItsNewOwner(t *testing.T) {
 			p := newPausedCluster(t)
 			fill(t, p.tbl, []string{"a", "r"})
 			p.pause(t)
-			lookups := p.cl.Locator().Lookups()
+			lookups := p.cl.loc.Lookups()
 			done := make(chan error, 1)
 			go func() { done <- tc.call(context.Background(), p.tbl) }()
 			p.waitHung(t)
@@ -222,7 +222,7 @@ func TestIdempotentCallOnHungServerFollowsTheTabletToItsNewOwner(t *testing.T) {
 			arms := p.timers.count()
 			p.timers.fire(t)
 			p.timers.await(t, "next location check after an unchanged answer", func() bool { return p.timers.arms > arms })
-			if n := p.cl.Locator().Lookups() - lookups; n != 1 {
+			if n := p.cl.loc.Lookups() - lookups; n != 1 {
 				t.Errorf("the check sent %d lookups, want 1", n)
 			}
 			select {
@@ -246,7 +246,7 @@ func TestIdempotentCallOnHungServerFollowsTheTabletToItsNewOwner(t *testing.T) {
 			if n := p.hung.callCount("hung"); n != 1 {
 				t.Errorf("the hung server got %d calls, want 1 (never re-sent there)", n)
 			}
-			if tab, ok := p.cl.Locator().Cached("t", []byte("r")); !ok || tab.Address != p.other.addr {
+			if tab, ok := p.cl.loc.Cached("t", []byte("r")); !ok || tab.Address != p.other.addr {
 				t.Errorf("cached location after the re-route = %+v, %v; want the new owner", tab, ok)
 			}
 		})

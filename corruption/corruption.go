@@ -4,7 +4,7 @@ import "errors"
 
 // ErrCorrupt marks every error caused by damaged stored data. Check it
 // with errors.Is; the package sentinels made with New all wrap it.
-var ErrCorrupt = errors.New("corrupt data")
+var ErrCorrupt = errors.New("corruption: corrupt data")
 
 // New returns a package's corruption sentinel: an error whose message is
 // msg alone and which wraps ErrCorrupt. Each call returns a distinct

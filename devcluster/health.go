@@ -12,19 +12,19 @@ import (
 // is not, for the dev process's /readyz.
 func (c *Cluster) Ready(ctx context.Context) error {
 	if !c.master.IsLeader() {
-		return errors.New("master: not the leader yet")
+		return errors.New("devcluster: the master does not lead yet")
 	}
 	if err := c.master.Ready(ctx); err != nil {
-		return fmt.Errorf("master: %w", err)
+		return fmt.Errorf("devcluster: the master is not ready: %w", err)
 	}
 	for _, s := range c.servers {
 		if err := s.Ready(ctx); err != nil {
-			return fmt.Errorf("tablet server %s: %w", s.ID(), err)
+			return fmt.Errorf("devcluster: tablet server %s is not ready: %w", s.ID(), err)
 		}
 	}
 	if c.gateway != nil {
 		if err := c.gateway.Health().Last(); err != nil {
-			return fmt.Errorf("gateway: %w", err)
+			return fmt.Errorf("devcluster: the gateway is not ready: %w", err)
 		}
 	}
 	return nil

@@ -35,7 +35,7 @@ func toStatus(err error) error {
 	return status.Error(codes.Unknown, err.Error())
 }
 
-// trimInvalid drops the "invalid argument: " head cell.Invalidf adds, since
+// trimInvalid drops the "cell: invalid argument: " head cell.Invalidf adds, since
 // the status code already says it.
 func trimInvalid(err error) string {
 	return strings.TrimPrefix(err.Error(), cell.ErrInvalid.Error()+": ")

@@ -76,7 +76,7 @@ func (p *Process) Close() error {
 // no state of its own, so that is all it needs.
 func Ready(ctx context.Context, c *client.Client) error {
 	if _, err := c.Admin().ListTables(ctx); err != nil {
-		return fmt.Errorf("no master answers: %w", err)
+		return fmt.Errorf("gateway: no master answers: %w", err)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ const CheckTimeout = 2 * time.Second
 const PollInterval = time.Second
 
 // ErrStopped is the readiness of a process that is shutting down.
-var ErrStopped = errors.New("shutting down")
+var ErrStopped = errors.New("opshttp: shutting down")
 
 // Health keeps the standard gRPC health service (service "", the whole
 // process) in step with a readiness check. Safe for concurrent use.
@@ -41,7 +41,7 @@ type Health struct {
 // process counts as not ready: a probe must not pass before anything was
 // checked.
 func NewHealth(check Check) *Health {
-	h := &Health{check: check, srv: health.NewServer(), last: errors.New("not checked yet")}
+	h := &Health{check: check, srv: health.NewServer(), last: errors.New("opshttp: not checked yet")}
 	h.srv.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 	return h
 }

@@ -59,7 +59,7 @@ type Server struct {
 func Serve(addr string, h *Health, routes ...Route) (*Server, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("operator HTTP endpoints: listening on %s: %w", addr, err)
+		return nil, fmt.Errorf("opshttp: operator HTTP endpoints: listening on %s: %w", addr, err)
 	}
 	s := &Server{
 		// Probes are tiny; a slow or idle client must not hold a

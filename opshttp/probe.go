@@ -24,7 +24,7 @@ func Probe(ctx context.Context, addr, path string) error {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s%s: %s: %s", addr, path, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("opshttp: %s%s: %s: %s", addr, path, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
 }

@@ -40,5 +40,5 @@ func Example() {
 	// info:name = Ada
 	// 2 true true true
 	// true
-	// invalid argument: filter (qualifier_regex): Regex "a(" does not compile as RE2: error parsing regexp: missing closing ): `a(`
+	// cell: invalid argument: filter (qualifier_regex): Regex "a(" does not compile as RE2: error parsing regexp: missing closing ): `a(`
 }

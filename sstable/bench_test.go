@@ -100,7 +100,7 @@ func BenchmarkSeekGE(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if !it.SeekGE(entries[rng.Intn(benchEntries)].key) {
-					b.Fatal(it.Error())
+					b.Fatal(it.Err())
 				}
 			}
 		})

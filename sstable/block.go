@@ -75,6 +75,8 @@ func (b *blockWriter) reset() {
 	b.lastKey = b.lastKey[:0]
 }
 
+// Parts of a corruption message, never returned alone: corruptf puts the
+// package, the file and the block in front, so they carry no prefix.
 var (
 	errBlockTrailer  = errors.New("bad restart array")
 	errBlockEntry    = errors.New("bad entry")

@@ -67,6 +67,8 @@ func (b *filterBuilder) build(falsePositive float64) []byte {
 	return out
 }
 
+// Parts of a corruption message, never returned alone: corruptf puts the
+// package, the file and the block in front, so they carry no prefix.
 var errBadFilter = errors.New("bad filter encoding")
 
 // decodeFilter decodes a filter block.

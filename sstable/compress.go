@@ -64,6 +64,8 @@ func compressBlock(c families.Compression, raw, dst []byte) ([]byte, byte, error
 	return out, byte(c), nil
 }
 
+// Parts of a corruption message, never returned alone: corruptf puts the
+// package, the file and the block in front, so they carry no prefix.
 var errUnknownBlockType = errors.New("unknown block type")
 
 // decompressBlock returns the decoded block of stored bytes of type typ.

@@ -27,7 +27,7 @@ func readAll(path string) ([]kv, error) {
 	for ok := it.First(); ok; ok = it.Next() {
 		out = append(out, kv{key: bytes.Clone(it.Key()), value: bytes.Clone(it.Value())})
 	}
-	return out, it.Error()
+	return out, it.Err()
 }
 
 // checkDamageReported requires an ErrCorrupt error that names the file and a

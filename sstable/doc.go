@@ -27,7 +27,7 @@
 //	for ok := it.First(); ok; ok = it.Next() {
 //		use(it.Key(), it.Value())
 //	}
-//	if err := it.Error(); err != nil { ... }
+//	if err := it.Err(); err != nil { ... }
 //	it.Close()
 //	r.Close()
 //

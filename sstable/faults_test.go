@@ -65,7 +65,7 @@ func scanWith(path string, opts ReaderOptions) ([]kv, error) {
 	for ok := it.First(); ok; ok = it.Next() {
 		out = append(out, kv{key: bytes.Clone(it.Key()), value: bytes.Clone(it.Value())})
 	}
-	return out, it.Error()
+	return out, it.Err()
 }
 
 // TestWriteFaultFailsClose: a full disk (a short write, or a failed sync)

@@ -221,7 +221,7 @@ func checkFixtureContents(t *testing.T, r *Reader, entries []kv) {
 		}
 		i++
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		t.Fatalf("scan: %v", err)
 	}
 	if i != len(entries) {
@@ -284,7 +284,7 @@ func checkFixtureLookups(t *testing.T, r *Reader, entries []kv) {
 				t.Fatalf("the filter rules out row %q, which the file holds", e.k.Row)
 			}
 			if !it.SeekGE(row) || !bytes.Equal(it.Key(), e.key) {
-				t.Fatalf("SeekGE(row %q) = %q (err %v), want entry %d %q", e.k.Row, it.Key(), it.Error(), i, e.key)
+				t.Fatalf("SeekGE(row %q) = %q (err %v), want entry %d %q", e.k.Row, it.Key(), it.Err(), i, e.key)
 			}
 		}
 		if e.k.Kind == cell.KindDeleteFamily {
@@ -296,7 +296,7 @@ func checkFixtureLookups(t *testing.T, r *Reader, entries []kv) {
 				t.Fatalf("the filter rules out column %q/%q, which the file holds", e.k.Row, e.k.Qualifier)
 			}
 			if !it.SeekGE(col) || !bytes.Equal(it.Key(), e.key) {
-				t.Fatalf("SeekGE(column %q/%q) = %q (err %v), want entry %d %q", e.k.Row, e.k.Qualifier, it.Key(), it.Error(), i, e.key)
+				t.Fatalf("SeekGE(column %q/%q) = %q (err %v), want entry %d %q", e.k.Row, e.k.Qualifier, it.Key(), it.Err(), i, e.key)
 			}
 		}
 	}

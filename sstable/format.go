@@ -81,6 +81,8 @@ func (f footer) encode() []byte {
 	return b
 }
 
+// Parts of a corruption message, never returned alone: corruptf puts the
+// package, the file and the block in front, so they carry no prefix.
 var (
 	errBadMagic    = errors.New("bad magic number (not a Tabula SSTable or truncated)")
 	errBadChecksum = errors.New("checksum mismatch")

@@ -171,8 +171,8 @@ func (it *Iter) Key() []byte { return it.blk.key }
 // must not be modified.
 func (it *Iter) Value() []byte { return it.blk.val }
 
-// Error returns the error that stopped the iterator, if any.
-func (it *Iter) Error() error { return it.err }
+// Err returns the error that stopped the iterator, if any.
+func (it *Iter) Err() error { return it.err }
 
 // Close releases the iterator. It returns the iterator's error.
 func (it *Iter) Close() error {

@@ -135,7 +135,7 @@ func collect(t testing.TB, it *Iter) []kv {
 	for ok := it.First(); ok; ok = it.Next() {
 		out = append(out, kv{key: bytes.Clone(it.Key()), value: bytes.Clone(it.Value())})
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		t.Fatalf("iterate: %v", err)
 	}
 	return out

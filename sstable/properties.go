@@ -96,6 +96,8 @@ func (p *Properties) encode() []byte {
 	return b
 }
 
+// Parts of a corruption message, never returned alone: corruptf puts the
+// package, the file and the block in front, so they carry no prefix.
 var errBadProperties = errors.New("bad properties encoding")
 
 // propDecoder reads fields and remembers the first failure.

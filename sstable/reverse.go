@@ -278,8 +278,8 @@ func (it *ReverseIter) Key() []byte { return it.fwd.key }
 // must not be modified.
 func (it *ReverseIter) Value() []byte { return it.fwd.val }
 
-// Error returns the error that stopped the iterator, if any.
-func (it *ReverseIter) Error() error { return it.err }
+// Err returns the error that stopped the iterator, if any.
+func (it *ReverseIter) Err() error { return it.err }
 
 // Close releases the iterator and returns its error.
 func (it *ReverseIter) Close() error {

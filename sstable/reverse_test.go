@@ -153,7 +153,7 @@ func TestReverseIterRowAcrossManyBlocks(t *testing.T) {
 		}
 		rows = append(rows, fmt.Sprintf("%s:%d", name, n))
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if got := fmt.Sprint(rows); got != "[c:1 b:40 a:2]" {

@@ -123,7 +123,7 @@ func checkSeeks(t *testing.T, it *Iter, entries []kv) {
 	t.Helper()
 	for i, e := range entries {
 		if !it.SeekGE(e.key) || !bytes.Equal(it.Key(), e.key) || !bytes.Equal(it.Value(), e.value) {
-			t.Fatalf("SeekGE(entry %d %q): valid=%v key %q err %v", i, e.key, it.Valid(), it.Key(), it.Error())
+			t.Fatalf("SeekGE(entry %d %q): valid=%v key %q err %v", i, e.key, it.Valid(), it.Key(), it.Err())
 		}
 		ok := it.SeekGE(between(e.key))
 		if i+1 == len(entries) {
@@ -143,8 +143,8 @@ func checkSeeks(t *testing.T, it *Iter, entries []kv) {
 	if !it.SeekGE(nil) || !bytes.Equal(it.Key(), entries[0].key) {
 		t.Fatalf("SeekGE(nil) = %q, want the first key", it.Key())
 	}
-	if it.Error() != nil {
-		t.Fatal(it.Error())
+	if it.Err() != nil {
+		t.Fatal(it.Err())
 	}
 }
 
@@ -330,8 +330,8 @@ func TestEmptyTable(t *testing.T) {
 		}
 		r := openTable(t, path, ReaderOptions{})
 		it := r.NewIter(nil, nil)
-		if it.First() || it.SeekGE([]byte("a")) || it.Error() != nil {
-			t.Errorf("empty table iterates: valid %v err %v", it.Valid(), it.Error())
+		if it.First() || it.SeekGE([]byte("a")) || it.Err() != nil {
+			t.Errorf("empty table iterates: valid %v err %v", it.Valid(), it.Err())
 		}
 		_ = it.Close()
 		if r.MayContainRow(cell.EncodeRow([]byte("r"))) {
@@ -380,7 +380,7 @@ func TestHugeValue(t *testing.T) {
 		it := r.NewIter(nil, nil)
 		sameEntries(t, c.String(), collect(t, it), small)
 		if !it.SeekGE(small[1].key) || !bytes.Equal(it.Value(), value) {
-			t.Errorf("%v: SeekGE to the huge value failed: %v", c, it.Error())
+			t.Errorf("%v: SeekGE to the huge value failed: %v", c, it.Err())
 		}
 		_ = it.Close()
 	}
@@ -411,7 +411,7 @@ func TestSeeksReuseTheBlockTheyHold(t *testing.T) {
 			continue // the scan's filter skips the big row without reading it
 		}
 		if !it.SeekGE(e.key) || !bytes.Equal(it.Key(), e.key) {
-			t.Fatalf("SeekGE(%d): %v", i, it.Error())
+			t.Fatalf("SeekGE(%d): %v", i, it.Err())
 		}
 	}
 	if got := r.blockReads.Load(); got > int64(props.NumDataBlocks)-1 {

@@ -264,7 +264,7 @@ func (p *Page) tableRows(ctx context.Context) ([]tableRow, error) {
 		r.Name, r.State, r.Split = s.GetName(), s.GetState(), s.GetSplitThresholdBytes()
 		fams, err := convert.FamiliesFromProto(s.GetFamilies())
 		if err != nil {
-			return nil, fmt.Errorf("table %s has families this page cannot read: %w", s.GetName(), err)
+			return nil, fmt.Errorf("statuspage: table %s has families this page cannot read: %w", s.GetName(), err)
 		}
 		for _, f := range fams {
 			gc := gcText(f)
@@ -359,7 +359,7 @@ func (p *Page) table(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil && table == nil {
 		w.WriteHeader(http.StatusNotFound)
-		err = fmt.Errorf("no table %q", name)
+		err = fmt.Errorf("statuspage: no table %q", name)
 	}
 	var tablets []tabletRow
 	if err == nil {

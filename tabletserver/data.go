@@ -140,7 +140,7 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 			}
 		}
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		return err
 	}
 	if err := it.Close(); err != nil {

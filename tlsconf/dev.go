@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -59,7 +58,7 @@ func GenerateDev(dir string) (DevPKI, error) { return generateDev(dir, time.Now(
 func generateDev(dir string, now time.Time) (DevPKI, error) {
 	p := devPaths(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return DevPKI{}, fmt.Errorf("tls: creating %s: %w", dir, err)
+		return DevPKI{}, fmt.Errorf("tlsconf: creating %s: %w", dir, err)
 	}
 	if reusable(p, now) {
 		return p, nil
@@ -141,7 +140,7 @@ func readCert(path string) (*x509.Certificate, error) {
 	}
 	blk, _ := pem.Decode(b)
 	if blk == nil || blk.Type != "CERTIFICATE" {
-		return nil, errors.New("no PEM certificate")
+		return nil, fmt.Errorf("tlsconf: %s holds no PEM certificate", path)
 	}
 	return x509.ParseCertificate(blk.Bytes)
 }
@@ -150,7 +149,7 @@ func readCert(path string) (*x509.Certificate, error) {
 func writeDev(p DevPKI, now time.Time) error {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return fmt.Errorf("tls: generating the dev CA key: %w", err)
+		return fmt.Errorf("tlsconf: generating the dev CA key: %w", err)
 	}
 	caTmpl := &x509.Certificate{
 		Subject:               pkix.Name{CommonName: "tabula dev CA"},
@@ -167,7 +166,7 @@ func writeDev(p DevPKI, now time.Time) error {
 	}
 	caCert, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		return fmt.Errorf("tls: parsing the new dev CA: %w", err)
+		return fmt.Errorf("tlsconf: parsing the new dev CA: %w", err)
 	}
 	if err := writePEM(p.CA, "CERTIFICATE", caDER, 0o644); err != nil {
 		return err
@@ -178,7 +177,7 @@ func writeDev(p DevPKI, now time.Time) error {
 	for _, id := range p.identities() {
 		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
-			return fmt.Errorf("tls: generating a key for %s: %w", id.name, err)
+			return fmt.Errorf("tlsconf: generating a key for %s: %w", id.name, err)
 		}
 		tmpl := &x509.Certificate{
 			Subject:     pkix.Name{CommonName: id.name},
@@ -207,12 +206,12 @@ func writeDev(p DevPKI, now time.Time) error {
 func sign(tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, parentKey *ecdsa.PrivateKey) ([]byte, error) {
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
 	if err != nil {
-		return nil, fmt.Errorf("tls: drawing a serial number: %w", err)
+		return nil, fmt.Errorf("tlsconf: drawing a serial number: %w", err)
 	}
 	tmpl.SerialNumber = serial
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, parentKey)
 	if err != nil {
-		return nil, fmt.Errorf("tls: signing the certificate for %q: %w", tmpl.Subject.CommonName, err)
+		return nil, fmt.Errorf("tlsconf: signing the certificate for %q: %w", tmpl.Subject.CommonName, err)
 	}
 	return der, nil
 }
@@ -220,7 +219,7 @@ func sign(tmpl, parent *x509.Certificate, pub *ecdsa.PublicKey, parentKey *ecdsa
 func writeKey(path string, key *ecdsa.PrivateKey) error {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return fmt.Errorf("tls: encoding key %s: %w", path, err)
+		return fmt.Errorf("tlsconf: encoding key %s: %w", path, err)
 	}
 	return writePEM(path, "PRIVATE KEY", der, 0o600)
 }
@@ -230,7 +229,7 @@ func writeKey(path string, key *ecdsa.PrivateKey) error {
 func writePEM(path, typ string, der []byte, perm os.FileMode) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
-		return fmt.Errorf("tls: writing %s: %w", path, err)
+		return fmt.Errorf("tlsconf: writing %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -239,16 +238,16 @@ func writePEM(path, typ string, der []byte, perm os.FileMode) (err error) {
 		}
 	}()
 	if err := f.Chmod(perm); err != nil {
-		return fmt.Errorf("tls: writing %s: %w", path, err)
+		return fmt.Errorf("tlsconf: writing %s: %w", path, err)
 	}
 	if err := pem.Encode(f, &pem.Block{Type: typ, Bytes: der}); err != nil {
-		return fmt.Errorf("tls: writing %s: %w", path, err)
+		return fmt.Errorf("tlsconf: writing %s: %w", path, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("tls: writing %s: %w", path, err)
+		return fmt.Errorf("tlsconf: writing %s: %w", path, err)
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("tls: writing %s: %w", path, err)
+		return fmt.Errorf("tlsconf: writing %s: %w", path, err)
 	}
 	return nil
 }

@@ -81,26 +81,26 @@ func (k *keyPair) get() *tls.Certificate {
 func (k *keyPair) loadLocked() error {
 	cs, err := stamp(k.certPath)
 	if err != nil {
-		return fmt.Errorf("tls: reading certificate %s: %w", k.certPath, err)
+		return fmt.Errorf("tlsconf: reading certificate %s: %w", k.certPath, err)
 	}
 	ks, err := stamp(k.keyPath)
 	if err != nil {
-		return fmt.Errorf("tls: reading key %s: %w", k.keyPath, err)
+		return fmt.Errorf("tlsconf: reading key %s: %w", k.keyPath, err)
 	}
 	if k.cert.Load() != nil && cs == k.certStat && ks == k.keyStat {
 		return nil
 	}
 	certPEM, err := os.ReadFile(k.certPath)
 	if err != nil {
-		return fmt.Errorf("tls: reading certificate %s: %w", k.certPath, err)
+		return fmt.Errorf("tlsconf: reading certificate %s: %w", k.certPath, err)
 	}
 	keyPEM, err := os.ReadFile(k.keyPath)
 	if err != nil {
-		return fmt.Errorf("tls: reading key %s: %w", k.keyPath, err)
+		return fmt.Errorf("tlsconf: reading key %s: %w", k.keyPath, err)
 	}
 	c, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return fmt.Errorf("tls: loading certificate %s with key %s: %w", k.certPath, k.keyPath, err)
+		return fmt.Errorf("tlsconf: loading certificate %s with key %s: %w", k.certPath, k.keyPath, err)
 	}
 	k.cert.Store(&c)
 	k.certStat, k.keyStat = cs, ks

@@ -31,26 +31,26 @@ func (f Files) Check(role string) error {
 	switch role {
 	case "server":
 		if f.CA == "" {
-			errs = append(errs, errors.New("tls: a server needs a CA bundle (CA) to verify client certificates"))
+			errs = append(errs, errors.New("tlsconf: a server needs a CA bundle (CA) to verify client certificates"))
 		}
 		if f.Cert == "" {
-			errs = append(errs, errors.New("tls: a server needs a certificate (Cert)"))
+			errs = append(errs, errors.New("tlsconf: a server needs a certificate (Cert)"))
 		}
 		if f.Key == "" {
-			errs = append(errs, errors.New("tls: a server needs the certificate's private key (Key)"))
+			errs = append(errs, errors.New("tlsconf: a server needs the certificate's private key (Key)"))
 		}
 	case "client":
 		if f.CA == "" {
-			errs = append(errs, errors.New("tls: a client needs a CA bundle (CA) to verify the server"))
+			errs = append(errs, errors.New("tlsconf: a client needs a CA bundle (CA) to verify the server"))
 		}
 		if f.Cert != "" && f.Key == "" {
-			errs = append(errs, errors.New("tls: a client certificate (Cert) needs its private key (Key)"))
+			errs = append(errs, errors.New("tlsconf: a client certificate (Cert) needs its private key (Key)"))
 		}
 		if f.Key != "" && f.Cert == "" {
-			errs = append(errs, errors.New("tls: a client private key (Key) needs its certificate (Cert)"))
+			errs = append(errs, errors.New("tlsconf: a client private key (Key) needs its certificate (Cert)"))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("tls: unknown role %q (want server or client)", role))
+		errs = append(errs, fmt.Errorf("tlsconf: unknown role %q (want server or client)", role))
 	}
 	return errors.Join(errs...)
 }
@@ -113,11 +113,11 @@ func clientConfig(f Files, now func() time.Time) (*tls.Config, error) {
 func loadCA(path string) (*x509.CertPool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("tls: reading CA bundle %s: %w", path, err)
+		return nil, fmt.Errorf("tlsconf: reading CA bundle %s: %w", path, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(b) {
-		return nil, fmt.Errorf("tls: CA bundle %s holds no PEM certificate", path)
+		return nil, fmt.Errorf("tlsconf: CA bundle %s holds no PEM certificate", path)
 	}
 	return pool, nil
 }

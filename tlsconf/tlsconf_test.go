@@ -76,12 +76,12 @@ func TestCheck(t *testing.T) {
 	}{
 		{"server", Files{CA: "ca", Cert: "c", Key: "k"}, nil},
 		{"server", Files{}, []string{"server needs a CA bundle (CA)", "server needs a certificate (Cert)", "server needs the certificate's private key (Key)"}},
-		{"server", Files{CA: "ca", Key: "k"}, []string{"tls: a server needs a certificate (Cert)"}},
+		{"server", Files{CA: "ca", Key: "k"}, []string{"tlsconf: a server needs a certificate (Cert)"}},
 		{"server", Files{CA: "ca", Cert: "c"}, []string{"(Key)"}},
 		{"server", Files{Cert: "c", Key: "k"}, []string{"(CA)"}},
 		{"client", Files{CA: "ca"}, nil},
 		{"client", Files{CA: "ca", Cert: "c", Key: "k"}, nil},
-		{"client", Files{Cert: "c", Key: "k"}, []string{"tls: a client needs a CA bundle (CA)"}},
+		{"client", Files{Cert: "c", Key: "k"}, []string{"tlsconf: a client needs a CA bundle (CA)"}},
 		{"client", Files{CA: "ca", Cert: "c"}, []string{"client certificate (Cert) needs its private key (Key)"}},
 		{"client", Files{CA: "ca", Key: "k"}, []string{"client private key (Key) needs its certificate (Cert)"}},
 		{"peer", Files{CA: "ca", Cert: "c", Key: "k"}, []string{`unknown role "peer"`}},
@@ -129,27 +129,27 @@ func TestLoadErrorsNameThePath(t *testing.T) {
 		{"server cert", func() error {
 			_, err := ServerConfig(Files{CA: p.CA, Cert: missing, Key: p.Master.Key})
 			return err
-		}, "tls: reading certificate " + missing + ": ", true},
+		}, "tlsconf: reading certificate " + missing + ": ", true},
 		{"server key", func() error {
 			_, err := ServerConfig(Files{CA: p.CA, Cert: p.Master.Cert, Key: missing})
 			return err
-		}, "tls: reading key " + missing + ": ", true},
+		}, "tlsconf: reading key " + missing + ": ", true},
 		{"server CA", func() error {
 			_, err := ServerConfig(Files{CA: missing, Cert: p.Master.Cert, Key: p.Master.Key})
 			return err
-		}, "tls: reading CA bundle " + missing + ": ", true},
+		}, "tlsconf: reading CA bundle " + missing + ": ", true},
 		{"client cert", func() error {
 			_, err := ClientConfig(Files{CA: p.CA, Cert: missing, Key: p.Admin.Key})
 			return err
-		}, "tls: reading certificate " + missing + ": ", true},
+		}, "tlsconf: reading certificate " + missing + ": ", true},
 		{"CA that is a key", func() error {
 			_, err := ClientConfig(Files{CA: p.Admin.Key})
 			return err
-		}, "tls: CA bundle " + p.Admin.Key + " holds no PEM certificate", false},
+		}, "tlsconf: CA bundle " + p.Admin.Key + " holds no PEM certificate", false},
 		{"key of another certificate", func() error {
 			_, err := ServerConfig(Files{CA: p.CA, Cert: p.Master.Cert, Key: p.Admin.Key})
 			return err
-		}, "tls: loading certificate " + p.Master.Cert + " with key " + p.Admin.Key, false},
+		}, "tlsconf: loading certificate " + p.Master.Cert + " with key " + p.Admin.Key, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.build()
@@ -166,5 +166,5 @@ func TestLoadErrorsNameThePath(t *testing.T) {
 func ExampleFiles_Check() {
 	f := Files{CA: "ca.pem", Cert: "admin.pem"}
 	fmt.Println(f.Check("client"))
-	// Output: tls: a client certificate (Cert) needs its private key (Key)
+	// Output: tlsconf: a client certificate (Cert) needs its private key (Key)
 }

@@ -46,7 +46,9 @@ type ShortWrite struct {
 	Err error
 }
 
-func (s *ShortWrite) Error() string { return fmt.Sprintf("short write of %d bytes: %v", s.N, s.Err) }
+func (s *ShortWrite) Error() string {
+	return fmt.Sprintf("vfs: short write of %d bytes: %v", s.N, s.Err)
+}
 func (s *ShortWrite) Unwrap() error { return s.Err }
 
 // NoSpace is the error of a full disk (ENOSPC), marked as injected.

@@ -93,7 +93,7 @@ func (l *Late) Release() error {
 	var errs []error
 	for _, c := range held {
 		if err := c.apply(); err != nil {
-			errs = append(errs, fmt.Errorf("late %s of %s: %w", c.op, c.name, err))
+			errs = append(errs, fmt.Errorf("vfs: late %s of %s: %w", c.op, c.name, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -83,7 +83,7 @@ func (e *tabulaEngine) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	if len(cells) == 0 {
-		return nil, fmt.Errorf("tabula: key %x not found", key)
+		return nil, fmt.Errorf("enginebench: key %x not found", key)
 	}
 	return cells[0].Value, nil
 }
@@ -109,7 +109,7 @@ func (e *tabulaEngine) Scan() (int, int64, error) {
 			b += int64(len(c.Value))
 		}
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		it.Close()
 		return n, b, err
 	}

@@ -356,7 +356,7 @@ func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg ag
 			}
 			ok = m.Next()
 		}
-		if err := m.Error(); err != nil {
+		if err := m.Err(); err != nil {
 			return err
 		}
 		assembleFamily(buf.entries, math.MaxUint64, p, agg, mode, emit)
@@ -364,5 +364,5 @@ func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg ag
 			return addErr
 		}
 	}
-	return m.Error()
+	return m.Err()
 }

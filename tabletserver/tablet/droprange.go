@@ -228,7 +228,7 @@ func hasKeysIn(f *tableFile, lo, hi []byte) (bool, error) {
 	}
 	it := f.reader.NewIter(l, u)
 	found := it.First()
-	err := it.Error()
+	err := it.Err()
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
@@ -267,7 +267,7 @@ func copyOutside(ctx context.Context, f *tableFile, lo, hi []byte, add func(k, v
 				return err
 			}
 		}
-		err := it.Error()
+		err := it.Err()
 		if cerr := it.Close(); err == nil {
 			err = cerr
 		}

@@ -49,7 +49,7 @@ func TestInMemoryFamilyStaysCached(t *testing.T) {
 				for it.Next() {
 					n++
 				}
-				if err := it.Error(); err != nil {
+				if err := it.Err(); err != nil {
 					t.Fatalf("scan %s: %v", fam, err)
 				}
 				_ = it.Close()

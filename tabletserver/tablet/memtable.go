@@ -263,7 +263,7 @@ func (it *skipIter) Next() bool {
 func (it *skipIter) Valid() bool   { return it.n != 0 }
 func (it *skipIter) Key() []byte   { return nodeKey(it.nb) }
 func (it *skipIter) Value() []byte { return nodeValue(it.nb) }
-func (it *skipIter) Error() error  { return nil }
+func (it *skipIter) Err() error    { return nil }
 func (it *skipIter) Close() error  { it.n, it.nb = 0, nil; return nil }
 
 // memtable holds a tablet's recent writes: one skiplist per family. The map

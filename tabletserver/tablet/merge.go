@@ -5,14 +5,15 @@ import (
 )
 
 // internalIter is the iterator contract shared by memtable and SSTable
-// iterators (STYLE habit 5).
+// iterators (STYLE habit 5). Its error method is Err, Go's name for it
+// (bufio.Scanner, sql.Rows, the client's RowIterator).
 type internalIter interface {
 	SeekGE(key []byte) bool
 	Next() bool
 	Valid() bool
 	Key() []byte
 	Value() []byte
-	Error() error
+	Err() error
 	Close() error
 }
 
@@ -72,7 +73,7 @@ func (m *mergeIter) SeekGE(k []byte) bool {
 	for i, s := range m.srcs {
 		if s.SeekGE(k) {
 			m.heap = append(m.heap, i)
-		} else if err := s.Error(); err != nil {
+		} else if err := s.Err(); err != nil {
 			m.err = err
 			m.heap = m.heap[:0]
 			return false
@@ -88,7 +89,7 @@ func (m *mergeIter) Valid() bool { return m.err == nil && len(m.heap) > 0 }
 
 func (m *mergeIter) Key() []byte   { return m.srcs[m.heap[0]].Key() }
 func (m *mergeIter) Value() []byte { return m.srcs[m.heap[0]].Value() }
-func (m *mergeIter) Error() error  { return m.err }
+func (m *mergeIter) Err() error    { return m.err }
 
 // advanceTop moves the top source on.
 func (m *mergeIter) advanceTop() bool {
@@ -97,7 +98,7 @@ func (m *mergeIter) advanceTop() bool {
 		m.down(0)
 		return true
 	}
-	if err := s.Error(); err != nil {
+	if err := s.Err(); err != nil {
 		m.err = err
 		return false
 	}
@@ -118,7 +119,7 @@ func (m *mergeIter) Next() bool {
 		if s.Next() {
 			return true
 		}
-		if err := s.Error(); err != nil {
+		if err := s.Err(); err != nil {
 			m.err = err
 			return false
 		}

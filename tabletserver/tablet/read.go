@@ -373,7 +373,7 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 		var rowKey []byte
 		for _, c := range r.cs {
 			if r.reverse {
-				if err := c.rev.Error(); err != nil {
+				if err := c.rev.Err(); err != nil {
 					r.err = err
 					return nil, nil, false
 				}
@@ -382,7 +382,7 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 				}
 				continue
 			}
-			if err := c.it.Error(); err != nil {
+			if err := c.it.Err(); err != nil {
 				r.err = err
 				return nil, nil, false
 			}
@@ -469,7 +469,7 @@ func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) b
 		}
 		it.Next()
 	}
-	if err := it.Error(); err != nil {
+	if err := it.Err(); err != nil {
 		r.err = err
 		return false
 	}
@@ -741,8 +741,8 @@ func (it *RowIterator) Row() []byte { return it.row }
 // (values are not copied out of blocks and memtables): do not modify them.
 func (it *RowIterator) Cells() []cell.Cell { return it.cells }
 
-// Error returns the error that stopped the iteration, if any.
-func (it *RowIterator) Error() error { return it.err }
+// Err returns the error that stopped the iteration, if any.
+func (it *RowIterator) Err() error { return it.err }
 
 // Close releases the iterator's snapshot and returns its error.
 func (it *RowIterator) Close() error {

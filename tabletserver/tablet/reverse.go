@@ -27,7 +27,7 @@ type revIter interface {
 	Key() []byte
 	Value() []byte
 	Next() bool
-	Error() error
+	Err() error
 	Close() error
 }
 
@@ -119,7 +119,7 @@ func (it *skipRevIter) Valid() bool {
 func (it *skipRevIter) Key() []byte   { return it.fwd.Key() }
 func (it *skipRevIter) Value() []byte { return it.fwd.Value() }
 func (it *skipRevIter) Next() bool    { return it.fwd.Next() && it.Valid() }
-func (it *skipRevIter) Error() error  { return it.err }
+func (it *skipRevIter) Err() error    { return it.err }
 func (it *skipRevIter) Close() error  { it.fwd = skipIter{}; it.s = nil; return nil }
 
 // rowEntries presents the current row of a revIter as an internalIter, so
@@ -140,7 +140,7 @@ func (e *rowEntries) Next() bool    { return e.r.Next() }
 func (e *rowEntries) Valid() bool   { return e.r.Valid() }
 func (e *rowEntries) Key() []byte   { return e.r.Key() }
 func (e *rowEntries) Value() []byte { return e.r.Value() }
-func (e *rowEntries) Error() error  { return e.r.Error() }
+func (e *rowEntries) Err() error    { return e.r.Err() }
 func (e *rowEntries) Close() error  { return nil }
 
 // revCursor merges one family's sources by descending row: its current row
@@ -168,7 +168,7 @@ func newRevCursor(srcs []revIter) *revCursor {
 func (c *revCursor) advance(i int) {
 	c.live[i] = c.srcs[i].PrevRow()
 	if !c.live[i] {
-		if err := c.srcs[i].Error(); err != nil && c.err == nil {
+		if err := c.srcs[i].Err(); err != nil && c.err == nil {
 			c.err = err
 		}
 	}
@@ -209,7 +209,7 @@ func (c *revCursor) pass(rp []byte) {
 	}
 }
 
-func (c *revCursor) Error() error { return c.err }
+func (c *revCursor) Err() error { return c.err }
 
 func (c *revCursor) Close() error {
 	err := c.err

@@ -8,6 +8,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,27 +33,27 @@ func IsURL(spec string) bool { return strings.Contains(spec, "://") }
 func Open(ctx context.Context, spec, spoolDir string) (vfs.FS, string, error) {
 	if !IsURL(spec) {
 		if spec == "" {
-			return nil, "", fmt.Errorf("storage: no storage root given")
+			return nil, "", errors.New("backend: no storage root given")
 		}
 		abs, err := filepath.Abs(spec)
 		if err != nil {
-			return nil, "", fmt.Errorf("storage: %w", err)
+			return nil, "", fmt.Errorf("backend: storage root: %w", err)
 		}
 		return vfs.Default, abs, nil
 	}
 	cfg, err := s3fs.ParseURL(spec, os.Getenv)
 	if err != nil {
-		return nil, "", fmt.Errorf("storage: %w", err)
+		return nil, "", err // it names the package and the URL
 	}
 	if spoolDir != "" {
 		if err := os.MkdirAll(spoolDir, 0o755); err != nil {
-			return nil, "", fmt.Errorf("storage: spool folder: %w", err)
+			return nil, "", fmt.Errorf("backend: spool folder: %w", err)
 		}
 	}
 	cfg.Root, cfg.SpoolDir = ObjectRoot, spoolDir
 	f, err := s3fs.Open(ctx, cfg)
 	if err != nil {
-		return nil, "", fmt.Errorf("storage %s: %w", redact(spec), err)
+		return nil, "", fmt.Errorf("backend: storage %s: %w", redact(spec), err)
 	}
 	return f, ObjectRoot, nil
 }

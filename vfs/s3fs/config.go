@@ -49,10 +49,10 @@ type Config struct {
 func ParseURL(raw string, getenv func(string) string) (Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return Config{}, fmt.Errorf("storage URL %q: %v", raw, err)
+		return Config{}, fmt.Errorf("s3fs: storage URL %q: %v", raw, err)
 	}
 	if u.Scheme != "s3" || u.Host == "" {
-		return Config{}, fmt.Errorf("storage URL %q: want s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT", raw)
+		return Config{}, fmt.Errorf("s3fs: storage URL %q: want s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT", raw)
 	}
 	c := Config{Bucket: u.Host, Prefix: strings.Trim(u.Path, "/")}
 	q := u.Query()
@@ -60,7 +60,7 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 		switch k {
 		case "endpoint", "region":
 		default:
-			return Config{}, fmt.Errorf("storage URL %q: unknown parameter %q (known: endpoint, region)", raw, k)
+			return Config{}, fmt.Errorf("s3fs: storage URL %q: unknown parameter %q (known: endpoint, region)", raw, k)
 		}
 	}
 	ep := q.Get("endpoint")
@@ -72,7 +72,7 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 	}
 	e, err := url.Parse(ep)
 	if err != nil || (e.Scheme != "http" && e.Scheme != "https") || e.Host == "" || (e.Path != "" && e.Path != "/") {
-		return Config{}, fmt.Errorf("storage URL %q: endpoint %q must be http://HOST:PORT or https://HOST[:PORT]", raw, ep)
+		return Config{}, fmt.Errorf("s3fs: storage URL %q: endpoint %q must be http://HOST:PORT or https://HOST[:PORT]", raw, ep)
 	}
 	c.Endpoint, c.Secure = e.Host, e.Scheme == "https"
 	c.Region = q.Get("region")
@@ -81,7 +81,7 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 	}
 	c.AccessKey, c.SecretKey, c.SessionToken = getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN")
 	if (c.AccessKey == "") != (c.SecretKey == "") {
-		return Config{}, fmt.Errorf("storage URL %q: set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither", raw)
+		return Config{}, fmt.Errorf("s3fs: storage URL %q: set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither", raw)
 	}
 	c.CredentialsFile, c.Profile = getenv("AWS_SHARED_CREDENTIALS_FILE"), getenv("AWS_PROFILE")
 	c.IAM = IAM{
@@ -92,7 +92,7 @@ func ParseURL(raw string, getenv func(string) string) (Config, error) {
 		ContainerFullURI:     getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI"),
 	}
 	if c.AccessKey == "" && c.CredentialsFile == "" && c.IAM.WebIdentityTokenFile != "" && c.IAM.RoleARN == "" {
-		return Config{}, fmt.Errorf("storage URL %q: AWS_WEB_IDENTITY_TOKEN_FILE needs AWS_ROLE_ARN, the role to assume", raw)
+		return Config{}, fmt.Errorf("s3fs: storage URL %q: AWS_WEB_IDENTITY_TOKEN_FILE needs AWS_ROLE_ARN, the role to assume", raw)
 	}
 	return c, nil
 }
