@@ -5,7 +5,8 @@
 // rebuilds its view from etcd alone.
 //
 // Any number of masters run against one etcd; they elect a leader with
-// go.etcd.io/etcd/client/v3/concurrency. Every master serves the read-only
+// meta.Election (the keys and semantics of etcd's concurrency.Election).
+// Every master serves the read-only
 // calls (ListTables, DescribeTable, LocateTablet, LocateRange, ListTablets,
 // ListServers) straight from etcd; admin writes on a standby fail with
 // UNAVAILABLE "master: not the leader (leader is ADDR)".

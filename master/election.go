@@ -2,11 +2,10 @@ package master
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/client/v3/concurrency"
+	"github.com/tabuladb/tabula/meta"
 )
 
 // campaignLoop campaigns until Close; each won election runs one term.
@@ -31,9 +30,7 @@ func (m *Master) campaignLoop() {
 func (m *Master) campaignOnce() error {
 	// The session outlives m.ctx on purpose: Close must still be able to
 	// revoke its lease so that a standby takes over at once.
-	sess, err := concurrency.NewSession(m.cli,
-		concurrency.WithTTL(int(m.opts.SessionTTL/time.Second)),
-		concurrency.WithContext(context.Background()))
+	sess, err := meta.NewSession(context.Background(), m.cli, int(m.opts.SessionTTL/time.Second))
 	if err != nil {
 		return err
 	}
@@ -61,8 +58,9 @@ func (m *Master) campaignOnce() error {
 		ccancel()
 	}()
 
-	// NewElection appends "/" itself.
-	el := concurrency.NewElection(sess, strings.TrimSuffix(m.layout.ElectionPrefix(), "/"))
+	// The keys are etcd's concurrency.Election's, so masters of older
+	// releases campaign in the same election.
+	el := meta.NewElection(sess, m.layout.ElectionPrefix())
 	if err := el.Campaign(cctx, m.opts.AdvertiseAddr); err != nil {
 		return err
 	}

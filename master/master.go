@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/concurrency"
 	"google.golang.org/grpc"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -30,7 +28,9 @@ type Master struct {
 	layout meta.Layout
 	log    *slog.Logger
 	events *eventlog.Ring // what log kept of this master's events (Events)
-	cli    *clientv3.Client
+	// cli is the etcd client (meta.NewClient), held as a meta.Store: the
+	// election too (meta.Election) needs nothing more of it.
+	cli meta.Store
 	// leases answers TimeToLive: cli (tests wrap it, meta/faultstore).
 	leases meta.Store
 	lis    net.Listener
@@ -68,7 +68,7 @@ type Master struct {
 		leader *leadership
 		// session is the election session of the current campaign, nil
 		// while none could be opened (etcd unreachable).
-		session *concurrency.Session
+		session *meta.Session
 	}
 }
 

@@ -5,7 +5,7 @@
 //
 // Keys live under a per-cluster prefix, "/tabula/<cluster>/" by default:
 //
-//	<prefix>master/election/…         concurrency.Election of the masters
+//	<prefix>master/election/<lease>   the masters' Election (etcd concurrency.Election's keys)
 //	<prefix>servers/<id>              ServerRecord, bound to the server's lease
 //	<prefix>tables/<name>             TableRecord (the schema, protojson)
 //	<prefix>tablets/<table>/<id>      TabletRecord (range, state, owner, epoch)

@@ -4,21 +4,19 @@ import (
 	"context"
 	"errors"
 	"testing"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // splitCase is one parent assigned to s1 and the two children a split of
 // it at "m" would put.
 type splitCase struct {
-	cli         *clientv3.Client
+	cli         Store
 	l           Layout
 	parent      VersionedTablet
 	left, right TabletRecord
 	server      ServerRecord
 }
 
-func newSplitCase(t *testing.T, cli *clientv3.Client, l Layout, id string) splitCase {
+func newSplitCase(t *testing.T, cli Store, l Layout, id string) splitCase {
 	t.Helper()
 	s1 := register(t, cli, l, "s1", "addr1")
 	putTablet(t, cli, l, TabletRecord{Table: "t", ID: id, State: StateAssigned, Server: "s1", Lease: s1.Lease, Epoch: 4})
@@ -53,7 +51,7 @@ func (c splitCase) fence(t *testing.T) Outcome {
 // commit any more either; a fence sent again after its own answer was lost
 // reads the same.
 func TestFenceSplitMakesALateSplitImpossible(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("test")
 
@@ -115,7 +113,7 @@ func TestFenceSplitMakesALateSplitImpossible(t *testing.T) {
 
 // The same for a merge: the fence is guarded by both parents' revisions.
 func TestFenceMergeMakesALateMergeImpossible(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("test")
 	s1 := register(t, cli, l, "s1", "addr1")

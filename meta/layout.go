@@ -39,7 +39,8 @@ func (l Layout) root() string {
 	return l.Prefix
 }
 
-// ElectionPrefix is the prefix of the masters' concurrency.Election.
+// ElectionPrefix is the prefix of the masters' Election (election.go),
+// whose keys are those of etcd's concurrency.Election.
 func (l Layout) ElectionPrefix() string { return l.root() + "master/election/" }
 
 // AuthTokensPrefix is the prefix of the bearer token records (auth

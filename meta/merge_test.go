@@ -7,7 +7,7 @@ import (
 )
 
 func TestCommitMergeIsGuardedByBothParentsAndTheLease(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("test")
 	s1 := register(t, cli, l, "s1", "addr1")

@@ -16,7 +16,7 @@ import (
 // under it, renewed, and gone (key and all) once revoked, after which a
 // renewal says ErrLeaseNotFound.
 func TestServerRegistrationFollowsItsLease(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("")
 	lease, err := GrantLease(ctx, cli, 1500*time.Millisecond)
@@ -58,7 +58,7 @@ func TestServerRegistrationFollowsItsLease(t *testing.T) {
 // ReadAllTablets reads every table's tablets with their ModRevisions and
 // leaves out what is not a tablet record.
 func TestReadAllTabletsSkipsWhatDoesNotDecode(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("")
 	putTablet(t, cli, l, TabletRecord{Table: "a", ID: "1", State: StateUnassigned})
@@ -85,7 +85,7 @@ func TestReadAllTabletsSkipsWhatDoesNotDecode(t *testing.T) {
 // FollowTablets reports puts and deletes of tablet keys from a revision on,
 // in order, and nothing else under the prefix; it ends with ctx.
 func TestFollowTabletsReportsPutsAndDeletes(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := NewLayout("")

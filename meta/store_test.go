@@ -9,7 +9,18 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/meta/memstore"
 )
+
+// newTwin returns the in-memory twin of etcd for one test: the tests of
+// meta's records and transactions do not test etcd itself, and
+// meta/metatest runs the same behaviour on etcd and on the twin.
+func newTwin(t *testing.T) Store {
+	t.Helper()
+	s := memstore.New(memstore.Options{Clock: memstore.NewManualClock()})
+	t.Cleanup(func() { s.Close() })
+	return s
+}
 
 // startEtcd starts an embedded etcd and a client for one test.
 func startEtcd(t *testing.T) *clientv3.Client {
@@ -28,7 +39,7 @@ func startEtcd(t *testing.T) *clientv3.Client {
 	return cli
 }
 
-func putTablet(t *testing.T, cli *clientv3.Client, l Layout, r TabletRecord) {
+func putTablet(t *testing.T, cli Store, l Layout, r TabletRecord) {
 	t.Helper()
 	if _, err := cli.Put(context.Background(), l.TabletKey(r.Table, r.ID), EncodeTablet(r)); err != nil {
 		t.Fatal(err)
@@ -36,7 +47,7 @@ func putTablet(t *testing.T, cli *clientv3.Client, l Layout, r TabletRecord) {
 }
 
 func TestAssignAndCommitSplitAreGuarded(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("test")
 	putTablet(t, cli, l, TabletRecord{Table: "t", ID: "z9", Start: []byte("m"), State: StateUnassigned})
@@ -97,7 +108,7 @@ func TestAssignAndCommitSplitAreGuarded(t *testing.T) {
 }
 
 // register puts servers/<id> under a new lease, as a tablet server does.
-func register(t *testing.T, cli *clientv3.Client, l Layout, id, addr string) ServerRecord {
+func register(t *testing.T, cli Store, l Layout, id, addr string) ServerRecord {
 	t.Helper()
 	g, err := cli.Grant(context.Background(), 60)
 	if err != nil {
@@ -113,7 +124,7 @@ func register(t *testing.T, cli *clientv3.Client, l Layout, id, addr string) Ser
 // A view of a server taken before it registered again must not assign it
 // a tablet (or let it commit a split) under the lease it no longer holds.
 func TestAssignAndSplitRequireTheServersCurrentLease(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("test")
 	putTablet(t, cli, l, TabletRecord{Table: "t", ID: "p", State: StateUnassigned})
@@ -145,7 +156,7 @@ func TestAssignAndSplitRequireTheServersCurrentLease(t *testing.T) {
 }
 
 func TestGetServersAndTable(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("")
 	if _, err := cli.Put(ctx, l.ServerKey("s1"), EncodeServer(ServerRecord{ID: "s1", Address: "a:1"})); err != nil {

@@ -19,7 +19,7 @@ func leader(t *testing.T, s Store, key string) Guard {
 }
 
 func TestTableTransactionsAreGuardedByTheTermAndTheRevision(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("test")
 	term := leader(t, cli, l.ElectionPrefix()+"m1")
@@ -109,7 +109,7 @@ func TestTableTransactionsAreGuardedByTheTermAndTheRevision(t *testing.T) {
 }
 
 func TestReadClusterSkipsWhatDoesNotDecode(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("test")
 	register(t, cli, l, "s1", "addr1")
@@ -147,7 +147,7 @@ func TestReadClusterSkipsWhatDoesNotDecode(t *testing.T) {
 }
 
 func TestTableMapReadsInPagesAndWatchesTypedChanges(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := NewLayout("test")

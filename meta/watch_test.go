@@ -27,7 +27,7 @@ func signalled(t *testing.T, ch <-chan struct{}, write func()) {
 }
 
 func TestWatchSignalsChangesAndClosesWithItsContext(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := NewLayout("test")

@@ -9,6 +9,8 @@
 //     the RPC definitions in api/: it knows nothing of the network or of
 //     the coordination store;
 //   - the client imports neither the master nor the tablet server;
+//   - no package imports etcd's in-memory twin (meta/memstore) or its
+//     conformance suite (meta/metatest): they serve tests only;
 //   - only meta (and the embedded etcd's bootstrap, internal/embedetcd)
 //     imports etcd's client, its concurrency package or its mvccpb key
 //     values: everyone else reaches etcd through meta's typed records and

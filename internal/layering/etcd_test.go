@@ -30,12 +30,7 @@ var etcdAllowed = []string{module + "/meta", module + "/internal/embedetcd"}
 // etcdPending are files still being moved onto meta, named by their path
 // in the module. Each must still import etcd's client (the test fails
 // when one no longer needs its exception, so it is removed).
-var etcdPending = map[string]string{
-	// being moved by branch meta-twin (meta.Election replaces
-	// concurrency; master.go keeps the client and session it needs).
-	"master/election.go": "meta-twin",
-	"master/master.go":   "meta-twin",
-}
+var etcdPending = map[string]string{}
 
 // listedPkg is the part of go list's JSON that the etcd rule reads.
 type listedPkg struct {

@@ -4,35 +4,29 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
-	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/meta/memstore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func startEtcd(t *testing.T) *clientv3.Client {
+// newTwin returns the in-memory twin of etcd: these tests are of the
+// faults, not of etcd (meta/metatest holds the twin to etcd), and the
+// master's and tablet servers' tests wrap real etcd.
+func newTwin(t *testing.T) *memstore.Store {
 	t.Helper()
-	srv, err := embedetcd.Start(context.Background(), embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	s := memstore.New(memstore.Options{Clock: memstore.NewManualClock()})
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // A held-back transaction answers a timeout at once and applies only when
 // released, under the guards it was built with.
 func TestLateCommitAnswersATimeoutAndLandsWhenReleased(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	fs := New(cli)
 	ctx := context.Background()
 	guarded := func(ctx context.Context, value string) (*clientv3.TxnResponse, error) {
@@ -87,7 +81,7 @@ func TestLateCommitAnswersATimeoutAndLandsWhenReleased(t *testing.T) {
 // AnswerTTL rule stands for a lease with under a second left (etcd
 // truncates to whole seconds) only while the lease exists.
 func TestTimeToLiveAnswersAsEtcdRoundsIt(t *testing.T) {
-	cli := startEtcd(t)
+	cli := newTwin(t)
 	fs := New(cli)
 	ctx := context.Background()
 	g, err := cli.Grant(ctx, 30)
