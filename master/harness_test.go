@@ -21,18 +21,38 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/internal/embedetcd"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/meta/memstore"
 )
 
-// cluster is one test's etcd plus the masters and fake tablet servers
-// started on it; everything is closed by t.Cleanup.
+// cluster is one test's coordination store plus the masters and fake
+// tablet servers started on it; everything is closed by t.Cleanup. The
+// store is the in-memory twin of etcd (meta/memstore) unless the test
+// tests etcd itself (newEtcdCluster).
 type cluster struct {
-	t         *testing.T
+	t *testing.T
+	// endpoints are embedded etcd's (newEtcdCluster); nil on the twin.
 	endpoints []string
-	cli       *clientv3.Client
-	layout    meta.Layout
+	// cli is the store the test reads and writes: the twin, or a client
+	// of embedded etcd.
+	cli    meta.Store
+	layout meta.Layout
 }
 
+// newCluster is a cluster on one in-memory twin of etcd, on real time:
+// the master's session and the fake servers' leases are kept alive by
+// clientv3's own keepalive loop, as on etcd. Tests end a server's lease
+// by revoking it (fakeServer.die), never by waiting for it to expire.
 func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	twin := memstore.New(memstore.Options{})
+	t.Cleanup(func() { twin.Close() })
+	return &cluster{t: t, cli: twin, layout: meta.NewLayout("test")}
+}
+
+// newEtcdCluster is a cluster on embedded etcd, for the tests of what
+// only a real etcd does: a master cut off from it (TestReadiness) and the
+// costs measured against it (TestMeasureBalancerCost).
+func newEtcdCluster(t *testing.T) *cluster {
 	t.Helper()
 	srv, err := embedetcd.Start(context.Background(), embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
 	if err != nil {
@@ -46,6 +66,9 @@ func newCluster(t *testing.T) *cluster {
 	t.Cleanup(func() { cli.Close() })
 	return &cluster{t: t, endpoints: srv.Endpoints(), cli: cli, layout: meta.NewLayout("test")}
 }
+
+// onEtcd reports whether the cluster runs on embedded etcd.
+func (c *cluster) onEtcd() bool { return c.endpoints != nil }
 
 func testLogger(t *testing.T) *slog.Logger {
 	if testing.Verbose() {
@@ -61,7 +84,11 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 // startMaster starts a master with a short session TTL.
 func (c *cluster) startMaster(opts Options) *Master {
 	c.t.Helper()
-	opts.Etcd = c.endpoints
+	if c.onEtcd() {
+		opts.Etcd = c.endpoints
+	} else {
+		opts.Store = c.cli // closed by newCluster's cleanup, after the master's
+	}
 	opts.Cluster = "test"
 	if opts.SessionTTL == 0 {
 		opts.SessionTTL = time.Second
@@ -146,9 +173,10 @@ type fakeServer struct {
 	id, addr string
 	c        *cluster
 	srv      *grpc.Server
-	cli      *clientv3.Client
-	lease    clientv3.LeaseID
-	stopKA   context.CancelFunc
+	// cli is the cluster's twin, or on etcd a client of the fake's own.
+	cli    meta.Store
+	lease  clientv3.LeaseID
+	stopKA context.CancelFunc
 
 	// mu protects the fields below.
 	mu        sync.Mutex
@@ -209,11 +237,15 @@ func (c *cluster) startServerTTL(id string, ttl int64) *fakeServer {
 		f.srv.Serve(lis)
 	}()
 	c.t.Cleanup(func() { f.srv.Stop(); <-served })
-	f.cli, err = clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		c.t.Fatal(err)
+	f.cli = c.cli
+	if c.onEtcd() {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: 5 * time.Second})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.t.Cleanup(func() { cli.Close() })
+		f.cli = cli
 	}
-	c.t.Cleanup(func() { f.cli.Close() })
 	ctx := context.Background()
 	lr, err := f.cli.Grant(ctx, ttl)
 	if err != nil {

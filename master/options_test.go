@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/tabuladb/tabula/meta/memstore"
 )
 
@@ -29,5 +31,23 @@ func TestStartNeedsEtcdOrAStoreButNotBoth(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "master: ") {
 			t.Errorf("%s: Start = %v, want a master: error containing %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// A store handed in is the caller's: the master's Close ends what the
+// master held on it (its election key) and leaves the store open.
+func TestCloseLeavesAGivenStoreOpen(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{})
+	c.waitLeader(m)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.cli.Get(context.Background(), c.layout.ElectionPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		t.Fatalf("the store after the master's Close: %v, want it open", err)
+	}
+	if len(resp.Kvs) != 0 {
+		t.Fatalf("election keys after Close: %d, want none (the master resigned)", len(resp.Kvs))
 	}
 }
