@@ -141,6 +141,21 @@ func (c *cluster) waitLeader(ms ...*Master) *Master {
 	return leader
 }
 
+// waitCandidates waits until n masters campaign: n keys under the
+// election prefix. A master's first campaign runs in the background after
+// Start, so a test that takes the leader's lease away must first wait
+// for the standby's key, or the old leader may campaign again first.
+func (c *cluster) waitCandidates(n int) {
+	c.t.Helper()
+	waitFor(c.t, 10*time.Second, func() (bool, string) {
+		resp, err := c.cli.Get(context.Background(), c.layout.ElectionPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.Count == int64(n), fmt.Sprintf("%d candidates, want %d", resp.Count, n)
+	})
+}
+
 // tablets reads a table's tablets from etcd.
 func (c *cluster) tablets(table string) []meta.VersionedTablet {
 	c.t.Helper()
