@@ -1,4 +1,4 @@
-// Package faultstore wraps a meta.Store (etcd) to inject the faults a
+// Package faultstore wraps a meta.Store (etcd, or its in-memory twin meta/memstore) to inject the faults a
 // coordination store can have, deterministically, for tests: a
 // transaction that fails before it applies, one that applies and still
 // answers an error (the outcome a client cannot know), one that answers a
