@@ -11,7 +11,7 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/sharedlog"
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -38,7 +38,7 @@ func TestFailedCommitLogTakesItsTabletsOutOfService(t *testing.T) {
 	}
 
 	// The disk fails the log's next write (and fsync).
-	logs := filepath.Join(e.root, sharedlog.Folder) + string(filepath.Separator)
+	logs := storepath.Logs(e.root) + string(filepath.Separator)
 	disk.Set(func(op vfs.Op, name string) error {
 		if (op == vfs.OpWrite || op == vfs.OpSync) && strings.HasPrefix(name, logs) {
 			return vfs.Failf("fsync of %s", name)

@@ -3,7 +3,7 @@
 // real dependencies as `go list -deps -json` reports them:
 //
 //   - the master never imports the tablet server or its engine (anything
-//     under tabletserver/): it reads the durable formats (wal, sharedlog,
+//     under tabletserver/): it may read the durable formats (wal, sharedlog,
 //     manifest) directly;
 //   - the engine (tabletserver/tablet) imports neither gRPC, nor etcd, nor
 //     the RPC definitions in api/: it knows nothing of the network or of
