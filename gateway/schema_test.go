@@ -14,6 +14,7 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 // tabulaClient is Tabula's own client on the test cluster, for what the
@@ -134,11 +135,11 @@ func TestAggregateFamilies(t *testing.T) {
 	bad := bigtable.NewMutation()
 	bad.Set("sum", "n", 1000, []byte("x"))
 	err = tbl.Apply(ctx, "row", bad)
-	wantCode(t, "SetCell into a sum family", err, 3 /* InvalidArgument */, "aggregate")
+	testkit.WantCode(t, "SetCell into a sum family", err, 3 /* InvalidArgument */, "aggregate")
 	bad = bigtable.NewMutation()
 	bad.AddIntToCell("raw", "n", 1000, 1)
 	err = tbl.Apply(ctx, "row", bad)
-	wantCode(t, "AddToCell into a bytes family", err, 3, "raw")
+	testkit.WantCode(t, "AddToCell into a bytes family", err, 3, "raw")
 }
 
 // TestDropRowRangeWhileWritersRun: rows of a prefix acknowledged before the
@@ -246,5 +247,5 @@ func TestDropRowRangeWhileWritersRun(t *testing.T) {
 		t.Errorf("DropAllRows changed the schema: %v", got)
 	}
 	apply(t, tbl, "after", set("cf", "q", 1000, "a"))
-	wantCode(t, "an empty prefix", a.DropRowRange(ctx, "drops", ""), codes.InvalidArgument, "row_key_prefix")
+	testkit.WantCode(t, "an empty prefix", a.DropRowRange(ctx, "drops", ""), codes.InvalidArgument, "row_key_prefix")
 }

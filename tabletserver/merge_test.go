@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -162,7 +163,7 @@ func TestMergeRefusesTabletsThatAreNotAdjacentOrNotHeld(t *testing.T) {
 	c := e.dial(srv)
 	lref, rref, _ := twoTablets(e, c, srv)
 	_, err := c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: rref, Right: lref})
-	wantCode(t, "merge right before left", err, codes.InvalidArgument)
+	testkit.WantCode(t, "merge right before left", err, codes.InvalidArgument, "")
 	stale := &tabulapb.TabletRef{Table: "users", TabletId: "right", Epoch: 4}
 	_, err = c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: lref, Right: stale})
 	wantNotServing(t, "merge at a stale epoch", err, "users", "right")

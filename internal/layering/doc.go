@@ -15,7 +15,9 @@
 //     imports etcd's client, its concurrency package or its mvccpb key
 //     values: everyone else reaches etcd through meta's typed records and
 //     named transactions. This rule is checked file by file (etcd_test.go),
-//     so the files still being moved onto meta are named one by one.
+//     so the files still being moved onto meta are named one by one;
+//   - no package but a test imports internal/testkit (the helpers tests
+//     share) or its sub-packages.
 //
 // Only what the packages build with counts, not their tests: a master test
 // may still open a tablet to make files for its GC.

@@ -1,0 +1,25 @@
+// Package testkit holds the helpers that tests of two or more packages
+// share, so that each package's tests keep only their own scaffolding:
+//
+//   - WantCode, here: the assertion that an error is a gRPC status with a
+//     given code and message;
+//   - fakemaster: an in-memory master serving tablet lookups over gRPC,
+//     with counters and scripted answers, for the client, the locator and
+//     whoever else routes by the master;
+//   - healthprobe: a client of the standard gRPC health service and one
+//     check of it;
+//   - writers: goroutines that write until told to stop and keep what was
+//     acknowledged;
+//   - etcdtest: an embedded etcd and a client for one test.
+//
+// What belongs here: a helper used by the tests of at least two packages.
+// A helper only one package's tests use stays in that package's _test.go
+// files. Nothing but tests imports testkit or its sub-packages (the
+// layering test in internal/layering holds production code to that), and
+// each sub-package keeps its imports small, so that a package's tests pull
+// in only the helpers they use: this package imports only gRPC's status
+// codes.
+//
+//	_, err := admin.CreateTable(ctx, req)
+//	testkit.WantCode(t, "creating it again", err, codes.AlreadyExists, "users")
+package testkit
