@@ -2,15 +2,7 @@
 // share, so that each package's tests keep only their own scaffolding:
 //
 //   - WantCode, here: the assertion that an error is a gRPC status with a
-//     given code and message;
-//   - fakemaster: an in-memory master serving tablet lookups over gRPC,
-//     with counters and scripted answers, for the client, the locator and
-//     whoever else routes by the master;
-//   - healthprobe: a client of the standard gRPC health service and one
-//     check of it;
-//   - writers: goroutines that write until told to stop and keep what was
-//     acknowledged;
-//   - etcdtest: an embedded etcd and a client for one test.
+//     given code and message.
 //
 // What belongs here: a helper used by the tests of at least two packages.
 // A helper only one package's tests use stays in that package's _test.go
