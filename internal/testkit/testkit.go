@@ -2,7 +2,9 @@
 // share, so that each package's tests keep only their own scaffolding:
 //
 //   - WantCode, here: the assertion that an error is a gRPC status with a
-//     given code and message.
+//     given code and message;
+//   - rpctest: a gRPC server on a loopback port for one test, and probes
+//     of the standard gRPC health service.
 //
 // What belongs here: a helper used by the tests of at least two packages.
 // A helper only one package's tests use stays in that package's _test.go
