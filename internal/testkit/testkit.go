@@ -4,7 +4,10 @@
 //   - WantCode, here: the assertion that an error is a gRPC status with a
 //     given code and message;
 //   - rpctest: a gRPC server on a loopback port for one test, and probes
-//     of the standard gRPC health service.
+//     of the standard gRPC health service;
+//   - fakemaster: an in-memory master serving tablet lookups over gRPC,
+//     with a lookup counter, a gate, a standby mode and scripted answers,
+//     for the tests of the locator and of the client.
 //
 // What belongs here: a helper used by the tests of at least two packages.
 // A helper only one package's tests use stays in that package's _test.go
