@@ -7,7 +7,9 @@
 //     of the standard gRPC health service;
 //   - fakemaster: an in-memory master serving tablet lookups over gRPC,
 //     with a lookup counter, a gate, a standby mode and scripted answers,
-//     for the tests of the locator and of the client.
+//     for the tests of the locator and of the client;
+//   - etcdtest: an embedded etcd (and a client of it) for one test, for
+//     the tests of meta, the master and auth.
 //
 // What belongs here: a helper used by the tests of at least two packages.
 // A helper only one package's tests use stays in that package's _test.go
