@@ -15,6 +15,7 @@ import (
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/internal/testkit"
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 )
 
 // tabulaClient is Tabula's own client on the test cluster, for what the
@@ -165,30 +166,18 @@ func TestDropRowRangeWhileWritersRun(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var writes []write
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				row := fmt.Sprintf("doom/%d/%04d", w, i)
-				start := phase.Load()
-				if err := tbl.Apply(ctx, row, set("cf", "q", 1000, "d")); err != nil {
-					t.Errorf("writing %s: %v", row, err)
-					return
-				}
-				mu.Lock()
-				writes = append(writes, write{row, start, phase.Load()})
-				mu.Unlock()
-			}
-		}()
-	}
+	ws := writers.Start(t, 4, func(w *writers.Writer, i int) bool {
+		row := fmt.Sprintf("doom/%d/%04d", w.N, i)
+		start := phase.Load()
+		if err := tbl.Apply(ctx, row, set("cf", "q", 1000, "d")); err != nil {
+			t.Errorf("writing %s: %v", row, err)
+			return false
+		}
+		mu.Lock()
+		writes = append(writes, write{row, start, phase.Load()})
+		mu.Unlock()
+		return true
+	})
 	waitWrites := func(n int) {
 		for {
 			mu.Lock()
@@ -210,8 +199,7 @@ func TestDropRowRangeWhileWritersRun(t *testing.T) {
 	before := len(writes)
 	mu.Unlock()
 	waitWrites(before + 100)
-	close(stop)
-	wg.Wait()
+	ws.Stop()
 
 	present := map[string]bool{}
 	for _, r := range readAll(t, tbl, bigtable.InfiniteRange("")) {

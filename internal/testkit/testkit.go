@@ -9,7 +9,11 @@
 //     with a lookup counter, a gate, a standby mode and scripted answers,
 //     for the tests of the locator and of the client;
 //   - etcdtest: an embedded etcd (and a client of it) for one test, for
-//     the tests of meta, the master and auth.
+//     the tests of meta, the master and auth;
+//   - writers: a test's background load, n goroutines that write until
+//     told to stop and keep what each had acknowledged, for the gateway's,
+//     the tablet server's and e2e's tests of writes under splits, merges,
+//     drops and kills.
 //
 // What belongs here: a helper used by the tests of at least two packages.
 // A helper only one package's tests use stays in that package's _test.go
