@@ -1,14 +1,13 @@
 package auth
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
-	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/internal/testkit/etcdtest"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -18,13 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // t.Cleanup.
 func startEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := etcdtest.Start(t)
 	cli, err := meta.NewClient(nil, srv.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/vfs"
@@ -45,8 +46,8 @@ func TestFailedCommitLogTakesItsTabletsOutOfService(t *testing.T) {
 		}
 		return nil
 	})
-	wantCode(t, "a write whose log write failed", put(e.ctx, c, ref1, "lost", set("cf", "q", 1, "v")), codes.Unavailable)
-	wantCode(t, "a write to the failed log", put(e.ctx, c, ref2, "refused", set("cf", "q", 1, "v")), codes.Unavailable)
+	testkit.WantCode(t, "a write whose log write failed", put(e.ctx, c, ref1, "lost", set("cf", "q", 1, "v")), codes.Unavailable, "")
+	testkit.WantCode(t, "a write to the failed log", put(e.ctx, c, ref2, "refused", set("cf", "q", 1, "v")), codes.Unavailable, "")
 	disk.Set(nil)
 
 	eventually(t, 10*time.Second, "the failed tablets to be released", func() bool {

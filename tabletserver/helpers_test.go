@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -166,19 +167,11 @@ func rowKeys(rows []*tabulapb.Row) []string {
 	return out
 }
 
-// wantCode fails unless err is a status with code.
-func wantCode(t *testing.T, what string, err error, code codes.Code) {
-	t.Helper()
-	if got := status.Code(err); got != code {
-		t.Fatalf("%s: got %v (%v), want %v", what, got, err, code)
-	}
-}
-
 // wantNotServing fails unless err is FAILED_PRECONDITION with a NotServing
 // detail naming the tablet.
 func wantNotServing(t *testing.T, what string, err error, table, id string) {
 	t.Helper()
-	wantCode(t, what, err, codes.FailedPrecondition)
+	testkit.WantCode(t, what, err, codes.FailedPrecondition, "")
 	for _, d := range status.Convert(err).Details() {
 		if ns, ok := d.(*tabulapb.NotServing); ok {
 			if ns.Table != table || ns.TabletId != id {
