@@ -38,9 +38,9 @@ type env struct {
 }
 
 // newEnv returns an env on a twin of its own, on real time: the server
-// code under test reaches etcd only through meta.Store, and the tests that
-// use newEnv test the server, not etcd (docs/OWNERSHIP.md). The twin is
-// closed after every server the test started (cleanups run last first).
+// reaches etcd only through meta.Store, and the tests that use newEnv
+// test the server, not etcd. The twin is closed after every server the
+// test started (cleanups run last first).
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	twin := memstore.New(memstore.Options{})

@@ -48,9 +48,9 @@ type Options struct {
 	// Store, when set, is the coordination store the server uses instead
 	// of dialing Etcd: tests hand it etcd's in-memory twin
 	// (meta/memstore). The server does not close it; whoever made it
-	// closes it after the server's Close returned. WrapStore, if set,
-	// wraps it as it wraps a dialed client. The default is nil: dial
-	// Etcd.
+	// closes it after the server's Close returned. Etcd and EtcdTLS are
+	// not used then. WrapStore, if set, wraps it as it wraps a dialed
+	// client. The default is nil: dial Etcd.
 	Store meta.Store
 	// Cluster names the cluster; keys live under /tabula/<cluster>/. The
 	// default is "default".
