@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -41,3 +43,17 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func withPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
+
+// startCache runs a cache of l's records in s until ctx ends; the test's
+// cleanup waits for it to stop (so cancel ctx before the test returns).
+func startCache(t *testing.T, ctx context.Context, s meta.Store, l meta.Layout) *Cache {
+	t.Helper()
+	c := NewCache(s, l, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	t.Cleanup(func() { <-done })
+	return c
+}
