@@ -28,12 +28,11 @@ type Cache struct {
 // errNotLoaded is returned while the first read of etcd has not finished.
 var errNotLoaded = errors.New("auth: the credentials are not loaded from etcd yet; retry")
 
-// NewCache starts loading and watching the records under l's auth prefix
-// in s; it stops when ctx ends.
-func NewCache(ctx context.Context, s meta.Store, l meta.Layout, log *slog.Logger) *Cache {
-	c := &Cache{store: s, layout: l, log: log, loaded: make(chan struct{})}
-	go c.run(ctx)
-	return c
+// NewCache returns a cache of the records under l's auth prefix in s. It
+// answers "not loaded yet" until Run has read them; its owner runs Run in
+// a goroutine it waits for before closing s.
+func NewCache(s meta.Store, l meta.Layout, log *slog.Logger) *Cache {
+	return &Cache{store: s, layout: l, log: log, loaded: make(chan struct{})}
 }
 
 // Wait blocks until the first load finished or ctx ends.
@@ -46,9 +45,10 @@ func (c *Cache) Wait(ctx context.Context) error {
 	}
 }
 
-// run loads everything, then applies watch events; when the watch breaks
-// (etcd compacted past it, lost its leader, restarted) it loads again.
-func (c *Cache) run(ctx context.Context) {
+// Run loads everything, then applies watch events until ctx ends; when the
+// watch breaks (etcd compacted past it, lost its leader, restarted) it
+// loads again.
+func (c *Cache) Run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		rev, err := c.load(ctx)

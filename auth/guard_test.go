@@ -43,7 +43,7 @@ func TestGuardDecisions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := meta.NewLayout("")
-	cache := NewCache(ctx, cli, l, slog.New(slog.DiscardHandler))
+	cache := startCache(t, ctx, cli, l)
 	if err := cache.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -2,13 +2,14 @@ package auth
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 
-	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/internal/testkit/etcdtest"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -18,13 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // t.Cleanup.
 func startEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
+	srv := etcdtest.Start(t)
 	cli, err := meta.NewClient(nil, srv.Endpoints(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -48,3 +43,17 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 func withPrefix() clientv3.OpOption { return clientv3.WithPrefix() }
+
+// startCache runs a cache of l's records in s until ctx ends; the test's
+// cleanup waits for it to stop (so cancel ctx before the test returns).
+func startCache(t *testing.T, ctx context.Context, s meta.Store, l meta.Layout) *Cache {
+	t.Helper()
+	c := NewCache(s, l, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Run(ctx)
+	}()
+	t.Cleanup(func() { <-done })
+	return c
+}

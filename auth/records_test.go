@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +51,7 @@ func TestRecordsAndCache(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := meta.NewLayout("c1")
-	c := NewCache(ctx, cli, l, slog.New(slog.DiscardHandler))
+	c := startCache(t, ctx, cli, l)
 	if err := c.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +112,7 @@ func TestRecordsAndCache(t *testing.T) {
 	}
 
 	// A cache started later loads what is there.
-	c2 := NewCache(ctx, cli, l, slog.New(slog.DiscardHandler))
+	c2 := startCache(t, ctx, cli, l)
 	if err := c2.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}

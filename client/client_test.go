@@ -439,9 +439,7 @@ func TestAdminCreateTableSendsSchema(t *testing.T) {
 	if err := adm.CreateTable(context.Background(), "users", fams, [][]byte{[]byte("m")}); err != nil {
 		t.Fatal(err)
 	}
-	c.master.mu.Lock()
-	req := c.master.created[0]
-	c.master.mu.Unlock()
+	req := c.master.Created()[0]
 	if req.GetSchema().GetName() != "users" || len(req.GetSchema().GetFamilies()) != 2 ||
 		req.GetSchema().GetFamilies()[1].GetTtlMicros() != 3600e6 || string(req.GetSplitKeys()[0]) != "m" {
 		t.Errorf("CreateTable sent %v", req)
@@ -520,7 +518,7 @@ func TestScanFollowsSplitsThroughStaleCache(t *testing.T) {
 
 func TestRetryTimeoutBoundsRetriesWithoutDeadline(t *testing.T) {
 	c := newCluster(t, 1)
-	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.addr},
+	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.Addr()},
 		RetryTimeout: 150 * time.Millisecond, Backoff: locatorBackoff(10 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)

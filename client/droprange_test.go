@@ -15,9 +15,7 @@ func TestAdminDropRowRange(t *testing.T) {
 	c := newCluster(t, 1)
 	adm := c.client(t).Admin()
 	ctx := context.Background()
-	c.master.mu.Lock()
-	c.master.dropFaults = []error{status.Error(codes.Unavailable, "a tablet is moving")}
-	c.master.mu.Unlock()
+	c.master.Fail("DropRowRange", status.Error(codes.Unavailable, "a tablet is moving"))
 	if err := adm.DropRowRange(ctx, "users", []byte("user#17")); err != nil {
 		t.Fatal(err)
 	}
@@ -30,18 +28,15 @@ func TestAdminDropRowRange(t *testing.T) {
 	if err := adm.DropAllRows(ctx, "bad name"); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("bad table name: %v, want InvalidArgument", err)
 	}
-	c.master.mu.Lock()
-	c.master.dropFaults = []error{status.Error(codes.PermissionDenied, "not an admin")}
-	c.master.mu.Unlock()
+	c.master.Fail("DropRowRange", status.Error(codes.PermissionDenied, "not an admin"))
 	if err := adm.DropAllRows(ctx, "users"); status.Code(err) != codes.PermissionDenied {
 		t.Errorf("refused by the master: %v, want PermissionDenied", err)
 	}
-	c.master.mu.Lock()
-	defer c.master.mu.Unlock()
-	if len(c.master.dropped) != 2 {
-		t.Fatalf("master got %d drops, want 2: %v", len(c.master.dropped), c.master.dropped)
+	dropped := c.master.Dropped()
+	if len(dropped) != 2 {
+		t.Fatalf("master got %d drops, want 2: %v", len(dropped), dropped)
 	}
-	p, all := c.master.dropped[0], c.master.dropped[1]
+	p, all := dropped[0], dropped[1]
 	if p.GetTable() != "users" || string(p.GetRowKeyPrefix()) != "user#17" {
 		t.Errorf("prefix drop sent %v", p)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"net"
 	"slices"
 	"sort"
 	"sync"
@@ -14,45 +13,23 @@ import (
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/internal/testkit/fakemaster"
+	"github.com/tabuladb/tabula/internal/testkit/rpctest"
 	"github.com/tabuladb/tabula/locator"
 	"github.com/tabuladb/tabula/rowfilter"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 )
 
-// This file holds in-memory twins of the master and the tablet server:
-// just enough of each to exercise the client's routing and retries.
+// This file holds an in-memory twin of the tablet server, beside the
+// fake master of internal/testkit/fakemaster: just enough of each to
+// exercise the client's routing and retries.
 
 // cluster is a fake master plus fake tablet servers sharing one store.
 type cluster struct {
-	master  *fakeMaster
+	master  *fakemaster.Master
 	servers map[string]*fakeServer // by address
-}
-
-type fakeMaster struct {
-	tabulapb.UnimplementedMasterServer
-	addr string
-	// mu protects tablets and created.
-	mu      sync.Mutex
-	tablets []*tabulapb.TabletInfo // of table "t", sorted
-	created []*tabulapb.CreateTableRequest
-	dropped []*tabulapb.DropRowRangeRequest
-	// dropFaults are answered (and consumed) before DropRowRange records.
-	dropFaults []error
-}
-
-func (m *fakeMaster) DropRowRange(_ context.Context, req *tabulapb.DropRowRangeRequest) (*tabulapb.DropRowRangeResponse, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if len(m.dropFaults) > 0 {
-		err := m.dropFaults[0]
-		m.dropFaults = m.dropFaults[1:]
-		return nil, err
-	}
-	m.dropped = append(m.dropped, proto.Clone(req).(*tabulapb.DropRowRangeRequest))
-	return &tabulapb.DropRowRangeResponse{}, nil
 }
 
 // fakeServer serves the tablets the test gives it, from a store of rows
@@ -118,21 +95,6 @@ type store struct {
 	families map[string]bool
 }
 
-func serve(t *testing.T, register func(*grpc.Server)) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	register(s)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.Serve(lis) }()
-	t.Cleanup(func() { s.Stop(); wg.Wait() })
-	return lis.Addr().String()
-}
-
 // newCluster starts a master and n servers; table "t" has one tablet per
 // split range, assigned round-robin.
 func newCluster(t *testing.T, n int, splits ...string) *cluster {
@@ -143,13 +105,12 @@ func newCluster(t *testing.T, n int, splits ...string) *cluster {
 	for i := 0; i < n; i++ {
 		s := &fakeServer{store: st, held: map[string]int64{}, calls: map[string]int{}, faults: map[string][]error{},
 			hungCalls: make(chan struct{}, 100)}
-		s.addr = serve(t, func(g *grpc.Server) { tabulapb.RegisterTabletServerServer(g, s) })
+		s.addr = rpctest.Serve(t, func(g *grpc.Server) { tabulapb.RegisterTabletServerServer(g, s) })
 		c.servers[s.addr] = s
 		addrs = append(addrs, s.addr)
 	}
-	m := &fakeMaster{}
-	m.addr = serve(t, func(g *grpc.Server) { tabulapb.RegisterMasterServer(g, m) })
-	c.master = m
+	c.master = fakemaster.Start(t)
+	var tablets []*tabulapb.TabletInfo
 	bounds := append([]string{""}, splits...)
 	for i, start := range bounds {
 		end := ""
@@ -158,39 +119,40 @@ func newCluster(t *testing.T, n int, splits ...string) *cluster {
 		}
 		addr := addrs[i%n]
 		id := "tab" + start
-		m.tablets = append(m.tablets, &tabulapb.TabletInfo{Table: "t", TabletId: id, StartKey: []byte(start),
+		tablets = append(tablets, &tabulapb.TabletInfo{Table: "t", TabletId: id, StartKey: []byte(start),
 			EndKey: []byte(end), ServerId: addr, ServerAddress: addr, Epoch: 1, State: "assigned"})
 		c.servers[addr].held[id] = 1
 	}
+	c.master.SetTablets("t", tablets...)
 	return c
 }
 
 // move reassigns the tablet holding row to the server at addr with a new
 // epoch, as the master would.
 func (c *cluster) move(row, addr string) {
-	m := c.master
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, tab := range m.tablets {
-		if contains(tab, []byte(row)) {
-			old := c.servers[tab.ServerAddress]
-			old.mu.Lock()
-			delete(old.held, tab.TabletId)
-			old.mu.Unlock()
-			tab.Epoch++
-			tab.ServerAddress, tab.ServerId = addr, addr
-			s := c.servers[addr]
-			s.mu.Lock()
-			s.held[tab.TabletId] = tab.Epoch
-			s.mu.Unlock()
-			return
+	c.master.Update("t", func(tablets []*tabulapb.TabletInfo) []*tabulapb.TabletInfo {
+		for _, tab := range tablets {
+			if contains(tab, []byte(row)) {
+				old := c.servers[tab.ServerAddress]
+				old.mu.Lock()
+				delete(old.held, tab.TabletId)
+				old.mu.Unlock()
+				tab.Epoch++
+				tab.ServerAddress, tab.ServerId = addr, addr
+				s := c.servers[addr]
+				s.mu.Lock()
+				s.held[tab.TabletId] = tab.Epoch
+				s.mu.Unlock()
+				break
+			}
 		}
-	}
+		return tablets
+	})
 }
 
 func (c *cluster) client(t *testing.T) *Client {
 	t.Helper()
-	cl, err := NewClient(context.Background(), c.master.addr)
+	cl, err := NewClient(context.Background(), c.master.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,83 +162,6 @@ func (c *cluster) client(t *testing.T) *Client {
 
 func contains(tab *tabulapb.TabletInfo, row []byte) bool {
 	return bytes.Compare(row, tab.StartKey) >= 0 && (len(tab.EndKey) == 0 || bytes.Compare(row, tab.EndKey) < 0)
-}
-
-func (m *fakeMaster) ListServers(context.Context, *tabulapb.ListServersRequest) (*tabulapb.ListServersResponse, error) {
-	return &tabulapb.ListServersResponse{}, nil
-}
-
-// WhoAmI answers NewClient's probe.
-func (m *fakeMaster) WhoAmI(context.Context, *tabulapb.WhoAmIRequest) (*tabulapb.WhoAmIResponse, error) {
-	return &tabulapb.WhoAmIResponse{Method: "none"}, nil
-}
-
-func (m *fakeMaster) CreateTable(_ context.Context, req *tabulapb.CreateTableRequest) (*tabulapb.TableSchema, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.created = append(m.created, req)
-	return req.GetSchema(), nil
-}
-
-// DescribeTable answers the schema of the last table created by that name,
-// as ModifyFamily left it.
-func (m *fakeMaster) DescribeTable(_ context.Context, req *tabulapb.DescribeTableRequest) (*tabulapb.DescribeTableResponse, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := len(m.created) - 1; i >= 0; i-- {
-		if s := m.created[i].GetSchema(); s.GetName() == req.GetTable() {
-			return &tabulapb.DescribeTableResponse{Schema: s}, nil
-		}
-	}
-	return nil, status.Errorf(codes.NotFound, "master: no table %q", req.GetTable())
-}
-
-// ModifyFamily replaces a family of the last table created by that name.
-func (m *fakeMaster) ModifyFamily(_ context.Context, req *tabulapb.FamilyRequest) (*tabulapb.TableSchema, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := len(m.created) - 1; i >= 0; i-- {
-		if s := m.created[i].GetSchema(); s.GetName() == req.GetTable() {
-			for j, f := range s.GetFamilies() {
-				if f.GetName() == req.GetFamily().GetName() {
-					s.Families[j] = req.GetFamily()
-					return s, nil
-				}
-			}
-		}
-	}
-	return nil, status.Errorf(codes.NotFound, "master: no family %s in %q", req.GetFamily().GetName(), req.GetTable())
-}
-
-func (m *fakeMaster) LocateTablet(_ context.Context, req *tabulapb.LocateTabletRequest) (*tabulapb.TabletInfo, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if req.GetTable() != "t" {
-		return nil, status.Errorf(codes.NotFound, "master: no table %q", req.GetTable())
-	}
-	for _, tab := range m.tablets {
-		if contains(tab, req.GetRowKey()) {
-			return proto.Clone(tab).(*tabulapb.TabletInfo), nil
-		}
-	}
-	return nil, status.Error(codes.Internal, "no tablet")
-}
-
-func (m *fakeMaster) LocateRange(_ context.Context, req *tabulapb.LocateRangeRequest) (*tabulapb.LocateRangeResponse, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if req.GetTable() != "t" {
-		return nil, status.Errorf(codes.NotFound, "master: no table %q", req.GetTable())
-	}
-	resp := &tabulapb.LocateRangeResponse{}
-	for _, tab := range m.tablets {
-		endsBefore := len(tab.EndKey) != 0 && bytes.Compare(tab.EndKey, req.GetStartKey()) <= 0
-		startsAfter := len(req.GetEndKey()) != 0 && bytes.Compare(tab.StartKey, req.GetEndKey()) >= 0
-		if !endsBefore && !startsAfter {
-			resp.Tablets = append(resp.Tablets, proto.Clone(tab).(*tabulapb.TabletInfo))
-		}
-	}
-	return resp, nil
 }
 
 func (s *fakeServer) inject(method string, errs ...error) {
@@ -592,30 +477,29 @@ func (s *fakeServer) SampleRowKeys(ctx context.Context, req *tabulapb.SampleRowK
 // split replaces the tablet holding at with two children split at at,
 // served by the given servers at epoch parent+1, as a split commit would.
 func (c *cluster) split(at, leftAddr, rightAddr string) {
-	m := c.master
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, p := range m.tablets {
-		if !contains(p, []byte(at)) {
-			continue
+	c.master.Update("t", func(tablets []*tabulapb.TabletInfo) []*tabulapb.TabletInfo {
+		for i, p := range tablets {
+			if !contains(p, []byte(at)) {
+				continue
+			}
+			old := c.servers[p.ServerAddress]
+			old.mu.Lock()
+			delete(old.held, p.TabletId)
+			old.mu.Unlock()
+			left := &tabulapb.TabletInfo{Table: "t", TabletId: p.TabletId + "L", StartKey: p.StartKey, EndKey: []byte(at),
+				ServerId: leftAddr, ServerAddress: leftAddr, Epoch: p.Epoch + 1, State: "assigned"}
+			right := &tabulapb.TabletInfo{Table: "t", TabletId: p.TabletId + "R", StartKey: []byte(at), EndKey: p.EndKey,
+				ServerId: rightAddr, ServerAddress: rightAddr, Epoch: p.Epoch + 1, State: "assigned"}
+			for _, ch := range []*tabulapb.TabletInfo{left, right} {
+				s := c.servers[ch.ServerAddress]
+				s.mu.Lock()
+				s.held[ch.TabletId] = ch.Epoch
+				s.mu.Unlock()
+			}
+			return append(tablets[:i], append([]*tabulapb.TabletInfo{left, right}, tablets[i+1:]...)...)
 		}
-		old := c.servers[p.ServerAddress]
-		old.mu.Lock()
-		delete(old.held, p.TabletId)
-		old.mu.Unlock()
-		left := &tabulapb.TabletInfo{Table: "t", TabletId: p.TabletId + "L", StartKey: p.StartKey, EndKey: []byte(at),
-			ServerId: leftAddr, ServerAddress: leftAddr, Epoch: p.Epoch + 1, State: "assigned"}
-		right := &tabulapb.TabletInfo{Table: "t", TabletId: p.TabletId + "R", StartKey: []byte(at), EndKey: p.EndKey,
-			ServerId: rightAddr, ServerAddress: rightAddr, Epoch: p.Epoch + 1, State: "assigned"}
-		for _, ch := range []*tabulapb.TabletInfo{left, right} {
-			s := c.servers[ch.ServerAddress]
-			s.mu.Lock()
-			s.held[ch.TabletId] = ch.Epoch
-			s.mu.Unlock()
-		}
-		m.tablets = append(m.tablets[:i], append([]*tabulapb.TabletInfo{left, right}, m.tablets[i+1:]...)...)
-		return
-	}
+		return tablets
+	})
 }
 
 func locatorBackoff(d time.Duration) locator.Backoff { return locator.Backoff{Initial: d, Max: 4 * d} }

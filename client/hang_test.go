@@ -16,14 +16,14 @@ import (
 func TestAttemptTimeoutRetriesAwayFromHungServer(t *testing.T) {
 	c := newCluster(t, 2)
 	const attempt = 200 * time.Millisecond
-	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.addr},
+	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.Addr()},
 		AttemptTimeout: attempt, Backoff: locatorBackoff(10 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	tbl := cl.Open("t")
-	hung := c.servers[c.master.tablets[0].ServerAddress]
+	hung := c.servers[c.master.Tablets("t")[0].ServerAddress]
 	var other *fakeServer
 	for _, s := range c.servers {
 		if s != hung {
@@ -104,7 +104,7 @@ func TestAttemptTimeoutRetriesAwayFromHungServer(t *testing.T) {
 func TestAttemptTimeoutCutsStalledStream(t *testing.T) {
 	c := newCluster(t, 2)
 	const attempt = 200 * time.Millisecond
-	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.addr},
+	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.Addr()},
 		AttemptTimeout: attempt, Backoff: locatorBackoff(10 * time.Millisecond)})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +118,7 @@ func TestAttemptTimeoutCutsStalledStream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hung := c.servers[c.master.tablets[0].ServerAddress]
+	hung := c.servers[c.master.Tablets("t")[0].ServerAddress]
 	var other *fakeServer
 	for _, s := range c.servers {
 		if s != hung {

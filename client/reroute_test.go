@@ -106,7 +106,7 @@ type pausedCluster struct {
 func newPausedCluster(t *testing.T) *pausedCluster {
 	t.Helper()
 	c := newCluster(t, 2)
-	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.addr},
+	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.Addr()},
 		AttemptTimeout: -1, // only a location check can free a call from the hung server
 		Backoff:        locatorBackoff(time.Millisecond),
 		Locator:        locator.Options{RelocateInterval: -1}, // every check asks the master
@@ -118,7 +118,7 @@ func newPausedCluster(t *testing.T) *pausedCluster {
 	timers := newManualTimers()
 	cl.afterFunc = timers.afterFunc
 	p := &pausedCluster{c: c, cl: cl, tbl: cl.Open("t"), timers: timers}
-	p.hung = c.servers[c.master.tablets[0].ServerAddress]
+	p.hung = c.servers[c.master.Tablets("t")[0].ServerAddress]
 	for _, s := range c.servers {
 		if s != p.hung {
 			p.other = s

@@ -133,9 +133,7 @@ func TestReverseScanIsForwardReversed(t *testing.T) {
 
 // serverOf returns the fake server holding the tablet of row.
 func (c *cluster) serverOf(row string) *fakeServer {
-	c.master.mu.Lock()
-	defer c.master.mu.Unlock()
-	for _, tab := range c.master.tablets {
+	for _, tab := range c.master.Tablets("t") {
 		if contains(tab, []byte(row)) {
 			return c.servers[tab.ServerAddress]
 		}

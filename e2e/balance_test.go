@@ -7,12 +7,12 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 )
 
 // The balancer's e2e tests run the masters with a 2 s --balance-interval
@@ -139,36 +139,25 @@ func TestBalancerSteadyLoad(t *testing.T) {
 	tbl := cl.Open("steady")
 	r := newRand(t)
 	var writes, errs atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for g := range 4 {
-		seed := r.Uint64()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wr := rand.New(rand.NewPCG(seed, uint64(g)))
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				// 4096 rows over the 16 leading hex digits: every tablet
-				// gets its share; rows are overwritten, so sizes stay small.
-				row := fmt.Sprintf("%03x/row", wr.IntN(4096))
-				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-				if err := tbl.Apply(ctx, []byte(row), rowMutation(row)); err != nil {
-					errs.Add(1)
-				} else {
-					writes.Add(1)
-				}
-				cancel()
-			}
-		}()
+	rands := make([]*rand.Rand, 4) // one per writer, each its own
+	for g := range rands {
+		rands[g] = rand.New(rand.NewPCG(r.Uint64(), uint64(g)))
 	}
+	ws := writers.Start(t, len(rands), func(w *writers.Writer, _ int) bool {
+		// 4096 rows over the 16 leading hex digits: every tablet
+		// gets its share; rows are overwritten, so sizes stay small.
+		row := fmt.Sprintf("%03x/row", rands[w.N].IntN(4096))
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		if err := tbl.Apply(ctx, []byte(row), rowMutation(row)); err != nil {
+			errs.Add(1)
+		} else {
+			writes.Add(1)
+		}
+		cancel()
+		return true
+	})
 	time.Sleep(run)
-	close(stop)
-	wg.Wait()
+	ws.Stop()
 	t.Logf("%d writes (%d failed) in %v", writes.Load(), errs.Load(), run)
 	if writes.Load() == 0 {
 		t.Fatal("no write succeeded")

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 )
 
 // startGateway runs `tabula gateway` for the cluster on a free port.
@@ -69,52 +71,42 @@ func TestBigtableClientRetriesThroughSplitsAndKills(t *testing.T) {
 	}
 	tbl := bt.Open("retries")
 
-	var mu sync.Mutex
-	acked := map[string]string{} // row -> value, acknowledged
+	// Writers: MutateRows of 10 rows, explicit timestamps: idempotent, so
+	// retried. A row's value is its key.
+	ws := writers.Start(t, 3, func(w *writers.Writer, b int) bool {
+		var rows []string
+		var muts []*bigtable.Mutation
+		for i := 0; i < 10; i++ {
+			row := fmt.Sprintf("r%d/%d/%05d", i%8, w.N, b)
+			m := bigtable.NewMutation()
+			m.Set("cf", "v", 1000, []byte(row))
+			rows, muts = append(rows, row), append(muts, m)
+		}
+		errs, err := tbl.ApplyBulk(ctx, rows, muts)
+		if err != nil {
+			t.Logf("writer %d: ApplyBulk: %v", w.N, err)
+			return true
+		}
+		var applied []string
+		for i, row := range rows {
+			if errs == nil || errs[i] == nil { // nil errs: all applied
+				applied = append(applied, row)
+			}
+		}
+		w.Ack(applied...)
+		return true
+	})
 	ackedRows := func() map[string]bool {
-		mu.Lock()
-		defer mu.Unlock()
-		out := make(map[string]bool, len(acked))
-		for r := range acked {
-			out[r] = true
+		out := map[string]bool{}
+		for _, rows := range ws.Acked() {
+			for _, r := range rows {
+				out[r] = true
+			}
 		}
 		return out
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := 0; w < 3; w++ {
-		wg.Add(1)
-		go func() { // MutateRows of 10 rows, explicit timestamps: idempotent, so retried
-			defer wg.Done()
-			for b := 0; ; b++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				var rows []string
-				var muts []*bigtable.Mutation
-				for i := 0; i < 10; i++ {
-					row := fmt.Sprintf("r%d/%d/%05d", i%8, w, b)
-					m := bigtable.NewMutation()
-					m.Set("cf", "v", 1000, []byte(row))
-					rows, muts = append(rows, row), append(muts, m)
-				}
-				errs, err := tbl.ApplyBulk(ctx, rows, muts)
-				if err != nil {
-					t.Logf("writer %d: ApplyBulk: %v", w, err)
-					continue
-				}
-				mu.Lock()
-				for i, row := range rows {
-					if errs == nil || errs[i] == nil { // nil errs: all applied
-						acked[row] = row
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
 	var scans, scanErrs int
 	wg.Add(1)
 	go func() { // full scans, checked against what was acknowledged before each began
@@ -171,6 +163,7 @@ func TestBigtableClientRetriesThroughSplitsAndKills(t *testing.T) {
 	gw.start(t)
 	waitListening(t, gw, readyWait)
 	waitAcked(len(ackedRows()) + 300)
+	ws.Stop()
 	close(stop)
 	wg.Wait()
 
@@ -184,11 +177,10 @@ func TestBigtableClientRetriesThroughSplitsAndKills(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	for row, v := range acked {
-		if got[row] != v {
-			t.Errorf("acknowledged %s = %q, read back %q", row, v, got[row])
+	acked := ackedRows()
+	for row := range acked {
+		if got[row] != row {
+			t.Errorf("acknowledged %s = %q, read back %q", row, row, got[row])
 		}
 	}
 	t.Logf("%d rows acknowledged, %d read back; %d full scans during splits and kills (%d failed)", len(acked), len(got), scans, scanErrs)

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/tabuladb/tabula/internal/testkit/rpctest"
 )
 
 // Real processes with --http: the master's and the tablet server's /readyz
@@ -28,12 +28,7 @@ func TestHealthEndpoints(t *testing.T) {
 		return
 	}
 	for _, addr := range []string{c.masters[0].addr, c.servers[0].addr} {
-		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer conn.Close()
-		hc := healthpb.NewHealthClient(conn)
+		hc := rpctest.DialHealth(t, addr)
 		var last string
 		deadline := time.Now().Add(readyWait)
 		for {

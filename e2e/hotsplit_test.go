@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 )
 
 // TestHotRangeSplitsByLoad: one tablet server with load windows of 1 s and
@@ -60,48 +60,35 @@ func TestHotRangeSplitsByLoad(t *testing.T) {
 
 	// The hot writers: new rows under h/, spread over h/000..h/099.
 	var (
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
 		acks     atomic.Int64
 		splitSet atomic.Bool
 		postAcks atomic.Int64 // acknowledged after the split was seen
 	)
-	stopWriters := sync.OnceFunc(func() { close(stop); wg.Wait() })
-	t.Cleanup(stopWriters)
-	for g := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				row := fmt.Sprintf("h/%03d/%d/%06d", (i*7+g*13)%100, g, i)
-				ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-				err := tbl.Apply(ctx, []byte(row), rowMutation(row))
-				cancel()
-				model.mu.Lock()
-				if err == nil {
-					model.acked[row] = time.Now()
-					acks.Add(1)
-					if splitSet.Load() {
-						postAcks.Add(1)
-					}
-				} else {
-					model.failed[row] = err
-				}
-				model.mu.Unlock()
+	ws := writers.Start(t, 4, func(w *writers.Writer, i int) bool {
+		g := w.N
+		row := fmt.Sprintf("h/%03d/%d/%06d", (i*7+g*13)%100, g, i)
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err := tbl.Apply(ctx, []byte(row), rowMutation(row))
+		cancel()
+		model.mu.Lock()
+		if err == nil {
+			model.acked[row] = time.Now()
+			acks.Add(1)
+			if splitSet.Load() {
+				postAcks.Add(1)
 			}
-		}()
-	}
+		} else {
+			model.failed[row] = err
+		}
+		model.mu.Unlock()
+		return true
+	})
 
 	began := time.Now()
 	var tablets []client.TabletInfo
 	for {
 		if time.Since(began) > 40*time.Second {
-			stopWriters()
+			ws.Stop()
 			t.Fatalf("no load split within 40 s (%d writes acknowledged, about %.0f/s):\n%s",
 				acks.Load(), float64(acks.Load())/time.Since(began).Seconds(), formatTablets(tablets))
 		}
@@ -123,7 +110,7 @@ func TestHotRangeSplitsByLoad(t *testing.T) {
 	for deadline := time.Now().Add(20 * time.Second); postAcks.Load() < 200 && time.Now().Before(deadline); {
 		time.Sleep(50 * time.Millisecond)
 	}
-	stopWriters()
+	ws.Stop()
 	if postAcks.Load() == 0 {
 		t.Fatal("no write acknowledged after the split")
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/tlsconf"
 )
 
@@ -38,12 +39,6 @@ func TestSecurityRefusesStrangers(t *testing.T) {
 		t.Fatalf("admin write: %v", err)
 	}
 
-	wantCode := func(what string, err error, want codes.Code) {
-		t.Helper()
-		if got := status.Code(err); got != want {
-			t.Errorf("%s: %v (%v), want %v", what, got, err, want)
-		}
-	}
 	connect := func(o client.Options) (*client.Client, error) {
 		o.Masters = c.masterAddrs()
 		o.ConnectTimeout = 5 * time.Second
@@ -62,11 +57,11 @@ func TestSecurityRefusesStrangers(t *testing.T) {
 		t.Fatalf("anonymous TLS client: %v", err)
 	}
 	_, err = anon.Open("sec").ReadRow(ctx, row)
-	wantCode("anonymous read", err, codes.Unauthenticated)
-	wantCode("anonymous write", anon.Open("sec").Apply(ctx, []byte("x"), rowMutation("x")), codes.Unauthenticated)
+	testkit.WantCode(t, "anonymous read", err, codes.Unauthenticated, "")
+	testkit.WantCode(t, "anonymous write", anon.Open("sec").Apply(ctx, []byte("x"), rowMutation("x")), codes.Unauthenticated, "")
 	_, err = anon.Admin().ListTables(ctx)
-	wantCode("anonymous list tables", err, codes.Unauthenticated)
-	wantCode("anonymous delete table", anon.Admin().DeleteTable(ctx, "sec"), codes.Unauthenticated)
+	testkit.WantCode(t, "anonymous list tables", err, codes.Unauthenticated, "")
+	testkit.WantCode(t, "anonymous delete table", anon.Admin().DeleteTable(ctx, "sec"), codes.Unauthenticated, "")
 
 	// Plaintext: the TLS ports do not talk to it at all.
 	if _, err := connect(client.Options{}); err == nil {
@@ -90,13 +85,13 @@ func TestSecurityRefusesStrangers(t *testing.T) {
 	if err != nil || len(got.Cells) != 2 {
 		t.Errorf("reader's read: %d cells, %v; want the row's 2", len(got.Cells), err)
 	}
-	wantCode("reader writes", reader.Open("sec").Apply(ctx, []byte("x"), rowMutation("x")), codes.PermissionDenied)
+	testkit.WantCode(t, "reader writes", reader.Open("sec").Apply(ctx, []byte("x"), rowMutation("x")), codes.PermissionDenied, "")
 	_, err = reader.Open("other").ReadRow(ctx, row)
-	wantCode("reader reads another table", err, codes.PermissionDenied)
-	wantCode("reader deletes the table", reader.Admin().DeleteTable(ctx, "sec"), codes.PermissionDenied)
+	testkit.WantCode(t, "reader reads another table", err, codes.PermissionDenied, "")
+	testkit.WantCode(t, "reader deletes the table", reader.Admin().DeleteTable(ctx, "sec"), codes.PermissionDenied, "")
 	_, _, err = reader.Admin().CreateToken(ctx, "reader", "escalate")
-	wantCode("reader mints a token", err, codes.PermissionDenied)
-	wantCode("reader grants itself write", reader.Admin().Grant(ctx, client.Grant{Principal: "reader", Table: "sec", Role: "write"}), codes.PermissionDenied)
+	testkit.WantCode(t, "reader mints a token", err, codes.PermissionDenied, "")
+	testkit.WantCode(t, "reader grants itself write", reader.Admin().Grant(ctx, client.Grant{Principal: "reader", Table: "sec", Role: "write"}), codes.PermissionDenied, "")
 
 	// Revoked: refused everywhere once the servers' watches see it.
 	if err := admin.Admin().RevokeToken(ctx, info.ID); err != nil {
@@ -105,7 +100,7 @@ func TestSecurityRefusesStrangers(t *testing.T) {
 	eventuallyCode(t, "revoked token reads", func() error { _, err := reader.Open("sec").ReadRow(ctx, row); return err }, codes.Unauthenticated)
 	eventuallyCode(t, "revoked token describes", func() error { _, err := reader.Admin().DescribeTable(ctx, "sec"); return err }, codes.Unauthenticated)
 	_, err = connect(client.Options{TLS: caOnly, Token: tok})
-	wantCode("new client with a revoked token", err, codes.Unauthenticated)
+	testkit.WantCode(t, "new client with a revoked token", err, codes.Unauthenticated, "")
 
 	// Forged master calls to the tablet server that holds "sec".
 	ts := waitTablets(t, admin, "sec", nil, opTimeout)
@@ -127,11 +122,11 @@ func TestSecurityRefusesStrangers(t *testing.T) {
 		ref := &tabulapb.TabletRef{Table: "sec", TabletId: target.ID, Epoch: target.Epoch}
 		_, err = tsc.UpdateSchema(cctx, &tabulapb.UpdateSchemaRequest{Schema: &tabulapb.TableSchema{Name: "sec",
 			Families: []*tabulapb.Family{{Name: famA, TtlMicros: 1}, {Name: famB, TtlMicros: 1}}}})
-		wantCode(what+": UpdateSchema", err, want)
+		testkit.WantCode(t, what+": UpdateSchema", err, want, "")
 		_, err = tsc.UnloadTablet(cctx, &tabulapb.UnloadTabletRequest{Tablet: ref})
-		wantCode(what+": UnloadTablet", err, want)
+		testkit.WantCode(t, what+": UnloadTablet", err, want, "")
 		_, err = tsc.CompactTablet(cctx, &tabulapb.CompactTabletRequest{Tablet: ref, Major: true})
-		wantCode(what+": CompactTablet", err, want)
+		testkit.WantCode(t, what+": CompactTablet", err, want, "")
 	}
 	forge("admin token", credentials.NewTLS(caOnly), grpc.WithPerRPCCredentials(tokenCreds(c.sec.token)), codes.PermissionDenied)
 	forge("no credentials", credentials.NewTLS(caOnly), nil, codes.Unauthenticated)

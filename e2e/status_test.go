@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 )
 
 // chromium returns the headless browser the status page test drives:
@@ -76,40 +76,25 @@ func TestStatusPageInABrowser(t *testing.T) {
 
 	// Load: four writers on [b, d), one writer touching every other range
 	// now and then, until the page shows what we look for.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	write := func(prefix string, pause time.Duration) {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			row := fmt.Sprintf("%s%05d", prefix, i%5000)
-			m := client.NewMutation().Set("cf", []byte("q"), writeTS, []byte("value-"+row))
-			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
-			err := tbl.Apply(ctx, []byte(row), m)
-			cancel()
-			if err != nil && !isStopping(stop) {
-				t.Errorf("Apply(%s): %v", row, err)
-				return
-			}
-			time.Sleep(pause)
+	prefixes := []string{"b", "bm", "c", "cm", "a", "e", "g", "x"}
+	ws := writers.Start(t, len(prefixes), func(w *writers.Writer, i int) bool {
+		prefix, pause := prefixes[w.N], time.Duration(0)
+		if w.N >= 4 { // the other ranges
+			pause = 200 * time.Millisecond
 		}
-	}
-	for _, p := range []string{"b", "bm", "c", "cm"} {
-		wg.Add(1)
-		go write(p, 0)
-	}
-	for _, p := range []string{"a", "e", "g", "x"} {
-		wg.Add(1)
-		go write(p, 200*time.Millisecond)
-	}
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
+		row := fmt.Sprintf("%s%05d", prefix, i%5000)
+		m := client.NewMutation().Set("cf", []byte("q"), writeTS, []byte("value-"+row))
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		err := tbl.Apply(ctx, []byte(row), m)
+		cancel()
+		if err != nil && !w.Stopping() {
+			t.Errorf("Apply(%s): %v", row, err)
+			return false
+		}
+		time.Sleep(pause)
+		return true
+	})
+	defer ws.Stop()
 
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 1000))...)
@@ -221,15 +206,6 @@ func TestStatusPageInABrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("saved a screenshot to %s", p)
-	}
-}
-
-func isStopping(stop chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
 	}
 }
 

@@ -2,21 +2,14 @@ package gateway_test
 
 import (
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"cloud.google.com/go/bigtable"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-)
 
-func wantCode(t *testing.T, what string, err error, code codes.Code, inMessage string) {
-	t.Helper()
-	if status.Code(err) != code || !strings.Contains(err.Error(), inMessage) {
-		t.Errorf("%s: err = %v, want %v mentioning %q", what, err, code, inMessage)
-	}
-}
+	"github.com/tabuladb/tabula/internal/testkit"
+)
 
 // familyPolicies returns each family's GC policy as the client prints it.
 func familyPolicies(t *testing.T, a *bigtable.AdminClient, table string) map[string]string {
@@ -45,7 +38,7 @@ func TestTableAdminThroughTheOfficialClient(t *testing.T) {
 		"either":   bigtable.IntersectionPolicy(bigtable.MaxVersionsPolicy(1), bigtable.MaxAgePolicy(time.Hour)),
 	}})
 	err := a.CreateTable(ctx, "admin")
-	wantCode(t, "creating it again", err, codes.AlreadyExists, "admin")
+	testkit.WantCode(t, "creating it again", err, codes.AlreadyExists, "admin")
 
 	tables, err := a.Tables(ctx)
 	if err != nil || !slices.Contains(tables, "admin") {
@@ -75,7 +68,7 @@ func TestTableAdminThroughTheOfficialClient(t *testing.T) {
 	if err := a.CreateColumnFamily(ctx, "admin", "added"); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "creating a family twice", a.CreateColumnFamily(ctx, "admin", "added"), codes.AlreadyExists, "added")
+	testkit.WantCode(t, "creating a family twice", a.CreateColumnFamily(ctx, "admin", "added"), codes.AlreadyExists, "added")
 	if err := a.SetGCPolicy(ctx, "admin", "added", bigtable.MaxVersionsPolicy(5)); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +78,7 @@ func TestTableAdminThroughTheOfficialClient(t *testing.T) {
 	if err := a.DeleteColumnFamily(ctx, "admin", "age"); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "deleting an absent family", a.DeleteColumnFamily(ctx, "admin", "age"), codes.NotFound, "age")
+	testkit.WantCode(t, "deleting an absent family", a.DeleteColumnFamily(ctx, "admin", "age"), codes.NotFound, "age")
 	got = familyPolicies(t, a, "admin")
 	if _, ok := got["age"]; ok || got["added"] != "versions() > 5" || got["versions"] != "" {
 		t.Errorf("after modifications: %v", got)
@@ -102,7 +95,7 @@ func TestTableAdminThroughTheOfficialClient(t *testing.T) {
 		t.Errorf("admin still listed after DeleteTable: %v", tables)
 	}
 	_, err = a.TableInfo(ctx, "admin")
-	wantCode(t, "TableInfo of a deleted table", err, codes.NotFound, "admin")
+	testkit.WantCode(t, "TableInfo of a deleted table", err, codes.NotFound, "admin")
 }
 
 // TestInstanceAdminForTools: the instance and cluster listings tools use.
@@ -130,9 +123,9 @@ func TestInstanceAdminForTools(t *testing.T) {
 		t.Errorf("GetCluster: %v", err)
 	}
 	_, err = ia.GetCluster(ctx, instance, "other")
-	wantCode(t, "GetCluster of an unknown cluster", err, codes.NotFound, "other")
+	testkit.WantCode(t, "GetCluster of an unknown cluster", err, codes.NotFound, "other")
 	err = ia.DeleteInstance(ctx, instance)
-	wantCode(t, "DeleteInstance", err, codes.Unimplemented, "DeleteInstance")
+	testkit.WantCode(t, "DeleteInstance", err, codes.Unimplemented, "DeleteInstance")
 }
 
 // TestOperationsTabulaLacksAreUnimplemented: never a silent success.
@@ -140,13 +133,13 @@ func TestOperationsTabulaLacksAreUnimplemented(t *testing.T) {
 	c, a := bigtableClients(t)
 	ctx := testContext(t)
 	createTable(t, a, &bigtable.TableConf{TableID: "lacks", Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
-	wantCode(t, "CreateBackup", a.CreateBackup(ctx, "lacks", "tabula", "b1", time.Now().Add(time.Hour)), codes.Unimplemented, "CreateBackup")
-	wantCode(t, "SnapshotTable", a.SnapshotTable(ctx, "lacks", "tabula", "s1", time.Hour), codes.Unimplemented, "SnapshotTable")
-	wantCode(t, "deletion protection", a.UpdateTableWithDeletionProtection(ctx, "lacks", bigtable.Protected), codes.Unimplemented, "UpdateTable")
-	wantCode(t, "CreateAuthorizedView", a.CreateAuthorizedView(ctx, &bigtable.AuthorizedViewConf{TableID: "lacks", AuthorizedViewID: "v",
+	testkit.WantCode(t, "CreateBackup", a.CreateBackup(ctx, "lacks", "tabula", "b1", time.Now().Add(time.Hour)), codes.Unimplemented, "CreateBackup")
+	testkit.WantCode(t, "SnapshotTable", a.SnapshotTable(ctx, "lacks", "tabula", "s1", time.Hour), codes.Unimplemented, "SnapshotTable")
+	testkit.WantCode(t, "deletion protection", a.UpdateTableWithDeletionProtection(ctx, "lacks", bigtable.Protected), codes.Unimplemented, "UpdateTable")
+	testkit.WantCode(t, "CreateAuthorizedView", a.CreateAuthorizedView(ctx, &bigtable.AuthorizedViewConf{TableID: "lacks", AuthorizedViewID: "v",
 		AuthorizedView: &bigtable.SubsetViewConf{RowPrefixes: [][]byte{[]byte("a")}}}), codes.Unimplemented, "AuthorizedView")
 	_, err := c.PrepareStatement(ctx, "SELECT * FROM lacks", nil)
-	wantCode(t, "PrepareStatement", err, codes.Unimplemented, "PrepareQuery")
+	testkit.WantCode(t, "PrepareStatement", err, codes.Unimplemented, "PrepareQuery")
 	_, err = c.OpenAuthorizedView("lacks", "v").ReadRow(ctx, "r")
-	wantCode(t, "reading through an authorized view", err, codes.Unimplemented, "authorized views")
+	testkit.WantCode(t, "reading through an authorized view", err, codes.Unimplemented, "authorized views")
 }

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 // rawClient is a bare google.bigtable.v2 client on the gateway, for what
@@ -87,7 +89,7 @@ func TestBadInputGetsBigtablesCodes(t *testing.T) {
 		{"column range without family", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &btpb.ColumnRange{}}}), codes.InvalidArgument, "family_name"},
 		{"empty filter", read(good, &btpb.RowFilter{}), codes.InvalidArgument, "set one filter"},
 	} {
-		wantCode(t, tc.name, tc.err, tc.code, tc.msg)
+		testkit.WantCode(t, tc.name, tc.err, tc.code, tc.msg)
 	}
 	if rows := readAll(t, bigClient(t).Open("bad"), bigtable.InfiniteRange("")); len(rows) != 0 {
 		t.Errorf("bad input stored rows: %q", rows)
@@ -229,7 +231,7 @@ func TestSinkAndRowSample(t *testing.T) {
 		t.Errorf("row_sample_filter 0.5 kept %d of 201 rows", n)
 	}
 	_, err := readFirst(raw, "sink", 1.5)
-	wantCode(t, "row_sample_filter 1.5", err, codes.InvalidArgument, "row_sample")
+	testkit.WantCode(t, "row_sample_filter 1.5", err, codes.InvalidArgument, "row_sample")
 }
 
 // readFirst reads the first answer of a scan with a row sample filter of p.

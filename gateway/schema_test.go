@@ -14,6 +14,8 @@ import (
 	"cloud.google.com/go/bigtable"
 
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/internal/testkit"
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 )
 
 // tabulaClient is Tabula's own client on the test cluster, for what the
@@ -134,11 +136,11 @@ func TestAggregateFamilies(t *testing.T) {
 	bad := bigtable.NewMutation()
 	bad.Set("sum", "n", 1000, []byte("x"))
 	err = tbl.Apply(ctx, "row", bad)
-	wantCode(t, "SetCell into a sum family", err, 3 /* InvalidArgument */, "aggregate")
+	testkit.WantCode(t, "SetCell into a sum family", err, 3 /* InvalidArgument */, "aggregate")
 	bad = bigtable.NewMutation()
 	bad.AddIntToCell("raw", "n", 1000, 1)
 	err = tbl.Apply(ctx, "row", bad)
-	wantCode(t, "AddToCell into a bytes family", err, 3, "raw")
+	testkit.WantCode(t, "AddToCell into a bytes family", err, 3, "raw")
 }
 
 // TestDropRowRangeWhileWritersRun: rows of a prefix acknowledged before the
@@ -164,30 +166,18 @@ func TestDropRowRangeWhileWritersRun(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var writes []write
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 4; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				row := fmt.Sprintf("doom/%d/%04d", w, i)
-				start := phase.Load()
-				if err := tbl.Apply(ctx, row, set("cf", "q", 1000, "d")); err != nil {
-					t.Errorf("writing %s: %v", row, err)
-					return
-				}
-				mu.Lock()
-				writes = append(writes, write{row, start, phase.Load()})
-				mu.Unlock()
-			}
-		}()
-	}
+	ws := writers.Start(t, 4, func(w *writers.Writer, i int) bool {
+		row := fmt.Sprintf("doom/%d/%04d", w.N, i)
+		start := phase.Load()
+		if err := tbl.Apply(ctx, row, set("cf", "q", 1000, "d")); err != nil {
+			t.Errorf("writing %s: %v", row, err)
+			return false
+		}
+		mu.Lock()
+		writes = append(writes, write{row, start, phase.Load()})
+		mu.Unlock()
+		return true
+	})
 	waitWrites := func(n int) {
 		for {
 			mu.Lock()
@@ -209,8 +199,7 @@ func TestDropRowRangeWhileWritersRun(t *testing.T) {
 	before := len(writes)
 	mu.Unlock()
 	waitWrites(before + 100)
-	close(stop)
-	wg.Wait()
+	ws.Stop()
 
 	present := map[string]bool{}
 	for _, r := range readAll(t, tbl, bigtable.InfiniteRange("")) {
@@ -246,5 +235,5 @@ func TestDropRowRangeWhileWritersRun(t *testing.T) {
 		t.Errorf("DropAllRows changed the schema: %v", got)
 	}
 	apply(t, tbl, "after", set("cf", "q", 1000, "a"))
-	wantCode(t, "an empty prefix", a.DropRowRange(ctx, "drops", ""), codes.InvalidArgument, "row_key_prefix")
+	testkit.WantCode(t, "an empty prefix", a.DropRowRange(ctx, "drops", ""), codes.InvalidArgument, "row_key_prefix")
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/tabuladb/tabula/internal/testkit/fakemaster"
 )
 
 var seedFlag = flag.Int64("seed", 0, "seed for randomized tests (0: time)")
@@ -65,9 +67,9 @@ func TestCacheStaysSortedAndDisjoint(t *testing.T) {
 }
 
 func TestLocateRangeStopsAtUnassignedTablet(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "g", "s1:1", 1), tablet("b", "g", "p", "", 0), tablet("c", "p", "", "s1:1", 1))
-	l, err := New([]string{m.addr}, Options{Attempts: 2, Backoff: Backoff{Initial: time.Millisecond}})
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "g", "s1:1", 1), tablet("b", "g", "p", "", 0), tablet("c", "p", "", "s1:1", 1))
+	l, err := New([]string{m.Addr()}, Options{Attempts: 2, Backoff: Backoff{Initial: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,14 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/internal/testkit/fakemaster"
 )
 
 func TestLocateCachesTheAnswer(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "m", "s1:1", 1), tablet("b", "m", "", "s2:1", 1))
-	l := newLocator(t, m.addr)
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "m", "s1:1", 1), tablet("b", "m", "", "s2:1", 1))
+	l := newLocator(t, m.Addr())
 	ctx := context.Background()
 	for _, c := range []struct{ row, id string }{{"a", "a"}, {"b", "a"}, {"m", "b"}, {"zz", "b"}, {"a", "a"}} {
 		got, err := l.Locate(ctx, "t", []byte(c.row))
@@ -25,19 +27,17 @@ func TestLocateCachesTheAnswer(t *testing.T) {
 			t.Errorf("Locate(%q) = %s, want tablet %s", c.row, got.ID, c.id)
 		}
 	}
-	if n := m.callCount(); n != 2 {
+	if n := m.Lookups(); n != 2 {
 		t.Errorf("master got %d locates, want 2 (one per tablet)", n)
 	}
 }
 
 func TestConcurrentMissesShareOneLookup(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "", "s1:1", 1))
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "", "s1:1", 1))
 	gate := make(chan struct{})
-	m.mu.Lock()
-	m.gate = gate
-	m.mu.Unlock()
-	l := newLocator(t, m.addr)
+	m.SetGate(gate)
+	l := newLocator(t, m.Addr())
 
 	const n = 20
 	var wg sync.WaitGroup
@@ -53,7 +53,7 @@ func TestConcurrentMissesShareOneLookup(t *testing.T) {
 			errs <- err
 		}()
 	}
-	<-m.arrived                       // the one lookup is at the master
+	<-m.Arrived()                     // the one lookup is at the master
 	time.Sleep(50 * time.Millisecond) // let the others pile up behind it
 	close(gate)
 	wg.Wait()
@@ -63,24 +63,22 @@ func TestConcurrentMissesShareOneLookup(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if c := m.callCount(); c != 1 {
+	if c := m.Lookups(); c != 1 {
 		t.Errorf("%d concurrent misses sent %d lookups, want 1", n, c)
 	}
 }
 
 func TestOneCallerGivingUpDoesNotFailTheOthers(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "", "s1:1", 1))
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "", "s1:1", 1))
 	gate := make(chan struct{})
-	m.mu.Lock()
-	m.gate = gate
-	m.mu.Unlock()
-	l := newLocator(t, m.addr)
+	m.SetGate(gate)
+	l := newLocator(t, m.Addr())
 
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	first := make(chan error, 1)
 	go func() { _, err := l.Locate(ctx1, "t", []byte("r")); first <- err }()
-	<-m.arrived
+	<-m.Arrived()
 	second := make(chan error, 1)
 	go func() { _, err := l.Locate(context.Background(), "t", []byte("r")); second <- err }()
 	time.Sleep(20 * time.Millisecond)
@@ -88,7 +86,7 @@ func TestOneCallerGivingUpDoesNotFailTheOthers(t *testing.T) {
 	if err := <-first; status.Code(err) != codes.Canceled {
 		t.Errorf("cancelled caller got %v, want Canceled", err)
 	}
-	<-m.arrived // the second caller now leads its own lookup
+	<-m.Arrived() // the second caller now leads its own lookup
 	close(gate)
 	if err := <-second; err != nil {
 		t.Errorf("second caller failed with the first one's cancellation: %v", err)
@@ -96,16 +94,16 @@ func TestOneCallerGivingUpDoesNotFailTheOthers(t *testing.T) {
 }
 
 func TestInvalidateEvictsOnlyTheStaleEntry(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "", "s1:1", 1))
-	l := newLocator(t, m.addr)
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "", "s1:1", 1))
+	l := newLocator(t, m.Addr())
 	ctx := context.Background()
 	old, err := l.Locate(ctx, "t", []byte("r"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The tablet moves; the cache does not know yet.
-	m.setTablets("t", tablet("a", "", "", "s2:1", 2))
+	m.SetTablets("t", tablet("a", "", "", "s2:1", 2))
 	if got, _ := l.Locate(ctx, "t", []byte("r")); got.Address != "s1:1" {
 		t.Fatalf("cache should still say s1, says %s", got.Address)
 	}
@@ -127,7 +125,7 @@ func TestInvalidateEvictsOnlyTheStaleEntry(t *testing.T) {
 	if _, ok := l.Cached("t", []byte("r")); !ok {
 		t.Error("fresh entry gone")
 	}
-	calls := m.callCount()
+	calls := m.Lookups()
 	l.Evict("t", "a")
 	if _, ok := l.Cached("t", []byte("r")); ok {
 		t.Error("Evict left the entry")
@@ -137,21 +135,21 @@ func TestInvalidateEvictsOnlyTheStaleEntry(t *testing.T) {
 	if _, ok := l.Cached("t", []byte("r")); ok {
 		t.Error("EvictRow left the entry")
 	}
-	if m.callCount() != calls+1 {
-		t.Errorf("master calls %d, want %d", m.callCount(), calls+1)
+	if m.Lookups() != calls+1 {
+		t.Errorf("master calls %d, want %d", m.Lookups(), calls+1)
 	}
 }
 
 func TestSplitChildrenReplaceTheParent(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("p", "", "", "s1:1", 1))
-	l := newLocator(t, m.addr)
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("p", "", "", "s1:1", 1))
+	l := newLocator(t, m.Addr())
 	ctx := context.Background()
 	parent, err := l.Locate(ctx, "t", []byte("c"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.setTablets("t", tablet("l", "", "m", "s1:1", 2), tablet("r", "m", "", "s1:1", 2))
+	m.SetTablets("t", tablet("l", "", "m", "s1:1", 2), tablet("r", "m", "", "s1:1", 2))
 	// A read of "x" hits the parent and gets NotServing; re-locating stores
 	// the right child, which overlaps the parent and pushes it out.
 	l.Invalidate(parent)
@@ -169,14 +167,14 @@ func TestSplitChildrenReplaceTheParent(t *testing.T) {
 	if len(got) != 2 || got[0].ID != "l" || got[1].ID != "r" {
 		t.Fatalf("LocateRange = %+v", got)
 	}
-	calls := m.callCount()
+	calls := m.Lookups()
 	if got, err := l.LocateRange(ctx, "t", []byte("a"), []byte("z")); err != nil || len(got) != 2 {
 		t.Fatalf("cached LocateRange = %+v, %v", got, err)
 	}
 	if got, err := l.LocateRange(ctx, "t", []byte("a"), []byte("b")); err != nil || len(got) != 1 || got[0].ID != "l" {
 		t.Fatalf("cached LocateRange [a,b) = %+v, %v", got, err)
 	}
-	if m.callCount() != calls {
+	if m.Lookups() != calls {
 		t.Error("LocateRange asked the master although the cache covers the range")
 	}
 	// Inserting the parent again (a stale answer) replaces both children.
@@ -189,14 +187,12 @@ func TestSplitChildrenReplaceTheParent(t *testing.T) {
 }
 
 func TestMasterFailover(t *testing.T) {
-	standby := startFakeMaster(t)
-	standby.mu.Lock()
-	standby.unavailable = true
-	standby.mu.Unlock()
-	leader := startFakeMaster(t)
-	leader.setTablets("t", tablet("a", "", "", "s1:1", 1))
+	standby := fakemaster.Start(t)
+	standby.SetUnavailable(true)
+	leader := fakemaster.Start(t)
+	leader.SetTablets("t", tablet("a", "", "", "s1:1", 1))
 	// First address: nothing listens. Second: a standby saying UNAVAILABLE.
-	l := newLocator(t, deadAddress(t), standby.addr, leader.addr)
+	l := newLocator(t, deadAddress(t), standby.Addr(), leader.Addr())
 	got, err := l.Locate(context.Background(), "t", []byte("r"))
 	if err != nil {
 		t.Fatal(err)
@@ -206,11 +202,11 @@ func TestMasterFailover(t *testing.T) {
 	}
 	// The next lookup starts with the master that answered.
 	l.EvictTable("t")
-	before := standby.callCount()
+	before := standby.Lookups()
 	if _, err := l.Locate(context.Background(), "t", []byte("r")); err != nil {
 		t.Fatal(err)
 	}
-	if standby.callCount() != before {
+	if standby.Lookups() != before {
 		t.Error("second lookup asked the standby again instead of the last good master")
 	}
 }
@@ -228,21 +224,21 @@ func TestAllMastersDownIsUnavailable(t *testing.T) {
 }
 
 func TestUnknownTableIsNotRetried(t *testing.T) {
-	m := startFakeMaster(t)
-	l := newLocator(t, m.addr)
+	m := fakemaster.Start(t)
+	l := newLocator(t, m.Addr())
 	_, err := l.Locate(context.Background(), "nope", []byte("r"))
 	if status.Code(err) != codes.NotFound {
 		t.Errorf("err = %v, want NOT_FOUND", err)
 	}
-	if m.callCount() != 1 {
-		t.Errorf("master got %d calls, want 1", m.callCount())
+	if m.Lookups() != 1 {
+		t.Errorf("master got %d calls, want 1", m.Lookups())
 	}
 }
 
 func TestUnassignedTabletIsRetriedThenReported(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "", "", 0))
-	l, err := New([]string{m.addr}, Options{Attempts: 3, Backoff: Backoff{Initial: time.Millisecond}})
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "", "", 0))
+	l, err := New([]string{m.Addr()}, Options{Attempts: 3, Backoff: Backoff{Initial: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,13 +247,13 @@ func TestUnassignedTabletIsRetriedThenReported(t *testing.T) {
 	if !errors.Is(err, ErrUnassigned) {
 		t.Fatalf("err = %v, want ErrUnassigned", err)
 	}
-	if m.callCount() != 3 {
-		t.Errorf("master got %d calls, want 3 attempts", m.callCount())
+	if m.Lookups() != 3 {
+		t.Errorf("master got %d calls, want 3 attempts", m.Lookups())
 	}
 	if _, ok := l.Cached("t", []byte("r")); ok {
 		t.Error("unassigned tablet cached")
 	}
-	m.setTablets("t", tablet("a", "", "", "s1:1", 1))
+	m.SetTablets("t", tablet("a", "", "", "s1:1", 1))
 	if got, err := l.Locate(context.Background(), "t", []byte("r")); err != nil || got.Address != "s1:1" {
 		t.Errorf("after assignment: %+v, %v", got, err)
 	}

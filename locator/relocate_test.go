@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tabuladb/tabula/internal/testkit/fakemaster"
 )
 
 // frozenLocator returns a Locator whose RelocateInterval clock stands
@@ -32,15 +34,15 @@ func frozenLocator(t *testing.T, addr string, opts Options) (*Locator, func(time
 }
 
 func TestRelocateBypassesTheCacheAndCachesTheNewOwner(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "", "s1:1", 1))
-	l, _ := frozenLocator(t, m.addr, Options{})
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "", "s1:1", 1))
+	l, _ := frozenLocator(t, m.Addr(), Options{})
 	ctx := context.Background()
 	stale, err := l.Locate(ctx, "t", []byte("r"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.setTablets("t", tablet("a", "", "", "s2:1", 2)) // moved; the cache does not know
+	m.SetTablets("t", tablet("a", "", "", "s2:1", 2)) // moved; the cache does not know
 	if got, _ := l.Locate(ctx, "t", []byte("r")); got.Address != "s1:1" {
 		t.Fatalf("Locate before Relocate = %s, want the cached s1:1", got.Address)
 	}
@@ -53,26 +55,26 @@ func TestRelocateBypassesTheCacheAndCachesTheNewOwner(t *testing.T) {
 	}
 	// Another caller still holding the stale location learns the new one
 	// from the cache, without asking the master.
-	before := m.callCount()
+	before := m.Lookups()
 	if got, err := l.Relocate(ctx, stale, []byte("q")); err != nil || got.Address != "s2:1" {
 		t.Errorf("second Relocate = %+v, %v; want s2:1", got, err)
 	}
-	if n := m.callCount() - before; n != 0 {
+	if n := m.Lookups() - before; n != 0 {
 		t.Errorf("second Relocate of a tablet already relocated sent %d lookups, want 0", n)
 	}
 }
 
 func TestRelocateOfAnUnmovedTabletAsksOncePerInterval(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "", "s1:1", 1))
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "", "s1:1", 1))
 	const interval = time.Second
-	l, advance := frozenLocator(t, m.addr, Options{RelocateInterval: interval})
+	l, advance := frozenLocator(t, m.Addr(), Options{RelocateInterval: interval})
 	ctx := context.Background()
 	stale, err := l.Locate(ctx, "t", []byte("r"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := m.callCount()
+	base := m.Lookups()
 
 	// Many callers waiting on the same silent server: one lookup.
 	const n = 20
@@ -96,7 +98,7 @@ func TestRelocateOfAnUnmovedTabletAsksOncePerInterval(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if c := m.callCount() - base; c != 1 {
+	if c := m.Lookups() - base; c != 1 {
 		t.Errorf("%d Relocates of one tablet within the interval sent %d lookups, want 1", n, c)
 	}
 
@@ -104,37 +106,37 @@ func TestRelocateOfAnUnmovedTabletAsksOncePerInterval(t *testing.T) {
 	if _, err := l.Relocate(ctx, stale, []byte("r")); err != nil {
 		t.Fatal(err)
 	}
-	if c := m.callCount() - base; c != 2 {
+	if c := m.Lookups() - base; c != 2 {
 		t.Errorf("after the interval: %d lookups in all, want 2", c)
 	}
 
 	// A negative interval asks every time.
-	l2, _ := frozenLocator(t, m.addr, Options{RelocateInterval: -1})
+	l2, _ := frozenLocator(t, m.Addr(), Options{RelocateInterval: -1})
 	stale2, err := l2.Locate(ctx, "t", []byte("r"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	base = m.callCount()
+	base = m.Lookups()
 	for i := 0; i < 3; i++ {
 		if _, err := l2.Relocate(ctx, stale2, []byte("r")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if c := m.callCount() - base; c != 3 {
+	if c := m.Lookups() - base; c != 3 {
 		t.Errorf("RelocateInterval -1: 3 Relocates sent %d lookups, want 3", c)
 	}
 }
 
 func TestRelocateAfterASplitAnswersEachRowsChild(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("p", "", "", "s1:1", 1))
-	l, _ := frozenLocator(t, m.addr, Options{})
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("p", "", "", "s1:1", 1))
+	l, _ := frozenLocator(t, m.Addr(), Options{})
 	ctx := context.Background()
 	stale, err := l.Locate(ctx, "t", []byte("a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.setTablets("t", tablet("pL", "", "m", "s1:1", 2), tablet("pR", "m", "", "s2:1", 2))
+	m.SetTablets("t", tablet("pL", "", "m", "s1:1", 2), tablet("pR", "m", "", "s2:1", 2))
 	for _, c := range []struct{ row, id, addr string }{{"a", "pL", "s1:1"}, {"x", "pR", "s2:1"}, {"b", "pL", "s1:1"}} {
 		got, err := l.Relocate(ctx, stale, []byte(c.row))
 		if err != nil || got.ID != c.id || got.Address != c.addr {
@@ -144,21 +146,21 @@ func TestRelocateAfterASplitAnswersEachRowsChild(t *testing.T) {
 }
 
 func TestRelocateReportsAnUnassignedTabletWithoutWaiting(t *testing.T) {
-	m := startFakeMaster(t)
-	m.setTablets("t", tablet("a", "", "", "s1:1", 1))
+	m := fakemaster.Start(t)
+	m.SetTablets("t", tablet("a", "", "", "s1:1", 1))
 	// Many Attempts with a long backoff: Relocate must not use them.
-	l, _ := frozenLocator(t, m.addr, Options{Attempts: 100, Backoff: Backoff{Initial: time.Hour, Max: time.Hour}})
+	l, _ := frozenLocator(t, m.Addr(), Options{Attempts: 100, Backoff: Backoff{Initial: time.Hour, Max: time.Hour}})
 	ctx := context.Background()
 	stale, err := l.Locate(ctx, "t", []byte("r"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.setTablets("t", tablet("a", "", "", "", 2))
-	before := m.callCount()
+	m.SetTablets("t", tablet("a", "", "", "", 2))
+	before := m.Lookups()
 	if _, err := l.Relocate(ctx, stale, []byte("r")); !errors.Is(err, ErrUnassigned) {
 		t.Fatalf("Relocate of an unassigned tablet = %v, want ErrUnassigned", err)
 	}
-	if n := m.callCount() - before; n != 1 {
+	if n := m.Lookups() - before; n != 1 {
 		t.Errorf("Relocate sent %d lookups, want 1", n)
 	}
 	if c, ok := l.Cached("t", []byte("r")); ok {

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 // balanceNow runs one round of m's balancer loop and waits for it.
@@ -197,7 +198,7 @@ func TestBalancerTableSwitchAndDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := mc.SetBalancer(ctx, &tabulapb.SetBalancerRequest{Table: "nope", Enabled: false})
-	wantCode(t, err, codes.NotFound, "nope")
+	testkit.WantCode(t, "", err, codes.NotFound, "nope")
 	d, err := mc.DescribeTable(ctx, &tabulapb.DescribeTableRequest{Table: "fixed"})
 	if err != nil || !d.Schema.BalancerDisabled {
 		t.Fatalf("DescribeTable(fixed) = %v, %v; want balancer_disabled", d, err)
@@ -257,11 +258,11 @@ func TestMoveTablet(t *testing.T) {
 	})
 	ts := c.tablets("t")
 	_, err := mc.MoveTablet(ctx, &tabulapb.MoveTabletRequest{Table: "t", TabletId: ts[0].ID, ServerId: "s9"})
-	wantCode(t, err, codes.NotFound, "s9")
+	testkit.WantCode(t, "", err, codes.NotFound, "s9")
 	_, err = mc.MoveTablet(ctx, &tabulapb.MoveTabletRequest{Table: "t", TabletId: "nope", ServerId: "s2"})
-	wantCode(t, err, codes.NotFound, "nope")
+	testkit.WantCode(t, "", err, codes.NotFound, "nope")
 	_, err = mc.MoveTablet(ctx, &tabulapb.MoveTabletRequest{Table: "t", ServerId: "s2"})
-	wantCode(t, err, codes.InvalidArgument, "tablet_id")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "tablet_id")
 	resp, err := mc.MoveTablet(ctx, &tabulapb.MoveTabletRequest{Table: "t", TabletId: ts[0].ID, ServerId: "s2"})
 	if err != nil || resp.Tablet.ServerId != "s2" || resp.Tablet.Epoch != ts[0].Epoch+1 {
 		t.Fatalf("MoveTablet = %v, %v", resp, err)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -95,7 +96,7 @@ func TestDropRowRangeAsksEveryOverlappingTablet(t *testing.T) {
 		}
 	}
 	_, err := mc.DropRowRange(ctx, &tabulapb.DropRowRangeRequest{Table: "nope", Target: &tabulapb.DropRowRangeRequest_DeleteAllDataFromTable{DeleteAllDataFromTable: true}})
-	wantCode(t, err, codes.NotFound, "nope")
+	testkit.WantCode(t, "", err, codes.NotFound, "nope")
 	wantDrops(t, "refused requests", dropsOf(c, "t", s1, s2))
 
 	// A tablet server error that retrying cannot fix fails the call and
@@ -107,7 +108,7 @@ func TestDropRowRangeAsksEveryOverlappingTablet(t *testing.T) {
 	s2.dropFail = s1.dropFail
 	s2.mu.Unlock()
 	_, err = mc.DropRowRange(ctx, dropPrefix("h"))
-	wantCode(t, err, codes.Internal, "disk on fire")
+	testkit.WantCode(t, "", err, codes.Internal, "disk on fire")
 	if !strings.Contains(status.Convert(err).Message(), "tablet") {
 		t.Errorf("error %v does not name the tablet", err)
 	}

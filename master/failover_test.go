@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 func TestDeadServersTabletsMoveWithNewEpoch(t *testing.T) {
@@ -225,7 +226,7 @@ func TestStandbyTakesOverAndAnswersLocates(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := sc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")})
-	wantCode(t, err, codes.Unavailable, "not the leader (leader is "+leader.Addr()+")")
+	testkit.WantCode(t, "", err, codes.Unavailable, "not the leader (leader is "+leader.Addr()+")")
 	if _, err := lc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +303,7 @@ func TestSplitAndBalance(t *testing.T) {
 		t.Fatalf("split at a boundary: %v %v", again, err)
 	}
 	_, err = mc.SplitTablet(ctx, &tabulapb.SplitTabletRequest{Table: "t"})
-	wantCode(t, err, codes.InvalidArgument, "row_key")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "row_key")
 	if _, err := mc.SplitTablet(ctx, &tabulapb.SplitTabletRequest{Table: "t", RowKey: []byte("q")}); err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +360,7 @@ func TestLeaderThatLosesItsSessionStepsDown(t *testing.T) {
 		return standby.IsLeader() && !leader.IsLeader(), fmt.Sprintf("standby leads %v, old leader leads %v", standby.IsLeader(), leader.IsLeader())
 	})
 	_, err = c.dial(leader.Addr()).CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")})
-	wantCode(t, err, codes.Unavailable, "leader is "+standby.Addr())
+	testkit.WantCode(t, "", err, codes.Unavailable, "leader is "+standby.Addr())
 	if _, err := c.dial(standby.Addr()).CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
 		t.Fatal(err)
 	}

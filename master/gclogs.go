@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/sharedlog"
+	"github.com/tabuladb/tabula/storepath"
 )
 
 // Garbage collection of shared commit logs.
@@ -34,7 +34,7 @@ import (
 // named holds the logs the kept manifests name.
 func (m *Master) sweepLogs(ctx context.Context, term *leadership, view *gcView, named map[string]bool, now time.Time) (removed []string, err error) {
 	fsys := m.fs()
-	dir := filepath.Join(m.opts.StorageRoot, sharedlog.Folder)
+	dir := storepath.Logs(m.opts.StorageRoot)
 	entries, err := fsys.List(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

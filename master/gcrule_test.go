@@ -11,6 +11,7 @@ import (
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -78,9 +79,9 @@ func TestNestedGCRuleIsStoredChangedAndPushed(t *testing.T) {
 	}
 
 	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "a", MaxVersions: 2, GcRule: r2}})
-	wantCode(t, err, codes.InvalidArgument, "use one")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "use one")
 	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "a", GcRule: &tabulapb.GCRule{}}})
-	wantCode(t, err, codes.InvalidArgument, "no rule set")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "no rule set")
 
 	if _, err := mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "a", MaxVersions: 2, TtlMicros: time.Hour.Microseconds()}}); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
-	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/internal/testkit/etcdtest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/meta/memstore"
 )
@@ -54,17 +54,8 @@ func newCluster(t *testing.T) *cluster {
 // costs measured against it (TestMeasureBalancerCost).
 func newEtcdCluster(t *testing.T) *cluster {
 	t.Helper()
-	srv, err := embedetcd.Start(context.Background(), embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return &cluster{t: t, endpoints: srv.Endpoints(), cli: cli, layout: meta.NewLayout("test")}
+	cli := etcdtest.Client(t)
+	return &cluster{t: t, endpoints: cli.Endpoints(), cli: cli, layout: meta.NewLayout("test")}
 }
 
 // onEtcd reports whether the cluster runs on embedded etcd.

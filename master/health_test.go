@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/tabuladb/tabula/internal/testkit/rpctest"
 )
 
 // cutProxy forwards TCP connections to target until cut, which closes
@@ -129,8 +129,8 @@ func TestReadiness(t *testing.T) {
 	if err := behind.Health().Update(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	hc := healthClient(t, behind.Addr())
-	if st := checkHealth(t, hc); st != healthpb.HealthCheckResponse_SERVING {
+	hc := rpctest.DialHealth(t, behind.Addr())
+	if st := rpctest.CheckHealth(t, hc); st != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("standby's gRPC health: %v, want SERVING", st)
 	}
 
@@ -141,7 +141,7 @@ func TestReadiness(t *testing.T) {
 	}
 	t.Logf("cut off: %v", err)
 	behind.Health().Update(context.Background())
-	if st := checkHealth(t, hc); st != healthpb.HealthCheckResponse_NOT_SERVING {
+	if st := rpctest.CheckHealth(t, hc); st != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("cut-off standby's gRPC health: %v, want NOT_SERVING", st)
 	}
 	if err := readyNow(leader); err != nil {
@@ -161,25 +161,4 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
-}
-
-func healthClient(t *testing.T, addr string) healthpb.HealthClient {
-	t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return healthpb.NewHealthClient(cc)
-}
-
-func checkHealth(t *testing.T, hc healthpb.HealthClient) healthpb.HealthCheckResponse_ServingStatus {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.GetStatus()
 }

@@ -133,13 +133,21 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 	m.bal.kick = make(chan struct{}, 1)
 	m.index = newTabletIndex(cli, m.layout, m.log, 0)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.guard = newGuard(m.ctx, opts, cli, m.layout, m.log)
+	var creds *auth.Cache
+	m.guard, creds = newGuard(opts, cli, m.layout, m.log)
 	m.srv = grpc.NewServer(append(m.setupMetrics(), m.serverOptions()...)...)
 	tabulapb.RegisterMasterServer(m.srv, m)
 	m.health = opshttp.NewHealth(m.Ready)
 	m.health.Register(m.srv)
 	m.grpcMetrics.Init(m.srv)
 	m.stopHealth = m.health.Start()
+	if creds != nil {
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			creds.Run(m.ctx)
+		}()
+	}
 	m.wg.Add(3)
 	go func() {
 		defer m.wg.Done()

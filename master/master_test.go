@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -31,16 +30,6 @@ func keys(ks ...string) [][]byte {
 		out[i] = []byte(k)
 	}
 	return out
-}
-
-func wantCode(t *testing.T, err error, code codes.Code, contains string) {
-	t.Helper()
-	if status.Code(err) != code {
-		t.Fatalf("got %v, want code %v", err, code)
-	}
-	if contains != "" && !strings.Contains(status.Convert(err).Message(), contains) {
-		t.Fatalf("message %q does not mention %q", status.Convert(err).Message(), contains)
-	}
 }
 
 // waitAllLoaded waits until every tablet of table is held, at its current
@@ -86,7 +75,7 @@ func TestCreateListDescribeDeleteTable(t *testing.T) {
 		t.Fatalf("CreateTable answered %v", got)
 	}
 	_, err = mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("users", "a")})
-	wantCode(t, err, codes.AlreadyExists, "users")
+	testkit.WantCode(t, "", err, codes.AlreadyExists, "users")
 
 	// Pre-split ranges cover the key space exactly.
 	ts := waitAllLoaded(t, c, "users", 4, s1, s2)
@@ -154,11 +143,11 @@ func TestCreateListDescribeDeleteTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = mc.DescribeTable(ctx, &tabulapb.DescribeTableRequest{Table: "users"})
-	wantCode(t, err, codes.NotFound, "users")
+	testkit.WantCode(t, "", err, codes.NotFound, "users")
 	_, err = mc.LocateTablet(ctx, &tabulapb.LocateTabletRequest{Table: "users", RowKey: []byte("a")})
-	wantCode(t, err, codes.NotFound, "users")
+	testkit.WantCode(t, "", err, codes.NotFound, "users")
 	_, err = mc.DeleteTable(ctx, &tabulapb.DeleteTableRequest{Table: "users"})
-	wantCode(t, err, codes.NotFound, "users")
+	testkit.WantCode(t, "", err, codes.NotFound, "users")
 	if len(c.tablets("users")) != 0 {
 		t.Error("tablets survived DeleteTable")
 	}
@@ -199,7 +188,7 @@ func TestCreateTableRejectsBadInput(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := mc.CreateTable(ctx, tc.req)
-			wantCode(t, err, codes.InvalidArgument, tc.mention)
+			testkit.WantCode(t, "", err, codes.InvalidArgument, tc.mention)
 		})
 	}
 	list, err := mc.ListTables(ctx, &tabulapb.ListTablesRequest{})
@@ -251,11 +240,11 @@ func TestFamilyChangesReachUpdateSchema(t *testing.T) {
 		t.Fatalf("UpdateSchema after AddFamily got %v", ls)
 	}
 	_, err = mc.AddFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "b"}})
-	wantCode(t, err, codes.AlreadyExists, "b")
+	testkit.WantCode(t, "", err, codes.AlreadyExists, "b")
 	_, err = mc.AddFamily(ctx, &tabulapb.FamilyRequest{Table: "nope", Family: &tabulapb.Family{Name: "b"}})
-	wantCode(t, err, codes.NotFound, "nope")
+	testkit.WantCode(t, "", err, codes.NotFound, "nope")
 	_, err = mc.AddFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "c", BlockSize: 3}})
-	wantCode(t, err, codes.InvalidArgument, "block size")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "block size")
 
 	if _, err := mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "a", MaxVersions: 7}}); err != nil {
 		t.Fatal(err)
@@ -264,7 +253,7 @@ func TestFamilyChangesReachUpdateSchema(t *testing.T) {
 		t.Fatalf("UpdateSchema after ModifyFamily got %v", ls)
 	}
 	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "zz"}})
-	wantCode(t, err, codes.NotFound, "zz")
+	testkit.WantCode(t, "", err, codes.NotFound, "zz")
 
 	// A value type is fixed at creation.
 	if _, err := mc.AddFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "s", ValueType: tabulapb.ValueType_VALUE_TYPE_SUM}}); err != nil {
@@ -274,9 +263,9 @@ func TestFamilyChangesReachUpdateSchema(t *testing.T) {
 		t.Fatalf("UpdateSchema after AddFamily of a sum family got %v", ls)
 	}
 	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "s"}})
-	wantCode(t, err, codes.InvalidArgument, "the value type is fixed when the family is created (it is sum, not bytes)")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "the value type is fixed when the family is created (it is sum, not bytes)")
 	_, err = mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "a", ValueType: tabulapb.ValueType_VALUE_TYPE_MAX}})
-	wantCode(t, err, codes.InvalidArgument, "fixed when the family is created")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "fixed when the family is created")
 	if _, err := mc.ModifyFamily(ctx, &tabulapb.FamilyRequest{Table: "t", Family: &tabulapb.Family{Name: "s", MaxVersions: 2, ValueType: tabulapb.ValueType_VALUE_TYPE_SUM}}); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +283,7 @@ func TestFamilyChangesReachUpdateSchema(t *testing.T) {
 		t.Fatalf("UpdateSchema after DeleteFamily got %v", ls)
 	}
 	_, err = mc.DeleteFamily(ctx, &tabulapb.DeleteFamilyRequest{Table: "t", Family: "a"})
-	wantCode(t, err, codes.NotFound, "a")
+	testkit.WantCode(t, "", err, codes.NotFound, "a")
 	desc, err := mc.DescribeTable(ctx, &tabulapb.DescribeTableRequest{Table: "t"})
 	if err != nil || len(desc.Schema.Families) != 1 || desc.Schema.Families[0].Name != "b" {
 		t.Fatalf("stored schema: %v %v", desc, err)

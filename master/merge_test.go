@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -139,9 +140,9 @@ func TestMergeTabletsAcrossTwoServers(t *testing.T) {
 		t.Fatalf("%d tablets after merging the whole table", len(ts))
 	}
 	_, err = mc.MergeTablets(ctx, &tabulapb.MergeTabletsRequest{Table: "users", StartKey: []byte("z"), EndKey: []byte("a")})
-	wantCode(t, err, codes.InvalidArgument, "")
+	testkit.WantCode(t, "", err, codes.InvalidArgument, "")
 	_, err = mc.MergeTablets(ctx, &tabulapb.MergeTabletsRequest{Table: "nope"})
-	wantCode(t, err, codes.NotFound, "")
+	testkit.WantCode(t, "", err, codes.NotFound, "")
 }
 
 // CreateTable's split keys and an operator's SplitTablet row are the

@@ -103,13 +103,14 @@ func grantsPB(gs []auth.Grant) []*tabulapb.GrantInfo {
 }
 
 // newGuard builds the guard of the master's gRPC port: roles checked
-// against the tokens and grants in etcd when opts.Auth is on.
-func newGuard(ctx context.Context, opts Options, cli meta.Store, l meta.Layout, log *slog.Logger) *auth.Guard {
+// against the tokens and grants in etcd when opts.Auth is on, by the
+// cache it returns too (nil when auth is off), which the caller runs.
+func newGuard(opts Options, cli meta.Store, l meta.Layout, log *slog.Logger) (*auth.Guard, *auth.Cache) {
 	var cache *auth.Cache
 	if opts.Auth {
-		cache = auth.NewCache(ctx, cli, l, log)
+		cache = auth.NewCache(cli, l, log)
 	}
-	return auth.NewGuard(auth.GuardConfig{Rules: auth.MasterRules(), Cache: cache, MutualTLS: opts.ServerTLS != nil, Log: log})
+	return auth.NewGuard(auth.GuardConfig{Rules: auth.MasterRules(), Cache: cache, MutualTLS: opts.ServerTLS != nil, Log: log}), cache
 }
 
 // serverOptions are the gRPC server's: TLS when configured, the guard

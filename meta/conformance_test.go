@@ -1,12 +1,11 @@
 package meta_test
 
 import (
-	"context"
 	"testing"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/tabuladb/tabula/internal/embedetcd"
+	"github.com/tabuladb/tabula/internal/testkit/etcdtest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/meta/memstore"
 	"github.com/tabuladb/tabula/meta/metatest"
@@ -38,18 +37,11 @@ func TestConformanceEtcd(t *testing.T) {
 // test ends.
 func startEtcd(t *testing.T) *clientv3.Client {
 	t.Helper()
-	srv, err := embedetcd.Start(context.Background(), embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := etcdtest.Start(t)
 	cli, err := meta.NewClient(nil, srv.Endpoints(), nil) // as the master and the servers open it
 	if err != nil {
-		srv.Close()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cli.Close()
-		srv.Close()
-	})
+	t.Cleanup(func() { cli.Close() })
 	return cli
 }

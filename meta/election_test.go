@@ -8,6 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/tabuladb/tabula/internal/testkit/etcdtest"
 )
 
 // A master of an older release campaigns with etcd's concurrency package;
@@ -17,7 +19,7 @@ import (
 // leader.
 func TestElectionMixesWithEtcdsConcurrencyPackage(t *testing.T) {
 	t.Parallel() // its own etcd starts while other tests run
-	cli := startEtcd(t)
+	cli := etcdtest.Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	prefix := NewLayout("mixed").ElectionPrefix()

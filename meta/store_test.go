@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/tabuladb/tabula/internal/embedetcd"
 	"github.com/tabuladb/tabula/meta/memstore"
 )
 
@@ -20,23 +18,6 @@ func newTwin(t *testing.T) Store {
 	s := memstore.New(memstore.Options{Clock: memstore.NewManualClock()})
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-// startEtcd starts an embedded etcd and a client for one test.
-func startEtcd(t *testing.T) *clientv3.Client {
-	t.Helper()
-	ctx := context.Background()
-	srv, err := embedetcd.Start(ctx, embedetcd.Config{Dir: t.TempDir(), NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Close)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: srv.Endpoints(), DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
 }
 
 func putTablet(t *testing.T, cli Store, l Layout, r TabletRecord) {

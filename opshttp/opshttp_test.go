@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/tabuladb/tabula/internal/testkit/rpctest"
 )
 
 // flag is a readiness check the test sets.
@@ -68,42 +67,13 @@ func TestReadyzFollowsTheCheck(t *testing.T) {
 	}
 }
 
-func grpcHealth(t *testing.T, h *Health) healthpb.HealthClient {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	h.Register(srv)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return healthpb.NewHealthClient(conn)
-}
-
-func status(t *testing.T, c healthpb.HealthClient) healthpb.HealthCheckResponse_ServingStatus {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := c.Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.GetStatus()
-}
-
 // The gRPC status follows the check on each tick of Run, and nothing
 // before the first evaluation counts as serving.
 func TestGRPCHealthFollowsTheCheck(t *testing.T) {
 	f := &flag{}
 	h := NewHealth(f.check)
-	c := grpcHealth(t, h)
-	if got := status(t, c); got != healthpb.HealthCheckResponse_NOT_SERVING {
+	c := rpctest.DialHealth(t, rpctest.Serve(t, h.Register))
+	if got := rpctest.CheckHealth(t, c); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("before any check: %v, want NOT_SERVING", got)
 	}
 	tick := make(chan time.Time) // unbuffered: a send returns once Run took it
@@ -116,12 +86,12 @@ func TestGRPCHealthFollowsTheCheck(t *testing.T) {
 	step := func() { tick <- time.Time{}; tick <- time.Time{} }
 
 	step()
-	if got := status(t, c); got != healthpb.HealthCheckResponse_SERVING {
+	if got := rpctest.CheckHealth(t, c); got != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("ready: %v, want SERVING", got)
 	}
 	f.set(errors.New("lease not held"))
 	step()
-	if got := status(t, c); got != healthpb.HealthCheckResponse_NOT_SERVING {
+	if got := rpctest.CheckHealth(t, c); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("not ready: %v, want NOT_SERVING", got)
 	}
 	if err := h.Last(); err == nil || err.Error() != "lease not held" {
@@ -129,12 +99,12 @@ func TestGRPCHealthFollowsTheCheck(t *testing.T) {
 	}
 	f.set(nil)
 	step()
-	if got := status(t, c); got != healthpb.HealthCheckResponse_SERVING {
+	if got := rpctest.CheckHealth(t, c); got != healthpb.HealthCheckResponse_SERVING {
 		t.Errorf("ready again: %v, want SERVING", got)
 	}
 	h.Shutdown()
 	step()
-	if got := status(t, c); got != healthpb.HealthCheckResponse_NOT_SERVING {
+	if got := rpctest.CheckHealth(t, c); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Errorf("after Shutdown, a passing check: %v, want NOT_SERVING for good", got)
 	}
 }

@@ -8,7 +8,7 @@
 // written; Bigtable keeps one log per tablet server for the same reason.
 // It is a server-wide durable format, not a part of one tablet's engine, so
 // it sits at the top of the tree: the engine and the tablet server write
-// and replay it, and the master's log GC names its folders (Folder, Dir)
+// and replay it, and the master's log GC names its folders (Dir; storepath.Logs)
 // without importing the engine.
 //
 // A tablet engine attaches to the log and gets a Handle with the same

@@ -5,15 +5,13 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/wal"
 )
 
-// Folder is the folder under the storage root that holds the shared logs,
-// one subfolder per log name.
-const Folder = "logs"
-
-// Dir returns the folder of the log called name under root.
-func Dir(root, name string) string { return filepath.Join(root, Folder, name) }
+// Dir returns the folder of the log called name under root:
+// <root>/logs/<name> (storepath names the folders under the root).
+func Dir(root, name string) string { return filepath.Join(storepath.Logs(root), name) }
 
 // A record of the shared log is a wal record whose payload is
 //

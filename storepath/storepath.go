@@ -24,6 +24,10 @@ import (
 // TablesFolder is the folder under the root that holds one folder per table.
 const TablesFolder = "tables"
 
+// LogsFolder is the folder under the root that holds the tablet servers'
+// shared commit logs, one folder per log (sharedlog.Dir).
+const LogsFolder = "logs"
+
 // ValidateTabletID checks a tablet id: 1 to 64 characters of
 // [A-Za-z0-9_.-], starting with a letter, digit or underscore (so never
 // "." or "..").
@@ -46,6 +50,9 @@ func plainStart(c byte) bool {
 
 // Tables returns <root>/tables.
 func Tables(root string) string { return filepath.Join(root, TablesFolder) }
+
+// Logs returns <root>/logs.
+func Logs(root string) string { return filepath.Join(root, LogsFolder) }
 
 // Table returns <root>/tables/<table> after validating the name.
 func Table(root, table string) (string, error) {

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 func addTo(family, qualifier string, ts, n int64) *tabulapb.Mutation {
@@ -99,14 +100,14 @@ func TestAggregateFamiliesOverGRPC(t *testing.T) {
 	}
 	read("after a compaction")
 
-	wantCode(t, "SetCell into a sum family", put(e.ctx, c, ref, "page", set("hits", "n", 1, "12345678")), codes.InvalidArgument)
-	wantCode(t, "AddToCell into a bytes family", put(e.ctx, c, ref, "page", addTo("cf", "n", 1, 1)), codes.InvalidArgument)
+	testkit.WantCode(t, "SetCell into a sum family", put(e.ctx, c, ref, "page", set("hits", "n", 1, "12345678")), codes.InvalidArgument, "")
+	testkit.WantCode(t, "AddToCell into a bytes family", put(e.ctx, c, ref, "page", addTo("cf", "n", 1, 1)), codes.InvalidArgument, "")
 	bad := mergeTo("peak", "ms", 1, 1)
 	bad.GetMergeToCell().Input = []byte{1, 2}
-	wantCode(t, "MergeToCell of 2 bytes", put(e.ctx, c, ref, "page", bad), codes.InvalidArgument)
-	wantCode(t, "AddToCell at the server's clock", put(e.ctx, c, ref, "page", addTo("hits", "n", -1, 1)), codes.InvalidArgument)
+	testkit.WantCode(t, "MergeToCell of 2 bytes", put(e.ctx, c, ref, "page", bad), codes.InvalidArgument, "")
+	testkit.WantCode(t, "AddToCell at the server's clock", put(e.ctx, c, ref, "page", addTo("hits", "n", -1, 1)), codes.InvalidArgument, "")
 	_, err = c.ReadModifyWriteRow(e.ctx, &tabulapb.ReadModifyWriteRowRequest{Tablet: ref, RowKey: []byte("page"),
 		Rules: []*tabulapb.ReadModifyWriteRule{{Family: "hits", Qualifier: []byte("n"), Rule: &tabulapb.ReadModifyWriteRule_IncrementAmount{IncrementAmount: 1}}}})
-	wantCode(t, "ReadModifyWrite on a sum family", err, codes.InvalidArgument)
+	testkit.WantCode(t, "ReadModifyWrite on a sum family", err, codes.InvalidArgument, "")
 	read("after the refused writes")
 }

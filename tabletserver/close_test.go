@@ -1,6 +1,7 @@
 package tabletserver
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/sharedlog"
@@ -150,5 +152,32 @@ func TestUnloadOfADeletedTableDoesNotFlush(t *testing.T) {
 	}
 	if len(st.Files) != 0 || st.LastSeq != 0 {
 		t.Fatalf("unloading a tablet of a deleted table flushed it: %d files, last seq %d", len(st.Files), st.LastSeq)
+	}
+}
+
+// A server given its store (Options.Store) does not close it: whoever
+// made it does, after the server's Close. The store serves on, and a next
+// server starts on it.
+func TestCloseLeavesAGivenStoreOpen(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.twin.Put(e.ctx, "after-close", "v"); err != nil {
+		t.Fatalf("the store after the server's Close: %v", err)
+	}
+	next := e.start(nil)
+	resp, err := e.cli.Get(e.ctx, e.layout.ServerKey(next.ID()))
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("the next server's key: %v, %v", resp, err)
+	}
+}
+
+// Start needs a way to etcd: endpoints to dial, or a store.
+func TestStartWithoutEtcdOrStoreIsRefused(t *testing.T) {
+	_, err := Start(t.Context(), Options{DataDir: t.TempDir()})
+	if !errors.Is(err, cell.ErrInvalid) {
+		t.Fatalf("Start with neither Etcd nor Store: %v, want cell.ErrInvalid", err)
 	}
 }

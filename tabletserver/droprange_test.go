@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 // TestDropRangeOverGRPC drops a row range of a loaded tablet through the
@@ -33,7 +34,7 @@ func TestDropRangeOverGRPC(t *testing.T) {
 	_, err := c.DropRange(e.ctx, &tabulapb.DropRangeRequest{Tablet: stale, StartKey: []byte("b"), EndKey: []byte("c")})
 	wantNotServing(t, "drop at a stale epoch", err, ref.Table, ref.TabletId)
 	_, err = c.DropRange(e.ctx, &tabulapb.DropRangeRequest{Tablet: ref, StartKey: []byte("c"), EndKey: []byte("b")})
-	wantCode(t, "drop of a reversed range", err, codes.InvalidArgument)
+	testkit.WantCode(t, "drop of a reversed range", err, codes.InvalidArgument, "")
 	rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
 	if err != nil || !slices.Equal(rowKeys(rows), []string{"a1", "b1", "b2", "b3", "c1"}) {
 		t.Fatalf("after refused drops read %q, %v; want every row", rowKeys(rows), err)

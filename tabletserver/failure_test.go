@@ -10,8 +10,9 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
-	"github.com/tabuladb/tabula/sharedlog"
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -38,15 +39,15 @@ func TestFailedCommitLogTakesItsTabletsOutOfService(t *testing.T) {
 	}
 
 	// The disk fails the log's next write (and fsync).
-	logs := filepath.Join(e.root, sharedlog.Folder) + string(filepath.Separator)
+	logs := storepath.Logs(e.root) + string(filepath.Separator)
 	disk.Set(func(op vfs.Op, name string) error {
 		if (op == vfs.OpWrite || op == vfs.OpSync) && strings.HasPrefix(name, logs) {
 			return vfs.Failf("fsync of %s", name)
 		}
 		return nil
 	})
-	wantCode(t, "a write whose log write failed", put(e.ctx, c, ref1, "lost", set("cf", "q", 1, "v")), codes.Unavailable)
-	wantCode(t, "a write to the failed log", put(e.ctx, c, ref2, "refused", set("cf", "q", 1, "v")), codes.Unavailable)
+	testkit.WantCode(t, "a write whose log write failed", put(e.ctx, c, ref1, "lost", set("cf", "q", 1, "v")), codes.Unavailable, "")
+	testkit.WantCode(t, "a write to the failed log", put(e.ctx, c, ref2, "refused", set("cf", "q", 1, "v")), codes.Unavailable, "")
 	disk.Set(nil)
 
 	eventually(t, 10*time.Second, "the failed tablets to be released", func() bool {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/tabuladb/tabula/internal/testkit/rpctest"
 )
 
 func wantNotReady(t *testing.T, srv *Server, what, reason string) {
@@ -39,14 +39,9 @@ func TestReadiness(t *testing.T) {
 	if err := srv.Health().Update(e.ctx); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	hc := healthpb.NewHealthClient(conn)
-	if resp, err := hc.Check(e.ctx, &healthpb.HealthCheckRequest{}); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("gRPC health of a ready server: %v, %v", resp.GetStatus(), err)
+	hc := rpctest.DialHealth(t, srv.Addr())
+	if st := rpctest.CheckHealth(t, hc); st != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("gRPC health of a ready server: %v", st)
 	}
 
 	key := tabletKey("users", "t2")
@@ -64,8 +59,8 @@ func TestReadiness(t *testing.T) {
 	srv.pause("test")
 	wantNotReady(t, srv, "paused", "paused")
 	srv.Health().Update(e.ctx)
-	if resp, err := hc.Check(e.ctx, &healthpb.HealthCheckRequest{}); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("gRPC health of a paused server: %v, %v", resp.GetStatus(), err)
+	if st := rpctest.CheckHealth(t, hc); st != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("gRPC health of a paused server: %v", st)
 	}
 	noRenewals.Store(false)
 	eventually(t, 10*time.Second, "ready after the pause", func() bool { return srv.Ready(e.ctx) == nil })

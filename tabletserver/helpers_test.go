@@ -18,28 +18,57 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/meta/memstore"
 )
 
-// env is one test's cluster: a prefix in the shared etcd, a storage root,
-// and the servers it started.
+// env is one test's cluster: a coordination store (by default the test's
+// own in-memory twin of etcd, meta/memstore; newEtcdEnv: a prefix in the
+// package's embedded etcd), a storage root, and the servers it started.
 type env struct {
-	t       *testing.T
-	ctx     context.Context
-	cli     *clientv3.Client
-	cluster string
-	layout  meta.Layout
-	root    string
-	schema  *tabulapb.TableSchema
+	t         *testing.T
+	ctx       context.Context
+	cli       meta.Store      // the test's view of the store: the twin itself, or a client of etcd
+	twin      *memstore.Store // handed to every server (Options.Store); nil on etcd
+	endpoints []string        // etcd's endpoints, dialed by every server; nil on the twin
+	cluster   string
+	layout    meta.Layout
+	root      string
+	schema    *tabulapb.TableSchema
 }
 
+// newEnv returns an env on a twin of its own, on real time: the server
+// reaches etcd only through meta.Store, and the tests that use newEnv
+// test the server, not etcd. The twin is closed after every server the
+// test started (cleanups run last first).
 func newEnv(t *testing.T) *env {
+	t.Helper()
+	twin := memstore.New(memstore.Options{})
+	t.Cleanup(func() { twin.Close() })
+	e := envOn(t, twin)
+	e.twin = twin
+	return e
+}
+
+// newEtcdEnv returns an env on the package's embedded etcd, for the tests
+// that test what the twin does not model (etcd stopped and restarted).
+func newEtcdEnv(t *testing.T) *env {
 	t.Helper()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: testEtcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
+	e := envOn(t, cli)
+	e.endpoints = testEtcd.Endpoints()
+	return e
+}
+
+// envOn returns an env whose test code talks to cli, with the users
+// schema written.
+func envOn(t *testing.T, cli meta.Store) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	t.Cleanup(cancel)
 	cluster := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
@@ -73,8 +102,11 @@ func testLogger() *slog.Logger {
 func (e *env) start(edit func(*Options)) *Server {
 	e.t.Helper()
 	opts := Options{
-		DataDir: e.root, Etcd: testEtcd.Endpoints(), Cluster: e.cluster, LeaseTTL: 2 * time.Second,
+		DataDir: e.root, Etcd: e.endpoints, Cluster: e.cluster, LeaseTTL: 2 * time.Second,
 		SplitCheckInterval: -1, LoadWindow: -1, ShutdownTimeout: 5 * time.Second, Logger: testLogger(),
+	}
+	if e.twin != nil { // not Store: e.twin, which would be a non-nil Store holding nil on etcd
+		opts.Store = e.twin
 	}
 	if edit != nil {
 		edit(&opts)
@@ -166,19 +198,11 @@ func rowKeys(rows []*tabulapb.Row) []string {
 	return out
 }
 
-// wantCode fails unless err is a status with code.
-func wantCode(t *testing.T, what string, err error, code codes.Code) {
-	t.Helper()
-	if got := status.Code(err); got != code {
-		t.Fatalf("%s: got %v (%v), want %v", what, got, err, code)
-	}
-}
-
 // wantNotServing fails unless err is FAILED_PRECONDITION with a NotServing
 // detail naming the tablet.
 func wantNotServing(t *testing.T, what string, err error, table, id string) {
 	t.Helper()
-	wantCode(t, what, err, codes.FailedPrecondition)
+	testkit.WantCode(t, what, err, codes.FailedPrecondition, "")
 	for _, d := range status.Convert(err).Details() {
 		if ns, ok := d.(*tabulapb.NotServing); ok {
 			if ns.Table != table || ns.TabletId != id {

@@ -97,7 +97,7 @@ func (g *group) stop() {
 //  5. close the shared commit log, which every tablet wrote to;
 //  6. stop the lease group: the lease loop, still renewing until now;
 //  7. release etcd: revoke the lease (servers/<id> goes with it), close
-//     the etcd client;
+//     the etcd client the server dialed (never an Options.Store);
 //  8. close the metrics.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
@@ -147,8 +147,10 @@ func (s *Server) Close() error {
 		s.lease.stop()
 		// 7.
 		s.revoke(s.leaseID.Swap(0))
-		if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
-			errs = append(errs, fmt.Errorf("tabletserver: closing the etcd client: %w", err))
+		if s.client != nil {
+			if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+				errs = append(errs, fmt.Errorf("tabletserver: closing the etcd client: %w", err))
+			}
 		}
 		// 8.
 		s.metrics.close()

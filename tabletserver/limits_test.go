@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 // Scans whose readers stop reading pin memory (rows waiting to be sent,
@@ -43,7 +44,7 @@ func TestScansBeyondTheLimitAreRefusedNotQueued(t *testing.T) {
 	}
 	eventually(t, 10e9, "two running scans", func() bool { return len(srv.scans) == 2 })
 	_, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
-	wantCode(t, "a third scan", err, codes.ResourceExhausted)
+	testkit.WantCode(t, "a third scan", err, codes.ResourceExhausted, "")
 	cancel()
 	eventually(t, 10e9, "the stalled scans to end", func() bool { return len(srv.scans) == 0 })
 	if got, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref}); err != nil || len(got) != rows {
@@ -83,7 +84,7 @@ func TestStalledScanIsEndedAndItsSlotFreed(t *testing.T) {
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
-			wantCode(t, "the stalled stream", err, codes.Unavailable)
+			testkit.WantCode(t, "the stalled stream", err, codes.Unavailable, "")
 			if !strings.Contains(err.Error(), "read nothing") {
 				t.Errorf("the stalled stream's error does not say why: %v", err)
 			}

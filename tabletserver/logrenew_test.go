@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -79,7 +80,7 @@ func failSharedLog(t *testing.T, setup func(*Server)) logFailure {
 	f.failed, _ = currentLog(srv)
 	f.state.Store(storeDown)
 	disk.Set(failingLogs(e.root, f.state))
-	wantCode(t, "a write whose log write failed", put(e.ctx, c, ref, "lost", set("cf", "q", 1, "v")), codes.Unavailable)
+	testkit.WantCode(t, "a write whose log write failed", put(e.ctx, c, ref, "lost", set("cf", "q", 1, "v")), codes.Unavailable, "")
 	return f
 }
 

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -162,7 +164,7 @@ func TestMergeRefusesTabletsThatAreNotAdjacentOrNotHeld(t *testing.T) {
 	c := e.dial(srv)
 	lref, rref, _ := twoTablets(e, c, srv)
 	_, err := c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: rref, Right: lref})
-	wantCode(t, "merge right before left", err, codes.InvalidArgument)
+	testkit.WantCode(t, "merge right before left", err, codes.InvalidArgument, "")
 	stale := &tabulapb.TabletRef{Table: "users", TabletId: "right", Epoch: 4}
 	_, err = c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: lref, Right: stale})
 	wantNotServing(t, "merge at a stale epoch", err, "users", "right")
@@ -179,7 +181,7 @@ func TestMergeRefusesTabletsThatAreNotAdjacentOrNotHeld(t *testing.T) {
 // The merge holds after writing its manifest until a writer was refused,
 // so writes certainly overlapped it.
 func TestMergeUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
-	const writers = 4
+	const nWriters = 4
 	e := newEnv(t)
 	srv := e.start(nil)
 	c := e.dial(srv)
@@ -189,7 +191,7 @@ func TestMergeUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 		mu       sync.Mutex
 		merged   *tabulapb.TabletRef
 		acked    = map[string]bool{}
-		onMerged [writers]int
+		onMerged [nWriters]int
 	)
 	route := func(row string) *tabulapb.TabletRef {
 		mu.Lock()
@@ -202,48 +204,33 @@ func TestMergeUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		return rref
 	}
-	refused, broken, stop := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	var refusedOnce, brokenOnce, stopOnce sync.Once
-	var wg sync.WaitGroup
-	stopWriters := func() {
-		stopOnce.Do(func() { close(stop) })
-		wg.Wait()
-	}
-	t.Cleanup(stopWriters)
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+	refused, broken := make(chan struct{}), make(chan struct{})
+	var refusedOnce, brokenOnce sync.Once
+	ws := writers.Start(t, nWriters, func(wr *writers.Writer, i int) bool {
+		w := wr.N
+		row := fmt.Sprintf("w%d-%05d", w, i)
+		for attempt := 0; attempt < 400; attempt++ {
+			ref := route(row)
+			err := put(e.ctx, c, ref, row, set("cf", "q", 1, row))
+			if err == nil {
+				mu.Lock()
+				acked[row] = true
+				if ref == merged {
+					onMerged[w]++
 				}
-				row := fmt.Sprintf("w%d-%05d", w, i)
-				for attempt := 0; attempt < 400; attempt++ {
-					ref := route(row)
-					err := put(e.ctx, c, ref, row, set("cf", "q", 1, row))
-					if err == nil {
-						mu.Lock()
-						acked[row] = true
-						if ref == merged {
-							onMerged[w]++
-						}
-						mu.Unlock()
-						break
-					}
-					if status.Code(err) != codes.FailedPrecondition {
-						t.Errorf("write %s: %v", row, err)
-						brokenOnce.Do(func() { close(broken) })
-						return
-					}
-					refusedOnce.Do(func() { close(refused) })
-					time.Sleep(5 * time.Millisecond)
-				}
+				mu.Unlock()
+				break
 			}
-		}()
-	}
+			if status.Code(err) != codes.FailedPrecondition {
+				t.Errorf("write %s: %v", row, err)
+				brokenOnce.Do(func() { close(broken) })
+				return false
+			}
+			refusedOnce.Do(func() { close(refused) })
+			time.Sleep(5 * time.Millisecond)
+		}
+		return true
+	})
 	eventually(t, 30*time.Second, "writes acknowledged by the parents", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -257,7 +244,7 @@ func TestMergeUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	resp, err := c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: lref, Right: rref})
 	if err != nil {
-		stopWriters()
+		ws.Stop()
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -273,7 +260,7 @@ func TestMergeUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 		}
 		return true
 	})
-	stopWriters()
+	ws.Stop()
 	if t.Failed() {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -39,7 +40,7 @@ func TestMissingTabletFolderIsNotRecreatedEmpty(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: next.ToProto(), Schema: e.schema})
-	wantCode(t, "loading a tablet whose files are gone", err, codes.DataLoss)
+	testkit.WantCode(t, "loading a tablet whose files are gone", err, codes.DataLoss, "")
 	if _, err := os.Stat(filepath.Join(e.root, "tables", "users", "t1")); !os.IsNotExist(err) {
 		t.Fatalf("the failed load created a folder: %v", err)
 	}

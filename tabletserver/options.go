@@ -26,8 +26,8 @@ const DefaultSplitThreshold = 256 << 20
 // ordinary tablets stay well below it, so they are not cut into slivers.
 const DefaultHotSplitRPS = 2000
 
-// Options configure a Server. The zero value with DataDir and Etcd set is
-// valid.
+// Options configure a Server. The zero value with DataDir and Etcd (or
+// Store) set is valid.
 type Options struct {
 	// ID names the server in etcd (servers/<id>). The default is the
 	// advertised address.
@@ -43,8 +43,15 @@ type Options struct {
 	// FS holds DataDir's files (vfs package). The default is the local
 	// disk.
 	FS vfs.FS
-	// Etcd lists the etcd endpoints. It must be set.
+	// Etcd lists the etcd endpoints. It must be set unless Store is.
 	Etcd []string
+	// Store, when set, is the coordination store the server uses instead
+	// of dialing Etcd: tests hand it etcd's in-memory twin
+	// (meta/memstore). The server does not close it; whoever made it
+	// closes it after the server's Close returned. Etcd and EtcdTLS are
+	// not used then. WrapStore, if set, wraps it as it wraps a dialed
+	// client. The default is nil: dial Etcd.
+	Store meta.Store
 	// Cluster names the cluster; keys live under /tabula/<cluster>/. The
 	// default is "default".
 	Cluster string
@@ -133,8 +140,9 @@ type Options struct {
 	// etcd were unreachable. The default is nil (never paused).
 	PauseRenewals func() bool
 	// WrapStore is a fault hook for tests: the server talks to etcd
-	// through WrapStore(client) (meta/faultstore fails, delays or drops
-	// chosen calls). The default is nil (the client itself).
+	// through WrapStore(client), or WrapStore(Store) when Store is set
+	// (meta/faultstore fails, delays or drops chosen calls). The default
+	// is nil (the client itself).
 	WrapStore func(meta.Store) meta.Store
 	// DisableBackgroundWork turns off the engines' automatic flushes and
 	// compactions (tests). The default is false.
@@ -177,8 +185,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.DataDir == "" {
 		return o, cell.Invalidf("tabletserver: Options.DataDir is empty")
 	}
-	if len(o.Etcd) == 0 {
-		return o, cell.Invalidf("tabletserver: Options.Etcd is empty")
+	if len(o.Etcd) == 0 && o.Store == nil {
+		return o, cell.Invalidf("tabletserver: Options.Etcd is empty and no Options.Store is given")
 	}
 	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 || o.MaxLogBytes < 0 ||
 		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 ||

@@ -37,7 +37,7 @@ func TestEtcdRestartPausesServersWithoutMovingTablets(t *testing.T) {
 	}
 	defer func() { etcd.Close() }()
 
-	e := newEnv(t)
+	e := newEtcdEnv(t)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: etcd.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		t.Fatal(err)

@@ -13,11 +13,12 @@ import (
 // and the guard (auth package) before every handler. The guard's rules
 // let only the master's certificate make the master-only calls once the
 // port verifies certificates, and check roles when Options.Auth is on;
-// its credentials cache follows etcd until ctx ends.
+// its credentials cache follows etcd in the work group.
 func (s *Server) serverOptions(ctx context.Context) []grpc.ServerOption {
 	var cache *auth.Cache
 	if s.opts.Auth {
-		cache = auth.NewCache(ctx, s.etcd, s.opts.layout(), s.logger)
+		cache = auth.NewCache(s.etcd, s.opts.layout(), s.logger)
+		s.work.run(cache.Run)
 	}
 	g := auth.NewGuard(auth.GuardConfig{
 		Rules:     auth.TabletServerRules(),

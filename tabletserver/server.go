@@ -66,8 +66,8 @@ type Server struct {
 	layout   meta.Layout
 	logger   *slog.Logger
 	events   *eventlog.Ring // the events logger has logged (Events)
-	etcd     meta.Store     // client, or what Options.WrapStore made of it
-	client   io.Closer      // the etcd client under etcd (meta.NewClient); closed by Close
+	etcd     meta.Store     // client or Options.Store, or what Options.WrapStore made of it
+	client   io.Closer      // the etcd client under etcd (meta.NewClient); closed by Close; nil when Options.Store is set
 	lis      net.Listener
 	grpc     *grpc.Server
 	syncMode wal.SyncMode
@@ -227,18 +227,21 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		s.id = s.addr
 	}
 	s.logger = s.logger.With("server", s.id)
-	client, err := meta.NewClient(nil, opts.Etcd, opts.EtcdTLS)
-	if err != nil {
-		return nil, fmt.Errorf("tabletserver: etcd client: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			client.Close()
+	s.etcd = opts.Store
+	if s.etcd == nil {
+		client, dialErr := meta.NewClient(nil, opts.Etcd, opts.EtcdTLS)
+		if dialErr != nil {
+			return nil, fmt.Errorf("tabletserver: etcd client: %w", dialErr)
 		}
-	}()
-	s.client, s.etcd = client, client
+		defer func() {
+			if err != nil {
+				client.Close()
+			}
+		}()
+		s.client, s.etcd = client, client
+	}
 	if opts.WrapStore != nil {
-		s.etcd = opts.WrapStore(client)
+		s.etcd = opts.WrapStore(s.etcd)
 	}
 	if err := s.register(ctx); err != nil {
 		return nil, fmt.Errorf("tabletserver: registering %s in etcd: %w", s.id, err)

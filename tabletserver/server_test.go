@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit"
 )
 
 func TestDataCallsOverGRPC(t *testing.T) {
@@ -279,7 +280,7 @@ func TestBadInputIsRejectedAndNothingIsLost(t *testing.T) {
 		}, codes.InvalidArgument},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.name, tc.call(), tc.code) })
+		t.Run(tc.name, func(t *testing.T) { testkit.WantCode(t, tc.name, tc.call(), tc.code, "") })
 	}
 	rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
 	if err != nil {
@@ -309,7 +310,7 @@ func TestLoadTabletChecksTheAssignmentInEtcd(t *testing.T) {
 		{"no such tablet", info("ghost", 1)},
 	} {
 		_, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: tc.info, Schema: e.schema})
-		wantCode(t, tc.name, err, codes.FailedPrecondition)
+		testkit.WantCode(t, tc.name, err, codes.FailedPrecondition, "")
 	}
 	ref := e.load(c, e.assign("mine", nil, []byte("m"), srv, 2))
 	e.load(c, e.assign("mine", nil, []byte("m"), srv, 2)) // loading again is a no-op
@@ -331,7 +332,7 @@ func TestUpdateSchemaAddsAFamily(t *testing.T) {
 	srv := e.start(nil)
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
-	wantCode(t, "write to a family not yet added", put(e.ctx, c, ref, "r", set("extra", "q", 1, "v")), codes.NotFound)
+	testkit.WantCode(t, "write to a family not yet added", put(e.ctx, c, ref, "r", set("extra", "q", 1, "v")), codes.NotFound, "")
 	sch := &tabulapb.TableSchema{Name: "users", Families: append(slices.Clone(e.schema.Families), &tabulapb.Family{Name: "extra"})}
 	e.putSchema(sch) // the master writes etcd first, then tells the servers
 	if _, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: sch}); err != nil {
@@ -341,7 +342,7 @@ func TestUpdateSchemaAddsAFamily(t *testing.T) {
 		t.Fatalf("write to the added family: %v", err)
 	}
 	_, err := c.UpdateSchema(e.ctx, &tabulapb.UpdateSchemaRequest{Schema: &tabulapb.TableSchema{Name: "bad name!"}})
-	wantCode(t, "bad table name", err, codes.InvalidArgument)
+	testkit.WantCode(t, "bad table name", err, codes.InvalidArgument, "")
 }
 
 // Anyone who can reach a tablet server could once send it a schema: a
@@ -464,7 +465,7 @@ func TestReadRowsSingleKey(t *testing.T) {
 		t.Fatalf("row outside the tablet read as %v", rows)
 	}
 	_, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref, Rows: &tabulapb.RowSet{RowKeys: [][]byte{nil}}})
-	wantCode(t, "empty key", err, codes.InvalidArgument)
+	testkit.WantCode(t, "empty key", err, codes.InvalidArgument, "")
 }
 
 // TestReadRowsSendsHeartbeatsWhileScanning: a scan whose filter drops

@@ -3,7 +3,6 @@ package tabletserver
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/sharedlog"
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
 )
@@ -94,7 +94,7 @@ func TestFailedLogStartsLeaveNoTrail(t *testing.T) {
 	disk := vfs.NewFaulty(nil)
 	srv := e.start(func(o *Options) { o.FS = disk; o.DisableBackgroundWork = true })
 	lease := srv.leaseID.Load()
-	logs := filepath.Join(e.root, sharedlog.Folder)
+	logs := storepath.Logs(e.root)
 	disk.Set(func(op vfs.Op, name string) error {
 		if op == vfs.OpCreate && strings.HasPrefix(name, logs) {
 			return vfs.Failf("create %s", name)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit/writers"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -251,7 +252,7 @@ func TestSplitLoopRunsTheCheck(t *testing.T) {
 // was refused because of it, and the writers stop once each has had
 // writes acknowledged by a child.
 func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
-	const writers, perPhase = 4, 20
+	const nWriters, perPhase = 4, 20
 	e := newEnv(t)
 	srv := e.start(nil)
 	c := e.dial(srv)
@@ -261,7 +262,7 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 		children []*tabulapb.TabletInfo // set once the split answered
 		acked    = map[string]bool{}
 		// acknowledged writes per writer, by the parent and by a child
-		onParent, onChild [writers]int
+		onParent, onChild [nWriters]int
 	)
 	route := func(row string) *tabulapb.TabletRef {
 		mu.Lock()
@@ -275,17 +276,10 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	refused := make(chan struct{}) // closed at the first NotServing
 	broken := make(chan struct{})  // closed when a writer fails
-	var refusedOnce, brokenOnce, stopOnce sync.Once
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	stopWriters := func() {
-		stopOnce.Do(func() { close(stop) })
-		wg.Wait()
-	}
-	t.Cleanup(stopWriters)
+	var refusedOnce, brokenOnce sync.Once
 	// progress reports whether every writer has perPhase acknowledged
 	// writes in counts, or a writer failed (it reported why).
-	progress := func(counts *[writers]int) func() bool {
+	progress := func(counts *[nWriters]int) func() bool {
 		return func() bool {
 			select {
 			case <-broken:
@@ -302,42 +296,33 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 			return true
 		}
 	}
-	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
+	ws := writers.Start(t, nWriters, func(wr *writers.Writer, i int) bool {
+		w := wr.N
+		row := fmt.Sprintf("w%d-%05d", w, i)
+		for attempt := 0; attempt < 200; attempt++ {
+			ref := route(row)
+			err := put(e.ctx, c, ref, row, set("cf", "q", 1, row))
+			if err == nil {
+				mu.Lock()
+				acked[row] = true
+				if ref == parent {
+					onParent[w]++
+				} else {
+					onChild[w]++
 				}
-				row := fmt.Sprintf("w%d-%05d", w, i)
-				for attempt := 0; attempt < 200; attempt++ {
-					ref := route(row)
-					err := put(e.ctx, c, ref, row, set("cf", "q", 1, row))
-					if err == nil {
-						mu.Lock()
-						acked[row] = true
-						if ref == parent {
-							onParent[w]++
-						} else {
-							onChild[w]++
-						}
-						mu.Unlock()
-						break
-					}
-					if status.Code(err) != codes.FailedPrecondition {
-						t.Errorf("write %s: %v", row, err)
-						brokenOnce.Do(func() { close(broken) })
-						return
-					}
-					refusedOnce.Do(func() { close(refused) })
-					time.Sleep(5 * time.Millisecond)
-				}
+				mu.Unlock()
+				break
 			}
-		}()
-	}
+			if status.Code(err) != codes.FailedPrecondition {
+				t.Errorf("write %s: %v", row, err)
+				brokenOnce.Do(func() { close(broken) })
+				return false
+			}
+			refusedOnce.Do(func() { close(refused) })
+			time.Sleep(5 * time.Millisecond)
+		}
+		return true
+	})
 	eventually(t, 30*time.Second, "writes acknowledged by the parent", progress(&onParent))
 	if t.Failed() {
 		return
@@ -353,14 +338,14 @@ func TestSplitUnderWritesLosesNoAcknowledgedWrite(t *testing.T) {
 	}
 	resp, err := c.SplitTablet(e.ctx, &tabulapb.SplitRequest{Tablet: parent, RowKey: []byte("w2")})
 	if err != nil {
-		stopWriters()
+		ws.Stop()
 		t.Fatal(err)
 	}
 	mu.Lock()
 	children = resp.Tablets
 	mu.Unlock()
 	eventually(t, 30*time.Second, "writes acknowledged by the children", progress(&onChild))
-	stopWriters()
+	ws.Stop()
 	if t.Failed() {
 		return
 	}

@@ -1,5 +1,6 @@
-// Package faultstore wraps a meta.Store (etcd) to inject the faults a
-// coordination store can have, deterministically, for tests: a
+// Package faultstore wraps a meta.Store (etcd, or its in-memory twin
+// meta/memstore) to inject the faults a coordination store can have,
+// deterministically, for tests: a
 // transaction that fails before it applies, one that applies and still
 // answers an error (the outcome a client cannot know), one that answers a
 // timeout at once and lands later (late.go), lease renewals that fail or

@@ -19,6 +19,7 @@ import (
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/storepath"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
 )
@@ -105,7 +106,7 @@ type crashFaults struct {
 func crashFaultRate(op vfs.Op, path string) float64 {
 	path = filepath.ToSlash(path)
 	base := filepath.Base(path)
-	inLogs := strings.Contains(path, "/"+sharedlog.Folder+"/")
+	inLogs := strings.Contains(path, "/"+storepath.LogsFolder+"/")
 	switch {
 	case inLogs && strings.HasSuffix(base, ".log"):
 		switch op {
@@ -560,7 +561,7 @@ func crashFaultKind(path string) string {
 	switch {
 	case strings.HasSuffix(base, ".log"):
 		return "log-segment"
-	case strings.Contains(filepath.ToSlash(path), "/"+sharedlog.Folder+"/"):
+	case strings.Contains(filepath.ToSlash(path), "/"+storepath.LogsFolder+"/"):
 		return "log-folder"
 	case strings.HasSuffix(base, ".sst"):
 		return "sstable"
