@@ -176,7 +176,7 @@ func TestMeasureBalancerCost(t *testing.T) {
 	if n <= 0 {
 		t.Skip("set BALANCER_MEASURE=<tablets> to measure")
 	}
-	c := newCluster(t)
+	c := newEtcdCluster(t) // docs/BENCHMARKS.md quotes its numbers with etcd
 	r := rand.New(rand.NewPCG(7, 7))
 	ctx := context.Background()
 	// Three simulated servers, each registered under its lease.

@@ -346,6 +346,7 @@ func TestLeaderThatLosesItsSessionStepsDown(t *testing.T) {
 	if leader == m1 {
 		standby = m2
 	}
+	c.waitCandidates(2) // the standby campaigns: it, not the old leader again, is next
 	ctx := context.Background()
 	// Revoke the leader's election lease, as if etcd had expired it.
 	resp, err := c.cli.Get(ctx, c.layout.ElectionPrefix(), clientv3.WithFirstCreate()...)

@@ -21,22 +21,45 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/internal/testkit/etcdtest"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/meta/memstore"
 )
 
-// cluster is one test's etcd plus the masters and fake tablet servers
-// started on it; everything is closed by t.Cleanup.
+// cluster is one test's coordination store plus the masters and fake
+// tablet servers started on it; everything is closed by t.Cleanup. The
+// store is the in-memory twin of etcd (meta/memstore) unless the test
+// tests etcd itself (newEtcdCluster).
 type cluster struct {
-	t         *testing.T
+	t *testing.T
+	// endpoints are embedded etcd's (newEtcdCluster); nil on the twin.
 	endpoints []string
-	cli       *clientv3.Client
-	layout    meta.Layout
+	// cli is the store the test reads and writes: the twin, or a client
+	// of embedded etcd.
+	cli    meta.Store
+	layout meta.Layout
 }
 
+// newCluster is a cluster on one in-memory twin of etcd, on real time:
+// the master's session and the fake servers' leases are kept alive by
+// clientv3's own keepalive loop, as on etcd. Tests end a server's lease
+// by revoking it (fakeServer.die), never by waiting for it to expire.
 func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	twin := memstore.New(memstore.Options{})
+	t.Cleanup(func() { twin.Close() })
+	return &cluster{t: t, cli: twin, layout: meta.NewLayout("test")}
+}
+
+// newEtcdCluster is a cluster on embedded etcd, for the tests of what
+// only a real etcd does: a master cut off from it (TestReadiness) and the
+// costs measured against it (TestMeasureBalancerCost).
+func newEtcdCluster(t *testing.T) *cluster {
 	t.Helper()
 	cli := etcdtest.Client(t)
 	return &cluster{t: t, endpoints: cli.Endpoints(), cli: cli, layout: meta.NewLayout("test")}
 }
+
+// onEtcd reports whether the cluster runs on embedded etcd.
+func (c *cluster) onEtcd() bool { return c.endpoints != nil }
 
 func testLogger(t *testing.T) *slog.Logger {
 	if testing.Verbose() {
@@ -52,7 +75,11 @@ func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return le
 // startMaster starts a master with a short session TTL.
 func (c *cluster) startMaster(opts Options) *Master {
 	c.t.Helper()
-	opts.Etcd = c.endpoints
+	if c.onEtcd() {
+		opts.Etcd = c.endpoints
+	} else {
+		opts.Store = c.cli // closed by newCluster's cleanup, after the master's
+	}
 	opts.Cluster = "test"
 	if opts.SessionTTL == 0 {
 		opts.SessionTTL = time.Second
@@ -105,6 +132,21 @@ func (c *cluster) waitLeader(ms ...*Master) *Master {
 	return leader
 }
 
+// waitCandidates waits until n masters campaign: n keys under the
+// election prefix. A master's first campaign runs in the background after
+// Start, so a test that takes the leader's lease away must first wait
+// for the standby's key, or the old leader may campaign again first.
+func (c *cluster) waitCandidates(n int) {
+	c.t.Helper()
+	waitFor(c.t, 10*time.Second, func() (bool, string) {
+		resp, err := c.cli.Get(context.Background(), c.layout.ElectionPrefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil {
+			return false, err.Error()
+		}
+		return resp.Count == int64(n), fmt.Sprintf("%d candidates, want %d", resp.Count, n)
+	})
+}
+
 // tablets reads a table's tablets from etcd.
 func (c *cluster) tablets(table string) []meta.VersionedTablet {
 	c.t.Helper()
@@ -137,9 +179,10 @@ type fakeServer struct {
 	id, addr string
 	c        *cluster
 	srv      *grpc.Server
-	cli      *clientv3.Client
-	lease    clientv3.LeaseID
-	stopKA   context.CancelFunc
+	// cli is the cluster's twin, or on etcd a client of the fake's own.
+	cli    meta.Store
+	lease  clientv3.LeaseID
+	stopKA context.CancelFunc
 
 	// mu protects the fields below.
 	mu        sync.Mutex
@@ -200,11 +243,15 @@ func (c *cluster) startServerTTL(id string, ttl int64) *fakeServer {
 		f.srv.Serve(lis)
 	}()
 	c.t.Cleanup(func() { f.srv.Stop(); <-served })
-	f.cli, err = clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: 5 * time.Second})
-	if err != nil {
-		c.t.Fatal(err)
+	f.cli = c.cli
+	if c.onEtcd() {
+		cli, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints, DialTimeout: 5 * time.Second})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		c.t.Cleanup(func() { cli.Close() })
+		f.cli = cli
 	}
-	c.t.Cleanup(func() { f.cli.Close() })
 	ctx := context.Background()
 	lr, err := f.cli.Grant(ctx, ttl)
 	if err != nil {

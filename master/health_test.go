@@ -99,7 +99,7 @@ func readyNow(m *Master) error {
 // The leader and a standby with a live session are ready, and the gRPC
 // health service says so; a standby cut off from etcd is not.
 func TestReadiness(t *testing.T) {
-	c := newCluster(t)
+	c := newEtcdCluster(t) // the standby behind the proxy loses etcd itself
 	leader := c.startMaster(Options{ListenAddr: "127.0.0.1:0"})
 	c.waitLeader(leader)
 	if err := readyNow(leader); err != nil {

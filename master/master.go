@@ -28,9 +28,13 @@ type Master struct {
 	layout meta.Layout
 	log    *slog.Logger
 	events *eventlog.Ring // what log kept of this master's events (Events)
-	// cli is the etcd client (meta.NewClient), held as a meta.Store: the
-	// election too (meta.Election) needs nothing more of it.
+	// cli is the etcd client (meta.NewClient) or Options.Store, held as a
+	// meta.Store: the election too (meta.Election) needs nothing more of
+	// it.
 	cli meta.Store
+	// ownsCli is set when Start dialed cli, which Close then closes; a
+	// store handed in by Options.Store is its giver's to close.
+	ownsCli bool
 	// leases answers TimeToLive: cli (tests wrap it, meta/faultstore).
 	leases meta.Store
 	lis    net.Listener
@@ -105,9 +109,12 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 		}
 	}()
 	opts.fillAddrs(lis)
-	cli, err := meta.NewClient(context.WithoutCancel(ctx), opts.Etcd, opts.EtcdTLS)
-	if err != nil {
-		return nil, fmt.Errorf("master: connecting to etcd %v: %w", opts.Etcd, err)
+	cli, ownsCli := opts.Store, false
+	if cli == nil {
+		if cli, err = meta.NewClient(context.WithoutCancel(ctx), opts.Etcd, opts.EtcdTLS); err != nil {
+			return nil, fmt.Errorf("master: connecting to etcd %v: %w", opts.Etcd, err)
+		}
+		ownsCli = true
 	}
 	events := eventlog.NewRing(eventlog.DefaultSize)
 	m := &Master{
@@ -122,6 +129,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 
 		mergeWatch: newMergeWatch(),
 	}
+	m.ownsCli = ownsCli
 	m.bal.kick = make(chan struct{}, 1)
 	m.index = newTabletIndex(cli, m.layout, m.log, 0)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -179,7 +187,9 @@ func (m *Master) Close() error {
 		m.srv.Stop()
 		m.wg.Wait()
 		m.conns.close()
-		m.closeErr = m.cli.Close()
+		if m.ownsCli {
+			m.closeErr = m.cli.Close()
+		}
 		m.metrics.Close()
 		m.log.Info("master stopped")
 	})

@@ -13,11 +13,20 @@ import (
 	"github.com/tabuladb/tabula/vfs"
 )
 
-// Options configure a master. The zero value of every field but Etcd means
-// the default.
+// Options configure a master. The zero value of every field but Etcd (or
+// Store) means the default.
 type Options struct {
-	// Etcd lists the etcd endpoints (host:port). Required.
+	// Etcd lists the etcd endpoints (host:port). Required unless Store is
+	// set; the master dials them and closes its client on Close.
 	Etcd []string
+	// Store, when set, is the coordination store the master uses instead
+	// of dialing Etcd (which must then be empty): a client the caller
+	// dialed, or the in-memory twin (meta/memstore) that tests run on.
+	// The master does not close it: whoever made it closes it after the
+	// master's Close, which still ends everything the master holds on it
+	// (its watches, its session's keepalive, its election key). The
+	// default is nil: dial Etcd.
+	Store meta.Store
 	// Prefix is the etcd key prefix; it overrides Cluster. The default is
 	// "/tabula/<Cluster>/".
 	Prefix string
@@ -120,8 +129,11 @@ const (
 )
 
 func (o *Options) fill() error {
-	if len(o.Etcd) == 0 {
-		return fmt.Errorf("master: Options.Etcd is required")
+	if len(o.Etcd) == 0 && o.Store == nil {
+		return fmt.Errorf("master: Options.Etcd is required (or Options.Store)")
+	}
+	if len(o.Etcd) != 0 && o.Store != nil {
+		return fmt.Errorf("master: Options.Etcd and Options.Store both set: the master would use one and ignore the other")
 	}
 	if o.Auth && o.ServerTLS == nil {
 		return fmt.Errorf("master: authentication needs TLS (ServerTLS): tokens sent in plaintext can be read off the network")

@@ -108,7 +108,10 @@ func ReadTableMap(ctx context.Context, kv clientv3.KV, l Layout, pageSize int, f
 // progress requests reach only its stream.
 type MapWatcher struct {
 	w clientv3.Watcher
-	l Layout
+	// own is set when w was opened here, so Close closes it; a store's
+	// own watcher is the store's (closing the twin's would close the twin).
+	own bool
+	l   Layout
 }
 
 // MapChange is one answer of a MapWatcher's watch: the changes of one
@@ -126,13 +129,13 @@ type MapChange struct {
 }
 
 // NewMapWatcher opens a watcher of its own on s when s is an etcd client
-// (a twin's watcher is used as it is). Close it when done.
+// (a twin's watcher is used as it is, and left open by Close). Close it
+// when done.
 func NewMapWatcher(s Store, l Layout) *MapWatcher {
-	w := clientv3.Watcher(s)
 	if c, ok := s.(*clientv3.Client); ok {
-		w = clientv3.NewWatcher(c)
+		return &MapWatcher{w: clientv3.NewWatcher(c), own: true, l: l}
 	}
-	return &MapWatcher{w: w, l: l}
+	return &MapWatcher{w: s, l: l}
 }
 
 // Watch follows the table map from revision from (requiring an etcd
@@ -166,5 +169,11 @@ func (mw *MapWatcher) RequestProgress(ctx context.Context) error {
 	return mw.w.RequestProgress(clientv3.WithRequireLeader(ctx))
 }
 
-// Close closes the watcher.
-func (mw *MapWatcher) Close() error { return mw.w.Close() }
+// Close closes the watcher if NewMapWatcher opened it; the watches of a
+// store's own watcher end with their contexts.
+func (mw *MapWatcher) Close() error {
+	if !mw.own {
+		return nil
+	}
+	return mw.w.Close()
+}
