@@ -14,6 +14,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
+	"github.com/tabuladb/tabula/meta/memstore"
 	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
@@ -174,10 +175,16 @@ func TestCloseLeavesAGivenStoreOpen(t *testing.T) {
 	}
 }
 
-// Start needs a way to etcd: endpoints to dial, or a store.
+// Start needs one way to etcd: endpoints to dial, or a store, not both.
 func TestStartWithoutEtcdOrStoreIsRefused(t *testing.T) {
 	_, err := Start(t.Context(), Options{DataDir: t.TempDir()})
 	if !errors.Is(err, cell.ErrInvalid) {
 		t.Fatalf("Start with neither Etcd nor Store: %v, want cell.ErrInvalid", err)
+	}
+	twin := memstore.New(memstore.Options{})
+	defer twin.Close()
+	_, err = Start(t.Context(), Options{DataDir: t.TempDir(), Etcd: []string{"127.0.0.1:1"}, Store: twin})
+	if !errors.Is(err, cell.ErrInvalid) {
+		t.Fatalf("Start with both Etcd and Store: %v, want cell.ErrInvalid", err)
 	}
 }

@@ -48,8 +48,9 @@ type Options struct {
 	// Store, when set, is the coordination store the server uses instead
 	// of dialing Etcd: tests hand it etcd's in-memory twin
 	// (meta/memstore). The server does not close it; whoever made it
-	// closes it after the server's Close returned. Etcd and EtcdTLS are
-	// not used then. WrapStore, if set, wraps it as it wraps a dialed
+	// closes it after the server's Close returned. Etcd must then be
+	// empty (as in master.Options) and EtcdTLS is not used. WrapStore,
+	// if set, wraps it as it wraps a dialed
 	// client. The default is nil: dial Etcd.
 	Store meta.Store
 	// Cluster names the cluster; keys live under /tabula/<cluster>/. The
@@ -187,6 +188,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if len(o.Etcd) == 0 && o.Store == nil {
 		return o, cell.Invalidf("tabletserver: Options.Etcd is empty and no Options.Store is given")
+	}
+	if len(o.Etcd) != 0 && o.Store != nil {
+		return o, cell.Invalidf("tabletserver: Options.Etcd and Options.Store are both set: the server would use one and ignore the other")
 	}
 	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 || o.MaxLogBytes < 0 ||
 		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 ||
