@@ -110,6 +110,21 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	// The ports were free a moment ago, but another process (a test
+	// running beside this one) may take one before weed binds it; weed
+	// then exits at once, and a fresh set of ports is tried.
+	for attempt := 1; ; attempt++ {
+		s, err := startOnFreePorts(ctx, cfg)
+		if err == nil || !errors.Is(err, errExited) || attempt == 3 {
+			return s, err
+		}
+	}
+}
+
+// errExited marks a weed that exited before its S3 port answered.
+var errExited = errors.New("weed exited while starting")
+
+func startOnFreePorts(ctx context.Context, cfg Config) (*Server, error) {
 	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
@@ -165,7 +180,7 @@ func (s *Server) start(ctx context.Context) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("seaweed: weed exited while starting (%v); see %s", s.err, filepath.Join(s.cfg.Dir, "weed.log"))
+			return fmt.Errorf("seaweed: %w (%v); see %s", errExited, s.err, filepath.Join(s.cfg.Dir, "weed.log"))
 		case <-ctx.Done():
 			s.Kill()
 			return ctx.Err()
