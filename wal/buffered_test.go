@@ -410,3 +410,39 @@ func TestSyncBufferedCrashModel(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncNoneWritersShareWrites: group commit of the write itself.
+// Under SyncNone, writers whose records arrive while a write(2) runs are
+// acknowledged together by the next one: with the first writer's write
+// held until 63 more have queued, 64 appends take 2 write calls.
+func TestSyncNoneWritersShareWrites(t *testing.T) {
+	const writers = 64
+	dir := t.TempDir()
+	ffs := vfs.NewFaulty(vfs.Default)
+	l := mustOpen(t, Options{Dir: dir, FS: ffs, SyncMode: SyncNone})
+	var writes atomic.Int64
+	held, release := holdWrites(t, ffs, &writes)
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	defer func() { release(); wg.Wait() }()
+	appendOne := func() { errs <- l.Append([]byte("shared write")) }
+	wg.Go(appendOne)
+	<-held
+	for range writers - 1 {
+		wg.Go(appendOne)
+	}
+	for queued := uint64(0); queued < writers; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		queued = l.appended
+		l.mu.Unlock()
+	}
+	release()
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := writes.Load(); n != 2 {
+		t.Fatalf("%d write calls for %d concurrent appends, want 2: the first writer's and one shared by the %d that queued behind it", n, writers, writers-1)
+	}
+}
