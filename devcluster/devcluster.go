@@ -73,8 +73,8 @@ type Config struct {
 	// SplitThreshold is the tablet size in bytes past which tablets
 	// split. The default is the servers' and master's default (256 MiB).
 	SplitThreshold int64
-	// SyncMode is the commit log sync mode: always, interval or none. The
-	// default is the tablet server's default ("always").
+	// SyncMode is the commit log sync mode: always, interval, none or
+	// buffered. The default is the tablet server's default ("always").
 	SyncMode string
 	// LoadWindow, HotSplitRPS, HotSplitWindows and HotSplitCooldown are
 	// the tablet servers' load windows and load-split settings, as in

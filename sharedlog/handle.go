@@ -43,9 +43,9 @@ func (h *Handle) Size() int64 { return h.l.Size() }
 // record it wrote (it flushed everything and wrote nothing after): its pin
 // is dropped. Otherwise the pin stays, so the records remain for the
 // tablet's next owner, and the log is synced whatever its sync mode: under
-// sync=interval or none the tablet's last records may still be buffered
-// (on an object store, not yet uploaded), and the next owner, on this
-// server or another, reads only what reached the store.
+// sync=interval, none or buffered the tablet's last records may still be
+// buffered (on an object store, not yet uploaded), and the next owner, on
+// this server or another, reads only what reached the store.
 func (h *Handle) Detach(clean bool) error {
 	if !clean {
 		if err := h.l.cl.Sync(); err != nil && !errors.Is(err, wal.ErrClosed) {

@@ -90,8 +90,9 @@ type Options struct {
 	// Compactions bounds concurrent compactions on the server. The default
 	// is 1.
 	Compactions int
-	// SyncMode is the commit log sync mode: "always", "interval" or
-	// "none". The default is "always".
+	// SyncMode is the commit log sync mode: "always", "interval", "none"
+	// or "buffered" (wal.SyncMode says what each promises). The default is
+	// "always".
 	SyncMode string
 	// SplitThreshold is the tablet size past which a tablet is split when
 	// its table's schema gives no threshold. The default is 256 MiB.

@@ -1,7 +1,11 @@
 package wal
 
 import (
+	"fmt"
+	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -43,4 +47,73 @@ func BenchmarkAppendSync64(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(l.fsyncs.Load()-start)/float64(b.N), "fsyncs/op")
+}
+
+// BenchmarkAppendModes: Append (Write then Wait) of 100-byte records by 1,
+// 4 and 64 concurrent writers in each sync mode, reporting the write(2)
+// calls (the process's syscw in /proc/self/io) and fsyncs per record: how
+// much concurrent writers, and SyncBuffered's flusher, share them.
+func BenchmarkAppendModes(b *testing.B) {
+	for _, name := range []string{"none", "buffered", "always"} {
+		mode, err := ParseSyncMode(name)
+		if err != nil {
+			continue // a mode this version does not have
+		}
+		for _, writers := range []int{1, 4, 64} {
+			b.Run(fmt.Sprintf("mode=%s/writers=%d", name, writers), func(b *testing.B) {
+				benchmarkAppend(b, mode, writers)
+			})
+		}
+	}
+}
+
+func benchmarkAppend(b *testing.B, mode SyncMode, writers int) {
+	l, err := Open(Options{Dir: b.TempDir(), SyncMode: mode})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	payload := make([]byte, 100)
+	b.SetBytes(int64(len(payload)))
+	b.SetParallelism((writers + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	syncs, writes := l.fsyncs.Load(), writeCalls(b)
+	b.ResetTimer()
+	if writers == 1 {
+		for range b.N {
+			if err := l.Append(payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := l.Append(payload); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(writeCalls(b)-writes)/float64(b.N), "writes/op")
+	b.ReportMetric(float64(l.fsyncs.Load()-syncs)/float64(b.N), "fsyncs/op")
+}
+
+// writeCalls returns the write system calls the process has made so far.
+func writeCalls(b *testing.B) int64 {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skipf("no write-call count: %v", err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Skip("no syscw in /proc/self/io")
+	return 0
 }

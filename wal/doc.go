@@ -22,6 +22,10 @@
 // After a flush the engine calls Rotate, records the returned segment number
 // in its manifest as the new replay point, and then calls RemoveBefore with it.
 //
+// Options.SyncMode says when Wait returns (see SyncMode): in SyncBuffered a
+// flusher goroutine owned by the log hands records to the file system in
+// the background, and Wait returns once the record is buffered.
+//
 // A failed fsync poisons the log: every later Write, Wait and Append returns
 // the error. The log never retries an fsync, because after a failure the
 // kernel may have dropped the dirty pages and a retry that succeeds proves

@@ -32,6 +32,8 @@ type Ticket struct{ n uint64 }
 // takes the whole buffer, writes it, and fsyncs if the mode asks for it,
 // without holding mu. Writers and waiters that arrive during a round queue
 // behind it, and the next round covers all of them: that is group commit.
+// In SyncBuffered a flusher goroutine (flusher.go) runs a round whenever
+// records are buffered and no round runs, and nobody waits for it.
 type Log struct {
 	opts Options
 
@@ -39,15 +41,20 @@ type Log struct {
 	fsyncs atomic.Int64
 
 	stop chan struct{}  // closed by Close to stop the interval syncer
-	wg   sync.WaitGroup // the interval syncer
+	wg   sync.WaitGroup // the interval syncer or the flusher
 
 	// mu protects the fields below. cond (on mu) is broadcast at the end of
-	// every round and by Close.
-	mu   sync.Mutex
-	cond *sync.Cond
+	// every round and by Close. wake (on mu) is signalled for the
+	// SyncBuffered flusher while it sleeps (flusherIdle) and records wait.
+	mu          sync.Mutex
+	cond        *sync.Cond
+	wake        *sync.Cond
+	flusherIdle bool
 	// buf holds framed records not yet handed to the file system; spare is
-	// a buffer kept for the next swap.
+	// a buffer kept for the next swap. inflight is the size of the
+	// buffer the running round is writing.
 	buf, spare []byte
+	inflight   int
 	appended   uint64 // tickets handed out
 	written    uint64 // records handed to the file system
 	synced     uint64 // records fsynced
@@ -84,6 +91,7 @@ func Open(opts Options) (_ *Log, err error) {
 	}
 	l := &Log{opts: opts, stop: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
+	l.wake = sync.NewCond(&l.mu)
 	for _, n := range nums {
 		st, err := opts.FS.Stat(segmentPath(opts.Dir, n))
 		if err != nil {
@@ -103,9 +111,13 @@ func Open(opts Options) (_ *Log, err error) {
 		return nil, err
 	}
 	l.activeBytes = int64(headerLen)
-	if opts.SyncMode == SyncInterval {
+	switch opts.SyncMode {
+	case SyncInterval:
 		l.wg.Add(1)
 		go l.syncLoop()
+	case SyncBuffered:
+		l.wg.Add(1)
+		go l.flushLoop()
 	}
 	return l, nil
 }
@@ -158,6 +170,10 @@ func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	buffered := l.opts.SyncMode == SyncBuffered
+	if buffered {
+		l.waitRoomLocked()
+	}
 	if l.err != nil {
 		return Ticket{}, l.err
 	}
@@ -168,6 +184,10 @@ func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
 	l.appended++
 	l.activeBytes += int64(frameHeaderLen + len(tag) + len(payload))
 	t := Ticket{l.appended}
+	if buffered {
+		l.kickLocked()
+		return t, nil
+	}
 	if len(l.buf) >= flushThreshold && !l.busy {
 		// Keep the buffer bounded when nobody waits (SyncNone callers
 		// that batch); the record is accepted whatever happens here, and
@@ -178,14 +198,18 @@ func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
 }
 
 // Wait blocks until the record of t is durable per the sync mode: fsynced
-// for SyncAlways, handed to the operating system otherwise. Concurrent
-// waiters share one write and one fsync per round.
+// for SyncAlways, in the log's buffer for SyncBuffered (it only reports
+// whether the log is poisoned), handed to the operating system otherwise.
+// Concurrent waiters share one write and one fsync per round.
 func (l *Log) Wait(t Ticket) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for {
 		if l.err != nil {
 			return l.err
+		}
+		if l.opts.SyncMode == SyncBuffered {
+			return nil
 		}
 		durable := l.written
 		if l.opts.SyncMode == SyncAlways {
@@ -257,6 +281,7 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	l.busy = true
 	data := l.buf
 	l.buf, l.spare = l.spare[:0], nil
+	l.inflight = len(data)
 	target := l.appended
 	roundBytes := l.activeBytes
 	f, seg := l.f, l.seg
@@ -295,6 +320,10 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 
 	l.mu.Lock()
 	l.busy = false
+	l.inflight = 0
+	if len(l.buf) > 0 {
+		l.kickLocked() // records buffered while this round ran
+	}
 	if cap(data) <= maxSpare {
 		l.spare = data[:0]
 	}
@@ -397,6 +426,7 @@ func (l *Log) Close() error {
 		return nil
 	}
 	l.closed = true
+	l.wake.Broadcast() // the flusher stops; this round drains the buffer
 	for l.busy {
 		l.cond.Wait()
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 func TestParseSyncMode(t *testing.T) {
-	for _, m := range []SyncMode{SyncAlways, SyncInterval, SyncNone} {
+	for _, m := range []SyncMode{SyncAlways, SyncInterval, SyncNone, SyncBuffered} {
 		got, err := ParseSyncMode(m.String())
 		if err != nil || got != m {
 			t.Errorf("ParseSyncMode(%q) = %v, %v", m.String(), got, err)
@@ -34,7 +34,7 @@ func TestParseSyncMode(t *testing.T) {
 
 func TestAppendReplayRoundTrip(t *testing.T) {
 	r := newRand(t)
-	for _, mode := range []SyncMode{SyncAlways, SyncInterval, SyncNone} {
+	for _, mode := range []SyncMode{SyncAlways, SyncInterval, SyncNone, SyncBuffered} {
 		t.Run(mode.String(), func(t *testing.T) {
 			dir := t.TempDir()
 			want := randomPayloads(r, 200, 300)

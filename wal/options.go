@@ -23,10 +23,22 @@ const (
 	// SyncNone writes records to the operating system and never fsyncs
 	// except on Rotate and Close.
 	SyncNone
+	// SyncBuffered acknowledges a record once it is in the log's memory
+	// buffer, in order; a background flusher owned by the log hands the
+	// buffer to the operating system continuously (the next write(2) as
+	// soon as the last one returns), so one writer's records share writes.
+	// It fsyncs only on Rotate, Sync and Close, as SyncNone. A process
+	// crash may lose the acknowledged records still in the buffer: fewer
+	// than Options.BufferSize bytes of them plus one record, because Write
+	// blocks while that much is unwritten. A machine crash may lose
+	// everything since the last fsync. This is pebble's NoSync promise
+	// (goleveldb's Sync: false writes each batch before it acknowledges:
+	// SyncNone's).
+	SyncBuffered
 )
 
-// ParseSyncMode parses "always", "interval" or "none" (any case). Other
-// strings give an error wrapping cell.ErrInvalid.
+// ParseSyncMode parses "always", "interval", "none" or "buffered" (any
+// case). Other strings give an error wrapping cell.ErrInvalid.
 func ParseSyncMode(s string) (SyncMode, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "always":
@@ -35,8 +47,10 @@ func ParseSyncMode(s string) (SyncMode, error) {
 		return SyncInterval, nil
 	case "none":
 		return SyncNone, nil
+	case "buffered":
+		return SyncBuffered, nil
 	}
-	return 0, cell.Invalidf("wal: unknown sync mode %q (want always, interval or none)", s)
+	return 0, cell.Invalidf("wal: unknown sync mode %q (want always, interval, none or buffered)", s)
 }
 
 // String returns the name ParseSyncMode accepts.
@@ -48,6 +62,8 @@ func (m SyncMode) String() string {
 		return "interval"
 	case SyncNone:
 		return "none"
+	case SyncBuffered:
+		return "buffered"
 	}
 	return "SyncMode(" + strconv.Itoa(int(m)) + ")"
 }
@@ -66,6 +82,11 @@ type Options struct {
 	// SyncInterval is the background fsync period for SyncInterval. The
 	// default is 100ms.
 	SyncInterval time.Duration
+	// BufferSize bounds, in SyncBuffered, the bytes of acknowledged
+	// records not yet handed to the operating system: Write blocks while
+	// that much is unwritten. It bounds what a process crash loses and the
+	// buffer's memory. Other modes ignore it. The default is 1 MiB.
+	BufferSize int
 	// SegmentSize is the size past which the active segment is rotated
 	// automatically. The default is 64 MiB.
 	SegmentSize int64
@@ -91,6 +112,7 @@ type SyncEvent struct {
 const (
 	defaultSyncInterval = 100 * time.Millisecond
 	defaultSegmentSize  = 64 << 20
+	defaultBufferSize   = 1 << 20
 )
 
 // withDefaults validates o and fills its defaults.
@@ -98,11 +120,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Dir == "" {
 		return o, cell.Invalidf("wal: Options.Dir is empty")
 	}
-	if o.SyncMode > SyncNone {
+	if o.SyncMode > SyncBuffered {
 		return o, cell.Invalidf("wal: unknown sync mode %d", o.SyncMode)
 	}
-	if o.SyncInterval < 0 || o.SegmentSize < 0 {
-		return o, cell.Invalidf("wal: negative SyncInterval or SegmentSize")
+	if o.SyncInterval < 0 || o.SegmentSize < 0 || o.BufferSize < 0 {
+		return o, cell.Invalidf("wal: negative SyncInterval, SegmentSize or BufferSize")
+	}
+	if o.BufferSize == 0 {
+		o.BufferSize = defaultBufferSize
 	}
 	if o.SyncInterval == 0 {
 		o.SyncInterval = defaultSyncInterval

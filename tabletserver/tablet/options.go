@@ -32,7 +32,9 @@ type Options struct {
 	// unbounded. They are stored in the manifest when the tablet is created;
 	// on reopen the manifest's range wins. The default is unbounded.
 	Start, End []byte
-	// SyncMode says when a write is durable. The default is always.
+	// SyncMode says when a write is durable: always, interval, none or
+	// buffered (wal.SyncMode says what each promises). The default is
+	// always.
 	SyncMode wal.SyncMode
 	// SyncInterval is the fsync period of SyncMode interval. The default is
 	// 100ms.
@@ -116,7 +118,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Epoch < 0 || o.Epoch >= 1<<31 {
 		return o, cell.Invalidf("tablet: Options.Epoch %d is outside [0, 2^31)", o.Epoch)
 	}
-	if o.SyncMode > wal.SyncNone {
+	if o.SyncMode > wal.SyncBuffered {
 		return o, cell.Invalidf("tablet: unknown sync mode %d", o.SyncMode)
 	}
 	if o.MemtableSize < 0 || o.L0Trigger < 0 || o.SyncInterval < 0 {
