@@ -71,8 +71,22 @@ func (b *filterBuilder) build(falsePositive float64) []byte {
 // package, the file and the block in front, so they carry no prefix.
 var errBadFilter = errors.New("bad filter encoding")
 
-// decodeFilter decodes a filter block.
-func decodeFilter(b []byte) (*bloom.BloomFilter, error) {
+// filter answers whether an entry may have been added.
+type filter interface {
+	mayContain(entry []byte) bool
+}
+
+// libraryFilter is a decoded version 1 filter.
+type libraryFilter struct{ f *bloom.BloomFilter }
+
+func (f libraryFilter) mayContain(entry []byte) bool { return f.f.Test(entry) }
+
+// decodeFilter decodes the filter block of a file of the given format
+// version.
+func decodeFilter(b []byte, version uint32) (filter, error) {
+	if version != 1 {
+		return nil, errBadVersion
+	}
 	if len(b) < filterHeaderLen || (len(b)-filterHeaderLen)%8 != 0 {
 		return nil, errBadFilter
 	}
@@ -86,5 +100,5 @@ func decodeFilter(b []byte) (*bloom.BloomFilter, error) {
 	for i := range words {
 		words[i] = binary.LittleEndian.Uint64(b[filterHeaderLen+8*i:])
 	}
-	return bloom.FromWithM(words, uint(m), uint(k)), nil
+	return libraryFilter{bloom.FromWithM(words, uint(m), uint(k))}, nil
 }
