@@ -6,7 +6,8 @@ import (
 	"hash/crc32"
 )
 
-// File layout (format version 1). All fixed-width integers are little-endian.
+// File layout (format versions 1 and 2). All fixed-width integers are
+// little-endian.
 //
 //	+--------------------+---------+
 //	| data block 0       | trailer |   sorted entries, maybe compressed
@@ -39,12 +40,15 @@ import (
 //	56: magic "\x89TABSST\x1a" (8 bytes)
 //
 // The data, index, filter and properties block encodings are drawn in
-// block.go, bloom.go and properties.go.
+// block.go, bloom.go and properties.go. The versions differ only in the
+// filter's hashing (bloom.go): version 2, written since issue 19, is built
+// from one hash per entry; version 1 files are still read.
 const (
-	formatVersion = 1
-	magic         = "\x89TABSST\x1a"
-	footerLen     = 64
-	trailerLen    = 5
+	formatVersion    = 2
+	minFormatVersion = 1
+	magic            = "\x89TABSST\x1a"
+	footerLen        = 64
+	trailerLen       = 5
 
 	// maxBlockSize bounds a decoded block: one entry of a 64 MiB value and
 	// the largest keys fits with room to spare.
@@ -104,7 +108,7 @@ func decodeFooter(b []byte) (footer, error) {
 		return f, errBadChecksum
 	}
 	f.version = binary.LittleEndian.Uint32(b[48:])
-	if f.version != formatVersion {
+	if f.version < minFormatVersion || f.version > formatVersion {
 		return f, errBadVersion
 	}
 	hs := []*blockHandle{&f.index, &f.filter, &f.properties}
