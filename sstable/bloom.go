@@ -49,9 +49,17 @@ type filter interface {
 // deduplicating against the last entry of each kind is enough; comparing
 // hashes is as good as comparing entries, since equal hashes set equal bits.
 type filterBuilder struct {
-	hashes           []uint64
+	// chunks hold the hashes, in chunks of at most maxHashChunk: one
+	// growing slice would copy them at each growth, and hold the old and
+	// the new copy at once.
+	chunks           [][]uint64
+	n                int // hashes in chunks
 	lastRow, lastCol lastHash
 }
+
+// maxHashChunk bounds the hashes of one chunk (64 KiB); the first chunks
+// are smaller, so that a small file's filter costs little.
+const maxHashChunk = 8192
 
 // lastHash is the hash of the last entry of one kind, if there was one.
 type lastHash struct {
@@ -65,7 +73,12 @@ func (b *filterBuilder) add(entry []byte, last *lastHash) {
 		return
 	}
 	*last = lastHash{h, true}
-	b.hashes = append(b.hashes, h)
+	if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == cap(b.chunks[len(b.chunks)-1]) {
+		b.chunks = append(b.chunks, make([]uint64, 0, min(max(b.n, 64), maxHashChunk)))
+	}
+	c := &b.chunks[len(b.chunks)-1]
+	*c = append(*c, h)
+	b.n++
 }
 
 func (b *filterBuilder) addRow(prefix []byte)    { b.add(prefix, &b.lastRow) }
@@ -85,17 +98,19 @@ func filterParams(n int, falsePositive float64) (m uint64, k uint32) {
 
 // build returns the encoded (version 2) filter block.
 func (b *filterBuilder) build(falsePositive float64) []byte {
-	m, k := filterParams(len(b.hashes), falsePositive)
+	m, k := filterParams(b.n, falsePositive)
 	out := make([]byte, filterHeaderLen+m/8)
 	binary.LittleEndian.PutUint64(out, m)
 	binary.LittleEndian.PutUint32(out[8:], k)
 	bitset := out[filterHeaderLen:]
-	for _, h := range b.hashes {
-		d := bits.RotateLeft64(h, 32)
-		for range k {
-			bit, _ := bits.Mul64(h, m)
-			bitset[bit>>3] |= 1 << (bit & 7)
-			h += d
+	for _, c := range b.chunks {
+		for _, h := range c {
+			d := bits.RotateLeft64(h, 32)
+			for range k {
+				bit, _ := bits.Mul64(h, m)
+				bitset[bit>>3] |= 1 << (bit & 7)
+				h += d
+			}
 		}
 	}
 	return out

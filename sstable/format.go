@@ -122,10 +122,18 @@ func decodeFooter(b []byte) (footer, error) {
 // blockTrailer returns the trailer for stored bytes of the given type.
 func blockTrailer(stored []byte, typ byte) [trailerLen]byte {
 	var t [trailerLen]byte
+	putTrailer(t[:], stored, typ)
+	return t
+}
+
+// putTrailer writes the trailer for stored bytes of the given type into t
+// (trailerLen bytes). The writer keeps t in its own struct: a local array
+// would escape to the heap through crc32 and the file's Write, once per
+// block.
+func putTrailer(t, stored []byte, typ byte) {
 	t[0] = typ
 	crc := crc32.Update(crc32.Checksum(stored, crcTable), crcTable, t[:1])
-	binary.LittleEndian.PutUint32(t[1:], crc)
-	return t
+	binary.LittleEndian.PutUint32(t[1:trailerLen], crc)
 }
 
 // checkTrailer verifies the trailer at the end of buf (stored bytes plus

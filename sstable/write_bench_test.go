@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
@@ -87,52 +89,67 @@ func BenchmarkWrite1M(b *testing.B) {
 // (snappy, row filter), of 100-byte and 1000-byte values, through an 8 MiB
 // block cache smaller than the files, as bench/enginebench's reads do:
 // random point reads (filter, then an iterator seeking to the row's key,
-// as the tablet does for a file) and full scans.
+// as the tablet does for a file) and full scans. Besides wall time it
+// reports cpu-ns/op, the process's CPU time per operation, steadier than
+// wall time on a shared machine.
 func BenchmarkBlockSize(b *testing.B) {
-	dir := b.TempDir()
 	for _, vs := range []struct{ size, rows int }{{100, 300_000}, {1000, 60_000}} {
 		for _, bs := range []int{4 << 10, 8 << 10, 16 << 10} {
-			name := fmt.Sprintf("value=%d/block=%dK", vs.size, bs>>10)
-			path := filepath.Join(dir, fmt.Sprintf("v%d-b%d.sst", vs.size, bs))
-			opts := WriterOptions{Compression: families.CompressionSnappy, Bloom: families.BloomRow, BlockSize: bs}
-			writeBenchFile(b, path, opts, vs.rows, vs.size, false)
-			r, err := Open(path, ReaderOptions{Cache: NewCache(8 << 20)})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Run(name+"/read", func(b *testing.B) {
-				rng := rand.New(rand.NewSource(3))
-				var key, row []byte
-				for range b.N {
-					key, row = appendBenchKey(key, row, rng.Intn(vs.rows))
-					if !r.MayContainRow(cell.EncodeRow(row)) {
-						b.Fatal("filter ruled out a present row")
-					}
-					it := r.NewIter(nil, nil)
-					if !it.SeekGE(key) || len(it.Value()) != vs.size {
-						b.Fatalf("SeekGE: %v", it.Err())
-					}
-					if err := it.Close(); err != nil {
-						b.Fatal(err)
-					}
+			b.Run(fmt.Sprintf("value=%d/block=%dK", vs.size, bs>>10), func(b *testing.B) {
+				path := filepath.Join(b.TempDir(), "b.sst")
+				opts := WriterOptions{Compression: families.CompressionSnappy, Bloom: families.BloomRow, BlockSize: bs}
+				writeBenchFile(b, path, opts, vs.rows, vs.size, false)
+				r, err := Open(path, ReaderOptions{Cache: NewCache(8 << 20)})
+				if err != nil {
+					b.Fatal(err)
 				}
+				defer r.Close()
+				b.Run("read", func(b *testing.B) { benchPointReads(b, r, vs.rows, vs.size) })
+				b.Run("scan", func(b *testing.B) { benchScans(b, r, vs.rows, vs.size) })
 			})
-			b.Run(name+"/scan", func(b *testing.B) {
-				b.SetBytes(int64(vs.rows * (vs.size + 40)))
-				for range b.N {
-					it := r.NewIter(nil, nil)
-					n := 0
-					for ok := it.First(); ok; ok = it.Next() {
-						n++
-					}
-					if err := it.Close(); err != nil || n != vs.rows {
-						b.Fatalf("scanned %d rows: %v", n, err)
-					}
-				}
-			})
-			if err := r.Close(); err != nil {
-				b.Fatal(err)
-			}
 		}
 	}
+}
+
+func benchPointReads(b *testing.B, r *Reader, rows, valueSize int) {
+	rng := rand.New(rand.NewSource(3))
+	var key, row []byte
+	cpu := cpuTime()
+	for range b.N {
+		key, row = appendBenchKey(key, row, rng.Intn(rows))
+		if !r.MayContainRow(cell.EncodeRow(row)) {
+			b.Fatal("filter ruled out a present row")
+		}
+		it := r.NewIter(nil, nil)
+		if !it.SeekGE(key) || len(it.Value()) != valueSize {
+			b.Fatalf("SeekGE: %v", it.Err())
+		}
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+func benchScans(b *testing.B, r *Reader, rows, valueSize int) {
+	b.SetBytes(int64(rows * (valueSize + 40)))
+	cpu := cpuTime()
+	for range b.N {
+		it := r.NewIter(nil, nil)
+		n := 0
+		for ok := it.First(); ok; ok = it.Next() {
+			n++
+		}
+		if err := it.Close(); err != nil || n != rows {
+			b.Fatalf("scanned %d rows: %v", n, err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime returns the CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -58,7 +58,8 @@ type Writer struct {
 	filter   *filterBuilder
 	props    Properties
 	scratch  []byte
-	err      error // sticky: the first write failure
+	trailer  [trailerLen]byte // writeBlock's, here so that it stays off the heap
+	err      error            // sticky: the first write failure
 	closed   bool
 	closeErr error
 }
@@ -172,13 +173,13 @@ func (w *Writer) writeBlock(raw []byte, c families.Compression) (blockHandle, er
 	if typ != blockTypeNone {
 		w.scratch = stored[:0]
 	}
-	t := blockTrailer(stored, typ)
+	putTrailer(w.trailer[:], stored, typ)
 	h := blockHandle{offset: w.offset, length: uint64(len(stored))}
 	if _, err := w.bw.Write(stored); err != nil {
 		w.err = err
 		return h, err
 	}
-	if _, err := w.bw.Write(t[:]); err != nil {
+	if _, err := w.bw.Write(w.trailer[:]); err != nil {
 		w.err = err
 		return h, err
 	}
