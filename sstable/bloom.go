@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/cespare/xxhash/v2"
@@ -41,6 +42,8 @@ const (
 // filter answers whether an entry may have been added.
 type filter interface {
 	mayContain(entry []byte) bool
+	// memSize is the memory the decoded filter holds, in bytes.
+	memSize() int64
 }
 
 // filterBuilder collects the hashes of the distinct filter entries until the
@@ -136,10 +139,16 @@ func (f *hashFilter) mayContain(entry []byte) bool {
 	return true
 }
 
+func (f *hashFilter) memSize() int64 { return int64(unsafe.Sizeof(*f)) + int64(cap(f.bitset)) }
+
 // libraryFilter is a decoded version 1 filter.
 type libraryFilter struct{ f *bloom.BloomFilter }
 
 func (f libraryFilter) mayContain(entry []byte) bool { return f.f.Test(entry) }
+
+func (f libraryFilter) memSize() int64 {
+	return int64(unsafe.Sizeof(*f.f)) + int64((f.f.Cap()+63)/64*8)
+}
 
 // Parts of a corruption message, never returned alone: corruptf puts the
 // package, the file and the block in front, so they carry no prefix.

@@ -200,3 +200,24 @@ func FuzzFilterDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestFilterMemSize: a decoded filter of either version reports the bits it
+// holds (the block's words) and a little more, for the reader's memory
+// accounting.
+func TestFilterMemSize(t *testing.T) {
+	entries := randomFilterEntries(testRand(t), 5000)
+	var b filterBuilder
+	for _, e := range entries {
+		b.addRow(e)
+	}
+	for version, block := range map[uint32][]byte{1: libraryFilterBlock(entries, 0.01), 2: b.build(0.01)} {
+		f, err := decodeFilter(block, version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bits := int64(len(block) - filterHeaderLen)
+		if n := f.memSize(); n < bits || n > bits+256 {
+			t.Errorf("version %d: memSize %d for %d bytes of bits", version, n, bits)
+		}
+	}
+}
