@@ -42,7 +42,7 @@ type Family struct {
 	// BloomNone; the CLI's and admin API's default is BloomRow.
 	Bloom Bloom
 	// BlockSize is the SSTable data block size in bytes, MinBlockSize to
-	// MaxBlockSize; 0 means the sstable package's default (16 KiB). The
+	// MaxBlockSize; 0 means the sstable package's default (8 KiB). The
 	// default is 0.
 	BlockSize int
 	// InMemory hints that this family's blocks should be kept in the block

@@ -78,8 +78,8 @@ func TestFilterDecodeRejectsBadHeaders(t *testing.T) {
 	fb := &filterBuilder{}
 	fb.addRow([]byte("a"))
 	good := fb.build(0.01)
-	if _, err := decodeFilter(good); err != nil {
-		t.Fatalf("decodeFilter(good) = %v", err)
+	if _, err := decodeFilter(good, formatVersion); err != nil {
+		t.Fatalf("decodeFilter(good, formatVersion) = %v", err)
 	}
 	cases := map[string][]byte{
 		"empty":      nil,
@@ -91,7 +91,7 @@ func TestFilterDecodeRejectsBadHeaders(t *testing.T) {
 		"many words": append(append([]byte(nil), good...), make([]byte, 8)...),
 	}
 	for name, b := range cases {
-		if _, err := decodeFilter(b); err == nil {
+		if _, err := decodeFilter(b, formatVersion); err == nil {
 			t.Errorf("%s: decodeFilter accepted a bad filter", name)
 		}
 	}

@@ -17,8 +17,9 @@ import (
 	"github.com/tabuladb/tabula/vfs"
 )
 
-// Frozen fixtures: SSTables written once, by the format version 1 writer,
-// and committed under testdata/v1/. They stand for files already on disks,
+// Frozen fixtures: SSTables written once, by the writer of each format
+// version, and committed under testdata/v1/, testdata/v2/ and so on (see
+// fixtureVersions). They stand for files already on disks,
 // so every later release must read them back exactly, whatever the writer,
 // the compression libraries or the bloom filter library become. Their
 // contents are fixtureEntries; what depends on the bytes (block counts and
@@ -34,8 +35,8 @@ import (
 //
 //	go test ./sstable -run TestFrozenFixtures -update-fixtures
 //
-// It writes only missing files, never overwrites one, and prints the values
-// to record. Replacing a fixture means deleting it first, and is only right
+// It writes only missing files of the current format version, never
+// overwrites one, and prints the values to record. Replacing a fixture means deleting it first, and is only right
 // if no release ever wrote files like it.
 var updateFixtures = flag.Bool("update-fixtures", false, "write missing frozen fixtures under testdata/ and print the values to record")
 
@@ -70,6 +71,27 @@ var sstFixtures = []sstFixture{
 	{"none-rowcolumn.sst", families.CompressionNone, families.BloomRowColumn, 10, 0, 20631, 21454, []int{122, 233, 340, 428, 480}, []int{207, 437, 489}},
 	{"snappy-row.sst", families.CompressionSnappy, families.BloomRow, 3, 7, 14392, 14996, []int{126, 170, 211, 326, 358}, nil},
 	{"zstd-rowcolumn.sst", families.CompressionZstd, families.BloomRowColumn, 3, 7, 13916, 14736, []int{122, 233, 340, 428, 480}, []int{207, 437, 489}},
+}
+
+// sstFixturesV2 are the same files written by the format version 2 writer:
+// only the filter's hashing differs, so only the false positives do.
+var sstFixturesV2 = []sstFixture{
+	{"none-nofilter.sst", families.CompressionNone, families.BloomNone, 10, 0, 20631, 21149, nil, nil},
+	{"none-row.sst", families.CompressionNone, families.BloomRow, 10, 0, 20631, 21238, []int{51, 343}, nil},
+	{"none-rowcolumn.sst", families.CompressionNone, families.BloomRowColumn, 10, 0, 20631, 21454, []int{134, 368, 449, 459, 496}, []int{40, 121, 223}},
+	{"snappy-row.sst", families.CompressionSnappy, families.BloomRow, 3, 7, 14392, 14996, []int{51, 343}, nil},
+	{"zstd-rowcolumn.sst", families.CompressionZstd, families.BloomRowColumn, 3, 7, 13916, 14736, []int{134, 368, 449, 459, 496}, []int{40, 121, 223}},
+}
+
+// fixtureVersions are the fixtures of each format version, by folder under
+// testdata/. Only the current version's (formatVersion) can be written.
+var fixtureVersions = []struct {
+	dir      string
+	version  uint32
+	fixtures []sstFixture
+}{
+	{"v1", 1, sstFixtures},
+	{"v2", 2, sstFixturesV2},
 }
 
 // Shape of the fixtures' contents.
@@ -180,20 +202,40 @@ func TestFrozenFixtures(t *testing.T) {
 		writeFixtures(t, entries)
 		return
 	}
-	for _, fx := range sstFixtures {
-		t.Run(fx.file, func(t *testing.T) {
-			path := filepath.Join("testdata", "v1", fx.file)
-			r, err := Open(path, ReaderOptions{Cache: NewCache(1 << 20)})
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			defer r.Close()
-			checkFixtureContents(t, r, entries)
-			checkFixtureProperties(t, r, fx, entries)
-			checkFixtureBlocks(t, r, fx)
-			checkFixtureLookups(t, r, entries)
-			checkFixtureFilter(t, r, fx)
-		})
+	for _, fv := range fixtureVersions {
+		for _, fx := range fv.fixtures {
+			t.Run(fv.dir+"/"+fx.file, func(t *testing.T) {
+				path := filepath.Join("testdata", fv.dir, fx.file)
+				r, err := Open(path, ReaderOptions{Cache: NewCache(1 << 20)})
+				if err != nil {
+					t.Fatalf("Open: %v", err)
+				}
+				defer r.Close()
+				checkFixtureVersion(t, r, fv.version)
+				checkFixtureContents(t, r, entries)
+				checkFixtureProperties(t, r, fx, entries)
+				checkFixtureBlocks(t, r, fx)
+				checkFixtureLookups(t, r, entries)
+				checkFixtureFilter(t, r, fx)
+			})
+		}
+	}
+}
+
+// checkFixtureVersion checks the format version in the file's footer, so
+// that each folder is known to hold what its version's reader must read.
+func checkFixtureVersion(t *testing.T, r *Reader, version uint32) {
+	t.Helper()
+	b := make([]byte, footerLen)
+	if _, err := r.f.ReadAt(b, r.f.Size()-footerLen); err != nil {
+		t.Fatal(err)
+	}
+	ft, err := decodeFooter(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ft.version != version {
+		t.Errorf("format version %d, want %d", ft.version, version)
 	}
 }
 
@@ -347,12 +389,16 @@ func fixtureFalsePositives(r *Reader) (rows, cols []int) {
 // writeFixtures writes the fixtures that do not exist yet and logs what to
 // record for every fixture.
 func writeFixtures(t *testing.T, entries []kv) {
-	dir := filepath.Join("testdata", "v1")
+	fv := fixtureVersions[len(fixtureVersions)-1]
+	if fv.version != formatVersion {
+		t.Fatalf("no fixtures for format version %d in fixtureVersions", formatVersion)
+	}
+	dir := filepath.Join("testdata", fv.dir)
 	if err := vfs.Default.MkdirAll(dir); err != nil {
 		t.Fatal(err)
 	}
 	var rec strings.Builder
-	for _, fx := range sstFixtures {
+	for _, fx := range fv.fixtures {
 		path := filepath.Join(dir, fx.file)
 		if _, err := vfs.Default.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			f, err := vfs.Default.Create(path)

@@ -6,7 +6,8 @@ import (
 	"hash/crc32"
 )
 
-// File layout (format version 1). All fixed-width integers are little-endian.
+// File layout (format versions 1 and 2). All fixed-width integers are
+// little-endian.
 //
 //	+--------------------+---------+
 //	| data block 0       | trailer |   sorted entries, maybe compressed
@@ -39,12 +40,15 @@ import (
 //	56: magic "\x89TABSST\x1a" (8 bytes)
 //
 // The data, index, filter and properties block encodings are drawn in
-// block.go, bloom.go and properties.go.
+// block.go, bloom.go and properties.go. The versions differ only in the
+// filter's hashing (bloom.go): version 2, written since issue 19, is built
+// from one hash per entry; version 1 files are still read.
 const (
-	formatVersion = 1
-	magic         = "\x89TABSST\x1a"
-	footerLen     = 64
-	trailerLen    = 5
+	formatVersion    = 2
+	minFormatVersion = 1
+	magic            = "\x89TABSST\x1a"
+	footerLen        = 64
+	trailerLen       = 5
 
 	// maxBlockSize bounds a decoded block: one entry of a 64 MiB value and
 	// the largest keys fits with room to spare.
@@ -104,7 +108,7 @@ func decodeFooter(b []byte) (footer, error) {
 		return f, errBadChecksum
 	}
 	f.version = binary.LittleEndian.Uint32(b[48:])
-	if f.version != formatVersion {
+	if f.version < minFormatVersion || f.version > formatVersion {
 		return f, errBadVersion
 	}
 	hs := []*blockHandle{&f.index, &f.filter, &f.properties}
@@ -118,10 +122,18 @@ func decodeFooter(b []byte) (footer, error) {
 // blockTrailer returns the trailer for stored bytes of the given type.
 func blockTrailer(stored []byte, typ byte) [trailerLen]byte {
 	var t [trailerLen]byte
+	putTrailer(t[:], stored, typ)
+	return t
+}
+
+// putTrailer writes the trailer for stored bytes of the given type into t
+// (trailerLen bytes). The writer keeps t in its own struct: a local array
+// would escape to the heap through crc32 and the file's Write, once per
+// block.
+func putTrailer(t, stored []byte, typ byte) {
 	t[0] = typ
 	crc := crc32.Update(crc32.Checksum(stored, crcTable), crcTable, t[:1])
-	binary.LittleEndian.PutUint32(t[1:], crc)
-	return t
+	binary.LittleEndian.PutUint32(t[1:trailerLen], crc)
 }
 
 // checkTrailer verifies the trailer at the end of buf (stored bytes plus

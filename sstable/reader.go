@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/vfs"
@@ -60,7 +59,7 @@ type Reader struct {
 	cacheID uint64
 	inMem   bool // put blocks in the cache's in-memory list
 	index   []indexEntry
-	filter  *bloom.BloomFilter // nil when the file has none
+	filter  filter // nil when the file has none
 	props   Properties
 	// blockReads counts data blocks read from the file (cache misses).
 	blockReads atomic.Int64
@@ -139,7 +138,7 @@ func (r *Reader) load(size uint64) error {
 		if b, err = r.readBlock(ft.filter, kindFilter); err != nil {
 			return err
 		}
-		if r.filter, err = decodeFilter(b); err != nil {
+		if r.filter, err = decodeFilter(b, ft.version); err != nil {
 			return corruptf(r.path, kindFilter, ft.filter.offset, "%v", err)
 		}
 	}
@@ -289,7 +288,7 @@ func (r *Reader) MayContainRow(encodedRow []byte) bool {
 	if r.props.NumEntries == 0 {
 		return false
 	}
-	return r.filter == nil || r.filter.Test(encodedRow)
+	return r.filter == nil || r.filter.mayContain(encodedRow)
 }
 
 // MayContainColumn reports whether the file may hold entries of the column
@@ -305,13 +304,13 @@ func (r *Reader) MayContainColumn(encodedColumn []byte) bool {
 		return true
 	}
 	if r.props.Bloom == families.BloomRowColumn {
-		return r.filter.Test(encodedColumn)
+		return r.filter.mayContain(encodedColumn)
 	}
 	row, err := cell.RowPrefix(encodedColumn)
 	if err != nil {
 		return true
 	}
-	return r.filter.Test(row)
+	return r.filter.mayContain(row)
 }
 
 // blocksFor returns the range [lo, hi) of data blocks that may hold keys in
