@@ -1,0 +1,120 @@
+package tablet
+
+import (
+	"math/rand"
+	"testing"
+
+	"github.com/tabuladb/tabula/cell"
+)
+
+// The benchmarks in this file measure the memtable alone, on
+// bench/enginebench's shape: 16-byte row keys, 100-byte values, a memtable
+// of about 4 MiB of data (then a fresh one, as after a flush).
+
+// memtableEntries is how many 100-byte cells make about 4 MiB of data.
+const memtableEntries = 4 << 20 / (16 + 100 + 24)
+
+// memtableRows returns memtableEntries row keys, in random or ascending
+// order.
+func memtableRows(random bool) [][]byte {
+	rows := make([][]byte, memtableEntries)
+	r := rand.New(rand.NewSource(1))
+	for i := range rows {
+		if random {
+			rows[i] = engineKey(int(r.Int63()))
+		} else {
+			rows[i] = engineKey(i)
+		}
+	}
+	return rows
+}
+
+func benchMemtableInsert(b *testing.B, random bool) {
+	rows := memtableRows(random)
+	v := make([]byte, 100)
+	rand.New(rand.NewSource(2)).Read(v[:50])
+	var m *memtable
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i % len(rows)
+		if j == 0 {
+			m = newMemtable()
+		}
+		bt := batch{seq: uint64(i + 1), row: rows[j], entries: []entry{{family: "f", kind: cell.KindSet, timestamp: 1, value: v}}}
+		m.insertBatchLocked(&bt)
+	}
+}
+
+// BenchmarkMemtableInsertRandom inserts cells of random rows, as the
+// commit path does (key encoding included).
+func BenchmarkMemtableInsertRandom(b *testing.B) { benchMemtableInsert(b, true) }
+
+// BenchmarkMemtableInsertSequential inserts cells of ascending rows.
+func BenchmarkMemtableInsertSequential(b *testing.B) { benchMemtableInsert(b, false) }
+
+// skiplistKeys returns the encoded keys of memtableRows.
+func skiplistKeys(random bool) [][]byte {
+	rows := memtableRows(random)
+	keys := make([][]byte, len(rows))
+	for i, r := range rows {
+		keys[i] = cell.AppendKey(nil, cell.Key{Row: r, Timestamp: 1, Seq: uint64(i + 1), Kind: cell.KindSet})
+	}
+	return keys
+}
+
+func benchSkiplistInsert(b *testing.B, random bool) {
+	keys := skiplistKeys(random)
+	v := make([]byte, 100)
+	var s *skiplist
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		j := i % len(keys)
+		if j == 0 {
+			s = newSkiplist()
+		}
+		s.insert(keys[j], v)
+	}
+}
+
+// BenchmarkSkiplistInsertRandom inserts encoded keys in random order.
+func BenchmarkSkiplistInsertRandom(b *testing.B) { benchSkiplistInsert(b, true) }
+
+// BenchmarkSkiplistInsertSequential inserts encoded keys in ascending order.
+func BenchmarkSkiplistInsertSequential(b *testing.B) { benchSkiplistInsert(b, false) }
+
+// BenchmarkSkiplistSeekGE seeks random keys of a 4 MiB list.
+func BenchmarkSkiplistSeekGE(b *testing.B) {
+	keys := skiplistKeys(true)
+	v := make([]byte, 100)
+	s := newSkiplist()
+	for _, k := range keys {
+		s.insert(k, v)
+	}
+	r := rand.New(rand.NewSource(3))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		it := skipIter{s: s}
+		if !it.SeekGE(keys[r.Intn(len(keys))]) {
+			b.Fatal("key not found")
+		}
+	}
+}
+
+// BenchmarkEngineSequentialInsert is BenchmarkEngineRandomInsert with
+// ascending rows.
+func BenchmarkEngineSequentialInsert(b *testing.B) {
+	tb := openEngineTablet(b)
+	r := rand.New(rand.NewSource(1))
+	v := make([]byte, 100)
+	r.Read(v[:50])
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := tb.Apply(bg, engineKey(i), []cell.Mutation{{Kind: cell.SetCell, Family: "f", Timestamp: 1, Value: v}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
