@@ -61,6 +61,11 @@ type skiplist struct {
 	// cur is the chunk being filled and used its bytes taken; insert-only.
 	cur  []byte
 	used int
+	// splice is the previous insert's node at the levels of its tower and
+	// its predecessors above it (0: the head), when spliceSet; insert-only
+	// (see findSplice).
+	splice    [maxHeight]nodeRef
+	spliceSet bool
 }
 
 func newSkiplist() *skiplist {
@@ -154,6 +159,29 @@ func (s *skiplist) findGE(k []byte, prev *[maxHeight]nodeRef) nodeRef {
 	return next
 }
 
+// findSplice is findGE for an insert, taken from the previous insert's
+// splice when k falls right after the previous key: when splice[0] < k <=
+// its successor, no node lies between the two, so at every level the
+// splice (the previous key, or its predecessor where its tower ends) is
+// k's predecessor too. Ascending inserts thus cost two comparisons instead
+// of a descent (O(log n) comparisons, each a likely cache miss); any other
+// insert costs the same two more, on nodes the previous insert just
+// touched.
+func (s *skiplist) findSplice(k []byte, prev *[maxHeight]nodeRef) nodeRef {
+	if s.spliceSet {
+		chunks := *s.chunks.Load()
+		p := s.splice[0]
+		if bytes.Compare(nodeKey(s.nodeBytes(&chunks, p)), k) < 0 {
+			n := s.next(&chunks, p, 0)
+			if n == 0 || bytes.Compare(nodeKey(s.nodeBytes(&chunks, n)), k) >= 0 {
+				*prev = s.splice
+				return n
+			}
+		}
+	}
+	return s.findGE(k, prev)
+}
+
 // alloc returns an 8-aligned span of n bytes (rounded up) for a node and
 // its ref.
 func (s *skiplist) alloc(n int) (nodeRef, []byte) {
@@ -227,7 +255,7 @@ func (s *skiplist) insertKey(k cell.Key, value []byte) {
 // it back if an equal key is there.
 func (s *skiplist) link(ref nodeRef, b []byte, h int, key []byte, vl int) {
 	var prev [maxHeight]nodeRef
-	if n := s.findGE(key, &prev); n != 0 {
+	if n := s.findSplice(key, &prev); n != 0 {
 		chunks := *s.chunks.Load()
 		if bytes.Equal(nodeKey(s.nodeBytes(&chunks, n)), key) {
 			s.unalloc(ref, b)
@@ -251,6 +279,10 @@ func (s *skiplist) link(ref nodeRef, b []byte, h int, key []byte, vl int) {
 		towerAt(b, l).Store(pt.Load())
 		pt.Store(ref)
 	}
+	for l := 0; l < h; l++ {
+		prev[l] = ref
+	}
+	s.splice, s.spliceSet = prev, true
 	s.count.Add(1)
 	s.bytes.Add(int64(len(key) + vl + nodeOverhead))
 }
