@@ -16,9 +16,6 @@ import (
 // entries.
 const maxHeight = 16
 
-// nodeOverhead approximates a node's memory beyond its key and value.
-const nodeOverhead = nodeHeader + 8
-
 // A skiplist's nodes live in an arena: a few large byte chunks instead of
 // one Go object per entry. A node is named by a ref, its chunk's index in
 // the high 32 bits and its offset in the chunk in the low 32 (0 is no node:
@@ -35,10 +32,12 @@ const nodeOverhead = nodeHeader + 8
 const (
 	nodeHeader = 16
 	// Chunks grow from minChunk to maxChunk bytes, so that a memtable of
-	// a small family costs little; an entry larger than a chunk gets a
-	// chunk of its own.
-	minChunk = 64 << 10
-	maxChunk = 4 << 20
+	// a small family costs little and one of a large family holds at
+	// most maxChunk bytes more than it was charged for when it passes
+	// its limit (a list's bytes are its chunks' sizes); an entry larger
+	// than a chunk gets a chunk of its own.
+	minChunk = 4 << 10
+	maxChunk = 256 << 10
 )
 
 type nodeRef = uint64
@@ -55,9 +54,12 @@ type skiplist struct {
 	// head is the first node's tower, one ref per level.
 	headTower [maxHeight]atomic.Uint64
 	height    atomic.Int32
-	bytes     atomic.Int64
-	count     atomic.Int64 // entries linked
-	rnd       *rand.Rand   // insert-only, under the caller's lock
+	// bytes is the size of the arena's chunks: the memory the list holds
+	// (and the tablet charges to its flush limit and the server's
+	// budget), not an estimate from its entries.
+	bytes atomic.Int64
+	count atomic.Int64 // entries linked
+	rnd   *rand.Rand   // insert-only, under the caller's lock
 	// cur is the chunk being filled and used its bytes taken; insert-only.
 	cur  []byte
 	used int
@@ -199,6 +201,7 @@ func (s *skiplist) alloc(n int) (nodeRef, []byte) {
 		s.cur, s.used = make([]byte, size), 8
 		next[len(old)] = s.cur
 		s.chunks.Store(&next)
+		s.bytes.Add(int64(size))
 	}
 	ref := nodeRef(len(*s.chunks.Load())-1)<<32 | nodeRef(s.used)
 	b := s.cur[s.used : s.used+n : s.used+n]
@@ -233,7 +236,7 @@ func (s *skiplist) insert(key, value []byte) {
 	o := nodeHeader + 8*h
 	copy(b[o:], key)
 	copy(b[o+len(key):], value)
-	s.link(ref, b, h, b[o:o+len(key)], len(value))
+	s.link(ref, b, h, b[o:o+len(key)])
 }
 
 // insertKey is insert of k's encoding, which it writes straight into the
@@ -248,12 +251,12 @@ func (s *skiplist) insertKey(k cell.Key, value []byte) {
 		panic(fmt.Sprintf("tablet: cell.KeyLen said %d bytes, the key has %d", kl, len(key)))
 	}
 	copy(b[o+kl:], value)
-	s.link(ref, b, h, key, len(value))
+	s.link(ref, b, h, key)
 }
 
 // link links node ref (bytes b, height h, key key) into the list, or gives
 // it back if an equal key is there.
-func (s *skiplist) link(ref nodeRef, b []byte, h int, key []byte, vl int) {
+func (s *skiplist) link(ref nodeRef, b []byte, h int, key []byte) {
 	var prev [maxHeight]nodeRef
 	if n := s.findSplice(key, &prev); n != 0 {
 		chunks := *s.chunks.Load()
@@ -284,7 +287,6 @@ func (s *skiplist) link(ref nodeRef, b []byte, h int, key []byte, vl int) {
 	}
 	s.splice, s.spliceSet = prev, true
 	s.count.Add(1)
-	s.bytes.Add(int64(len(key) + vl + nodeOverhead))
 }
 
 // skipIter iterates a skiplist within [lower, upper) (nil = unbounded). It
@@ -344,7 +346,7 @@ func (it *skipIter) Close() error  { it.n, it.nb = 0, nil; return nil }
 type memtable struct {
 	lists  atomic.Pointer[map[string]*skiplist]
 	maxSeq atomic.Uint64 // highest sequence number inserted
-	bytes  atomic.Int64  // approximate memory of all lists
+	bytes  atomic.Int64  // the size of all lists' arenas
 }
 
 func newMemtable() *memtable {

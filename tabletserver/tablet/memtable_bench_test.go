@@ -167,3 +167,30 @@ func BenchmarkEngineRandomInsertCPU(b *testing.B) {
 	}
 	c.report(b)
 }
+
+// BenchmarkMemtableArenaAtLimit fills a memtable with random 100-byte
+// cells until its bytes pass 4 MiB (where the tablet asks for a flush) and
+// reports the bytes its arena chunks hold then ("arena-bytes") and the
+// entries in it ("entries").
+func BenchmarkMemtableArenaAtLimit(b *testing.B) {
+	const limit = 4 << 20
+	r := rand.New(rand.NewSource(1))
+	v := make([]byte, 100)
+	var held, entries int64
+	for i := 0; i < b.N; i++ {
+		m := newMemtable()
+		n := 0
+		for m.bytes.Load() <= limit {
+			n++
+			bt := batch{seq: uint64(n), row: engineKey(int(r.Int63())), entries: []entry{{family: "f", kind: cell.KindSet, timestamp: 1, value: v}}}
+			m.insertBatchLocked(&bt)
+		}
+		held = 0
+		for _, c := range *m.list("f").chunks.Load() {
+			held += int64(len(c))
+		}
+		entries = int64(n)
+	}
+	b.ReportMetric(float64(held), "arena-bytes")
+	b.ReportMetric(float64(entries), "entries")
+}
