@@ -32,10 +32,10 @@ const maxHeight = 16
 const (
 	nodeHeader = 16
 	// Chunks grow from minChunk to maxChunk bytes, so that a memtable of
-	// a small family costs little and one of a large family holds at
-	// most maxChunk bytes more than it was charged for when it passes
-	// its limit (a list's bytes are its chunks' sizes); an entry larger
-	// than a chunk gets a chunk of its own.
+	// a small family costs little, and one that passes its flush limit
+	// holds at most a chunk more than the limit (a list's bytes are its
+	// chunks' sizes); an entry larger than a chunk gets a chunk of its
+	// own.
 	minChunk = 4 << 10
 	maxChunk = 256 << 10
 )
@@ -185,7 +185,8 @@ func (s *skiplist) findSplice(k []byte, prev *[maxHeight]nodeRef) nodeRef {
 }
 
 // alloc returns an 8-aligned span of n bytes (rounded up) for a node and
-// its ref.
+// its ref. The span is zeroed unless unalloc gave it back; a node's writer
+// fills all of it but the padding.
 func (s *skiplist) alloc(n int) (nodeRef, []byte) {
 	n = (n + 7) &^ 7
 	if s.cur == nil || s.used+n > len(s.cur) {
@@ -391,8 +392,8 @@ func (m *memtable) dropFamilyLocked(family string) {
 }
 
 // insertBatchLocked inserts a batch's entries (encoding the keys and
-// copying the values into the lists' arenas) and returns
-// the bytes added. Commit mutex held.
+// copying the values into the lists' arenas) and returns the bytes the
+// arenas grew by. Commit mutex held.
 func (m *memtable) insertBatchLocked(b *batch) int64 {
 	var added int64
 	for i := range b.entries {
