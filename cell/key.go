@@ -120,6 +120,22 @@ func readEscaped(b []byte) (s, rest []byte, err error) {
 	}
 }
 
+// KeyLen returns the length of the encoding of k, so that a caller can
+// size a buffer and encode into it with AppendKey(buf[:0:n], k) without a
+// copy (the memtable encodes keys straight into its arena this way).
+func KeyLen(k Key) int {
+	n := escapedSize(k.Row) + 1 + trailerLen
+	if k.Kind != KindDeleteFamily {
+		n += escapedSize(k.Qualifier) + 1
+	}
+	return n
+}
+
+// escapedSize is len(appendEscaped(nil, s)).
+func escapedSize(s []byte) int { return len(s) + bytes.Count(s, zeroByte) + 2 }
+
+var zeroByte = []byte{0}
+
 // AppendKey appends the encoding of k to dst.
 func AppendKey(dst []byte, k Key) []byte {
 	dst = appendEscaped(dst, k.Row)

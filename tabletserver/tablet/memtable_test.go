@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tabuladb/tabula/cell"
 )
 
 var skiplistSeed = flag.Uint64("skiplist.seed", 0, "seed of the skiplist tests (0 = random); also env TABULA_SKIPLIST_SEED")
@@ -113,7 +115,7 @@ func TestSkiplistConcurrentReaders(t *testing.T) {
 					return
 				default:
 				}
-				before := s.bytes.Load()
+				before := s.count.Load()
 				var prev []byte
 				n := 0
 				it := &skipIter{s: s}
@@ -129,8 +131,8 @@ func TestSkiplistConcurrentReaders(t *testing.T) {
 					prev = append(prev[:0], it.Key()...)
 					n++
 				}
-				if int64(n) < before/int64(16+16+nodeOverhead) {
-					errs <- fmt.Errorf("saw %d entries after %d bytes were inserted", n, before)
+				if int64(n) < before {
+					errs <- fmt.Errorf("saw %d entries after %d were inserted", n, before)
 					return
 				}
 			}
@@ -146,5 +148,42 @@ func TestSkiplistConcurrentReaders(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+}
+
+// TestMemtableChargesItsArena: a memtable's bytes are the sizes of its
+// lists' chunks (what it holds), never less than what its entries take,
+// and at most one chunk per list more.
+func TestMemtableChargesItsArena(t *testing.T) {
+	r := rand.New(rand.NewPCG(skiplistTestSeed(t), 13))
+	m := newMemtable()
+	v := make([]byte, 100)
+	var data int64 // bytes of encoded keys and values
+	for i := 0; i < 20000; i++ {
+		row := []byte(fmt.Sprintf("row%08d", r.IntN(1<<20)))
+		b := batch{seq: uint64(i + 1), row: row, entries: []entry{
+			{family: "a", kind: cell.KindSet, timestamp: 1, value: v[:r.IntN(len(v))]},
+			{family: []string{"b", "c"}[r.IntN(2)], kind: cell.KindSet, qualifier: []byte("q"), timestamp: 2, value: v},
+		}}
+		added := m.insertBatchLocked(&b)
+		for _, e := range b.entries {
+			data += int64(cell.KeyLen(e.key(b.row, b.seq)) + len(e.value))
+		}
+		var chunks, slack int64
+		for _, s := range *m.lists.Load() {
+			for _, c := range *s.chunks.Load() {
+				chunks += int64(len(c))
+			}
+			slack += int64(len(s.cur) - s.used)
+		}
+		if got := m.bytes.Load(); got != chunks || added < 0 {
+			t.Fatalf("after %d batches the memtable counts %d bytes (this one added %d), its chunks hold %d", i+1, got, added, chunks)
+		}
+		if chunks < data || chunks-slack < data {
+			t.Fatalf("after %d batches the chunks hold %d bytes (%d unused), less than the %d bytes of data", i+1, chunks, slack, data)
+		}
+		if slack > 3*maxChunk {
+			t.Fatalf("after %d batches %d bytes of chunks are unused, more than a chunk per list", i+1, slack)
+		}
 	}
 }
