@@ -14,6 +14,12 @@ type MemoryStats struct {
 	// MemtableFlushing is the part of Memtable held by memtables that are
 	// being written out (freed when their flush is published).
 	MemtableFlushing int64
+	// MemtableArena is the memory those memtables have really allocated:
+	// their skiplists' arena chunks, at least Memtable (chunks are
+	// allocated ahead of the entries that fill them, and grow by
+	// doubling up to 4 MiB, so a memtable can hold up to about twice its
+	// entries' bytes).
+	MemtableArena int64
 	// OpenFiles counts the SSTables of the current version, each held
 	// open with its index and bloom filter in memory.
 	OpenFiles int
@@ -29,9 +35,9 @@ type MemoryStats struct {
 	BlockCache, BlockCacheCapacity int64
 }
 
-// Owned returns the bytes the tablet itself holds: its memtables and its
-// open files' metadata (not the shared block cache).
-func (m MemoryStats) Owned() int64 { return m.Memtable + m.FileMetadataApprox }
+// Owned returns the bytes the tablet itself holds: its memtables' arenas
+// and its open files' metadata (not the shared block cache).
+func (m MemoryStats) Owned() int64 { return m.MemtableArena + m.FileMetadataApprox }
 
 // indexEntryOverhead is the in-memory cost of one index entry besides its
 // key's bytes: the key's slice header and the block handle (offset,
@@ -60,19 +66,33 @@ func fileMetadataApprox(p *sstable.Properties) int64 {
 	return int64(meta + p.NumDataBlocks*(indexEntryOverhead+avgKey))
 }
 
-// memtableBytes returns the bytes of the active and flushing memtables,
-// and the part of them being flushed.
-func (t *Tablet) memtableBytes() (total, flushing int64) {
+// memtableBytes returns the bytes of the active and flushing memtables'
+// entries, the part of them being flushed, and the memtables' arenas.
+func (t *Tablet) memtableBytes() (total, flushing, arena int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.mem == nil {
-		return 0, 0
+		return 0, 0, 0
 	}
-	total = t.mem.bytes.Load()
+	total, arena = t.mem.bytes.Load(), t.mem.arenaBytes()
 	for _, im := range t.imm {
 		n := im.m.bytes.Load()
 		total += n
 		flushing += n
+		arena += im.m.arenaBytes()
 	}
-	return total, flushing
+	return total, flushing, arena
+}
+
+// arenaBytes returns the bytes of the chunks the memtable's skiplists have
+// allocated. Chunks are published copy-on-write (memtable.go), so this is
+// safe beside an insert.
+func (m *memtable) arenaBytes() int64 {
+	var n int64
+	for _, s := range *m.lists.Load() {
+		for _, c := range *s.chunks.Load() {
+			n += int64(cap(c))
+		}
+	}
+	return n
 }

@@ -189,9 +189,9 @@ func newMemSampler(t *testing.T, tb *Tablet) *memSampler {
 	m := &memSampler{t: t, tb: tb, done: make(chan struct{})}
 	m.wg.Add(1)
 	go m.loop()
-	t.Logf("%-11s %7s %7s | %7s %7s %7s %7s %6s %6s %7s %5s %6s | %7s %6s %5s %7s %7s",
+	t.Logf("%-11s %7s %7s | %7s %7s %7s %7s %6s %6s %7s %5s %6s | %7s %6s %6s %5s %7s %7s",
 		"phase", "HWM", "RSS", "live", "goal", "objs", "free", "stack", "meta", "total", "GCs", "gcCPU",
-		"memtab", "flush", "files", "fmeta", "cache")
+		"memtab", "flush", "arena", "files", "fmeta", "cache")
 	return m
 }
 
@@ -208,7 +208,7 @@ func (m *memSampler) loop() {
 		}
 		rss := procStatusKiB("VmRSS")
 		metrics.Read(samples)
-		mem, _ := m.tb.memtableBytes()
+		_, _, mem := m.tb.memtableBytes()
 		m.mu.Lock()
 		m.peakRSS = max(m.peakRSS, rss)
 		m.peakGoal = max(m.peakGoal, samples[0].Value.Uint64())
@@ -223,7 +223,7 @@ func (m *memSampler) stop() {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.t.Logf("peaks seen every 10 ms: VmRSS %d MiB, heap goal %d MiB, runtime total %d MiB, memtables %d MiB",
+	m.t.Logf("peaks seen every 10 ms: VmRSS %d MiB, heap goal %d MiB, runtime total %d MiB, memtable arenas %d MiB",
 		m.peakRSS>>10, m.peakGoal>>20, m.peakTotal>>20, m.peakMemtable>>20)
 }
 
@@ -236,10 +236,10 @@ func (m *memSampler) phase(name string) {
 	metrics.Read(s)
 	u := func(i int) uint64 { return s[i].Value.Uint64() >> 20 }
 	st := m.tb.Stats().Memory
-	m.t.Logf("%-11s %7d %7d | %7d %7d %7d %7d %6d %6d %7d %5d %6.1f | %7d %6d %5d %7.1f %7d",
+	m.t.Logf("%-11s %7d %7d | %7d %7d %7d %7d %6d %6d %7d %5d %6.1f | %7d %6d %6d %5d %7.1f %7d",
 		name, procStatusKiB("VmHWM")>>10, procStatusKiB("VmRSS")>>10,
 		u(0), u(1), u(2), u(4), u(6), u(7)+u(12), u(8), s[9].Value.Uint64(), s[10].Value.Float64(),
-		st.Memtable>>20, st.MemtableFlushing>>20, st.OpenFiles, float64(st.FileMetadataApprox)/(1<<20), st.BlockCache>>20)
+		st.Memtable>>20, st.MemtableFlushing>>20, st.MemtableArena>>20, st.OpenFiles, float64(st.FileMetadataApprox)/(1<<20), st.BlockCache>>20)
 }
 
 func (m *memSampler) heapProfile(path string) {

@@ -28,6 +28,9 @@ func TestStatsMemoryFollowsTheData(t *testing.T) {
 	if st.Memory.Memtable <= 0 || st.Memory.Memtable != st.MemtableBytes {
 		t.Fatalf("after %d writes: Memory.Memtable = %d, MemtableBytes = %d: want the same positive number", rows, st.Memory.Memtable, st.MemtableBytes)
 	}
+	if st.Memory.MemtableArena < st.Memory.Memtable {
+		t.Fatalf("after %d writes: MemtableArena = %d, want at least the entries' %d", rows, st.Memory.MemtableArena, st.Memory.Memtable)
+	}
 	if st.Memory.MemtableFlushing != 0 || st.Memory.OpenFiles != 0 || st.Memory.FileMetadataApprox != 0 {
 		t.Fatalf("before any flush: Memory = %+v, want nothing flushing and no files", st.Memory)
 	}
@@ -37,7 +40,7 @@ func TestStatsMemoryFollowsTheData(t *testing.T) {
 	}
 	st = tb.Stats()
 	m = st.Memory
-	if m.Memtable != 0 || m.MemtableFlushing != 0 {
+	if m.Memtable != 0 || m.MemtableFlushing != 0 || m.MemtableArena != 0 {
 		t.Fatalf("after the flush: Memory = %+v, want empty memtables", m)
 	}
 	if m.OpenFiles != 1 {
@@ -48,8 +51,8 @@ func TestStatsMemoryFollowsTheData(t *testing.T) {
 	if minFilter := int64(rows * 96 / 80); m.FileMetadataApprox < minFilter || uint64(m.FileMetadataApprox) > st.Families["b"].Bytes {
 		t.Fatalf("FileMetadataApprox = %d, want between the filter's %d bytes and the file's %d", m.FileMetadataApprox, minFilter, st.Families["b"].Bytes)
 	}
-	if m.Owned() != m.Memtable+m.FileMetadataApprox {
-		t.Fatalf("Owned() = %d, want memtables plus file metadata %d", m.Owned(), m.Memtable+m.FileMetadataApprox)
+	if m.Owned() != m.MemtableArena+m.FileMetadataApprox {
+		t.Fatalf("Owned() = %d, want memtable arenas plus file metadata %d", m.Owned(), m.MemtableArena+m.FileMetadataApprox)
 	}
 	if m.BlockCache != 0 {
 		t.Fatalf("before any read: BlockCache = %d, want 0", m.BlockCache)

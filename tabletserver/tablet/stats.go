@@ -25,7 +25,7 @@ type Stats struct {
 // Stats returns the tablet's current numbers.
 func (t *Tablet) Stats() Stats {
 	s := Stats{Families: map[string]FamilyStats{}, LastSeq: t.visibleSeq.Load()}
-	s.Memory.Memtable, s.Memory.MemtableFlushing = t.memtableBytes()
+	s.Memory.Memtable, s.Memory.MemtableFlushing, s.Memory.MemtableArena = t.memtableBytes()
 	s.MemtableBytes = s.Memory.Memtable
 	cs := t.opts.Cache.Stats()
 	s.Memory.BlockCache, s.Memory.BlockCacheCapacity = cs.Bytes, cs.Capacity
