@@ -27,9 +27,9 @@ type MemoryStats struct {
 	// for as long as they are open: their index and bloom filter. It is
 	// an estimate from each file's properties (fileMetadataApprox), not
 	// a count of allocated bytes: TestMeasureMemory found it 8 % above
-	// a fresh reader's heap for its 1M-row file; it overestimates the
-	// index most, so a file with a small filter is overestimated more
-	// (21 % for 4M rows and an empty filter).
+	// a fresh reader's heap for its 1M- and 4M-row files; it
+	// overestimates the index most, so a file with a small filter is
+	// overestimated more (21 % for 4M rows and an empty filter).
 	FileMetadataApprox int64
 	// BlockCache and BlockCacheCapacity are the bytes of blocks in
 	// Options.Cache and its capacity. A server shares one cache between
