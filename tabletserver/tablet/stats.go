@@ -18,7 +18,7 @@ type Stats struct {
 	CompactionBacklog int
 	LastSeq           uint64 // highest visible sequence number
 	SizeBytes         uint64 // SSTable bytes plus memtable bytes
-	// Memory says where the tablet's memory goes (memory.go).
+	// Memory says where the tablet's memory goes (memstats.go).
 	Memory MemoryStats
 }
 
