@@ -99,6 +99,10 @@ func TestMetricsOfATabletServer(t *testing.T) {
 	if _, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: refs[0], Rows: &tabulapb.RowSet{RowKeys: [][]byte{[]byte("a001")}}}); err != nil {
 		t.Fatal(err)
 	}
+	// One write left in a memtable, for the memory series.
+	if err := put(e.ctx, c, refs[2], "q900", set("cf", "q", 3, string(make([]byte, 500)))); err != nil {
+		t.Fatal(err)
+	}
 	// An unknown tablet: a NotFound-style error counted under its code.
 	_, err := c.MutateRow(e.ctx, &tabulapb.MutateRowRequest{Tablet: &tabulapb.TabletRef{Table: "users", TabletId: "nope", Epoch: 1}, RowKey: []byte("a")})
 	if err == nil {
@@ -135,6 +139,11 @@ func TestMetricsOfATabletServer(t *testing.T) {
 		{"tabula_tabletserver_block_cache_capacity_bytes", nil, 1},
 		{"tabula_tabletserver_lease_remaining_seconds", nil, 0.001},
 		{"tabula_tabletserver_memtable_limit_bytes", map[string]string{"limit": "hard"}, 1},
+		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "memtable_active"}, 500},
+		// Exported, but 0 once the memtable counts its arena's chunks.
+		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "memtable_arena_overhead"}, 0},
+		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "sstable_index_filter"}, 3},
+		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "block_cache"}, 1},
 	} {
 		if v := val(after, w.name, w.match); v < w.min {
 			t.Errorf("%s%v = %v, want at least %v", w.name, w.match, v, w.min)
@@ -142,6 +151,11 @@ func TestMetricsOfATabletServer(t *testing.T) {
 	}
 	if v := val(after, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow"}) - val(after, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow", "code": "OK"}); v != 1 {
 		t.Errorf("failed MutateRow calls counted %v times, want 1", v)
+	}
+	if active, flushing, budget := val(after, "tabula_tabletserver_memory_bytes", map[string]string{"component": "memtable_active"}),
+		val(after, "tabula_tabletserver_memory_bytes", map[string]string{"component": "memtable_flushing"}),
+		val(after, "tabula_tabletserver_memtable_bytes", nil); active+flushing != budget {
+		t.Errorf("memory_bytes of the memtables: active %v + flushing %v, want the budget's %v", active, flushing, budget)
 	}
 	hits, misses := val(after, "tabula_tabletserver_block_cache_hits_total", nil), val(after, "tabula_tabletserver_block_cache_misses_total", nil)
 	if hits+misses == 0 {

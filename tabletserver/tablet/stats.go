@@ -18,11 +18,17 @@ type Stats struct {
 	CompactionBacklog int
 	LastSeq           uint64 // highest visible sequence number
 	SizeBytes         uint64 // SSTable bytes plus memtable bytes
+	// Memory says where the tablet's memory goes (memstats.go).
+	Memory MemoryStats
 }
 
 // Stats returns the tablet's current numbers.
 func (t *Tablet) Stats() Stats {
-	s := Stats{Families: map[string]FamilyStats{}, LastSeq: t.visibleSeq.Load(), MemtableBytes: t.memBytes()}
+	s := Stats{Families: map[string]FamilyStats{}, LastSeq: t.visibleSeq.Load()}
+	s.Memory.Memtable, s.Memory.MemtableFlushing, s.Memory.MemtableArena = t.memtableBytes()
+	s.MemtableBytes = s.Memory.Memtable
+	cs := t.opts.Cache.Stats()
+	s.Memory.BlockCache, s.Memory.BlockCacheCapacity = cs.Bytes, cs.Capacity
 	if !t.closed.Load() {
 		s.LogBytes = t.log.Size()
 	}
@@ -37,6 +43,8 @@ func (t *Tablet) Stats() Stats {
 				fs.SSTables++
 				fs.Cells += f.ref.NumCells
 				fs.Tombstones += f.ref.NumTombstones
+				s.Memory.OpenFiles++
+				s.Memory.FileMetadataApprox += fileMetadataApprox(f.reader.Properties())
 				if !f.own || f.ref.Lower != nil || f.ref.Upper != nil {
 					refs++
 				}
