@@ -26,7 +26,7 @@ func engineKey(i int) []byte {
 
 func openEngineTablet(b *testing.B) *Tablet {
 	return openTablet(b, Options{
-		Dir: b.TempDir(),
+		Dir: b.TempDir(), Create: true,
 		Families: []families.Family{{
 			Name: "f", MaxVersions: 1,
 			Compression: families.CompressionSnappy, Bloom: families.BloomRow,
