@@ -207,22 +207,36 @@ func (r *Reader) readAt(buf []byte, off uint64, kind string) error {
 	return fmt.Errorf("sstable: read %s: %s block at offset %d: %w", r.path, kind, off, err)
 }
 
-// readBlock reads, checks and decompresses a block.
+// readBlock reads, checks and decompresses a block. The result is memory
+// of its own (see decode.go): callers keep it, the cache charges its
+// capacity.
 func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if h.length > maxBlockSize {
 		return nil, corruptf(r.path, kind, h.offset, "block of %d bytes is too large", h.length)
 	}
 	n := int(h.length + trailerLen)
+	if kind != kindData {
+		// Metadata blocks are never compressed: read them into their own
+		// memory at once.
+		b, _, err := r.decodeBlock(allocBlock(n), h, kind)
+		return b, err
+	}
 	bp := readBufPool.Get().(*[]byte)
 	if cap(*bp) < n {
-		*bp = make([]byte, n)
+		*bp = allocBlock(n)
 	}
-	buf := (*bp)[:n]
-	b, typ, err := r.decodeBlock(buf, h, kind)
+	b, typ, err := r.decodeBlock((*bp)[:n], h, kind)
 	if err == nil && typ == blockTypeNone {
-		// The block is buf itself, handed out for good: leave the pool
-		// without it.
-		*bp = nil
+		if cap(*bp)-n <= n/8 {
+			// Stored as it is, in a buffer about its size: the block
+			// is the buffer, handed out for good.
+			*bp = nil
+		} else {
+			// The buffer is much larger than the block (a larger block
+			// was read before): copy the block out rather than make it
+			// retain the whole buffer.
+			b = append(allocBlock(len(b))[:0], b...)
+		}
 	}
 	if cap(*bp) <= maxPooledReadBuf {
 		readBufPool.Put(bp)
@@ -230,9 +244,9 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	return b, err
 }
 
-// readBufPool holds buffers for the stored bytes of compressed blocks: they
-// are garbage once decompressed (into fresh memory), and a scan of files
-// larger than the cache reads one per block.
+// readBufPool holds buffers for the stored bytes of data blocks: they are
+// garbage once decompressed (or copied) into the block's own memory, and a
+// scan of files larger than the cache reads one per block.
 var readBufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledReadBuf bounds the buffers kept in readBufPool.
@@ -251,7 +265,10 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string) ([]byte, by
 	if kind != kindData && typ != blockTypeNone {
 		return nil, 0, corruptf(r.path, kind, h.offset, "compressed metadata block")
 	}
-	b, err := decompressBlock(typ, stored)
+	if typ == blockTypeNone {
+		return stored, typ, nil
+	}
+	b, err := decodeInto(typ, stored)
 	if err != nil {
 		return nil, 0, corruptf(r.path, kind, h.offset, "decompress (type %d): %v", typ, err)
 	}
