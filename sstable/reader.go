@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/tabuladb/tabula/cell"
@@ -62,6 +63,9 @@ type Reader struct {
 	index   []indexEntry
 	filter  *bloom.BloomFilter // nil when the file has none
 	props   Properties
+	// metaBytes is the memory index, filter and properties hold, set by
+	// load.
+	metaBytes int64
 	// blockReads counts data blocks read from the file (cache misses).
 	blockReads atomic.Int64
 
@@ -152,8 +156,29 @@ func (r *Reader) load(size uint64) error {
 	if uint64(len(r.index)) != r.props.NumDataBlocks {
 		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", len(r.index), r.props.NumDataBlocks)
 	}
+	r.metaBytes = r.metadataBytes()
 	return nil
 }
+
+// metadataBytes sums the memory the Reader keeps for its file: the index
+// entries and their keys, the filter's bits and the properties' keys.
+func (r *Reader) metadataBytes() int64 {
+	n := int64(unsafe.Sizeof(*r)) + int64(cap(r.index))*int64(unsafe.Sizeof(indexEntry{}))
+	for _, e := range r.index {
+		n += int64(len(e.lastKey)) // one arena holds them all, clipped
+	}
+	if r.filter != nil {
+		n += int64(unsafe.Sizeof(*r.filter)) + int64((r.filter.Cap()+63)/64*8)
+	}
+	return n + int64(cap(r.props.SmallestKey)+cap(r.props.LargestKey))
+}
+
+// MetadataBytes returns the memory the open Reader holds for its file
+// outside the block cache: its index (every data block's last key and
+// handle), its bloom filter and its properties. They are kept decoded for
+// as long as the Reader is open, so that a point read consults the filter
+// and the index without a cache lookup; their memory is reported here.
+func (r *Reader) MetadataBytes() int64 { return r.metaBytes }
 
 // decodeIndex decodes the index block and checks that the data blocks
 // follow each other from offset 0 up to dataEnd, in increasing key order.
@@ -165,6 +190,14 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	if err := it.init(b); err != nil {
 		return bad("%v", err)
 	}
+	// Every key goes into one arena (one allocation per file rather than
+	// one per data block); spans are its [start, end) of each entry's key,
+	// turned into slices once the arena stops growing.
+	var arena []byte
+	var spans []int
+	// The properties give the number of entries; a damaged count is
+	// bounded by what the block can hold (an entry takes 5 bytes or more).
+	r.index = make([]indexEntry, 0, min(r.props.NumDataBlocks, uint64(len(b)/5)))
 	next := uint64(0)
 	for ok := it.first(); ok; ok = it.next() {
 		v := it.val
@@ -180,11 +213,22 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 		if o != next || l > dataEnd-o || trailerLen > dataEnd-o-l {
 			return bad("data block handle (%d, %d) out of place", o, l)
 		}
-		if len(r.index) > 0 && bytes.Compare(r.index[len(r.index)-1].lastKey, it.key) >= 0 {
+		if n := len(spans); n > 0 && bytes.Compare(arena[spans[n-1]:], it.key) >= 0 {
 			return bad("keys out of order")
 		}
-		r.index = append(r.index, indexEntry{lastKey: bytes.Clone(it.key), handle: h})
+		spans = append(spans, len(arena))
+		arena = append(arena, it.key...)
+		r.index = append(r.index, indexEntry{handle: h})
 		next = h.end()
+	}
+	// The arena grew by doubling: keep a copy of its size.
+	arena = bytes.Clone(arena)
+	for i := range r.index {
+		end := len(arena)
+		if i+1 < len(spans) {
+			end = spans[i+1]
+		}
+		r.index[i].lastKey = arena[spans[i]:end:end]
 	}
 	if it.err != nil {
 		return bad("%v", it.err)
