@@ -228,6 +228,7 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 type pointScratch struct {
 	st      readState
 	sc      rowScanner
+	enc     []byte // the row's encoded key, lo is its row prefix
 	hi      []byte
 	cs      []*familyCursor
 	cursors []familyCursor
@@ -247,7 +248,8 @@ func (p *pointScratch) release() {
 	p.st = readState{}
 	entries := p.sc.buf.entries
 	clear(entries[:cap(entries)])
-	p.sc = rowScanner{buf: rowBuffer{entries: entries[:0]}}
+	// The row prefix's copy is the scanner's own (never handed out).
+	p.sc = rowScanner{buf: rowBuffer{entries: entries[:0]}, rp: p.sc.rp[:0]}
 	clear(p.cs)
 	p.cs = p.cs[:0]
 	clear(p.cursors)
@@ -518,7 +520,13 @@ func (t *Tablet) readRowCompiled(ctx context.Context, row []byte, filter *rowfil
 		return nil, err
 	}
 	defer st.release()
-	lo := cell.EncodeRow(row)
+	// cell.EncodeRow(row), in the scratch's memory: the row prefix that
+	// heads the encoding of a family tombstone of the row.
+	p.enc = cell.AppendKey(p.enc[:0], cell.Key{Row: row, Kind: cell.KindDeleteFamily})
+	lo, err := cell.RowPrefix(p.enc)
+	if err != nil {
+		return nil, err
+	}
 	p.hi = append(p.hi[:0], lo...)
 	p.hi[len(p.hi)-1]++ // rowUpper
 	sc := st.initPointScanner(p, span{lo: lo, hi: p.hi, point: true}, filter)
