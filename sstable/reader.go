@@ -319,8 +319,9 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string) ([]byte, by
 	return b, typ, nil
 }
 
-// dataBlock returns the decoded data block i, through the cache.
-func (r *Reader) dataBlock(i int) ([]byte, error) {
+// dataBlock returns the decoded data block i, through the cache; a block
+// read from the file is added to the cache when fill is set.
+func (r *Reader) dataBlock(i int, fill bool) ([]byte, error) {
 	h := r.index[i].handle
 	if r.cache != nil {
 		if b, ok := r.cache.get(r.cacheID, h.offset); ok {
@@ -332,7 +333,7 @@ func (r *Reader) dataBlock(i int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.cache != nil {
+	if r.cache != nil && fill {
 		r.cache.put(r.cacheID, h.offset, b, r.inMem)
 	}
 	return b, nil
