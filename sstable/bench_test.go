@@ -1,6 +1,8 @@
 package sstable
 
 import (
+	"errors"
+	"io/fs"
 	"math/rand"
 	"path/filepath"
 	"strconv"
@@ -27,6 +29,10 @@ func benchKeys() []kv {
 
 func writeBench(b *testing.B, dir string, c families.Compression, entries []kv) string {
 	path := filepath.Join(dir, "bench-"+c.String()+".sst")
+	// A benchmark function runs several times (b.N rises): write anew.
+	if err := vfs.Default.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		b.Fatal(err)
+	}
 	f, err := vfs.Default.Create(path)
 	if err != nil {
 		b.Fatal(err)

@@ -3,11 +3,14 @@ package sstable
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Cache holds decompressed data blocks of any number of Readers, keyed by
-// (CacheID, block offset), bounded in bytes (the blocks' lengths) and
-// evicting the least recently used block first. It is sharded to keep lock
+// (CacheID, block offset), bounded in bytes and evicting the least recently
+// used block first. A block is charged what it holds in memory: its
+// capacity plus the cache's own per-entry memory (cacheEntryOverhead), so
+// that the configured capacity is the memory the cache really retains. It is sharded to keep lock
 // contention low and is safe for concurrent use.
 //
 // Blocks of Readers opened with ReaderOptions.InMemory have priority, like
@@ -28,7 +31,9 @@ type Cache struct {
 
 // CacheStats is a snapshot of a Cache's counters.
 type CacheStats struct {
-	Hits, Misses    uint64
+	Hits, Misses uint64
+	// Bytes is the memory the cached blocks hold, charged as the Cache
+	// says (capacity plus per-entry overhead); it stays <= Capacity.
 	Bytes, Capacity int64
 	// InMemoryBytes is the part of Bytes held by blocks of in-memory
 	// Readers.
@@ -58,7 +63,21 @@ type cacheEntry struct {
 	prev, next *cacheEntry
 }
 
-// lruList is a circular doubly linked list of entries with their total size.
+// cacheEntryOverhead is the memory an entry costs beyond its block: the
+// entry itself and its slot in the shard's map (key, pointer and the map's
+// control bytes and slack, rounded up).
+const cacheEntryOverhead = int64(unsafe.Sizeof(cacheEntry{})) + mapSlotOverhead
+
+// mapSlotOverhead is an estimate of the bytes a map[cacheKey]*cacheEntry
+// uses per item: a 24-byte key and value and, at Go's load factor, about a
+// quarter of a slot more and a control byte.
+const mapSlotOverhead = 32
+
+// charge is what a cached block costs the cache.
+func charge(block []byte) int64 { return int64(cap(block)) + cacheEntryOverhead }
+
+// lruList is a circular doubly linked list of entries with their total
+// charge.
 type lruList struct {
 	head  cacheEntry // sentinel: head.next is the most recently used
 	bytes int64
@@ -76,14 +95,14 @@ func (l *lruList) pushFront(e *cacheEntry) {
 	e.prev = &l.head
 	l.head.next.prev = e
 	l.head.next = e
-	l.bytes += int64(len(e.block))
+	l.bytes += charge(e.block)
 }
 
 func (l *lruList) unlink(e *cacheEntry) {
 	e.prev.next = e.next
 	e.next.prev = e.prev
 	e.prev, e.next = nil, nil
-	l.bytes -= int64(len(e.block))
+	l.bytes -= charge(e.block)
 }
 
 type cacheShard struct {
@@ -150,12 +169,12 @@ func (c *Cache) get(id, offset uint64) ([]byte, bool) {
 }
 
 // put adds a block, which must not be modified afterwards, to the normal
-// or the in-memory list. A block larger than its shard is not cached.
+// or the in-memory list. A block whose charge exceeds its shard is not
+// cached.
 func (c *Cache) put(id, offset uint64, block []byte, inMemory bool) {
 	k := cacheKey{id, offset}
 	s := c.shard(k)
-	size := int64(len(block))
-	if size > s.capacity {
+	if charge(block) > s.capacity {
 		return
 	}
 	s.mu.Lock()

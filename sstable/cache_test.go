@@ -13,8 +13,9 @@ func TestCacheHitsAndMisses(t *testing.T) {
 	if _, ok := c.get(1, 0); ok {
 		t.Fatal("hit in an empty cache")
 	}
-	c.put(1, 0, []byte("block-a"), false)
-	c.put(2, 0, []byte("block-b"), false)
+	a, b := []byte("block-a"), []byte("block-b")
+	c.put(1, 0, a, false)
+	c.put(2, 0, b, false)
 	if b, ok := c.get(1, 0); !ok || string(b) != "block-a" {
 		t.Fatalf("get(1, 0) = %q, %v", b, ok)
 	}
@@ -22,26 +23,28 @@ func TestCacheHitsAndMisses(t *testing.T) {
 		t.Fatalf("get(2, 0) = %q, %v: the file id is part of the key", b, ok)
 	}
 	st := c.Stats()
-	if st.Hits != 2 || st.Misses != 1 || st.Bytes != 14 || st.Capacity != 1<<20 {
-		t.Fatalf("stats %+v", st)
+	// Each block is charged its capacity and the entry's overhead.
+	if st.Hits != 2 || st.Misses != 1 || st.Bytes != charge(a)+charge(b) || st.Capacity != 1<<20 {
+		t.Fatalf("stats %+v, want %d bytes", st, charge(a)+charge(b))
 	}
-	c.put(1, 0, []byte("replaced"), false)
-	if st := c.Stats(); st.Bytes != 15 {
-		t.Fatalf("bytes after replacing %d, want 15", st.Bytes)
+	r := []byte("replaced")
+	c.put(1, 0, r, false)
+	if st := c.Stats(); st.Bytes != charge(r)+charge(b) {
+		t.Fatalf("bytes after replacing %d, want %d", st.Bytes, charge(r)+charge(b))
 	}
 	c.EvictFile(1)
 	if _, ok := c.get(1, 0); ok {
 		t.Fatal("EvictFile left the file's block")
 	}
-	if st := c.Stats(); st.Bytes != 7 {
-		t.Fatalf("bytes after EvictFile %d, want 7", st.Bytes)
+	if st := c.Stats(); st.Bytes != charge(b) {
+		t.Fatalf("bytes after EvictFile %d, want %d", st.Bytes, charge(b))
 	}
 }
 
 func TestCacheEvictsLeastRecentlyUsedUnderCapacity(t *testing.T) {
 	const capacity, blockLen = 10 << 10, 1 << 10
 	c := NewCache(capacity) // one shard: LRU order is exact
-	block := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, blockLen) }
+	block := func(i int) []byte { return chargedBlock(byte(i), blockLen) }
 	for i := 0; i < 10; i++ {
 		c.put(7, uint64(i), block(i), false)
 	}
@@ -152,7 +155,7 @@ func checkCacheInvariants(t *testing.T, c *Cache) {
 				if e.inMemory != (l == &s.inMemory) || s.items[e.key] != e {
 					t.Errorf("shard %d: entry %v in the wrong list or not in the map", i, e.key)
 				}
-				bytes += int64(len(e.block))
+				bytes += charge(e.block)
 				n++
 			}
 			if bytes != l.bytes {
@@ -175,7 +178,7 @@ func checkCacheInvariants(t *testing.T, c *Cache) {
 func TestCacheInMemoryPriority(t *testing.T) {
 	const capacity, blockLen = 10 << 10, 1 << 10 // share: 2.5 blocks
 	c := NewCache(capacity)
-	block := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, blockLen) }
+	block := func(i int) []byte { return chargedBlock(byte(i), blockLen) }
 	const hot, cold = 1, 2
 	for i := 0; i < 6; i++ {
 		c.put(hot, uint64(i), block(i), true)
@@ -332,4 +335,14 @@ func TestReaderInMemoryFamilySurvivesScans(t *testing.T) {
 			checkCacheInvariants(t, c)
 		})
 	}
+}
+
+// chargedBlock returns a block of bytes b that the cache charges exactly
+// charged bytes (its capacity plus the entry overhead).
+func chargedBlock(b byte, charged int) []byte {
+	blk := make([]byte, charged-int(cacheEntryOverhead))
+	for i := range blk {
+		blk[i] = b
+	}
+	return blk
 }

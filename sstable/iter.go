@@ -22,6 +22,9 @@ type Iter struct {
 	valid   bool
 	err     error
 	closed  bool
+	// noFill: blocks read from the file are not added to the cache (see
+	// DontFillCache).
+	noFill bool
 	// keyBuf is the block iterator's first key buffer, so that a point
 	// read's first decode does not allocate.
 	keyBuf [64]byte
@@ -60,6 +63,13 @@ func (r *Reader) InitIter(it *Iter, lower, upper []byte) {
 		it.upper = buf[len(buf)-len(upper):]
 	}
 }
+
+// DontFillCache makes the iterator leave the blocks it reads from the file
+// out of the cache (blocks the cache holds are still used), for a reader
+// that reads each block once, such as a compaction: the blocks of files
+// about to be deleted would push out the blocks that reads use. It lasts
+// until the iterator is closed or initialized again.
+func (it *Iter) DontFillCache() { it.noFill = true }
 
 // First positions at the first key >= lower.
 func (it *Iter) First() bool {
@@ -140,7 +150,7 @@ func (it *Iter) loadBlock(i int) bool {
 	b := it.held
 	if b == nil || it.heldIdx != i {
 		var err error
-		if b, err = it.r.dataBlock(i); err != nil {
+		if b, err = it.r.dataBlock(i, !it.noFill); err != nil {
 			it.err = err
 			return false
 		}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
@@ -61,6 +62,9 @@ type Reader struct {
 	index   []indexEntry
 	filter  filter // nil when the file has none
 	props   Properties
+	// metaBytes is the memory index, filter and properties hold, set by
+	// load.
+	metaBytes int64
 	// blockReads counts data blocks read from the file (cache misses).
 	blockReads atomic.Int64
 
@@ -151,8 +155,29 @@ func (r *Reader) load(size uint64) error {
 	if uint64(len(r.index)) != r.props.NumDataBlocks {
 		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", len(r.index), r.props.NumDataBlocks)
 	}
+	r.metaBytes = r.metadataBytes()
 	return nil
 }
+
+// metadataBytes sums the memory the Reader keeps for its file: the index
+// entries and their keys, the filter's bits and the properties' keys.
+func (r *Reader) metadataBytes() int64 {
+	n := int64(unsafe.Sizeof(*r)) + int64(cap(r.index))*int64(unsafe.Sizeof(indexEntry{}))
+	for _, e := range r.index {
+		n += int64(len(e.lastKey)) // one arena holds them all, clipped
+	}
+	if r.filter != nil {
+		n += int64(unsafe.Sizeof(*r.filter)) + int64((r.filter.Cap()+63)/64*8)
+	}
+	return n + int64(cap(r.props.SmallestKey)+cap(r.props.LargestKey))
+}
+
+// MetadataBytes returns the memory the open Reader holds for its file
+// outside the block cache: its index (every data block's last key and
+// handle), its bloom filter and its properties. They are kept decoded for
+// as long as the Reader is open, so that a point read consults the filter
+// and the index without a cache lookup; their memory is reported here.
+func (r *Reader) MetadataBytes() int64 { return r.metaBytes }
 
 // decodeIndex decodes the index block and checks that the data blocks
 // follow each other from offset 0 up to dataEnd, in increasing key order.
@@ -164,6 +189,14 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	if err := it.init(b); err != nil {
 		return bad("%v", err)
 	}
+	// Every key goes into one arena (one allocation per file rather than
+	// one per data block); spans are its [start, end) of each entry's key,
+	// turned into slices once the arena stops growing.
+	var arena []byte
+	var spans []int
+	// The properties give the number of entries; a damaged count is
+	// bounded by what the block can hold (an entry takes 5 bytes or more).
+	r.index = make([]indexEntry, 0, min(r.props.NumDataBlocks, uint64(len(b)/5)))
 	next := uint64(0)
 	for ok := it.first(); ok; ok = it.next() {
 		v := it.val
@@ -179,11 +212,22 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 		if o != next || l > dataEnd-o || trailerLen > dataEnd-o-l {
 			return bad("data block handle (%d, %d) out of place", o, l)
 		}
-		if len(r.index) > 0 && bytes.Compare(r.index[len(r.index)-1].lastKey, it.key) >= 0 {
+		if n := len(spans); n > 0 && bytes.Compare(arena[spans[n-1]:], it.key) >= 0 {
 			return bad("keys out of order")
 		}
-		r.index = append(r.index, indexEntry{lastKey: bytes.Clone(it.key), handle: h})
+		spans = append(spans, len(arena))
+		arena = append(arena, it.key...)
+		r.index = append(r.index, indexEntry{handle: h})
 		next = h.end()
+	}
+	// The arena grew by doubling: keep a copy of its size.
+	arena = bytes.Clone(arena)
+	for i := range r.index {
+		end := len(arena)
+		if i+1 < len(spans) {
+			end = spans[i+1]
+		}
+		r.index[i].lastKey = arena[spans[i]:end:end]
 	}
 	if it.err != nil {
 		return bad("%v", it.err)
@@ -206,22 +250,36 @@ func (r *Reader) readAt(buf []byte, off uint64, kind string) error {
 	return fmt.Errorf("sstable: read %s: %s block at offset %d: %w", r.path, kind, off, err)
 }
 
-// readBlock reads, checks and decompresses a block.
+// readBlock reads, checks and decompresses a block. The result is memory
+// of its own (see decode.go): callers keep it, the cache charges its
+// capacity.
 func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if h.length > maxBlockSize {
 		return nil, corruptf(r.path, kind, h.offset, "block of %d bytes is too large", h.length)
 	}
 	n := int(h.length + trailerLen)
+	if kind != kindData {
+		// Metadata blocks are never compressed: read them into their own
+		// memory at once.
+		b, _, err := r.decodeBlock(allocBlock(n), h, kind)
+		return b, err
+	}
 	bp := readBufPool.Get().(*[]byte)
 	if cap(*bp) < n {
-		*bp = make([]byte, n)
+		*bp = allocBlock(n)
 	}
-	buf := (*bp)[:n]
-	b, typ, err := r.decodeBlock(buf, h, kind)
+	b, typ, err := r.decodeBlock((*bp)[:n], h, kind)
 	if err == nil && typ == blockTypeNone {
-		// The block is buf itself, handed out for good: leave the pool
-		// without it.
-		*bp = nil
+		if cap(*bp)-n <= n/8 {
+			// Stored as it is, in a buffer about its size: the block
+			// is the buffer, handed out for good.
+			*bp = nil
+		} else {
+			// The buffer is much larger than the block (a larger block
+			// was read before): copy the block out rather than make it
+			// retain the whole buffer.
+			b = append(allocBlock(len(b))[:0], b...)
+		}
 	}
 	if cap(*bp) <= maxPooledReadBuf {
 		readBufPool.Put(bp)
@@ -229,9 +287,9 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	return b, err
 }
 
-// readBufPool holds buffers for the stored bytes of compressed blocks: they
-// are garbage once decompressed (into fresh memory), and a scan of files
-// larger than the cache reads one per block.
+// readBufPool holds buffers for the stored bytes of data blocks: they are
+// garbage once decompressed (or copied) into the block's own memory, and a
+// scan of files larger than the cache reads one per block.
 var readBufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledReadBuf bounds the buffers kept in readBufPool.
@@ -250,15 +308,19 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string) ([]byte, by
 	if kind != kindData && typ != blockTypeNone {
 		return nil, 0, corruptf(r.path, kind, h.offset, "compressed metadata block")
 	}
-	b, err := decompressBlock(typ, stored)
+	if typ == blockTypeNone {
+		return stored, typ, nil
+	}
+	b, err := decodeInto(typ, stored)
 	if err != nil {
 		return nil, 0, corruptf(r.path, kind, h.offset, "decompress (type %d): %v", typ, err)
 	}
 	return b, typ, nil
 }
 
-// dataBlock returns the decoded data block i, through the cache.
-func (r *Reader) dataBlock(i int) ([]byte, error) {
+// dataBlock returns the decoded data block i, through the cache; a block
+// read from the file is added to the cache when fill is set.
+func (r *Reader) dataBlock(i int, fill bool) ([]byte, error) {
 	h := r.index[i].handle
 	if r.cache != nil {
 		if b, ok := r.cache.get(r.cacheID, h.offset); ok {
@@ -270,7 +332,7 @@ func (r *Reader) dataBlock(i int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if r.cache != nil {
+	if r.cache != nil && fill {
 		r.cache.put(r.cacheID, h.offset, b, r.inMem)
 	}
 	return b, nil

@@ -244,7 +244,7 @@ func (it *ReverseIter) block(i int) ([]byte, bool) {
 			return m.data, true
 		}
 	}
-	b, err := it.r.dataBlock(i)
+	b, err := it.r.dataBlock(i, true)
 	if err != nil {
 		it.err = err
 		it.valid = false

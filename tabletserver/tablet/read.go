@@ -228,6 +228,7 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 type pointScratch struct {
 	st      readState
 	sc      rowScanner
+	enc     []byte // the row's encoded key, lo is its row prefix
 	hi      []byte
 	cs      []*familyCursor
 	cursors []familyCursor
@@ -247,7 +248,8 @@ func (p *pointScratch) release() {
 	p.st = readState{}
 	entries := p.sc.buf.entries
 	clear(entries[:cap(entries)])
-	p.sc = rowScanner{buf: rowBuffer{entries: entries[:0]}}
+	// The row prefix's copy is the scanner's own (never handed out).
+	p.sc = rowScanner{buf: rowBuffer{entries: entries[:0]}, rp: p.sc.rp[:0]}
 	clear(p.cs)
 	p.cs = p.cs[:0]
 	clear(p.cursors)
@@ -292,8 +294,11 @@ type rowScanner struct {
 	// never written again once a row's cells in it are handed out.
 	slab     []cell.Cell
 	rowStart int
-	calls    int
-	progress func() // ReadOptions.Progress; may be nil
+	// reuseCells (ReadOptions.ReuseCells) writes each row's cells over
+	// the previous row's in slab.
+	reuseCells bool
+	calls      int
+	progress   func() // ReadOptions.Progress; may be nil
 	// reverse: the cursors are revCursors and rows come in descending
 	// order (see reverse.go).
 	reverse bool
@@ -404,6 +409,10 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 			r.skipRow(rp)
 			continue
 		}
+		if r.reuseCells {
+			// The caller is done with the previous row's cells.
+			r.slab = r.slab[:0]
+		}
 		r.rowStart = len(r.slab)
 		for _, c := range r.cs {
 			var it *mergeIter
@@ -511,7 +520,13 @@ func (t *Tablet) readRowCompiled(ctx context.Context, row []byte, filter *rowfil
 		return nil, err
 	}
 	defer st.release()
-	lo := cell.EncodeRow(row)
+	// cell.EncodeRow(row), in the scratch's memory: the row prefix that
+	// heads the encoding of a family tombstone of the row.
+	p.enc = cell.AppendKey(p.enc[:0], cell.Key{Row: row, Kind: cell.KindDeleteFamily})
+	lo, err := cell.RowPrefix(p.enc)
+	if err != nil {
+		return nil, err
+	}
 	p.hi = append(p.hi[:0], lo...)
 	p.hi[len(p.hi)-1]++ // rowUpper
 	sc := st.initPointScanner(p, span{lo: lo, hi: p.hi, point: true}, filter)
@@ -554,6 +569,14 @@ type ReadOptions struct {
 	// still working (the tablet server's stream heartbeats). It must be
 	// cheap and must not use the iterator. The default is nil.
 	Progress func()
+	// ReuseCells lets the iterator write each row's cells over the
+	// previous row's: the slice Cells returns is valid only until the
+	// next call of Next (or Close), as a scan that converts or copies
+	// each row at once needs (the tablet server's stream). The bytes the
+	// cells point to (row, qualifiers, values) stay valid as without it.
+	// It spares a scan the allocation of every cell. The default is
+	// false: Cells stay valid after Next and Close.
+	ReuseCells bool
 }
 
 // spans turns a row set into ascending, disjoint key spans clipped to the
@@ -640,7 +663,9 @@ type RowIterator struct {
 	done   bool
 	// progress is ReadOptions.Progress, handed to each span's scanner.
 	progress func()
-	reverse  bool // spans are in descending order, read backwards
+	// reuseCells is ReadOptions.ReuseCells, handed to each span's scanner.
+	reuseCells bool
+	reverse    bool // spans are in descending order, read backwards
 }
 
 // NewRowIterator starts a read of the row set in opts at the current
@@ -674,7 +699,7 @@ func (t *Tablet) NewRowIterator(ctx context.Context, opts ReadOptions) (*RowIter
 	if opts.Reverse {
 		slices.Reverse(sps)
 	}
-	return &RowIterator{ctx: ctx, st: st, spans: sps, filter: c, limit: opts.Limit, progress: opts.Progress, reverse: opts.Reverse}, nil
+	return &RowIterator{ctx: ctx, st: st, spans: sps, filter: c, limit: opts.Limit, progress: opts.Progress, reverse: opts.Reverse, reuseCells: opts.ReuseCells}, nil
 }
 
 // Next moves to the next row; false at the end or on error.
@@ -699,7 +724,7 @@ func (it *RowIterator) Next() bool {
 				// filters, in either direction.
 				it.sc = it.st.newScanner(sp, it.filter)
 			}
-			it.sc.progress = it.progress
+			it.sc.progress, it.sc.reuseCells = it.progress, it.reuseCells
 			it.spans = it.spans[1:]
 		}
 		row, cells, ok := it.sc.next(it.ctx)
@@ -737,8 +762,11 @@ func (it *RowIterator) finish() {
 func (it *RowIterator) Row() []byte { return it.row }
 
 // Cells returns the current row's cells in read order. They stay valid
-// after Next and Close. Their byte slices may share memory with the engine
-// (values are not copied out of blocks and memtables): do not modify them.
+// after Next and Close, unless ReadOptions.ReuseCells was set: then the
+// slice is valid until the next call of Next or Close, and only the bytes
+// its cells point to stay valid after. Their byte slices may share memory
+// with the engine (values are not copied out of blocks and memtables): do
+// not modify them.
 func (it *RowIterator) Cells() []cell.Cell { return it.cells }
 
 // Err returns the error that stopped the iteration, if any.

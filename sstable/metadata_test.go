@@ -1,0 +1,41 @@
+package sstable
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/tabuladb/tabula/families"
+)
+
+// TestMetadataBytesCountsIndexAndFilter checks what MetadataBytes reports:
+// at least the filter's bits and the index's keys and entries, and no more
+// than that plus the Reader and properties; a file without a filter
+// reports no filter memory.
+func TestMetadataBytesCountsIndexAndFilter(t *testing.T) {
+	rng := testRand(t)
+	dir := t.TempDir()
+	entries := randomEntries(rng, 5000, 200)
+	for _, bloom := range []families.Bloom{families.BloomNone, families.BloomRow, families.BloomRowColumn} {
+		path, _ := writeTable(t, dir, WriterOptions{BlockSize: 1024, Bloom: bloom}, entries)
+		r := openTable(t, path, ReaderOptions{})
+		var keys int64
+		for _, e := range r.IndexEntries(nil, nil) {
+			keys += int64(len(e.LastKey))
+		}
+		var filter int64
+		if r.filter != nil {
+			filter = int64(r.filter.Cap() / 8)
+		}
+		if (filter == 0) != (bloom == families.BloomNone) {
+			t.Fatalf("bloom %v: filter of %d bytes", bloom, filter)
+		}
+		index := keys + int64(len(r.index))*int64(unsafe.Sizeof(indexEntry{}))
+		got := r.MetadataBytes()
+		props := int64(len(r.props.SmallestKey) + len(r.props.LargestKey))
+		if lo, hi := index+filter, index+filter+props+1<<10; got < lo || got > hi {
+			t.Errorf("bloom %v: MetadataBytes %d, want within [%d, %d] (index %d, filter %d)", bloom, got, lo, hi, index, filter)
+		}
+		t.Logf("bloom %v: %d entries in %d blocks: index %d bytes, filter %d bytes, MetadataBytes %d",
+			bloom, len(entries), len(r.index), index, filter, got)
+	}
+}
