@@ -24,7 +24,7 @@ func TestMetadataBytesCountsIndexAndFilter(t *testing.T) {
 		}
 		var filter int64
 		if r.filter != nil {
-			filter = int64(r.filter.Cap() / 8)
+			filter = r.filter.memSize()
 		}
 		if (filter == 0) != (bloom == families.BloomNone) {
 			t.Fatalf("bloom %v: filter of %d bytes", bloom, filter)

@@ -167,7 +167,7 @@ func (r *Reader) metadataBytes() int64 {
 		n += int64(len(e.lastKey)) // one arena holds them all, clipped
 	}
 	if r.filter != nil {
-		n += int64(unsafe.Sizeof(*r.filter)) + int64((r.filter.Cap()+63)/64*8)
+		n += r.filter.memSize()
 	}
 	return n + int64(cap(r.props.SmallestKey)+cap(r.props.LargestKey))
 }

@@ -171,7 +171,7 @@ var (
 	descSSTables       = desc("sstables", "SSTables of all tablets served.")
 	descMemtableBytes  = desc("memtable_bytes", "Memtable memory of all tablets (the server-wide budget's use).")
 	descMemtableLimit  = prometheus.NewDesc("tabula_tabletserver_memtable_limit_bytes", "The memtable budget's limits: past soft writers are throttled, past hard they are rejected.", []string{"limit"}, nil)
-	descMemory         = prometheus.NewDesc("tabula_tabletserver_memory_bytes", "Memory the engine accounts for, by component, in parts that add up (memtable_active, memtable_flushing: the memtables' entries as the budget counts them; memtable_arena_overhead: what their arenas allocated beyond that; sstable_index_filter: an estimate of the open SSTables' indexes and bloom filters; block_cache); the Go runtime's overhead comes on top (go_memstats_next_gc_bytes).", []string{"component"}, nil)
+	descMemory         = prometheus.NewDesc("tabula_tabletserver_memory_bytes", "Memory the engine accounts for, by component, in parts that add up (memtable_active, memtable_flushing: the memtables' arena chunks, as the budget counts them; sstable_index_filter: the open SSTables' decoded indexes, bloom filters and properties; block_cache: the cached blocks' allocated size plus the cache's own entries); the Go runtime's overhead comes on top (go_memstats_next_gc_bytes).", []string{"component"}, nil)
 	descBacklog        = desc("compaction_backlog", "Compaction work waiting, summed over tablets: SSTables over the merge trigger plus split references still to rewrite.")
 	descLogBytes       = desc("commit_log_live_bytes", "Bytes in the shared commit log's live segments (not yet covered by flushes).")
 	descCacheHits      = desc("block_cache_hits_total", "Block cache lookups that found the block.")
@@ -226,7 +226,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		mem.Memtable += st.Memory.Memtable
 		mem.MemtableFlushing += st.Memory.MemtableFlushing
 		mem.MemtableArena += st.Memory.MemtableArena
-		mem.FileMetadataApprox += st.Memory.FileMetadataApprox
+		mem.FileMetadata += st.Memory.FileMetadata
 	}
 	collectTop(ch, samples, c.top)
 	gauge(descTablets, float64(len(hs)))
@@ -251,8 +251,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descCacheCapacity, float64(cs.Capacity))
 	gauge(descMemory, float64(mem.Memtable-mem.MemtableFlushing), "memtable_active")
 	gauge(descMemory, float64(mem.MemtableFlushing), "memtable_flushing")
-	gauge(descMemory, float64(max(0, mem.MemtableArena-mem.Memtable)), "memtable_arena_overhead")
-	gauge(descMemory, float64(mem.FileMetadataApprox), "sstable_index_filter")
+	gauge(descMemory, float64(mem.FileMetadata), "sstable_index_filter")
 	gauge(descMemory, float64(cs.Bytes), "block_cache")
 	counter(descThrottled, s.memory.Throttled())
 	counter(descRejected, s.memory.Rejected())

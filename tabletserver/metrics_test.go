@@ -141,7 +141,6 @@ func TestMetricsOfATabletServer(t *testing.T) {
 		{"tabula_tabletserver_memtable_limit_bytes", map[string]string{"limit": "hard"}, 1},
 		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "memtable_active"}, 500},
 		// Exported, but 0 once the memtable counts its arena's chunks.
-		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "memtable_arena_overhead"}, 0},
 		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "sstable_index_filter"}, 3},
 		{"tabula_tabletserver_memory_bytes", map[string]string{"component": "block_cache"}, 1},
 	} {

@@ -121,7 +121,7 @@ func TestMeasureMemory(t *testing.T) {
 }
 
 // checkFileEstimates logs, for each open SSTable, the heap a fresh reader
-// of it takes (index, filter, properties) against fileMetadataApprox.
+// of it takes (index, filter, properties) against what the tablet's own reader reports (sstable.Reader.MetadataBytes).
 func checkFileEstimates(t *testing.T, tb *Tablet) {
 	v, err := tb.currentVersion()
 	if err != nil {
@@ -140,8 +140,8 @@ func checkFileEstimates(t *testing.T, tb *Tablet) {
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			p := r.Properties()
-			t.Logf("%s: %d data blocks, a reader holds %d KiB of heap, estimated %d KiB",
-				filepath.Base(f.path), p.NumDataBlocks, (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10, fileMetadataApprox(p)>>10)
+			t.Logf("%s: %d data blocks, a reader holds %d KiB of heap, reports %d KiB",
+				filepath.Base(f.path), p.NumDataBlocks, (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10, f.reader.MetadataBytes()>>10)
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -239,7 +239,7 @@ func (m *memSampler) phase(name string) {
 	m.t.Logf("%-11s %7d %7d | %7d %7d %7d %7d %6d %6d %7d %5d %6.1f | %7d %6d %6d %5d %7.1f %7d",
 		name, procStatusKiB("VmHWM")>>10, procStatusKiB("VmRSS")>>10,
 		u(0), u(1), u(2), u(4), u(6), u(7)+u(12), u(8), s[9].Value.Uint64(), s[10].Value.Float64(),
-		st.Memtable>>20, st.MemtableFlushing>>20, st.MemtableArena>>20, st.OpenFiles, float64(st.FileMetadataApprox)/(1<<20), st.BlockCache>>20)
+		st.Memtable>>20, st.MemtableFlushing>>20, st.MemtableArena>>20, st.OpenFiles, float64(st.FileMetadata)/(1<<20), st.BlockCache>>20)
 }
 
 func (m *memSampler) heapProfile(path string) {

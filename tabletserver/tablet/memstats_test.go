@@ -9,7 +9,7 @@ import (
 
 // Stats().Memory follows the memtable into the SSTables: the memtable's
 // bytes while it holds the rows, then one open file whose index and
-// filter are estimated at no less than the filter's bits and no more than
+// filter are reported at no less than the filter's bits and no more than
 // the file, and the block cache's bytes once a read has loaded a block.
 func TestStatsMemoryFollowsTheData(t *testing.T) {
 	opts := testOptions(t.TempDir())
@@ -31,7 +31,7 @@ func TestStatsMemoryFollowsTheData(t *testing.T) {
 	if st.Memory.MemtableArena < st.Memory.Memtable {
 		t.Fatalf("after %d writes: MemtableArena = %d, want at least the entries' %d", rows, st.Memory.MemtableArena, st.Memory.Memtable)
 	}
-	if st.Memory.MemtableFlushing != 0 || st.Memory.OpenFiles != 0 || st.Memory.FileMetadataApprox != 0 {
+	if st.Memory.MemtableFlushing != 0 || st.Memory.OpenFiles != 0 || st.Memory.FileMetadata != 0 {
 		t.Fatalf("before any flush: Memory = %+v, want nothing flushing and no files", st.Memory)
 	}
 
@@ -47,12 +47,12 @@ func TestStatsMemoryFollowsTheData(t *testing.T) {
 		t.Fatalf("after the flush: OpenFiles = %d, want 1", m.OpenFiles)
 	}
 	// A bloom filter at 1% false positives takes 9.6 bits per row; the
-	// estimate must cover that and cannot exceed the file.
-	if minFilter := int64(rows * 96 / 80); m.FileMetadataApprox < minFilter || uint64(m.FileMetadataApprox) > st.Families["b"].Bytes {
-		t.Fatalf("FileMetadataApprox = %d, want between the filter's %d bytes and the file's %d", m.FileMetadataApprox, minFilter, st.Families["b"].Bytes)
+	// reported metadata must cover that and cannot exceed the file.
+	if minFilter := int64(rows * 96 / 80); m.FileMetadata < minFilter || uint64(m.FileMetadata) > st.Families["b"].Bytes {
+		t.Fatalf("FileMetadata = %d, want between the filter's %d bytes and the file's %d", m.FileMetadata, minFilter, st.Families["b"].Bytes)
 	}
-	if m.Owned() != m.MemtableArena+m.FileMetadataApprox {
-		t.Fatalf("Owned() = %d, want memtable arenas plus file metadata %d", m.Owned(), m.MemtableArena+m.FileMetadataApprox)
+	if m.Owned() != m.MemtableArena+m.FileMetadata {
+		t.Fatalf("Owned() = %d, want memtable arenas plus file metadata %d", m.Owned(), m.MemtableArena+m.FileMetadata)
 	}
 	if m.BlockCache != 0 {
 		t.Fatalf("before any read: BlockCache = %d, want 0", m.BlockCache)
@@ -63,24 +63,5 @@ func TestStatsMemoryFollowsTheData(t *testing.T) {
 	}
 	if m := tb.Stats().Memory; m.BlockCache <= 0 || m.BlockCache > m.BlockCacheCapacity {
 		t.Fatalf("after a read: BlockCache = %d of %d, want a block in the cache", m.BlockCache, m.BlockCacheCapacity)
-	}
-}
-
-// The estimate of an open file's metadata adds, to the metadata blocks
-// stored after the data, one decoded index entry and key per data block.
-func TestFileMetadataApprox(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		p    sstable.Properties
-		want int64
-	}{
-		{"empty", sstable.Properties{}, 0},
-		{"one block", sstable.Properties{NumEntries: 10, RawKeySize: 200, NumDataBlocks: 1, DataSize: 1000, FileSize: 1300}, 300 + indexEntryOverhead + 20},
-		{"four blocks", sstable.Properties{NumEntries: 100, RawKeySize: 1600, NumDataBlocks: 4, DataSize: 9000, FileSize: 10000}, 1000 + 4*(indexEntryOverhead+16)},
-		{"inconsistent sizes", sstable.Properties{NumDataBlocks: 1, DataSize: 10, FileSize: 5}, 0},
-	} {
-		if got := fileMetadataApprox(&c.p); got != c.want {
-			t.Errorf("%s: fileMetadataApprox = %d, want %d", c.name, got, c.want)
-		}
 	}
 }

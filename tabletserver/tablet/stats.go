@@ -44,7 +44,7 @@ func (t *Tablet) Stats() Stats {
 				fs.Cells += f.ref.NumCells
 				fs.Tombstones += f.ref.NumTombstones
 				s.Memory.OpenFiles++
-				s.Memory.FileMetadataApprox += fileMetadataApprox(f.reader.Properties())
+				s.Memory.FileMetadata += f.reader.MetadataBytes()
 				if !f.own || f.ref.Lower != nil || f.ref.Upper != nil {
 					refs++
 				}
