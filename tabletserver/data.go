@@ -93,6 +93,9 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 	defer func() { record(h, load.Read, firstRow(h, opts), sent, begin) }()
 	sender := newSender(stream)
 	opts.Progress = sender.progress
+	// Each row is converted (its cells copied into the message) before
+	// the next Next, so the iterator may reuse its cells.
+	opts.ReuseCells = true
 	it, err := h.t.NewRowIterator(ctx, opts)
 	if err != nil {
 		return err
