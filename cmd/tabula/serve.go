@@ -333,7 +333,7 @@ func newTabletServerCmd() *cobra.Command {
 				return err
 			}
 			reg, routes := opsMetrics(v)
-			s, err := tabletserver.Start(cmd.Context(), tabletserver.Options{
+			opts := tabletserver.Options{
 				ID:                v.GetString("id"),
 				ListenAddr:        v.GetString("listen"),
 				AdvertiseAddr:     v.GetString("advertise"),
@@ -362,7 +362,9 @@ func newTabletServerCmd() *cobra.Command {
 				Auth:              sec.auth,
 				Metrics:           reg,
 				MetricsTopTablets: v.GetInt("metrics-top-tablets"),
-			})
+			}
+			setGoMemoryLimit(opts, log)
+			s, err := tabletserver.Start(cmd.Context(), opts)
 			if err != nil {
 				return wrapf(err, "starting the tablet server")
 			}
