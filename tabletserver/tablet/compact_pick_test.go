@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
 )
@@ -275,4 +276,81 @@ func indexOf(fs []*tableFile, f *tableFile) int {
 		}
 	}
 	return -1
+}
+
+// Background compactions (pickTiered: runs of similar size, often in the
+// middle of a family's files) never change what a read returns: the same
+// random writes (sets, column, family and row deletes, aggregate adds),
+// flushed at random intervals, read the same from a tablet compacted
+// after every flush as from one never compacted.
+func TestTieredCompactionsReadTheSame(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewSource(seed))
+	fams := []families.Family{{Name: "a", MaxVersions: 2}, {Name: "b"}, {Name: "sum", ValueType: families.Sum}}
+	open := func(trigger int) *Tablet {
+		opts := testOptions(t.TempDir())
+		opts.Families = fams
+		opts.L0Trigger = trigger
+		return openTablet(t, opts)
+	}
+	ref, tb := open(1000), open(2)
+	randMut := func() cell.Mutation {
+		q := fmt.Sprint("q", r.Intn(3))
+		f := []string{"a", "b"}[r.Intn(2)]
+		switch n := r.Intn(20); {
+		case n < 10:
+			return set(f, q, int64(r.Intn(6)), fmt.Sprint(r.Intn(100)))
+		case n < 14:
+			return add("sum", q, int64(r.Intn(3)), int64(r.Intn(10)))
+		case n < 17:
+			start := int64(r.Intn(6))
+			end := int64(0)
+			if r.Intn(2) == 0 {
+				end = start + 1 + int64(r.Intn(3))
+			}
+			return delCol([]string{"a", "b", "sum"}[r.Intn(3)], q, start, end)
+		case n < 19:
+			return delFam([]string{"a", "b", "sum"}[r.Intn(3)])
+		}
+		return delRow()
+	}
+	middle, next := 0, 1+r.Intn(40)
+	for step := 0; step < 600; step++ {
+		row := fmt.Sprint("r", r.Intn(16))
+		muts := []cell.Mutation{randMut()}
+		for r.Intn(3) == 0 {
+			muts = append(muts, randMut())
+		}
+		apply(t, ref, row, muts...)
+		apply(t, tb, row, muts...)
+		if step != next {
+			continue
+		}
+		next = step + 1 + r.Intn(40) // files of varied sizes
+		if err := tb.Flush(bg); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := tb.currentVersion(); err == nil {
+			for _, fs := range v.files {
+				if in := pickTiered(fs, 2); len(in) > 0 && in[0] != fs[0] {
+					middle++
+				}
+			}
+			v.unref()
+		}
+		if err := tb.backgroundCompact(bg); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := scan(t, tb, ReadOptions{}), scan(t, ref, ReadOptions{}); got != want {
+			t.Fatalf("seed %d, step %d: compacted tablet reads\n%s\nthe other\n%s", seed, step, got, want)
+		}
+	}
+	if err := tb.Compact(bg, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := scan(t, tb, ReadOptions{}), scan(t, ref, ReadOptions{}); got != want {
+		t.Fatalf("seed %d, after a major compaction: compacted tablet reads\n%s\nthe other\n%s", seed, got, want)
+	}
+	t.Logf("%d background passes began with a run not at the newest file", middle)
 }
