@@ -21,8 +21,12 @@ func (t *Tablet) Compact(ctx context.Context, major bool) error {
 	if t.closed.Load() {
 		return ErrClosed
 	}
+	pick := pickExplicit
+	if major {
+		pick = pickAll
+	}
 	for _, name := range t.schema.Load().names {
-		if err := t.compactFamily(ctx, name, major); err != nil {
+		if _, err := t.compactFamily(ctx, name, pick); err != nil {
 			return err
 		}
 	}
@@ -43,10 +47,18 @@ func (t *Tablet) backgroundCompact(ctx context.Context) error {
 		}
 		files := t.cur.files[name]
 		t.mu.Unlock()
-		refs := hasReferences(files)
-		if len(files) > t.opts.L0Trigger || refs {
-			if err := t.compactFamily(ctx, name, refs); err != nil {
-				return err
+		if len(files) > t.opts.L0Trigger || hasReferences(files) {
+			// One compaction may leave a run for the next (a merged run
+			// now as big as the next older file): go on while the picker
+			// finds one. Every compaction removes at least one file.
+			for {
+				did, err := t.compactFamily(ctx, name, t.pickBackground)
+				if err != nil {
+					return err
+				}
+				if !did {
+					break
+				}
 			}
 			continue
 		}
@@ -175,47 +187,55 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// compactFamily runs one compaction of a family (see Compact).
-func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) error {
+// compactFamily runs one compaction of a family, of the files pick
+// chooses (see Compact). It reports whether it wrote or removed anything.
+// The inputs are picked under compactMu from the current files: a caller's
+// earlier look at them (backgroundCompact's count) may be stale, as when an
+// operator's major compaction ran in between.
+func (t *Tablet) compactFamily(ctx context.Context, name string, pick picker) (bool, error) {
 	// A cheap early exit; every manifest save is checked again.
 	if err := t.checkGuard("compact"); err != nil {
-		return err
+		return false, err
 	}
 	if err := t.opts.Compactions.acquire(ctx); err != nil {
-		return err
+		return false, err
 	}
 	defer t.opts.Compactions.release()
 	t.compactMu.Lock()
 	defer t.compactMu.Unlock()
 	fam := t.schema.Load().byName[name]
 	if fam == nil || t.closed.Load() {
-		return nil
+		return false, nil
 	}
-	policy := fam.Policy(t.clock())
+	now := t.clock()
+	policy := fam.Policy(now)
 	if err := t.dropExpiredLocked(name, policy); err != nil {
-		return err
+		return false, err
 	}
 	v, err := t.currentVersion()
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer v.unref()
 	files := v.files[name]
-	inputs := pickInputs(files, major || hasReferences(files))
+	var inputs []*tableFile
+	if hasReferences(files) {
+		inputs = files // a split's references: rewrite into files of our own
+	} else {
+		inputs = pick(files)
+	}
 	if len(inputs) == 0 {
-		return nil
+		return false, nil
 	}
 	start := time.Now()
 	mode := modeMerge
 	if len(inputs) == len(files) {
 		mode = modeMajor
-		// One file may still hold unmerged parts of aggregate cells (a
-		// merging compaction may have kept them): rewrite it.
-		if len(inputs) == 1 && !hasReferences(inputs) && inputs[0].ref.NumTombstones == 0 && policy.Unlimited() && !fam.ValueType.IsAggregate() {
-			return nil // already as compact as it gets
+		if len(inputs) == 1 && nothingToDrop(inputs[0], fam, policy, now) {
+			return false, nil // already as compact as it gets
 		}
 	} else if len(inputs) < 2 {
-		return nil
+		return false, nil
 	}
 	agg := aggregation{vt: fam.ValueType}
 	if mode == modeMerge && fam.ValueType.IsAggregate() {
@@ -226,13 +246,16 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 		maxSeq = max(maxSeq, f.ref.MaxSeq)
 	}
 	if err := t.waitVisible(ctx, maxSeq); err != nil {
-		return err
+		return false, err
 	}
 	out, err := t.writeTable(fam, func(add func(k, v []byte) error) error {
 		return mergeInputs(ctx, inputs, policy, agg, mode, add)
 	})
 	if err != nil {
-		return err
+		return false, err
+	}
+	if out != nil && mode == modeMajor {
+		out.majorOf = fam
 	}
 	drop := map[*tableFile]bool{}
 	for _, f := range inputs {
@@ -249,9 +272,9 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 			}
 		}
 		if err == errCompactionRace {
-			return nil
+			return false, nil
 		}
-		return err
+		return false, err
 	}
 	var outBytes uint64
 	if out != nil {
@@ -262,25 +285,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, major bool) err
 	t.logger.Info("compacted", "event", "compaction", "dir", t.dir, "family", name, "major", ev.Major, "inputs", ev.Inputs,
 		"bytes_in", ev.BytesIn, "bytes_out", ev.BytesOut, "duration", ev.Duration.Round(time.Millisecond))
 	t.compacted(ev)
-	return nil
-}
-
-// pickInputs chooses the files to merge: all of them when all is set;
-// otherwise the newest ones, leaving the oldest out when it is bigger than
-// the rest together (size-tiered), so a small flush does not rewrite a big
-// base file every time.
-func pickInputs(files []*tableFile, all bool) []*tableFile {
-	if all || len(files) < 3 {
-		return files
-	}
-	var rest uint64
-	for _, f := range files[:len(files)-1] {
-		rest += f.ref.Size
-	}
-	if files[len(files)-1].ref.Size > rest {
-		return files[:len(files)-1]
-	}
-	return files
+	return true, nil
 }
 
 // tombstonesAmid reports whether a file of the family outside the inputs

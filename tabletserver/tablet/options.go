@@ -52,7 +52,9 @@ type Options struct {
 	// is a private limiter of 1.
 	Compactions *Limiter
 	// L0Trigger: a family with more SSTables than this gets a merging
-	// compaction. The default is 4.
+	// compaction (of files of similar size; see pickTiered). The default
+	// is 8: fewer makes compactions rewrite data more often than the log
+	// of its size.
 	L0Trigger int
 	// Clock returns microseconds since the epoch; it stamps server
 	// timestamps and evaluates TTLs. The default is time.Now().UnixMicro.
@@ -147,7 +149,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Compactions = NewLimiter(1)
 	}
 	if o.L0Trigger == 0 {
-		o.L0Trigger = 4
+		o.L0Trigger = defaultL0Trigger
 	}
 	if o.Clock == nil {
 		o.Clock = func() int64 { return time.Now().UnixMicro() }

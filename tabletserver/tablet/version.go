@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
 )
@@ -16,9 +17,12 @@ import (
 // and if the file has become obsolete and lives in the tablet's own folder
 // it is deleted.
 type tableFile struct {
-	ref      manifest.FileRef
-	path     string // absolute path
-	own      bool   // inside the tablet's own folder (not a split reference)
+	ref  manifest.FileRef
+	path string // absolute path
+	own  bool   // inside the tablet's own folder (not a split reference)
+	// majorOf is the family schema of the major compaction that wrote the
+	// file, nil for any other file (see nothingToDrop).
+	majorOf  *families.Family
 	reader   *sstable.Reader
 	refs     atomic.Int32
 	obsolete atomic.Bool

@@ -1,0 +1,137 @@
+package tablet
+
+import (
+	"math"
+
+	"github.com/tabuladb/tabula/families"
+)
+
+// A picker chooses a compaction's inputs among a family's files (newest
+// first): a contiguous run of them, so that the merged file keeps the
+// files' sequence order; nil when nothing is worth merging.
+type picker func(files []*tableFile) []*tableFile
+
+// pickAll picks every file: a major compaction.
+func pickAll(files []*tableFile) []*tableFile { return files }
+
+// pickExplicit chooses the files of an operator's merging compaction: all
+// of them when there are fewer than three; otherwise the newest ones,
+// leaving the oldest out when it is bigger than the rest together, so a
+// small flush does not rewrite a big base file.
+func pickExplicit(files []*tableFile) []*tableFile {
+	if len(files) < 3 {
+		return files
+	}
+	var rest uint64
+	for _, f := range files[:len(files)-1] {
+		rest += f.ref.Size
+	}
+	if files[len(files)-1].ref.Size > rest {
+		return files[:len(files)-1]
+	}
+	return files
+}
+
+// pickBackground chooses the files of a background compaction.
+func (t *Tablet) pickBackground(files []*tableFile) []*tableFile {
+	return pickTiered(files, t.opts.L0Trigger)
+}
+
+// pickTiered is the background compactions' size-tiered policy (RocksDB's
+// universal compaction, Cassandra's STCS): once a family has more than
+// trigger files, merge a run of files of similar size — from the newest
+// file on that starts one, add each next older file while it is no bigger
+// than the run so far, and take the run if it has two files or more. A
+// byte is then rewritten each time the file holding it at least doubles,
+// O(log n) times for n bytes ingested. The older rule (merge the newest
+// files, leaving out only a base file bigger than all of them) merged the
+// base again every few flushes once the rest had grown as big: a write
+// amplification linear in n, and a load's compaction time quadratic.
+//
+// Files whose sizes grow geometrically have no such run: then the
+// smallest contiguous window that brings the count back to trigger is
+// merged whatever its sizes, so that a family never keeps more than
+// trigger files once its compactions caught up (what Stats'
+// CompactionBacklog counts). Such forced merges cost more the fewer files
+// the trigger allows: with 4, write amplification grows faster than
+// log n (simulated: 13 at 640 equal flushes); with 8, the default, it
+// stays logarithmic (5.1).
+func pickTiered(files []*tableFile, trigger int) []*tableFile {
+	if len(files) <= trigger {
+		return nil
+	}
+	for s := 0; s < len(files)-1; s++ {
+		run := files[s].ref.Size
+		e := s + 1
+		for e < len(files) && files[e].ref.Size <= run {
+			run += files[e].ref.Size
+			e++
+		}
+		if e-s >= 2 {
+			return files[s:e]
+		}
+	}
+	w := len(files) - max(trigger, 1) + 1
+	best, bestSize := 0, uint64(math.MaxUint64)
+	for s := 0; s+w <= len(files); s++ {
+		if n := filesSize(files[s : s+w]); n < bestSize {
+			best, bestSize = s, n
+		}
+	}
+	return files[best : best+w]
+}
+
+// nothingToDrop reports whether a major compaction of f, the family's only
+// file, would write the same cells again, so that it can be skipped: f is
+// the tablet's own, whole file (not a split's reference), holds no
+// tombstones, and either the policy condemns nothing (and aggregate cells
+// need no merging), or f is the output of a major compaction under this
+// same schema of the family (GC applied, aggregate parts merged) and no
+// age rule reaches its oldest cell now. Ranks among a column's versions do
+// not change when condemned older versions go, so only an age that has
+// since come to cover a cell can condemn more. (A file reopened from disk
+// carries no such mark: its first major compaction rewrites it once.)
+func nothingToDrop(f *tableFile, fam *families.Family, p families.Policy, now int64) bool {
+	if hasReferences([]*tableFile{f}) || f.ref.NumTombstones > 0 {
+		return false
+	}
+	if p.Unlimited() && !fam.ValueType.IsAggregate() {
+		return true
+	}
+	if f.majorOf != fam {
+		return false
+	}
+	age, ok := minAge(fam)
+	if !ok {
+		return true
+	}
+	return now < math.MinInt64+age || f.ref.MinTimestamp >= now-age
+}
+
+// minAge returns the smallest age (microseconds) past which the family's
+// GC rule condemns cells, and whether it has one.
+func minAge(fam *families.Family) (int64, bool) {
+	if fam.GCRule == nil {
+		a := fam.TTL.Microseconds()
+		return a, a > 0
+	}
+	var age int64
+	found := false
+	var walk func(r *families.GCRule)
+	walk = func(r *families.GCRule) {
+		if r == nil {
+			return
+		}
+		if a := r.MaxAge.Microseconds(); r.Kind == families.RuleMaxAge && a > 0 && (!found || a < age) {
+			age, found = a, true
+		}
+		for _, c := range r.Rules {
+			walk(c)
+		}
+	}
+	walk(fam.GCRule)
+	return age, found
+}
+
+// defaultL0Trigger is Options.L0Trigger's default (see pickTiered).
+const defaultL0Trigger = 8
