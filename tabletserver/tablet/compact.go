@@ -324,7 +324,11 @@ func tombstonesAmid(files, inputs []*tableFile) bool {
 func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, agg aggregation, mode assembleMode, add func(k, v []byte) error) error {
 	srcs := make([]internalIter, 0, len(inputs))
 	for _, f := range inputs {
-		srcs = append(srcs, f.reader.NewIter(f.lower(), f.upper()))
+		// Each block is read once, from files about to be deleted: left
+		// out of the cache, they do not push out the blocks reads use.
+		it := f.reader.NewIter(f.lower(), f.upper())
+		it.DontFillCache()
+		srcs = append(srcs, it)
 	}
 	return mergeEntries(ctx, newMergeIter(srcs), p, agg, mode, add)
 }
