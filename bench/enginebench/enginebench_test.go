@@ -147,6 +147,22 @@ func TestRatioTableOnFixedRuns(t *testing.T) {
 	}
 }
 
+func TestGroupCommitIsMedianOfPerRunRatios(t *testing.T) {
+	var runs []runResults
+	for _, v := range [][2]float64{{10, 200}, {10, 100}, {20, 100}} {
+		rr := runResults{}
+		rr.add(result{Workload: durableName(1), Engine: "tabula", Ops: 10, Nanos: int64(10 / v[0] * float64(time.Second))})
+		rr.add(result{Workload: durableName(64), Engine: "tabula", Ops: 80, Nanos: int64(80 / v[1] * float64(time.Second))})
+		runs = append(runs, rr)
+	}
+	var b bytes.Buffer
+	writeGroupCommit(&b, runs, []string{"tabula", "pebble2"})
+	// Per-run ratios 20, 10, 5: median 10; pebble2 has no rows.
+	if want := "Group commit, 64 durable writers ÷ 1 (median of per-run ratios): Tabula 10.0×\n"; b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}
+
 func TestEngineNamesKeepsOrderAndAliases(t *testing.T) {
 	got, err := engineNames("goleveldb, pebble,tabula")
 	if err != nil || strings.Join(got, ",") != "tabula,pebble1,goleveldb" {

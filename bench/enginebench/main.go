@@ -117,6 +117,8 @@ func main() {
 	writeRatioTable(os.Stdout, runs, order, names)
 	fmt.Printf("\nEvery engine's medians:\n\n")
 	writeEngineTable(os.Stdout, runs, order, names)
+	fmt.Println()
+	writeGroupCommit(os.Stdout, runs, names)
 }
 
 // configFromFlags is the one configuration every engine gets.

@@ -180,3 +180,27 @@ func writeEngineTable(w io.Writer, runs []runResults, order, names []string) {
 		fmt.Fprintln(w)
 	}
 }
+
+// writeGroupCommit prints, for every engine, the median over runs of its
+// durable throughput with 64 writers ÷ with one writer: how well
+// concurrent writers share fsyncs.
+func writeGroupCommit(w io.Writer, runs []runResults, names []string) {
+	one, many := durableName(1), durableName(64)
+	var parts []string
+	for _, n := range names {
+		var xs []float64
+		for _, rr := range runs {
+			a, aok := rr[one][n]
+			b, bok := rr[many][n]
+			if aok && bok {
+				xs = append(xs, b.opsPerSec()/a.opsPerSec())
+			}
+		}
+		if len(xs) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f×", peerLabel[n], median(xs)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "Group commit, 64 durable writers ÷ 1 (median of per-run ratios): %s\n", strings.Join(parts, ", "))
+	}
+}
