@@ -72,7 +72,7 @@ func spawn(j job, dir string) ([]result, error) {
 		return nil, err
 	}
 	args := append(append([]string(nil), os.Args[1:]...), "-dir="+dir, "-child="+string(spec))
-	cmd := exec.Command(os.Args[0], args...)
+	cmd := exec.Command(selfExe(), args...)
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = os.Stderr
@@ -93,4 +93,14 @@ func spawn(j job, dir string) ([]result, error) {
 		out.Results = append(out.Results, result{Workload: name, Engine: j.Engine, Bytes: ru.Maxrss << 10, Writes: -1})
 	}
 	return out.Results, nil
+}
+
+// selfExe is the running binary: /proc/self/exe on Linux, which still
+// names this binary if its path was rebuilt or replaced during a long
+// run, else os.Args[0].
+func selfExe() string {
+	if _, err := os.Stat("/proc/self/exe"); err == nil {
+		return "/proc/self/exe"
+	}
+	return os.Args[0]
 }

@@ -47,6 +47,25 @@ func TestEveryEngineRunsEveryWorkload(t *testing.T) {
 	}
 }
 
+// TestSpawnRunsAJobInAChild runs one engine's workloads in a child
+// process, as the harness does, and gets its results and its peak RSS.
+func TestSpawnRunsAJobInAChild(t *testing.T) {
+	res, err := spawn(job{Engine: "tabula", Size: 100, Count: 500}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := runResults{}
+	for _, r := range res {
+		rr.add(r)
+	}
+	if r, ok := rr["full scan 100 B"]["tabula"]; !ok || r.Ops != 500 {
+		t.Errorf("scan result %+v, want 500 keys; all results %+v", r, res)
+	}
+	if r, ok := rr["peak RSS 100 B"]["tabula"]; !ok || r.Bytes < 1<<20 {
+		t.Errorf("peak RSS result %+v, want at least 1 MiB", r)
+	}
+}
+
 func TestWriteSyscallsCountsWrites(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc/self/io is Linux's")

@@ -48,6 +48,7 @@ var (
 	flagRuns       = flag.Int("runs", 3, "interleaved runs of every engine; the report gives medians")
 	flagSeed       = flag.Int64("seed", 1, "random seed (run i uses seed+i)")
 	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of every child to this path plus .<engine>-<size>-run<n>")
+	flagRaw        = flag.String("raw", "", "append every child's results to this file as JSON lines, as they come (a run cut short keeps what it measured)")
 	flagChild      = flag.String("child", "", "internal: run one job (JSON) in this process and print its results")
 )
 
@@ -103,6 +104,7 @@ func main() {
 			res, err := spawn(j, filepath.Join(dir, fmt.Sprintf("run%d", run)))
 			check(err)
 			fmt.Fprintf(os.Stderr, "enginebench: %s: %.1f s\n", j, time.Since(start).Seconds())
+			check(appendRaw(*flagRaw, j, res))
 			for _, r := range res {
 				rr.add(r)
 				if !seen[r.Workload] {
@@ -119,6 +121,30 @@ func main() {
 	writeEngineTable(os.Stdout, runs, order, names)
 	fmt.Println()
 	writeGroupCommit(os.Stdout, runs, names)
+}
+
+// appendRaw appends one child's results to path as a JSON line; an empty
+// path does nothing.
+func appendRaw(path string, j job, res []result) error {
+	if path == "" {
+		return nil
+	}
+	line, err := json.Marshal(struct {
+		Job     job      `json:"job"`
+		Results []result `json:"results"`
+	}{j, res})
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(line, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // configFromFlags is the one configuration every engine gets.
