@@ -65,6 +65,20 @@ tidy:
 	$(GO) mod tidy
 	cd bench && $(GO) mod tidy
 
+# The engine benchmark (bench/enginebench, module bench/): Tabula's tablet
+# engine against pebble v2, pebble v1 and goleveldb, configured alike, each
+# engine's workloads in a child process of its own; prints the markdown
+# ratio table of docs/BENCHMARKS.md. The default (1M keys of 100 B, 200k of
+# 1000 B, 3 interleaved runs) took 21 minutes on the 2-core development
+# machine while it was shared (load average 14-17); less on an idle one.
+# BENCH_FLAGS adds or overrides flags (`bin/enginebench -h` lists them), e.g.
+# BENCH_FLAGS="-sizes 100:4000000,1000:800000 -runs 1" or
+# BENCH_FLAGS="-engines tabula,pebble2 -tabula-sync interval".
+BENCH_FLAGS ?=
+bench:
+	cd bench && $(GO) build -o ../bin/enginebench ./enginebench
+	./bin/enginebench -sizes 100:1000000,1000:200000 -runs 3 $(BENCH_FLAGS)
+
 # Short fuzzing of every decoder (the seed corpora also run in `make test`).
 FUZZTIME ?= 30s
 # Runs every FuzzXxx of every package for FUZZTIME each (temp files in

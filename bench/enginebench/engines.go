@@ -3,12 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-
-	"github.com/cockroachdb/pebble"
-	"github.com/syndtr/goleveldb/leveldb"
-	"github.com/syndtr/goleveldb/leveldb/opt"
-	"github.com/syndtr/goleveldb/leveldb/util"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
@@ -31,15 +25,55 @@ type engine interface {
 	Close() error
 }
 
-type opener func(dir string, durable bool, cacheBytes int64) (engine, error)
+// config is the one configuration every engine gets (printConfig says how
+// each engine's options express it).
+type config struct {
+	// cache is the block cache in bytes.
+	cache int64
+	// memtable is the memtable (write buffer) size in bytes.
+	memtable int64
+	// blockSize is the target data block size in bytes.
+	blockSize int
+	// bloomBits is the bloom filter's bits per key (peers); Tabula's
+	// filter is sized by false-positive rate, the sstable package's 1 %,
+	// which is what 10 bits per key give.
+	bloomBits int
+	// tabulaSync is Tabula's commit log mode on the non-durable rows; the
+	// durable rows always use wal.SyncAlways.
+	tabulaSync wal.SyncMode
+	// pebble2Format is pebble v2's format major version: "newest" or
+	// "default" (what pebble picks when the option is left zero).
+	pebble2Format string
+}
 
+type opener func(dir string, durable bool, c config) (engine, error)
+
+// engines lists every engine in the order a run starts from.
 var engines = []struct {
 	name string
 	open opener
 }{
 	{"tabula", openTabula},
-	{"pebble", openPebble},
+	{"pebble2", openPebble2},
+	{"pebble1", openPebble1},
 	{"goleveldb", openLevelDB},
+}
+
+// engineAliases are other names -engines accepts.
+var engineAliases = map[string]string{"pebble": "pebble1"}
+
+// peerLabel is how the report names an engine.
+var peerLabel = map[string]string{
+	"tabula": "Tabula", "pebble2": "pebble v2", "pebble1": "pebble v1", "goleveldb": "goleveldb",
+}
+
+func openerFor(name string) (opener, error) {
+	for _, e := range engines {
+		if e.name == name {
+			return e.open, nil
+		}
+	}
+	return nil, fmt.Errorf("enginebench: unknown engine %q", name)
 }
 
 // ---- Tabula: one tablet with one snappy family keeping one version.
@@ -50,8 +84,8 @@ type tabulaEngine struct {
 
 const benchFamily = "f"
 
-func openTabula(dir string, durable bool, cacheBytes int64) (engine, error) {
-	mode := wal.SyncNone
+func openTabula(dir string, durable bool, c config) (engine, error) {
+	mode := c.tabulaSync
 	if durable {
 		mode = wal.SyncAlways
 	}
@@ -60,10 +94,11 @@ func openTabula(dir string, durable bool, cacheBytes int64) (engine, error) {
 		Families: []families.Family{{
 			Name: benchFamily, MaxVersions: 1,
 			Compression: families.CompressionSnappy, Bloom: families.BloomRow,
+			BlockSize: c.blockSize,
 		}},
 		SyncMode:     mode,
-		Cache:        sstable.NewCache(cacheBytes),
-		MemtableSize: *flagMemtable,
+		Cache:        sstable.NewCache(c.cache),
+		MemtableSize: c.memtable,
 	})
 	if err != nil {
 		return nil, err
@@ -117,95 +152,3 @@ func (e *tabulaEngine) Scan() (int, int64, error) {
 }
 
 func (e *tabulaEngine) Close() error { return e.t.Close() }
-
-// ---- pebble
-
-type pebbleEngine struct {
-	db    *pebble.DB
-	cache *pebble.Cache
-}
-
-func openPebble(dir string, _ bool, cacheBytes int64) (engine, error) {
-	c := pebble.NewCache(cacheBytes)
-	db, err := pebble.Open(dir, &pebble.Options{Cache: c, MemTableSize: uint64(*flagMemtable)})
-	if err != nil {
-		c.Unref()
-		return nil, err
-	}
-	return &pebbleEngine{db: db, cache: c}, nil
-}
-
-func (e *pebbleEngine) Put(key, value []byte, durable bool) error {
-	if durable {
-		return e.db.Set(key, value, pebble.Sync)
-	}
-	return e.db.Set(key, value, pebble.NoSync)
-}
-
-func (e *pebbleEngine) Get(key []byte) ([]byte, error) {
-	v, closer, err := e.db.Get(key)
-	if err != nil {
-		return nil, err
-	}
-	out := append([]byte(nil), v...)
-	return out, closer.Close()
-}
-
-func (e *pebbleEngine) FlushAndCompact() error {
-	if err := e.db.Flush(); err != nil {
-		return err
-	}
-	return e.db.Compact([]byte{0}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, true)
-}
-
-func (e *pebbleEngine) Scan() (int, int64, error) {
-	it, err := e.db.NewIter(nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	n, b := 0, int64(0)
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-		b += int64(len(it.Key()) + len(it.Value()))
-	}
-	return n, b, it.Close()
-}
-
-func (e *pebbleEngine) Close() error {
-	err := e.db.Close()
-	e.cache.Unref()
-	return err
-}
-
-// ---- goleveldb
-
-type levelEngine struct{ db *leveldb.DB }
-
-func openLevelDB(dir string, _ bool, cacheBytes int64) (engine, error) {
-	db, err := leveldb.OpenFile(dir, &opt.Options{BlockCacheCapacity: int(min(cacheBytes, math.MaxInt32)), WriteBuffer: int(*flagMemtable)})
-	if err != nil {
-		return nil, err
-	}
-	return &levelEngine{db: db}, nil
-}
-
-func (e *levelEngine) Put(key, value []byte, durable bool) error {
-	return e.db.Put(key, value, &opt.WriteOptions{Sync: durable})
-}
-
-func (e *levelEngine) Get(key []byte) ([]byte, error) { return e.db.Get(key, nil) }
-
-func (e *levelEngine) FlushAndCompact() error { return e.db.CompactRange(util.Range{}) }
-
-func (e *levelEngine) Scan() (int, int64, error) {
-	it := e.db.NewIterator(nil, nil)
-	defer it.Release()
-	n, b := 0, int64(0)
-	for it.Next() {
-		n++
-		b += int64(len(it.Key()) + len(it.Value()))
-	}
-	return n, b, it.Error()
-}
-
-func (e *levelEngine) Close() error { return e.db.Close() }
