@@ -132,7 +132,10 @@ func (e *tabulaEngine) FlushAndCompact() error {
 }
 
 func (e *tabulaEngine) Scan() (int, int64, error) {
-	it, err := e.t.NewRowIterator(context.Background(), tablet.ReadOptions{})
+	// The tablet server's scans reuse cells too (each row is copied into
+	// its message before the next), and pebble's iterators hand out
+	// borrowed slices.
+	it, err := e.t.NewRowIterator(context.Background(), tablet.ReadOptions{ReuseCells: true})
 	if err != nil {
 		return 0, 0, err
 	}
