@@ -186,6 +186,42 @@ func DecodeKeyInRow(b []byte, prefixLen int, row []byte) (Key, error) {
 	return k, nil
 }
 
+// DecodeKeyKind decodes the kind, timestamp and sequence number of an
+// encoded key without decoding its row or qualifier, so it never
+// allocates: an SSTable writer observes every key it is given this way.
+// It fails like DecodeKey on keys that do not decode.
+func DecodeKeyKind(b []byte) (kind Kind, timestamp int64, seq uint64, err error) {
+	n, err := escapedLen(b)
+	if err != nil || n >= len(b) {
+		return 0, 0, 0, ErrCorruptKey
+	}
+	rest := b[n:]
+	switch rest[0] {
+	case classFamily:
+		kind, rest = KindDeleteFamily, rest[1:]
+	case classColumn:
+		q, err := escapedLen(rest[1:])
+		if err != nil || 1+q >= len(rest) {
+			return 0, 0, 0, ErrCorruptKey
+		}
+		switch rest[1+q] {
+		case subDelete:
+			kind = KindDeleteColumn
+		case subCell:
+			kind = KindSet
+		default:
+			return 0, 0, 0, ErrCorruptKey
+		}
+		rest = rest[2+q:]
+	default:
+		return 0, 0, 0, ErrCorruptKey
+	}
+	if len(rest) != trailerLen {
+		return 0, 0, 0, ErrCorruptKey
+	}
+	return kind, int64(^binary.BigEndian.Uint64(rest)), ^binary.BigEndian.Uint64(rest[8:]), nil
+}
+
 // decodeAfterRow decodes what follows the row prefix of a key into k.
 func decodeAfterRow(k *Key, rest []byte) error {
 	if len(rest) < 1 {

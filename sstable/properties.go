@@ -41,26 +41,26 @@ func (p *Properties) observe(key, value []byte) {
 	p.NumEntries++
 	p.RawKeySize += uint64(len(key))
 	p.RawValueSize += uint64(len(value))
-	k, err := cell.DecodeKey(key)
+	kind, ts, seq, err := cell.DecodeKeyKind(key)
 	if err != nil {
 		return
 	}
 	if p.NumCells+p.NumDeleteFamily+p.NumDeleteColumn == 0 {
-		p.MinSeq, p.MaxSeq = k.Seq, k.Seq
+		p.MinSeq, p.MaxSeq = seq, seq
 	} else {
-		p.MinSeq, p.MaxSeq = min(p.MinSeq, k.Seq), max(p.MaxSeq, k.Seq)
+		p.MinSeq, p.MaxSeq = min(p.MinSeq, seq), max(p.MaxSeq, seq)
 	}
-	switch k.Kind {
+	switch kind {
 	case cell.KindDeleteFamily:
 		p.NumDeleteFamily++
 	case cell.KindDeleteColumn:
 		p.NumDeleteColumn++
 	case cell.KindSet:
 		if p.NumCells == 0 {
-			p.MinTimestamp, p.MaxTimestamp = k.Timestamp, k.Timestamp
+			p.MinTimestamp, p.MaxTimestamp = ts, ts
 		} else {
-			p.MinTimestamp = min(p.MinTimestamp, k.Timestamp)
-			p.MaxTimestamp = max(p.MaxTimestamp, k.Timestamp)
+			p.MinTimestamp = min(p.MinTimestamp, ts)
+			p.MaxTimestamp = max(p.MaxTimestamp, ts)
 		}
 		p.NumCells++
 	}
