@@ -20,10 +20,12 @@ vet:
 # First, go.mod and go.sum of both modules (the root and bench/) must be what
 # `go mod tidy` makes of them: -diff prints the difference and fails without
 # changing anything (`make tidy` fixes it). It fetches missing modules from the
-# module proxy.
+# module proxy. Then the engine benchmark's own tests (a few thousand keys
+# through every engine, in child processes), so the harness cannot rot.
 test: vet tools
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
+	cd bench && $(GO) test -race -count=1 ./enginebench/
 	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 TABULA_CBT=$(CURDIR)/$(CBT) TABULA_REQUIRE_CBT=1 \
 	  TABULA_CHROMIUM=$$(command -v chromium) TABULA_REQUIRE_CHROMIUM=1 TABULA_REQUIRE_NETNS=1 \
 	  $(GO) test -race -timeout 25m ./...
@@ -73,11 +75,13 @@ tidy:
 # machine while it was shared (load average 14-17); less on an idle one.
 # BENCH_FLAGS adds or overrides flags (`bin/enginebench -h` lists them), e.g.
 # BENCH_FLAGS="-sizes 100:4000000,1000:800000 -runs 1" or
-# BENCH_FLAGS="-engines tabula,pebble2 -tabula-sync interval".
+# BENCH_FLAGS="-engines tabula,pebble2 -tabula-sync none".
+# Tabula runs in sync mode buffered, the promise of pebble's NoSync
+# (docs/CONTRACTS.md §3); -tabula-sync none is goleveldb's Sync=false.
 BENCH_FLAGS ?=
 bench:
 	cd bench && $(GO) build -o ../bin/enginebench ./enginebench
-	./bin/enginebench -sizes 100:1000000,1000:200000 -runs 3 $(BENCH_FLAGS)
+	./bin/enginebench -sizes 100:1000000,1000:200000 -runs 3 -tabula-sync buffered $(BENCH_FLAGS)
 
 # Short fuzzing of every decoder (the seed corpora also run in `make test`).
 FUZZTIME ?= 30s
