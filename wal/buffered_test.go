@@ -231,11 +231,28 @@ type crashFS struct {
 var errCrashed = errors.New("the process crashed")
 
 func (c *crashFS) Create(name string) (vfs.Writable, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crashed {
+		return nil, errCrashed
+	}
 	w, err := c.FS.Create(name)
 	if err != nil {
 		return nil, err
 	}
 	return &crashWriter{Writable: w, c: c}, nil
+}
+
+// Remove does nothing once the process crashed: a dead process deletes no
+// file (a segment whose creation failed after the crash was being removed
+// while crash copied it).
+func (c *crashFS) Remove(name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.crashed {
+		return errCrashed
+	}
+	return c.FS.Remove(name)
 }
 
 // crash freezes the files of dir and copies them to snap.
