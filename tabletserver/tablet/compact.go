@@ -24,6 +24,12 @@ func (t *Tablet) Compact(ctx context.Context, major bool) error {
 	pick := pickExplicit
 	if major {
 		pick = pickAll
+		end := t.preempt.beginMajor()
+		defer func() {
+			if end() {
+				t.requestCompaction() // what arrived meanwhile
+			}
+		}()
 	}
 	for _, name := range t.schema.Load().names {
 		if _, err := t.compactFamily(ctx, name, pick); err != nil {
@@ -52,7 +58,16 @@ func (t *Tablet) backgroundCompact(ctx context.Context) error {
 			// now as big as the next older file): go on while the picker
 			// finds one. Every compaction removes at least one file.
 			for {
-				did, err := t.compactFamily(ctx, name, t.pickBackground)
+				cctx, done, ok := t.preempt.startBackground(ctx)
+				if !ok {
+					return nil // a major compaction does it all
+				}
+				did, err := t.compactFamily(cctx, name, t.pickBackground)
+				wasPreempted := err != nil && preempted(cctx)
+				done()
+				if wasPreempted {
+					return nil
+				}
 				if err != nil {
 					return err
 				}
@@ -240,6 +255,15 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, pick picker) (b
 	agg := aggregation{vt: fam.ValueType}
 	if mode == modeMerge && fam.ValueType.IsAggregate() {
 		agg.keepParts = tombstonesAmid(files, inputs)
+	}
+	if t.testHookCompacting != nil {
+		t.testHookCompacting(ctx, mode == modeMajor)
+	}
+	// A compaction cancelled before it starts writing (a major compaction
+	// preempting it) writes nothing; once writing, the merge checks ctx
+	// every 1024 rows.
+	if err := ctx.Err(); err != nil {
+		return false, err
 	}
 	var maxSeq uint64
 	for _, f := range inputs {

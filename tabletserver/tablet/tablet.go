@@ -66,6 +66,7 @@ type Tablet struct {
 
 	flushMu   sync.Mutex // one flush at a time
 	compactMu sync.Mutex // one compaction at a time
+	preempt   preemption // major compactions cancel background ones (preempt.go)
 
 	// editMu serializes version edits and manifest saves and protects the
 	// fields below.
@@ -87,6 +88,10 @@ type Tablet struct {
 	// testHookTableWritten, when set by a test, runs after each new
 	// SSTable is written and before it is published.
 	testHookTableWritten func()
+	// testHookCompacting, when set by a test, runs in each compaction
+	// after its inputs are picked and before it writes; major tells an
+	// all-files compaction from a merge of some.
+	testHookCompacting func(ctx context.Context, major bool)
 }
 
 // immutable is a memtable waiting to be flushed.
