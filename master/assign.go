@@ -1,7 +1,9 @@
 package master
 
 import (
+	"container/heap"
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,9 +16,17 @@ import (
 )
 
 const (
-	// reconcileInterval is how often the leader re-reads the whole map even
-	// without watch events (retries after failures ride on it).
-	reconcileInterval = 500 * time.Millisecond
+	// resyncInterval is how often the leader walks the whole in-memory
+	// index even without a change (a safety net: every change it acts on
+	// reaches it through the index's feed, the servers' watch or its
+	// due-time heap).
+	resyncInterval = 5 * time.Minute
+	// leaseRecheck is how often a tablet waiting for the lease of its
+	// previous owner looks again.
+	leaseRecheck = 500 * time.Millisecond
+	// serversRetry is the pause before reading servers/ again or
+	// re-opening its watch after an error.
+	serversRetry = 500 * time.Millisecond
 	// maxLoadFailures is how many failed LoadTablet calls a server gets
 	// before the tablet is given to another server.
 	maxLoadFailures = 3
@@ -27,9 +37,13 @@ const (
 	maxConcurrentLoads = 16
 )
 
-// assigner is the leader's assignment loop for one term: it watches
-// servers/ and tablets/ and makes every tablet of a live table held by a
-// live server, confirmed by a successful LoadTablet.
+// assigner is the leader's assignment loop for one term: it makes every
+// tablet of a live table held by a live server, confirmed by a successful
+// LoadTablet. It reads the tablet map from the master's index, never from
+// etcd: each tablet the index's feed reports changed is stepped on its
+// own, retries wait in a due-time heap, and the whole index is walked only
+// at term start, when the live servers change, when the index is rebuilt
+// and every resyncInterval (docs/ARCHITECTURE.md "Assignment").
 type assigner struct {
 	m    *Master
 	term *leadership
@@ -38,8 +52,9 @@ type assigner struct {
 	// wg tracks the LoadTablet goroutines; run waits for them.
 	wg sync.WaitGroup
 
-	// passes counts finished reconcile passes (tests wait on it).
-	passes atomic.Int64
+	// passes counts finished rounds of the loop that stepped tablets
+	// (tests wait on it); fullPasses counts those that walked the index.
+	passes, fullPasses atomic.Int64
 	// missing counts loads answered DATA_LOSS (a tablet's files are gone).
 	missing atomic.Int64
 	// audited counts confirmed tablets the audit found not served.
@@ -49,13 +64,28 @@ type assigner struct {
 	// auditNow, when a test sends on it, runs an audit at once.
 	auditNow chan struct{}
 
-	// mu protects loads.
+	// mu protects loads, due, dirty and servers.
 	mu sync.Mutex
 	// loads is what this term knows of each tablet key's loading.
 	loads map[string]*loadState
+	// due holds the tablets to step again at a time (retries, backoffs,
+	// leases being waited for); wakeDue is signalled when it changes.
+	due     dueHeap
+	wakeDue chan struct{}
+	// dirty are tablets to step soon that the index did not report
+	// (the audit's findings, unconfirm).
+	dirty map[tabletRef]struct{}
+	// servers are the live servers as last read from servers/.
+	servers map[string]meta.ServerRecord
+
+	// Owned only by the loop: how many tablets each live server holds,
+	// and which server each tablet key was counted for.
+	counts map[string]int
+	owner  map[string]string
 }
 
 type loadState struct {
+	ref      tabletRef
 	inflight bool
 	// epoch and server of the last load attempt; confirmed if it worked.
 	// A confirmed load stays confirmed while the tablet record keeps its
@@ -83,12 +113,16 @@ func newAssigner(m *Master, term *leadership) *assigner {
 		m: m, term: term,
 		kick:     make(chan struct{}, 1),
 		auditNow: make(chan struct{}, 1),
+		wakeDue:  make(chan struct{}, 1),
 		sem:      make(chan struct{}, maxConcurrentLoads),
 		loads:    map[string]*loadState{},
+		dirty:    map[tabletRef]struct{}{},
+		counts:   map[string]int{},
+		owner:    map[string]string{},
 	}
 }
 
-// poke asks for a reconcile soon; it never blocks.
+// poke asks for a pass over the whole index soon; it never blocks.
 func (a *assigner) poke() {
 	select {
 	case a.kick <- struct{}{}:
@@ -96,31 +130,101 @@ func (a *assigner) poke() {
 	}
 }
 
-// unconfirm forgets that the tablet at key was loaded, so that the next
-// pass loads it again.
+// touch asks for r to be stepped soon.
+func (a *assigner) touch(r tabletRef) {
+	a.mu.Lock()
+	a.dirty[r] = struct{}{}
+	a.mu.Unlock()
+	signal(a.wakeDue)
+}
+
+// schedule asks for r to be stepped at t; mu is held.
+func (a *assigner) scheduleLocked(r tabletRef, t time.Time) {
+	wake := len(a.due) == 0 || t.Before(a.due[0].at)
+	heap.Push(&a.due, dueEntry{at: t, ref: r})
+	if wake {
+		signal(a.wakeDue)
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// unconfirm forgets that the tablet at key was loaded, so that it is
+// loaded again.
 func (a *assigner) unconfirm(key string) {
+	table, id, ok := a.m.layout.TabletFromKey(key)
+	if !ok {
+		return
+	}
 	a.mu.Lock()
 	if st := a.loads[key]; st != nil {
 		st.confirmed = false
 	}
 	a.mu.Unlock()
-	a.poke()
+	a.touch(tabletRef{table, id})
 }
 
-// run reconciles on every watch event, poke and tick until the term ends,
-// then waits for its loads.
+// run steps tablets as the index reports them changed, as their due times
+// come and as the servers change, until the term ends; then it waits for
+// its loads.
 func (a *assigner) run() {
 	defer a.wg.Wait()
 	ctx := a.term.ctx
 	cli, l := a.m.cli, a.m.layout
-	// The watches only wake the loop: reconcile reads the whole map.
-	ws, wt := meta.WatchServers(ctx, cli, l), meta.WatchTablets(ctx, cli, l)
-	tick := time.NewTicker(reconcileInterval)
-	defer tick.Stop()
+	feed := a.m.index.subscribe()
+	defer a.m.index.unsubscribe(feed)
+	ws := meta.WatchServers(ctx, cli, l)
+	var reopen <-chan time.Time // set while the servers' watch waits to be re-opened
+	serversOK := a.readServers(ctx)
+	var serversRetryC <-chan time.Time
+	// The first pass sees every write committed before the term began.
+	a.m.index.sync(ctx)
+	resync := time.NewTicker(resyncInterval)
+	defer resync.Stop()
 	auditTick := time.NewTicker(auditInterval)
 	defer auditTick.Stop()
+	dueTimer := time.NewTimer(time.Hour)
+	defer dueTimer.Stop()
+	full := false
+	var pending []tabletRef // tablets kept while servers/ cannot be read
 	for {
-		a.reconcile(ctx)
+		keys, fed := feed.take()
+		full = full || fed
+		a.mu.Lock()
+		now := time.Now()
+		for len(a.due) > 0 && !a.due[0].at.After(now) {
+			keys = append(keys, heap.Pop(&a.due).(dueEntry).ref)
+		}
+		for r := range a.dirty {
+			keys = append(keys, r)
+		}
+		clear(a.dirty)
+		wait := time.Hour
+		if len(a.due) > 0 {
+			wait = a.due[0].at.Sub(now)
+		}
+		a.mu.Unlock()
+		switch {
+		case !serversOK:
+			// Without the live servers nothing can be decided: keep the
+			// work until they are read.
+			pending = append(pending, keys...)
+			if serversRetryC == nil {
+				serversRetryC = time.After(serversRetry)
+			}
+		case full:
+			full, pending = false, nil
+			a.fullPass(ctx)
+		case len(keys)+len(pending) > 0:
+			a.stepKeys(ctx, append(pending, keys...))
+			pending = nil
+		}
+		dueTimer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
@@ -129,136 +233,108 @@ func (a *assigner) run() {
 		case <-a.auditNow:
 			a.startAudit(ctx)
 		case _, ok := <-ws:
-			if !ok && ctx.Err() == nil {
-				ws = meta.WatchServers(ctx, cli, l)
+			if !ok {
+				// Re-open after a short delay, not in a tight loop
+				// against an etcd that keeps failing.
+				ws, reopen = nil, time.After(serversRetry)
+				continue
 			}
-		case _, ok := <-wt:
-			if !ok && ctx.Err() == nil {
-				wt = meta.WatchTablets(ctx, cli, l)
-			}
+			serversOK, full = a.serversChanged(ctx, serversOK, full)
+		case <-reopen:
+			reopen = nil
+			ws = meta.WatchServers(ctx, cli, l)
+			// A change may have slipped between the two watches.
+			serversOK, full = a.serversChanged(ctx, serversOK, full)
+		case <-serversRetryC:
+			serversRetryC = nil
+			serversOK, full = a.serversChanged(ctx, serversOK, full)
+		case <-feed.wake:
+		case <-a.wakeDue:
+		case <-dueTimer.C:
 		case <-a.kick:
-		case <-tick.C:
-		}
-		// Coalesce a burst of events into one pass.
-		for drained := false; !drained; {
-			select {
-			case _, ok := <-ws:
-				drained = !ok // a closed watch is re-opened by the select above
-			case _, ok := <-wt:
-				drained = !ok
-			case <-a.kick:
-			default:
-				drained = true
-			}
+			full = true
+		case <-resync.C:
+			full = true
 		}
 	}
 }
 
-// reconcile makes one pass over the whole tablet map.
-func (a *assigner) reconcile(ctx context.Context) {
-	if ctx.Err() != nil {
-		return
+// serversChanged reads servers/ again; a changed set of live servers asks
+// for a full pass (tablets of a server gone wait for its lease; a new
+// server changes placement).
+func (a *assigner) serversChanged(ctx context.Context, wasOK, full bool) (ok, fullNow bool) {
+	a.mu.Lock()
+	before := a.servers
+	a.mu.Unlock()
+	if !a.readServers(ctx) {
+		return false, full
 	}
-	snap, err := a.m.readSnapshot(ctx)
+	a.mu.Lock()
+	same := maps.Equal(before, a.servers)
+	a.mu.Unlock()
+	return true, full || !same || !wasOK
+}
+
+// readServers reads the live servers into a.servers; undecodable records
+// are logged and skipped.
+func (a *assigner) readServers(ctx context.Context) bool {
+	srvs, err := meta.ListServers(ctx, a.m.cli, a.m.layout, func(key string, err error) {
+		a.m.log.Warn("skipping server record", "key", key, "err", err)
+	})
 	if err != nil {
 		if ctx.Err() == nil {
-			a.m.log.Warn("reading the tablet map", "err", err)
+			a.m.log.Warn("reading servers", "err", err)
 		}
-		return
+		return false
 	}
-	liveAddrs := map[string]bool{}
-	for _, s := range snap.servers {
-		liveAddrs[s.Address] = true
+	m := make(map[string]meta.ServerRecord, len(srvs))
+	live := make(map[string]bool, len(srvs))
+	for _, s := range srvs {
+		m[s.ID] = s
+		live[s.Address] = true
 	}
-	a.m.conns.retain(liveAddrs)
-	counts := snap.counts()
-	a.m.counters.serversLive.Store(int64(len(snap.servers)))
-	leaseGone := map[int64]bool{} // TimeToLive answers of this pass
-	seen := make(map[string]bool, len(snap.tablets))
-	now := time.Now()
-	for _, t := range snap.tablets {
-		key := a.m.layout.TabletKey(t.Table, t.ID)
+	a.m.conns.retain(live)
+	a.m.counters.serversLive.Store(int64(len(m)))
+	a.mu.Lock()
+	a.servers = m
+	a.mu.Unlock()
+	return true
+}
+
+// view returns the live servers as a snapshot for owned, pick and
+// previousOwnerStopped (its tablets are not filled in).
+func (a *assigner) view() *snapshot {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return &snapshot{servers: a.servers}
+}
+
+// fullPass recounts every live server's tablets and steps every tablet of
+// the index.
+func (a *assigner) fullPass(ctx context.Context) {
+	snap := a.view()
+	type item struct {
+		t      *meta.VersionedTablet
+		schema *tabulapb.TableSchema
+	}
+	var items []item
+	if !a.m.index.each(func(t *meta.VersionedTablet, s *tabulapb.TableSchema) { items = append(items, item{t, s}) }) {
+		return // not built yet: its build marks the feed full
+	}
+	clear(a.counts)
+	clear(a.owner)
+	for id := range snap.servers {
+		a.counts[id] = 0
+	}
+	seen := make(map[string]bool, len(items))
+	for _, it := range items {
+		key := a.m.layout.TabletKey(it.t.Table, it.t.ID)
 		seen[key] = true
-		schema := snap.tables[t.Table]
-		if schema == nil || schema.GetState() == meta.TableDeleting {
-			continue
-		}
-		a.mu.Lock()
-		st := a.loads[key]
-		if st == nil {
-			st = &loadState{}
-			a.loads[key] = st
-		}
-		if st.inflight {
-			a.mu.Unlock()
-			continue
-		}
-		if st.epoch != t.Epoch || st.server != t.Server {
-			*st = loadState{} // a new assignment: forget the old one's history
-		}
-		srv, ok := snap.owned(&t.TabletRecord)
-		reassign, exclude, load, handOn, checkLease := false, "", false, false, false
-		switch {
-		case !ok:
-			checkLease = true
-		case t.State == meta.StateSplitting:
-		case st.confirmed:
-		case now.Before(st.next):
-		case st.failures >= maxLoadFailures && !st.missing && (len(snap.servers) > 1 || st.refused):
-			// Hand it on: to another server, or, when the only server
-			// refuses this epoch (it unloaded it), to that server again at
-			// a new epoch.
-			handOn = true
-		default:
-			load = true
-		}
-		a.mu.Unlock()
-		if checkLease {
-			// One owner, always: hand the tablet on only once the lease it
-			// was assigned under is gone (docs/OWNERSHIP.md).
-			stopped, err := a.m.previousOwnerStopped(ctx, snap, &t.TabletRecord, leaseGone)
-			a.noteWaiting(key, &t.TabletRecord, !stopped, err)
-			reassign = stopped
-		}
-		if handOn {
-			// The owner keeps failing to load it: take it back with a
-			// confirmed unload before giving it to someone else.
-			if err := a.m.unloadFrom(ctx, &t.TabletRecord); err != nil {
-				a.m.log.Warn("taking back a tablet that fails to load", "tablet", key, "server", t.Server, "err", err)
-				a.mu.Lock()
-				st.next = time.Now().Add(loadBackoff(st.failures))
-				a.mu.Unlock()
-				continue
-			}
-			reassign, exclude = true, t.Server
-		}
-		switch {
-		case reassign:
-			to, ok := snap.pick(counts, exclude)
-			if !ok {
-				continue // no live server; wait for one
-			}
-			next, err := meta.Assign(ctx, a.m.cli, a.m.layout, t, to, a.term.guard())
-			if err != nil {
-				if ctx.Err() == nil {
-					a.m.log.Info("assigning tablet", "tablet", key, "err", err)
-				}
-				continue
-			}
-			counts[to.ID]++
-			a.m.counters.assigned(t.Server != "" && exclude == "")
-			if old, ok := snap.owned(&t.TabletRecord); ok {
-				counts[old.ID]--
-			}
-			kind := "assign" // a new tablet, or one nobody held
-			if t.Server != "" {
-				kind = "reassign" // its server died or kept failing to load it
-			}
-			a.m.log.Info("assigned tablet", "event", kind, "tablet", key, "server", to.ID, "epoch", next.Epoch, "from", t.Server)
-			a.startLoad(ctx, key, next.TabletRecord, schema, to)
-		case load:
-			a.startLoad(ctx, key, t.TabletRecord, schema, srv)
-		}
+		a.recount(snap, key, &it.t.TabletRecord)
+	}
+	leaseGone := map[int64]bool{}
+	for _, it := range items {
+		a.step(ctx, snap, it.t, it.schema, leaseGone)
 	}
 	a.mu.Lock()
 	for key, st := range a.loads {
@@ -267,7 +343,155 @@ func (a *assigner) reconcile(ctx context.Context) {
 		}
 	}
 	a.mu.Unlock()
+	a.fullPasses.Add(1)
 	a.passes.Add(1)
+}
+
+// stepKeys steps the given tablets, each on its own.
+func (a *assigner) stepKeys(ctx context.Context, refs []tabletRef) {
+	snap := a.view()
+	leaseGone := map[int64]bool{}
+	done := make(map[tabletRef]bool, len(refs))
+	for _, r := range refs {
+		if done[r] || ctx.Err() != nil {
+			continue
+		}
+		done[r] = true
+		t, schema := a.m.index.tablet(r)
+		key := a.m.layout.TabletKey(r.table, r.id)
+		if t == nil {
+			a.recount(snap, key, nil)
+			a.mu.Lock()
+			if st := a.loads[key]; st != nil && !st.inflight {
+				delete(a.loads, key)
+			}
+			a.mu.Unlock()
+			continue
+		}
+		a.recount(snap, key, &t.TabletRecord)
+		a.step(ctx, snap, t, schema, leaseGone)
+	}
+	a.passes.Add(1)
+}
+
+// recount moves key's count to the server that now owns t (nil: none).
+func (a *assigner) recount(snap *snapshot, key string, t *meta.TabletRecord) {
+	now := ""
+	if t != nil {
+		if srv, ok := snap.owned(t); ok {
+			now = srv.ID
+		}
+	}
+	old, had := a.owner[key]
+	if had && old == now {
+		return
+	}
+	if had && old != "" {
+		a.counts[old]--
+	}
+	if now == "" {
+		delete(a.owner, key)
+		return
+	}
+	a.owner[key] = now
+	a.counts[now]++
+}
+
+// step decides one tablet: it is left alone, loaded, or (re)assigned and
+// loaded. Whatever must be looked at again later is put in the due heap.
+func (a *assigner) step(ctx context.Context, snap *snapshot, vt *meta.VersionedTablet, schema *tabulapb.TableSchema, leaseGone map[int64]bool) {
+	if ctx.Err() != nil || schema == nil || schema.GetState() == meta.TableDeleting {
+		return
+	}
+	t := *vt
+	ref := tabletRef{t.Table, t.ID}
+	key := a.m.layout.TabletKey(t.Table, t.ID)
+	now := time.Now()
+	a.mu.Lock()
+	st := a.loads[key]
+	if st == nil {
+		st = &loadState{ref: ref}
+		a.loads[key] = st
+	}
+	if st.inflight {
+		a.mu.Unlock()
+		return // its load's end steps it again
+	}
+	if st.epoch != t.Epoch || st.server != t.Server {
+		*st = loadState{ref: ref} // a new assignment: forget the old one's history
+	}
+	srv, ok := snap.owned(&t.TabletRecord)
+	reassign, exclude, load, handOn, checkLease := false, "", false, false, false
+	switch {
+	case !ok:
+		checkLease = true
+	case t.State == meta.StateSplitting:
+	case st.confirmed:
+	case now.Before(st.next):
+		a.scheduleLocked(ref, st.next)
+	case st.failures >= maxLoadFailures && !st.missing && (len(snap.servers) > 1 || st.refused):
+		// Hand it on: to another server, or, when the only server
+		// refuses this epoch (it unloaded it), to that server again at
+		// a new epoch.
+		handOn = true
+	default:
+		load = true
+	}
+	a.mu.Unlock()
+	if checkLease {
+		// One owner, always: hand the tablet on only once the lease it
+		// was assigned under is gone (docs/OWNERSHIP.md).
+		stopped, err := a.m.previousOwnerStopped(ctx, snap, &t.TabletRecord, leaseGone)
+		a.noteWaiting(key, &t.TabletRecord, !stopped, err)
+		reassign = stopped
+		if !stopped {
+			a.mu.Lock()
+			a.scheduleLocked(ref, now.Add(leaseRecheck))
+			a.mu.Unlock()
+		}
+	}
+	if handOn {
+		// The owner keeps failing to load it: take it back with a
+		// confirmed unload before giving it to someone else.
+		if err := a.m.unloadFrom(ctx, &t.TabletRecord); err != nil {
+			a.m.log.Warn("taking back a tablet that fails to load", "tablet", key, "server", t.Server, "err", err)
+			a.mu.Lock()
+			st.next = time.Now().Add(loadBackoff(st.failures))
+			a.scheduleLocked(ref, st.next)
+			a.mu.Unlock()
+			return
+		}
+		reassign, exclude = true, t.Server
+	}
+	switch {
+	case reassign:
+		to, ok := snap.pick(a.counts, exclude)
+		if !ok {
+			return // no live server: a server's arrival makes a full pass
+		}
+		next, err := meta.Assign(ctx, a.m.cli, a.m.layout, t, to, a.term.guard())
+		if err != nil {
+			if ctx.Err() == nil {
+				a.m.log.Info("assigning tablet", "tablet", key, "err", err)
+			}
+			// A conflict comes back through the index's feed; anything
+			// else is tried again.
+			a.mu.Lock()
+			a.scheduleLocked(ref, time.Now().Add(loadBackoff(1)))
+			a.mu.Unlock()
+			return
+		}
+		a.recount(snap, key, &next.TabletRecord)
+		a.m.counters.assigned(t.Server != "" && exclude == "")
+		kind := "assign" // a new tablet, or one nobody held
+		if t.Server != "" {
+			kind = "reassign" // its server died or kept failing to load it
+		}
+		a.m.log.Info("assigned tablet", "event", kind, "tablet", key, "server", to.ID, "epoch", next.Epoch, "from", t.Server)
+		a.startLoad(ctx, key, next.TabletRecord, schema, to)
+	case load:
+		a.startLoad(ctx, key, t.TabletRecord, schema, srv)
+	}
 }
 
 // startAudit runs auditOnce in the background unless one runs.
@@ -295,6 +519,7 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 		*st = loadState{epoch: t.Epoch, server: t.Server}
 	}
 	st.inflight = true
+	st.ref = tabletRef{t.Table, t.ID}
 	a.mu.Unlock()
 	req := &tabulapb.LoadTabletRequest{Tablet: t.ToProto(), Schema: a.m.serverSchema(schema)}
 	a.wg.Add(1)
@@ -304,6 +529,9 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		st.inflight = false
+		// The record may have changed while the load ran (its feed
+		// events found it in flight): step it again either way.
+		defer func() { a.scheduleLocked(st.ref, st.next) }()
 		if err == nil {
 			st.confirmed, st.confirmedAt, st.failures, st.next = true, time.Now(), 0, time.Time{}
 			return

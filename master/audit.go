@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
 )
 
 // auditInterval is how often the leader asks every tablet server which
@@ -38,10 +39,11 @@ const auditInterval = 10 * time.Second
 // loads of this term, in parallel, and forgets the confirmations the
 // servers contradict.
 func (a *assigner) auditOnce(ctx context.Context) {
-	snap, err := a.m.readSnapshot(ctx)
-	if err != nil {
-		return
-	}
+	// The servers as the loop knows them and the tablets from the index:
+	// an audit reads nothing of the map from etcd. A record newer than a
+	// server's answer only makes a tablet look held or not for one round.
+	snap := a.view()
+	snap.at = time.Now()
 	type heldKey struct {
 		key   string
 		epoch int64
@@ -75,7 +77,13 @@ func (a *assigner) auditOnce(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
-	for _, t := range snap.tablets {
+	var tablets []meta.VersionedTablet
+	a.m.index.each(func(t *meta.VersionedTablet, _ *tabulapb.TableSchema) {
+		if _, asked := held[t.Server]; asked {
+			tablets = append(tablets, *t)
+		}
+	})
+	for _, t := range tablets {
 		set, asked := held[t.Server]
 		srv, owned := snap.owned(&t.TabletRecord)
 		if !asked || !owned || srv.ID != t.Server {
@@ -94,7 +102,7 @@ func (a *assigner) auditOnce(ctx context.Context) {
 		if lost {
 			a.audited.Add(1)
 			a.m.log.Warn("tablet assigned and loaded is not served by its server; loading it again", "tablet", key, "server", t.Server, "epoch", t.Epoch)
-			a.poke()
+			a.touch(tabletRef{t.Table, t.ID})
 		}
 	}
 }

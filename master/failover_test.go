@@ -133,10 +133,7 @@ func TestTabletWithMissingFilesIsNotHandedAround(t *testing.T) {
 		return len(s1.loads) > 0, "a load attempt"
 	})
 	c.startServer("s2")
-	p0 := reconcilePasses(m)
-	waitFor(t, 20*time.Second, func() (bool, string) {
-		return reconcilePasses(m) >= p0+10, "ten reconcile passes"
-	})
+	lookAgain(t, m, 10)
 	ts := c.tablets("t")
 	if len(ts) != 1 || ts[0].Epoch != 1 || ts[0].Server != "s1" {
 		t.Fatalf("tablet with missing files: %+v; want it left at epoch 1 on s1", ts)

@@ -314,6 +314,34 @@ func reconcilePasses(m *Master) int64 {
 	return m.mu.leader.assign.passes.Load()
 }
 
+// fullPasses returns how many passes over the whole index m's current
+// term ran.
+func fullPasses(m *Master) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.leader == nil {
+		return 0
+	}
+	return m.mu.leader.assign.fullPasses.Load()
+}
+
+// lookAgain makes m's assignment loop walk the whole index n times, one
+// after another (nothing else makes an idle master look).
+func lookAgain(t *testing.T, m *Master, n int) {
+	t.Helper()
+	for range n {
+		p0 := fullPasses(m)
+		waitFor(t, 10*time.Second, func() (bool, string) {
+			m.mu.Lock()
+			if l := m.mu.leader; l != nil {
+				l.assign.poke()
+			}
+			m.mu.Unlock()
+			return fullPasses(m) > p0, "a full pass"
+		})
+	}
+}
+
 // die revokes the server's lease, as if it had crashed, and stops serving.
 func (f *fakeServer) die() {
 	f.stopKA()

@@ -62,6 +62,8 @@ type tabletIndex struct {
 	splits atomic.Uint64
 	// stopWatch cancels the current watch (tests use it).
 	stopWatch context.CancelFunc
+	// feeds are told of every change (the leader's assignment loop).
+	feeds []*changeFeed
 }
 
 // tableTablets are one table's tablets.
@@ -116,6 +118,9 @@ func (x *tabletIndex) build(ctx context.Context) (int64, error) {
 	x.schemas, x.tablets = schemas, tablets
 	x.setRevLocked(rev)
 	x.builds++
+	for _, f := range x.feeds {
+		f.markFull()
+	}
 	x.mu.Unlock()
 	x.log.Debug("tablet index built", "rev", rev, "tables", len(schemas))
 	return rev, nil
@@ -142,6 +147,7 @@ func (x *tabletIndex) follow(ctx context.Context, rev int64) {
 			x.setRevLocked(resp.Rev)
 		}
 		for _, e := range resp.Entries {
+			x.feedLocked(e)
 			if e.Deleted {
 				x.applyDelete(e)
 			} else {
@@ -161,6 +167,18 @@ func (x *tabletIndex) follow(ctx context.Context, rev int64) {
 	}
 	if ctx.Err() == nil {
 		x.log.Info("tablet index watch closed; rebuilding")
+	}
+}
+
+// feedLocked tells the feeds of one changed key; mu is held.
+func (x *tabletIndex) feedLocked(e meta.MapEntry) {
+	for _, f := range x.feeds {
+		switch e.Kind {
+		case meta.MapTablet:
+			f.add(tabletRef{e.Name, e.ID})
+		case meta.MapTable:
+			f.markFull() // a schema or state change concerns all its tablets
+		}
 	}
 }
 

@@ -95,6 +95,28 @@ func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord,
 	return out, nil
 }
 
+// ListServers reads every live server's record, skipping (and reporting
+// to bad, which may be nil) the records that do not decode, so that one bad
+// record does not hide every server.
+func ListServers(ctx context.Context, cli clientv3.KV, l Layout, bad func(key string, err error)) ([]ServerRecord, error) {
+	resp, err := cli.Get(ctx, l.ServersPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("meta: reading servers: %w", err)
+	}
+	out := make([]ServerRecord, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		s, err := DecodeServer(kv.Value)
+		if err != nil {
+			if bad != nil {
+				bad(string(kv.Key), err)
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
 // GetServer reads one server's record and the revision of the read;
 // ErrNotFound if it is not registered.
 func GetServer(ctx context.Context, cli clientv3.KV, l Layout, id string) (ServerRecord, int64, error) {
