@@ -43,7 +43,7 @@ const (
 // etcd: each tablet the index's feed reports changed is stepped on its
 // own, retries wait in a due-time heap, and the whole index is walked only
 // at term start, when the live servers change, when the index is rebuilt
-// and every resyncInterval (docs/ARCHITECTURE.md "Assignment").
+// and every resyncInterval (docs/ARCHITECTURE.md "How many tablets etcd can hold").
 type assigner struct {
 	m    *Master
 	term *leadership

@@ -15,7 +15,7 @@ type tabletRef struct{ table, id string }
 // "everything" after a build or a table record's change. Changes merge
 // while the subscriber is busy, so a burst of N events costs it at most N
 // steps, never N passes over the whole map (docs/ARCHITECTURE.md
-// "Assignment").
+// "How many tablets etcd can hold").
 type changeFeed struct {
 	mu   sync.Mutex
 	keys map[tabletRef]struct{}
