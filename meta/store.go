@@ -78,19 +78,20 @@ func GetTable(ctx context.Context, cli clientv3.KV, l Layout, name string) (Tabl
 	return t, resp.Kvs[0].ModRevision, nil
 }
 
-// GetServers reads every live server's record.
+// GetServers reads every live server's record; a record that does not
+// decode fails the read (ListServers skips it instead).
 func GetServers(ctx context.Context, cli clientv3.KV, l Layout) ([]ServerRecord, error) {
-	resp, err := cli.Get(ctx, l.ServersPrefix(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, fmt.Errorf("meta: reading servers: %w", err)
-	}
-	out := make([]ServerRecord, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		s, err := DecodeServer(kv.Value)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", kv.Key, err)
+	var bad error
+	out, err := ListServers(ctx, cli, l, func(key string, err error) {
+		if bad == nil {
+			bad = fmt.Errorf("%s: %w", key, err)
 		}
-		out = append(out, s)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		return nil, bad
 	}
 	return out, nil
 }
