@@ -30,6 +30,8 @@ type Iter struct {
 	keyBuf [64]byte
 	// bounds backs lower and upper; InitIter reuses it.
 	bounds []byte
+	// ra is the readahead window of a scan reading blocks in order.
+	ra readahead
 }
 
 // NewIter returns an iterator over the keys in [lower, upper); a nil bound
@@ -150,7 +152,7 @@ func (it *Iter) loadBlock(i int) bool {
 	b := it.held
 	if b == nil || it.heldIdx != i {
 		var err error
-		if b, err = it.r.dataBlock(i, !it.noFill); err != nil {
+		if b, err = it.r.dataBlockAhead(i, !it.noFill, &it.ra, it.upper); err != nil {
 			it.err = err
 			return false
 		}
@@ -196,5 +198,6 @@ func (it *Iter) Close() error {
 	it.r = nil
 	it.blk = blockIter{key: it.blk.key[:0]}
 	it.held = nil
+	it.ra.release()
 	return it.err
 }

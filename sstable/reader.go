@@ -301,6 +301,12 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string) ([]byte, by
 	if err := r.readAt(buf, h.offset, kind); err != nil {
 		return nil, 0, err
 	}
+	return r.decodeStored(buf, h, kind)
+}
+
+// decodeStored checks and decompresses block h's stored bytes buf (with its
+// trailer). When the block is not compressed, the result is buf's storage.
+func (r *Reader) decodeStored(buf []byte, h blockHandle, kind string) ([]byte, byte, error) {
 	stored, typ, err := checkTrailer(buf)
 	if err != nil {
 		return nil, 0, corruptf(r.path, kind, h.offset, "%v", err)
@@ -321,14 +327,33 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string) ([]byte, by
 // dataBlock returns the decoded data block i, through the cache; a block
 // read from the file is added to the cache when fill is set.
 func (r *Reader) dataBlock(i int, fill bool) ([]byte, error) {
+	return r.dataBlockAhead(i, fill, nil, nil)
+}
+
+// dataBlockAhead is dataBlock for a forward iterator with window ra (nil:
+// none) and upper bound upper: a block the cache misses comes from the
+// window, which is refilled when the iterator reads in order (see
+// readahead.go).
+func (r *Reader) dataBlockAhead(i int, fill bool, ra *readahead, upper []byte) ([]byte, error) {
 	h := r.index[i].handle
+	ahead := ra != nil && ra.loaded(i)
 	if r.cache != nil {
 		if b, ok := r.cache.get(r.cacheID, h.offset); ok {
 			return b, nil
 		}
 	}
 	r.blockReads.Add(1)
-	b, err := r.readBlock(h, kindData)
+	var b []byte
+	var err error
+	if buf, ok := ra.storedOrFill(r, i, ahead, upper); ok {
+		var typ byte
+		if b, typ, err = r.decodeStored(buf, h, kindData); err == nil && typ == blockTypeNone {
+			// The window is reused: the block gets memory of its own.
+			b = append(allocBlock(len(b))[:0], b...)
+		}
+	} else {
+		b, err = r.readBlock(h, kindData)
+	}
 	if err != nil {
 		return nil, err
 	}
