@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/tabuladb/tabula/corruption"
 )
@@ -176,14 +177,25 @@ func DecodeKey(b []byte) (Key, error) {
 // instead of once per entry this way. It fails like DecodeKey on keys that
 // do not decode after the prefix; the prefix itself is not checked.
 func DecodeKeyInRow(b []byte, prefixLen int, row []byte) (Key, error) {
+	var k Key
+	err := DecodeKeyInRowTo(&k, b, prefixLen, row)
+	return k, err
+}
+
+// DecodeKeyInRowTo is DecodeKeyInRow into *k, which a scan keeps in a slice
+// of its own: a Key is too large to copy twice per entry. On error *k is
+// zeroed.
+func DecodeKeyInRowTo(k *Key, b []byte, prefixLen int, row []byte) error {
+	*k = Key{Row: row}
 	if prefixLen < 2 || prefixLen > len(b) {
-		return Key{}, ErrCorruptKey
+		*k = Key{}
+		return ErrCorruptKey
 	}
-	k := Key{Row: row}
-	if err := decodeAfterRow(&k, b[prefixLen:]); err != nil {
-		return Key{}, err
+	if err := decodeAfterRow(k, b[prefixLen:]); err != nil {
+		*k = Key{}
+		return err
 	}
-	return k, nil
+	return nil
 }
 
 // DecodeKeyKind decodes the kind, timestamp and sequence number of an
@@ -293,25 +305,34 @@ func RowPrefix(encoded []byte) ([]byte, error) {
 // AppendKeyRow appends the row encoded at the head of key (an encoded key,
 // or a row prefix alone) to dst, and returns the result and the length of
 // the row prefix (what RowPrefix returns). It finds and decodes the row in
-// one pass, for scans that need both once per row.
+// one pass, for scans that need both once per row. dst grows once (the
+// row is never longer than key) and the row is copied byte by byte: rows
+// are short and binary ones (ids, counters) hold several 0x00 bytes, and
+// an append per escape cost more than the loop.
 func AppendKeyRow(dst, key []byte) (row []byte, prefixLen int, err error) {
-	start := 0
+	n := len(dst)
+	dst = slices.Grow(dst, len(key))
+	out := dst[n : n+len(key)]
+	j := 0
 	for i := 0; i+1 < len(key); i++ {
-		if key[i] != 0 {
+		c := key[i]
+		if c != 0 {
+			out[j] = c
+			j++
 			continue
 		}
 		switch key[i+1] {
 		case 0x01:
-			return append(dst, key[start:i]...), i + 2, nil
+			return dst[:n+j], i + 2, nil
 		case 0xFF:
-			dst = append(dst, key[start:i+1]...)
-			start = i + 2
+			out[j] = 0
+			j++
 			i++
 		default:
-			return dst, 0, ErrCorruptKey
+			return dst[:n], 0, ErrCorruptKey
 		}
 	}
-	return dst, 0, ErrCorruptKey
+	return dst[:n], 0, ErrCorruptKey
 }
 
 // ColumnPrefix returns the encoded row and qualifier at the head of an

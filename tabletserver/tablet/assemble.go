@@ -284,16 +284,18 @@ func (b *rowBuffer) startFamily() { b.entries = b.entries[:0] }
 // copied, which is all a cell needs beyond the row.
 func (b *rowBuffer) add(key, value []byte) error {
 	if !b.keepEnc {
-		k, err := cell.DecodeKeyInRow(key, b.rowLen, b.row)
-		if err != nil {
+		// Decode straight into the entry: a rawEntry is too large to
+		// build and then copy once per cell of a scan.
+		b.entries = append(b.entries, rawEntry{value: value[:len(value):len(value)]})
+		e := &b.entries[len(b.entries)-1]
+		if err := cell.DecodeKeyInRowTo(&e.key, key, b.rowLen, b.row); err != nil {
+			b.entries = b.entries[:len(b.entries)-1]
 			return err
 		}
-		if len(k.Qualifier) > 0 {
-			q := b.alloc(len(k.Qualifier))
-			copy(q, k.Qualifier)
-			k.Qualifier = q
+		if q := e.key.Qualifier; len(q) > 0 {
+			e.key.Qualifier = b.alloc(len(q))
+			copy(e.key.Qualifier, q)
 		}
-		b.entries = append(b.entries, rawEntry{key: k, value: value[:len(value):len(value)]})
 		return nil
 	}
 	enc := b.alloc(len(key))
