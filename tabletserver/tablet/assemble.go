@@ -133,6 +133,22 @@ func assembleFamily(es []rawEntry, snap uint64, p families.Policy, agg aggregati
 	}
 }
 
+// readOne is assembleFamily in modeRead for a family with exactly one
+// entry in the row (most rows of most tables: one cell, one version),
+// without its general loop and callback. simple is false for what it
+// leaves to assembleFamily (tombstones, aggregates); visible says whether
+// the entry is a cell the reader sees. It must agree with assembleFamily on
+// every single entry (TestReadOneMatchesAssembleFamily).
+func readOne(e *rawEntry, snap uint64, p *families.Policy, agg aggregation) (simple, visible bool) {
+	if e.key.Kind != cell.KindSet || agg.vt.IsAggregate() {
+		return false, false
+	}
+	if e.key.Seq > snap {
+		return true, false
+	}
+	return true, p.Unlimited() || !p.Condemned(e.key.Timestamp, 0)
+}
+
 // tomb is a live column tombstone of the column being assembled.
 type tomb struct {
 	seq        uint64

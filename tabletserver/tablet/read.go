@@ -483,6 +483,15 @@ func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) b
 		return false
 	}
 	name := c.name
+	if es := r.buf.entries; len(es) == 1 {
+		if simple, visible := readOne(&es[0], r.st.seq, &c.policy, c.agg); simple {
+			if visible {
+				e := &es[0]
+				r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
+			}
+			return true
+		}
+	}
 	assembleFamily(r.buf.entries, r.st.seq, c.policy, c.agg, modeRead, func(e *rawEntry) {
 		r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
 	})
