@@ -133,20 +133,21 @@ func assembleFamily(es []rawEntry, snap uint64, p families.Policy, agg aggregati
 	}
 }
 
-// readOne is assembleFamily in modeRead for a family with exactly one
-// entry in the row (most rows of most tables: one cell, one version),
-// without its general loop and callback. simple is false for what it
-// leaves to assembleFamily (tombstones, aggregates); visible says whether
-// the entry is a cell the reader sees. It must agree with assembleFamily on
-// every single entry (TestReadOneMatchesAssembleFamily).
-func readOne(e *rawEntry, snap uint64, p *families.Policy, agg aggregation) (simple, visible bool) {
+// assembleOne is assembleFamily for a family with exactly one entry in the
+// row (most rows of most tables: one cell, one version), without its
+// general loop and callback: scans and compactions take most rows this
+// way. simple is false for what it leaves to assembleFamily (tombstones,
+// aggregates); emit says whether assembleFamily would emit the entry. It
+// must agree with assembleFamily on every single entry in every mode
+// (TestAssembleOneMatchesAssembleFamily).
+func assembleOne(e *rawEntry, snap uint64, p *families.Policy, agg aggregation, mode assembleMode) (simple, emit bool) {
 	if e.key.Kind != cell.KindSet || agg.vt.IsAggregate() {
 		return false, false
 	}
 	if e.key.Seq > snap {
 		return true, false
 	}
-	return true, p.Unlimited() || !p.Condemned(e.key.Timestamp, 0)
+	return true, mode == modeMerge || p.Unlimited() || !p.Condemned(e.key.Timestamp, 0)
 }
 
 // tomb is a live column tombstone of the column being assembled.

@@ -392,6 +392,17 @@ func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg ag
 		if err := m.Err(); err != nil {
 			return err
 		}
+		if es := buf.entries; len(es) == 1 {
+			if simple, keep := assembleOne(&es[0], math.MaxUint64, &p, agg, mode); simple {
+				if keep {
+					emit(&es[0])
+				}
+				if addErr != nil {
+					return addErr
+				}
+				continue
+			}
+		}
 		assembleFamily(buf.entries, math.MaxUint64, p, agg, mode, emit)
 		if addErr != nil {
 			return addErr

@@ -484,7 +484,7 @@ func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) b
 	}
 	name := c.name
 	if es := r.buf.entries; len(es) == 1 {
-		if simple, visible := readOne(&es[0], r.st.seq, &c.policy, c.agg); simple {
+		if simple, visible := assembleOne(&es[0], r.st.seq, &c.policy, c.agg, modeRead); simple {
 			if visible {
 				e := &es[0]
 				r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})

@@ -9,12 +9,12 @@ import (
 	"github.com/tabuladb/tabula/families"
 )
 
-// TestReadOneMatchesAssembleFamily: the scan's shortcut for a family with
-// one entry in the row says "visible" exactly when assembleFamily in
-// modeRead emits that entry, for random entries (every kind, sequence
-// numbers around the snapshot, old and new timestamps) under random GC
-// policies and value types; it declines only tombstones and aggregates.
-func TestReadOneMatchesAssembleFamily(t *testing.T) {
+// TestAssembleOneMatchesAssembleFamily: the shortcut for a family with one
+// entry in the row says "emit" exactly when assembleFamily emits that
+// entry, in every mode, for random entries (every kind, sequence numbers
+// around the snapshot, old and new timestamps) under random GC policies and
+// value types; it declines only tombstones and aggregates.
+func TestAssembleOneMatchesAssembleFamily(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewSource(seed))
@@ -45,14 +45,15 @@ func TestReadOneMatchesAssembleFamily(t *testing.T) {
 		}
 		snap := uint64(rng.Intn(22))
 		e := rawEntry{key: k, value: value}
+		mode := []assembleMode{modeRead, modeMerge, modeMajor}[rng.Intn(3)]
 		emitted := false
-		assembleFamily([]rawEntry{e}, snap, p, agg, modeRead, func(*rawEntry) { emitted = true })
-		simple, visible := readOne(&e, snap, &p, agg)
+		assembleFamily([]rawEntry{e}, snap, p, agg, mode, func(*rawEntry) { emitted = true })
+		simple, visible := assembleOne(&e, snap, &p, agg, mode)
 		if want := k.Kind == cell.KindSet && !f.ValueType.IsAggregate(); simple != want {
-			t.Fatalf("entry %+v, value type %v: readOne took it = %v, want %v", k, f.ValueType, simple, want)
+			t.Fatalf("entry %+v, value type %v: assembleOne took it = %v, want %v", k, f.ValueType, simple, want)
 		}
 		if simple && visible != emitted {
-			t.Fatalf("entry %+v, snapshot %d, family %+v: readOne says visible = %v, assembleFamily emitted = %v", k, snap, f, visible, emitted)
+			t.Fatalf("entry %+v, snapshot %d, family %+v, mode %d: assembleOne says emit = %v, assembleFamily emitted = %v", k, snap, f, mode, visible, emitted)
 		}
 	}
 }
