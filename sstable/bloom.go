@@ -51,14 +51,40 @@ type filter interface {
 // so the entries of one row (and of one column) arrive together and
 // deduplicating against the last entry of each kind is enough; comparing
 // hashes is as good as comparing entries, since equal hashes set equal bits.
+//
+// Given an upper bound on the entries (expected, from what a flush or a
+// compaction reads), it stops keeping hashes once they reach an eighth of
+// it (and at least directAfter): it sizes the filter for the bound, sets
+// the bits of the hashes so far and of every later one as it comes, and at
+// the end folds the filter down to the size the real count asks for (see
+// fold). A file of 4M rows then holds a filter of 5 MB while it is
+// written instead of 32 MB of hashes (the largest allocation of a
+// compaction, doubled by the garbage collector's headroom).
 type filterBuilder struct {
 	// chunks hold the hashes, in chunks of at most maxHashChunk: one
 	// growing slice would copy them at each growth, and hold the old and
 	// the new copy at once.
 	chunks           [][]uint64
-	n                int // hashes in chunks
+	n                int // distinct entries added
 	lastRow, lastCol lastHash
+	// expected bounds the entries from above; 0: unknown (keep hashes).
+	expected int
+	// block, once set, is a filter block (header room, then the bits) of
+	// every entry added for m bits and k probes; chunks are dropped.
+	block []byte
+	m     uint64
+	k     uint32
+	fp    float64
 }
+
+// directAfter is the fewest hashes kept before the builder may set bits
+// directly: below it, hashes cost less than a filter sized for the bound.
+const directAfter = 16 << 10
+
+// foldUnit is the granularity of a direct filter's size in bits: 64 bits
+// times 840, the least common multiple of 1 to 8, so that it folds by any
+// factor up to 8 into whole 64-bit words.
+const foldUnit = 64 * 840
 
 // maxHashChunk bounds the hashes of one chunk (64 KiB); the first chunks
 // are smaller, so that a small file's filter costs little.
@@ -76,12 +102,61 @@ func (b *filterBuilder) add(entry []byte, last *lastHash) {
 		return
 	}
 	*last = lastHash{h, true}
+	b.n++
+	if b.block != nil {
+		setBits(b.block[filterHeaderLen:], b.m, b.k, h)
+		return
+	}
 	if len(b.chunks) == 0 || len(b.chunks[len(b.chunks)-1]) == cap(b.chunks[len(b.chunks)-1]) {
 		b.chunks = append(b.chunks, make([]uint64, 0, min(max(b.n, 64), maxHashChunk)))
 	}
 	c := &b.chunks[len(b.chunks)-1]
 	*c = append(*c, h)
-	b.n++
+	if b.expected > 0 && b.n >= max(directAfter, b.expected/8) && b.n <= b.expected {
+		b.goDirect()
+	}
+}
+
+// goDirect sizes the filter for the expected entries (rounded up to
+// foldUnit), sets the bits of the hashes kept so far and drops them.
+func (b *filterBuilder) goDirect() {
+	m, k := filterParams(b.expected, b.fp)
+	b.m = (m + foldUnit - 1) / foldUnit * foldUnit
+	b.k = k
+	b.block = make([]byte, filterHeaderLen+b.m/8)
+	for _, c := range b.chunks {
+		for _, h := range c {
+			setBits(b.block[filterHeaderLen:], b.m, b.k, h)
+		}
+	}
+	b.chunks = nil
+}
+
+// setBits sets the k probes of hash h in a filter of m bits.
+func setBits(bitset []byte, m uint64, k uint32, h uint64) {
+	d := bits.RotateLeft64(h, 32)
+	for range k {
+		bit, _ := bits.Mul64(h, m)
+		bitset[bit>>3] |= 1 << (bit & 7)
+		h += d
+	}
+}
+
+// fold returns a filter block (header room, then the bits) of m/c bits
+// holding the same entries as bitset (m bits; c divides m/64): a probe's
+// bit in the smaller filter is ⌊h·(m/c)/2⁶⁴⌋ = ⌊⌊h·m/2⁶⁴⌋/c⌋, its bit in
+// the larger one divided by c, so bit i of the result is the OR of bits
+// i·c to i·c+c-1.
+func fold(bitset []byte, m uint64, c uint64) []byte {
+	out := make([]byte, filterHeaderLen+m/c/8)
+	folded := out[filterHeaderLen:]
+	for i := uint64(0); i < m; i++ {
+		if bitset[i>>3]&(1<<(i&7)) != 0 {
+			j := i / c
+			folded[j>>3] |= 1 << (j & 7)
+		}
+	}
+	return out
 }
 
 func (b *filterBuilder) addRow(prefix []byte)    { b.add(prefix, &b.lastRow) }
@@ -99,23 +174,31 @@ func filterParams(n int, falsePositive float64) (m uint64, k uint32) {
 	return m, min(max(k, 1), maxFilterHashes)
 }
 
-// build returns the encoded (version 2) filter block.
+// build returns the encoded (version 2) filter block. A builder setting
+// bits directly folds its filter by the largest factor up to 8 that keeps
+// at least the bits the real count asks for: the false-positive rate is
+// the target's or better, and the filter is at most about twice the size
+// a known count would give (when the bound was 1–2× the count).
 func (b *filterBuilder) build(falsePositive float64) []byte {
 	m, k := filterParams(b.n, falsePositive)
-	out := make([]byte, filterHeaderLen+m/8)
-	binary.LittleEndian.PutUint64(out, m)
-	binary.LittleEndian.PutUint32(out[8:], k)
-	bitset := out[filterHeaderLen:]
-	for _, c := range b.chunks {
-		for _, h := range c {
-			d := bits.RotateLeft64(h, 32)
-			for range k {
-				bit, _ := bits.Mul64(h, m)
-				bitset[bit>>3] |= 1 << (bit & 7)
-				h += d
+	var out []byte
+	switch {
+	case b.block == nil:
+		out = make([]byte, filterHeaderLen+m/8)
+		for _, c := range b.chunks {
+			for _, h := range c {
+				setBits(out[filterHeaderLen:], m, k, h)
 			}
 		}
+	case b.m/m <= 1:
+		out, m, k = b.block, b.m, b.k
+	default:
+		c := min(b.m/m, 8)
+		out = fold(b.block[filterHeaderLen:], b.m, c)
+		m, k = b.m/c, b.k
 	}
+	binary.LittleEndian.PutUint64(out, m)
+	binary.LittleEndian.PutUint32(out[8:], k)
 	return out
 }
 

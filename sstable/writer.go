@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
@@ -33,6 +34,13 @@ type WriterOptions struct {
 	// RestartInterval is the number of keys between restart points of a
 	// block. The default is 16.
 	RestartInterval int
+	// MaxEntries, when not 0, bounds from above the entries the file will
+	// get (a flush knows its memtable's, a compaction its inputs'). It
+	// lets a large file's bloom filter be built in place instead of from
+	// a hash kept per row (see filterBuilder); a wrong bound costs filter
+	// size or false positives, never a wrong answer. The default is 0:
+	// unknown.
+	MaxEntries uint64
 }
 
 func (o WriterOptions) withDefaults() WriterOptions {
@@ -82,7 +90,14 @@ func NewWriter(f vfs.Writable, opts WriterOptions) *Writer {
 	w.props.Compression = opts.Compression
 	w.props.Bloom = opts.Bloom
 	if opts.Bloom != families.BloomNone {
-		w.filter = &filterBuilder{}
+		w.filter = &filterBuilder{fp: opts.BloomFalsePositive}
+		// A row+column filter gets up to two entries per key.
+		if e := opts.MaxEntries; e > 0 && e <= math.MaxInt32 {
+			if opts.Bloom == families.BloomRowColumn {
+				e *= 2
+			}
+			w.filter.expected = int(e)
+		}
 	}
 	switch {
 	case opts.Compression > families.CompressionZstd:

@@ -272,7 +272,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, pick picker) (b
 	if err := t.waitVisible(ctx, maxSeq); err != nil {
 		return false, err
 	}
-	out, err := t.writeTable(fam, func(add func(k, v []byte) error) error {
+	out, err := t.writeTable(fam, entriesOf(inputs), func(add func(k, v []byte) error) error {
 		return mergeInputs(ctx, inputs, policy, agg, mode, add)
 	})
 	if err != nil {
@@ -409,4 +409,14 @@ func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg ag
 		}
 	}
 	return m.Err()
+}
+
+// entriesOf sums the entries of files: the most a merge of them writes
+// (a split's reference counts its whole file).
+func entriesOf(files []*tableFile) uint64 {
+	var n uint64
+	for _, f := range files {
+		n += f.reader.Properties().NumEntries
+	}
+	return n
 }

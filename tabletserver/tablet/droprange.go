@@ -103,7 +103,7 @@ func (t *Tablet) DropRange(ctx context.Context, start, end []byte) error {
 				if fam == nil {
 					continue // dropped family: SetFamilies removes its files
 				}
-				out, err := t.writeTable(fam, func(add func(k, v []byte) error) error {
+				out, err := t.writeTable(fam, f.reader.Properties().NumEntries, func(add func(k, v []byte) error) error {
 					return copyOutside(ctx, f, klo, khi, add)
 				})
 				if err != nil {

@@ -118,7 +118,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 		}
 		it := &skipIter{s: l}
 		fam := sch.byName[name]
-		f, err := t.writeTable(fam, func(add func(k, v []byte) error) error {
+		f, err := t.writeTable(fam, uint64(l.count.Load()), func(add func(k, v []byte) error) error {
 			if fam.ValueType.IsAggregate() {
 				// Each AddToCell is an entry of its own in the memtable:
 				// merge them so that files do not grow with the number of
@@ -194,7 +194,7 @@ func (t *Tablet) allocFileNum() uint64 {
 // writeTable writes one SSTable of family fam from the entries fill adds
 // (in key order), fsyncs it and opens it. It returns nil when fill added
 // nothing (the file is removed).
-func (t *Tablet) writeTable(fam *families.Family, fill func(add func(k, v []byte) error) error) (_ *tableFile, err error) {
+func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(add func(k, v []byte) error) error) (_ *tableFile, err error) {
 	num := t.allocFileNum()
 	rel := fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
 	path := filepath.Join(t.dir, filepath.FromSlash(rel))
@@ -206,7 +206,9 @@ func (t *Tablet) writeTable(fam *families.Family, fill func(add func(k, v []byte
 	if err != nil {
 		return nil, fmt.Errorf("tablet: create sstable %s: %w", path, err)
 	}
-	w := sstable.NewWriter(fh, writerOptions(fam))
+	wo := writerOptions(fam)
+	wo.MaxEntries = maxEntries
+	w := sstable.NewWriter(fh, wo)
 	n := 0
 	err = fill(func(k, v []byte) error {
 		n++
