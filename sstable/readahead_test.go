@@ -71,7 +71,7 @@ func TestScanReadsAhead(t *testing.T) {
 	if blocks < 200 {
 		t.Fatalf("only %d blocks: the test needs many", blocks)
 	}
-	// Three blocks on their own, then windows of 32, 64, 128, 256 KiB...
+	// Three blocks on their own, then windows of 32 and 64 KiB.
 	dataBytes := r.index[blocks-1].handle.end()
 	if want := 3 + 4 + int(dataBytes/maxReadahead) + 1; len(reads) > want {
 		t.Fatalf("scan of %d blocks (%d bytes) made %d reads, want at most %d", blocks, dataBytes, len(reads), want)
