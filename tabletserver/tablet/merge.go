@@ -2,6 +2,8 @@ package tablet
 
 import (
 	"bytes"
+
+	"github.com/tabuladb/tabula/sstable"
 )
 
 // internalIter is the iterator contract shared by memtable and SSTable
@@ -31,6 +33,19 @@ type mergeIter struct {
 	heap []int  // indexes of the valid sources, a min-heap by (key, index)
 	prev []byte // the current key's copy, to skip duplicates
 	err  error
+	// one is the only valid source when that is an SSTable iterator (the
+	// common case after a compaction), called directly: a scan asks for
+	// the key several times per entry, and the interface calls through
+	// srcs showed in its profile.
+	one *sstable.Iter
+}
+
+// settleOne sets one from the heap.
+func (m *mergeIter) settleOne() {
+	m.one = nil
+	if len(m.heap) == 1 && m.err == nil {
+		m.one, _ = m.srcs[m.heap[0]].(*sstable.Iter)
+	}
 }
 
 func newMergeIter(srcs []internalIter) *mergeIter {
@@ -82,13 +97,25 @@ func (m *mergeIter) SeekGE(k []byte) bool {
 	for i := len(m.heap)/2 - 1; i >= 0; i-- {
 		m.down(i)
 	}
+	m.settleOne()
 	return m.Valid()
 }
 
 func (m *mergeIter) Valid() bool { return m.err == nil && len(m.heap) > 0 }
 
-func (m *mergeIter) Key() []byte   { return m.srcs[m.heap[0]].Key() }
-func (m *mergeIter) Value() []byte { return m.srcs[m.heap[0]].Value() }
+func (m *mergeIter) Key() []byte {
+	if m.one != nil {
+		return m.one.Key()
+	}
+	return m.srcs[m.heap[0]].Key()
+}
+
+func (m *mergeIter) Value() []byte {
+	if m.one != nil {
+		return m.one.Value()
+	}
+	return m.srcs[m.heap[0]].Value()
+}
 func (m *mergeIter) Err() error    { return m.err }
 
 // advanceTop moves the top source on.
@@ -114,27 +141,41 @@ func (m *mergeIter) Next() bool {
 	if !m.Valid() {
 		return false
 	}
+	if m.one != nil {
+		if m.one.Next() {
+			return true
+		}
+		return m.endOne(m.one)
+	}
 	if len(m.heap) == 1 {
 		s := m.srcs[m.heap[0]]
 		if s.Next() {
 			return true
 		}
-		if err := s.Err(); err != nil {
-			m.err = err
-			return false
-		}
-		m.heap = m.heap[:0]
-		return false
+		return m.endOne(s)
 	}
 	m.prev = append(m.prev[:0], m.Key()...)
 	for {
 		if !m.advanceTop() {
+			m.settleOne()
 			return false
 		}
 		if !m.Valid() || !bytes.Equal(m.Key(), m.prev) {
+			m.settleOne()
 			return m.Valid()
 		}
 	}
+}
+
+// endOne ends the merge when its only source s is exhausted or failed.
+func (m *mergeIter) endOne(s internalIter) bool {
+	m.one = nil
+	if err := s.Err(); err != nil {
+		m.err = err
+		return false
+	}
+	m.heap = m.heap[:0]
+	return false
 }
 
 func (m *mergeIter) Close() error {
@@ -146,5 +187,6 @@ func (m *mergeIter) Close() error {
 	}
 	m.srcs = nil
 	m.heap = nil
+	m.one = nil
 	return err
 }
