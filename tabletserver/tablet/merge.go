@@ -116,6 +116,7 @@ func (m *mergeIter) Value() []byte {
 	}
 	return m.srcs[m.heap[0]].Value()
 }
+
 func (m *mergeIter) Err() error { return m.err }
 
 // advanceTop moves the top source on.
