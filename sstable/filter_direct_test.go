@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // TestDirectFilterIsTheFilterOfItsSize: a builder told an upper bound on
@@ -85,6 +89,40 @@ func TestDirectFilterPastItsBound(t *testing.T) {
 	for _, e := range entries {
 		if !f.mayContain(e) {
 			t.Fatalf("entry %x past the bound ruled out", e)
+		}
+	}
+}
+
+// TestWriterMemoryBytes: a writer reports the memory it holds, its bloom
+// builder's included: a hash per row without a bound, a filter sized for
+// the bound with one, nothing once closed.
+func TestWriterMemoryBytes(t *testing.T) {
+	const rows = 200000
+	for _, bound := range []uint64{0, rows} {
+		f, err := vfs.Default.Create(filepath.Join(t.TempDir(), "t.sst"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := NewWriter(f, WriterOptions{Bloom: families.BloomRow, BlockSize: 4096, MaxEntries: bound})
+		for i := range rows {
+			k := cell.AppendKey(nil, cell.Key{Row: fmt.Appendf(nil, "row%08d", i), Timestamp: 1, Seq: 1, Kind: cell.KindSet})
+			if err := w.Add(k, []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		held := w.MemoryBytes()
+		bitset, _ := filterParams(rows, 0.01)
+		switch {
+		case bound == 0 && held < 8*rows:
+			t.Fatalf("no bound: the writer reports %d bytes, less than its %d row hashes", held, rows)
+		case bound != 0 && (held < int64(bitset/8) || held >= 4*rows):
+			t.Fatalf("bound %d: the writer reports %d bytes; its filter is %d bytes, the hashes it no longer keeps %d", bound, held, bitset/8, 8*rows)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n := w.MemoryBytes(); n != 0 {
+			t.Fatalf("a closed writer reports %d bytes", n)
 		}
 	}
 }

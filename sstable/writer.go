@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
@@ -73,6 +74,8 @@ type Writer struct {
 	err      error            // sticky: the first write failure
 	closed   bool
 	closeErr error
+	// held is what MemoryBytes reports, refreshed once per data block.
+	held atomic.Int64
 }
 
 // NewWriter returns a Writer that writes to f (a new file, from
@@ -178,7 +181,28 @@ func (w *Writer) flushDataBlock() error {
 	w.props.NumDataBlocks++
 	w.props.DataSize += h.length + trailerLen
 	w.data.reset()
+	w.held.Store(w.heldBytes())
 	return nil
+}
+
+// MemoryBytes returns the memory the writer holds until it is closed: its
+// output buffer, block and index buffers and bloom filter builder (hashes
+// or bits). It is refreshed once per data block and is safe to call while
+// another goroutine writes, so that a tablet can report what its flushes
+// and compactions hold.
+func (w *Writer) MemoryBytes() int64 { return w.held.Load() }
+
+// heldBytes sums the capacities of what the writer holds.
+func (w *Writer) heldBytes() int64 {
+	n := int64(w.bw.Size() + cap(w.data.buf) + cap(w.index.buf) + cap(w.scratch))
+	n += 4 * int64(cap(w.data.restarts)+cap(w.index.restarts))
+	if f := w.filter; f != nil {
+		n += int64(cap(f.block))
+		for _, c := range f.chunks {
+			n += 8 * int64(cap(c))
+		}
+	}
+	return n
 }
 
 // writeBlock compresses and writes a block with its trailer.
@@ -217,6 +241,7 @@ func (w *Writer) Close() error {
 		err = cerr
 	}
 	w.closeErr = err
+	w.held.Store(0)
 	return err
 }
 
@@ -266,6 +291,7 @@ func (w *Writer) Abort() {
 	w.closed = true
 	w.closeErr = ErrClosed
 	_ = w.f.Close()
+	w.held.Store(0)
 }
 
 // Properties returns the file's properties; they are complete after a

@@ -227,6 +227,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		mem.MemtableFlushing += st.Memory.MemtableFlushing
 		mem.MemtableArena += st.Memory.MemtableArena
 		mem.FileMetadata += st.Memory.FileMetadata
+		mem.Writing += st.Memory.Writing
 	}
 	collectTop(ch, samples, c.top)
 	gauge(descTablets, float64(len(hs)))
@@ -252,6 +253,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descMemory, float64(mem.Memtable-mem.MemtableFlushing), "memtable_active")
 	gauge(descMemory, float64(mem.MemtableFlushing), "memtable_flushing")
 	gauge(descMemory, float64(mem.FileMetadata), "sstable_index_filter")
+	gauge(descMemory, float64(mem.Writing), "sstable_writers")
 	gauge(descMemory, float64(cs.Bytes), "block_cache")
 	counter(descThrottled, s.memory.Throttled())
 	counter(descRejected, s.memory.Rejected())

@@ -156,6 +156,10 @@ func TestMetricsOfATabletServer(t *testing.T) {
 		val(after, "tabula_tabletserver_memtable_bytes", nil); active+flushing != budget {
 		t.Errorf("memory_bytes of the memtables: active %v + flushing %v, want the budget's %v", active, flushing, budget)
 	}
+	// The writers of flushes and compactions in flight: none is left.
+	if v, ok := after.Sum("tabula_tabletserver_memory_bytes", map[string]string{"component": "sstable_writers"}); !ok || v != 0 {
+		t.Errorf("memory_bytes of the SSTable writers: %v (exported: %v), want 0 with none in flight", v, ok)
+	}
 	hits, misses := val(after, "tabula_tabletserver_block_cache_hits_total", nil), val(after, "tabula_tabletserver_block_cache_misses_total", nil)
 	if hits+misses == 0 {
 		t.Error("a read from SSTables made no block cache lookups")

@@ -209,6 +209,8 @@ func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(a
 	wo := writerOptions(fam)
 	wo.MaxEntries = maxEntries
 	w := sstable.NewWriter(fh, wo)
+	t.writing.add(w)
+	defer t.writing.remove(w)
 	n := 0
 	err = fill(func(k, v []byte) error {
 		n++

@@ -24,6 +24,12 @@ type MemoryStats struct {
 	// they are open, outside the block cache: their decoded indexes,
 	// bloom filters and properties (sstable.Reader.MetadataBytes).
 	FileMetadata int64
+	// Writing is the memory the SSTable writers of the flushes and
+	// compactions in flight hold (sstable.Writer.MemoryBytes: output
+	// buffer, block and index buffers, bloom filter builder). The readahead
+	// windows of a compaction's inputs (at most 64 KiB each) are not
+	// counted.
+	Writing int64
 	// BlockCache and BlockCacheCapacity are the bytes of blocks in
 	// Options.Cache and its capacity. A server shares one cache between
 	// all its tablets: these are the cache's, not the tablet's share, so
@@ -31,9 +37,10 @@ type MemoryStats struct {
 	BlockCache, BlockCacheCapacity int64
 }
 
-// Owned returns the bytes the tablet itself holds: its memtables' arenas
-// and its open files' metadata (not the shared block cache).
-func (m MemoryStats) Owned() int64 { return m.MemtableArena + m.FileMetadata }
+// Owned returns the bytes the tablet itself holds: its memtables' arenas,
+// its open files' metadata and its writers in flight (not the shared block
+// cache).
+func (m MemoryStats) Owned() int64 { return m.MemtableArena + m.FileMetadata + m.Writing }
 
 // memtableBytes returns the bytes of the active and flushing memtables'
 // entries, the part of them being flushed, and the memtables' arenas.

@@ -27,6 +27,7 @@ func (t *Tablet) Stats() Stats {
 	s := Stats{Families: map[string]FamilyStats{}, LastSeq: t.visibleSeq.Load()}
 	s.Memory.Memtable, s.Memory.MemtableFlushing, s.Memory.MemtableArena = t.memtableBytes()
 	s.MemtableBytes = s.Memory.Memtable
+	s.Memory.Writing = t.writing.bytes()
 	cs := t.opts.Cache.Stats()
 	s.Memory.BlockCache, s.Memory.BlockCacheCapacity = cs.Bytes, cs.Capacity
 	if !t.closed.Load() {

@@ -92,6 +92,8 @@ type Tablet struct {
 	// after its inputs are picked and before it writes; major tells an
 	// all-files compaction from a merge of some.
 	testHookCompacting func(ctx context.Context, major bool)
+	// writing holds the SSTable writers in flight (writers.go).
+	writing writerSet
 }
 
 // immutable is a memtable waiting to be flushed.
