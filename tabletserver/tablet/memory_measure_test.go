@@ -160,6 +160,7 @@ type memSampler struct {
 	peakRSS             int64 // VmRSS seen by the sampler, KiB
 	peakGoal, peakTotal uint64
 	peakMemtable        int64
+	peakWriting         int64 // SSTable writers in flight
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -214,6 +215,7 @@ func (m *memSampler) loop() {
 		m.peakGoal = max(m.peakGoal, samples[0].Value.Uint64())
 		m.peakTotal = max(m.peakTotal, samples[1].Value.Uint64())
 		m.peakMemtable = max(m.peakMemtable, mem)
+		m.peakWriting = max(m.peakWriting, m.tb.writing.bytes())
 		m.mu.Unlock()
 	}
 }
@@ -223,8 +225,8 @@ func (m *memSampler) stop() {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.t.Logf("peaks seen every 10 ms: VmRSS %d MiB, heap goal %d MiB, runtime total %d MiB, memtable arenas %d MiB",
-		m.peakRSS>>10, m.peakGoal>>20, m.peakTotal>>20, m.peakMemtable>>20)
+	m.t.Logf("peaks seen every 10 ms: VmRSS %d MiB, heap goal %d MiB, runtime total %d MiB, memtable arenas %d MiB, SSTable writers %.1f MiB",
+		m.peakRSS>>10, m.peakGoal>>20, m.peakTotal>>20, m.peakMemtable>>20, float64(m.peakWriting)/(1<<20))
 }
 
 // phase logs one line: MiB unless named otherwise.
