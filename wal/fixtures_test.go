@@ -10,12 +10,13 @@ import (
 )
 
 // Frozen fixtures: the segments under testdata/v1/ were written once by the
-// format version 1 Log, those under testdata/v2/ by the version 2 Log (Write, Wait, Append, Rotate, Close) and stand for
-// logs already on disks: a tablet server after an upgrade replays the logs
-// its predecessor wrote. Every later release must replay them to exactly
-// fixtureSegments. A failure means old logs no longer replay: fix the code,
-// never the fixture; a new format version gets fixtures of its own beside
-// these (testdata/v2/).
+// format version 1 Log, those under testdata/v2/ by the version 2 Log and
+// those under testdata/v3/ by the version 3 Log (Write, Wait, Append,
+// Rotate, Close), and stand for logs already on disks: a tablet server
+// after an upgrade replays the logs its predecessor wrote. Every later
+// release must replay them to exactly fixtureSegments. A failure means old
+// logs no longer replay: fix the code, never the fixture; a new format
+// version gets fixtures of its own beside these (testdata/v4/).
 //
 // To write the fixture when it does not exist (it never overwrites it):
 //
@@ -27,7 +28,7 @@ var updateFixtures = flag.Bool("update-fixtures", false, "write missing frozen f
 var fixtureDirs = []struct {
 	dir       string
 	headerLen int
-}{{"testdata/v1", headerLenV1}, {"testdata/v2", headerLen}}
+}{{"testdata/v1", headerLenV1}, {"testdata/v2", headerLenV2}, {"testdata/v3", headerLen}}
 
 // fixtureSegments are the payloads of segments 1 and 2. They include the
 // shapes a reader might trip on: an empty payload, one that looks like a
@@ -86,11 +87,15 @@ func checkFixture(t *testing.T, fixtureDir string, hlen int, want [2][][]byte) {
 			t.Errorf("%s has %d bytes, its records take %d", name, sizes[name], size)
 		}
 	}
-	// Since version 2, the rotated segment records its predecessor.
+	// Since version 2, the rotated segment records its predecessor;
+	// since version 3, its own number.
 	h, err := ReadHeader(nil, dir, 2)
 	wantPrev := Header{Version: 1}
-	if hlen == headerLen {
-		wantPrev = Header{Version: formatVersion, Prev: 1, PrevLen: sizes[segmentName(1)]}
+	switch hlen {
+	case headerLenV2:
+		wantPrev = Header{Version: 2, Prev: 1, PrevLen: sizes[segmentName(1)]}
+	case headerLen:
+		wantPrev = Header{Version: 3, Seg: 2, Prev: 1, PrevLen: sizes[segmentName(1)]}
 	}
 	if err != nil || h != wantPrev {
 		t.Errorf("header of segment 2 = %+v, %v; want %+v", h, err, wantPrev)

@@ -15,7 +15,7 @@ import (
 // second replay of the (possibly truncated) file returns the same records
 // without error.
 func FuzzReplay(f *testing.F) {
-	valid, ends := writeSegment([][]byte{[]byte("alpha"), nil, []byte("gamma gamma")})
+	valid, ends := writeSegment(1, [][]byte{[]byte("alpha"), nil, []byte("gamma gamma")})
 	f.Add(valid)
 	f.Add(valid[:ends[0]+3])
 	f.Add(valid[:headerLen])

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -23,12 +24,19 @@ const scanBudget = 1 << 30
 //
 // A torn tail of the last segment (a short record header, a length past the
 // end of the file, a checksum mismatch with no valid record after it, an
-// all-zero rest of the file, or a torn segment header) is what a crash in the
-// middle of a write leaves behind: the file is truncated to its last good
-// record, fsynced, and replay succeeds. A bad record anywhere else, a bad
-// segment header, or a gap in the segment numbers is an error wrapping
-// ErrCorrupt naming the file and byte offset. An error from fn stops the
-// replay and is returned as is.
+// all-zero rest of the file, a torn segment header, or, in a recycled
+// segment, a header or records left from the file's earlier life) is what
+// a crash in the middle of a write leaves behind: the file is truncated to
+// its last good record, fsynced, and replay succeeds. A bad record anywhere
+// else, a bad segment header, or a gap in the segment numbers is an error
+// wrapping ErrCorrupt naming the file and byte offset. An error from fn
+// stops the replay and is returned as is.
+//
+// A version 3 segment before the last is read up to the size the next
+// segment's header records for it: in a recycled segment what follows is
+// stale. One whose successor records nothing was the last segment of an
+// earlier Log, which cut its stale bytes on Close, or a replay did (the
+// Log that followed opened after a replay, see Open).
 //
 // Replay is never cut short by a context: a partly replayed log is useless.
 func Replay(fsys vfs.FS, dir string, from uint64, fn func(payload []byte) error) (last uint64, err error) {
@@ -54,7 +62,7 @@ func Replay(fsys vfs.FS, dir string, from uint64, fn func(payload []byte) error)
 			}
 		}
 		var end int64
-		if buf, end, err = replaySegment(fsys, segmentPath(dir, n), isLast, buf, fn); err != nil {
+		if buf, end, err = replaySegment(fsys, dir, n, isLast, next, buf, fn); err != nil {
 			return last, err
 		}
 		if err := CheckEnd(dir, n, end, next); err != nil {
@@ -83,27 +91,44 @@ func CheckEnd(dir string, n uint64, end int64, next Header) error {
 	return nil
 }
 
-// replaySegment replays one segment file, truncating a torn tail, and
-// returns where its records end. buf is scratch space for payloads; the
-// possibly grown buffer is returned for reuse.
-func replaySegment(fsys vfs.FS, path string, isLast bool, buf []byte, fn func([]byte) error) ([]byte, int64, error) {
-	buf, end, torn, err := scanSegment(fsys, path, 0, 0, isLast, buf, fn)
-	if err != nil || !torn {
+// replaySegment replays segment n of dir, truncating a torn tail of the
+// last segment, and returns where its records end. next is the header of
+// the segment after it (when not last). buf is scratch space for
+// payloads; the possibly grown buffer is returned for reuse.
+func replaySegment(fsys vfs.FS, dir string, n uint64, isLast bool, next Header, buf []byte, fn func([]byte) error) ([]byte, int64, error) {
+	path := segmentPath(dir, n)
+	buf, end, torn, err := scanSegment(fsys, path, segScan{n: n, last: isLast, vouched: vouched(n, next)}, buf, fn)
+	if err != nil || !torn || !isLast {
 		return buf, end, err
 	}
 	return buf, end, truncate(fsys, path, end)
 }
 
+// vouched returns the final size of segment n that next, the header of the
+// segment after it, records (0: none).
+func vouched(n uint64, next Header) int64 {
+	if next.Prev != n {
+		return 0
+	}
+	return next.PrevLen
+}
+
 // ReadSegment calls fn with each record of segment n in dir from byte offset
-// off (0: from the start, checking the segment header; otherwise the end an
-// earlier call returned). It never changes the file: it serves readers of a
-// log another process may still be writing (a server's shared log, read for
-// recovery). A torn tail of a segment read as the last one ends the read
-// without error, and end is where the torn record starts, so a later call
-// from end sees it if its writer has since completed it. Damage anywhere
-// else is an error wrapping ErrCorrupt.
-func ReadSegment(fsys vfs.FS, dir string, n uint64, off int64, isLast bool, fn func(payload []byte) error) (end int64, err error) {
-	_, end, _, err = scanSegment(vfs.Or(fsys), segmentPath(dir, n), off, 0, isLast, nil, fn)
+// off (0: from the start; otherwise the end an earlier call returned). next
+// is the header of the segment after n (the zero Header when it records
+// nothing, or was not read), or nil when n is the last segment. It never
+// changes the file: it serves readers of a log another process may still
+// be writing (a server's shared log, read for recovery). A torn tail of
+// the last segment ends the read without error, and end is where the torn
+// record starts, so a later call from end sees it if its writer has since
+// completed it. A recycled segment is read no further than the size next
+// records for it. Damage anywhere else is an error wrapping ErrCorrupt.
+func ReadSegment(fsys vfs.FS, dir string, n uint64, off int64, next *Header, fn func(payload []byte) error) (end int64, err error) {
+	s := segScan{n: n, from: off, last: next == nil}
+	if next != nil {
+		s.vouched = vouched(n, *next)
+	}
+	_, end, _, err = scanSegment(vfs.Or(fsys), segmentPath(dir, n), s, nil, fn)
 	return end, err
 }
 
@@ -114,7 +139,7 @@ func ReadSegment(fsys vfs.FS, dir string, n uint64, off int64, isLast bool, fn f
 // an error wrapping ErrCorrupt.
 func ReadSegmentTo(fsys vfs.FS, dir string, n uint64, off, to int64, fn func(payload []byte) error) error {
 	path := segmentPath(dir, n)
-	_, end, _, err := scanSegment(vfs.Or(fsys), path, off, to, false, nil, fn)
+	_, end, _, err := scanSegment(vfs.Or(fsys), path, segScan{n: n, from: off, to: to, vouched: to}, nil, fn)
 	if err == nil && end != to {
 		err = corruptf(path, end, "the segment ends here, but %d bytes of records were read from it before", to)
 	}
@@ -127,50 +152,82 @@ func ListSegments(fsys vfs.FS, dir string) ([]uint64, error) {
 	return listSegments(vfs.Or(fsys), dir)
 }
 
-// scanSegment reads the records of the segment at path from offset from (0
-// checks the header first) up to offset limit (0: the end of the file). It
-// returns the offset after the last good record, and torn=true when a torn
-// tail (see Replay) starts there; damage that is not a torn tail of the
-// last segment is an error.
-func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
+// segScan says which segment scanSegment reads, and how far.
+type segScan struct {
+	n    uint64 // the segment's number (version 3 checksums cover it)
+	from int64  // the offset to start from: 0 checks the header first
+	// to, when set, is the end of the file for this scan (every version).
+	to int64
+	// last says n is the last segment: a torn tail ends the scan.
+	last bool
+	// vouched is the size the next segment's header records for n (0:
+	// none): a version 3 segment is read up to it and no further (stale
+	// bytes may follow).
+	vouched int64
+}
+
+// scanSegment reads the records of the segment at path as s says. It
+// returns the offset after the last good record, and torn=true when a
+// torn tail (see Replay) starts there; damage that is not a torn tail is
+// an error.
+func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte) error) (_ []byte, end int64, torn bool, _ error) {
 	f, err := fsys.Open(path)
 	if err != nil {
-		return buf, from, false, fmt.Errorf("wal: %w", err)
+		return buf, s.from, false, fmt.Errorf("wal: %w", err)
 	}
 	defer f.Close()
 	size := f.Size()
-	if limit > 0 {
-		size = min(size, limit) // read no further than limit
+	if s.to > 0 {
+		size = min(size, s.to) // read no further than to
 	}
-	if size == 0 || size <= from {
+	if size == 0 || size <= s.from {
 		// An empty segment: created and not yet given its header before a
 		// crash, or truncated by an earlier replay. It holds no records.
-		return buf, from, false, nil
+		return buf, s.from, false, nil
 	}
-	off := from
-	if from == 0 {
-		head, err := readHead(f, path)
-		if err != nil {
-			return buf, 0, false, err
-		}
-		h, verdict, why := parseHeader(head)
-		switch verdict {
-		case headerPartial:
-			// What a crash while the segment was being created leaves.
-			if isLast {
-				tail, err := readTail(f, path, 0, size)
-				if err != nil {
-					return buf, 0, false, err
-				}
-				if size < int64(headerLen) || isZero(tail[headerLenV1:]) {
-					return buf, 0, true, nil
-				}
+	head, err := readHead(f, path)
+	if err != nil {
+		return buf, s.from, false, err
+	}
+	h, verdict, why := parseHeader(head, s.n)
+	if s.from > 0 && verdict != headerOK {
+		// Records were read past this header before: it was whole then.
+		return buf, s.from, false, corruptf(path, 0, "the segment header no longer reads (%s)", cmp.Or(why, "cut short"))
+	}
+	switch verdict {
+	case headerPartial:
+		// What a crash while the segment was being created leaves.
+		if s.last {
+			tail, err := readTail(f, path, 0, size)
+			if err != nil {
+				return buf, 0, false, err
 			}
-			return buf, 0, false, corruptf(path, 0, "bad segment header")
-		case headerBad:
+			if size < int64(headerLen) || isZero(tail[headerLenV1:]) {
+				return buf, 0, true, nil
+			}
+		}
+		return buf, 0, false, corruptf(path, 0, "bad segment header")
+	case headerStale:
+		// A recycled file renamed to this segment, whose new header
+		// a crash kept from the disk (or tore): its records are all of
+		// its earlier life, unless one of this segment's follows.
+		if !s.last {
 			return buf, 0, false, corruptf(path, 0, "%s", why)
 		}
-		off = int64(h.Len())
+		if err := provenTorn(f, path, 0, size, recordSeed(formatVersion, s.n), why); err != nil {
+			return buf, 0, false, err
+		}
+		return buf, 0, true, nil
+	case headerBad:
+		return buf, 0, false, corruptf(path, 0, "%s", why)
+	}
+	off := max(s.from, int64(h.Len()))
+	if h.recycled() && s.vouched > 0 {
+		size = min(size, s.vouched) // stale bytes may follow
+	}
+	seed := recordSeed(h.Version, s.n)
+	if size <= off {
+		return buf, off, false, nil
 	}
 	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 256<<10)
 
@@ -195,7 +252,7 @@ func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf [
 				if _, err := io.ReadFull(r, buf); err != nil {
 					return buf, off, false, fmt.Errorf("wal: read %s: %w", path, err)
 				}
-				crc := crc32.Update(crc32.Checksum(hdr[4:], castagnoli), castagnoli, buf)
+				crc := crc32.Update(crc32.Update(seed, castagnoli, hdr[4:]), castagnoli, buf)
 				if crc != binary.LittleEndian.Uint32(hdr[:4]) {
 					reason = "checksum mismatch"
 				} else {
@@ -208,21 +265,32 @@ func scanSegment(fsys vfs.FS, path string, from, limit int64, isLast bool, buf [
 			}
 		}
 		// A bad record at off.
-		if !isLast {
+		if !s.last {
 			return buf, off, false, corruptf(path, off, "%s", reason)
 		}
-		tail, err := readTail(f, path, off, size)
-		if err != nil {
+		if err := provenTorn(f, path, off, size, seed, reason); err != nil {
 			return buf, off, false, err
-		}
-		if at, found, ok := findRecord(tail); !ok {
-			return buf, off, false, corruptf(path, off, "%s, and the rest of the file is too large to prove it a torn tail", reason)
-		} else if found {
-			return buf, off, false, corruptf(path, off, "%s, with a valid record after it at offset %d", reason, off+at)
 		}
 		return buf, off, true, nil
 	}
 	return buf, off, false, nil
+}
+
+// provenTorn checks that the bad record (or header) at off in f, whose
+// records are checksummed from seed, starts a torn tail: no valid record
+// follows it before size. Otherwise it returns an error wrapping
+// ErrCorrupt that says why the record at off is bad.
+func provenTorn(f vfs.Readable, path string, off, size int64, seed uint32, reason string) error {
+	tail, err := readTail(f, path, off, size)
+	if err != nil {
+		return err
+	}
+	if at, found, ok := findRecord(tail, seed); !ok {
+		return corruptf(path, off, "%s, and the rest of the file is too large to prove it a torn tail", reason)
+	} else if found {
+		return corruptf(path, off, "%s, with a valid record after it at offset %d", reason, off+at)
+	}
+	return nil
 }
 
 // readTail reads the bytes of f (at path) from off to size.
@@ -234,10 +302,10 @@ func readTail(f vfs.Readable, path string, off, size int64) ([]byte, error) {
 	return tail, nil
 }
 
-// findRecord looks for a valid record starting anywhere in b after its first
-// byte. It reports ok=false when it gave up after checksumming scanBudget
-// bytes.
-func findRecord(b []byte) (at int64, found, ok bool) {
+// findRecord looks for a valid record, checksummed from seed, starting
+// anywhere in b after its first byte. It reports ok=false when it gave up
+// after checksumming scanBudget bytes.
+func findRecord(b []byte, seed uint32) (at int64, found, ok bool) {
 	budget := int64(scanBudget)
 	for q := 1; q+frameHeaderLen <= len(b); q++ {
 		n := int64(binary.LittleEndian.Uint32(b[q+4:]))
@@ -248,7 +316,7 @@ func findRecord(b []byte) (at int64, found, ok bool) {
 		if budget -= 4 + n; budget < 0 {
 			return 0, false, false
 		}
-		if crc32.Checksum(b[q+4:end], castagnoli) == binary.LittleEndian.Uint32(b[q:]) {
+		if crc32.Update(seed, castagnoli, b[q+4:end]) == binary.LittleEndian.Uint32(b[q:]) {
 			return int64(q), true, true
 		}
 	}
