@@ -72,6 +72,9 @@ type Log struct {
 	// records in buf were framed for (their checksums cover its number).
 	rotating bool
 	bufSeg   uint64
+	// seed is recordSeed of segment seedSeg, computed once per segment.
+	seed    uint32
+	seedSeg uint64
 	// activeBytes counts the active segment's bytes, buffered ones included.
 	activeBytes int64
 	old         []segmentInfo // live segments older than the active one, ascending
@@ -217,7 +220,10 @@ func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
 		panic(fmt.Sprintf("wal: buffered records framed for segment %d, the next for %d", l.bufSeg, seg))
 	}
 	l.bufSeg = seg
-	l.buf = appendRecord(l.buf, recordSeed(formatVersion, seg), tag, payload)
+	if seg != l.seedSeg {
+		l.seedSeg, l.seed = seg, recordSeed(formatVersion, seg)
+	}
+	l.buf = appendRecord(l.buf, l.seed, tag, payload)
 	l.appended++
 	l.activeBytes += int64(frameHeaderLen + len(tag) + len(payload))
 	t := Ticket{l.appended}
@@ -356,9 +362,14 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	}
 	if err == nil && rotate {
 		oldClosed = true
-		if err = f.Close(); err == nil {
-			// roundBytes is the closed segment's final size: this
-			// round wrote everything buffered before it.
+		// roundBytes is the closed segment's final size: this round
+		// wrote everything buffered before it. A recycled segment is
+		// cut there before the next one exists: only the last segment
+		// may hold stale bytes (recycle.go).
+		if err = f.Close(); err == nil && l.reuser != nil {
+			err = cutStale(l.opts.FS, segmentPath(l.opts.Dir, seg), roundBytes)
+		}
+		if err == nil {
 			nf, err = l.createSegment(seg+1, seg, roundBytes, reuse)
 		}
 	}
@@ -517,9 +528,9 @@ func (l *Log) Close() error {
 }
 
 // cutStale truncates the closed segment at path to end, its records'
-// end, if it is longer: a recycled file holds its earlier lives' bytes
-// after its records, and the segment a later Log starts does not record
-// where this one ends (recycle.go).
+// end, if it is longer (a recycled file holds its earlier lives' bytes
+// after its records), and makes the cut durable: a segment that has a
+// successor never holds stale bytes (recycle.go).
 func cutStale(fsys vfs.FS, path string, end int64) error {
 	st, err := fsys.Stat(path)
 	if err != nil {

@@ -8,18 +8,20 @@ package wal
 // Options.RecycleSegments of the segments it drops, renamed to
 // "%016d.recycle" (by their last segment number), and the next rotation
 // renames one of them to the new segment's name and overwrites it from
-// offset 0: header, then records. The bytes after the new segment's last
-// record are those of the file's earlier lives. Readers never take them
-// for records of the new segment:
+// offset 0: header, then records. Until the segment is closed, the
+// bytes after its last record are those of the file's earlier lives;
+// closing it (rotation or Close) cuts them, durably, before a next
+// segment exists. So only the last segment can hold stale bytes, and
+// readers never take them for records of the new segment:
 //
 //   - the header names the segment it was written as, and each record's
 //     checksum covers that number (format version 3, format.go): a
 //     header or record of an earlier life fails as this segment's;
-//   - a segment before the last is read up to the size the next
-//     segment's header records for it; the last segment (and one whose
-//     successor records nothing) ends at its last good record, a torn
-//     tail as replay already knew it, proven by no record of this
-//     segment following.
+//   - the last segment ends at its last good record, a torn tail as
+//     replay already knew it, proven by no record of this segment
+//     following (stale records never pass as one);
+//   - a segment before the last is cut at its end, and read only up to
+//     the size the next segment's header records for it anyway.
 //
 // Segment numbers only grow within a log folder, so no earlier life of a
 // file was the segment it now is. Crash safety, step by step:
@@ -30,17 +32,24 @@ package wal
 //     segment and the next RemoveBefore deletes it.
 //   - Open deletes every pooled file it finds (a crash left them): the
 //     pool holds only files this Log pooled, all of format version 3.
-//   - A rotation renames the pooled file to the new name (never
-//     replacing an existing one, as Create is exclusive), writes the
-//     header, fsyncs the file and then the folder, and only then writes
-//     records: a crash before that leaves the new segment, the last
-//     one, with its old header (another segment's, or torn) and stale
-//     records, which replay reads as a torn segment holding nothing,
-//     and a header made durable without its rename leaves a pooled file
-//     the next Open deletes.
+//   - A rotation fsyncs the closing segment, cuts its stale bytes
+//     (truncate and fsync: a crash before leaves it the last segment,
+//     with a torn tail), then renames the pooled file to the new name
+//     (never replacing an existing one, as Create is exclusive), writes
+//     the header, fsyncs the file and then the folder, and only then
+//     writes records. A crash before that leaves the new segment, the
+//     last one, with its old header (another segment's, or torn) and
+//     stale records, which replay reads as a torn segment holding
+//     nothing (and cuts), after a whole predecessor; a header made
+//     durable without its rename leaves a pooled file the next Open
+//     deletes.
 //   - Records then overwrite the old ones in order; a crash leaves the
 //     new ones up to some point and then stale or torn bytes: a torn
-//     tail.
+//     tail, cut by the next replay.
+//   - Close cuts the stale bytes of the active segment like a rotation,
+//     so the segment the next Log starts (which records nothing of its
+//     predecessor) follows a clean one; after a crash, the replay that
+//     comes before Open cuts them.
 
 import (
 	"cmp"
