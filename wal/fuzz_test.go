@@ -42,7 +42,7 @@ func FuzzReplay(f *testing.F) {
 	torn := slices.Clone(other)
 	copy(torn, valid[:20])
 	f.Add(torn)
-	dir := f.TempDir()                                         // one file rewritten per input: creating folders is slow
+	dir := f.TempDir() // one file rewritten per input: creating folders is slow
 	f.Fuzz(func(t *testing.T, data []byte) {
 		path := filepath.Join(dir, segmentName(1))
 		if err := os.WriteFile(path, data, 0o644); err != nil {
