@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tabuladb/tabula/vfs"
@@ -381,5 +382,70 @@ func TestReuseNeverReplacesASegment(t *testing.T) {
 	}
 	if b, err := os.ReadFile(segmentPath(dir, 3)); err != nil || !bytes.Equal(b, theirs) {
 		t.Fatalf("segment 3 changed: %v", err)
+	}
+}
+
+// TestLongStaleTailIsATornTail: the last segment, a recycled file, holds a
+// few records of its own and then 16 MiB of its earlier life: records of
+// another segment, bytes a client wrote that read as record lengths at
+// every other offset, or random bytes. Each is a torn tail, replayed and
+// cut (a search for a record starting at any byte of them, of any
+// length, would exceed any budget and refuse to open the log).
+func TestLongStaleTailIsATornTail(t *testing.T) {
+	r := newRand(t)
+	stale := map[string]func(n int) []byte{
+		"old records": func(n int) []byte {
+			var b []byte
+			for len(b) < n {
+				p := make([]byte, 50+r.IntN(200))
+				for i := range p[:len(p)/2] {
+					p[i] = byte(r.Uint32())
+				}
+				b = appendRecord(b, recordSeed(formatVersion, 3), nil, p)
+			}
+			return b
+		},
+		"lengths everywhere": func(n int) []byte {
+			return bytes.Repeat([]byte{0, 0, 8, 0}, n/4) // 512 KiB at every fourth offset
+		},
+		"random": func(n int) []byte {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			return b
+		},
+	}
+	for name, gen := range stale {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			want := numbered("new ", 3, 20)
+			seg, ends := writeSegment(5, want)
+			file := append(seg, gen(16<<20)...)
+			writeFile(t, segmentPath(dir, 5), file)
+			got, _, err := replayAll(t, dir, 0)
+			if err != nil || !equalPayloads(got, want) {
+				t.Fatalf("replay = %s, %v; want %s", describe(got), err, describe(want))
+			}
+			if st, err := os.Stat(segmentPath(dir, 5)); err != nil || st.Size() != int64(ends[len(ends)-1]) {
+				t.Fatalf("segment left at %d bytes, %v; want %d", st.Size(), err, ends[len(ends)-1])
+			}
+		})
+	}
+}
+
+// TestDamageBeforeALongRecordIsCorrupt: in the last segment of format
+// version 3, a damaged record whose length is intact, followed by a valid
+// record further away than the window searched after damage, is still
+// damage: the next record is looked for where the length says.
+func TestDamageBeforeALongRecordIsCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	long := bytes.Repeat([]byte("long record "), (tornWindow+100)/12)
+	seg, ends := writeSegment(1, [][]byte{[]byte("first"), long, []byte("after")})
+	seg[ends[0]+frameHeaderLen+100] ^= 1 // inside the long record's payload
+	writeFile(t, segmentPath(dir, 1), seg)
+	got, _, err := replayAll(t, dir, 0)
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", ends[1])) {
+		t.Fatalf("replay = %s, %v; want ErrCorrupt naming the valid record at offset %d", describe(got), err, ends[1])
 	}
 }

@@ -11,11 +11,31 @@ import (
 	"github.com/tabuladb/tabula/vfs"
 )
 
-// scanBudget bounds the bytes checksummed while looking for a valid record
-// after a bad one in the last segment. Past it the damage is reported as
-// corruption rather than truncated: refusing to open is recoverable by an
-// operator, silently dropping records is not.
-const scanBudget = 1 << 30
+// A bad record in the last segment is a torn tail only if no valid record
+// follows it; otherwise it is damage (refusing to open is recoverable by
+// an operator, silently dropping acknowledged records is not).
+//
+// In format versions 1 and 2 (files only ever appended to, whose torn
+// tails are short) the whole rest of the file is searched, a record
+// starting at any byte, checksumming at most scanBudget bytes; past it
+// the damage is reported as corruption rather than truncated.
+//
+// A version 3 segment may be a recycled file (recycle.go): the rest of
+// it may be tens of MiB of an earlier life's bytes, in which a search for
+// a record of any length starting at any byte costs the square of their
+// length, and data a client wrote could make it exceed any budget. The
+// search looks where records of this segment that followed damage would
+// be: where the bad record's length says the next one starts, and any
+// record starting and ending within tornWindow bytes after the bad one,
+// checksumming at most tornBudget bytes (past it, none is found). Damage
+// that is followed by nothing but records this search misses (a damaged
+// length field and the next record ending more than tornWindow later)
+// reads as a torn tail.
+const (
+	scanBudget = 1 << 30
+	tornWindow = 1 << 20
+	tornBudget = 128 << 20
+)
 
 // Replay reads every segment in dir on fsys (nil: the local disk) numbered
 // >= from, in order, calling fn with each record's payload. The payload
@@ -214,7 +234,8 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 		if !s.last {
 			return buf, 0, false, corruptf(path, 0, "%s", why)
 		}
-		if err := provenTorn(f, path, 0, size, recordSeed(formatVersion, s.n), why); err != nil {
+		if err := provenTorn(f, path, tornAt{off: 0, next: int64(headerLen), size: size, version: formatVersion,
+			seed: recordSeed(formatVersion, s.n), reason: why}); err != nil {
 			return buf, 0, false, err
 		}
 		return buf, 0, true, nil
@@ -235,6 +256,7 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 	for off < size {
 		rest := size - off
 		var reason string
+		next := int64(-1) // where the next record starts if this one's length is right
 		if rest < frameHeaderLen {
 			reason = "short record header"
 		} else {
@@ -242,6 +264,7 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 				return buf, off, false, fmt.Errorf("wal: read %s: %w", path, err)
 			}
 			n := int64(binary.LittleEndian.Uint32(hdr[4:]))
+			next = off + frameHeaderLen + n
 			if n > rest-frameHeaderLen {
 				reason = fmt.Sprintf("record length %d past end of file", n)
 			} else {
@@ -268,7 +291,7 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 		if !s.last {
 			return buf, off, false, corruptf(path, off, "%s", reason)
 		}
-		if err := provenTorn(f, path, off, size, seed, reason); err != nil {
+		if err := provenTorn(f, path, tornAt{off: off, next: next, size: size, version: h.Version, seed: seed, reason: reason}); err != nil {
 			return buf, off, false, err
 		}
 		return buf, off, true, nil
@@ -276,21 +299,75 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 	return buf, off, false, nil
 }
 
-// provenTorn checks that the bad record (or header) at off in f, whose
-// records are checksummed from seed, starts a torn tail: no valid record
-// follows it before size. Otherwise it returns an error wrapping
-// ErrCorrupt that says why the record at off is bad.
-func provenTorn(f vfs.Readable, path string, off, size int64, seed uint32, reason string) error {
-	tail, err := readTail(f, path, off, size)
+// tornAt describes a bad record (or header) in the last segment.
+type tornAt struct {
+	off     int64  // where it starts
+	next    int64  // where the next record starts if its length is right (-1: unknown)
+	size    int64  // the end of the file
+	version int    // the segment's format version
+	seed    uint32 // the segment's records' checksum seed
+	reason  string // why it is bad
+}
+
+// provenTorn checks that the bad record (or header) t in f starts a torn
+// tail: no valid record follows it (see scanBudget). Otherwise it returns
+// an error wrapping ErrCorrupt that says why the record is bad.
+func provenTorn(f vfs.Readable, path string, t tornAt) error {
+	if t.version < 3 {
+		tail, err := readTail(f, path, t.off, t.size)
+		if err != nil {
+			return err
+		}
+		if at, found, ok := findRecord(tail, t.seed, scanBudget); !ok {
+			return corruptf(path, t.off, "%s, and the rest of the file is too large to prove it a torn tail", t.reason)
+		} else if found {
+			return corruptf(path, t.off, "%s, with a valid record after it at offset %d", t.reason, t.off+at)
+		}
+		return nil
+	}
+	if t.next > t.off {
+		if ok, err := validAt(f, path, t.next, t.size, t.seed); err != nil {
+			return err
+		} else if ok {
+			return corruptf(path, t.off, "%s, with a valid record after it at offset %d", t.reason, t.next)
+		}
+	}
+	tail, err := readTail(f, path, t.off, min(t.size, t.off+tornWindow))
 	if err != nil {
 		return err
 	}
-	if at, found, ok := findRecord(tail, seed); !ok {
-		return corruptf(path, off, "%s, and the rest of the file is too large to prove it a torn tail", reason)
-	} else if found {
-		return corruptf(path, off, "%s, with a valid record after it at offset %d", reason, off+at)
+	if at, found, _ := findRecord(tail, t.seed, tornBudget); found {
+		return corruptf(path, t.off, "%s, with a valid record after it at offset %d", t.reason, t.off+at)
 	}
 	return nil
+}
+
+// validAt reports whether a valid record, checksummed from seed, starts
+// at off in f (at path) and ends by size. A record longer than
+// tornBudget is not checked.
+func validAt(f vfs.Readable, path string, off, size int64, seed uint32) (bool, error) {
+	var hdr [frameHeaderLen]byte
+	if off+frameHeaderLen > size {
+		return false, nil
+	}
+	if _, err := f.ReadAt(hdr[:], off); err != nil {
+		return false, fmt.Errorf("wal: read %s: %w", path, err)
+	}
+	n := int64(binary.LittleEndian.Uint32(hdr[4:]))
+	if n > tornBudget || off+frameHeaderLen+n > size {
+		return false, nil
+	}
+	crc := crc32.Update(seed, castagnoli, hdr[4:])
+	chunk := make([]byte, min(n, 256<<10))
+	for at := off + frameHeaderLen; at < off+frameHeaderLen+n; {
+		b := chunk[:min(int64(len(chunk)), off+frameHeaderLen+n-at)]
+		if _, err := f.ReadAt(b, at); err != nil {
+			return false, fmt.Errorf("wal: read %s: %w", path, err)
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+		at += int64(len(b))
+	}
+	return crc == binary.LittleEndian.Uint32(hdr[:4]), nil
 }
 
 // readTail reads the bytes of f (at path) from off to size.
@@ -303,10 +380,9 @@ func readTail(f vfs.Readable, path string, off, size int64) ([]byte, error) {
 }
 
 // findRecord looks for a valid record, checksummed from seed, starting
-// anywhere in b after its first byte. It reports ok=false when it gave up
-// after checksumming scanBudget bytes.
-func findRecord(b []byte, seed uint32) (at int64, found, ok bool) {
-	budget := int64(scanBudget)
+// anywhere in b after its first byte and ending within b. It reports
+// ok=false when it gave up after checksumming budget bytes.
+func findRecord(b []byte, seed uint32, budget int64) (at int64, found, ok bool) {
 	for q := 1; q+frameHeaderLen <= len(b); q++ {
 		n := int64(binary.LittleEndian.Uint32(b[q+4:]))
 		end := int64(q) + frameHeaderLen + n
