@@ -371,12 +371,16 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 		}
 		if err == nil {
 			nf, err = l.createSegment(seg+1, seg, roundBytes, reuse)
+			reuse = nil // used, or deleted if it could not be
 		}
 	}
 
 	l.mu.Lock()
 	l.busy = false
 	l.rotating = false
+	if reuse != nil {
+		l.pool = append(l.pool, *reuse) // not used: Close deletes it
+	}
 	l.inflight = 0
 	if len(l.buf) > 0 {
 		l.kickLocked() // records buffered while this round ran

@@ -449,3 +449,70 @@ func TestDamageBeforeALongRecordIsCorrupt(t *testing.T) {
 		t.Fatalf("replay = %s, %v; want ErrCorrupt naming the valid record at offset %d", describe(got), err, ends[1])
 	}
 }
+
+// TestReadingASegmentBeingOverwritten: a reader of a log whose writer is
+// overwriting a recycled file (a server replaying from its own log) may
+// read a record, or the header, while the writer's write has reached
+// only part of it: it reads as stale bytes, and by the time the bytes
+// after it are read the writer's next records are there. The reader
+// reads the bad record again before it calls it damage, and gets every
+// record.
+func TestReadingASegmentBeingOverwritten(t *testing.T) {
+	want := numbered("new ", 6, 30)
+	seg, ends := writeSegment(2, want)
+	old, _ := writeSegment(1, numbered("old ", 20, 40))
+	file := append(bytes.Clone(seg), old[len(seg):]...)
+	for name, at := range map[string]int64{"a record": int64(ends[2] + 5), "the header": 0} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFile(t, segmentPath(dir, 2), file)
+			fsys := &overwrittenFS{FS: vfs.Default, path: segmentPath(dir, 2), old: old, at: at}
+			var got [][]byte
+			end, err := ReadSegment(fsys, dir, 2, 0, nil, func(p []byte) error {
+				got = append(got, slices.Clone(p))
+				return nil
+			})
+			if err != nil || !equalPayloads(got, want) || end != int64(ends[len(ends)-1]) {
+				t.Fatalf("read %s up to %d, %v; want %s up to %d", describe(got), end, err, describe(want), ends[len(ends)-1])
+			}
+			if !fsys.seen {
+				t.Fatal("the reader never read the bytes being overwritten: the test tests nothing")
+			}
+		})
+	}
+}
+
+// overwrittenFS shows the file at path as its writer is overwriting it:
+// the first read that covers offset at sees the old bytes from at on
+// (the write has not reached them yet), later reads the new ones.
+type overwrittenFS struct {
+	vfs.FS
+	path string
+	old  []byte
+	at   int64
+	seen bool
+}
+
+func (o *overwrittenFS) Open(name string) (vfs.Readable, error) {
+	f, err := o.FS.Open(name)
+	if err != nil || name != o.path {
+		return f, err
+	}
+	return &overwrittenFile{Readable: f, o: o}, nil
+}
+
+type overwrittenFile struct {
+	vfs.Readable
+	o *overwrittenFS
+}
+
+func (f *overwrittenFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.Readable.ReadAt(p, off)
+	if o := f.o; !o.seen && off <= o.at && o.at < off+int64(n) {
+		o.seen = true
+		copy(p[o.at-off:n], o.old[o.at:])
+	}
+	return n, err
+}
+
+func (f *overwrittenFile) Read(p []byte) (int, error) { panic("overwrittenFile.Read: not used by readers") }

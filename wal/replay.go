@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -205,11 +206,42 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 		// crash, or truncated by an earlier replay. It holds no records.
 		return buf, s.from, false, nil
 	}
-	head, err := readHead(f, path)
-	if err != nil {
-		return buf, s.from, false, err
+	// A writer may be overwriting a recycled file while it is read (a
+	// server replaying from its own log, or from a fenced one's that
+	// still runs): a header or record read half new and half stale looks
+	// bad, and the bytes after it, read a moment later, may hold the
+	// writer's next records, a valid record after a bad one. The writer
+	// fills the file in order, so that record being whole means the bad
+	// one is whole by now, unless it is damage: it is read once more
+	// before it is called damage.
+	var h Header
+	var verdict headerVerdict
+	var why string
+	for again := false; ; again = true {
+		head, err := readHead(f, path)
+		if err != nil {
+			return buf, s.from, false, err
+		}
+		h, verdict, why = parseHeader(head, s.n)
+		if verdict != headerStale || !s.last || s.from > 0 {
+			break
+		}
+		// A recycled file renamed to this segment, whose new header a
+		// crash kept from the disk (or tore): its records are all of its
+		// earlier life, unless one of this segment's follows.
+		at, found, err := provenTorn(f, path, tornAt{off: 0, next: int64(headerLen), size: size, version: formatVersion,
+			seed: recordSeed(formatVersion, s.n)})
+		switch {
+		case errors.Is(err, errTooLarge):
+			return buf, 0, false, corruptf(path, 0, "%s, %v", why, err)
+		case err != nil:
+			return buf, 0, false, err
+		case !found:
+			return buf, 0, true, nil
+		case again:
+			return buf, 0, false, corruptf(path, 0, "%s, with a valid record after it at offset %d", why, at)
+		}
 	}
-	h, verdict, why := parseHeader(head, s.n)
 	if s.from > 0 && verdict != headerOK {
 		// Records were read past this header before: it was whole then.
 		return buf, s.from, false, corruptf(path, 0, "the segment header no longer reads (%s)", cmp.Or(why, "cut short"))
@@ -227,19 +259,7 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 			}
 		}
 		return buf, 0, false, corruptf(path, 0, "bad segment header")
-	case headerStale:
-		// A recycled file renamed to this segment, whose new header
-		// a crash kept from the disk (or tore): its records are all of
-		// its earlier life, unless one of this segment's follows.
-		if !s.last {
-			return buf, 0, false, corruptf(path, 0, "%s", why)
-		}
-		if err := provenTorn(f, path, tornAt{off: 0, next: int64(headerLen), size: size, version: formatVersion,
-			seed: recordSeed(formatVersion, s.n), reason: why}); err != nil {
-			return buf, 0, false, err
-		}
-		return buf, 0, true, nil
-	case headerBad:
+	case headerStale, headerBad:
 		return buf, 0, false, corruptf(path, 0, "%s", why)
 	}
 	off := max(s.from, int64(h.Len()))
@@ -253,6 +273,7 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 	r := bufio.NewReaderSize(io.NewSectionReader(f, off, size-off), 256<<10)
 
 	var hdr [frameHeaderLen]byte
+	reread := int64(-1) // the offset of the bad record read again, if any
 	for off < size {
 		rest := size - off
 		var reason string
@@ -291,10 +312,20 @@ func scanSegment(fsys vfs.FS, path string, s segScan, buf []byte, fn func([]byte
 		if !s.last {
 			return buf, off, false, corruptf(path, off, "%s", reason)
 		}
-		if err := provenTorn(f, path, tornAt{off: off, next: next, size: size, version: h.Version, seed: seed, reason: reason}); err != nil {
+		at, found, err := provenTorn(f, path, tornAt{off: off, next: next, size: size, version: h.Version, seed: seed})
+		switch {
+		case errors.Is(err, errTooLarge):
+			return buf, off, false, corruptf(path, off, "%s, %v", reason, err)
+		case err != nil:
 			return buf, off, false, err
+		case !found:
+			return buf, off, true, nil
+		case reread != off:
+			reread = off
+			r.Reset(io.NewSectionReader(f, off, size-off))
+			continue
 		}
-		return buf, off, true, nil
+		return buf, off, false, corruptf(path, off, "%s, with a valid record after it at offset %d", reason, at)
 	}
 	return buf, off, false, nil
 }
@@ -306,40 +337,37 @@ type tornAt struct {
 	size    int64  // the end of the file
 	version int    // the segment's format version
 	seed    uint32 // the segment's records' checksum seed
-	reason  string // why it is bad
 }
 
-// provenTorn checks that the bad record (or header) t in f starts a torn
-// tail: no valid record follows it (see scanBudget). Otherwise it returns
-// an error wrapping ErrCorrupt that says why the record is bad.
-func provenTorn(f vfs.Readable, path string, t tornAt) error {
+// errTooLarge says the search after a bad record gave up.
+var errTooLarge = errors.New("and the rest of the file is too large to prove it a torn tail")
+
+// provenTorn looks for a valid record after the bad record (or header) t
+// in f (see scanBudget): found says one starts at offset at, and then the
+// bad one is not a torn tail. An error is a failed read, or errTooLarge.
+func provenTorn(f vfs.Readable, path string, t tornAt) (at int64, found bool, err error) {
 	if t.version < 3 {
 		tail, err := readTail(f, path, t.off, t.size)
 		if err != nil {
-			return err
+			return 0, false, err
 		}
-		if at, found, ok := findRecord(tail, t.seed, scanBudget); !ok {
-			return corruptf(path, t.off, "%s, and the rest of the file is too large to prove it a torn tail", t.reason)
-		} else if found {
-			return corruptf(path, t.off, "%s, with a valid record after it at offset %d", t.reason, t.off+at)
+		at, found, ok := findRecord(tail, t.seed, scanBudget)
+		if !ok {
+			return 0, false, errTooLarge
 		}
-		return nil
+		return t.off + at, found, nil
 	}
 	if t.next > t.off {
-		if ok, err := validAt(f, path, t.next, t.size, t.seed); err != nil {
-			return err
-		} else if ok {
-			return corruptf(path, t.off, "%s, with a valid record after it at offset %d", t.reason, t.next)
+		if ok, err := validAt(f, path, t.next, t.size, t.seed); err != nil || ok {
+			return t.next, ok, err
 		}
 	}
 	tail, err := readTail(f, path, t.off, min(t.size, t.off+tornWindow))
 	if err != nil {
-		return err
+		return 0, false, err
 	}
-	if at, found, _ := findRecord(tail, t.seed, tornBudget); found {
-		return corruptf(path, t.off, "%s, with a valid record after it at offset %d", t.reason, t.off+at)
-	}
-	return nil
+	at, found, _ = findRecord(tail, t.seed, tornBudget)
+	return t.off + at, found, nil
 }
 
 // validAt reports whether a valid record, checksummed from seed, starts
