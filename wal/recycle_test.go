@@ -515,4 +515,6 @@ func (f *overwrittenFile) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-func (f *overwrittenFile) Read(p []byte) (int, error) { panic("overwrittenFile.Read: not used by readers") }
+func (f *overwrittenFile) Read(p []byte) (int, error) {
+	panic("overwrittenFile.Read: not used by readers")
+}
