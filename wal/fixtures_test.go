@@ -196,3 +196,71 @@ func writeFixtureSegments(t *testing.T, fixtureDir string, segs [2][][]byte) {
 	}
 	t.Logf("wrote %s", fixtureDir)
 }
+
+// recycledFixture is a frozen log as a crash left it after recycling:
+// segment 2, and segment 3 written over segment 1's file, which held
+// longer records of its first life; the process died with segment 3
+// active, so its stale bytes follow its records (Close or a rotation
+// would have cut them). It must replay to exactly fixtureSegments.
+const recycledFixture = "testdata/v3-recycled"
+
+func TestFrozenRecycledSegments(t *testing.T) {
+	want := fixtureSegments()
+	if *updateFixtures {
+		writeRecycledFixture(t, want)
+	}
+	dir := t.TempDir()
+	sizes := copyFixture(t, recycledFixture, dir)
+	if len(sizes) != 2 {
+		t.Fatalf("fixture has %d segments, want 2", len(sizes))
+	}
+	records := int64(headerLen)
+	for _, p := range want[1] {
+		records += int64(frameHeaderLen + len(p))
+	}
+	if sizes[segmentName(3)] <= records {
+		t.Fatalf("segment 3 holds %d bytes, its records %d: no stale bytes", sizes[segmentName(3)], records)
+	}
+	if h, err := ReadHeader(nil, dir, 3); err != nil || h != (Header{Version: 3, Seg: 3, Prev: 2, PrevLen: sizes[segmentName(2)]}) {
+		t.Fatalf("header of segment 3 = %+v, %v", h, err)
+	}
+	all := append(append([][]byte(nil), want[0]...), want[1]...)
+	if got := readLikeARecoveringServer(t, dir, 2); !equalPayloads(got, all) {
+		t.Fatalf("a recovering reader got %q\nwant %q", got, all)
+	}
+	got, last, err := replayAll(t, dir, 2)
+	if err != nil || last != 3 || !equalPayloads(got, all) {
+		t.Fatalf("replay = %q, last %d, %v\nwant %q", got, last, err, all)
+	}
+	if st, err := os.Stat(filepath.Join(dir, segmentName(3))); err != nil || st.Size() != records {
+		t.Fatalf("replay left segment 3 at %d bytes, %v; want its records' %d", st.Size(), err, records)
+	}
+}
+
+// writeRecycledFixture writes recycledFixture with the Log, unless it
+// exists.
+func writeRecycledFixture(t *testing.T, segs [2][][]byte) {
+	t.Helper()
+	if _, err := os.Stat(recycledFixture); !errors.Is(err, os.ErrNotExist) {
+		t.Logf("%s exists; not overwriting it", recycledFixture)
+		return
+	}
+	l, err := Open(Options{Dir: recycledFixture})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, l, numbered("first life of segment 1's file, record ", 40, 200)...)
+	if _, err := l.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RemoveBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, l, segs[0]...)
+	if n, err := l.Rotate(); err != nil || n != 3 {
+		t.Fatalf("Rotate = %d, %v", n, err)
+	}
+	appendAll(t, l, segs[1]...)
+	abandon(t, l) // a crash: segment 3 keeps its stale bytes
+	t.Logf("wrote %s", recycledFixture)
+}
