@@ -3,7 +3,7 @@ package wal
 // Segment recycling (docs/CONTRACTS.md §3 "Recycling"). On ext4, an
 // fsync after appending to a file also commits the file's new size and
 // extents to the journal; an fsync after overwriting blocks the file
-// already has commits only the data, and costs about half as much
+// already has commits only the data, and costs well under half as much
 // (docs/BENCHMARKS.md).
 // So, as pebble does with its WAL files, RemoveBefore keeps up to
 // Options.RecycleSegments of the segments it drops, renamed to
