@@ -123,7 +123,9 @@ func (tr *trimmer) grow(segs uint64, hs ...*Handle) {
 func (tr *trimmer) active() uint64 { return tr.l.cl.Segment() }
 
 // expectFirst checks that the oldest segment left is first, that none is
-// missing after it, and that Size counts the bytes of the files left.
+// missing after it, and that Size counts the bytes of the segments left
+// (the ends of their records: a recycled file may hold stale bytes after
+// them).
 func (tr *trimmer) expectFirst(what string, first uint64) {
 	tr.t.Helper()
 	segs := listSegments(tr.t, tr.root, tr.l.Name())
@@ -135,7 +137,7 @@ func (tr *trimmer) expectFirst(what string, first uint64) {
 		if s != first+uint64(i) {
 			tr.t.Fatalf("%s: segments %v left, with a gap", what, segs)
 		}
-		disk += fileSize(tr.t, segPath(tr.root, tr.l.Name(), s))
+		disk += segmentEnd(tr.t, tr.root, tr.l.Name(), segs, i)
 	}
 	if size := tr.l.Size(); size != disk {
 		tr.t.Fatalf("%s: Size() = %d, the %d segment files hold %d bytes", what, size, len(segs), disk)
@@ -383,4 +385,24 @@ func TestRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.expectFirst("every pin of t released", tr.active())
+}
+
+// segmentEnd returns where the records of segment segs[i] of the log
+// called name end, as a reader finds it.
+func segmentEnd(t *testing.T, root, name string, segs []uint64, i int) int64 {
+	t.Helper()
+	dir := Dir(root, name)
+	var next *wal.Header
+	if i < len(segs)-1 {
+		h, err := wal.ReadHeader(nil, dir, segs[i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		next = &h
+	}
+	end, err := wal.ReadSegment(nil, dir, segs[i], 0, next, func([]byte) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return end
 }

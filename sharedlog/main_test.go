@@ -139,7 +139,15 @@ func segmentsOf(t testing.TB, root, name string) (recs map[pinKey][]string, segs
 	dir := Dir(root, name)
 	nums := listSegments(t, root, name)
 	for i, n := range nums {
-		_, err := wal.ReadSegment(nil, dir, n, 0, i == len(nums)-1, func(p []byte) error {
+		var next *wal.Header // nil: the last segment
+		if i < len(nums)-1 {
+			h, err := wal.ReadHeader(nil, dir, nums[i+1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			next = &h
+		}
+		_, err := wal.ReadSegment(nil, dir, n, 0, next, func(p []byte) error {
 			tablet, epoch, rest, err := parseTag(p)
 			if err != nil {
 				return err
@@ -239,8 +247,8 @@ func (f *countingFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // segmentHeaderLen is the length of a segment header (wal format
-// version 2).
-const segmentHeaderLen = 28
+// version 3).
+const segmentHeaderLen = 36
 
 // Close counts an open that read only a segment's header (a replay
 // checking the size the next segment records for the one it read) apart:

@@ -78,7 +78,8 @@ func isDamage(err error) bool {
 //
 // A segment is sealed (never read again) once it was read to the size the
 // next segment's header records for it (wal.Header; a segment
-// started by rotation records its predecessor's final size). A segment
+// started by rotation records its predecessor's final size; a recycled
+// segment is read no further, as stale bytes follow). A segment
 // that reads short of that is read once more (a store's listing may lag
 // on its last parts while it shows the next segment), and if it is still
 // short that is an error wrapping wal.ErrCorrupt: replay never stops
@@ -153,7 +154,11 @@ func readSegment(fsys vfs.FS, dir string, n uint64, last bool, segs []uint64, i 
 		}
 	}
 	read := func(isLast bool) error {
-		end, err := wal.ReadSegment(fsys, dir, n, st.ends[n], isLast, func(p []byte) error { return fn(n, p) })
+		nx := &next // the zero Header after a gap: it records nothing
+		if isLast {
+			nx = nil
+		}
+		end, err := wal.ReadSegment(fsys, dir, n, st.ends[n], nx, func(p []byte) error { return fn(n, p) })
 		st.ends[n] = end
 		return err
 	}

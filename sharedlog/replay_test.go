@@ -220,10 +220,14 @@ func TestForeignLogIncremental(t *testing.T) {
 	checkRecords(t, "replay of b after more writes", mustReplay(t, r, "alive", kb, 0), payloads(kb, 0, 100))
 	checkRecords(t, "replay of c, written after the first replay", mustReplay(t, r, "alive", kc, 0), payloads(kc, 0, 10))
 	for _, s := range after {
+		// A read that goes on from where an earlier one stopped reads
+		// the segment's header again (its format version says how its
+		// records are checksummed), and then only the records after.
 		path := segPath(root, "alive", s)
-		if _, read := cfs.counts(path); read != fileSize(t, path) {
-			t.Errorf("segment %d: %d bytes read by three replays of a growing log, want its %d bytes read once",
-				s, read, fileSize(t, path))
+		opens, read := cfs.counts(path)
+		if size := fileSize(t, path); read < size || read > size+int64(opens-1)*segmentHeaderLen {
+			t.Errorf("segment %d: %d bytes read by three replays (%d reads) of a growing log, want its %d bytes read once and its header once per later read",
+				s, read, opens, fileSize(t, path))
 		}
 	}
 
@@ -360,13 +364,15 @@ func TestReplayUnknownLog(t *testing.T) {
 
 // frame returns the wal framing of one shared-log record (see
 // wal's format.go): crc32c(length|payload) | length | payload.
-func frame(k pinKey, p string) []byte {
+func frame(k pinKey, seg uint64, p string) []byte {
 	body := append(appendTag(nil, k.tablet, k.epoch), p...)
 	var b []byte
 	b = binary.LittleEndian.AppendUint32(b, 0)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(body)))
 	b = append(b, body...)
-	binary.LittleEndian.PutUint32(b, crc32.Checksum(b[4:], crc32.MakeTable(crc32.Castagnoli)))
+	// Format version 3: the checksum covers the segment number first.
+	crc := crc32.Checksum(binary.LittleEndian.AppendUint64(nil, seg), crc32.MakeTable(crc32.Castagnoli))
+	binary.LittleEndian.PutUint32(b, crc32.Update(crc, crc32.MakeTable(crc32.Castagnoli), b[4:]))
 	return b
 }
 
@@ -391,15 +397,14 @@ func appendFile(t *testing.T, path string, b []byte) {
 // returns it.
 func TestTornTail(t *testing.T) {
 	k, other := pinKey{"t", 1}, pinKey{"other", 1}
-	late := frame(k, "late record")
-	cases := map[string][]byte{
-		"half a record": late[:len(late)/2],
-		"short header":  late[:5],
-		"header only":   late[:8],
-		"zeros":         make([]byte, 100),
-		"bad checksum":  append([]byte{1, 2, 3, 4}, late[4:]...),
+	cases := map[string]func(late []byte) []byte{
+		"half a record": func(late []byte) []byte { return late[:len(late)/2] },
+		"short header":  func(late []byte) []byte { return late[:5] },
+		"header only":   func(late []byte) []byte { return late[:8] },
+		"zeros":         func([]byte) []byte { return make([]byte, 100) },
+		"bad checksum":  func(late []byte) []byte { return append([]byte{1, 2, 3, 4}, late[4:]...) },
 	}
-	for name, tail := range cases {
+	for name, tailOf := range cases {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			w := mustOpen(t, Options{Root: root, Name: "w", SegmentSize: smallSegments, SyncMode: wal.SyncNone})
@@ -413,7 +418,8 @@ func TestTornTail(t *testing.T) {
 			}
 			segs := listSegments(t, root, "w")
 			path := segPath(root, "w", segs[len(segs)-1])
-			appendFile(t, path, tail)
+			late := frame(k, segs[len(segs)-1], "late record")
+			appendFile(t, path, tailOf(late))
 			size := fileSize(t, path)
 
 			r := mustOpen(t, Options{Root: root, Name: "r"})

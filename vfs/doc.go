@@ -5,9 +5,10 @@
 //
 // The interface is deliberately small, and shaped by what an object
 // store can do as well as a disk: files are created whole and never
-// opened for writing again (the one exception, Truncate, cuts a torn
-// commit-log tail and is local-only in spirit), read with ReadAt,
-// renamed only to publish a finished file, listed by directory.
+// opened for writing again (the exceptions are local-only in spirit:
+// Truncate cuts a torn commit-log tail, and the optional Reuser lets a
+// commit log overwrite its old segments under new names), read with
+// ReadAt, renamed only to publish a finished file, listed by directory.
 //
 // Implementations:
 //

@@ -1,10 +1,11 @@
 // Package wal is the commit-log format, a durable format of its own at the
 // top of the tree (the engine, the tablet server and package sharedlog,
 // which frames its records the same way, import it): the write-ahead log
-// of one tablet, append-only segment files of CRC32C-framed records, written with group commit so that
+// of one tablet, segment files of CRC32C-framed records, written with group commit so that
 // concurrent writers share one fsync (docs/CONTRACTS.md §3 "Commit log").
 // Its files live on a vfs.FS (the local disk by default): a segment is
-// created, then appended to through the same handle until it is rotated.
+// created, or on a local disk takes over the file of a removed one
+// (recycle.go), then written through the same handle until it is rotated.
 //
 // The log knows nothing of what a record means; the tablet engine encodes one
 // row's mutation batch (with its sequence number) as the payload. On open the
@@ -20,7 +21,8 @@
 //	err = l.Wait(t)           // outside it: concurrent waiters share one fsync
 //
 // After a flush the engine calls Rotate, records the returned segment number
-// in its manifest as the new replay point, and then calls RemoveBefore with it.
+// in its manifest as the new replay point, and then calls RemoveBefore with it
+// (which keeps a few of the removed files for the next segments to reuse).
 //
 // Options.SyncMode says when Wait returns (see SyncMode): in SyncBuffered a
 // flusher goroutine owned by the log hands records to the file system in

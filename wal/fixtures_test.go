@@ -10,12 +10,13 @@ import (
 )
 
 // Frozen fixtures: the segments under testdata/v1/ were written once by the
-// format version 1 Log, those under testdata/v2/ by the version 2 Log (Write, Wait, Append, Rotate, Close) and stand for
-// logs already on disks: a tablet server after an upgrade replays the logs
-// its predecessor wrote. Every later release must replay them to exactly
-// fixtureSegments. A failure means old logs no longer replay: fix the code,
-// never the fixture; a new format version gets fixtures of its own beside
-// these (testdata/v2/).
+// format version 1 Log, those under testdata/v2/ by the version 2 Log and
+// those under testdata/v3/ by the version 3 Log (Write, Wait, Append,
+// Rotate, Close), and stand for logs already on disks: a tablet server
+// after an upgrade replays the logs its predecessor wrote. Every later
+// release must replay them to exactly fixtureSegments. A failure means old
+// logs no longer replay: fix the code, never the fixture; a new format
+// version gets fixtures of its own beside these (testdata/v4/).
 //
 // To write the fixture when it does not exist (it never overwrites it):
 //
@@ -27,7 +28,7 @@ var updateFixtures = flag.Bool("update-fixtures", false, "write missing frozen f
 var fixtureDirs = []struct {
 	dir       string
 	headerLen int
-}{{"testdata/v1", headerLenV1}, {"testdata/v2", headerLen}}
+}{{"testdata/v1", headerLenV1}, {"testdata/v2", headerLenV2}, {"testdata/v3", headerLen}}
 
 // fixtureSegments are the payloads of segments 1 and 2. They include the
 // shapes a reader might trip on: an empty payload, one that looks like a
@@ -86,11 +87,15 @@ func checkFixture(t *testing.T, fixtureDir string, hlen int, want [2][][]byte) {
 			t.Errorf("%s has %d bytes, its records take %d", name, sizes[name], size)
 		}
 	}
-	// Since version 2, the rotated segment records its predecessor.
+	// Since version 2, the rotated segment records its predecessor;
+	// since version 3, its own number.
 	h, err := ReadHeader(nil, dir, 2)
 	wantPrev := Header{Version: 1}
-	if hlen == headerLen {
-		wantPrev = Header{Version: formatVersion, Prev: 1, PrevLen: sizes[segmentName(1)]}
+	switch hlen {
+	case headerLenV2:
+		wantPrev = Header{Version: 2, Prev: 1, PrevLen: sizes[segmentName(1)]}
+	case headerLen:
+		wantPrev = Header{Version: 3, Seg: 2, Prev: 1, PrevLen: sizes[segmentName(1)]}
 	}
 	if err != nil || h != wantPrev {
 		t.Errorf("header of segment 2 = %+v, %v; want %+v", h, err, wantPrev)
@@ -190,4 +195,72 @@ func writeFixtureSegments(t *testing.T, fixtureDir string, segs [2][][]byte) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", fixtureDir)
+}
+
+// recycledFixture is a frozen log as a crash left it after recycling:
+// segment 2, and segment 3 written over segment 1's file, which held
+// longer records of its first life; the process died with segment 3
+// active, so its stale bytes follow its records (Close or a rotation
+// would have cut them). It must replay to exactly fixtureSegments.
+const recycledFixture = "testdata/v3-recycled"
+
+func TestFrozenRecycledSegments(t *testing.T) {
+	want := fixtureSegments()
+	if *updateFixtures {
+		writeRecycledFixture(t, want)
+	}
+	dir := t.TempDir()
+	sizes := copyFixture(t, recycledFixture, dir)
+	if len(sizes) != 2 {
+		t.Fatalf("fixture has %d segments, want 2", len(sizes))
+	}
+	records := int64(headerLen)
+	for _, p := range want[1] {
+		records += int64(frameHeaderLen + len(p))
+	}
+	if sizes[segmentName(3)] <= records {
+		t.Fatalf("segment 3 holds %d bytes, its records %d: no stale bytes", sizes[segmentName(3)], records)
+	}
+	if h, err := ReadHeader(nil, dir, 3); err != nil || h != (Header{Version: 3, Seg: 3, Prev: 2, PrevLen: sizes[segmentName(2)]}) {
+		t.Fatalf("header of segment 3 = %+v, %v", h, err)
+	}
+	all := append(append([][]byte(nil), want[0]...), want[1]...)
+	if got := readLikeARecoveringServer(t, dir, 2); !equalPayloads(got, all) {
+		t.Fatalf("a recovering reader got %q\nwant %q", got, all)
+	}
+	got, last, err := replayAll(t, dir, 2)
+	if err != nil || last != 3 || !equalPayloads(got, all) {
+		t.Fatalf("replay = %q, last %d, %v\nwant %q", got, last, err, all)
+	}
+	if st, err := os.Stat(filepath.Join(dir, segmentName(3))); err != nil || st.Size() != records {
+		t.Fatalf("replay left segment 3 at %d bytes, %v; want its records' %d", st.Size(), err, records)
+	}
+}
+
+// writeRecycledFixture writes recycledFixture with the Log, unless it
+// exists.
+func writeRecycledFixture(t *testing.T, segs [2][][]byte) {
+	t.Helper()
+	if _, err := os.Stat(recycledFixture); !errors.Is(err, os.ErrNotExist) {
+		t.Logf("%s exists; not overwriting it", recycledFixture)
+		return
+	}
+	l, err := Open(Options{Dir: recycledFixture})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, l, numbered("first life of segment 1's file, record ", 40, 200)...)
+	if _, err := l.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RemoveBefore(2); err != nil {
+		t.Fatal(err)
+	}
+	appendAll(t, l, segs[0]...)
+	if n, err := l.Rotate(); err != nil || n != 3 {
+		t.Fatalf("Rotate = %d, %v", n, err)
+	}
+	appendAll(t, l, segs[1]...)
+	abandon(t, l) // a crash: segment 3 keeps its stale bytes
+	t.Logf("wrote %s", recycledFixture)
 }

@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,7 +64,7 @@ func TestFirstSegmentOfAnOpenRecordsNoPredecessor(t *testing.T) {
 	}
 	l.Close()
 	l = mustOpen(t, Options{Dir: dir})
-	if h, err := ReadHeader(nil, dir, 2); err != nil || h != (Header{Version: formatVersion}) {
+	if h, err := ReadHeader(nil, dir, 2); err != nil || h != (Header{Version: formatVersion, Seg: 2}) {
 		t.Fatalf("segment 2 (opened after segment 1) header = %+v, %v; want none recorded", h, err)
 	}
 	if err := l.Append([]byte("two")); err != nil {
@@ -76,47 +78,65 @@ func TestFirstSegmentOfAnOpenRecordsNoPredecessor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Header{Version: formatVersion, Prev: 2, PrevLen: st.Size()}
+	want := Header{Version: formatVersion, Seg: 3, Prev: 2, PrevLen: st.Size()}
 	if h, err := ReadHeader(nil, dir, 3); err != nil || h != want {
 		t.Fatalf("segment 3 (rotated from 2) header = %+v, %v; want %+v", h, err, want)
 	}
 }
 
 // FuzzParseHeader: parseHeader never panics on arbitrary bytes; what it
-// accepts has a known version and a length within the input; every header
-// appendHeader writes parses back to what was written, and each of its
-// proper prefixes is a partial header (torn), never a bad one.
+// accepts has a known version and a length within the input, and a
+// version 3 header it accepts is segment n's; every header appendHeader
+// writes parses back to what was written, as its own segment's and as
+// no other's (stale), and each of its proper prefixes is a partial
+// header (torn), never a bad one.
 func FuzzParseHeader(f *testing.F) {
-	f.Add([]byte{}, uint64(0), int64(0))
-	f.Add([]byte("TABULOG\x01"), uint64(1), int64(28))
-	f.Add(appendHeader(nil, 7, 1<<30), uint64(1<<64-1), int64(-1))
-	f.Add([]byte("TABULOG\x09"), uint64(3), int64(5))
-	f.Add(make([]byte, headerLen), uint64(0), int64(0))
-	f.Fuzz(func(t *testing.T, data []byte, prev uint64, prevLen int64) {
+	f.Add([]byte{}, uint64(1), uint64(0), int64(0))
+	f.Add([]byte("TABULOG\x01"), uint64(2), uint64(1), int64(28))
+	f.Add(appendHeader(nil, 8, 7, 1<<30), uint64(8), uint64(1<<64-1), int64(-1))
+	f.Add(appendHeader(nil, 8, 7, 1<<30), uint64(9), uint64(3), int64(5))
+	f.Add(appendHeaderV2(nil, 7, 1<<30), uint64(8), uint64(3), int64(5))
+	f.Add([]byte("TABULOG\x09"), uint64(4), uint64(3), int64(5))
+	f.Add(make([]byte, headerLen), uint64(1), uint64(0), int64(0))
+	f.Fuzz(func(t *testing.T, data []byte, n, prev uint64, prevLen int64) {
 		if len(data) > headerLen {
 			data = data[:headerLen]
 		}
-		h, verdict, why := parseHeader(data)
+		h, verdict, why := parseHeader(data, n)
 		switch verdict {
 		case headerOK:
-			if (h.Version != 1 && h.Version != formatVersion) || h.Len() > len(data) {
-				t.Fatalf("parseHeader(%x) = %+v", data, h)
+			if h.Version < 1 || h.Version > formatVersion || h.Len() > len(data) || (h.Version == formatVersion && h.Seg != n) {
+				t.Fatalf("parseHeader(%x, %d) = %+v", data, n, h)
 			}
-		case headerBad:
+		case headerBad, headerStale:
 			if why == "" {
-				t.Fatalf("parseHeader(%x): bad without a reason", data)
+				t.Fatalf("parseHeader(%x): verdict %d without a reason", data, verdict)
 			}
 		}
-		b := appendHeader(nil, prev, prevLen)
-		if h, verdict, _ := parseHeader(b); verdict != headerOK || h != (Header{Version: formatVersion, Prev: prev, PrevLen: prevLen}) {
-			t.Fatalf("parseHeader(appendHeader(%d, %d)) = %+v, %d", prev, prevLen, h, verdict)
+		b := appendHeader(nil, n, prev, prevLen)
+		if h, verdict, _ := parseHeader(b, n); verdict != headerOK || h != (Header{Version: formatVersion, Seg: n, Prev: prev, PrevLen: prevLen}) {
+			t.Fatalf("parseHeader(appendHeader(%d, %d, %d)) = %+v, %d", n, prev, prevLen, h, verdict)
 		}
-		for n := range len(b) {
-			if _, verdict, why := parseHeader(b[:n]); verdict != headerPartial {
-				t.Fatalf("header cut to %d bytes: verdict %d (%s), want partial", n, verdict, why)
+		if _, verdict, _ := parseHeader(b, n+1); verdict != headerStale {
+			t.Fatalf("segment %d's header read as segment %d's: verdict %d, want stale", n, n+1, verdict)
+		}
+		for i := range len(b) {
+			if _, verdict, why := parseHeader(b[:i], n); verdict != headerPartial {
+				t.Fatalf("header cut to %d bytes: verdict %d (%s), want partial", i, verdict, why)
 			}
 		}
 	})
+}
+
+// appendHeaderV2 appends a format version 2 header, as releases before
+// recycling wrote it.
+func appendHeaderV2(dst []byte, prev uint64, prevLen int64) []byte {
+	start := len(dst)
+	dst = append(dst, segmentMagic...)
+	dst = append(dst, 2)
+	dst = binary.LittleEndian.AppendUint64(dst, prev)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(prevLen))
+	return binary.LittleEndian.AppendUint32(dst, crc32.Checksum(dst[start:], castagnoli))
 }
 
 // TestReadSegmentTo: reading a segment again up to where an earlier read
@@ -134,7 +154,7 @@ func TestReadSegmentTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var first []string
-	end, err := ReadSegment(nil, dir, 1, 0, true, func(p []byte) error { first = append(first, string(p)); return nil })
+	end, err := ReadSegment(nil, dir, 1, 0, nil, func(p []byte) error { first = append(first, string(p)); return nil })
 	if err != nil || len(first) != 3 {
 		t.Fatalf("ReadSegment: %q, %v", first, err)
 	}

@@ -39,6 +39,10 @@ type Log struct {
 
 	// fsyncs counts segment fsyncs, for tests of group commit.
 	fsyncs atomic.Int64
+	// reuser is opts.FS when it can overwrite files (recycle.go), else
+	// nil; noReuse is set when it said it cannot after all.
+	reuser  vfs.Reuser
+	noReuse atomic.Bool
 
 	stop chan struct{}  // closed by Close to stop the interval syncer
 	wg   sync.WaitGroup // the interval syncer or the flusher
@@ -63,21 +67,40 @@ type Log struct {
 	closed     bool
 	f          vfs.Writable // active segment; nil after Close
 	seg        uint64       // active segment number
+	// rotating says the running round moves on to segment seg+1:
+	// records written meanwhile go there. bufSeg is the segment the
+	// records in buf were framed for (their checksums cover its number).
+	rotating bool
+	bufSeg   uint64
+	// seed is recordSeed of segment seedSeg, computed once per segment.
+	seed    uint32
+	seedSeg uint64
 	// activeBytes counts the active segment's bytes, buffered ones included.
 	activeBytes int64
 	old         []segmentInfo // live segments older than the active one, ascending
 	oldBytes    int64
+	// pool holds the segment files kept for reuse (recycle.go);
+	// poolPending counts those RemoveBefore is moving there.
+	pool        []pooled
+	poolPending int
 }
 
 type segmentInfo struct {
 	num  uint64
 	size int64
+	// mine says this Log wrote the segment (in the current format): it
+	// may be recycled. Segments found at Open are only ever deleted.
+	mine bool
 }
 
 // Open starts a new segment numbered after the largest existing one in
 // opts.Dir (1 if there is none) and returns a Log appending to it. It never
-// appends to an existing file, so it is called after Replay. Existing
-// segments stay live (they count in Size) until RemoveBefore deletes them.
+// appends to an existing file, so it is called after Replay, which also
+// cuts what a crash left after the last segment's records (a torn
+// record, or a recycled file's stale bytes): the new segment records
+// nothing of its predecessor, which must end at its last record. Existing
+// segments stay live (they count in Size) until RemoveBefore deletes
+// them. Pooled files a crash left (recycle.go) are deleted.
 func Open(opts Options) (_ *Log, err error) {
 	if opts, err = opts.withDefaults(); err != nil {
 		return nil, err
@@ -92,12 +115,16 @@ func Open(opts Options) (_ *Log, err error) {
 	l := &Log{opts: opts, stop: make(chan struct{})}
 	l.cond = sync.NewCond(&l.mu)
 	l.wake = sync.NewCond(&l.mu)
+	if r, ok := opts.FS.(vfs.Reuser); ok {
+		l.reuser = r
+	}
+	removeLeftovers(opts.FS, opts.Dir)
 	for _, n := range nums {
 		st, err := opts.FS.Stat(segmentPath(opts.Dir, n))
 		if err != nil {
 			return nil, fmt.Errorf("wal: %w", err)
 		}
-		l.old = append(l.old, segmentInfo{n, st.Size})
+		l.old = append(l.old, segmentInfo{num: n, size: st.Size})
 		l.oldBytes += st.Size
 	}
 	l.seg = 1
@@ -107,10 +134,11 @@ func Open(opts Options) (_ *Log, err error) {
 	// The segments before this one were written by another process (an
 	// earlier owner, whose torn tail replay may have cut): the new
 	// segment vouches for none of them.
-	if l.f, err = l.createSegment(l.seg, 0, 0); err != nil {
+	if l.f, err = l.createSegment(l.seg, 0, 0, nil); err != nil {
 		return nil, err
 	}
 	l.activeBytes = int64(headerLen)
+	l.bufSeg = l.seg
 	switch opts.SyncMode {
 	case SyncInterval:
 		l.wg.Add(1)
@@ -125,13 +153,15 @@ func Open(opts Options) (_ *Log, err error) {
 // createSegment creates segment n with its header, recording prev and
 // its final length prevLen (prev 0: none), and makes it durable, so
 // that a segment the manifest may name as replay point always exists. The
-// file is created exclusively (vfs.FS.Create), so an older owner of the
-// tablet still running can never start a segment this one started.
-func (l *Log) createSegment(n, prev uint64, prevLen int64) (_ vfs.Writable, err error) {
+// file is created exclusively (vfs.FS.Create, or vfs.Reuser.Reuse of the
+// pooled file p when p is set), so an older owner of the tablet still
+// running can never start a segment this one started. Records are
+// written only after the file and its name are durable (recycle.go).
+func (l *Log) createSegment(n, prev uint64, prevLen int64, p *pooled) (_ vfs.Writable, err error) {
 	path := segmentPath(l.opts.Dir, n)
-	f, err := l.opts.FS.Create(path)
+	f, err := l.openSegment(path, p)
 	if err != nil {
-		return nil, fmt.Errorf("wal: create segment: %w", err)
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -139,7 +169,7 @@ func (l *Log) createSegment(n, prev uint64, prevLen int64) (_ vfs.Writable, err 
 			l.opts.FS.Remove(path)
 		}
 	}()
-	if _, err := f.Write(appendHeader(nil, prev, prevLen)); err != nil {
+	if _, err := f.Write(appendHeader(nil, n, prev, prevLen)); err != nil {
 		return nil, fmt.Errorf("wal: write %s: %w", path, err)
 	}
 	if err := l.syncFile(f); err != nil {
@@ -180,7 +210,20 @@ func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
 	if l.closed {
 		return Ticket{}, ErrClosed
 	}
-	l.buf = appendRecord(l.buf, tag, payload)
+	// The record lands in the active segment, or in the next one if the
+	// running round is moving on to it (it took every record before).
+	seg := l.seg
+	if l.busy && l.rotating {
+		seg++
+	}
+	if len(l.buf) > 0 && l.bufSeg != seg {
+		panic(fmt.Sprintf("wal: buffered records framed for segment %d, the next for %d", l.bufSeg, seg))
+	}
+	l.bufSeg = seg
+	if seg != l.seedSeg {
+		l.seedSeg, l.seed = seg, recordSeed(formatVersion, seg)
+	}
+	l.buf = appendRecord(l.buf, l.seed, tag, payload)
 	l.appended++
 	l.activeBytes += int64(frameHeaderLen + len(tag) + len(payload))
 	t := Ticket{l.appended}
@@ -285,9 +328,17 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	target := l.appended
 	roundBytes := l.activeBytes
 	f, seg := l.f, l.seg
+	if len(data) > 0 && l.bufSeg != seg {
+		panic(fmt.Sprintf("wal: records framed for segment %d written to %d", l.bufSeg, seg))
+	}
 	rotate = rotate || roundBytes >= l.opts.SegmentSize
 	sync = sync || rotate
 	group := int(target - l.synced)
+	var reuse *pooled
+	if rotate {
+		reuse = l.poolTakeLocked()
+	}
+	l.rotating = rotate
 	l.mu.Unlock()
 
 	var began time.Time
@@ -311,15 +362,25 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	}
 	if err == nil && rotate {
 		oldClosed = true
-		if err = f.Close(); err == nil {
-			// roundBytes is the closed segment's final size: this
-			// round wrote everything buffered before it.
-			nf, err = l.createSegment(seg+1, seg, roundBytes)
+		// roundBytes is the closed segment's final size: this round
+		// wrote everything buffered before it. A recycled segment is
+		// cut there before the next one exists: only the last segment
+		// may hold stale bytes (recycle.go).
+		if err = f.Close(); err == nil && l.reuser != nil {
+			err = cutStale(l.opts.FS, segmentPath(l.opts.Dir, seg), roundBytes)
+		}
+		if err == nil {
+			nf, err = l.createSegment(seg+1, seg, roundBytes, reuse)
+			reuse = nil // used, or deleted if it could not be
 		}
 	}
 
 	l.mu.Lock()
 	l.busy = false
+	l.rotating = false
+	if reuse != nil {
+		l.pool = append(l.pool, *reuse) // not used: Close deletes it
+	}
 	l.inflight = 0
 	if len(l.buf) > 0 {
 		l.kickLocked() // records buffered while this round ran
@@ -342,7 +403,7 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 		l.synced = target
 	}
 	if rotate {
-		l.old = append(l.old, segmentInfo{seg, roundBytes})
+		l.old = append(l.old, segmentInfo{num: seg, size: roundBytes, mine: true})
 		l.oldBytes += roundBytes
 		l.activeBytes = int64(headerLen) + l.activeBytes - roundBytes
 		l.seg = seg + 1
@@ -369,8 +430,9 @@ func (l *Log) syncLoop() {
 	}
 }
 
-// RemoveBefore deletes the segments numbered below seg. The active segment
-// is never deleted.
+// RemoveBefore deletes the segments numbered below seg, or keeps up to
+// Options.RecycleSegments of them aside for reuse (recycle.go): either
+// way they are no longer segments. The active segment is never deleted.
 func (l *Log) RemoveBefore(seg uint64) error {
 	l.mu.Lock()
 	if l.closed {
@@ -386,15 +448,27 @@ func (l *Log) RemoveBefore(seg uint64) error {
 	for _, s := range doomed {
 		l.oldBytes -= s.size
 	}
+	recycle := l.poolPickLocked(doomed)
 	l.mu.Unlock()
 
 	var errs []error
 	var kept []segmentInfo
+	var pool []pooled
 	for _, s := range doomed {
+		if recycle[s.num] && l.toPool(s) {
+			pool = append(pool, pooled{s.num, s.size})
+			continue
+		}
 		if err := l.opts.FS.Remove(segmentPath(l.opts.Dir, s.num)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("wal: %w", err))
 			kept = append(kept, s)
 		}
+	}
+	if len(recycle) > 0 {
+		l.mu.Lock()
+		drop := l.poolAddLocked(len(recycle), pool)
+		l.mu.Unlock()
+		l.dropPool(drop)
 	}
 	if len(kept) > 0 {
 		// Account again for the segments that could not be deleted, so a
@@ -436,8 +510,13 @@ func (l *Log) Close() error {
 	}
 	f := l.f
 	l.f = nil
+	active := segmentPath(l.opts.Dir, l.seg)
+	end := l.activeBytes // all of it written by the round above
+	pool := l.pool
+	l.pool = nil
 	l.cond.Broadcast()
 	l.mu.Unlock()
+	l.dropPool(pool)
 
 	close(l.stop)
 	l.wg.Wait()
@@ -446,7 +525,25 @@ func (l *Log) Close() error {
 			err = fmt.Errorf("wal: %w", cerr)
 		}
 	}
+	if err == nil && l.reuser != nil {
+		err = cutStale(l.opts.FS, active, end)
+	}
 	return err
+}
+
+// cutStale truncates the closed segment at path to end, its records'
+// end, if it is longer (a recycled file holds its earlier lives' bytes
+// after its records), and makes the cut durable: a segment that has a
+// successor never holds stale bytes (recycle.go).
+func cutStale(fsys vfs.FS, path string, end int64) error {
+	st, err := fsys.Stat(path)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	if st.Size > end {
+		return truncate(fsys, path, end)
+	}
+	return nil
 }
 
 // Segment returns the number of the active segment: every record written

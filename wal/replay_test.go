@@ -12,12 +12,12 @@ import (
 	"github.com/tabuladb/tabula/vfs"
 )
 
-// writeSegment writes payloads as a complete segment file and returns its
-// bytes and the end offset of every record.
-func writeSegment(payloads [][]byte) (file []byte, ends []int) {
-	file = appendHeader(nil, 0, 0)
+// writeSegment writes payloads as a complete segment file of segment n and
+// returns its bytes and the end offset of every record.
+func writeSegment(n uint64, payloads [][]byte) (file []byte, ends []int) {
+	file = appendHeader(nil, n, 0, 0)
 	for _, p := range payloads {
-		file = appendRecord(file, nil, p)
+		file = appendRecord(file, recordSeed(formatVersion, n), nil, p)
 		ends = append(ends, len(file))
 	}
 	return file, ends
@@ -37,9 +37,9 @@ func writeFile(t *testing.T, path string, b []byte) {
 func TestTornTailAtEveryOffset(t *testing.T) {
 	r := newRand(t)
 	payloads := randomPayloads(r, 16, 40)
-	full, ends := writeSegment(payloads)
+	full, ends := writeSegment(2, payloads)
 	// Also a segment before it, which must replay whole every time.
-	first, _ := writeSegment([][]byte{[]byte("before")})
+	first, _ := writeSegment(1, [][]byte{[]byte("before")})
 	dir := t.TempDir()
 	for cut := 0; cut <= len(full); cut++ {
 		writeFile(t, filepath.Join(dir, segmentName(1)), first)
@@ -94,7 +94,7 @@ func TestTornTailAtEveryOffset(t *testing.T) {
 func TestZeroFilledTailIsTorn(t *testing.T) {
 	r := newRand(t)
 	payloads := randomPayloads(r, 10, 50)
-	full, ends := writeSegment(payloads)
+	full, ends := writeSegment(1, payloads)
 	for _, keep := range []int{0, 3, 10} {
 		for _, zeros := range []int{1, 7, 8, 9, 4096} {
 			dir := t.TempDir()
@@ -125,7 +125,7 @@ func TestCorruptMiddleRecord(t *testing.T) {
 	r := newRand(t)
 	payloads := randomPayloads(r, 8, 40)
 	payloads[4] = []byte("the middle record")
-	full, ends := writeSegment(payloads)
+	full, ends := writeSegment(1, payloads)
 	start, end := ends[3], ends[4]
 	dir := t.TempDir()
 	path := filepath.Join(dir, segmentName(1))
@@ -153,7 +153,7 @@ func TestCorruptMiddleRecord(t *testing.T) {
 // valid after it is a torn write.
 func TestCorruptLastRecordOfLastSegmentIsTorn(t *testing.T) {
 	payloads := [][]byte{[]byte("a"), []byte("b"), []byte("the last one")}
-	full, ends := writeSegment(payloads)
+	full, ends := writeSegment(1, payloads)
 	full[ends[1]+10] ^= 1
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, segmentName(1)), full)
@@ -167,8 +167,8 @@ func TestCorruptLastRecordOfLastSegmentIsTorn(t *testing.T) {
 // tail; in an earlier one the same damage is corruption.
 func TestDamageInEarlierSegmentIsCorrupt(t *testing.T) {
 	payloads := [][]byte{[]byte("a"), []byte("b")}
-	full, ends := writeSegment(payloads)
-	second, _ := writeSegment([][]byte{[]byte("c")})
+	full, ends := writeSegment(1, payloads)
+	second, _ := writeSegment(2, [][]byte{[]byte("c")})
 	cases := map[string][]byte{
 		"truncated":  full[:ends[1]-1],
 		"zero tail":  append(bytes.Clone(full), 0, 0, 0, 0, 0, 0, 0, 0, 0),
@@ -198,9 +198,10 @@ func TestDamageInEarlierSegmentIsCorrupt(t *testing.T) {
 
 func TestMissingSegmentIsCorrupt(t *testing.T) {
 	dir := t.TempDir()
-	seg, _ := writeSegment([][]byte{[]byte("x")})
-	writeFile(t, filepath.Join(dir, segmentName(3)), seg)
-	writeFile(t, filepath.Join(dir, segmentName(5)), seg)
+	seg3, _ := writeSegment(3, [][]byte{[]byte("x")})
+	seg5, _ := writeSegment(5, [][]byte{[]byte("x")})
+	writeFile(t, filepath.Join(dir, segmentName(3)), seg3)
+	writeFile(t, filepath.Join(dir, segmentName(5)), seg5)
 	if _, _, err := replayAll(t, dir, 0); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("gap 3..5: %v, want ErrCorrupt", err)
 	}
@@ -225,7 +226,7 @@ func TestReplayEmptyAndMissingDir(t *testing.T) {
 
 func TestReplayStopsOnCallbackError(t *testing.T) {
 	dir := t.TempDir()
-	seg, _ := writeSegment([][]byte{[]byte("a"), []byte("b"), []byte("c")})
+	seg, _ := writeSegment(1, [][]byte{[]byte("a"), []byte("b"), []byte("c")})
 	writeFile(t, filepath.Join(dir, segmentName(1)), seg)
 	stop := errors.New("stop")
 	calls := 0

@@ -34,22 +34,23 @@ import (
 )
 
 var (
-	flagDir        = flag.String("dir", "", "scratch folder (default: a new temp folder, removed afterwards)")
-	flagSizes      = flag.String("sizes", "100:1000000,1000:200000", "value size:key count pairs, e.g. 100:4000000,1000:800000")
-	flagReads      = flag.Int("reads", 200000, "random point reads per size")
-	flagDurableOps = flag.Int("durable-ops", 2000, "synced writes of one writer (64 writers do 8× as many); 0 skips the durable rows")
-	flagCache      = flag.Int64("cache", 8<<20, "block cache bytes for every engine")
-	flagMemtable   = flag.Int64("memtable", 4<<20, "memtable (write buffer) bytes for every engine; the default is pebble's and goleveldb's default")
-	flagBlockSize  = flag.Int("block-size", 4096, "data block size in bytes for every engine; the default is pebble's and goleveldb's default")
-	flagBloomBits  = flag.Int("bloom-bits", 10, "bloom filter bits per key for the peers (Tabula's filter targets 1 % false positives, which 10 bits give)")
-	flagTabulaSync = flag.String("tabula-sync", "none", "Tabula's commit log sync mode on the non-durable rows (any mode wal.ParseSyncMode accepts); the durable rows use always")
-	flagPebble2Fmt = flag.String("pebble2-format", "newest", "pebble v2's FormatMajorVersion: newest (FormatNewest: columnar blocks) or default (what pebble picks when unset)")
-	flagEngines    = flag.String("engines", "tabula,pebble2,pebble1,goleveldb", "engines to run, comma-separated (pebble is pebble1)")
-	flagRuns       = flag.Int("runs", 3, "interleaved runs of every engine; the report gives medians")
-	flagSeed       = flag.Int64("seed", 1, "random seed (run i uses seed+i)")
-	flagCPUProfile = flag.String("cpuprofile", "", "write a CPU profile of every child to this path plus .<engine>-<size>-run<n>")
-	flagRaw        = flag.String("raw", "", "append every child's results to this file as JSON lines, as they come (a run cut short keeps what it measured)")
-	flagChild      = flag.String("child", "", "internal: run one job (JSON) in this process and print its results")
+	flagDir           = flag.String("dir", "", "scratch folder (default: a new temp folder, removed afterwards)")
+	flagSizes         = flag.String("sizes", "100:1000000,1000:200000", "value size:key count pairs, e.g. 100:4000000,1000:800000")
+	flagReads         = flag.Int("reads", 200000, "random point reads per size")
+	flagDurableOps    = flag.Int("durable-ops", 2000, "synced writes of one writer (64 writers do 8× as many); 0 skips the durable rows")
+	flagDurableWarmup = flag.Int("durable-warmup", 0, "writes (by 64 writers, half before each of two flushes) into each store before its durable rows are measured, so that its log has rotated and, if the engine recycles log files, writes into a recycled one (about warmup/2 records long); 0 measures a fresh store")
+	flagCache         = flag.Int64("cache", 8<<20, "block cache bytes for every engine")
+	flagMemtable      = flag.Int64("memtable", 4<<20, "memtable (write buffer) bytes for every engine; the default is pebble's and goleveldb's default")
+	flagBlockSize     = flag.Int("block-size", 4096, "data block size in bytes for every engine; the default is pebble's and goleveldb's default")
+	flagBloomBits     = flag.Int("bloom-bits", 10, "bloom filter bits per key for the peers (Tabula's filter targets 1 % false positives, which 10 bits give)")
+	flagTabulaSync    = flag.String("tabula-sync", "none", "Tabula's commit log sync mode on the non-durable rows (any mode wal.ParseSyncMode accepts); the durable rows use always")
+	flagPebble2Fmt    = flag.String("pebble2-format", "newest", "pebble v2's FormatMajorVersion: newest (FormatNewest: columnar blocks) or default (what pebble picks when unset)")
+	flagEngines       = flag.String("engines", "tabula,pebble2,pebble1,goleveldb", "engines to run, comma-separated (pebble is pebble1)")
+	flagRuns          = flag.Int("runs", 3, "interleaved runs of every engine; the report gives medians")
+	flagSeed          = flag.Int64("seed", 1, "random seed (run i uses seed+i)")
+	flagCPUProfile    = flag.String("cpuprofile", "", "write a CPU profile of every child to this path plus .<engine>-<size>-run<n>")
+	flagRaw           = flag.String("raw", "", "append every child's results to this file as JSON lines, as they come (a run cut short keeps what it measured)")
+	flagChild         = flag.String("child", "", "internal: run one job (JSON) in this process and print its results")
 )
 
 func main() {
@@ -226,7 +227,11 @@ func printConfig(w *os.File, c config, names []string, sizes []sizeCount) {
 	for _, s := range sizes {
 		fmt.Fprintf(w, " %d B × %d keys", s.size, s.count)
 	}
-	fmt.Fprintf(w, "; %d random reads per size; durable writes %d (×1) and %d (×64)\n", *flagReads, *flagDurableOps, 8**flagDurableOps)
+	fmt.Fprintf(w, "; %d random reads per size; durable writes %d (×1) and %d (×64)", *flagReads, *flagDurableOps, 8**flagDurableOps)
+	if *flagDurableWarmup > 0 {
+		fmt.Fprintf(w, " after %d warm-up writes and two flushes", *flagDurableWarmup)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "every engine: block cache %d B, memtable %d B, data blocks %d B, bloom filters (%d bits/key; Tabula 1 %% false positives), snappy, one version, the peers' L0 compaction at more than 4 files (Tabula's compaction is size-tiered: its default merge trigger, more than 8 files per family), 16-byte keys, each engine's workloads of one size in a child process of its own\n",
 		c.cache, c.memtable, c.blockSize, c.bloomBits)
 	fmt.Fprintf(w, "  tabula:    tablet.Options{MemtableSize, Cache: sstable.NewCache, L0Trigger 8 (default)}, family {MaxVersions 1, snappy, BloomRow, BlockSize}\n")

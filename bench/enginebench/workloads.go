@@ -196,6 +196,10 @@ func runDurable(dir, name string, open opener, c config, ops int) ([]result, err
 		if err != nil {
 			return out, err
 		}
+		if err := warmDurable(e, *flagDurableWarmup); err != nil {
+			e.Close()
+			return out, err
+		}
 		n := ops
 		if writers > 1 {
 			n *= 8 // many writers go faster; give them enough work to measure
@@ -234,4 +238,46 @@ func runDurable(dir, name string, open opener, c config, ops int) ([]result, err
 		}
 	}
 	return out, nil
+}
+
+// warmDurable brings a fresh store to the steady state of one that has
+// been written for a while before its durable writes are measured: ops
+// writes by 64 writers, half of them before a first flush and half before
+// a second, so that a log that recycles its files (Tabula's segments,
+// pebble's WAL) writes the measured records over a file an earlier flush
+// freed, about ops/2 records long. Nothing when ops is 0.
+func warmDurable(e engine, ops int) error {
+	if ops <= 0 {
+		return nil
+	}
+	const writers = 64
+	for half := range 2 {
+		var wg sync.WaitGroup
+		errs := make([]error, writers)
+		for w := range writers {
+			wg.Add(1)
+			go func(w int) {
+				defer wg.Done()
+				r := rand.New(rand.NewSource(int64(-1 - w)))
+				for i := w; i < ops/2; i += writers {
+					// Keys apart from the measured ones (key(i), i < the
+					// durable ops).
+					if err := e.Put(key(1<<40+half*ops+i), value(r, 100), false); err != nil {
+						errs[w] = err
+						return
+					}
+				}
+			}(w)
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		if err := e.FlushAndCompact(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

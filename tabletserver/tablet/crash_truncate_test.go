@@ -75,14 +75,11 @@ func TestCommitLogTruncatedAtEveryBoundary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Walk the frames (a segment header of 8 bytes, 28 since wal
-	// format version 2; records of crc(4) len(4) payload) to find the
-	// record boundaries.
+	// Walk the frames (a segment header of 8 bytes, 28 in wal format
+	// version 2, 36 since version 3; records of crc(4) len(4) payload)
+	// to find the record boundaries.
 	const frameHeader = 8
-	segHeader := 8
-	if data[7] >= 2 {
-		segHeader = 28
-	}
+	segHeader := map[byte]int{1: 8, 2: 28, 3: 36}[data[7]]
 	bounds := []int{segHeader}
 	for off := segHeader; off < len(data); {
 		if off+frameHeader > len(data) {
