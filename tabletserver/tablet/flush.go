@@ -30,7 +30,9 @@ func (t *Tablet) Flush(ctx context.Context) error {
 
 // flushLocked flushes with flushMu held. force rotates the log and saves the
 // manifest even when the memtable is empty.
-func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
+func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
+	t.flushStarted()
+	defer func() { t.flushEnded(err) }()
 	// A cheap early exit: a refused flush leaves the memtable and the log
 	// as they are (the manifest save is checked again below).
 	if err := t.checkGuard("flush"); err != nil {
@@ -64,6 +66,7 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
 		t.mu.Lock()
 		t.mem = newMemtable()
 		t.imm = append(t.imm, im)
+		t.flush.changedLocked() // room for stalled writers
 		t.mu.Unlock()
 		t.commitMu.Unlock()
 	}
@@ -104,6 +107,9 @@ func (t *Tablet) waitVisible(ctx context.Context, seq uint64) error {
 
 func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	start := time.Now()
+	if t.testHookFlush != nil {
+		t.testHookFlush()
+	}
 	if err := t.waitVisible(ctx, im.lastSeq); err != nil {
 		return err
 	}
