@@ -92,19 +92,20 @@ func (r *stallRig) letGo() {
 // value is one write's payload of n bytes.
 func stallValue(n int) string { return strings.Repeat("v", n) }
 
-// fillUntilHeld writes rows "fill-NNNNN" of n-byte values until the first
-// flush is held (the memtable it swapped out is being written), and
-// returns how many it wrote.
+// fillUntilHeld writes rows "fill-NNNNN" of n-byte values until the
+// active memtable is full, which asks for a flush, and returns once that
+// flush is held (it swapped the memtable) with how many rows it wrote. It
+// writes nothing once the memtable is full: that write would stall behind
+// the flush it waits for.
 func (r *stallRig) fillUntilHeld(n int) int {
 	r.t.Helper()
-	for i := 0; ; i++ {
-		select {
-		case <-r.held:
-			return i
-		default:
-		}
+	i := 0
+	for ; r.activeBytes() < r.tb.stallAt; i++ {
 		apply(r.t, r.tb, fmt.Sprintf("fill-%05d", i), set("a", "q", 1, stallValue(n)))
 	}
+	r.tb.requestFlush() // a write asked for it unless it left exactly the limit
+	<-r.held
+	return i
 }
 
 // drainStalls forgets the stalls signalled so far.
