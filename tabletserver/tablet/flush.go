@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Flush writes the memtable to SSTables (one per non-empty family), records
@@ -188,6 +190,11 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	return nil
 }
 
+// maxTakenFileNums bounds how many numbers in a row writeTable skips
+// because a file of that number exists: far more than one crashed flush
+// or compaction leaves behind.
+const maxTakenFileNums = 1000
+
 // allocFileNum returns a new file number.
 func (t *Tablet) allocFileNum() uint64 {
 	t.editMu.Lock()
@@ -201,16 +208,32 @@ func (t *Tablet) allocFileNum() uint64 {
 // (in key order), fsyncs it and opens it. It returns nil when fill added
 // nothing (the file is removed).
 func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(add func(k, v []byte) error) error) (_ *tableFile, err error) {
-	num := t.allocFileNum()
-	rel := fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
-	path := filepath.Join(t.dir, filepath.FromSlash(rel))
 	fsys := t.opts.FS
-	if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("tablet: %w", err)
-	}
-	fh, err := fsys.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("tablet: create sstable %s: %w", path, err)
+	var num uint64
+	var rel, path string
+	var fh vfs.Writable
+	for taken := 0; ; taken++ {
+		num = t.allocFileNum()
+		rel = fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
+		path = filepath.Join(t.dir, filepath.FromSlash(rel))
+		if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("tablet: %w", err)
+		}
+		fh, err = fsys.Create(path)
+		if err == nil {
+			break
+		}
+		// A file of that number is left by a process of this folder that
+		// died before a manifest named it (the same epoch, or Epoch 0:
+		// unfenced). It is not ours to overwrite or delete (a save of
+		// that process whose outcome is unknown may name it): take the
+		// next number. Without this every flush after such a crash would
+		// fail until retries had used up the numbers, and with writers
+		// stalled on the full memtable (stall.go) that is an outage.
+		if !errors.Is(err, fs.ErrExist) || taken == maxTakenFileNums {
+			return nil, fmt.Errorf("tablet: create sstable %s: %w", path, err)
+		}
+		t.logger.Warn("an SSTable of this number exists already, not named by the manifest: using the next number", "dir", t.dir, "path", path)
 	}
 	wo := writerOptions(fam)
 	wo.MaxEntries = maxEntries
