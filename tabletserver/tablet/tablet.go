@@ -26,6 +26,8 @@ const (
 // Tablet is the storage engine of one tablet. It is safe for concurrent use.
 //
 // Lock order: gate → row lock → flushMu → compactMu → editMu → commitMu → mu.
+// A writer that stalls on a full memtable (stall.go) waits holding none
+// of them.
 type Tablet struct {
 	opts   Options
 	dir    string

@@ -61,7 +61,7 @@ func (t *Tablet) checkRow(row []byte) error {
 // enterWrite throttles a writer (the server's memory budget, then the
 // tablet's own memtable: stall.go) and holds the gate shared; on success
 // the caller calls t.gate.RUnlock when done. It waits before it takes the
-// gate: a flush, which waiting writers need, takes it too (Split, Close).
+// gate, which Split (flushing under it) and Close take exclusively.
 func (t *Tablet) enterWrite(ctx context.Context) error {
 	if t.closed.Load() {
 		return ErrClosed
