@@ -93,10 +93,10 @@ func (r *stallRig) letGo() {
 func stallValue(n int) string { return strings.Repeat("v", n) }
 
 // fillUntilHeld writes rows "fill-NNNNN" of n-byte values until the
-// active memtable is full, which asks for a flush, and returns once that
-// flush is held (it swapped the memtable) with how many rows it wrote. It
-// writes nothing once the memtable is full: that write would stall behind
-// the flush it waits for.
+// active memtable is full (past MemtableSize they ask for a flush, which
+// may swap the memtable meanwhile), and returns once that flush is held
+// with how many rows it wrote. It writes nothing once the memtable is
+// full: that write would stall behind the flush it waits for.
 func (r *stallRig) fillUntilHeld(n int) int {
 	r.t.Helper()
 	i := 0
@@ -286,7 +286,7 @@ func TestFailedFlushTurnsStallsIntoResourceExhausted(t *testing.T) {
 	if got := readRow(t, r.tb, "after", nil); got != "a:q@1=x" {
 		t.Fatalf("write after recovery reads %q", got)
 	}
-	if got := readRow(t, r.tb, "more-00000", nil); got != "a:q@1="+stallValue(1<<10) {
+	if got := readRow(t, r.tb, "fill-00000", nil); got != "a:q@1="+stallValue(1<<10) {
 		t.Fatalf("an acknowledged row reads %d bytes after the failed flush", len(got))
 	}
 }
