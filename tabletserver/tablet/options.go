@@ -40,8 +40,8 @@ type Options struct {
 	// 100ms.
 	SyncInterval time.Duration
 	// MemtableSize is the memtable size past which the tablet flushes.
-	// Writers wait while the active memtable holds twice this much and
-	// the previous one is still being flushed (stall.go). The default is
+	// Writers wait while the active memtable holds this much and the
+	// previous one is still being flushed (stall.go). The default is
 	// 64 MiB.
 	MemtableSize int64
 	// Cache is the block cache shared by every tablet of a server. The

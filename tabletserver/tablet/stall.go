@@ -32,14 +32,13 @@ import (
 // by at most one batch of every writer in flight.
 
 // stallFactor: writers stall once the active memtable holds stallFactor ×
-// MemtableSize bytes, so a tablet holds at most about three memtables'
-// worth: the one being flushed and an active one of up to twice the size.
-// With 1 (two memtables, as pebble's default MemTableStopWritesThreshold
-// allows) the engine benchmark's peak RSS was about the same in sync mode
-// buffered, but its inserts were slower: each burst of a slow flush (a
-// compaction beside it, an fsync) stopped the writer instead of growing
-// the next flush (docs/BENCHMARKS.md "Write stalls").
-const stallFactor = 2
+// MemtableSize bytes. With 1 a tablet holds at most about two memtables
+// (the one being flushed and a full active one), as pebble's default
+// MemTableStopWritesThreshold allows. 2 was measured too: its memtables
+// peaked up to twice as high (the engine benchmark's peak RSS 4-15 %
+// above 1's) for insert rates the shared machine could not tell apart
+// from 1's (docs/BENCHMARKS.md "Write stalls").
+const stallFactor = 1
 
 // flushState is what stalled writers watch. Tablet.mu protects it.
 type flushState struct {
