@@ -88,6 +88,17 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
 	return nil
 }
 
+// flushAllLocked flushes with flushMu held until every write made before
+// the call is in SSTables: a flush that finds memtables frozen by an
+// earlier failed flush writes only those, so a second one swaps and
+// writes the active memtable (empty: it does nothing).
+func (t *Tablet) flushAllLocked(ctx context.Context) error {
+	if err := t.flushLocked(ctx, false); err != nil {
+		return err
+	}
+	return t.flushLocked(ctx, false)
+}
+
 // waitVisible waits until every batch up to seq is published. The records
 // are durable (Rotate synced them); their writers are only returning.
 func (t *Tablet) waitVisible(ctx context.Context, seq uint64) error {
