@@ -46,6 +46,12 @@ func TestErrorCodes(t *testing.T) {
 		{name: "no split key", err: wrap(tablet.ErrNoSplitKey), want: codes.FailedPrecondition},
 		{name: "a newer owner wrote the folder", err: wrap(tablet.ErrNewerOwner), want: codes.FailedPrecondition},
 		{name: "memory past the hard limit", err: wrap(tablet.ErrResourceExhausted), want: codes.ResourceExhausted},
+		// A full memtable whose flush failed (tablet/stall.go): back-pressure,
+		// unless the flush failed because the server is fenced.
+		{name: "memtable full, flush failed", err: wrap(fmt.Errorf("%w: the memtable is full and flushing it failed: %w",
+			tablet.ErrResourceExhausted, errors.New("tablet: create sstable a/000007.sst: no space left on device"))), want: codes.ResourceExhausted},
+		{name: "memtable full, flush refused while fenced", err: wrap(fmt.Errorf("%w: the memtable is full and flushing it failed: %w",
+			tablet.ErrResourceExhausted, fmt.Errorf("%w: flush: %w", tablet.ErrGuardRefused, ErrFenced))), want: codes.FailedPrecondition},
 
 		// Transient: retry (idempotent calls) after re-locating.
 		{name: "lease ran out mid-write", err: wrap(ErrOutcomeUnknown), want: codes.Unavailable},

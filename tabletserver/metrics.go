@@ -58,6 +58,8 @@ type serverMetrics struct {
 	logSyncSeconds  prometheus.Observer
 	logSyncRecords  prometheus.Observer
 	logSyncBytes    prometheus.Counter
+	writeStalls     prometheus.Counter
+	writeStallSecs  prometheus.Counter
 	events          *tablet.Events
 }
 
@@ -94,13 +96,15 @@ func newServerMetrics(s *Server, r prometheus.Registerer) *serverMetrics {
 		Name: "commit_log_sync_group_size", Help: "Records made durable by one commit log fsync (group commit: writes that share an fsync).", Buckets: metrics.GroupBuckets})
 	syncBytes := prometheus.NewCounter(prometheus.CounterOpts(ts("commit_log_bytes_total", "Bytes written to the commit log.")))
 	m.logSyncSeconds, m.logSyncRecords, m.logSyncBytes = syncSecs, syncRecs, syncBytes
-	m.events = &tablet.Events{Flushed: m.flushed, Compacted: m.compacted}
+	m.writeStalls = prometheus.NewCounter(prometheus.CounterOpts(ts("write_stalls_total", "Writes that waited for room in their tablet's full memtable while its flush lagged.")))
+	m.writeStallSecs = prometheus.NewCounter(prometheus.CounterOpts(ts("write_stall_seconds_total", "Time writes waited for room in their tablet's full memtable.")))
+	m.events = &tablet.Events{Flushed: m.flushed, Compacted: m.compacted, WriteStalled: m.writeStalled}
 	top := s.opts.MetricsTopTablets
 	if top == 0 {
 		top = DefaultTopTablets
 	}
 	g.MustRegister(m.flushes, m.flushBytes, flushSeconds, comps, in, out, secs, syncSecs, syncRecs, syncBytes,
-		&stateCollector{s: s, top: top})
+		m.writeStalls, m.writeStallSecs, &stateCollector{s: s, top: top})
 	return m
 }
 
@@ -119,6 +123,11 @@ func (m *serverMetrics) compacted(e tablet.CompactionEvent) {
 	m.compactBytesIn[i].Add(float64(e.BytesIn))
 	m.compactBytesOut[i].Add(float64(e.BytesOut))
 	m.compactSeconds[i].Observe(e.Duration.Seconds())
+}
+
+func (m *serverMetrics) writeStalled(e tablet.WriteStallEvent) {
+	m.writeStalls.Inc()
+	m.writeStallSecs.Add(e.Duration.Seconds())
 }
 
 func (m *serverMetrics) logSynced(e wal.SyncEvent) {

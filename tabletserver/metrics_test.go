@@ -8,6 +8,7 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/metrics"
+	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
 
 // documented reads the Metrics section of docs/OPERATIONS.md.
@@ -167,7 +168,7 @@ func TestMetricsOfATabletServer(t *testing.T) {
 	// Top 2 by size: t1 and t2, not t3; every value each. No load window
 	// has closed yet, so none is among the busiest.
 	for _, name := range []string{"tabula_tablet_size_bytes", "tabula_tablet_memtable_bytes", "tabula_tablet_sstables", "tabula_tablet_compaction_backlog",
-		"tabula_tablet_reads_per_second", "tabula_tablet_writes_per_second", "tabula_tablet_busy_ratio"} {
+		"tabula_tablet_write_stall_seconds", "tabula_tablet_reads_per_second", "tabula_tablet_writes_per_second", "tabula_tablet_busy_ratio"} {
 		mf := after[name]
 		if mf == nil || len(mf.GetMetric()) != 2 {
 			t.Fatalf("%s: %v series, want 2 (top 2 tablets)", name, mf)
@@ -195,6 +196,19 @@ func TestMetricsOfATabletServer(t *testing.T) {
 	}
 	if v, _ := busy.Sum("tabula_tablet_reads_per_second", map[string]string{"table": "users", "tablet": "t3"}); v != 5 {
 		t.Errorf("t3 reads/s = %v, want 50 reads / 10 s = 5", v)
+	}
+
+	// Write stalls come as engine events (none above: no background
+	// flushes); each counts once with its time.
+	if v := val(after, "tabula_tabletserver_write_stalls_total", nil); v != 0 {
+		t.Errorf("write stalls = %v before any, want 0", v)
+	}
+	for _, d := range []time.Duration{time.Second, 500 * time.Millisecond} {
+		srv.metrics.events.WriteStalled(tablet.WriteStallEvent{Duration: d})
+	}
+	stalls := scrape()
+	if n, secs := val(stalls, "tabula_tabletserver_write_stalls_total", nil), val(stalls, "tabula_tabletserver_write_stall_seconds_total", nil); n != 2 || secs != 1.5 {
+		t.Errorf("after two stalls of 1 s and 0.5 s: write_stalls_total %v, write_stall_seconds_total %v; want 2 and 1.5", n, secs)
 	}
 
 	// Close takes the series back: a new server in this process can

@@ -52,6 +52,7 @@ var tabletValues = []tabletValue{
 	{tabletDesc("memtable_bytes", "Memtable bytes of the tablet."), func(t *tabletSample) float64 { return float64(t.stats.MemtableBytes) }},
 	{tabletDesc("sstables", "SSTables of the tablet, all families."), func(t *tabletSample) float64 { return float64(t.sstables()) }},
 	{tabletDesc("compaction_backlog", "Compaction work waiting in the tablet."), func(t *tabletSample) float64 { return float64(t.stats.CompactionBacklog) }},
+	{tabletDesc("write_stall_seconds", "Time writes waited for room in the tablet's full memtable since it was loaded here."), func(t *tabletSample) float64 { return t.stats.WriteStallTime.Seconds() }},
 	{tabletDesc("reads_per_second", "Read requests per second over the last load window."), func(t *tabletSample) float64 { return t.load.ReadsPerSec() }},
 	{tabletDesc("writes_per_second", "Write requests per second over the last load window."), func(t *tabletSample) float64 { return t.load.WritesPerSec() }},
 	{tabletDesc("busy_ratio", "Seconds spent serving the tablet's requests per second of the last load window."), func(t *tabletSample) float64 { return t.load.BusyShare() }},

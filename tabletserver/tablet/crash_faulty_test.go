@@ -40,7 +40,7 @@ import (
 //
 //	READY                          the tablets are open; writes start
 //	ACK <row> <value>              Apply returned nil: the row must survive
-//	FAIL <row> maybe|refused <err> Apply failed; refused (ErrFailed, ErrClosed)
+//	FAIL <row> maybe|refused <err> Apply failed; refused (ErrFailed, ErrClosed, ErrResourceExhausted)
 //	                               means nothing was applied: the row must be absent
 //	FAULT <op> <path> <err>        a fault was injected
 //	EPOCH <tablet> <epoch>         an open at epoch is about to start
@@ -386,7 +386,8 @@ func (s *crashServer) write(w int, rng *rand.Rand) {
 			s.out("ACK " + row + " " + string(crashValue(row, "a")))
 		case s.ctx.Err() != nil:
 			return // the outcome is unknown: the parent takes it as in flight
-		case errors.Is(err, ErrClosed) || errors.Is(err, ErrFailed) && !errors.Is(err, ErrLogFailed):
+		case errors.Is(err, ErrClosed) || errors.Is(err, ErrFailed) && !errors.Is(err, ErrLogFailed) ||
+			errors.Is(err, ErrResourceExhausted): // a full memtable whose flush failed (stall.go)
 			s.out("FAIL " + row + " refused " + oneLine(err))
 		default:
 			s.out("FAIL " + row + " maybe " + oneLine(err))

@@ -13,6 +13,10 @@ type Events struct {
 	Flushed func(FlushEvent)
 	// Compacted is called after every successful compaction of a family.
 	Compacted func(CompactionEvent)
+	// WriteStalled is called when a write that waited for room in a full
+	// memtable goes ahead or gives up (stall.go), on the writer's
+	// goroutine.
+	WriteStalled func(WriteStallEvent)
 }
 
 // FlushEvent describes one flush of a memtable to SSTables.

@@ -3,7 +3,9 @@ package tablet
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -227,4 +229,96 @@ func TestSSTableReadFaultIsAnError(t *testing.T) {
 	}
 	r.fs.Set(nil)
 	r.reopen()
+}
+
+// TestFlushSkipsNumbersOfOrphanSSTables: a process killed mid-flush leaves
+// SSTables no manifest names, under numbers the next process of the same
+// epoch hands out again. Its flushes take the next free numbers and leave
+// those files alone, instead of failing (which would stall writers on a
+// full memtable: stall.go).
+func TestFlushSkipsNumbersOfOrphanSSTables(t *testing.T) {
+	dir := t.TempDir()
+	tb := openTablet(t, testOptions(dir))
+	apply(t, tb, "r1", set("a", "q", 1, "v1"), set("b", "q", 1, "v1"))
+	if err := tb.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	tb.editMu.Lock()
+	next := tb.nextFileNum
+	tb.editMu.Unlock()
+	orphans := map[string]string{}
+	for i, fam := range []string{"a", "b", "a"} {
+		p := filepath.Join(dir, fam, fmt.Sprintf("%06d.sst", next+uint64(i)))
+		orphans[p] = "left by a killed process " + fam
+		if err := os.WriteFile(p, []byte(orphans[p]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(t, tb, "r2", set("a", "q", 1, "v2"), set("b", "q", 1, "v2"))
+	if err := tb.Flush(bg); err != nil {
+		t.Fatalf("Flush over orphan SSTables: %v", err)
+	}
+	for p, want := range orphans {
+		if got, err := os.ReadFile(p); err != nil || string(got) != want {
+			t.Fatalf("orphan %s now reads %q (%v)", p, got, err)
+		}
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tb = openTablet(t, testOptions(dir))
+	for _, row := range []string{"r1", "r2"} {
+		v := "v" + row[1:]
+		if got, want := readRow(t, tb, row, nil), fmt.Sprintf("a:q@1=%s b:q@1=%s", v, v); got != want {
+			t.Fatalf("row %s reads %q, want %q", row, got, want)
+		}
+	}
+}
+
+// TestSplitAndMergeAfterAFailedFlushKeepEveryWrite: a flush that failed
+// leaves its memtable frozen, and later writes go to a new active one. A
+// split or a merge must write both into SSTables before the children (or
+// the merged tablet) take the files: the children never read the
+// parent's log.
+func TestSplitAndMergeAfterAFailedFlushKeepEveryWrite(t *testing.T) {
+	root := t.TempDir()
+	fsys := vfs.NewFaulty(vfs.Default)
+	failedFlush := func(tb *Tablet, frozen, active string) {
+		t.Helper()
+		apply(t, tb, frozen, set("a", "q", 1, "frozen"))
+		fsys.Set(failOn(vfs.OpCreate, sst(), vfs.NoSpace()))
+		if err := tb.Flush(bg); !errors.Is(err, syscall.ENOSPC) {
+			t.Fatalf("Flush on a full disk = %v, want ENOSPC", err)
+		}
+		fsys.Set(nil)
+		apply(t, tb, active, set("a", "q", 1, "active"))
+	}
+	open := func(name string) *Tablet {
+		o := testOptions(filepath.Join(root, name))
+		o.FS, o.Create = fsys, name == "parent"
+		return openTablet(t, o)
+	}
+
+	parent := open("parent")
+	failedFlush(parent, "a1", "x1")
+	if err := parent.Split(bg, []byte("m"), filepath.Join(root, "left"), filepath.Join(root, "right")); err != nil {
+		t.Fatal(err)
+	}
+	left, right := open("left"), open("right")
+	if got, got2 := readRow(t, left, "a1", nil), readRow(t, right, "x1", nil); got != "a:q@1=frozen" || got2 != "a:q@1=active" {
+		t.Fatalf("after a split that followed a failed flush: a1 %q (frozen), x1 %q (active)", got, got2)
+	}
+	failedFlush(left, "a2", "a3")
+	failedFlush(right, "x2", "x3")
+	frozen, active := "a:q@1=frozen", "a:q@1=active"
+	want := map[string]string{"a1": frozen, "x1": active, "a2": frozen, "a3": active, "x2": frozen, "x3": active}
+	if err := Merge(bg, left, right, filepath.Join(root, "merged")); err != nil {
+		t.Fatal(err)
+	}
+	merged := open("merged")
+	for row, w := range want {
+		if got := readRow(t, merged, row, nil); got != w {
+			t.Errorf("row %s after a split and a merge, each after a failed flush: %q, want %q", row, got, w)
+		}
+	}
 }

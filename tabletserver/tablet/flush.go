@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // Flush writes the memtable to SSTables (one per non-empty family), records
@@ -30,7 +32,9 @@ func (t *Tablet) Flush(ctx context.Context) error {
 
 // flushLocked flushes with flushMu held. force rotates the log and saves the
 // manifest even when the memtable is empty.
-func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
+func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
+	t.flushStarted()
+	defer func() { t.flushEnded(err) }()
 	// A cheap early exit: a refused flush leaves the memtable and the log
 	// as they are (the manifest save is checked again below).
 	if err := t.checkGuard("flush"); err != nil {
@@ -64,6 +68,7 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
 		t.mu.Lock()
 		t.mem = newMemtable()
 		t.imm = append(t.imm, im)
+		t.flush.changedLocked() // room for stalled writers
 		t.mu.Unlock()
 		t.commitMu.Unlock()
 	}
@@ -81,6 +86,17 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
 	}
 	t.requestCompaction()
 	return nil
+}
+
+// flushAllLocked flushes with flushMu held until every write made before
+// the call is in SSTables: a flush that finds memtables frozen by an
+// earlier failed flush writes only those, so a second one swaps and
+// writes the active memtable (empty: it does nothing).
+func (t *Tablet) flushAllLocked(ctx context.Context) error {
+	if err := t.flushLocked(ctx, false); err != nil {
+		return err
+	}
+	return t.flushLocked(ctx, false)
 }
 
 // waitVisible waits until every batch up to seq is published. The records
@@ -104,6 +120,9 @@ func (t *Tablet) waitVisible(ctx context.Context, seq uint64) error {
 
 func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	start := time.Now()
+	if t.testHookFlush != nil {
+		t.testHookFlush()
+	}
 	if err := t.waitVisible(ctx, im.lastSeq); err != nil {
 		return err
 	}
@@ -182,6 +201,11 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 	return nil
 }
 
+// maxTakenFileNums bounds how many numbers in a row writeTable skips
+// because a file of that number exists: far more than one crashed flush
+// or compaction leaves behind.
+const maxTakenFileNums = 1000
+
 // allocFileNum returns a new file number.
 func (t *Tablet) allocFileNum() uint64 {
 	t.editMu.Lock()
@@ -195,16 +219,32 @@ func (t *Tablet) allocFileNum() uint64 {
 // (in key order), fsyncs it and opens it. It returns nil when fill added
 // nothing (the file is removed).
 func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(add func(k, v []byte) error) error) (_ *tableFile, err error) {
-	num := t.allocFileNum()
-	rel := fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
-	path := filepath.Join(t.dir, filepath.FromSlash(rel))
 	fsys := t.opts.FS
-	if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
-		return nil, fmt.Errorf("tablet: %w", err)
-	}
-	fh, err := fsys.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("tablet: create sstable %s: %w", path, err)
+	var num uint64
+	var rel, path string
+	var fh vfs.Writable
+	for taken := 0; ; taken++ {
+		num = t.allocFileNum()
+		rel = fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
+		path = filepath.Join(t.dir, filepath.FromSlash(rel))
+		if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
+			return nil, fmt.Errorf("tablet: %w", err)
+		}
+		fh, err = fsys.Create(path)
+		if err == nil {
+			break
+		}
+		// A file of that number is left by a process of this folder that
+		// died before a manifest named it (the same epoch, or Epoch 0:
+		// unfenced). It is not ours to overwrite or delete (a save of
+		// that process whose outcome is unknown may name it): take the
+		// next number. Without this every flush after such a crash would
+		// fail until retries had used up the numbers, and with writers
+		// stalled on the full memtable (stall.go) that is an outage.
+		if !errors.Is(err, fs.ErrExist) || taken == maxTakenFileNums {
+			return nil, fmt.Errorf("tablet: create sstable %s: %w", path, err)
+		}
+		t.logger.Warn("an SSTable of this number exists already, not named by the manifest: using the next number", "dir", t.dir, "path", path)
 	}
 	wo := writerOptions(fam)
 	wo.MaxEntries = maxEntries

@@ -69,7 +69,7 @@ func Merge(ctx context.Context, left, right *Tablet, dir string) (err error) {
 			return ErrClosed
 		}
 		t.flushMu.Lock()
-		err := t.flushLocked(ctx, false)
+		err := t.flushAllLocked(ctx)
 		t.flushMu.Unlock()
 		if err != nil {
 			return err

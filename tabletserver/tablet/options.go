@@ -39,8 +39,10 @@ type Options struct {
 	// SyncInterval is the fsync period of SyncMode interval. The default is
 	// 100ms.
 	SyncInterval time.Duration
-	// MemtableSize is the memtable size past which the tablet flushes. The
-	// default is 64 MiB.
+	// MemtableSize is the memtable size past which the tablet flushes.
+	// Writers wait while the active memtable holds this much and the
+	// previous one is still being flushed (stall.go). The default is
+	// 64 MiB.
 	MemtableSize int64
 	// Cache is the block cache shared by every tablet of a server. The
 	// default is a private 32 MiB cache.
@@ -60,7 +62,8 @@ type Options struct {
 	// timestamps and evaluates TTLs. The default is time.Now().UnixMicro.
 	Clock func() int64
 	// DisableBackgroundWork turns off automatic flushes and compactions
-	// (tests drive Flush and Compact). The default is false.
+	// (tests drive Flush and Compact); writers then never stall on a full
+	// memtable. The default is false.
 	DisableBackgroundWork bool
 	// Logger receives background errors. The default discards.
 	Logger *slog.Logger

@@ -143,7 +143,7 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 		return ErrClosed
 	}
 	t.flushMu.Lock()
-	err = t.flushLocked(ctx, false)
+	err = t.flushAllLocked(ctx)
 	t.flushMu.Unlock()
 	if err != nil {
 		return err

@@ -1,5 +1,7 @@
 package tablet
 
+import "time"
+
 // FamilyStats describes one family's SSTables.
 type FamilyStats struct {
 	Bytes      uint64 // SSTable file bytes (whole files, also for split references)
@@ -20,11 +22,17 @@ type Stats struct {
 	SizeBytes         uint64 // SSTable bytes plus memtable bytes
 	// Memory says where the tablet's memory goes (memstats.go).
 	Memory MemoryStats
+	// WriteStalls counts the writes that waited for room in the tablet's
+	// full memtable since it was opened, and WriteStallTime is the time
+	// they waited in all (stall.go).
+	WriteStalls    uint64
+	WriteStallTime time.Duration
 }
 
 // Stats returns the tablet's current numbers.
 func (t *Tablet) Stats() Stats {
-	s := Stats{Families: map[string]FamilyStats{}, LastSeq: t.visibleSeq.Load()}
+	s := Stats{Families: map[string]FamilyStats{}, LastSeq: t.visibleSeq.Load(),
+		WriteStalls: t.stalls.Load(), WriteStallTime: time.Duration(t.stallNanos.Load())}
 	s.Memory.Memtable, s.Memory.MemtableFlushing, s.Memory.MemtableArena = t.memtableBytes()
 	s.MemtableBytes = s.Memory.Memtable
 	s.Memory.Writing = t.writing.bytes()

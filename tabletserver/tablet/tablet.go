@@ -26,6 +26,8 @@ const (
 // Tablet is the storage engine of one tablet. It is safe for concurrent use.
 //
 // Lock order: gate → row lock → flushMu → compactMu → editMu → commitMu → mu.
+// A writer that stalls on a full memtable (stall.go) waits holding none
+// of them.
 type Tablet struct {
 	opts   Options
 	dir    string
@@ -59,10 +61,11 @@ type Tablet struct {
 	failOnce sync.Once
 
 	// mu protects the read state below; held only briefly, never over I/O.
-	mu  sync.Mutex
-	mem *memtable
-	imm []*immutable // being flushed, oldest first
-	cur *version
+	mu    sync.Mutex
+	mem   *memtable
+	imm   []*immutable // being flushed, oldest first
+	cur   *version
+	flush flushState // what stalled writers wait for (stall.go)
 
 	flushMu   sync.Mutex // one flush at a time
 	compactMu sync.Mutex // one compaction at a time
@@ -85,6 +88,14 @@ type Tablet struct {
 	closeOnce sync.Once
 	closeErr  error
 
+	// stallAt is the active memtable's size at which writers stall
+	// (stall.go); stalls and stallNanos count the stalls and their time
+	// (Stats), timed by now.
+	stallAt    int64
+	stalls     atomic.Uint64
+	stallNanos atomic.Int64
+	now        func() time.Time
+
 	// testHookTableWritten, when set by a test, runs after each new
 	// SSTable is written and before it is published.
 	testHookTableWritten func()
@@ -92,6 +103,12 @@ type Tablet struct {
 	// after its inputs are picked and before it writes; major tells an
 	// all-files compaction from a merge of some.
 	testHookCompacting func(ctx context.Context, major bool)
+	// testHookFlush, when set by a test, runs at the start of the flush
+	// of each immutable memtable, before anything is written.
+	testHookFlush func()
+	// testHookStall, when set by a test, runs when a writer starts to
+	// wait for room in the memtable (once per stall).
+	testHookStall func()
 	// writing holds the SSTable writers in flight (writers.go).
 	writing writerSet
 }
@@ -163,6 +180,8 @@ func Open(opts Options) (_ *Tablet, err error) {
 		nextFileNum: st.NextFileNum, replayPoint: st.ReplayPoint, flushedSeq: st.LastSeq,
 		manifestVer: mID.Version,
 		flushCh:     make(chan struct{}, 1), compactCh: make(chan struct{}, 1),
+		flush:   flushState{changed: make(chan struct{})},
+		stallAt: stallFactor * opts.MemtableSize, now: time.Now,
 	}
 	t.schema.Store(sch)
 	files := map[string][]*tableFile{}

@@ -58,8 +58,10 @@ func (t *Tablet) checkRow(row []byte) error {
 	return nil
 }
 
-// enterWrite throttles a writer and holds the gate shared; on success the
-// caller calls t.gate.RUnlock when done.
+// enterWrite throttles a writer (the server's memory budget, then the
+// tablet's own memtable: stall.go) and holds the gate shared; on success
+// the caller calls t.gate.RUnlock when done. It waits before it takes the
+// gate, which Split (flushing under it) and Close take exclusively.
 func (t *Tablet) enterWrite(ctx context.Context) error {
 	if t.closed.Load() {
 		return ErrClosed
@@ -68,6 +70,9 @@ func (t *Tablet) enterWrite(ctx context.Context) error {
 		return err
 	}
 	if err := t.opts.Memory.admit(ctx); err != nil {
+		return err
+	}
+	if err := t.awaitRoom(ctx); err != nil {
 		return err
 	}
 	t.gate.RLock()
