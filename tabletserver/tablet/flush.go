@@ -67,6 +67,7 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
 		im := &immutable{m: t.mem, replayPoint: seg, lastSeq: t.lastSeq}
 		t.mu.Lock()
 		t.mem = newMemtable()
+		t.active.Store(t.mem)
 		t.imm = append(t.imm, im)
 		t.flush.changedLocked() // room for stalled writers
 		t.mu.Unlock()

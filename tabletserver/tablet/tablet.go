@@ -66,6 +66,9 @@ type Tablet struct {
 	imm   []*immutable // being flushed, oldest first
 	cur   *version
 	flush flushState // what stalled writers wait for (stall.go)
+	// active is mem, for awaitRoom's check without mu on every write;
+	// set wherever mem is.
+	active atomic.Pointer[memtable]
 
 	flushMu   sync.Mutex // one flush at a time
 	compactMu sync.Mutex // one compaction at a time
@@ -184,6 +187,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 		stallAt: stallFactor * opts.MemtableSize, now: time.Now,
 	}
 	t.schema.Store(sch)
+	t.active.Store(t.mem)
 	files := map[string][]*tableFile{}
 	defer func() {
 		if err != nil && !t.closed.Load() { // a failed seal closed the tablet itself
@@ -616,6 +620,7 @@ func (t *Tablet) closeGated() error {
 		t.opts.Memory.release(t.memBytes())
 		t.mu.Lock()
 		t.mem, t.imm = nil, nil
+		t.active.Store(nil)
 		t.mu.Unlock()
 	})
 	return t.closeErr
