@@ -80,16 +80,22 @@ func (m *manualTimers) await(t *testing.T, what string, cond func() bool) {
 
 // fire waits for an armed timer and fires every armed one, each in its
 // own goroutine as time.AfterFunc would (the check's stop waits for it).
-func (m *manualTimers) fire(t *testing.T) {
+// It returns how many timers had been armed when it took them, so that a
+// caller can wait for the ones the fired checks arm next: a stream's first
+// check is armed when the client starts waiting for a message, which may
+// be after the server already holds the call.
+func (m *manualTimers) fire(t *testing.T) (armed int) {
 	t.Helper()
 	var fired []*manualTimer
 	m.await(t, "armed location check", func() bool {
 		fired, m.armed = m.armed, nil
+		armed = m.arms
 		return len(fired) > 0
 	})
 	for _, mt := range fired {
 		go mt.f()
 	}
+	return armed
 }
 
 // pausedCluster is two fake tablet servers and a client; table "t" has
@@ -219,8 +225,7 @@ func TestIdempotentCallOnHungServerFollowsTheTabletToItsNewOwner(t *testing.T) {
 
 			// The tablet has not moved: the check asks a master and the
 			// call keeps waiting, sent nowhere else.
-			arms := p.timers.count()
-			p.timers.fire(t)
+			arms := p.timers.fire(t)
 			p.timers.await(t, "next location check after an unchanged answer", func() bool { return p.timers.arms > arms })
 			if n := p.cl.loc.Lookups() - lookups; n != 1 {
 				t.Errorf("the check sent %d lookups, want 1", n)
