@@ -51,9 +51,9 @@ func (t *Tablet) backgroundCompact(ctx context.Context) error {
 			t.mu.Unlock()
 			return ErrClosed
 		}
-		files := t.cur.files[name]
+		files, runs := t.cur.files[name], len(t.cur.runs[name])
 		t.mu.Unlock()
-		if len(files) > t.opts.L0Trigger || hasReferences(files) {
+		if runs > t.opts.L0Trigger || hasReferences(files) {
 			// One compaction may leave a run for the next (a merged run
 			// now as big as the next older file): go on while the picker
 			// finds one. Every compaction removes at least one file.
@@ -346,10 +346,15 @@ func tombstonesAmid(files, inputs []*tableFile) bool {
 // mergeInputs merges the inputs row by row through the assembler, calling
 // add with the entries to keep, in key order.
 func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, agg aggregation, mode assembleMode, add func(k, v []byte) error) error {
-	srcs := make([]internalIter, 0, len(inputs))
-	for _, f := range inputs {
+	var srcs []internalIter
+	for _, r := range sortedRuns(inputs) {
 		// Each block is read once, from files about to be deleted: left
 		// out of the cache, they do not push out the blocks reads use.
+		if len(r.files) > 1 {
+			srcs = append(srcs, newRunIter(r.files, nil, nil, true))
+			continue
+		}
+		f := r.files[0]
 		it := f.reader.NewIter(f.lower(), f.upper())
 		it.DontFillCache()
 		srcs = append(srcs, it)

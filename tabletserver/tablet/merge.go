@@ -38,13 +38,22 @@ type mergeIter struct {
 	// the key several times per entry, and the interface calls through
 	// srcs showed in its profile.
 	one *sstable.Iter
+	// oneRun is the only valid source when that is a sorted run's
+	// iterator: one is then the iterator of its current file, and the
+	// run moves on to its next file when one ends.
+	oneRun *runIter
 }
 
 // settleOne sets one from the heap.
 func (m *mergeIter) settleOne() {
-	m.one = nil
+	m.one, m.oneRun = nil, nil
 	if len(m.heap) == 1 && m.err == nil {
-		m.one, _ = m.srcs[m.heap[0]].(*sstable.Iter)
+		switch s := m.srcs[m.heap[0]].(type) {
+		case *sstable.Iter:
+			m.one = s
+		case *runIter:
+			m.one, m.oneRun = &s.it, s
+		}
 	}
 }
 
@@ -146,6 +155,12 @@ func (m *mergeIter) Next() bool {
 		if m.one.Next() {
 			return true
 		}
+		if r := m.oneRun; r != nil {
+			if r.nextFile() {
+				return true // one is r.it, now over the next file
+			}
+			return m.endOne(r)
+		}
 		return m.endOne(m.one)
 	}
 	if len(m.heap) == 1 {
@@ -170,7 +185,7 @@ func (m *mergeIter) Next() bool {
 
 // endOne ends the merge when its only source s is exhausted or failed.
 func (m *mergeIter) endOne(s internalIter) bool {
-	m.one = nil
+	m.one, m.oneRun = nil, nil
 	if err := s.Err(); err != nil {
 		m.err = err
 		return false
@@ -188,6 +203,6 @@ func (m *mergeIter) Close() error {
 	}
 	m.srcs = nil
 	m.heap = nil
-	m.one = nil
+	m.one, m.oneRun = nil, nil
 	return err
 }

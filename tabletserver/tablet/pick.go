@@ -38,47 +38,64 @@ func (t *Tablet) pickBackground(files []*tableFile) []*tableFile {
 }
 
 // pickTiered is the background compactions' size-tiered policy (RocksDB's
-// universal compaction, Cassandra's STCS): once a family has more than
-// trigger files, merge a run of files of similar size — from the newest
-// file on that starts one, add each next older file while it is no bigger
-// than the run so far, and take the run if it has two files or more. A
-// byte is then rewritten each time the file holding it at least doubles,
-// O(log n) times for n bytes ingested. The older rule (merge the newest
+// universal compaction, Cassandra's STCS) over the family's sorted runs
+// (runs.go; a file written out of key order is a run of its own): once a
+// family has more than trigger runs, merge runs of similar size — from the
+// newest run on that starts one, add each next older run while it is no
+// bigger than the runs so far, and take them if there are two or more. A
+// byte is then rewritten each time the run holding it at least doubles,
+// O(log n) times for n bytes ingested; rows written in key order make one
+// run and are not rewritten at all. The older rule (merge the newest
 // files, leaving out only a base file bigger than all of them) merged the
 // base again every few flushes once the rest had grown as big: a write
 // amplification linear in n, and a load's compaction time quadratic.
 //
-// Files whose sizes grow geometrically have no such run: then the
+// Runs whose sizes grow geometrically have no such group: then the
 // smallest contiguous window that brings the count back to trigger is
 // merged whatever its sizes, so that a family never keeps more than
-// trigger files once its compactions caught up (what Stats'
-// CompactionBacklog counts). Such forced merges cost more the fewer files
+// trigger runs once its compactions caught up (what Stats'
+// CompactionBacklog counts). Such forced merges cost more the fewer runs
 // the trigger allows: with 4, write amplification grows faster than
 // log n (simulated: 13 at 640 equal flushes); with 8, the default, it
 // stays logarithmic (5.1).
+//
+// It returns the picked runs' files, a contiguous part of files.
 func pickTiered(files []*tableFile, trigger int) []*tableFile {
-	if len(files) <= trigger {
+	runs := sortedRuns(files)
+	if len(runs) <= trigger {
 		return nil
 	}
-	for s := 0; s < len(files)-1; s++ {
-		run := files[s].ref.Size
+	s, e := pickTieredRuns(runs, trigger)
+	last := runs[e-1]
+	return files[runs[s].first : last.first+len(last.files)]
+}
+
+// pickTieredRuns returns the runs [s, e) pickTiered merges; len(runs) >
+// trigger.
+func pickTieredRuns(runs []run, trigger int) (s, e int) {
+	for s := 0; s < len(runs)-1; s++ {
+		size := runs[s].size
 		e := s + 1
-		for e < len(files) && files[e].ref.Size <= run {
-			run += files[e].ref.Size
+		for e < len(runs) && runs[e].size <= size {
+			size += runs[e].size
 			e++
 		}
 		if e-s >= 2 {
-			return files[s:e]
+			return s, e
 		}
 	}
-	w := len(files) - max(trigger, 1) + 1
+	w := len(runs) - max(trigger, 1) + 1
 	best, bestSize := 0, uint64(math.MaxUint64)
-	for s := 0; s+w <= len(files); s++ {
-		if n := filesSize(files[s : s+w]); n < bestSize {
+	for s := 0; s+w <= len(runs); s++ {
+		var n uint64
+		for _, r := range runs[s : s+w] {
+			n += r.size
+		}
+		if n < bestSize {
 			best, bestSize = s, n
 		}
 	}
-	return files[best : best+w]
+	return best, best + w
 }
 
 // nothingToDrop reports whether a major compaction of f, the family's only

@@ -17,6 +17,8 @@ func TestMajorCompactionPreemptsBackground(t *testing.T) {
 	tb := openTablet(t, opts)
 	for i := range 4 {
 		apply(t, tb, fmt.Sprint("r", i), set("a", "q", 1, fmt.Sprint("v", i)))
+		// Each file spans the rows of the others: four sorted runs.
+		apply(t, tb, "z", set("a", "q", int64(i+1), "z"))
 		if err := tb.Flush(bg); err != nil {
 			t.Fatal(err)
 		}

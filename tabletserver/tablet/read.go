@@ -170,7 +170,32 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 				srcs = append(srcs, it)
 			}
 		}
-		for _, f := range s.v.files[name] {
+		for i := range s.v.runs[name] {
+			r := &s.v.runs[name][i]
+			var f *tableFile
+			switch {
+			case sp.point && len(r.files) > 1:
+				// A point read needs the one file whose rows may hold
+				// its row.
+				j := r.fileOf(sp.lo)
+				if j < 0 {
+					continue
+				}
+				f = r.files[j]
+			case sp.point:
+				f = r.files[0]
+			default:
+				fs := r.within(sp.lo, sp.hi)
+				if len(fs) == 0 {
+					continue
+				}
+				if len(fs) > 1 {
+					// Scans are not pooled (p is nil).
+					srcs = append(srcs, newRunIter(fs, sp.lo, sp.hi, false))
+					continue
+				}
+				f = fs[0]
+			}
 			lo, hi, ok := intersect(sp.lo, sp.hi, f.lower(), f.upper())
 			if !ok {
 				continue

@@ -236,12 +236,16 @@ func (s *readState) openSpanReverse(sp span, fams map[string]bool) []*familyCurs
 				srcs = append(srcs, newSkipRevIter(l, sp.lo, sp.hi))
 			}
 		}
-		for _, f := range s.v.files[name] {
-			lo, hi, ok := intersect(sp.lo, sp.hi, f.lower(), f.upper())
-			if !ok {
-				continue
+		for i := range s.v.runs[name] {
+			// A run's files are opened one each: a reversed read over
+			// many of them is rare enough not to need runIter's twin.
+			for _, f := range s.v.runs[name][i].within(sp.lo, sp.hi) {
+				lo, hi, ok := intersect(sp.lo, sp.hi, f.lower(), f.upper())
+				if !ok {
+					continue
+				}
+				srcs = append(srcs, f.reader.NewReverseIter(lo, hi))
 			}
-			srcs = append(srcs, f.reader.NewReverseIter(lo, hi))
 		}
 		if len(srcs) == 0 {
 			continue

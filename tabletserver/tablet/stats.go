@@ -4,8 +4,11 @@ import "time"
 
 // FamilyStats describes one family's SSTables.
 type FamilyStats struct {
-	Bytes      uint64 // SSTable file bytes (whole files, also for split references)
-	SSTables   int
+	Bytes    uint64 // SSTable file bytes (whole files, also for split references)
+	SSTables int
+	// SortedRuns counts the groups of files with disjoint rows (runs.go)
+	// that the compaction trigger counts: 1 for files flushed in key order.
+	SortedRuns int
 	Cells      uint64 // cells in the SSTables, before deletes and GC
 	Tombstones uint64
 }
@@ -15,7 +18,7 @@ type Stats struct {
 	Families      map[string]FamilyStats
 	MemtableBytes int64 // active and flushing memtables
 	LogBytes      int64 // live commit log segments
-	// CompactionBacklog is the number of SSTables over the L0 trigger,
+	// CompactionBacklog is the number of sorted runs over the L0 trigger,
 	// summed over families, plus every split reference still to rewrite.
 	CompactionBacklog int
 	LastSeq           uint64 // highest visible sequence number
@@ -58,9 +61,10 @@ func (t *Tablet) Stats() Stats {
 					refs++
 				}
 			}
+			fs.SortedRuns = len(v.runs[name])
 			s.Families[name] = fs
 			s.SizeBytes += fs.Bytes
-			if over := fs.SSTables - t.opts.L0Trigger; over > 0 {
+			if over := fs.SortedRuns - t.opts.L0Trigger; over > 0 {
 				s.CompactionBacklog += over
 			}
 			s.CompactionBacklog += refs

@@ -274,7 +274,7 @@ func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open sstable of family %s: %w", ref.Family, err)
 	}
-	return &tableFile{ref: ref, path: path, own: manifest.IsOwnPath(ref.Path), reader: r, t: t}, nil
+	return &tableFile{ref: ref, path: path, own: manifest.IsOwnPath(ref.Path), reader: r, rows: fileRowSpan(r), t: t}, nil
 }
 
 // replay inserts the commit log records after the manifest's LastSeq into

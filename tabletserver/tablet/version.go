@@ -22,7 +22,9 @@ type tableFile struct {
 	own  bool   // inside the tablet's own folder (not a split reference)
 	// majorOf is the family schema of the major compaction that wrote the
 	// file, nil for any other file (see nothingToDrop).
-	majorOf  *families.Family
+	majorOf *families.Family
+	// rows are the rows the file's entries span, nil if none (runs.go).
+	rows     *rowSpan
 	reader   *sstable.Reader
 	refs     atomic.Int32
 	obsolete atomic.Bool
@@ -54,15 +56,18 @@ func (f *tableFile) upper() []byte { return f.ref.Upper }
 // MaxSeq). Readers hold a reference for as long as they read its files.
 type version struct {
 	files map[string][]*tableFile
-	refs  atomic.Int32
+	// runs are each family's sorted runs (runs.go), newest first.
+	runs map[string][]run
+	refs atomic.Int32
 }
 
 func newVersion(files map[string][]*tableFile) *version {
-	v := &version{files: files}
-	for _, fs := range files {
+	v := &version{files: files, runs: make(map[string][]run, len(files))}
+	for name, fs := range files {
 		for _, f := range fs {
 			f.refs.Add(1)
 		}
+		v.runs[name] = sortedRuns(fs)
 	}
 	v.refs.Store(1)
 	return v
