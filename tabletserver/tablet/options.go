@@ -53,10 +53,11 @@ type Options struct {
 	// Compactions bounds concurrent compactions across tablets. The default
 	// is a private limiter of 1.
 	Compactions *Limiter
-	// L0Trigger: a family with more SSTables than this gets a merging
-	// compaction (of files of similar size; see pickTiered). The default
-	// is 8: fewer makes compactions rewrite data more often than the log
-	// of its size.
+	// L0Trigger: a family with more sorted runs than this (groups of
+	// SSTables with disjoint rows, runs.go; files flushed in key order are
+	// one) gets a merging compaction (of runs of similar size; see
+	// pickTiered). The default is 8: fewer makes compactions rewrite data
+	// more often than the log of its size.
 	L0Trigger int
 	// Clock returns microseconds since the epoch; it stamps server
 	// timestamps and evaluates TTLs. The default is time.Now().UnixMicro.
