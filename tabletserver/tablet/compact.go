@@ -51,9 +51,9 @@ func (t *Tablet) backgroundCompact(ctx context.Context) error {
 			t.mu.Unlock()
 			return ErrClosed
 		}
-		files, runs := t.cur.files[name], len(t.cur.runs[name])
+		files, runs := t.cur.files[name], t.cur.runs[name]
 		t.mu.Unlock()
-		if runs > t.opts.L0Trigger || hasReferences(files) {
+		if len(runs) > t.opts.L0Trigger || longRun(runs) != nil || hasReferences(files) {
 			// One compaction may leave a run for the next (a merged run
 			// now as big as the next older file): go on while the picker
 			// finds one. Every compaction removes at least one file.

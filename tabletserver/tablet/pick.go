@@ -62,12 +62,33 @@ func (t *Tablet) pickBackground(files []*tableFile) []*tableFile {
 // It returns the picked runs' files, a contiguous part of files.
 func pickTiered(files []*tableFile, trigger int) []*tableFile {
 	runs := sortedRuns(files)
+	if r := longRun(runs); r != nil {
+		return files[r.first : r.first+len(r.files)]
+	}
 	if len(runs) <= trigger {
 		return nil
 	}
 	s, e := pickTieredRuns(runs, trigger)
 	last := runs[e-1]
 	return files[runs[s].first : last.first+len(last.files)]
+}
+
+// maxRunFiles bounds the files of a sorted run. Files flushed in key order
+// are not merged to bring their count down, and a tablet splits long
+// before its run gets this long (a 256 MiB split threshold holds about a
+// hundred flushes); one that does not split would keep a descriptor, an
+// index and a filter open for every flush: past this many, the run is
+// merged into one file.
+const maxRunFiles = 512
+
+// longRun returns the first run of more than maxRunFiles files, or nil.
+func longRun(runs []run) *run {
+	for i := range runs {
+		if len(runs[i].files) > maxRunFiles {
+			return &runs[i]
+		}
+	}
+	return nil
 }
 
 // pickTieredRuns returns the runs [s, e) pickTiered merges; len(runs) >

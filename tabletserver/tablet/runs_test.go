@@ -111,6 +111,18 @@ func TestPickTieredCountsRuns(t *testing.T) {
 	if got := pickTiered(files, 4); got != nil {
 		t.Fatalf("pickTiered picked %d files of 4 runs with trigger 4", len(got))
 	}
+	// Until a run is too long to keep open: then it is merged whole.
+	var long []*tableFile
+	for i := range maxRunFiles + 1 {
+		long = append([]*tableFile{spanFile(uint64(i+1), fmt.Sprintf("r%04d0", i), fmt.Sprintf("r%04d9", i))}, long...)
+	}
+	if got := pickTiered(long[1:], 8); got != nil {
+		t.Fatalf("pickTiered picked %d files of a run of %d", len(got), maxRunFiles)
+	}
+	files = append([]*tableFile{spanFile(5000, "a", "z")}, long...)
+	if got := pickTiered(files, 8); len(got) != maxRunFiles+1 || got[0] != long[0] {
+		t.Fatalf("pickTiered picked %d files of a run of %d, want all of them", len(got), maxRunFiles+1)
+	}
 }
 
 // Files flushed in key order are read, never rewritten, by background
