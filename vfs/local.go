@@ -21,7 +21,11 @@ func (f localFile) Size() int64 { return f.size }
 
 // Create creates name exclusively (0644).
 func (Local) Create(name string) (Writable, error) {
-	return os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return newLocalWritable(f), nil
 }
 
 // Open opens name for reading.

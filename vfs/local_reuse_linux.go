@@ -27,7 +27,7 @@ func (Local) Reuse(oldname, newname string) (Writable, error) {
 		}
 		return nil, NotApplied(&os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err})
 	}
-	return f, nil
+	return newLocalWritable(f), nil
 }
 
 var _ Reuser = Local{}

@@ -83,6 +83,11 @@ type Log struct {
 	// poolPending counts those RemoveBefore is moving there.
 	pool        []pooled
 	poolPending int
+
+	// writtenBack is how far into the active segment the write-out of
+	// written bytes was started (writeback.go). Only the running round
+	// uses it.
+	writtenBack int64
 }
 
 type segmentInfo struct {
@@ -353,6 +358,9 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 			err = fmt.Errorf("wal: write %s: %w", segmentPath(l.opts.Dir, seg), err)
 		}
 	}
+	if err == nil && !sync && len(data) > 0 {
+		l.startWriteback(f, roundBytes)
+	}
 	if err == nil && sync {
 		if err = l.syncFile(f); err != nil {
 			err = fmt.Errorf("wal: fsync %s: %w", segmentPath(l.opts.Dir, seg), err)
@@ -372,6 +380,7 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 		if err == nil {
 			nf, err = l.createSegment(seg+1, seg, roundBytes, reuse)
 			reuse = nil // used, or deleted if it could not be
+			l.writtenBack = 0
 		}
 	}
 
