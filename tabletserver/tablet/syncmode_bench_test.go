@@ -76,3 +76,32 @@ func syscw(b *testing.B) int64 {
 	b.Skip("no syscw in /proc/self/io")
 	return 0
 }
+
+// BenchmarkSequentialInsert1000B is one writer's sequential 1000-byte
+// inserts in sync mode buffered, as enginebench configures the tablet: a
+// load bounded by the flush, whose writers wait for the one before
+// (stall-s: the time they waited, in seconds).
+func BenchmarkSequentialInsert1000B(b *testing.B) {
+	tb := openTablet(b, Options{
+		Dir: b.TempDir(), Create: true,
+		Families: []families.Family{{
+			Name: "f", MaxVersions: 1,
+			Compression: families.CompressionSnappy, Bloom: families.BloomRow,
+		}},
+		SyncMode:     wal.SyncBuffered,
+		Cache:        sstable.NewCache(8 << 20),
+		MemtableSize: 4 << 20,
+	})
+	v := make([]byte, 1000)
+	rand.New(rand.NewSource(1)).Read(v[:500])
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := tb.Apply(bg, engineKey(i), []cell.Mutation{{Kind: cell.SetCell, Family: "f", Timestamp: 1, Value: v}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	st := tb.Stats()
+	b.ReportMetric(float64(st.WriteStalls), "stalls")
+	b.ReportMetric(st.WriteStallTime.Seconds(), "stall-s")
+}
