@@ -18,6 +18,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/testkit/shuffle"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/wal"
 )
@@ -77,7 +78,11 @@ func TestMeasureMemory(t *testing.T) {
 
 	r := rand.New(rand.NewSource(1))
 	began := time.Now()
-	for n, i := range r.Perm(count) {
+	// The keys' random order is computed on the fly: a rand.Perm slice
+	// would add 8 bytes per key (30.5 MiB at 4M) to the live heap measured.
+	perm := shuffle.New(count, r.Int63())
+	for n := range count {
+		i := perm.At(n)
 		v := make([]byte, size)
 		r.Read(v[:size/2])
 		if err := tb.Apply(ctx, engineKey(i), []cell.Mutation{{Kind: cell.SetCell, Family: "f", Timestamp: 1, Value: v}}); err != nil {
