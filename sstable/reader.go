@@ -190,44 +190,29 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 		return bad("%v", err)
 	}
 	// Every key goes into one arena (one allocation per file rather than
-	// one per data block); spans are its [start, end) of each entry's key,
-	// turned into slices once the arena stops growing.
-	var arena []byte
-	var spans []int
-	// The properties give the number of entries; a damaged count is
-	// bounded by what the block can hold (an entry takes 5 bytes or more).
-	r.index = make([]indexEntry, 0, min(r.props.NumDataBlocks, uint64(len(b)/5)))
+	// one per data block). A first pass checks the entries and sizes the
+	// arena exactly, the second fills it: grown by appends it would
+	// allocate about three times its size while a file of 4M keys opens,
+	// live at once with the other files' metadata (docs/BENCHMARKS.md,
+	// "Where the memory goes at 4M keys").
+	keyBytes, entries := 0, 0
+	var prev []byte
 	next := uint64(0)
 	for ok := it.first(); ok; ok = it.next() {
-		v := it.val
-		o, n1 := binary.Uvarint(v)
-		if n1 <= 0 {
+		h, ok := decodeIndexHandle(it.val)
+		if !ok {
 			return bad("bad block handle")
 		}
-		l, n2 := binary.Uvarint(v[n1:])
-		if n2 <= 0 || n1+n2 != len(v) {
-			return bad("bad block handle")
+		if h.offset != next || h.length > dataEnd-h.offset || trailerLen > dataEnd-h.offset-h.length {
+			return bad("data block handle (%d, %d) out of place", h.offset, h.length)
 		}
-		h := blockHandle{offset: o, length: l}
-		if o != next || l > dataEnd-o || trailerLen > dataEnd-o-l {
-			return bad("data block handle (%d, %d) out of place", o, l)
-		}
-		if n := len(spans); n > 0 && bytes.Compare(arena[spans[n-1]:], it.key) >= 0 {
+		if entries > 0 && bytes.Compare(prev, it.key) >= 0 {
 			return bad("keys out of order")
 		}
-		spans = append(spans, len(arena))
-		arena = append(arena, it.key...)
-		r.index = append(r.index, indexEntry{handle: h})
+		prev = append(prev[:0], it.key...)
+		keyBytes += len(it.key)
+		entries++
 		next = h.end()
-	}
-	// The arena grew by doubling: keep a copy of its size.
-	arena = bytes.Clone(arena)
-	for i := range r.index {
-		end := len(arena)
-		if i+1 < len(spans) {
-			end = spans[i+1]
-		}
-		r.index[i].lastKey = arena[spans[i]:end:end]
 	}
 	if it.err != nil {
 		return bad("%v", it.err)
@@ -235,7 +220,29 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	if next != dataEnd {
 		return bad("data blocks end at %d, metadata starts at %d", next, dataEnd)
 	}
+	arena := make([]byte, 0, keyBytes)
+	r.index = make([]indexEntry, 0, entries)
+	for ok := it.first(); ok; ok = it.next() {
+		h, _ := decodeIndexHandle(it.val)
+		start := len(arena)
+		arena = append(arena, it.key...)
+		r.index = append(r.index, indexEntry{lastKey: arena[start:len(arena):len(arena)], handle: h})
+	}
 	return nil
+}
+
+// decodeIndexHandle decodes an index entry's value: the data block's
+// offset and length, two uvarints and nothing after them.
+func decodeIndexHandle(v []byte) (blockHandle, bool) {
+	o, n1 := binary.Uvarint(v)
+	if n1 <= 0 {
+		return blockHandle{}, false
+	}
+	l, n2 := binary.Uvarint(v[n1:])
+	if n2 <= 0 || n1+n2 != len(v) {
+		return blockHandle{}, false
+	}
+	return blockHandle{offset: o, length: l}, true
 }
 
 // readAt fills buf from off; a short read means the file is damaged.
