@@ -26,7 +26,8 @@ import (
 // TestMeasureMemory measures where the memory goes in bench/enginebench's
 // 100-byte random workload on one tablet configured as enginebench
 // configures it (one snappy family keeping one version with a row bloom
-// filter, an 8 MiB block cache, a 4 MiB memtable, no syncs): N random
+// filter and 4 KiB data blocks, an 8 MiB block cache, a 4 MiB memtable,
+// no syncs): N random
 // inserts, a flush and a major compaction, 200,000 random reads, a full
 // scan. At every phase it logs the process's peak and current RSS
 // (VmHWM, VmRSS), the Go runtime's view (live heap after the last GC, the
@@ -62,6 +63,7 @@ func TestMeasureMemory(t *testing.T) {
 		Families: []families.Family{{
 			Name: "f", MaxVersions: 1,
 			Compression: families.CompressionSnappy, Bloom: families.BloomRow,
+			BlockSize: 4096, // enginebench's -block-size default
 		}},
 		SyncMode:     wal.SyncNone,
 		Cache:        sstable.NewCache(8 << 20),
