@@ -22,6 +22,9 @@ type Iter struct {
 	valid   bool
 	err     error
 	closed  bool
+	// fileClosed: the Reader was closed before the iterator was made
+	// (its index is gone); every seek fails with ErrClosed.
+	fileClosed bool
 	// noFill: blocks read from the file are not added to the cache (see
 	// DontFillCache).
 	noFill bool
@@ -48,7 +51,7 @@ func (r *Reader) NewIter(lower, upper []byte) *Iter {
 // never used.
 func (r *Reader) InitIter(it *Iter, lower, upper []byte) {
 	bounds := it.bounds[:0]
-	*it = Iter{r: r}
+	*it = Iter{r: r, fileClosed: r.closed.Load()}
 	it.blk.key = it.keyBuf[:0]
 	// One buffer holds both bounds' copies.
 	buf := bounds
@@ -100,7 +103,7 @@ func (it *Iter) SeekGE(key []byte) bool {
 func (it *Iter) start(i int, key []byte) bool {
 	it.err = nil
 	it.valid = false
-	if it.closed {
+	if it.closed || it.fileClosed {
 		it.err = ErrClosed
 		return false
 	}

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"errors"
 	"os"
 	"runtime"
 	"testing"
@@ -91,5 +92,40 @@ func TestClosedWriterHoldsNoBuffers(t *testing.T) {
 				t.Errorf("after Close: %d entries, estimated size %d of a %d-byte file", p.NumEntries, w.EstimatedSize(), p.FileSize)
 			}
 		}
+	}
+}
+
+// TestClosedReaderDropsIndexAndFilter: Close lets go of the index and the
+// filter, so that a closed Reader something still points to (a stale slot
+// past a slice's length) does not keep megabytes alive; iterators made
+// afterwards fail with ErrClosed instead of seeing an empty file, and the
+// filter answers "maybe".
+func TestClosedReaderDropsIndexAndFilter(t *testing.T) {
+	entries := randomEntries(testRand(t), 2000, 20)
+	path, _ := writeTable(t, t.TempDir(), WriterOptions{BlockSize: 256, Bloom: families.BloomRow}, entries)
+	r, err := Open(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.index != nil || r.filter != nil {
+		t.Fatalf("a closed Reader holds %d index entries and filter %v", len(r.index), r.filter != nil)
+	}
+	it := r.NewIter(nil, nil)
+	if it.First() || !errors.Is(it.Err(), ErrClosed) || !errors.Is(it.Close(), ErrClosed) {
+		t.Errorf("an iterator of a closed Reader: First/Err/Close gave %v, want ErrClosed", it.Err())
+	}
+	it = r.NewIter(nil, nil)
+	if it.SeekGE(entries[len(entries)/2].key) || !errors.Is(it.Err(), ErrClosed) {
+		t.Errorf("SeekGE on a closed Reader: %v, want ErrClosed", it.Err())
+	}
+	rev := r.NewReverseIter(nil, nil)
+	if rev.PrevRow() || !errors.Is(rev.Err(), ErrClosed) || !errors.Is(rev.Close(), ErrClosed) {
+		t.Errorf("a reverse iterator of a closed Reader: %v, want ErrClosed", rev.Err())
+	}
+	if !r.MayContainRow([]byte("anything")) {
+		t.Error("a closed Reader's filter rules a row out")
 	}
 }

@@ -68,6 +68,10 @@ type Reader struct {
 	// blockReads counts data blocks read from the file (cache misses).
 	blockReads atomic.Int64
 
+	// closed is set by Close, before it drops index and filter: an
+	// iterator made afterwards fails with ErrClosed rather than seeing an
+	// empty file.
+	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -450,9 +454,22 @@ func (r *Reader) ApproximateSize(lower, upper []byte) uint64 {
 	return s
 }
 
-// Close closes the file. Iterators must be closed first. Calling it again
-// returns the same result.
+// Close closes the file and drops the index and filter (MetadataBytes
+// still reports what they were). Iterators must be closed first; an
+// iterator made after Close fails with ErrClosed, and MayContainRow and
+// MayContainColumn answer true. Calling it again returns the same result.
+//
+// Dropping them matters when something keeps the closed Reader: a slice
+// of files filtered in place keeps the dropped ones past its length, and
+// the inputs of a major compaction at 4M keys held 13 MB of index and
+// filter that way, live for as long as the tablet's current version
+// (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
 func (r *Reader) Close() error {
-	r.closeOnce.Do(func() { r.closeErr = r.f.Close() })
+	r.closeOnce.Do(func() {
+		r.closed.Store(true)
+		r.closeErr = r.f.Close()
+		r.index = nil
+		r.filter = nil
+	})
 	return r.closeErr
 }

@@ -71,6 +71,10 @@ type memoBlock struct {
 // copied. Call PrevRow to move to the first row.
 func (r *Reader) NewReverseIter(lower, upper []byte) *ReverseIter {
 	it := &ReverseIter{r: r, lower: bytes.Clone(lower), upper: bytes.Clone(upper)}
+	if r.closed.Load() {
+		it.err = ErrClosed // its index is gone: PrevRow fails
+		return it
+	}
 	it.loBlock, it.hiBlock = r.blocksFor(lower, upper)
 	it.memo[0].idx, it.memo[1].idx = -1, -1
 	return it
