@@ -32,7 +32,7 @@ func TestOpenAllocatesAboutWhatItKeeps(t *testing.T) {
 	alloc := int64(after.TotalAlloc - before.TotalAlloc)
 	kept := r.MetadataBytes()
 	t.Logf("%d data blocks: Open allocated %d bytes, keeps %d (filter %d), decoded an index block of %d",
-		len(r.index), alloc, kept, r.filter.memSize(), index)
+		r.index.len(), alloc, kept, r.filter.memSize(), index)
 	if slack := int64(16 << 10); alloc > kept+index+slack {
 		t.Errorf("Open allocated %d bytes: more than the %d it keeps, the %d-byte index block and %d more", alloc, kept, index, slack)
 	}
@@ -110,8 +110,8 @@ func TestClosedReaderDropsIndexAndFilter(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if r.index != nil || r.filter != nil {
-		t.Fatalf("a closed Reader holds %d index entries and filter %v", len(r.index), r.filter != nil)
+	if r.index.len() != 0 || r.index.keys != nil || r.index.offs != nil || r.filter != nil {
+		t.Fatalf("a closed Reader holds %d index entries and filter %v", r.index.len(), r.filter != nil)
 	}
 	it := r.NewIter(nil, nil)
 	if it.First() || !errors.Is(it.Err(), ErrClosed) || !errors.Is(it.Close(), ErrClosed) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -45,10 +46,35 @@ type IndexEntry struct {
 	Size uint64
 }
 
-// indexEntry is a decoded index entry.
-type indexEntry struct {
-	lastKey []byte
-	handle  blockHandle
+// blockIndex is a file's decoded index: every data block's last key and
+// place. Data blocks follow one another from offset 0 (decodeIndex checks
+// it), so block i with its trailer spans [offs[i], offs[i+1]); keys holds
+// the last keys back to back, key i ending at ends[i]. That is 12 bytes
+// an entry beside its key, where a slice and a handle took 40: 2.9 MB of
+// a file of 4M keys in 4 KiB blocks, held by every open file
+// (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
+type blockIndex struct {
+	keys []byte
+	ends []uint32
+	offs []uint64 // len(ends)+1 when there are blocks
+}
+
+// len returns the number of data blocks.
+func (x *blockIndex) len() int { return len(x.ends) }
+
+// lastKey returns block i's last key; callers must not modify it.
+func (x *blockIndex) lastKey(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = x.ends[i-1]
+	}
+	end := x.ends[i]
+	return x.keys[start:end:end]
+}
+
+// handle returns block i's place in the file.
+func (x *blockIndex) handle(i int) blockHandle {
+	return blockHandle{offset: x.offs[i], length: x.offs[i+1] - x.offs[i] - trailerLen}
 }
 
 // Reader reads one SSTable. Its methods are safe for concurrent use; each
@@ -59,7 +85,7 @@ type Reader struct {
 	cache   *Cache
 	cacheID uint64
 	inMem   bool // put blocks in the cache's in-memory list
-	index   []indexEntry
+	index   blockIndex
 	filter  filter // nil when the file has none
 	props   Properties
 	// metaBytes is the memory index, filter and properties hold, set by
@@ -156,8 +182,8 @@ func (r *Reader) load(size uint64) error {
 	if err := r.decodeIndex(b, ft.index.offset, metaStart); err != nil {
 		return err
 	}
-	if uint64(len(r.index)) != r.props.NumDataBlocks {
-		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", len(r.index), r.props.NumDataBlocks)
+	if uint64(r.index.len()) != r.props.NumDataBlocks {
+		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", r.index.len(), r.props.NumDataBlocks)
 	}
 	r.metaBytes = r.metadataBytes()
 	return nil
@@ -166,10 +192,8 @@ func (r *Reader) load(size uint64) error {
 // metadataBytes sums the memory the Reader keeps for its file: the index
 // entries and their keys, the filter's bits and the properties' keys.
 func (r *Reader) metadataBytes() int64 {
-	n := int64(unsafe.Sizeof(*r)) + int64(cap(r.index))*int64(unsafe.Sizeof(indexEntry{}))
-	for _, e := range r.index {
-		n += int64(len(e.lastKey)) // one arena holds them all, clipped
-	}
+	x := &r.index
+	n := int64(unsafe.Sizeof(*r)) + int64(cap(x.keys)) + 4*int64(cap(x.ends)) + 8*int64(cap(x.offs))
 	if r.filter != nil {
 		n += r.filter.memSize()
 	}
@@ -224,14 +248,23 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	if next != dataEnd {
 		return bad("data blocks end at %d, metadata starts at %d", next, dataEnd)
 	}
-	arena := make([]byte, 0, keyBytes)
-	r.index = make([]indexEntry, 0, entries)
+	if keyBytes > math.MaxUint32 {
+		return bad("%d bytes of keys, more than an index holds", keyBytes)
+	}
+	x := blockIndex{keys: make([]byte, 0, keyBytes), ends: make([]uint32, 0, entries)}
+	if entries > 0 {
+		x.offs = make([]uint64, 0, entries+1)
+	}
 	for ok := it.first(); ok; ok = it.next() {
 		h, _ := decodeIndexHandle(it.val)
-		start := len(arena)
-		arena = append(arena, it.key...)
-		r.index = append(r.index, indexEntry{lastKey: arena[start:len(arena):len(arena)], handle: h})
+		x.keys = append(x.keys, it.key...)
+		x.ends = append(x.ends, uint32(len(x.keys)))
+		x.offs = append(x.offs, h.offset)
 	}
+	if entries > 0 {
+		x.offs = append(x.offs, dataEnd)
+	}
+	r.index = x
 	return nil
 }
 
@@ -346,7 +379,7 @@ func (r *Reader) dataBlock(i int, fill bool) ([]byte, error) {
 // window, which is refilled when the iterator reads in order (see
 // readahead.go).
 func (r *Reader) dataBlockAhead(i int, fill bool, ra *readahead, upper []byte) ([]byte, error) {
-	h := r.index[i].handle
+	h := r.index.handle(i)
 	ahead := ra != nil && ra.loaded(i)
 	if r.cache != nil {
 		if b, ok := r.cache.get(r.cacheID, h.offset); ok {
@@ -414,16 +447,16 @@ func (r *Reader) MayContainColumn(encodedColumn []byte) bool {
 // blocksFor returns the range [lo, hi) of data blocks that may hold keys in
 // [lower, upper).
 func (r *Reader) blocksFor(lower, upper []byte) (lo, hi int) {
-	n := len(r.index)
+	n := r.index.len()
 	if lower != nil {
-		lo = sort.Search(n, func(i int) bool { return bytes.Compare(r.index[i].lastKey, lower) >= 0 })
+		lo = sort.Search(n, func(i int) bool { return bytes.Compare(r.index.lastKey(i), lower) >= 0 })
 	}
 	hi = n
 	if upper != nil {
 		// Block i holds keys > lastKey[i-1]; it may hold keys < upper only
 		// when lastKey[i-1] < upper.
 		hi = sort.Search(n, func(i int) bool {
-			return i > 0 && bytes.Compare(r.index[i-1].lastKey, upper) >= 0
+			return i > 0 && bytes.Compare(r.index.lastKey(i-1), upper) >= 0
 		})
 		if len(r.props.SmallestKey) > 0 && n > 0 && bytes.Compare(r.props.SmallestKey, upper) >= 0 {
 			hi = 0
@@ -437,8 +470,8 @@ func (r *Reader) blocksFor(lower, upper []byte) (lo, hi int) {
 func (r *Reader) IndexEntries(lower, upper []byte) []IndexEntry {
 	lo, hi := r.blocksFor(lower, upper)
 	out := make([]IndexEntry, 0, hi-lo)
-	for _, e := range r.index[lo:hi] {
-		out = append(out, IndexEntry{LastKey: bytes.Clone(e.lastKey), Size: e.handle.length + trailerLen})
+	for i := lo; i < hi; i++ {
+		out = append(out, IndexEntry{LastKey: bytes.Clone(r.index.lastKey(i)), Size: r.index.handle(i).length + trailerLen})
 	}
 	return out
 }
@@ -448,8 +481,8 @@ func (r *Reader) IndexEntries(lower, upper []byte) []IndexEntry {
 func (r *Reader) ApproximateSize(lower, upper []byte) uint64 {
 	lo, hi := r.blocksFor(lower, upper)
 	var s uint64
-	for _, e := range r.index[lo:hi] {
-		s += e.handle.length + trailerLen
+	for i := lo; i < hi; i++ {
+		s += r.index.handle(i).length + trailerLen
 	}
 	return s
 }
@@ -468,7 +501,7 @@ func (r *Reader) Close() error {
 	r.closeOnce.Do(func() {
 		r.closed.Store(true)
 		r.closeErr = r.f.Close()
-		r.index = nil
+		r.index = blockIndex{}
 		r.filter = nil
 	})
 	return r.closeErr
