@@ -33,8 +33,8 @@ import (
 // (VmHWM, VmRSS), the Go runtime's view (live heap after the last GC, the
 // heap goal, heap in use, stacks, GC metadata, all mapped memory) and the
 // tablet's own accounting (Stats().Memory); at the end it writes heap
-// profiles (inuse and alloc space) after the inserts and after the
-// compaction. It only runs with TABULA_MEMPROFILE set to the key count
+// profiles (inuse and alloc space) after the inserts, the compaction,
+// the reads and the scan. It only runs with TABULA_MEMPROFILE set to the key count
 // (TABULA_MEMPROFILE_DIR names the profiles' folder, default
 // /tmp/tabula-memprofile):
 //
@@ -112,6 +112,7 @@ func TestMeasureMemory(t *testing.T) {
 		}
 	}
 	m.phase("read")
+	m.heapProfile(filepath.Join(profDir, fmt.Sprintf("heap-%d-read.pb.gz", count)))
 	it, err := tb.NewRowIterator(ctx, ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -124,6 +125,7 @@ func TestMeasureMemory(t *testing.T) {
 		t.Fatalf("scan saw %d rows, %v", n, err)
 	}
 	m.phase("scanned")
+	m.heapProfile(filepath.Join(profDir, fmt.Sprintf("heap-%d-scanned.pb.gz", count)))
 	checkFileEstimates(t, tb)
 }
 
