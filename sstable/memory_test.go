@@ -16,6 +16,9 @@ import (
 // allocated while a compaction's inputs and output were all open
 // (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
 func TestOpenAllocatesAboutWhatItKeeps(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates too")
+	}
 	entries := randomEntries(testRand(t), 40000, 20)
 	path, _ := writeTable(t, t.TempDir(), WriterOptions{BlockSize: 256, Bloom: families.BloomRowColumn}, entries)
 	index := indexBlockLen(t, path)
