@@ -1,7 +1,6 @@
 package sstable
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -238,7 +237,9 @@ func (f libraryFilter) memSize() int64 {
 var errBadFilter = errors.New("bad filter encoding")
 
 // decodeFilter decodes the filter block of a file of the given format
-// version. The filter does not alias b: a reader may recycle its blocks.
+// version. A version 2 filter keeps b's memory (its bits are b after the
+// header): callers pass a block of its own that nothing else writes to, as
+// Reader.load does (metadata blocks are never pooled, see readBlock).
 func decodeFilter(b []byte, version uint32) (filter, error) {
 	if len(b) < filterHeaderLen || (len(b)-filterHeaderLen)%8 != 0 {
 		return nil, errBadFilter
@@ -257,7 +258,9 @@ func decodeFilter(b []byte, version uint32) (filter, error) {
 		}
 		return libraryFilter{bloom.FromWithM(words, uint(m), uint(k))}, nil
 	case 2:
-		return &hashFilter{m: m, k: k, bitset: bytes.Clone(b[filterHeaderLen:])}, nil
+		// The filter keeps b's memory (see decodeFilter): a copy would
+		// allocate the bits twice while a large file opens.
+		return &hashFilter{m: m, k: k, bitset: b[filterHeaderLen:]}, nil
 	}
 	return nil, errBadVersion
 }

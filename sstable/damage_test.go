@@ -118,9 +118,9 @@ func TestBlockDamageNamesTheBlock(t *testing.T) {
 	entries := randomEntries(rng, 300, 50)
 	path, _ := writeTable(t, dir, WriterOptions{BlockSize: 512}, entries)
 	r := openTable(t, path, ReaderOptions{})
-	idx := r.index
-	victim := len(idx) / 2
-	off := idx[victim].handle.offset
+	idx := &r.index
+	victim := idx.len() / 2
+	off := idx.handle(victim).offset
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -138,7 +138,7 @@ func TestBlockDamageNamesTheBlock(t *testing.T) {
 	// Every entry of the blocks before the victim was read.
 	n := 0
 	for _, e := range entries {
-		if bytes.Compare(e.key, idx[victim-1].lastKey) <= 0 {
+		if bytes.Compare(e.key, idx.lastKey(victim-1)) <= 0 {
 			n++
 		}
 	}

@@ -294,9 +294,10 @@ func checkFixtureBlocks(t *testing.T, r *Reader, fx sstFixture) {
 
 func fixtureBlockTypes(t *testing.T, r *Reader, c families.Compression) (raw, compressed int) {
 	t.Helper()
-	for i, e := range r.index {
+	for i := range r.index.len() {
+		h := r.index.handle(i)
 		var typ [1]byte
-		if _, err := r.f.ReadAt(typ[:], int64(e.handle.offset+e.handle.length)); err != nil {
+		if _, err := r.f.ReadAt(typ[:], int64(h.offset+h.length)); err != nil {
 			t.Fatal(err)
 		}
 		switch typ[0] {

@@ -168,7 +168,7 @@ func FuzzChecksummedBlocks(f *testing.F) {
 			f.Fatal(err)
 		}
 		block := func(h blockHandle) []byte { return file[h.offset : h.offset+h.length] }
-		dh := r.index[0].handle
+		dh := r.index.handle(0)
 		var filter []byte
 		if ft.filter != (blockHandle{}) {
 			filter = block(ft.filter)

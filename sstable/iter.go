@@ -22,6 +22,9 @@ type Iter struct {
 	valid   bool
 	err     error
 	closed  bool
+	// fileClosed: the Reader was closed before the iterator was made
+	// (its index is gone); every seek fails with ErrClosed.
+	fileClosed bool
 	// noFill: blocks read from the file are not added to the cache (see
 	// DontFillCache).
 	noFill bool
@@ -48,7 +51,7 @@ func (r *Reader) NewIter(lower, upper []byte) *Iter {
 // never used.
 func (r *Reader) InitIter(it *Iter, lower, upper []byte) {
 	bounds := it.bounds[:0]
-	*it = Iter{r: r}
+	*it = Iter{r: r, fileClosed: r.closed.Load()}
 	it.blk.key = it.keyBuf[:0]
 	// One buffer holds both bounds' copies.
 	buf := bounds
@@ -90,8 +93,8 @@ func (it *Iter) SeekGE(key []byte) bool {
 	if it.lower != nil && bytes.Compare(key, it.lower) < 0 {
 		key = it.lower
 	}
-	idx := it.r.index
-	i := sort.Search(len(idx), func(i int) bool { return bytes.Compare(idx[i].lastKey, key) >= 0 })
+	idx := &it.r.index
+	i := sort.Search(idx.len(), func(i int) bool { return bytes.Compare(idx.lastKey(i), key) >= 0 })
 	return it.start(i, key)
 }
 
@@ -100,11 +103,11 @@ func (it *Iter) SeekGE(key []byte) bool {
 func (it *Iter) start(i int, key []byte) bool {
 	it.err = nil
 	it.valid = false
-	if it.closed {
+	if it.closed || it.fileClosed {
 		it.err = ErrClosed
 		return false
 	}
-	for ; i < len(it.r.index); i++ {
+	for ; i < it.r.index.len(); i++ {
 		if !it.loadBlock(i) {
 			return false
 		}
@@ -146,7 +149,7 @@ func (it *Iter) settle() bool {
 }
 
 func (it *Iter) loadBlock(i int) bool {
-	if it.upper != nil && i > 0 && bytes.Compare(it.r.index[i-1].lastKey, it.upper) >= 0 {
+	if it.upper != nil && i > 0 && bytes.Compare(it.r.index.lastKey(i-1), it.upper) >= 0 {
 		return false // every key of block i is past the upper bound
 	}
 	b := it.held
@@ -167,7 +170,7 @@ func (it *Iter) loadBlock(i int) bool {
 }
 
 func (it *Iter) blockFailed() bool {
-	off := it.r.index[it.block].handle.offset
+	off := it.r.index.handle(it.block).offset
 	it.err = corruptf(it.r.path, kindData, off, "%v", it.blk.err)
 	it.valid = false
 	return false

@@ -71,18 +71,18 @@ func (ra *readahead) stored(h blockHandle) ([]byte, bool) {
 func (ra *readahead) fill(r *Reader, i int, upper []byte) bool {
 	ra.n = 0
 	ra.size = min(max(2*ra.size, minReadahead), maxReadahead)
-	start, end := r.index[i].handle.offset, r.index[i].handle.end()
-	for j := i; j+1 < len(r.index); j++ {
-		if upper != nil && bytes.Compare(r.index[j].lastKey, upper) >= 0 {
+	start, end := r.index.handle(i).offset, r.index.handle(i).end()
+	for j := i; j+1 < r.index.len(); j++ {
+		if upper != nil && bytes.Compare(r.index.lastKey(j), upper) >= 0 {
 			break // block j holds the last keys below upper
 		}
-		e := r.index[j+1].handle.end()
+		e := r.index.handle(j + 1).end()
 		if e-start > uint64(ra.size) {
 			break
 		}
 		end = e
 	}
-	if end == r.index[i].handle.end() {
+	if end == r.index.handle(i).end() {
 		return false // a window of one block is the block's own read
 	}
 	if ra.buf == nil {
@@ -110,7 +110,7 @@ func (ra *readahead) storedOrFill(r *Reader, i int, ahead bool, upper []byte) ([
 	if ra == nil {
 		return nil, false
 	}
-	h := r.index[i].handle
+	h := r.index.handle(i)
 	if b, ok := ra.stored(h); ok {
 		return b, true
 	}

@@ -67,12 +67,12 @@ func TestScanReadsAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads := log.take()
-	blocks := len(r.index)
+	blocks := r.index.len()
 	if blocks < 200 {
 		t.Fatalf("only %d blocks: the test needs many", blocks)
 	}
 	// Three blocks on their own, then windows of 32 and 64 KiB.
-	dataBytes := r.index[blocks-1].handle.end()
+	dataBytes := r.index.handle(blocks - 1).end()
 	if want := 3 + 4 + int(dataBytes/maxReadahead) + 1; len(reads) > want {
 		t.Fatalf("scan of %d blocks (%d bytes) made %d reads, want at most %d", blocks, dataBytes, len(reads), want)
 	}
@@ -116,10 +116,10 @@ func TestReadaheadStopsAtTheUpperBound(t *testing.T) {
 			t.Fatalf("scan below %q saw %d entries, want %d", upper, n, want)
 		}
 		lo, hi := r.blocksFor(nil, upper)
-		limit := r.index[hi-1].handle.end()
+		limit := r.index.handle(hi - 1).end()
 		for _, rd := range log.take() {
 			if rd[0]+rd[1] > limit {
-				t.Fatalf("upper bound in block %d (of %d, from %d) ending at %d: a read reached %d", hi-1, len(r.index), lo, limit, rd[0]+rd[1])
+				t.Fatalf("upper bound in block %d (of %d, from %d) ending at %d: a read reached %d", hi-1, r.index.len(), lo, limit, rd[0]+rd[1])
 			}
 		}
 	}
@@ -155,7 +155,7 @@ func TestReadaheadWithCache(t *testing.T) {
 	c := NewCache(1 << 20)
 	r, log, entries := readaheadTable(t, c)
 	// Warm every third block.
-	for i := 0; i < len(r.index); i += 3 {
+	for i := 0; i < r.index.len(); i += 3 {
 		if _, err := r.dataBlock(i, true); err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestReadaheadWithCache(t *testing.T) {
 	if err := it.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if reads := log.take(); len(reads) > len(r.index)/8 {
-		t.Fatalf("scan of %d blocks, a third of them cached, made %d reads", len(r.index), len(reads))
+	if reads := log.take(); len(reads) > r.index.len()/8 {
+		t.Fatalf("scan of %d blocks, a third of them cached, made %d reads", r.index.len(), len(reads))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -45,10 +46,35 @@ type IndexEntry struct {
 	Size uint64
 }
 
-// indexEntry is a decoded index entry.
-type indexEntry struct {
-	lastKey []byte
-	handle  blockHandle
+// blockIndex is a file's decoded index: every data block's last key and
+// place. Data blocks follow one another from offset 0 (decodeIndex checks
+// it), so block i with its trailer spans [offs[i], offs[i+1]); keys holds
+// the last keys back to back, key i ending at ends[i]. That is 12 bytes
+// an entry beside its key, where a slice and a handle took 40: 2.9 MB of
+// a file of 4M keys in 4 KiB blocks, held by every open file
+// (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
+type blockIndex struct {
+	keys []byte
+	ends []uint32
+	offs []uint64 // len(ends)+1 when there are blocks
+}
+
+// len returns the number of data blocks.
+func (x *blockIndex) len() int { return len(x.ends) }
+
+// lastKey returns block i's last key; callers must not modify it.
+func (x *blockIndex) lastKey(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = x.ends[i-1]
+	}
+	end := x.ends[i]
+	return x.keys[start:end:end]
+}
+
+// handle returns block i's place in the file.
+func (x *blockIndex) handle(i int) blockHandle {
+	return blockHandle{offset: x.offs[i], length: x.offs[i+1] - x.offs[i] - trailerLen}
 }
 
 // Reader reads one SSTable. Its methods are safe for concurrent use; each
@@ -59,7 +85,7 @@ type Reader struct {
 	cache   *Cache
 	cacheID uint64
 	inMem   bool // put blocks in the cache's in-memory list
-	index   []indexEntry
+	index   blockIndex
 	filter  filter // nil when the file has none
 	props   Properties
 	// metaBytes is the memory index, filter and properties hold, set by
@@ -68,6 +94,10 @@ type Reader struct {
 	// blockReads counts data blocks read from the file (cache misses).
 	blockReads atomic.Int64
 
+	// closed is set by Close, before it drops index and filter: an
+	// iterator made afterwards fails with ErrClosed rather than seeing an
+	// empty file.
+	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -152,8 +182,8 @@ func (r *Reader) load(size uint64) error {
 	if err := r.decodeIndex(b, ft.index.offset, metaStart); err != nil {
 		return err
 	}
-	if uint64(len(r.index)) != r.props.NumDataBlocks {
-		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", len(r.index), r.props.NumDataBlocks)
+	if uint64(r.index.len()) != r.props.NumDataBlocks {
+		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", r.index.len(), r.props.NumDataBlocks)
 	}
 	r.metaBytes = r.metadataBytes()
 	return nil
@@ -162,10 +192,8 @@ func (r *Reader) load(size uint64) error {
 // metadataBytes sums the memory the Reader keeps for its file: the index
 // entries and their keys, the filter's bits and the properties' keys.
 func (r *Reader) metadataBytes() int64 {
-	n := int64(unsafe.Sizeof(*r)) + int64(cap(r.index))*int64(unsafe.Sizeof(indexEntry{}))
-	for _, e := range r.index {
-		n += int64(len(e.lastKey)) // one arena holds them all, clipped
-	}
+	x := &r.index
+	n := int64(unsafe.Sizeof(*r)) + int64(cap(x.keys)) + 4*int64(cap(x.ends)) + 8*int64(cap(x.offs))
 	if r.filter != nil {
 		n += r.filter.memSize()
 	}
@@ -190,44 +218,29 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 		return bad("%v", err)
 	}
 	// Every key goes into one arena (one allocation per file rather than
-	// one per data block); spans are its [start, end) of each entry's key,
-	// turned into slices once the arena stops growing.
-	var arena []byte
-	var spans []int
-	// The properties give the number of entries; a damaged count is
-	// bounded by what the block can hold (an entry takes 5 bytes or more).
-	r.index = make([]indexEntry, 0, min(r.props.NumDataBlocks, uint64(len(b)/5)))
+	// one per data block). A first pass checks the entries and sizes the
+	// arena exactly, the second fills it: grown by appends it would
+	// allocate about three times its size while a file of 4M keys opens,
+	// live at once with the other files' metadata (docs/BENCHMARKS.md,
+	// "Where the memory goes at 4M keys").
+	keyBytes, entries := 0, 0
+	var prev []byte
 	next := uint64(0)
 	for ok := it.first(); ok; ok = it.next() {
-		v := it.val
-		o, n1 := binary.Uvarint(v)
-		if n1 <= 0 {
+		h, ok := decodeIndexHandle(it.val)
+		if !ok {
 			return bad("bad block handle")
 		}
-		l, n2 := binary.Uvarint(v[n1:])
-		if n2 <= 0 || n1+n2 != len(v) {
-			return bad("bad block handle")
+		if h.offset != next || h.length > dataEnd-h.offset || trailerLen > dataEnd-h.offset-h.length {
+			return bad("data block handle (%d, %d) out of place", h.offset, h.length)
 		}
-		h := blockHandle{offset: o, length: l}
-		if o != next || l > dataEnd-o || trailerLen > dataEnd-o-l {
-			return bad("data block handle (%d, %d) out of place", o, l)
-		}
-		if n := len(spans); n > 0 && bytes.Compare(arena[spans[n-1]:], it.key) >= 0 {
+		if entries > 0 && bytes.Compare(prev, it.key) >= 0 {
 			return bad("keys out of order")
 		}
-		spans = append(spans, len(arena))
-		arena = append(arena, it.key...)
-		r.index = append(r.index, indexEntry{handle: h})
+		prev = append(prev[:0], it.key...)
+		keyBytes += len(it.key)
+		entries++
 		next = h.end()
-	}
-	// The arena grew by doubling: keep a copy of its size.
-	arena = bytes.Clone(arena)
-	for i := range r.index {
-		end := len(arena)
-		if i+1 < len(spans) {
-			end = spans[i+1]
-		}
-		r.index[i].lastKey = arena[spans[i]:end:end]
 	}
 	if it.err != nil {
 		return bad("%v", it.err)
@@ -235,7 +248,38 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	if next != dataEnd {
 		return bad("data blocks end at %d, metadata starts at %d", next, dataEnd)
 	}
+	if keyBytes > math.MaxUint32 {
+		return bad("%d bytes of keys, more than an index holds", keyBytes)
+	}
+	x := blockIndex{keys: make([]byte, 0, keyBytes), ends: make([]uint32, 0, entries)}
+	if entries > 0 {
+		x.offs = make([]uint64, 0, entries+1)
+	}
+	for ok := it.first(); ok; ok = it.next() {
+		h, _ := decodeIndexHandle(it.val)
+		x.keys = append(x.keys, it.key...)
+		x.ends = append(x.ends, uint32(len(x.keys)))
+		x.offs = append(x.offs, h.offset)
+	}
+	if entries > 0 {
+		x.offs = append(x.offs, dataEnd)
+	}
+	r.index = x
 	return nil
+}
+
+// decodeIndexHandle decodes an index entry's value: the data block's
+// offset and length, two uvarints and nothing after them.
+func decodeIndexHandle(v []byte) (blockHandle, bool) {
+	o, n1 := binary.Uvarint(v)
+	if n1 <= 0 {
+		return blockHandle{}, false
+	}
+	l, n2 := binary.Uvarint(v[n1:])
+	if n2 <= 0 || n1+n2 != len(v) {
+		return blockHandle{}, false
+	}
+	return blockHandle{offset: o, length: l}, true
 }
 
 // readAt fills buf from off; a short read means the file is damaged.
@@ -335,7 +379,7 @@ func (r *Reader) dataBlock(i int, fill bool) ([]byte, error) {
 // window, which is refilled when the iterator reads in order (see
 // readahead.go).
 func (r *Reader) dataBlockAhead(i int, fill bool, ra *readahead, upper []byte) ([]byte, error) {
-	h := r.index[i].handle
+	h := r.index.handle(i)
 	ahead := ra != nil && ra.loaded(i)
 	if r.cache != nil {
 		if b, ok := r.cache.get(r.cacheID, h.offset); ok {
@@ -403,16 +447,16 @@ func (r *Reader) MayContainColumn(encodedColumn []byte) bool {
 // blocksFor returns the range [lo, hi) of data blocks that may hold keys in
 // [lower, upper).
 func (r *Reader) blocksFor(lower, upper []byte) (lo, hi int) {
-	n := len(r.index)
+	n := r.index.len()
 	if lower != nil {
-		lo = sort.Search(n, func(i int) bool { return bytes.Compare(r.index[i].lastKey, lower) >= 0 })
+		lo = sort.Search(n, func(i int) bool { return bytes.Compare(r.index.lastKey(i), lower) >= 0 })
 	}
 	hi = n
 	if upper != nil {
 		// Block i holds keys > lastKey[i-1]; it may hold keys < upper only
 		// when lastKey[i-1] < upper.
 		hi = sort.Search(n, func(i int) bool {
-			return i > 0 && bytes.Compare(r.index[i-1].lastKey, upper) >= 0
+			return i > 0 && bytes.Compare(r.index.lastKey(i-1), upper) >= 0
 		})
 		if len(r.props.SmallestKey) > 0 && n > 0 && bytes.Compare(r.props.SmallestKey, upper) >= 0 {
 			hi = 0
@@ -426,8 +470,8 @@ func (r *Reader) blocksFor(lower, upper []byte) (lo, hi int) {
 func (r *Reader) IndexEntries(lower, upper []byte) []IndexEntry {
 	lo, hi := r.blocksFor(lower, upper)
 	out := make([]IndexEntry, 0, hi-lo)
-	for _, e := range r.index[lo:hi] {
-		out = append(out, IndexEntry{LastKey: bytes.Clone(e.lastKey), Size: e.handle.length + trailerLen})
+	for i := lo; i < hi; i++ {
+		out = append(out, IndexEntry{LastKey: bytes.Clone(r.index.lastKey(i)), Size: r.index.handle(i).length + trailerLen})
 	}
 	return out
 }
@@ -437,15 +481,28 @@ func (r *Reader) IndexEntries(lower, upper []byte) []IndexEntry {
 func (r *Reader) ApproximateSize(lower, upper []byte) uint64 {
 	lo, hi := r.blocksFor(lower, upper)
 	var s uint64
-	for _, e := range r.index[lo:hi] {
-		s += e.handle.length + trailerLen
+	for i := lo; i < hi; i++ {
+		s += r.index.handle(i).length + trailerLen
 	}
 	return s
 }
 
-// Close closes the file. Iterators must be closed first. Calling it again
-// returns the same result.
+// Close closes the file and drops the index and filter (MetadataBytes
+// still reports what they were). Iterators must be closed first; an
+// iterator made after Close fails with ErrClosed, and MayContainRow and
+// MayContainColumn answer true. Calling it again returns the same result.
+//
+// Dropping them matters when something keeps the closed Reader: a slice
+// of files filtered in place keeps the dropped ones past its length, and
+// the inputs of a major compaction at 4M keys held 13 MB of index and
+// filter that way, live for as long as the tablet's current version
+// (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
 func (r *Reader) Close() error {
-	r.closeOnce.Do(func() { r.closeErr = r.f.Close() })
+	r.closeOnce.Do(func() {
+		r.closed.Store(true)
+		r.closeErr = r.f.Close()
+		r.index = blockIndex{}
+		r.filter = nil
+	})
 	return r.closeErr
 }

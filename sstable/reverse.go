@@ -71,6 +71,10 @@ type memoBlock struct {
 // copied. Call PrevRow to move to the first row.
 func (r *Reader) NewReverseIter(lower, upper []byte) *ReverseIter {
 	it := &ReverseIter{r: r, lower: bytes.Clone(lower), upper: bytes.Clone(upper)}
+	if r.closed.Load() {
+		it.err = ErrClosed // its index is gone: PrevRow fails
+		return it
+	}
 	it.loBlock, it.hiBlock = r.blocksFor(lower, upper)
 	it.memo[0].idx, it.memo[1].idx = -1, -1
 	return it
@@ -111,13 +115,13 @@ func (it *ReverseIter) PrevRow() bool {
 	if it.si == 0 && it.bIdx > 0 {
 		// The row may begin in an earlier block: that block's last key
 		// is of the same row.
-		last := it.r.index[it.bIdx-1].lastKey
+		last := it.r.index.lastKey(it.bIdx - 1)
 		if bytes.HasPrefix(last, it.prefix) && (it.lower == nil || bytes.Compare(last, it.lower) >= 0) {
 			target := it.prefix
 			if it.lower != nil && bytes.Compare(it.lower, target) > 0 {
 				target = it.lower
 			}
-			j := sort.Search(it.bIdx, func(i int) bool { return bytes.Compare(it.r.index[i].lastKey, target) >= 0 })
+			j := sort.Search(it.bIdx, func(i int) bool { return bytes.Compare(it.r.index.lastKey(i), target) >= 0 })
 			// Block j ends inside the row, so the row is its last one:
 			// the walk goes on from there.
 			if !it.walkBlock(j) {
@@ -166,7 +170,7 @@ func (it *ReverseIter) Next() bool {
 			return it.fail(it.fIdx, it.fwd.err)
 		}
 		// The row may go on in the next block.
-		if it.fIdx+1 >= it.hiBlock || !bytes.HasPrefix(it.r.index[it.fIdx].lastKey, it.prefix) {
+		if it.fIdx+1 >= it.hiBlock || !bytes.HasPrefix(it.r.index.lastKey(it.fIdx), it.prefix) {
 			it.valid = false
 			return false
 		}
@@ -259,7 +263,7 @@ func (it *ReverseIter) block(i int) ([]byte, bool) {
 }
 
 func (it *ReverseIter) fail(block int, err error) bool {
-	it.err = corruptf(it.r.path, kindData, it.r.index[block].handle.offset, "%v", err)
+	it.err = corruptf(it.r.path, kindData, it.r.index.handle(block).offset, "%v", err)
 	it.valid = false
 	return false
 }

@@ -92,7 +92,7 @@ func TestReverseIterMatchesForward(t *testing.T) {
 			if lower != nil && upper != nil && bytes.Compare(lower, upper) > 0 {
 				lower, upper = upper, lower
 			}
-			what := fmt.Sprintf("round %d (block size %d, restart interval %d, %d blocks) [%q, %q)", round, opts.BlockSize, opts.RestartInterval, len(r.index), lower, upper)
+			what := fmt.Sprintf("round %d (block size %d, restart interval %d, %d blocks) [%q, %q)", round, opts.BlockSize, opts.RestartInterval, r.index.len(), lower, upper)
 			want := wantReverse(t, es, lower, upper)
 			reads := r.blockReads.Load()
 			it := r.NewReverseIter(lower, upper)

@@ -241,8 +241,22 @@ func (w *Writer) Close() error {
 		err = cerr
 	}
 	w.closeErr = err
-	w.held.Store(0)
+	w.release()
 	return err
+}
+
+// release drops the buffers of a closed writer. Its owner often keeps it
+// for a while (the tablet reads its properties and opens the new file
+// while the writer is still listed among those in flight): a compaction's
+// index block alone is megabytes at 4M keys, live for nothing while the
+// new file's reader loads its own index and filter.
+func (w *Writer) release() {
+	w.bw = nil
+	w.data = blockWriter{}
+	w.index = blockWriter{}
+	w.scratch = nil
+	w.filter = nil
+	w.held.Store(0)
 }
 
 func (w *Writer) finish() error {
@@ -291,7 +305,7 @@ func (w *Writer) Abort() {
 	w.closed = true
 	w.closeErr = ErrClosed
 	_ = w.f.Close()
-	w.held.Store(0)
+	w.release()
 }
 
 // Properties returns the file's properties; they are complete after a

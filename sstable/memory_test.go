@@ -1,0 +1,134 @@
+package sstable
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"testing"
+
+	"github.com/tabuladb/tabula/families"
+)
+
+// TestOpenAllocatesAboutWhatItKeeps: opening a file allocates the index
+// and filter it keeps (MetadataBytes), the index block it decodes them
+// from, and little else: no second copy of the filter's bits, no arena of
+// index keys grown by doubling. At 4M keys those copies were megabytes,
+// allocated while a compaction's inputs and output were all open
+// (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
+func TestOpenAllocatesAboutWhatItKeeps(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates too")
+	}
+	entries := randomEntries(testRand(t), 40000, 20)
+	path, _ := writeTable(t, t.TempDir(), WriterOptions{BlockSize: 256, Bloom: families.BloomRowColumn}, entries)
+	index := indexBlockLen(t, path)
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	r, err := Open(path, ReaderOptions{})
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	alloc := int64(after.TotalAlloc - before.TotalAlloc)
+	kept := r.MetadataBytes()
+	t.Logf("%d data blocks: Open allocated %d bytes, keeps %d (filter %d), decoded an index block of %d",
+		r.index.len(), alloc, kept, r.filter.memSize(), index)
+	if slack := int64(16 << 10); alloc > kept+index+slack {
+		t.Errorf("Open allocated %d bytes: more than the %d it keeps, the %d-byte index block and %d more", alloc, kept, index, slack)
+	}
+}
+
+// indexBlockLen returns the stored length of the file's index block.
+func indexBlockLen(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := decodeFooter(b[len(b)-footerLen:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(ft.index.length + trailerLen)
+}
+
+// TestClosedWriterHoldsNoBuffers: Close and Abort drop the writer's output
+// buffer, block and index buffers and filter builder, since its owner may
+// keep it while it opens the new file (the tablet lists it among the
+// writers in flight until then), and the index block of a large
+// compaction is megabytes. What a closed writer still answers keeps
+// working.
+func TestClosedWriterHoldsNoBuffers(t *testing.T) {
+	entries := randomEntries(testRand(t), 5000, 20)
+	for _, abort := range []bool{false, true} {
+		f, err := os.Create(t.TempDir() + "/w.sst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := NewWriter(f, WriterOptions{BlockSize: 256, Bloom: families.BloomRow, Compression: families.CompressionSnappy})
+		for _, e := range entries {
+			if err := w.Add(e.key, e.value); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if abort {
+			w.Abort()
+		} else if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		held := cap(w.data.buf) + cap(w.data.restarts) + cap(w.data.lastKey) +
+			cap(w.index.buf) + cap(w.index.restarts) + cap(w.index.lastKey) + cap(w.scratch)
+		if w.bw != nil || w.filter != nil || held != 0 {
+			t.Errorf("abort=%v: closed writer holds its output buffer (%v), filter builder (%v) or %d bytes of blocks", abort, w.bw != nil, w.filter != nil, held)
+		}
+		if n := w.MemoryBytes(); n != 0 {
+			t.Errorf("abort=%v: MemoryBytes %d after closing", abort, n)
+		}
+		if !abort {
+			if err := w.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+			if p := w.Properties(); p.NumEntries != uint64(len(entries)) || w.EstimatedSize() != p.FileSize {
+				t.Errorf("after Close: %d entries, estimated size %d of a %d-byte file", p.NumEntries, w.EstimatedSize(), p.FileSize)
+			}
+		}
+	}
+}
+
+// TestClosedReaderDropsIndexAndFilter: Close lets go of the index and the
+// filter, so that a closed Reader something still points to (a stale slot
+// past a slice's length) does not keep megabytes alive; iterators made
+// afterwards fail with ErrClosed instead of seeing an empty file, and the
+// filter answers "maybe".
+func TestClosedReaderDropsIndexAndFilter(t *testing.T) {
+	entries := randomEntries(testRand(t), 2000, 20)
+	path, _ := writeTable(t, t.TempDir(), WriterOptions{BlockSize: 256, Bloom: families.BloomRow}, entries)
+	r, err := Open(path, ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r.index.len() != 0 || r.index.keys != nil || r.index.offs != nil || r.filter != nil {
+		t.Fatalf("a closed Reader holds %d index entries and filter %v", r.index.len(), r.filter != nil)
+	}
+	it := r.NewIter(nil, nil)
+	if it.First() || !errors.Is(it.Err(), ErrClosed) || !errors.Is(it.Close(), ErrClosed) {
+		t.Errorf("an iterator of a closed Reader: First/Err/Close gave %v, want ErrClosed", it.Err())
+	}
+	it = r.NewIter(nil, nil)
+	if it.SeekGE(entries[len(entries)/2].key) || !errors.Is(it.Err(), ErrClosed) {
+		t.Errorf("SeekGE on a closed Reader: %v, want ErrClosed", it.Err())
+	}
+	rev := r.NewReverseIter(nil, nil)
+	if rev.PrevRow() || !errors.Is(rev.Err(), ErrClosed) || !errors.Is(rev.Close(), ErrClosed) {
+		t.Errorf("a reverse iterator of a closed Reader: %v, want ErrClosed", rev.Err())
+	}
+	if !r.MayContainRow([]byte("anything")) {
+		t.Error("a closed Reader's filter rules a row out")
+	}
+}
