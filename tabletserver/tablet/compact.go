@@ -183,6 +183,9 @@ func (t *Tablet) replaceFiles(name string, drop map[*tableFile]bool, out *tableF
 				kept = append(kept, f)
 			}
 		}
+		// The dropped files must not stay reachable past kept's length:
+		// the version would keep their indexes and filters alive.
+		clear(fs[len(kept):])
 		if out != nil {
 			kept = append(kept, out)
 		}

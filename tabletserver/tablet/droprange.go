@@ -146,6 +146,7 @@ func (t *Tablet) DropRange(ctx context.Context, start, end []byte) error {
 					kept = append(kept, f)
 				}
 			}
+			clear(fs[len(kept):]) // see replaceFiles
 			return append(kept, outs[name]...)
 		})
 		if len(gone) != len(d) {
