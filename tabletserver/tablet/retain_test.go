@@ -2,7 +2,9 @@ package tablet
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
+	"weak"
 )
 
 // A compaction's or drop-range's new file list keeps no dropped file in
@@ -45,4 +47,23 @@ func TestNewFileListsKeepNoDroppedFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("a drop-range")
+}
+
+// A flushed memtable is not kept reachable by the list of memtables
+// waiting for their flush (its arena is the memtable budget's size).
+func TestFlushedMemtableIsNotKept(t *testing.T) {
+	tb := openTablet(t, testOptions(t.TempDir()))
+	apply(t, tb, "r", set("a", "q", 1, "v"))
+	tb.mu.Lock()
+	w := weak.Make(tb.mem)
+	tb.mu.Unlock()
+	if err := tb.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	if w.Value() != nil {
+		t.Fatal("the flushed memtable is still reachable")
+	}
+	readRow(t, tb, "r", nil) // the tablet itself stays reachable until here
 }

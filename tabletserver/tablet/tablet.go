@@ -500,6 +500,9 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 	old := t.cur
 	t.cur = nv
 	if flushed != nil && len(t.imm) > 0 && t.imm[0] == flushed {
+		// Out of the backing array too: it would keep the flushed
+		// memtable's arena alive until the next swap.
+		t.imm[0] = nil
 		t.imm = t.imm[1:]
 	}
 	t.mu.Unlock()
