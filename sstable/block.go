@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+
+	"github.com/tabuladb/tabula/internal/offheap"
 )
 
 // Block encoding (data and index blocks), before compression:
@@ -31,9 +33,33 @@ type blockWriter struct {
 	counter  int // entries since the last restart
 	entries  int
 	lastKey  []byte
+	// offheap: buf lives in mem outside the Go heap and grows by
+	// doubling into a new buffer, the old one freed at once (a file's
+	// index block: megabytes at 4M keys, grown by appends on the heap it
+	// would allocate about five times its size). free releases it.
+	offheap bool
+	mem     *offheap.Buf
+}
+
+// reserve makes room for n more bytes in an off-heap buf.
+func (b *blockWriter) reserve(n int) {
+	if !b.offheap || cap(b.buf)-len(b.buf) >= n {
+		return
+	}
+	mem := offheap.Alloc(max(2*cap(b.buf), len(b.buf)+n, 4<<10))
+	buf := append(mem.Bytes()[:0], b.buf...)
+	b.mem.Free()
+	b.buf, b.mem = buf, mem
+}
+
+// free releases an off-heap buf; the writer is not used afterwards.
+func (b *blockWriter) free() {
+	b.mem.Free()
+	b.buf, b.mem = nil, nil
 }
 
 func (b *blockWriter) add(key, value []byte) {
+	b.reserve(3*binary.MaxVarintLen32 + len(key) + len(value))
 	shared := 0
 	if b.counter < b.interval && b.entries > 0 {
 		n := min(len(key), len(b.lastKey))
@@ -60,6 +86,7 @@ func (b *blockWriter) estimatedSize() int { return len(b.buf) + 4*len(b.restarts
 // finish appends the restart array and returns the block. The result is
 // valid until reset.
 func (b *blockWriter) finish() []byte {
+	b.reserve(4*len(b.restarts) + 4)
 	for _, r := range b.restarts {
 		b.buf = binary.LittleEndian.AppendUint32(b.buf, r)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/bits-and-blooms/bloom/v3"
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/tabuladb/tabula/internal/offheap"
 )
 
 // Filter block encoding (stored uncompressed, followed by the usual trailer),
@@ -74,6 +76,19 @@ type filterBuilder struct {
 	m     uint64
 	k     uint32
 	fp    float64
+	// mem holds block outside the Go heap (a compaction's largest
+	// buffer, 5 MB at 4M keys); free releases it.
+	mem *offheap.Buf
+}
+
+// free releases the builder's filter block; neither the builder nor what
+// build returned is used afterwards. A nil builder does nothing.
+func (b *filterBuilder) free() {
+	if b == nil {
+		return
+	}
+	b.mem.Free()
+	b.block, b.mem = nil, nil
 }
 
 // directAfter is the fewest hashes kept before the builder may set bits
@@ -122,7 +137,8 @@ func (b *filterBuilder) goDirect() {
 	m, k := filterParams(b.expected, b.fp)
 	b.m = (m + foldUnit - 1) / foldUnit * foldUnit
 	b.k = k
-	b.block = make([]byte, filterHeaderLen+b.m/8)
+	b.mem = offheap.Alloc(filterHeaderLen + int(b.m/8))
+	b.block = b.mem.Bytes()
 	for _, c := range b.chunks {
 		for _, h := range c {
 			setBits(b.block[filterHeaderLen:], b.m, b.k, h)
@@ -206,6 +222,7 @@ type hashFilter struct {
 	m      uint64
 	k      uint32
 	bitset []byte
+	mem    *offheap.Buf // bitset's memory, when decodeFilter was given it
 }
 
 func (f *hashFilter) mayContain(entry []byte) bool {
@@ -239,7 +256,8 @@ var errBadFilter = errors.New("bad filter encoding")
 // decodeFilter decodes the filter block of a file of the given format
 // version. A version 2 filter keeps b's memory (its bits are b after the
 // header): callers pass a block of its own that nothing else writes to, as
-// Reader.load does (metadata blocks are never pooled, see readBlock).
+// Reader.load does (it reads the block into a buffer outside the heap and
+// hands the buffer to the filter, which holds it while it is used).
 func decodeFilter(b []byte, version uint32) (filter, error) {
 	if len(b) < filterHeaderLen || (len(b)-filterHeaderLen)%8 != 0 {
 		return nil, errBadFilter

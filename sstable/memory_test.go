@@ -5,8 +5,10 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/offheap"
 )
 
 // TestOpenAllocatesAboutWhatItKeeps: opening a file allocates the index
@@ -130,5 +132,68 @@ func TestClosedReaderDropsIndexAndFilter(t *testing.T) {
 	}
 	if !r.MayContainRow([]byte("anything")) {
 		t.Error("a closed Reader's filter rules a row out")
+	}
+}
+
+// TestIndexAndFilterLiveOutsideTheHeap: a Reader's decoded index and
+// filter, and a Writer's index block and filter bits, are held outside
+// the Go heap (internal/offheap), where the collector's headroom does not
+// double them; a Writer releases its buffers when it closes, and a closed
+// Reader's are released once it is unreachable.
+func TestIndexAndFilterLiveOutsideTheHeap(t *testing.T) {
+	// released reports whether the bytes outside the heap are back to
+	// at most n. Cleanups run on their own goroutine after the collection
+	// that finds a buffer unreachable: wait for them, collecting each
+	// round. (Buffers other tests left behind may be released meanwhile,
+	// which only lowers the count.)
+	released := func(n int64) bool {
+		for range 1000 {
+			runtime.GC()
+			if offheap.Mapped() <= n {
+				return true
+			}
+			time.Sleep(time.Millisecond)
+		}
+		return false
+	}
+	entries := randomEntries(testRand(t), 60000, 20)
+	runtime.GC()
+	before := offheap.Mapped()
+	f, err := os.Create(t.TempDir() + "/w.sst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := NewWriter(f, WriterOptions{BlockSize: 256, Bloom: families.BloomRowColumn})
+	for _, e := range entries {
+		if err := w.Add(e.key, e.value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writing := offheap.Mapped() - before
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if writing < offheap.MinSize {
+		t.Errorf("a writer of %d entries in 256-byte blocks holds %d bytes outside the heap, want its index block and filter", len(entries), writing)
+	}
+	if n := offheap.Mapped() - before; n > 0 {
+		t.Errorf("a closed writer still holds %d bytes outside the heap", n)
+	}
+
+	r, err := Open(f.Name(), ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, kept := offheap.Mapped()-before, r.MetadataBytes()
+	t.Logf("writer held %d bytes off the heap; reader holds %d, keeps %d (%d data blocks)", writing, held, kept, r.index.len())
+	if held < kept*3/4 {
+		t.Errorf("an open Reader holds %d bytes outside the heap of the %d its index and filter keep", held, kept)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r = nil
+	if !released(before) {
+		t.Errorf("%d bytes outside the heap are still held after the closed Reader became unreachable", offheap.Mapped()-before)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/offheap"
 	"github.com/tabuladb/tabula/vfs"
 )
 
@@ -53,10 +54,16 @@ type IndexEntry struct {
 // an entry beside its key, where a slice and a handle took 40: 2.9 MB of
 // a file of 4M keys in 4 KiB blocks, held by every open file
 // (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
+//
+// The three live in one buffer outside the Go heap (internal/offheap):
+// held on the heap, the collector's headroom would double the largest
+// memory an open file keeps. mem owns it; the slices are valid while the
+// blockIndex (so the Reader, until Close) is held.
 type blockIndex struct {
 	keys []byte
 	ends []uint32
 	offs []uint64 // len(ends)+1 when there are blocks
+	mem  *offheap.Buf
 }
 
 // len returns the number of data blocks.
@@ -169,17 +176,31 @@ func (r *Reader) load(size uint64) error {
 	}
 	r.props.FileSize = size
 	if hasFilter {
-		if b, err = r.readBlock(ft.filter, kindFilter); err != nil {
+		// A version 2 filter keeps the buffer it was read into (outside
+		// the heap, as the index).
+		mem, b, err := r.readMeta(ft.filter, kindFilter)
+		if err != nil {
 			return err
 		}
 		if r.filter, err = decodeFilter(b, ft.version); err != nil {
+			mem.Free()
 			return corruptf(r.path, kindFilter, ft.filter.offset, "%v", err)
 		}
+		if f, ok := r.filter.(*hashFilter); ok {
+			f.mem = mem
+		} else {
+			mem.Free() // a version 1 filter copied its bits
+		}
 	}
-	if b, err = r.readBlock(ft.index, kindIndex); err != nil {
+	// The index block is decoded into the index's own buffer: the block
+	// itself (megabytes at 4M keys) is freed at once.
+	mem, b, err := r.readMeta(ft.index, kindIndex)
+	if err != nil {
 		return err
 	}
-	if err := r.decodeIndex(b, ft.index.offset, metaStart); err != nil {
+	err = r.decodeIndex(b, ft.index.offset, metaStart)
+	mem.Free()
+	if err != nil {
 		return err
 	}
 	if uint64(r.index.len()) != r.props.NumDataBlocks {
@@ -251,9 +272,9 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	if keyBytes > math.MaxUint32 {
 		return bad("%d bytes of keys, more than an index holds", keyBytes)
 	}
-	x := blockIndex{keys: make([]byte, 0, keyBytes), ends: make([]uint32, 0, entries)}
+	var x blockIndex
 	if entries > 0 {
-		x.offs = make([]uint64, 0, entries+1)
+		x = newBlockIndex(entries, keyBytes)
 	}
 	for ok := it.first(); ok; ok = it.next() {
 		h, _ := decodeIndexHandle(it.val)
@@ -266,6 +287,21 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	}
 	r.index = x
 	return nil
+}
+
+// newBlockIndex returns an empty index with room for its entries and
+// their keys in one buffer: the block offsets first (8-byte aligned at
+// the buffer's start), then the key ends, then the keys.
+func newBlockIndex(entries, keyBytes int) blockIndex {
+	offsLen, endsLen := 8*(entries+1), 4*entries
+	mem := offheap.Alloc(offsLen + endsLen + keyBytes)
+	b := mem.Bytes()
+	return blockIndex{
+		offs: unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), entries+1)[:0],
+		ends: unsafe.Slice((*uint32)(unsafe.Pointer(&b[offsLen])), entries)[:0],
+		keys: b[offsLen+endsLen : offsLen+endsLen : offsLen+endsLen+keyBytes],
+		mem:  mem,
+	}
 }
 
 // decodeIndexHandle decodes an index entry's value: the data block's
@@ -338,6 +374,21 @@ var readBufPool = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledReadBuf bounds the buffers kept in readBufPool.
 const maxPooledReadBuf = 256 << 10
+
+// readMeta reads metadata block h (never compressed) into a buffer of its
+// own; the block is a slice of the buffer's bytes.
+func (r *Reader) readMeta(h blockHandle, kind string) (*offheap.Buf, []byte, error) {
+	if h.length > maxBlockSize {
+		return nil, nil, corruptf(r.path, kind, h.offset, "block of %d bytes is too large", h.length)
+	}
+	mem := offheap.Alloc(int(h.length + trailerLen))
+	b, _, err := r.decodeBlock(mem.Bytes(), h, kind)
+	if err != nil {
+		mem.Free()
+		return nil, nil, err
+	}
+	return mem, b, nil
+}
 
 // decodeBlock reads a block into buf, checks and decompresses it. When the
 // block is not compressed, the result is buf's storage.

@@ -88,7 +88,7 @@ func NewWriter(f vfs.Writable, opts WriterOptions) *Writer {
 		bw:    bufio.NewWriterSize(f, 256<<10),
 		opts:  opts,
 		data:  blockWriter{interval: opts.RestartInterval},
-		index: blockWriter{interval: opts.RestartInterval},
+		index: blockWriter{interval: opts.RestartInterval, offheap: true},
 	}
 	w.props.Compression = opts.Compression
 	w.props.Bloom = opts.Bloom
@@ -253,8 +253,10 @@ func (w *Writer) Close() error {
 func (w *Writer) release() {
 	w.bw = nil
 	w.data = blockWriter{}
+	w.index.free()
 	w.index = blockWriter{}
 	w.scratch = nil
+	w.filter.free()
 	w.filter = nil
 	w.held.Store(0)
 }
@@ -276,6 +278,7 @@ func (w *Writer) finish() error {
 			return err
 		}
 		ft.filter = h
+		w.filter.free()
 		w.filter = nil
 	}
 	h, err := w.writeBlock(w.props.encode(), families.CompressionNone)

@@ -1,9 +1,12 @@
 package tabletserver
 
 // minGoMemoryHeadroom is the least the Go memory limit leaves above the
-// engine's budgets for everything they do not bound: the open SSTables'
-// indexes and filters, compaction and flush buffers (an SSTable writer's
-// bloom filter builder above all), read buffers, gRPC, goroutine stacks.
+// engine's budgets for everything they do not bound on the heap: the
+// indexes and filters of small SSTables, compaction and flush buffers,
+// read buffers, gRPC, goroutine stacks. (The indexes and filters of
+// larger files, and an SSTable writer's index block and filter bits, are
+// held outside the heap by internal/offheap: the limit does not count
+// them, and need not, as the collector's headroom does not double them.)
 const minGoMemoryHeadroom = 64 << 20
 
 // GoMemoryLimit returns the Go runtime memory limit (runtime/debug's

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/tabuladb/tabula/internal/offheap"
 	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/wal"
@@ -181,6 +182,7 @@ var (
 	descMemtableBytes  = desc("memtable_bytes", "Memtable memory of all tablets (the server-wide budget's use).")
 	descMemtableLimit  = prometheus.NewDesc("tabula_tabletserver_memtable_limit_bytes", "The memtable budget's limits: past soft writers are throttled, past hard they are rejected.", []string{"limit"}, nil)
 	descMemory         = prometheus.NewDesc("tabula_tabletserver_memory_bytes", "Memory the engine accounts for, by component, in parts that add up (memtable_active, memtable_flushing: the memtables' arena chunks, as the budget counts them; sstable_index_filter: the open SSTables' decoded indexes, bloom filters and properties; block_cache: the cached blocks' allocated size plus the cache's own entries); the Go runtime's overhead comes on top (go_memstats_next_gc_bytes).", []string{"component"}, nil)
+	descOffHeap        = desc("offheap_bytes", "Bytes the process holds outside the Go heap (anonymous memory maps): the indexes and bloom filters of the larger open SSTables and the index blocks and filter bits of SSTable writers, parts of sstable_index_filter and sstable_writers in memory_bytes, plus those of closed files not yet released (at the next garbage collection). The Go runtime's metrics do not count them; process_resident_memory_bytes does. Process-wide: servers sharing a process report the same total.")
 	descBacklog        = desc("compaction_backlog", "Compaction work waiting, summed over tablets: SSTables over the merge trigger plus split references still to rewrite.")
 	descLogBytes       = desc("commit_log_live_bytes", "Bytes in the shared commit log's live segments (not yet covered by flushes).")
 	descCacheHits      = desc("block_cache_hits_total", "Block cache lookups that found the block.")
@@ -203,7 +205,7 @@ func desc(name, help string) *prometheus.Desc {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTablets, descSizeBytes, descSSTables, descMemtableBytes, descMemtableLimit, descMemory, descBacklog,
+	for _, d := range []*prometheus.Desc{descTablets, descSizeBytes, descSSTables, descMemtableBytes, descMemtableLimit, descMemory, descOffHeap, descBacklog,
 		descLogBytes, descCacheHits, descCacheMisses, descCacheBytes, descCacheCapacity, descThrottled, descRejected,
 		descScansRejected, descScansStalled, descSplits, descRenewals, descLeaseRemaining, descFences, descFailures} {
 		ch <- d
@@ -264,6 +266,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descMemory, float64(mem.FileMetadata), "sstable_index_filter")
 	gauge(descMemory, float64(mem.Writing), "sstable_writers")
 	gauge(descMemory, float64(cs.Bytes), "block_cache")
+	gauge(descOffHeap, float64(offheap.Mapped()))
 	counter(descThrottled, s.memory.Throttled())
 	counter(descRejected, s.memory.Rejected())
 	counter(descScansRejected, s.counters.scansRejected.Load())

@@ -149,6 +149,9 @@ func TestMetricsOfATabletServer(t *testing.T) {
 			t.Errorf("%s%v = %v, want at least %v", w.name, w.match, v, w.min)
 		}
 	}
+	if _, ok := after.Sum("tabula_tabletserver_offheap_bytes", nil); !ok {
+		t.Error("tabula_tabletserver_offheap_bytes is not exported")
+	}
 	if v := val(after, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow"}) - val(after, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow", "code": "OK"}); v != 1 {
 		t.Errorf("failed MutateRow calls counted %v times, want 1", v)
 	}

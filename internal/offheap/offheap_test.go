@@ -1,0 +1,94 @@
+package offheap
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestSmallBuffersAreHeapSlices(t *testing.T) {
+	b := Alloc(100)
+	if len(b.Bytes()) != 100 || b.m != nil {
+		t.Fatalf("Alloc(100): len %d, mapped %v; want a heap slice of 100 bytes", len(b.Bytes()), b.m != nil)
+	}
+	b.Free()
+	b.Free()
+	if b.Bytes() != nil {
+		t.Fatal("Bytes after Free is not nil")
+	}
+}
+
+func TestLargeBufferIsMappedZeroedAndFreed(t *testing.T) {
+	before := Mapped()
+	b := Alloc(MinSize + 1)
+	if b.m == nil {
+		t.Skip("no anonymous memory maps here")
+	}
+	bs := b.Bytes()
+	if len(bs) != MinSize+1 || cap(bs) != MinSize+1 {
+		t.Fatalf("len %d cap %d, want %d", len(bs), cap(bs), MinSize+1)
+	}
+	for i, c := range bs {
+		if c != 0 {
+			t.Fatalf("byte %d is %d, want zero", i, c)
+		}
+	}
+	bs[0], bs[len(bs)-1] = 1, 2
+	if got, want := Mapped()-before, int64(MinSize+pageSize); got != want {
+		t.Fatalf("Mapped grew by %d, want %d (whole pages)", got, want)
+	}
+	b.Free()
+	if got := Mapped() - before; got != 0 {
+		t.Fatalf("Mapped is %d above the start after Free, want 0", got)
+	}
+	b.Free() // a second Free does nothing
+}
+
+// An unreachable buffer that was never freed is unmapped by its cleanup.
+func TestUnreachableBufferIsReleased(t *testing.T) {
+	before := Mapped()
+	b := Alloc(1 << 20)
+	if b.m == nil {
+		t.Skip("no anonymous memory maps here")
+	}
+	b.Bytes()[12345] = 7
+	b = nil
+	_ = b
+	// Cleanups run on their own goroutine after the collection that
+	// finds the buffer unreachable: wait for it, collecting each round.
+	for range 1000 {
+		runtime.GC()
+		if Mapped() == before {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatalf("Mapped is %d above the start after the buffer became unreachable, want 0", Mapped()-before)
+}
+
+// Past MaxMaps live mappings, buffers come from the heap.
+func TestMapsAreBounded(t *testing.T) {
+	var bufs []*Buf
+	defer func() {
+		for _, b := range bufs {
+			b.Free()
+		}
+	}()
+	for range MaxMaps {
+		b := Alloc(MinSize)
+		if b.m == nil {
+			t.Skip("no anonymous memory maps here, or others hold them")
+		}
+		bufs = append(bufs, b)
+	}
+	extra := Alloc(MinSize)
+	if extra.m != nil {
+		t.Fatalf("buffer %d is mapped, want a heap buffer past MaxMaps", MaxMaps+1)
+	}
+	bufs[0].Free()
+	again := Alloc(MinSize)
+	defer again.Free()
+	if again.m == nil {
+		t.Fatal("a buffer after a Free below MaxMaps is not mapped")
+	}
+}
