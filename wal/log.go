@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -270,6 +271,9 @@ func (l *Log) Wait(t Ticket) error {
 			return ErrClosed
 		}
 		if !l.busy {
+			if l.opts.SyncMode == SyncAlways {
+				l.gatherLocked()
+			}
 			if err := l.roundLocked(l.opts.SyncMode == SyncAlways, false); err != nil {
 				return err
 			}
@@ -277,6 +281,30 @@ func (l *Log) Wait(t Ticket) error {
 		}
 		l.cond.Wait()
 	}
+}
+
+// gatherLocked lets the writers that are ready to run append their
+// records before a waiter starts a synced round, so that its fsync covers
+// them too. Without it, the first writer to wait after a round starts the
+// next one alone, and concurrent writers settle into two cohorts that
+// alternate, each fsync covering half of them (docs/BENCHMARKS.md,
+// "Group commit"). It yields the processor, again while records keep
+// arriving (at most maxGatherYields times), with the log marked busy so
+// that the writers it lets run wait for the round instead of starting
+// their own; it waits for no clock. Called with mu held and busy unset;
+// returns with mu held and busy unset.
+func (l *Log) gatherLocked() {
+	l.busy = true
+	for range maxGatherYields {
+		before := l.appended
+		l.mu.Unlock()
+		gatherYield()
+		l.mu.Lock()
+		if l.appended == before {
+			break
+		}
+	}
+	l.busy = false
 }
 
 // Append writes one record and returns once it is durable per the sync
@@ -584,3 +612,11 @@ func (l *Log) Sync() error {
 	}
 	return l.roundLocked(true, false)
 }
+
+// maxGatherYields bounds the yields of gatherLocked: it yields again
+// while records keep arriving, so that a stream of new writers cannot
+// hold the fsync back.
+const maxGatherYields = 16
+
+// gatherYield is how gatherLocked yields (a variable: tests replace it).
+var gatherYield = runtime.Gosched

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -235,6 +236,53 @@ func TestGroupCommitSharesFsyncs(t *testing.T) {
 	l.mu.Unlock()
 	if synced != writers {
 		t.Fatalf("%d records synced, want %d", synced, writers)
+	}
+}
+
+// TestSyncedRoundGathersReadyWriters: a writer about to start a synced
+// round first lets the writers that are ready to run append (gatherLocked),
+// and they share its fsync instead of starting rounds of their own. Here
+// the writers are started by the yield itself, which returns once their
+// records are in.
+func TestSyncedRoundGathersReadyWriters(t *testing.T) {
+	const others = 8
+	l := mustOpen(t, Options{Dir: t.TempDir()})
+	l.fsyncs.Store(0)
+	var wg sync.WaitGroup
+	errs := make(chan error, others)
+	var yields atomic.Int64
+	gatherYield = func() {
+		if yields.Add(1) > 1 {
+			return
+		}
+		l.mu.Lock()
+		start := l.appended
+		l.mu.Unlock()
+		for range others {
+			wg.Go(func() { errs <- l.Append([]byte("gathered")) })
+		}
+		for n := start; n < start+others; time.Sleep(time.Millisecond) {
+			l.mu.Lock()
+			n = l.appended
+			l.mu.Unlock()
+		}
+	}
+	defer func() { gatherYield = runtime.Gosched }()
+	if err := l.Append([]byte("leader")); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if yields.Load() == 0 {
+		t.Fatal("the writer that started the round did not yield to others first")
+	}
+	if n := l.fsyncs.Load(); n != 1 {
+		t.Fatalf("%d fsyncs for the leader's record and %d appended while it gathered, want 1", n, others)
 	}
 }
 
