@@ -18,6 +18,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/offheap"
 	"github.com/tabuladb/tabula/internal/testkit/shuffle"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/wal"
@@ -170,6 +171,7 @@ type memSampler struct {
 	peakGoal, peakTotal uint64
 	peakMemtable        int64
 	peakWriting         int64 // SSTable writers in flight
+	peakOffHeap         int64 // internal/offheap's maps
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -199,9 +201,9 @@ func newMemSampler(t *testing.T, tb *Tablet) *memSampler {
 	m := &memSampler{t: t, tb: tb, done: make(chan struct{})}
 	m.wg.Add(1)
 	go m.loop()
-	t.Logf("%-11s %7s %7s | %7s %7s %7s %7s %6s %6s %7s %5s %6s | %7s %6s %6s %5s %7s %7s",
+	t.Logf("%-11s %7s %7s | %7s %7s %7s %7s %6s %6s %7s %5s %6s | %7s %6s %6s %5s %7s %7s %7s",
 		"phase", "HWM", "RSS", "live", "goal", "objs", "free", "stack", "meta", "total", "GCs", "gcCPU",
-		"memtab", "flush", "arena", "files", "fmeta", "cache")
+		"memtab", "flush", "arena", "files", "fmeta", "cache", "offheap")
 	return m
 }
 
@@ -225,6 +227,7 @@ func (m *memSampler) loop() {
 		m.peakTotal = max(m.peakTotal, samples[1].Value.Uint64())
 		m.peakMemtable = max(m.peakMemtable, mem)
 		m.peakWriting = max(m.peakWriting, m.tb.writing.bytes())
+		m.peakOffHeap = max(m.peakOffHeap, offheap.Mapped())
 		m.mu.Unlock()
 	}
 }
@@ -234,8 +237,8 @@ func (m *memSampler) stop() {
 	m.wg.Wait()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.t.Logf("peaks seen every 10 ms: VmRSS %d MiB, heap goal %d MiB, runtime total %d MiB, memtable arenas %d MiB, SSTable writers %.1f MiB",
-		m.peakRSS>>10, m.peakGoal>>20, m.peakTotal>>20, m.peakMemtable>>20, float64(m.peakWriting)/(1<<20))
+	m.t.Logf("peaks seen every 10 ms: VmRSS %d MiB, heap goal %d MiB, runtime total %d MiB, memtable arenas %d MiB, SSTable writers %.1f MiB, off the heap %.1f MiB",
+		m.peakRSS>>10, m.peakGoal>>20, m.peakTotal>>20, m.peakMemtable>>20, float64(m.peakWriting)/(1<<20), float64(m.peakOffHeap)/(1<<20))
 }
 
 // phase logs one line: MiB unless named otherwise.
@@ -247,10 +250,10 @@ func (m *memSampler) phase(name string) {
 	metrics.Read(s)
 	u := func(i int) uint64 { return s[i].Value.Uint64() >> 20 }
 	st := m.tb.Stats().Memory
-	m.t.Logf("%-11s %7d %7d | %7d %7d %7d %7d %6d %6d %7d %5d %6.1f | %7d %6d %6d %5d %7.1f %7d",
+	m.t.Logf("%-11s %7d %7d | %7d %7d %7d %7d %6d %6d %7d %5d %6.1f | %7d %6d %6d %5d %7.1f %7d %7.1f",
 		name, procStatusKiB("VmHWM")>>10, procStatusKiB("VmRSS")>>10,
 		u(0), u(1), u(2), u(4), u(6), u(7)+u(12), u(8), s[9].Value.Uint64(), s[10].Value.Float64(),
-		st.Memtable>>20, st.MemtableFlushing>>20, st.MemtableArena>>20, st.OpenFiles, float64(st.FileMetadata)/(1<<20), st.BlockCache>>20)
+		st.Memtable>>20, st.MemtableFlushing>>20, st.MemtableArena>>20, st.OpenFiles, float64(st.FileMetadata)/(1<<20), st.BlockCache>>20, float64(offheap.Mapped())/(1<<20))
 }
 
 func (m *memSampler) heapProfile(path string) {
