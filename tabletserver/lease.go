@@ -305,9 +305,10 @@ func (s *Server) pause(reason string) {
 }
 
 // abandon stops serving for good under the current lease: every tablet is
-// dropped and closed without flushing, and nothing is written to them
-// again. Tablets being loaded or split notice the new generation and do not
-// install themselves. The lease loop then registers under a new lease.
+// dropped and closed without flushing (several at once, as Close does),
+// and nothing is written to them again. Tablets being loaded or split
+// notice the new generation and do not install themselves. The lease loop
+// then registers under a new lease.
 func (s *Server) abandon(reason string) {
 	s.leaseMu.Lock()
 	s.safeUntil.Store(0)
@@ -324,10 +325,10 @@ func (s *Server) abandon(reason string) {
 	s.gen.Add(1)
 	s.mu.Unlock()
 	s.loads.reset() // the next registration owns nothing
-	for _, h := range hs {
+	eachTablet(hs, func(h *held) {
 		if err := h.t.Close(); err != nil {
 			s.logger.Warn("closing abandoned tablet", "table", h.table, "tablet", h.id, "err", err)
 		}
-	}
+	})
 	s.logger.Warn("lease lost: dropped every tablet", "reason", reason, "tablets", len(hs))
 }
