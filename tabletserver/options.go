@@ -121,7 +121,9 @@ type Options struct {
 	// split. The default is 5 minutes.
 	HotSplitCooldown time.Duration
 	// ShutdownTimeout bounds how long Close waits for in-flight RPCs
-	// before cutting them off. The default is 10s.
+	// before cutting them off, and then each tablet's flush on its own
+	// (tablets are flushed several at once, lifecycle.go). The default is
+	// 10s.
 	ShutdownTimeout time.Duration
 	// MaxScans bounds the ReadRows streams the server runs at once; past
 	// it a new one is refused with RESOURCE_EXHAUSTED (clients back off
