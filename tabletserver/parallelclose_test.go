@@ -143,3 +143,43 @@ func TestCloseReportsAFailedFlushAndClosesTheOthers(t *testing.T) {
 	r.readsBack(t, "a", "alice", true)
 	r.readsBack(t, "b", "mallory", false)
 }
+
+// An abandon (the lease is gone) closes the tablets several at once, as
+// Close does: with a flush of each tablet held on the disk, each one's
+// Close has begun (it waits for its flush) before either flush ends. One
+// by one, the second Close began only after the first ended.
+func TestAbandonClosesTabletsAtOnce(t *testing.T) {
+	r := newCloseRig(t)
+	held, release := make(chan string, len(r.tabs)), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	var seen sync.Map
+	r.disk.Set(func(op vfs.Op, name string) error {
+		if id, ok := r.tabletOf(name); ok && op == vfs.OpCreate {
+			if _, dup := seen.LoadOrStore(id, true); !dup {
+				held <- id
+			}
+			<-release
+		}
+		return nil
+	})
+	var flushes sync.WaitGroup
+	for _, tb := range r.tabs {
+		flushes.Go(func() { tb.Flush(r.e.ctx) }) // fails once abandoned: the guard refuses its manifest
+	}
+	for range r.tabs {
+		<-held
+	}
+	abandoned := make(chan struct{})
+	go func() {
+		r.srv.abandon("test")
+		close(abandoned)
+	}()
+	eventually(t, 30*time.Second, "both tablets' Close begun while their flushes are held", func() bool {
+		return r.tabs["a"].Closed() && r.tabs["b"].Closed()
+	})
+	free()
+	<-abandoned
+	flushes.Wait()
+}
