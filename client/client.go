@@ -46,7 +46,9 @@ type Options struct {
 	// TLS). Tokens come from `tabula auth token create`.
 	Token string
 	// ConnectTimeout bounds how long NewClient waits for a master to
-	// answer. The default is 5s.
+	// answer; a master answering UNAVAILABLE (down, or starting) is asked
+	// again with Locator's backoff, up to Locator.Attempts rounds. The
+	// default is 5s.
 	ConnectTimeout time.Duration
 	// RetryTimeout bounds the retries of one call (on top of its
 	// context): after it, the last error is returned. The default is 1m.
@@ -246,8 +248,11 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 	}()
 	cctx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
 	defer cancel()
-	// WhoAmI needs no role, and refuses a bad token at once.
-	err = loc.CallMaster(cctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+	// WhoAmI needs no role, and refuses a bad token at once. A master that
+	// is starting answers UNAVAILABLE (with auth on, until it has read the
+	// credentials from etcd): the call is retried with backoff, as
+	// lookups are, within ConnectTimeout.
+	err = loc.RetryMaster(cctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.WhoAmI(ctx, &tabulapb.WhoAmIRequest{})
 		return err
 	})

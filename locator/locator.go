@@ -160,9 +160,10 @@ func (l *Locator) CallMaster(ctx context.Context, fn func(context.Context, tabul
 	return last
 }
 
-// retryMaster calls fn through CallMaster, repeating rounds with backoff
-// while no master answers or fn reports ErrUnassigned, up to Attempts.
-func (l *Locator) retryMaster(ctx context.Context, fn func(context.Context, tabulapb.MasterClient) error) error {
+// RetryMaster calls fn through CallMaster, repeating rounds with backoff
+// while no master answers (UNAVAILABLE: down, starting, or not yet able
+// to check credentials) or fn reports ErrUnassigned, up to Attempts.
+func (l *Locator) RetryMaster(ctx context.Context, fn func(context.Context, tabulapb.MasterClient) error) error {
 	var err error
 	for attempt := 0; attempt < l.opts.Attempts; attempt++ {
 		if attempt > 0 {
@@ -205,7 +206,7 @@ func (l *Locator) Locate(ctx context.Context, table string, row []byte) (Tablet,
 			return []Tablet{t}, nil
 		}
 		var t Tablet
-		err := l.retryMaster(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		err := l.RetryMaster(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 			var err error
 			t, err = l.lookupRow(ctx, m, table, row)
 			return err
@@ -261,7 +262,7 @@ func (l *Locator) LocateRange(ctx context.Context, table string, start, end []by
 			return ts, nil
 		}
 		var ts []Tablet
-		err := l.retryMaster(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		err := l.RetryMaster(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 			l.lookups.Add(1)
 			resp, err := m.LocateRange(ctx, &tabulapb.LocateRangeRequest{Table: table, StartKey: start, EndKey: end})
 			if err != nil {
