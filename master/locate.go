@@ -56,12 +56,18 @@ func (m *Master) ListTablets(ctx context.Context, req *tabulapb.ListTabletsReque
 }
 
 // ListServers lists the live tablet servers with their tablet counts.
+// The counts come from the tablet index when it is in sync, so that a
+// status page, which asks on every view, reads the servers from etcd but
+// not the whole tablet map; else from one snapshot of both.
 func (m *Master) ListServers(ctx context.Context, _ *tabulapb.ListServersRequest) (*tabulapb.ListServersResponse, error) {
-	snap, err := m.readSnapshot(ctx)
-	if err != nil {
-		return nil, toStatus(ctx, err)
+	snap, counts, ok := m.indexedServerCounts(ctx)
+	if !ok {
+		var err error
+		if snap, err = m.readSnapshot(ctx); err != nil {
+			return nil, toStatus(ctx, err)
+		}
+		counts = snap.counts()
 	}
-	counts := snap.counts()
 	out := &tabulapb.ListServersResponse{}
 	for id, s := range snap.servers {
 		out.Servers = append(out.Servers, &tabulapb.ServerInfo{Id: id, Address: s.Address, StartTimeMicros: s.StartTime, Tablets: int32(counts[id])})
@@ -69,6 +75,36 @@ func (m *Master) ListServers(ctx context.Context, _ *tabulapb.ListServersRequest
 	sort.Slice(out.Servers, func(i, j int) bool { return out.Servers[i].Id < out.Servers[j].Id })
 	m.addServerLoads(out.Servers)
 	return out, nil
+}
+
+// indexedServerCounts reads the live servers from etcd and counts the
+// tablets each holds in the tablet index, synced first to a revision read
+// before the servers are: a tablet's owner may have registered after that
+// revision, never before, which is the skew of two reads a status view
+// can take. snap holds only the servers. ok is false when the index
+// cannot answer.
+func (m *Master) indexedServerCounts(ctx context.Context) (snap *snapshot, counts map[string]int, ok bool) {
+	if !m.index.sync(ctx) {
+		return nil, nil, false
+	}
+	srvs, err := meta.ListServers(ctx, m.cli, m.layout, func(key string, err error) {
+		m.log.Warn("skipping server record", "key", key, "err", err)
+	})
+	if err != nil {
+		return nil, nil, false
+	}
+	snap = &snapshot{servers: make(map[string]meta.ServerRecord, len(srvs))}
+	counts = make(map[string]int, len(srvs))
+	for _, r := range srvs {
+		snap.servers[r.ID] = r
+		counts[r.ID] = 0
+	}
+	ok = m.index.each(func(t *meta.VersionedTablet, _ *tabulapb.TableSchema) {
+		if srv, owned := snap.owned(&t.TabletRecord); owned {
+			counts[srv.ID]++
+		}
+	})
+	return snap, counts, ok
 }
 
 // LocateTablet returns the tablet holding row (an empty row means the
