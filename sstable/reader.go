@@ -358,7 +358,7 @@ func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 			// The buffer is much larger than the block (a larger block
 			// was read before): copy the block out rather than make it
 			// retain the whole buffer.
-			b = append(allocBlock(len(b))[:0], b...)
+			b = append(allocBlockUnzeroed(len(b))[:0], b...)
 		}
 	}
 	if cap(*bp) <= maxPooledReadBuf {
@@ -444,7 +444,7 @@ func (r *Reader) dataBlockAhead(i int, fill bool, ra *readahead, upper []byte) (
 		var typ byte
 		if b, typ, err = r.decodeStored(buf, h, kindData); err == nil && typ == blockTypeNone {
 			// The window is reused: the block gets memory of its own.
-			b = append(allocBlock(len(b))[:0], b...)
+			b = append(allocBlockUnzeroed(len(b))[:0], b...)
 		}
 	} else {
 		b, err = r.readBlock(h, kindData)
