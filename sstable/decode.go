@@ -21,8 +21,8 @@ func allocBlock(n int) []byte { return slices.Grow([]byte(nil), n)[:n] }
 
 // allocBlockUnzeroed is allocBlock for callers that overwrite all n bytes
 // at once (a decode, a copy): its bytes are not zeroed first, which cost a
-// tenth of a cold scan's CPU (docs/BENCHMARKS.md, "Rows still below
-// 1.0×"). Go has no public call for memory it does not zero; a
+// tenth of a cold scan's CPU (docs/BENCHMARKS.md, "Blocks decoded into
+// memory that is not zeroed"). Go has no public call for memory it does not zero; a
 // strings.Builder grows into such memory (it overwrites what it gets),
 // and the slice takes the builder's allocation over. Bytes past what the
 // caller writes are undefined, never read: blocks are never appended to.

@@ -56,16 +56,16 @@ func Mapped() int64 { return mapped.Load() }
 
 // Alloc returns a zeroed buffer of n bytes.
 func Alloc(n int) *Buf {
-	if n >= MinSize && maps.Add(1) <= MaxMaps {
-		if m, ok := mapAnon(n); ok {
-			b := &Buf{b: m[:n:n], m: m}
-			mapped.Add(int64(len(m)))
-			b.cleanup = runtime.AddCleanup(b, release, m)
-			return b
+	if n >= MinSize {
+		if maps.Add(1) <= MaxMaps {
+			if m, ok := mapAnon(n); ok {
+				b := &Buf{b: m[:n:n], m: m}
+				mapped.Add(int64(len(m)))
+				b.cleanup = runtime.AddCleanup(b, release, m)
+				return b
+			}
 		}
-		maps.Add(-1)
-	} else if n >= MinSize {
-		maps.Add(-1)
+		maps.Add(-1) // no map taken
 	}
 	return &Buf{b: make([]byte, n)}
 }
