@@ -147,21 +147,12 @@ func loadCompact(b *testing.B, n int) {
 	defer func() { close(stop); wg.Wait() }()
 
 	ctx := context.Background()
-	rng := rand.New(rand.NewSource(1))
-	order := rng.Perm(n)
-	value := make([]byte, 100)
-	key := make([]byte, 16)
-	copy(key, "tabulakey")
-	var ingested int64
+	put := benchKeys(b, tb, n)
 	b.StartTimer()
-	for _, i := range order {
-		binary.BigEndian.PutUint64(key[8:], uint64(i))
-		rng.Read(value[:50])
-		if err := tb.Apply(ctx, key, []cell.Mutation{{Kind: cell.SetCell, Family: "f", Timestamp: 1, Value: value}}); err != nil {
-			b.Fatal(err)
-		}
-		ingested += int64(len(key) + len(value))
+	for i := range n {
+		put(i)
 	}
+	ingested := int64(n) * (16 + 100)
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
