@@ -12,6 +12,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/locator"
 	"github.com/tabuladb/tabula/rowfilter"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -127,8 +128,9 @@ type RowIterator struct {
 	stream       tabulapb.TabletServer_ReadRowsClient
 	streamCtx    context.Context
 	streamCancel context.CancelCauseFunc
-	watch        *time.Timer // cancels the stream when a message is late; nil without AttemptTimeout
-	buf          []*tabulapb.Row
+	watch        *time.Timer       // cancels the stream when a message is late; nil without AttemptTimeout
+	rows         []convert.WireRow // received whole, not yet returned
+	buf          []*tabulapb.Row   // received parts of rows, not yet joined
 	join         convert.RowJoiner // rows sent in parts
 
 	row Row
@@ -147,6 +149,15 @@ func (it *RowIterator) Next() bool {
 			it.done = true
 			continue
 		}
+		if len(it.rows) > 0 {
+			w := it.rows[0]
+			it.rows[0] = convert.WireRow{}
+			it.rows = it.rows[1:]
+			if it.take(w.Key, w.Cells) {
+				return true
+			}
+			continue
+		}
 		if len(it.buf) > 0 {
 			p, err := it.join.Add(it.buf[0])
 			it.buf[0] = nil
@@ -158,19 +169,10 @@ func (it *RowIterator) Next() bool {
 			if p == nil {
 				continue // a part of a row larger than one message
 			}
-			key := p.GetKey()
-			if !it.fresh(key) || !it.set.contains(key) {
-				continue // a duplicate after a resume, or not asked for
+			if it.take(p.GetKey(), convert.CellsFromProtoRow(p)) {
+				return true
 			}
-			it.row = Row{Key: key, Cells: convert.CellsFromProtoRow(p)}
-			if it.reverse {
-				it.hi = key
-			} else {
-				it.pos = successor(key)
-			}
-			it.emitted++
-			it.r.progress()
-			return true
+			continue
 		}
 		if it.stream == nil {
 			it.open()
@@ -187,8 +189,25 @@ func (it *RowIterator) Next() bool {
 			it.retry(err, true)
 			continue
 		}
-		it.buf = resp.GetRows()
+		it.rows, it.buf = resp.Rows, resp.Parts.GetRows()
 	}
+}
+
+// take makes a received row the current one, unless it was returned
+// before (a duplicate after a resume) or was not asked for.
+func (it *RowIterator) take(key []byte, cells []cell.Cell) bool {
+	if !it.fresh(key) || !it.set.contains(key) {
+		return false
+	}
+	it.row = Row{Key: key, Cells: cells}
+	if it.reverse {
+		it.hi = key
+	} else {
+		it.pos = successor(key)
+	}
+	it.emitted++
+	it.r.progress()
+	return true
 }
 
 // fresh reports whether key is past what the iteration has returned: after
@@ -302,7 +321,8 @@ func (it *RowIterator) open() {
 	if d := it.t.c.opts.AttemptTimeout; d > 0 {
 		watch = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
 	}
-	stream, err := ts.ReadRows(sctx, req)
+	// convert.Codec decodes the stream's rows straight into cells.
+	stream, err := ts.ReadRows(sctx, req, grpc.ForceCodecV2(convert.Codec{}))
 	if err != nil {
 		if watch != nil {
 			watch.Stop()
@@ -324,12 +344,15 @@ func (it *RowIterator) open() {
 // While it waits, the tablet's location is checked (checkLocation): if the
 // tablet moved, the stream is abandoned at once and Next resumes at the
 // new owner.
-func (it *RowIterator) recv() (*tabulapb.ReadRowsResponse, error) {
+func (it *RowIterator) recv() (*convert.ScanResponse, error) {
 	if it.watch != nil {
 		it.watch.Reset(it.t.c.opts.AttemptTimeout)
 	}
 	check := it.t.c.checkLocation(it.streamCtx, it.streamCancel, placed{it.tablet, it.tabletRow})
-	resp, err := it.stream.Recv()
+	// Rows are taken whole unless a row in parts is being joined: its
+	// last part must go to the joiner.
+	resp := &convert.ScanResponse{Whole: !it.join.Pending()}
+	err := it.stream.RecvMsg(resp)
 	moved := check.stop()
 	if it.watch != nil {
 		it.watch.Stop()
@@ -381,7 +404,7 @@ func (it *RowIterator) closeStream() {
 	if it.streamCancel != nil {
 		it.streamCancel(nil)
 	}
-	it.stream, it.streamCtx, it.streamCancel, it.watch, it.buf, it.tabletRow = nil, nil, nil, nil, nil, nil
+	it.stream, it.streamCtx, it.streamCancel, it.watch, it.rows, it.buf, it.tabletRow = nil, nil, nil, nil, nil, nil, nil
 	it.join.Reset() // a row cut short is read again after pos
 }
 

@@ -101,10 +101,12 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 		return err
 	}
 	defer it.Close()
-	resp := &tabulapb.ReadRowsResponse{}
-	size := 0
-	send := func() error {
-		if len(resp.Rows) == 0 {
+	// Rows are encoded straight into the message's bytes (convert.RowBatch);
+	// only a row too large for one message goes in parts, as messages.
+	var batch convert.RowBatch
+	defer batch.Free()
+	send := func(parts *tabulapb.ReadRowsResponse) error {
+		if _, rows := batch.Len(); rows == 0 && parts == nil {
 			return sender.err // a failed heartbeat broke the stream
 		}
 		// A read must not outlive the lease: another server may own the
@@ -112,33 +114,30 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 		if !s.owns(h) {
 			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
 		}
-		if err := sender.send(resp); err != nil {
-			return err
+		if parts != nil {
+			return sender.send(parts)
 		}
-		resp, size = &tabulapb.ReadRowsResponse{}, 0
-		return nil
+		return sender.sendRows(batch.Take())
 	}
 	for it.Next() {
-		pr := convert.CellsToProtoRow(it.Row(), it.Cells())
-		rs := convert.RowSize(pr)
+		row, cells := it.Row(), it.Cells()
+		rs := convert.CellsSize(row, cells)
 		sent += rs
 		if rs > readBatchBytes {
 			// A row larger than a message goes in parts, each alone.
-			if err := send(); err != nil {
+			if err := send(nil); err != nil {
 				return err
 			}
-			for _, part := range convert.SplitRow(pr, readBatchBytes) {
-				resp.Rows = append(resp.Rows, part)
-				if err := send(); err != nil {
+			for _, part := range convert.SplitRow(convert.CellsToProtoRow(row, cells), readBatchBytes) {
+				if err := send(&tabulapb.ReadRowsResponse{Rows: []*tabulapb.Row{part}}); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		resp.Rows = append(resp.Rows, pr)
-		size += rs
-		if len(resp.Rows) >= readBatchRows || size >= readBatchBytes {
-			if err := send(); err != nil {
+		batch.Add(row, cells)
+		if size, rows := batch.Len(); rows >= readBatchRows || size >= readBatchBytes {
+			if err := send(nil); err != nil {
 				return err
 			}
 		}
@@ -149,7 +148,7 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 	if err := it.Close(); err != nil {
 		return err
 	}
-	return send()
+	return send(nil)
 }
 
 // readOneRow answers a read of a single row key (the common point read)

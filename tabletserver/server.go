@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
@@ -290,6 +291,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 // clients ping every few seconds to detect a hung server.
 func grpcServerOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		// The proto codec, plus scan batches sent as the bytes they were
+		// encoded into (convert.Codec).
+		grpc.ForceServerCodecV2(convert.Codec{}),
 		grpc.MaxRecvMsgSize(96 << 20),
 		grpc.MaxSendMsgSize(96 << 20),
 		grpc.InitialWindowSize(8 << 20),

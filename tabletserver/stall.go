@@ -30,8 +30,20 @@ func newStallGuard(stream tabulapb.TabletServer_ReadRowsServer, timeout time.Dur
 
 // Send sends m, marking the stream stalled if that takes past the timeout.
 func (g *stallGuard) Send(m *tabulapb.ReadRowsResponse) error {
+	return g.guard(func() error { return g.TabletServer_ReadRowsServer.Send(m) })
+}
+
+// SendMsg is Send for a message of any type (the scan's encoded rows,
+// convert.RowsMessage).
+func (g *stallGuard) SendMsg(m any) error {
+	return g.guard(func() error { return g.TabletServer_ReadRowsServer.SendMsg(m) })
+}
+
+// guard runs send, marking the stream stalled if it takes past the
+// timeout.
+func (g *stallGuard) guard(send func() error) error {
 	t := time.AfterFunc(g.timeout, func() { g.once.Do(func() { close(g.stalled) }) })
-	err := g.TabletServer_ReadRowsServer.Send(m)
+	err := send()
 	t.Stop()
 	return err
 }

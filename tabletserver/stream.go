@@ -3,6 +3,7 @@ package tabletserver
 import (
 	"time"
 
+	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 )
 
@@ -42,6 +43,17 @@ func (s *streamSender) send(resp *tabulapb.ReadRowsResponse) error {
 		return s.err
 	}
 	err := s.stream.Send(resp)
+	s.last = time.Now()
+	return err
+}
+
+// sendRows sends a message of rows already encoded (convert.RowBatch):
+// the server's codec (convert.Codec) writes its bytes as they are.
+func (s *streamSender) sendRows(m *convert.RowsMessage) error {
+	if s.err != nil {
+		return s.err
+	}
+	err := s.stream.SendMsg(m)
 	s.last = time.Now()
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
 )
 
 // Rows larger than one message. A read answer carries whole rows while they
@@ -28,6 +29,20 @@ func RowSize(r *tabulapb.Row) int {
 	for _, c := range r.GetCells() {
 		n += len(c.GetFamily()) + len(c.GetQualifier()) + len(c.GetValue()) + cellOverhead
 		for _, l := range c.GetLabels() {
+			n += len(l) + 2
+		}
+	}
+	return n
+}
+
+// CellsSize is RowSize of CellsToProtoRow(row, cells), without building
+// the message.
+func CellsSize(row []byte, cells []cell.Cell) int {
+	n := len(row)
+	for i := range cells {
+		c := &cells[i]
+		n += len(c.Family) + len(c.Qualifier) + len(c.Value) + cellOverhead
+		for _, l := range c.Labels {
 			n += len(l) + 2
 		}
 	}

@@ -1,0 +1,157 @@
+package convert
+
+import (
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc/encoding"
+	_ "google.golang.org/grpc/encoding/proto" // registers the proto codec Codec hands everything else to
+	"google.golang.org/grpc/mem"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+)
+
+// Codec is gRPC's proto codec plus two message types of the scan path
+// (see wire.go): a RowBatch's message is sent as the bytes it already
+// holds, and a ScanResponse is decoded straight into rows. Every other
+// message goes to the proto codec, so a server or call that uses Codec
+// behaves as with the default one for everything else. Its name is the
+// proto codec's: the bytes on the wire are the same.
+type Codec struct{}
+
+var protoCodec = encoding.GetCodecV2("proto")
+
+// Name is the proto codec's name (the content-subtype is unchanged).
+func (Codec) Name() string { return protoCodec.Name() }
+
+// Marshal hands over a RowBatch message's buffer (gRPC returns it to the
+// pool once written) and marshals anything else with the proto codec.
+func (Codec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*RowsMessage); ok {
+		buf := m.buf
+		m.buf = nil
+		if buf == nil {
+			return nil, fmt.Errorf("convert: a RowsMessage sent twice")
+		}
+		return mem.BufferSlice{mem.NewBuffer(buf, batchPool{})}, nil
+	}
+	return protoCodec.Marshal(v)
+}
+
+// Unmarshal decodes into a ScanResponse as ScanResponse.decode says, and
+// anything else with the proto codec.
+func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	r, ok := v.(*ScanResponse)
+	if !ok {
+		return protoCodec.Unmarshal(data, v)
+	}
+	if len(data) == 1 {
+		return r.decode(data[0].ReadOnlyData())
+	}
+	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
+	defer buf.Free()
+	return r.decode(buf.ReadOnlyData())
+}
+
+// ScanResponse receives one ReadRowsResponse of a scan. Set Whole before
+// receiving into it when rows may be taken as they are: the message is
+// then decoded into Rows (DecodeRows), unless it holds a part of a larger
+// row; otherwise, and for such a message, into Parts (a ReadRowsResponse,
+// for a RowJoiner). Exactly one of Rows and Parts is set after a receive.
+type ScanResponse struct {
+	Whole bool
+	Rows  []WireRow
+	Parts *tabulapb.ReadRowsResponse
+}
+
+func (r *ScanResponse) decode(b []byte) error {
+	r.Rows, r.Parts = nil, nil
+	if r.Whole {
+		rows, whole, err := DecodeRows(b)
+		if err != nil {
+			return err
+		}
+		if whole {
+			r.Rows = rows
+			return nil
+		}
+	}
+	r.Parts = &tabulapb.ReadRowsResponse{}
+	return protoCodec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r.Parts)
+}
+
+// RowsMessage is a ReadRowsResponse already encoded, from RowBatch.Take.
+// Only Codec can send it, once.
+type RowsMessage struct{ buf *[]byte }
+
+// RowBatch builds a ReadRowsResponse from rows' cells (AppendRow) in a
+// buffer from gRPC's pool, which the message hands to gRPC when sent.
+type RowBatch struct {
+	buf  *[]byte
+	rows int
+}
+
+// rowBatchCap is the capacity a batch's buffer starts with: a scan's
+// batch (1 MiB) and its last row fit without growing it.
+const rowBatchCap = 1<<20 + 64<<10
+
+// batchPool keeps the buffers of sent batches for the next ones. gRPC's
+// own pools clear a buffer when they hand it out, which costs as much as
+// writing the batch; a batch is appended from empty, so nothing of an
+// old one is ever read.
+type batchPool struct{}
+
+var batchBuffers sync.Pool
+
+// Get returns an empty buffer of at least rowBatchCap bytes.
+func (batchPool) Get(int) *[]byte {
+	if b, ok := batchBuffers.Get().(*[]byte); ok {
+		*b = (*b)[:0]
+		return b
+	}
+	b := make([]byte, 0, rowBatchCap)
+	return &b
+}
+
+// Put keeps b for a later batch (gRPC calls it once b is written).
+func (batchPool) Put(b *[]byte) {
+	if cap(*b) >= rowBatchCap && cap(*b) <= 4*rowBatchCap {
+		batchBuffers.Put(b)
+	}
+}
+
+// Add appends a row.
+func (b *RowBatch) Add(row []byte, cells []cell.Cell) {
+	if b.buf == nil {
+		b.buf = batchPool{}.Get(rowBatchCap)
+	}
+	*b.buf = AppendRow(*b.buf, row, cells)
+	b.rows++
+}
+
+// Len returns the bytes and the rows added since the last Take.
+func (b *RowBatch) Len() (bytes, rows int) {
+	if b.buf == nil {
+		return 0, 0
+	}
+	return len(*b.buf), b.rows
+}
+
+// Take returns the message of the rows added and starts a new batch.
+func (b *RowBatch) Take() *RowsMessage {
+	if b.buf == nil {
+		b.buf = new([]byte) // an empty message
+	}
+	m := &RowsMessage{buf: b.buf}
+	b.buf, b.rows = nil, 0
+	return m
+}
+
+// Free gives an untaken batch's buffer back to the pool.
+func (b *RowBatch) Free() {
+	if b.buf != nil {
+		batchPool{}.Put(b.buf)
+		b.buf, b.rows = nil, 0
+	}
+}

@@ -1,0 +1,302 @@
+package convert
+
+import (
+	"errors"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tabuladb/tabula/cell"
+)
+
+// The rows of a scan go over the wire in ReadRowsResponse messages, and
+// building one as Row and Cell messages only for gRPC's codec to walk
+// them again costs a tablet server more than encoding the rows itself;
+// decoding one into messages costs a client more still (a message and a
+// copy per cell, then the conversion to cells). RowBatch writes the
+// encoding straight from a row's cells, and DecodeRows reads it straight
+// into cells. The bytes are the ReadRowsResponse encoding (the field
+// numbers of api/tabulapb/tabula.proto), so either side may be the old
+// one: a message built by RowBatch decodes with proto.Unmarshal, and
+// DecodeRows reads what proto.Marshal writes.
+//
+// Field numbers of the messages involved.
+const (
+	respRows = 1 // ReadRowsResponse.rows
+
+	rowKey       = 1 // Row.key
+	rowCells     = 2 // Row.cells
+	rowContinued = 3 // Row.continued
+
+	cellFamily         = 1 // Cell.family
+	cellQualifier      = 2 // Cell.qualifier
+	cellTimestamp      = 3 // Cell.timestamp_micros
+	cellValue          = 4 // Cell.value
+	cellValueContinues = 5 // Cell.value_continues
+	cellLabels         = 6 // Cell.labels
+)
+
+// AppendRow appends the encoding of one ReadRowsResponse.rows entry: the
+// row's key and its cells (the cells' Row fields are not consulted), as
+// CellsToProtoRow and proto.Marshal would make it.
+func AppendRow(b []byte, row []byte, cells []cell.Cell) []byte {
+	n := 0
+	if len(row) > 0 {
+		n += protowire.SizeTag(rowKey) + protowire.SizeBytes(len(row))
+	}
+	for i := range cells {
+		n += protowire.SizeTag(rowCells) + protowire.SizeBytes(cellSize(&cells[i]))
+	}
+	b = protowire.AppendTag(b, respRows, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(n))
+	b = appendBytesField(b, rowKey, row)
+	for i := range cells {
+		c := &cells[i]
+		b = protowire.AppendTag(b, rowCells, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(cellSize(c)))
+		if c.Family != "" {
+			b = protowire.AppendTag(b, cellFamily, protowire.BytesType)
+			b = protowire.AppendString(b, c.Family)
+		}
+		b = appendBytesField(b, cellQualifier, c.Qualifier)
+		if c.Timestamp != 0 {
+			b = protowire.AppendTag(b, cellTimestamp, protowire.VarintType)
+			b = protowire.AppendVarint(b, uint64(c.Timestamp))
+		}
+		b = appendBytesField(b, cellValue, c.Value)
+		for _, l := range c.Labels {
+			b = protowire.AppendTag(b, cellLabels, protowire.BytesType)
+			b = protowire.AppendString(b, l)
+		}
+	}
+	return b
+}
+
+// appendBytesField appends a proto3 bytes field, left out when empty.
+func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+	if len(v) == 0 {
+		return b
+	}
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return protowire.AppendBytes(b, v)
+}
+
+// cellSize is the size of a cell's Cell message as AppendRow encodes it.
+func cellSize(c *cell.Cell) int {
+	n := 0
+	if c.Family != "" {
+		n += protowire.SizeTag(cellFamily) + protowire.SizeBytes(len(c.Family))
+	}
+	if len(c.Qualifier) > 0 {
+		n += protowire.SizeTag(cellQualifier) + protowire.SizeBytes(len(c.Qualifier))
+	}
+	if c.Timestamp != 0 {
+		n += protowire.SizeTag(cellTimestamp) + protowire.SizeVarint(uint64(c.Timestamp))
+	}
+	if len(c.Value) > 0 {
+		n += protowire.SizeTag(cellValue) + protowire.SizeBytes(len(c.Value))
+	}
+	for _, l := range c.Labels {
+		n += protowire.SizeTag(cellLabels) + protowire.SizeBytes(len(l))
+	}
+	return n
+}
+
+// WireRow is a row DecodeRows read: its key and cells, each cell's Row
+// set to the key, as CellsFromProtoRow makes them.
+type WireRow struct {
+	Key   []byte
+	Cells []cell.Cell
+}
+
+// errWire is what DecodeRows returns for bytes that are no
+// ReadRowsResponse.
+var errWire = errors.New("convert: malformed ReadRowsResponse")
+
+// DecodeRows decodes a ReadRowsResponse encoding into rows. Every byte
+// slice of the rows is a copy (one allocation per row holds them all), so
+// nothing refers to b afterwards. It reports false, and no rows, when a
+// row is a part of a larger one (continued, or a cell whose value
+// continues): the caller then decodes the message as a ReadRowsResponse
+// and joins the parts (RowJoiner). A malformed encoding is an error
+// (where proto.Unmarshal fails); unknown fields are skipped as proto does.
+func DecodeRows(b []byte) ([]WireRow, bool, error) {
+	var rows []WireRow
+	var family string // the last family name, shared by the cells that repeat it
+	for len(b) > 0 {
+		num, typ, n := consumeTag(b)
+		if n < 0 {
+			return nil, false, errWire
+		}
+		b = b[n:]
+		if num != respRows || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return nil, false, errWire
+			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, false, errWire
+		}
+		b = b[n:]
+		row, whole, err := decodeRow(v, &family)
+		if err != nil || !whole {
+			return nil, whole, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, true, nil
+}
+
+// consumeTag is protowire.ConsumeTag, failing (n < 0) on a field number
+// past the largest valid one as proto.Unmarshal does.
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n >= 0 && num > protowire.MaxValidNumber {
+		return 0, 0, -1
+	}
+	return num, typ, n
+}
+
+// wireCell is where a cell's fields lie in a Row message, before they
+// are copied out.
+type wireCell struct {
+	family, qualifier, value []byte
+	timestamp                int64
+	labels                   [][]byte
+}
+
+// decodeRow decodes one Row message; whole is false for a row part.
+// family is the last family name made: a cell of the same family shares
+// it instead of allocating its own.
+func decodeRow(b []byte, family *string) (row WireRow, whole bool, err error) {
+	var key []byte
+	var cells []wireCell
+	size := 0
+	for len(b) > 0 {
+		num, typ, n := consumeTag(b)
+		if n < 0 {
+			return WireRow{}, false, errWire
+		}
+		b = b[n:]
+		switch {
+		case num == rowKey && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return WireRow{}, false, errWire
+			}
+			key, b = v, b[n:]
+		case num == rowCells && typ == protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return WireRow{}, false, errWire
+			}
+			b = b[n:]
+			c, whole, err := decodeCell(v)
+			if err != nil || !whole {
+				return WireRow{}, whole, err
+			}
+			size += len(c.qualifier) + len(c.value)
+			cells = append(cells, c)
+		case num == rowContinued && typ == protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return WireRow{}, false, errWire
+			}
+			b = b[n:]
+			if v != 0 {
+				return WireRow{}, false, nil
+			}
+		default:
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return WireRow{}, false, errWire
+			}
+			b = b[n:]
+		}
+	}
+	// One allocation holds the key, qualifiers and values. An empty one
+	// stays nil, as proto3 decodes it.
+	mem := make([]byte, 0, len(key)+size)
+	if len(key) > 0 {
+		mem = append(mem, key...)
+		row.Key = mem[:len(key):len(key)]
+	}
+	row.Cells = make([]cell.Cell, len(cells))
+	for i := range cells {
+		w, c := &cells[i], &row.Cells[i]
+		c.Row, c.Timestamp = row.Key, w.timestamp
+		if len(w.family) > 0 {
+			if string(w.family) != *family {
+				*family = string(w.family)
+			}
+			c.Family = *family
+		}
+		if len(w.qualifier) > 0 {
+			mem = append(mem, w.qualifier...)
+			c.Qualifier = mem[len(mem)-len(w.qualifier) : len(mem) : len(mem)]
+		}
+		if len(w.value) > 0 {
+			mem = append(mem, w.value...)
+			c.Value = mem[len(mem)-len(w.value) : len(mem) : len(mem)]
+		}
+		for _, l := range w.labels {
+			c.Labels = append(c.Labels, string(l))
+		}
+	}
+	return row, true, nil
+}
+
+// decodeCell decodes one Cell message; whole is false when its value
+// continues in the next part.
+func decodeCell(b []byte) (c wireCell, whole bool, err error) {
+	for len(b) > 0 {
+		num, typ, n := consumeTag(b)
+		if n < 0 {
+			return wireCell{}, false, errWire
+		}
+		b = b[n:]
+		switch {
+		case typ == protowire.BytesType && (num == cellFamily || num == cellQualifier || num == cellValue || num == cellLabels):
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return wireCell{}, false, errWire
+			}
+			b = b[n:]
+			switch num {
+			case cellFamily:
+				if !utf8.Valid(v) {
+					return wireCell{}, false, errWire
+				}
+				c.family = v
+			case cellQualifier:
+				c.qualifier = v
+			case cellValue:
+				c.value = v
+			default:
+				if !utf8.Valid(v) {
+					return wireCell{}, false, errWire
+				}
+				c.labels = append(c.labels, v)
+			}
+		case typ == protowire.VarintType && (num == cellTimestamp || num == cellValueContinues):
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return wireCell{}, false, errWire
+			}
+			b = b[n:]
+			if num == cellTimestamp {
+				c.timestamp = int64(v)
+			} else if v != 0 {
+				return wireCell{}, false, nil
+			}
+		default:
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return wireCell{}, false, errWire
+			}
+			b = b[n:]
+		}
+	}
+	return c, true, nil
+}
