@@ -2,10 +2,10 @@ package sstable
 
 import (
 	"slices"
-	"strings"
-	"unsafe"
 
 	"github.com/golang/snappy"
+
+	"github.com/tabuladb/tabula/internal/unzeroed"
 )
 
 // A block handed to the cache (or to an iterator, whose values callers may
@@ -20,20 +20,14 @@ import (
 func allocBlock(n int) []byte { return slices.Grow([]byte(nil), n)[:n] }
 
 // allocBlockUnzeroed is allocBlock for callers that overwrite all n bytes
-// at once (a decode, a copy): its bytes are not zeroed first, which cost a
-// tenth of a cold scan's CPU (docs/BENCHMARKS.md, "Blocks decoded into
-// memory that is not zeroed"). Go has no public call for memory it does not zero; a
-// strings.Builder grows into such memory (it overwrites what it gets),
-// and the slice takes the builder's allocation over. Bytes past what the
-// caller writes are undefined, never read: blocks are never appended to.
+// at once (a decode, a copy): its bytes are not zeroed first
+// (internal/unzeroed). Bytes past what the caller writes are undefined,
+// never read: blocks are never appended to.
 func allocBlockUnzeroed(n int) []byte {
 	if n == 0 {
 		return allocBlock(0)
 	}
-	var sb strings.Builder
-	sb.Grow(n)
-	sb.WriteByte(0)
-	return unsafe.Slice(unsafe.StringData(sb.String()), sb.Cap())[:n]
+	return unzeroed.Bytes(n)
 }
 
 // decodeInto returns the decoded block of stored bytes of type typ. Like

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/internal/unzeroed"
 )
 
 // The rows of a scan go over the wire in ReadRowsResponse messages, and
@@ -216,9 +217,10 @@ func decodeRow(b []byte, family *string) (row WireRow, whole bool, err error) {
 			b = b[n:]
 		}
 	}
-	// One allocation holds the key, qualifiers and values. An empty one
-	// stays nil, as proto3 decodes it.
-	mem := make([]byte, 0, len(key)+size)
+	// One allocation holds the key, qualifiers and values, each copied
+	// in whole (so it need not be cleared first). An empty one stays nil,
+	// as proto3 decodes it.
+	mem := unzeroed.Bytes(len(key) + size)[:0]
 	if len(key) > 0 {
 		mem = append(mem, key...)
 		row.Key = mem[:len(key):len(key)]
