@@ -128,10 +128,11 @@ type RowIterator struct {
 	stream       tabulapb.TabletServer_ReadRowsClient
 	streamCtx    context.Context
 	streamCancel context.CancelCauseFunc
-	watch        *time.Timer       // cancels the stream when a message is late; nil without AttemptTimeout
-	rows         []convert.WireRow // received whole, not yet returned
-	buf          []*tabulapb.Row   // received parts of rows, not yet joined
-	join         convert.RowJoiner // rows sent in parts
+	watch        *time.Timer          // cancels the stream when a message is late; nil without AttemptTimeout
+	resp         convert.ScanResponse // receives each message, its buffer reused
+	rows         []convert.WireRow    // received whole, not yet returned
+	buf          []*tabulapb.Row      // received parts of rows, not yet joined
+	join         convert.RowJoiner    // rows sent in parts
 
 	row Row
 	err error
@@ -351,7 +352,8 @@ func (it *RowIterator) recv() (*convert.ScanResponse, error) {
 	check := it.t.c.checkLocation(it.streamCtx, it.streamCancel, placed{it.tablet, it.tabletRow})
 	// Rows are taken whole unless a row in parts is being joined: its
 	// last part must go to the joiner.
-	resp := &convert.ScanResponse{Whole: !it.join.Pending()}
+	resp := &it.resp
+	resp.Whole = !it.join.Pending()
 	err := it.stream.RecvMsg(resp)
 	moved := check.stop()
 	if it.watch != nil {

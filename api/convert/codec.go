@@ -10,6 +10,7 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/internal/unzeroed"
 )
 
 // Codec is gRPC's proto codec plus two message types of the scan path
@@ -49,9 +50,16 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if len(data) == 1 {
 		return r.decode(data[0].ReadOnlyData())
 	}
-	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
-	defer buf.Free()
-	return r.decode(buf.ReadOnlyData())
+	// A message arrives in the transport's frames (16 KiB each): join
+	// them in the response's own buffer, which nothing refers to once
+	// decoded (DecodeRows copies rows out, proto.Unmarshal copies bytes).
+	if n := data.Len(); cap(r.buf) < n {
+		r.buf = unzeroed.Bytes(n)
+	} else {
+		r.buf = r.buf[:n]
+	}
+	data.CopyTo(r.buf)
+	return r.decode(r.buf)
 }
 
 // ScanResponse receives one ReadRowsResponse of a scan. Set Whole before
@@ -63,6 +71,9 @@ type ScanResponse struct {
 	Whole bool
 	Rows  []WireRow
 	Parts *tabulapb.ReadRowsResponse
+	// buf joins a message's frames; reused by the next receive into the
+	// same ScanResponse.
+	buf []byte
 }
 
 func (r *ScanResponse) decode(b []byte) error {
