@@ -153,7 +153,7 @@ func TestReadRowsStreamsInBatches(t *testing.T) {
 	srv := e.start(nil)
 	c := e.dial(srv)
 	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
-	const n = 600
+	const n = 2*readBatchRows + 100 // three messages at least
 	var entries []*tabulapb.MutateRowsRequest_Entry
 	for i := range n {
 		entries = append(entries, &tabulapb.MutateRowsRequest_Entry{Tablet: ref, RowKey: fmt.Appendf(nil, "row%04d", i),
