@@ -160,9 +160,16 @@ func TestMeasureFloor(t *testing.T) {
 	}
 	floor := median(cpu[0])
 	t.Logf("%d calls per phase, %d callers, %d rounds, GOMAXPROCS %d; medians:", n, floorCallers, rounds, runtime.GOMAXPROCS(0))
-	t.Logf("%-28s %12s %10s %12s", "phase", "CPU µs/call", "× floor", "calls/s")
+	t.Logf("%-28s %12s %10s %10s %12s", "phase", "CPU µs/call", "× floor", "paired", "calls/s")
 	for p, ph := range phases {
-		t.Logf("%-28s %12.1f %10.2f %12.0f   (CPU per round: %s)", ph.name, median(cpu[p]), median(cpu[p])/floor, median(rate[p]), fmtRounds(cpu[p]))
+		// paired: the median of each round's ratio to that round's floor,
+		// steadier than the ratio of medians on a machine whose load
+		// drifts between rounds.
+		ratios := make([]float64, len(cpu[p]))
+		for r := range cpu[p] {
+			ratios[r] = cpu[p][r] / cpu[0][r]
+		}
+		t.Logf("%-28s %12.1f %10.2f %10.2f %12.0f   (CPU per round: %s)", ph.name, median(cpu[p]), median(cpu[p])/floor, median(ratios), median(rate[p]), fmtRounds(cpu[p]))
 	}
 }
 
