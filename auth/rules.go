@@ -79,6 +79,7 @@ func TabletServerRules() map[string]Rule {
 	master := Rule{MasterOnly: true}
 	rules := map[string]Rule{
 		svc + "ReadRows":           on(Read, func(r any) *pb.TabletRef { return r.(*pb.ReadRowsRequest).GetTablet() }),
+		svc + "ReadRow":            on(Read, func(r any) *pb.TabletRef { return r.(*pb.ReadRowRequest).GetTablet() }),
 		svc + "SampleRowKeys":      on(Read, func(r any) *pb.TabletRef { return r.(*pb.SampleRowKeysRequest).GetTablet() }),
 		svc + "MutateRow":          on(Write, func(r any) *pb.TabletRef { return r.(*pb.MutateRowRequest).GetTablet() }),
 		svc + "CheckAndMutateRow":  on(Write, func(r any) *pb.TabletRef { return r.(*pb.CheckAndMutateRowRequest).GetTablet() }),

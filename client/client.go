@@ -216,6 +216,9 @@ type Client struct {
 	loc       *locator.Locator
 	pool      *pool
 	afterFunc afterFuncer // of location checks
+	// streamOnly holds the tablet servers that do not know the unary
+	// ReadRow (readrow.go).
+	streamOnly streamOnly
 
 	closeOnce sync.Once
 	closeErr  error

@@ -62,8 +62,13 @@ func Reverse() ReadOption {
 }
 
 // ReadRow reads one row. An absent row (or one the filter empties) is a
-// Row with the key and no cells, not an error.
+// Row with the key and no cells, not an error. It is one unary call to
+// the tablet server (readrow.go), or a ReadRows stream when that cannot
+// answer.
 func (t *Table) ReadRow(ctx context.Context, key []byte, opts ...ReadOption) (Row, error) {
+	if row, ok, err := t.readRow(ctx, key, opts); ok {
+		return row, err
+	}
 	it := t.ReadRows(ctx, SingleRow(key), opts...)
 	defer it.Close()
 	if it.Next() {

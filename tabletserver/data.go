@@ -13,6 +13,7 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/rowfilter"
 	"github.com/tabuladb/tabula/tabletserver/load"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
@@ -115,7 +116,7 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 		// A read must not outlive the lease: another server may own the
 		// tablet once it has expired.
 		if !s.owns(h) {
-			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
+			return errLeaseLapsed(h)
 		}
 		if parts != nil {
 			return sender.send(parts)
@@ -160,23 +161,78 @@ func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held
 	row := opts.Keys[0]
 	begin, sent := time.Now(), 0
 	defer func() { record(h, load.Read, row, sent, begin) }()
-	cells, err := h.t.ReadRow(stream.Context(), row, opts.Filter)
-	if errors.Is(err, tablet.ErrOutOfRange) {
-		return nil // like the iterator, ignore rows outside the tablet
-	}
-	if err != nil || len(cells) == 0 {
+	pr, err := s.pointRead(stream.Context(), h, row, opts.Filter)
+	if err != nil || pr == nil {
 		return err
 	}
-	for _, part := range convert.SplitRow(convert.CellsToProtoRow(row, cells), readBatchBytes) {
+	for _, part := range convert.SplitRow(pr, readBatchBytes) {
 		sent += convert.RowSize(part)
 		if !s.owns(h) {
-			return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
+			return errLeaseLapsed(h)
 		}
 		if err := stream.Send(&tabulapb.ReadRowsResponse{Rows: []*tabulapb.Row{part}}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// ReadRow answers the point read of ReadRows as a unary call: gRPC
+// spends less on it than on a stream (docs/BENCHMARKS.md "Requests near
+// the gRPC floor"). A row larger than one ReadRows message is not sent:
+// the answer says so (too_large) and the client reads it with ReadRows,
+// so that no unary answer is larger than a stream's message.
+func (s *Server) ReadRow(ctx context.Context, req *tabulapb.ReadRowRequest) (*tabulapb.ReadRowResponse, error) {
+	ref, row := req.GetTablet(), req.GetRowKey()
+	fail := func(err error) error { return toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil) }
+	h, err := s.resolve(ref, nil)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if err := cell.ValidateRow(row); err != nil {
+		return nil, fail(err)
+	}
+	filter, err := convert.FilterFromProto(req.GetFilter())
+	if err != nil {
+		return nil, fail(err)
+	}
+	begin, sent := time.Now(), 0
+	defer func() { record(h, load.Read, row, sent, begin) }()
+	pr, err := s.pointRead(ctx, h, row, filter)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if pr == nil {
+		return &tabulapb.ReadRowResponse{}, nil
+	}
+	n := convert.RowSize(pr)
+	if n > readBatchBytes {
+		return &tabulapb.ReadRowResponse{TooLarge: true}, nil
+	}
+	sent = n
+	if !s.owns(h) {
+		return nil, fail(errLeaseLapsed(h))
+	}
+	return &tabulapb.ReadRowResponse{Row: pr}, nil
+}
+
+// pointRead reads one row of h: nil when it has no cells (or lies
+// outside the tablet, which a read ignores, as the row iterator does).
+func (s *Server) pointRead(ctx context.Context, h *held, row []byte, filter *rowfilter.Filter) (*tabulapb.Row, error) {
+	cells, err := h.t.ReadRow(ctx, row, filter)
+	if errors.Is(err, tablet.ErrOutOfRange) {
+		return nil, nil
+	}
+	if err != nil || len(cells) == 0 {
+		return nil, err
+	}
+	return convert.CellsToProtoRow(row, cells), nil
+}
+
+// errLeaseLapsed is the error of a read whose answer is ready after the
+// server's lease ran out: another server may own the tablet by now.
+func errLeaseLapsed(h *held) error {
+	return &notServingError{table: h.table, tablet: h.id, reason: "server lease not renewed in time", cause: ErrFenced}
 }
 
 // MutateRow applies one row's mutations atomically.

@@ -3999,6 +3999,122 @@ func (x *ReadRowsResponse) GetRows() []*Row {
 	return nil
 }
 
+type ReadRowRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	RowKey        []byte                 `protobuf:"bytes,2,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`
+	Filter        *RowFilter             `protobuf:"bytes,3,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadRowRequest) Reset() {
+	*x = ReadRowRequest{}
+	mi := &file_tabula_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRowRequest) ProtoMessage() {}
+
+func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRowRequest.ProtoReflect.Descriptor instead.
+func (*ReadRowRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ReadRowRequest) GetTablet() *TabletRef {
+	if x != nil {
+		return x.Tablet
+	}
+	return nil
+}
+
+func (x *ReadRowRequest) GetRowKey() []byte {
+	if x != nil {
+		return x.RowKey
+	}
+	return nil
+}
+
+func (x *ReadRowRequest) GetFilter() *RowFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+type ReadRowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The row's cells; unset when it has none (absent, or emptied by the
+	// filter).
+	Row *Row `protobuf:"bytes,1,opt,name=row,proto3" json:"row,omitempty"`
+	// Set instead of row when the row is larger than one ReadRows message:
+	// read it with ReadRows, which sends it in parts.
+	TooLarge      bool `protobuf:"varint,2,opt,name=too_large,json=tooLarge,proto3" json:"too_large,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadRowResponse) Reset() {
+	*x = ReadRowResponse{}
+	mi := &file_tabula_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadRowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadRowResponse) ProtoMessage() {}
+
+func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadRowResponse.ProtoReflect.Descriptor instead.
+func (*ReadRowResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ReadRowResponse) GetRow() *Row {
+	if x != nil {
+		return x.Row
+	}
+	return nil
+}
+
+func (x *ReadRowResponse) GetTooLarge() bool {
+	if x != nil {
+		return x.TooLarge
+	}
+	return false
+}
+
 type MutateRowRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -4010,7 +4126,7 @@ type MutateRowRequest struct {
 
 func (x *MutateRowRequest) Reset() {
 	*x = MutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4022,7 +4138,7 @@ func (x *MutateRowRequest) String() string {
 func (*MutateRowRequest) ProtoMessage() {}
 
 func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4035,7 +4151,7 @@ func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{57}
+	return file_tabula_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *MutateRowRequest) GetTablet() *TabletRef {
@@ -4067,7 +4183,7 @@ type MutateRowResponse struct {
 
 func (x *MutateRowResponse) Reset() {
 	*x = MutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4079,7 +4195,7 @@ func (x *MutateRowResponse) String() string {
 func (*MutateRowResponse) ProtoMessage() {}
 
 func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4092,7 +4208,7 @@ func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{58}
+	return file_tabula_proto_rawDescGZIP(), []int{60}
 }
 
 type MutateRowsRequest struct {
@@ -4104,7 +4220,7 @@ type MutateRowsRequest struct {
 
 func (x *MutateRowsRequest) Reset() {
 	*x = MutateRowsRequest{}
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4116,7 +4232,7 @@ func (x *MutateRowsRequest) String() string {
 func (*MutateRowsRequest) ProtoMessage() {}
 
 func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4129,7 +4245,7 @@ func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{59}
+	return file_tabula_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *MutateRowsRequest) GetEntries() []*MutateRowsRequest_Entry {
@@ -4148,7 +4264,7 @@ type MutateRowsResponse struct {
 
 func (x *MutateRowsResponse) Reset() {
 	*x = MutateRowsResponse{}
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4160,7 +4276,7 @@ func (x *MutateRowsResponse) String() string {
 func (*MutateRowsResponse) ProtoMessage() {}
 
 func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4173,7 +4289,7 @@ func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{60}
+	return file_tabula_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *MutateRowsResponse) GetEntries() []*MutateRowsResponse_Entry {
@@ -4196,7 +4312,7 @@ type CheckAndMutateRowRequest struct {
 
 func (x *CheckAndMutateRowRequest) Reset() {
 	*x = CheckAndMutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4208,7 +4324,7 @@ func (x *CheckAndMutateRowRequest) String() string {
 func (*CheckAndMutateRowRequest) ProtoMessage() {}
 
 func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4221,7 +4337,7 @@ func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowRequest.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{61}
+	return file_tabula_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CheckAndMutateRowRequest) GetTablet() *TabletRef {
@@ -4268,7 +4384,7 @@ type CheckAndMutateRowResponse struct {
 
 func (x *CheckAndMutateRowResponse) Reset() {
 	*x = CheckAndMutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4280,7 +4396,7 @@ func (x *CheckAndMutateRowResponse) String() string {
 func (*CheckAndMutateRowResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4293,7 +4409,7 @@ func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{62}
+	return file_tabula_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CheckAndMutateRowResponse) GetPredicateMatched() bool {
@@ -4314,7 +4430,7 @@ type ReadModifyWriteRowRequest struct {
 
 func (x *ReadModifyWriteRowRequest) Reset() {
 	*x = ReadModifyWriteRowRequest{}
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4326,7 +4442,7 @@ func (x *ReadModifyWriteRowRequest) String() string {
 func (*ReadModifyWriteRowRequest) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4339,7 +4455,7 @@ func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{63}
+	return file_tabula_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ReadModifyWriteRowRequest) GetTablet() *TabletRef {
@@ -4372,7 +4488,7 @@ type ReadModifyWriteRowResponse struct {
 
 func (x *ReadModifyWriteRowResponse) Reset() {
 	*x = ReadModifyWriteRowResponse{}
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4384,7 +4500,7 @@ func (x *ReadModifyWriteRowResponse) String() string {
 func (*ReadModifyWriteRowResponse) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4397,7 +4513,7 @@ func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{64}
+	return file_tabula_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ReadModifyWriteRowResponse) GetRow() *Row {
@@ -4416,7 +4532,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4428,7 +4544,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4441,7 +4557,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{65}
+	return file_tabula_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *SampleRowKeysRequest) GetTablet() *TabletRef {
@@ -4460,7 +4576,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4472,7 +4588,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4485,7 +4601,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{66}
+	return file_tabula_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -4505,7 +4621,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4517,7 +4633,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4530,7 +4646,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{67}
+	return file_tabula_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *LoadTabletRequest) GetTablet() *TabletInfo {
@@ -4555,7 +4671,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4567,7 +4683,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4580,7 +4696,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{68}
+	return file_tabula_proto_rawDescGZIP(), []int{70}
 }
 
 type UnloadTabletRequest struct {
@@ -4592,7 +4708,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4604,7 +4720,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4617,7 +4733,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{69}
+	return file_tabula_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UnloadTabletRequest) GetTablet() *TabletRef {
@@ -4635,7 +4751,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4647,7 +4763,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4660,7 +4776,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{70}
+	return file_tabula_proto_rawDescGZIP(), []int{72}
 }
 
 type FlushTabletResponse struct {
@@ -4671,7 +4787,7 @@ type FlushTabletResponse struct {
 
 func (x *FlushTabletResponse) Reset() {
 	*x = FlushTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4683,7 +4799,7 @@ func (x *FlushTabletResponse) String() string {
 func (*FlushTabletResponse) ProtoMessage() {}
 
 func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4696,7 +4812,7 @@ func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushTabletResponse.ProtoReflect.Descriptor instead.
 func (*FlushTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{71}
+	return file_tabula_proto_rawDescGZIP(), []int{73}
 }
 
 type CompactTabletRequest struct {
@@ -4709,7 +4825,7 @@ type CompactTabletRequest struct {
 
 func (x *CompactTabletRequest) Reset() {
 	*x = CompactTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4721,7 +4837,7 @@ func (x *CompactTabletRequest) String() string {
 func (*CompactTabletRequest) ProtoMessage() {}
 
 func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4734,7 +4850,7 @@ func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletRequest.ProtoReflect.Descriptor instead.
 func (*CompactTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{72}
+	return file_tabula_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *CompactTabletRequest) GetTablet() *TabletRef {
@@ -4759,7 +4875,7 @@ type CompactTabletResponse struct {
 
 func (x *CompactTabletResponse) Reset() {
 	*x = CompactTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4771,7 +4887,7 @@ func (x *CompactTabletResponse) String() string {
 func (*CompactTabletResponse) ProtoMessage() {}
 
 func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4784,7 +4900,7 @@ func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletResponse.ProtoReflect.Descriptor instead.
 func (*CompactTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{73}
+	return file_tabula_proto_rawDescGZIP(), []int{75}
 }
 
 type SplitRequest struct {
@@ -4798,7 +4914,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4810,7 +4926,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4823,7 +4939,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{74}
+	return file_tabula_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *SplitRequest) GetTablet() *TabletRef {
@@ -4849,7 +4965,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4861,7 +4977,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4874,7 +4990,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{75}
+	return file_tabula_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *UpdateSchemaRequest) GetSchema() *TableSchema {
@@ -4892,7 +5008,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4904,7 +5020,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4917,7 +5033,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{76}
+	return file_tabula_proto_rawDescGZIP(), []int{78}
 }
 
 type ServerStatsRequest struct {
@@ -4934,7 +5050,7 @@ type ServerStatsRequest struct {
 
 func (x *ServerStatsRequest) Reset() {
 	*x = ServerStatsRequest{}
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4946,7 +5062,7 @@ func (x *ServerStatsRequest) String() string {
 func (*ServerStatsRequest) ProtoMessage() {}
 
 func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4959,7 +5075,7 @@ func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{77}
+	return file_tabula_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ServerStatsRequest) GetKeyQuantiles() int32 {
@@ -5013,7 +5129,7 @@ type TabletStats struct {
 
 func (x *TabletStats) Reset() {
 	*x = TabletStats{}
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5025,7 +5141,7 @@ func (x *TabletStats) String() string {
 func (*TabletStats) ProtoMessage() {}
 
 func (x *TabletStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5038,7 +5154,7 @@ func (x *TabletStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStats.ProtoReflect.Descriptor instead.
 func (*TabletStats) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{78}
+	return file_tabula_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *TabletStats) GetTablet() *TabletRef {
@@ -5208,7 +5324,7 @@ type ServerStatsResponse struct {
 
 func (x *ServerStatsResponse) Reset() {
 	*x = ServerStatsResponse{}
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5220,7 +5336,7 @@ func (x *ServerStatsResponse) String() string {
 func (*ServerStatsResponse) ProtoMessage() {}
 
 func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5233,7 +5349,7 @@ func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ServerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{79}
+	return file_tabula_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ServerStatsResponse) GetServerId() string {
@@ -5296,7 +5412,7 @@ type DropRowRangeRequest struct {
 
 func (x *DropRowRangeRequest) Reset() {
 	*x = DropRowRangeRequest{}
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5308,7 +5424,7 @@ func (x *DropRowRangeRequest) String() string {
 func (*DropRowRangeRequest) ProtoMessage() {}
 
 func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5321,7 +5437,7 @@ func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRowRangeRequest.ProtoReflect.Descriptor instead.
 func (*DropRowRangeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{80}
+	return file_tabula_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *DropRowRangeRequest) GetTable() string {
@@ -5382,7 +5498,7 @@ type DropRowRangeResponse struct {
 
 func (x *DropRowRangeResponse) Reset() {
 	*x = DropRowRangeResponse{}
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5394,7 +5510,7 @@ func (x *DropRowRangeResponse) String() string {
 func (*DropRowRangeResponse) ProtoMessage() {}
 
 func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5407,7 +5523,7 @@ func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRowRangeResponse.ProtoReflect.Descriptor instead.
 func (*DropRowRangeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{81}
+	return file_tabula_proto_rawDescGZIP(), []int{83}
 }
 
 // DropRangeRequest drops the rows [start_key, end_key) of one tablet
@@ -5423,7 +5539,7 @@ type DropRangeRequest struct {
 
 func (x *DropRangeRequest) Reset() {
 	*x = DropRangeRequest{}
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5551,7 @@ func (x *DropRangeRequest) String() string {
 func (*DropRangeRequest) ProtoMessage() {}
 
 func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5564,7 @@ func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRangeRequest.ProtoReflect.Descriptor instead.
 func (*DropRangeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{82}
+	return file_tabula_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DropRangeRequest) GetTablet() *TabletRef {
@@ -5480,7 +5596,7 @@ type DropRangeResponse struct {
 
 func (x *DropRangeResponse) Reset() {
 	*x = DropRangeResponse{}
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5492,7 +5608,7 @@ func (x *DropRangeResponse) String() string {
 func (*DropRangeResponse) ProtoMessage() {}
 
 func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5505,7 +5621,7 @@ func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRangeResponse.ProtoReflect.Descriptor instead.
 func (*DropRangeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{83}
+	return file_tabula_proto_rawDescGZIP(), []int{85}
 }
 
 // MergeTabletsRequest merges the tablets of table that overlap
@@ -5522,7 +5638,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5534,7 +5650,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5547,7 +5663,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{84}
+	return file_tabula_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -5583,7 +5699,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5595,7 +5711,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5608,7 +5724,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{85}
+	return file_tabula_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -5638,7 +5754,7 @@ type MergeRequest struct {
 
 func (x *MergeRequest) Reset() {
 	*x = MergeRequest{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5650,7 +5766,7 @@ func (x *MergeRequest) String() string {
 func (*MergeRequest) ProtoMessage() {}
 
 func (x *MergeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5663,7 +5779,7 @@ func (x *MergeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequest.ProtoReflect.Descriptor instead.
 func (*MergeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{86}
+	return file_tabula_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *MergeRequest) GetLeft() *TabletRef {
@@ -5689,7 +5805,7 @@ type MergeResponse struct {
 
 func (x *MergeResponse) Reset() {
 	*x = MergeResponse{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5701,7 +5817,7 @@ func (x *MergeResponse) String() string {
 func (*MergeResponse) ProtoMessage() {}
 
 func (x *MergeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5714,7 +5830,7 @@ func (x *MergeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeResponse.ProtoReflect.Descriptor instead.
 func (*MergeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{87}
+	return file_tabula_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *MergeResponse) GetTablet() *TabletInfo {
@@ -5743,7 +5859,7 @@ type ServerEvent struct {
 
 func (x *ServerEvent) Reset() {
 	*x = ServerEvent{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5755,7 +5871,7 @@ func (x *ServerEvent) String() string {
 func (*ServerEvent) ProtoMessage() {}
 
 func (x *ServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5768,7 +5884,7 @@ func (x *ServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerEvent.ProtoReflect.Descriptor instead.
 func (*ServerEvent) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{88}
+	return file_tabula_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ServerEvent) GetTimeMicros() int64 {
@@ -5826,7 +5942,7 @@ type TopTabletsRequest struct {
 
 func (x *TopTabletsRequest) Reset() {
 	*x = TopTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5838,7 +5954,7 @@ func (x *TopTabletsRequest) String() string {
 func (*TopTabletsRequest) ProtoMessage() {}
 
 func (x *TopTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5851,7 +5967,7 @@ func (x *TopTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopTabletsRequest.ProtoReflect.Descriptor instead.
 func (*TopTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{89}
+	return file_tabula_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *TopTabletsRequest) GetLimit() int32 {
@@ -5883,7 +5999,7 @@ type TopTabletsResponse struct {
 
 func (x *TopTabletsResponse) Reset() {
 	*x = TopTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5895,7 +6011,7 @@ func (x *TopTabletsResponse) String() string {
 func (*TopTabletsResponse) ProtoMessage() {}
 
 func (x *TopTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5908,7 +6024,7 @@ func (x *TopTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopTabletsResponse.ProtoReflect.Descriptor instead.
 func (*TopTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{90}
+	return file_tabula_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *TopTabletsResponse) GetTablets() []*TabletInfo {
@@ -5947,7 +6063,7 @@ type PlannedMove struct {
 
 func (x *PlannedMove) Reset() {
 	*x = PlannedMove{}
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5959,7 +6075,7 @@ func (x *PlannedMove) String() string {
 func (*PlannedMove) ProtoMessage() {}
 
 func (x *PlannedMove) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5972,7 +6088,7 @@ func (x *PlannedMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
 func (*PlannedMove) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{91}
+	return file_tabula_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PlannedMove) GetTable() string {
@@ -6023,7 +6139,7 @@ type MoveTabletRequest struct {
 
 func (x *MoveTabletRequest) Reset() {
 	*x = MoveTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6035,7 +6151,7 @@ func (x *MoveTabletRequest) String() string {
 func (*MoveTabletRequest) ProtoMessage() {}
 
 func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6048,7 +6164,7 @@ func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveTabletRequest.ProtoReflect.Descriptor instead.
 func (*MoveTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{92}
+	return file_tabula_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *MoveTabletRequest) GetTable() string {
@@ -6082,7 +6198,7 @@ type MoveTabletResponse struct {
 
 func (x *MoveTabletResponse) Reset() {
 	*x = MoveTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6094,7 +6210,7 @@ func (x *MoveTabletResponse) String() string {
 func (*MoveTabletResponse) ProtoMessage() {}
 
 func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6107,7 +6223,7 @@ func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveTabletResponse.ProtoReflect.Descriptor instead.
 func (*MoveTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{93}
+	return file_tabula_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *MoveTabletResponse) GetTablet() *TabletInfo {
@@ -6130,7 +6246,7 @@ type SetBalancerRequest struct {
 
 func (x *SetBalancerRequest) Reset() {
 	*x = SetBalancerRequest{}
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6142,7 +6258,7 @@ func (x *SetBalancerRequest) String() string {
 func (*SetBalancerRequest) ProtoMessage() {}
 
 func (x *SetBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6155,7 +6271,7 @@ func (x *SetBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBalancerRequest.ProtoReflect.Descriptor instead.
 func (*SetBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{94}
+	return file_tabula_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *SetBalancerRequest) GetEnabled() bool {
@@ -6180,7 +6296,7 @@ type SetBalancerResponse struct {
 
 func (x *SetBalancerResponse) Reset() {
 	*x = SetBalancerResponse{}
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6192,7 +6308,7 @@ func (x *SetBalancerResponse) String() string {
 func (*SetBalancerResponse) ProtoMessage() {}
 
 func (x *SetBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6205,7 +6321,7 @@ func (x *SetBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBalancerResponse.ProtoReflect.Descriptor instead.
 func (*SetBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{95}
+	return file_tabula_proto_rawDescGZIP(), []int{97}
 }
 
 type GetBalancerRequest struct {
@@ -6216,7 +6332,7 @@ type GetBalancerRequest struct {
 
 func (x *GetBalancerRequest) Reset() {
 	*x = GetBalancerRequest{}
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6228,7 +6344,7 @@ func (x *GetBalancerRequest) String() string {
 func (*GetBalancerRequest) ProtoMessage() {}
 
 func (x *GetBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6241,7 +6357,7 @@ func (x *GetBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalancerRequest.ProtoReflect.Descriptor instead.
 func (*GetBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{96}
+	return file_tabula_proto_rawDescGZIP(), []int{98}
 }
 
 // BalancerMove is a move made, and when.
@@ -6255,7 +6371,7 @@ type BalancerMove struct {
 
 func (x *BalancerMove) Reset() {
 	*x = BalancerMove{}
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6267,7 +6383,7 @@ func (x *BalancerMove) String() string {
 func (*BalancerMove) ProtoMessage() {}
 
 func (x *BalancerMove) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6280,7 +6396,7 @@ func (x *BalancerMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalancerMove.ProtoReflect.Descriptor instead.
 func (*BalancerMove) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{97}
+	return file_tabula_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *BalancerMove) GetMove() *PlannedMove {
@@ -6318,7 +6434,7 @@ type GetBalancerResponse struct {
 
 func (x *GetBalancerResponse) Reset() {
 	*x = GetBalancerResponse{}
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6330,7 +6446,7 @@ func (x *GetBalancerResponse) String() string {
 func (*GetBalancerResponse) ProtoMessage() {}
 
 func (x *GetBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6343,7 +6459,7 @@ func (x *GetBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalancerResponse.ProtoReflect.Descriptor instead.
 func (*GetBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{98}
+	return file_tabula_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *GetBalancerResponse) GetEnabled() bool {
@@ -6398,7 +6514,7 @@ type SetAutoMergeRequest struct {
 
 func (x *SetAutoMergeRequest) Reset() {
 	*x = SetAutoMergeRequest{}
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6410,7 +6526,7 @@ func (x *SetAutoMergeRequest) String() string {
 func (*SetAutoMergeRequest) ProtoMessage() {}
 
 func (x *SetAutoMergeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6423,7 +6539,7 @@ func (x *SetAutoMergeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAutoMergeRequest.ProtoReflect.Descriptor instead.
 func (*SetAutoMergeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{99}
+	return file_tabula_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *SetAutoMergeRequest) GetTable() string {
@@ -6448,7 +6564,7 @@ type SetAutoMergeResponse struct {
 
 func (x *SetAutoMergeResponse) Reset() {
 	*x = SetAutoMergeResponse{}
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6460,7 +6576,7 @@ func (x *SetAutoMergeResponse) String() string {
 func (*SetAutoMergeResponse) ProtoMessage() {}
 
 func (x *SetAutoMergeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6473,7 +6589,7 @@ func (x *SetAutoMergeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAutoMergeResponse.ProtoReflect.Descriptor instead.
 func (*SetAutoMergeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{100}
+	return file_tabula_proto_rawDescGZIP(), []int{102}
 }
 
 type GCRule_Rules struct {
@@ -6485,7 +6601,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6497,7 +6613,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6533,7 +6649,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6545,7 +6661,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6602,7 +6718,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6614,7 +6730,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6667,7 +6783,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6679,7 +6795,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6710,7 +6826,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6722,7 +6838,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6753,7 +6869,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6765,7 +6881,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6824,7 +6940,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6836,7 +6952,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6889,7 +7005,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6901,7 +7017,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6933,7 +7049,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6945,7 +7061,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6979,7 +7095,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6991,7 +7107,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7039,7 +7155,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7051,7 +7167,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7064,7 +7180,7 @@ func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{59, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{61, 0}
 }
 
 func (x *MutateRowsRequest_Entry) GetTablet() *TabletRef {
@@ -7103,7 +7219,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7115,7 +7231,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7128,7 +7244,7 @@ func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{60, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{62, 0}
 }
 
 func (x *MutateRowsResponse_Entry) GetIndex() int64 {
@@ -7169,7 +7285,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7181,7 +7297,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7194,7 +7310,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{66, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{68, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -7499,7 +7615,14 @@ const file_tabula_proto_rawDesc = "" +
 	"rows_limit\x18\x04 \x01(\x03R\trowsLimit\x12\x1a\n" +
 	"\breversed\x18\x05 \x01(\bR\breversed\"6\n" +
 	"\x10ReadRowsResponse\x12\"\n" +
-	"\x04rows\x18\x01 \x03(\v2\x0e.tabula.v1.RowR\x04rows\"\x8c\x01\n" +
+	"\x04rows\x18\x01 \x03(\v2\x0e.tabula.v1.RowR\x04rows\"\x85\x01\n" +
+	"\x0eReadRowRequest\x12,\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x17\n" +
+	"\arow_key\x18\x02 \x01(\fR\x06rowKey\x12,\n" +
+	"\x06filter\x18\x03 \x01(\v2\x14.tabula.v1.RowFilterR\x06filter\"P\n" +
+	"\x0fReadRowResponse\x12 \n" +
+	"\x03row\x18\x01 \x01(\v2\x0e.tabula.v1.RowR\x03row\x12\x1b\n" +
+	"\ttoo_large\x18\x02 \x01(\bR\btooLarge\"\x8c\x01\n" +
 	"\x10MutateRowRequest\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x17\n" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\x121\n" +
@@ -7724,7 +7847,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\vGetBalancer\x12\x1d.tabula.v1.GetBalancerRequest\x1a\x1e.tabula.v1.GetBalancerResponse\x12I\n" +
 	"\n" +
 	"TopTablets\x12\x1c.tabula.v1.TopTabletsRequest\x1a\x1d.tabula.v1.TopTabletsResponse\x12O\n" +
-	"\fSetAutoMerge\x12\x1e.tabula.v1.SetAutoMergeRequest\x1a\x1f.tabula.v1.SetAutoMergeResponse2\xa6\t\n" +
+	"\fSetAutoMerge\x12\x1e.tabula.v1.SetAutoMergeRequest\x1a\x1f.tabula.v1.SetAutoMergeResponse2\xe8\t\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -7732,7 +7855,8 @@ const file_tabula_proto_rawDesc = "" +
 	"MutateRows\x12\x1c.tabula.v1.MutateRowsRequest\x1a\x1d.tabula.v1.MutateRowsResponse\x12^\n" +
 	"\x11CheckAndMutateRow\x12#.tabula.v1.CheckAndMutateRowRequest\x1a$.tabula.v1.CheckAndMutateRowResponse\x12a\n" +
 	"\x12ReadModifyWriteRow\x12$.tabula.v1.ReadModifyWriteRowRequest\x1a%.tabula.v1.ReadModifyWriteRowResponse\x12R\n" +
-	"\rSampleRowKeys\x12\x1f.tabula.v1.SampleRowKeysRequest\x1a .tabula.v1.SampleRowKeysResponse\x12I\n" +
+	"\rSampleRowKeys\x12\x1f.tabula.v1.SampleRowKeysRequest\x1a .tabula.v1.SampleRowKeysResponse\x12@\n" +
+	"\aReadRow\x12\x19.tabula.v1.ReadRowRequest\x1a\x1a.tabula.v1.ReadRowResponse\x12I\n" +
 	"\n" +
 	"LoadTablet\x12\x1c.tabula.v1.LoadTabletRequest\x1a\x1d.tabula.v1.LoadTabletResponse\x12O\n" +
 	"\fUnloadTablet\x12\x1e.tabula.v1.UnloadTabletRequest\x1a\x1f.tabula.v1.UnloadTabletResponse\x12C\n" +
@@ -7757,7 +7881,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 116)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 118)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                     // 0: tabula.v1.Compression
 	(Bloom)(0),                           // 1: tabula.v1.Bloom
@@ -7820,65 +7944,67 @@ var file_tabula_proto_goTypes = []any{
 	(*TabletRef)(nil),                    // 58: tabula.v1.TabletRef
 	(*ReadRowsRequest)(nil),              // 59: tabula.v1.ReadRowsRequest
 	(*ReadRowsResponse)(nil),             // 60: tabula.v1.ReadRowsResponse
-	(*MutateRowRequest)(nil),             // 61: tabula.v1.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 62: tabula.v1.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 63: tabula.v1.MutateRowsRequest
-	(*MutateRowsResponse)(nil),           // 64: tabula.v1.MutateRowsResponse
-	(*CheckAndMutateRowRequest)(nil),     // 65: tabula.v1.CheckAndMutateRowRequest
-	(*CheckAndMutateRowResponse)(nil),    // 66: tabula.v1.CheckAndMutateRowResponse
-	(*ReadModifyWriteRowRequest)(nil),    // 67: tabula.v1.ReadModifyWriteRowRequest
-	(*ReadModifyWriteRowResponse)(nil),   // 68: tabula.v1.ReadModifyWriteRowResponse
-	(*SampleRowKeysRequest)(nil),         // 69: tabula.v1.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 70: tabula.v1.SampleRowKeysResponse
-	(*LoadTabletRequest)(nil),            // 71: tabula.v1.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 72: tabula.v1.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 73: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 74: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),          // 75: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),         // 76: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),        // 77: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                 // 78: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),          // 79: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 80: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),           // 81: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                  // 82: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),          // 83: tabula.v1.ServerStatsResponse
-	(*DropRowRangeRequest)(nil),          // 84: tabula.v1.DropRowRangeRequest
-	(*DropRowRangeResponse)(nil),         // 85: tabula.v1.DropRowRangeResponse
-	(*DropRangeRequest)(nil),             // 86: tabula.v1.DropRangeRequest
-	(*DropRangeResponse)(nil),            // 87: tabula.v1.DropRangeResponse
-	(*MergeTabletsRequest)(nil),          // 88: tabula.v1.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),         // 89: tabula.v1.MergeTabletsResponse
-	(*MergeRequest)(nil),                 // 90: tabula.v1.MergeRequest
-	(*MergeResponse)(nil),                // 91: tabula.v1.MergeResponse
-	(*ServerEvent)(nil),                  // 92: tabula.v1.ServerEvent
-	(*TopTabletsRequest)(nil),            // 93: tabula.v1.TopTabletsRequest
-	(*TopTabletsResponse)(nil),           // 94: tabula.v1.TopTabletsResponse
-	(*PlannedMove)(nil),                  // 95: tabula.v1.PlannedMove
-	(*MoveTabletRequest)(nil),            // 96: tabula.v1.MoveTabletRequest
-	(*MoveTabletResponse)(nil),           // 97: tabula.v1.MoveTabletResponse
-	(*SetBalancerRequest)(nil),           // 98: tabula.v1.SetBalancerRequest
-	(*SetBalancerResponse)(nil),          // 99: tabula.v1.SetBalancerResponse
-	(*GetBalancerRequest)(nil),           // 100: tabula.v1.GetBalancerRequest
-	(*BalancerMove)(nil),                 // 101: tabula.v1.BalancerMove
-	(*GetBalancerResponse)(nil),          // 102: tabula.v1.GetBalancerResponse
-	(*SetAutoMergeRequest)(nil),          // 103: tabula.v1.SetAutoMergeRequest
-	(*SetAutoMergeResponse)(nil),         // 104: tabula.v1.SetAutoMergeResponse
-	(*GCRule_Rules)(nil),                 // 105: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 106: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 107: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 108: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 109: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),           // 110: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),         // 111: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),              // 112: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 113: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 114: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 115: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 116: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 117: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                  // 118: tabula.v1.TabletStats.FamilyBytesEntry
-	nil,                                  // 119: tabula.v1.ServerEvent.AttrsEntry
+	(*ReadRowRequest)(nil),               // 61: tabula.v1.ReadRowRequest
+	(*ReadRowResponse)(nil),              // 62: tabula.v1.ReadRowResponse
+	(*MutateRowRequest)(nil),             // 63: tabula.v1.MutateRowRequest
+	(*MutateRowResponse)(nil),            // 64: tabula.v1.MutateRowResponse
+	(*MutateRowsRequest)(nil),            // 65: tabula.v1.MutateRowsRequest
+	(*MutateRowsResponse)(nil),           // 66: tabula.v1.MutateRowsResponse
+	(*CheckAndMutateRowRequest)(nil),     // 67: tabula.v1.CheckAndMutateRowRequest
+	(*CheckAndMutateRowResponse)(nil),    // 68: tabula.v1.CheckAndMutateRowResponse
+	(*ReadModifyWriteRowRequest)(nil),    // 69: tabula.v1.ReadModifyWriteRowRequest
+	(*ReadModifyWriteRowResponse)(nil),   // 70: tabula.v1.ReadModifyWriteRowResponse
+	(*SampleRowKeysRequest)(nil),         // 71: tabula.v1.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),        // 72: tabula.v1.SampleRowKeysResponse
+	(*LoadTabletRequest)(nil),            // 73: tabula.v1.LoadTabletRequest
+	(*LoadTabletResponse)(nil),           // 74: tabula.v1.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),          // 75: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),         // 76: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),          // 77: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),         // 78: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),        // 79: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                 // 80: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),          // 81: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),         // 82: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),           // 83: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                  // 84: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),          // 85: tabula.v1.ServerStatsResponse
+	(*DropRowRangeRequest)(nil),          // 86: tabula.v1.DropRowRangeRequest
+	(*DropRowRangeResponse)(nil),         // 87: tabula.v1.DropRowRangeResponse
+	(*DropRangeRequest)(nil),             // 88: tabula.v1.DropRangeRequest
+	(*DropRangeResponse)(nil),            // 89: tabula.v1.DropRangeResponse
+	(*MergeTabletsRequest)(nil),          // 90: tabula.v1.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),         // 91: tabula.v1.MergeTabletsResponse
+	(*MergeRequest)(nil),                 // 92: tabula.v1.MergeRequest
+	(*MergeResponse)(nil),                // 93: tabula.v1.MergeResponse
+	(*ServerEvent)(nil),                  // 94: tabula.v1.ServerEvent
+	(*TopTabletsRequest)(nil),            // 95: tabula.v1.TopTabletsRequest
+	(*TopTabletsResponse)(nil),           // 96: tabula.v1.TopTabletsResponse
+	(*PlannedMove)(nil),                  // 97: tabula.v1.PlannedMove
+	(*MoveTabletRequest)(nil),            // 98: tabula.v1.MoveTabletRequest
+	(*MoveTabletResponse)(nil),           // 99: tabula.v1.MoveTabletResponse
+	(*SetBalancerRequest)(nil),           // 100: tabula.v1.SetBalancerRequest
+	(*SetBalancerResponse)(nil),          // 101: tabula.v1.SetBalancerResponse
+	(*GetBalancerRequest)(nil),           // 102: tabula.v1.GetBalancerRequest
+	(*BalancerMove)(nil),                 // 103: tabula.v1.BalancerMove
+	(*GetBalancerResponse)(nil),          // 104: tabula.v1.GetBalancerResponse
+	(*SetAutoMergeRequest)(nil),          // 105: tabula.v1.SetAutoMergeRequest
+	(*SetAutoMergeResponse)(nil),         // 106: tabula.v1.SetAutoMergeResponse
+	(*GCRule_Rules)(nil),                 // 107: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),             // 108: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),    // 109: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),    // 110: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),       // 111: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),           // 112: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),         // 113: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),              // 114: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),         // 115: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),          // 116: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),      // 117: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),     // 118: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil), // 119: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                  // 120: tabula.v1.TabletStats.FamilyBytesEntry
+	nil,                                  // 121: tabula.v1.ServerEvent.AttrsEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -7886,20 +8012,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	105, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	105, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	107, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	107, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	106, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	107, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	108, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	109, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	110, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	111, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	112, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	113, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	114, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	108, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	109, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	110, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	111, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	112, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	113, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	114, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	115, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	116, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -7917,144 +8043,149 @@ var file_tabula_proto_depIdxs = []int32{
 	47,  // 33: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
 	47,  // 34: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
 	47,  // 35: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	95,  // 36: tabula.v1.BalanceResponse.moves:type_name -> tabula.v1.PlannedMove
+	97,  // 36: tabula.v1.BalanceResponse.moves:type_name -> tabula.v1.PlannedMove
 	58,  // 37: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
 	13,  // 38: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
 	16,  // 39: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
 	11,  // 40: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	58,  // 41: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 42: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	115, // 43: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	116, // 44: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	58,  // 45: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	16,  // 46: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
-	14,  // 47: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
-	14,  // 48: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	58,  // 49: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
-	15,  // 50: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
-	11,  // 51: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	58,  // 52: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	117, // 53: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
-	7,   // 54: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
-	6,   // 55: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	58,  // 56: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 57: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 58: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	6,   // 59: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	58,  // 60: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	118, // 61: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
-	82,  // 62: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	92,  // 63: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
-	58,  // 64: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	7,   // 65: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
-	58,  // 66: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
-	58,  // 67: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
-	7,   // 68: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	119, // 69: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
-	7,   // 70: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	7,   // 71: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
-	95,  // 72: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
-	101, // 73: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
-	5,   // 74: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 75: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 76: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 77: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 78: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 79: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 80: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 81: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 82: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 83: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 84: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 85: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 86: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 87: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 88: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 89: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 90: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 91: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 92: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 93: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 94: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 95: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 96: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 97: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 98: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 99: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 100: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 101: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 102: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 103: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	84,  // 104: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	88,  // 105: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
-	96,  // 106: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
-	98,  // 107: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
-	100, // 108: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
-	93,  // 109: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
-	103, // 110: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
-	59,  // 111: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	61,  // 112: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	63,  // 113: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	65,  // 114: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	67,  // 115: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	69,  // 116: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	71,  // 117: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	73,  // 118: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 119: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	76,  // 120: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	78,  // 121: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	79,  // 122: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	81,  // 123: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	86,  // 124: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	90,  // 125: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 126: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 127: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 128: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 129: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 130: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 131: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 132: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 133: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 134: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 135: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 136: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 137: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 138: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 139: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 140: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 141: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 142: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 143: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 144: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 145: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 146: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	85,  // 147: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	89,  // 148: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	97,  // 149: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
-	99,  // 150: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
-	102, // 151: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
-	94,  // 152: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
-	104, // 153: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
-	60,  // 154: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	62,  // 155: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	64,  // 156: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	66,  // 157: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	68,  // 158: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	70,  // 159: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	72,  // 160: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	74,  // 161: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	75,  // 162: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	77,  // 163: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 164: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	80,  // 165: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	83,  // 166: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	87,  // 167: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	91,  // 168: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	126, // [126:169] is the sub-list for method output_type
-	83,  // [83:126] is the sub-list for method input_type
-	83,  // [83:83] is the sub-list for extension type_name
-	83,  // [83:83] is the sub-list for extension extendee
-	0,   // [0:83] is the sub-list for field type_name
+	58,  // 41: tabula.v1.ReadRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	16,  // 42: tabula.v1.ReadRowRequest.filter:type_name -> tabula.v1.RowFilter
+	11,  // 43: tabula.v1.ReadRowResponse.row:type_name -> tabula.v1.Row
+	58,  // 44: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 45: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
+	117, // 46: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	118, // 47: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	58,  // 48: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	16,  // 49: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
+	14,  // 50: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
+	14,  // 51: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
+	58,  // 52: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	15,  // 53: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
+	11,  // 54: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
+	58,  // 55: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	119, // 56: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	7,   // 57: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
+	6,   // 58: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
+	58,  // 59: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 60: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 61: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	6,   // 62: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	58,  // 63: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	120, // 64: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	84,  // 65: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	94,  // 66: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
+	58,  // 67: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	7,   // 68: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
+	58,  // 69: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	58,  // 70: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	7,   // 71: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
+	121, // 72: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	7,   // 73: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	7,   // 74: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
+	97,  // 75: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
+	103, // 76: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
+	5,   // 77: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 78: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 79: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 80: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 81: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 82: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 83: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 84: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 85: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 86: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 87: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 88: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 89: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 90: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 91: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 92: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 93: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 94: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 95: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 96: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 97: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 98: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 99: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 100: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 101: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 102: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 103: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 104: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 105: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 106: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	86,  // 107: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	90,  // 108: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	98,  // 109: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
+	100, // 110: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
+	102, // 111: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
+	95,  // 112: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
+	105, // 113: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
+	59,  // 114: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	63,  // 115: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	65,  // 116: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	67,  // 117: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	69,  // 118: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	71,  // 119: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	61,  // 120: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
+	73,  // 121: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	75,  // 122: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 123: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	78,  // 124: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	80,  // 125: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	81,  // 126: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	83,  // 127: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	88,  // 128: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	92,  // 129: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 130: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 131: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 132: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 133: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 134: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 135: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 136: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 137: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 138: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 139: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 140: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 141: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 142: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 143: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 144: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 145: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 146: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 147: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 148: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 149: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 150: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	87,  // 151: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	91,  // 152: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	99,  // 153: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
+	101, // 154: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
+	104, // 155: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
+	96,  // 156: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	106, // 157: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
+	60,  // 158: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	64,  // 159: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	66,  // 160: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	68,  // 161: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	70,  // 162: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	72,  // 163: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	62,  // 164: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
+	74,  // 165: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	76,  // 166: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	77,  // 167: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	79,  // 168: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 169: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	82,  // 170: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	85,  // 171: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	89,  // 172: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	93,  // 173: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	130, // [130:174] is the sub-list for method output_type
+	86,  // [86:130] is the sub-list for method input_type
+	86,  // [86:86] is the sub-list for extension type_name
+	86,  // [86:86] is the sub-list for extension extendee
+	0,   // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -8103,7 +8234,7 @@ func file_tabula_proto_init() {
 		(*RowFilter_ApplyLabelTransformer)(nil),
 		(*RowFilter_RowSampleFilter)(nil),
 	}
-	file_tabula_proto_msgTypes[80].OneofWrappers = []any{
+	file_tabula_proto_msgTypes[82].OneofWrappers = []any{
 		(*DropRowRangeRequest_RowKeyPrefix)(nil),
 		(*DropRowRangeRequest_DeleteAllDataFromTable)(nil),
 	}
@@ -8113,7 +8244,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   116,
+			NumMessages:   118,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

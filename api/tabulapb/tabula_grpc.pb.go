@@ -1190,6 +1190,7 @@ const (
 	TabletServer_CheckAndMutateRow_FullMethodName  = "/tabula.v1.TabletServer/CheckAndMutateRow"
 	TabletServer_ReadModifyWriteRow_FullMethodName = "/tabula.v1.TabletServer/ReadModifyWriteRow"
 	TabletServer_SampleRowKeys_FullMethodName      = "/tabula.v1.TabletServer/SampleRowKeys"
+	TabletServer_ReadRow_FullMethodName            = "/tabula.v1.TabletServer/ReadRow"
 	TabletServer_LoadTablet_FullMethodName         = "/tabula.v1.TabletServer/LoadTablet"
 	TabletServer_UnloadTablet_FullMethodName       = "/tabula.v1.TabletServer/UnloadTablet"
 	TabletServer_FlushTablet_FullMethodName        = "/tabula.v1.TabletServer/FlushTablet"
@@ -1211,6 +1212,11 @@ type TabletServerClient interface {
 	CheckAndMutateRow(ctx context.Context, in *CheckAndMutateRowRequest, opts ...grpc.CallOption) (*CheckAndMutateRowResponse, error)
 	ReadModifyWriteRow(ctx context.Context, in *ReadModifyWriteRowRequest, opts ...grpc.CallOption) (*ReadModifyWriteRowResponse, error)
 	SampleRowKeys(ctx context.Context, in *SampleRowKeysRequest, opts ...grpc.CallOption) (*SampleRowKeysResponse, error)
+	// ReadRow is the point read of ReadRows (one row key, no range) as a
+	// unary call, which costs gRPC less than a stream (docs/BENCHMARKS.md
+	// "Requests near the gRPC floor"). Servers that predate it answer
+	// UNIMPLEMENTED; clients then read with ReadRows.
+	ReadRow(ctx context.Context, in *ReadRowRequest, opts ...grpc.CallOption) (*ReadRowResponse, error)
 	// Called by the master only.
 	LoadTablet(ctx context.Context, in *LoadTabletRequest, opts ...grpc.CallOption) (*LoadTabletResponse, error)
 	UnloadTablet(ctx context.Context, in *UnloadTabletRequest, opts ...grpc.CallOption) (*UnloadTabletResponse, error)
@@ -1294,6 +1300,16 @@ func (c *tabletServerClient) SampleRowKeys(ctx context.Context, in *SampleRowKey
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SampleRowKeysResponse)
 	err := c.cc.Invoke(ctx, TabletServer_SampleRowKeys_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tabletServerClient) ReadRow(ctx context.Context, in *ReadRowRequest, opts ...grpc.CallOption) (*ReadRowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadRowResponse)
+	err := c.cc.Invoke(ctx, TabletServer_ReadRow_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -1400,6 +1416,11 @@ type TabletServerServer interface {
 	CheckAndMutateRow(context.Context, *CheckAndMutateRowRequest) (*CheckAndMutateRowResponse, error)
 	ReadModifyWriteRow(context.Context, *ReadModifyWriteRowRequest) (*ReadModifyWriteRowResponse, error)
 	SampleRowKeys(context.Context, *SampleRowKeysRequest) (*SampleRowKeysResponse, error)
+	// ReadRow is the point read of ReadRows (one row key, no range) as a
+	// unary call, which costs gRPC less than a stream (docs/BENCHMARKS.md
+	// "Requests near the gRPC floor"). Servers that predate it answer
+	// UNIMPLEMENTED; clients then read with ReadRows.
+	ReadRow(context.Context, *ReadRowRequest) (*ReadRowResponse, error)
 	// Called by the master only.
 	LoadTablet(context.Context, *LoadTabletRequest) (*LoadTabletResponse, error)
 	UnloadTablet(context.Context, *UnloadTabletRequest) (*UnloadTabletResponse, error)
@@ -1437,6 +1458,9 @@ func (UnimplementedTabletServerServer) ReadModifyWriteRow(context.Context, *Read
 }
 func (UnimplementedTabletServerServer) SampleRowKeys(context.Context, *SampleRowKeysRequest) (*SampleRowKeysResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SampleRowKeys not implemented")
+}
+func (UnimplementedTabletServerServer) ReadRow(context.Context, *ReadRowRequest) (*ReadRowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadRow not implemented")
 }
 func (UnimplementedTabletServerServer) LoadTablet(context.Context, *LoadTabletRequest) (*LoadTabletResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LoadTablet not implemented")
@@ -1583,6 +1607,24 @@ func _TabletServer_SampleRowKeys_Handler(srv interface{}, ctx context.Context, d
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(TabletServerServer).SampleRowKeys(ctx, req.(*SampleRowKeysRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TabletServer_ReadRow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadRowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TabletServerServer).ReadRow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TabletServer_ReadRow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TabletServerServer).ReadRow(ctx, req.(*ReadRowRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1775,6 +1817,10 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SampleRowKeys",
 			Handler:    _TabletServer_SampleRowKeys_Handler,
+		},
+		{
+			MethodName: "ReadRow",
+			Handler:    _TabletServer_ReadRow_Handler,
 		},
 		{
 			MethodName: "LoadTablet",
