@@ -165,7 +165,7 @@ func (t *Table) sendChunk(ctx context.Context, addr string, group []*bulkEntry, 
 	moved := check.stop()
 	if err != nil && ctx.Err() == nil && moved != nil {
 		err = moved
-	} else if err != nil && attemptTimedOut(ctx, actx, err) {
+	} else if err != nil && attemptTimedOut(ctx, actx) {
 		err = t.c.timeoutError(addr, err)
 	}
 	cancel(nil)

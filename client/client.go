@@ -165,41 +165,33 @@ func (o Options) serverDialOptions() []grpc.DialOption {
 // attempt returns the context of one attempt of a call under ctx, bounded
 // by AttemptTimeout, and its cancel function, which takes a cause
 // (errMoved when a location check abandons the attempt; nil when done).
+//
+// The bound is a timer that cancels the attempt (cause errAttemptTimeout),
+// not a deadline: gRPC sends a deadline along (grpc-timeout), and each
+// side parses it and arms a timer of its own, on every call
+// (docs/BENCHMARKS.md "Requests near the gRPC floor"). The server learns
+// of an abandoned attempt all the same, from the cancellation.
 func (c *Client) attempt(ctx context.Context) (context.Context, context.CancelCauseFunc) {
 	actx, abandon := context.WithCancelCause(ctx)
 	if c.opts.AttemptTimeout < 0 {
 		return actx, abandon
 	}
-	tctx, cancel := context.WithTimeoutCause(actx, c.opts.AttemptTimeout, errAttemptTimeout)
-	return tctx, func(cause error) {
-		abandon(cause) // first, so that tctx inherits the cause
-		cancel()
+	timer := time.AfterFunc(c.opts.AttemptTimeout, func() { abandon(errAttemptTimeout) })
+	return actx, func(cause error) {
+		timer.Stop()
+		abandon(cause)
 	}
 }
 
 // errAttemptTimeout is the cause of an attempt context that timed out.
 var errAttemptTimeout = errors.New("client: attempt timed out")
 
-// attemptTimedOut reports whether an attempt under ctx that failed with
-// err did so because its own bound ran out (ctx itself being still live).
-// The server may notice the deadline (sent along as grpc-timeout) and
-// answer DEADLINE_EXCEEDED just before the client's timer fires.
-func attemptTimedOut(ctx, actx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	if errors.Is(context.Cause(actx), errAttemptTimeout) {
-		return true
-	}
-	if status.Code(err) != codes.DeadlineExceeded {
-		return false
-	}
-	ad, ok := actx.Deadline()
-	if !ok {
-		return false
-	}
-	d, ok := ctx.Deadline()
-	return !ok || ad.Before(d)
+// attemptTimedOut reports whether an attempt under ctx failed because its
+// own bound ran out (ctx itself being still live). The bound is no
+// deadline the server sees (attempt), so the server never answers
+// DEADLINE_EXCEEDED for it.
+func attemptTimedOut(ctx, actx context.Context) bool {
+	return ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout)
 }
 
 // timeoutError is the error of an attempt that timed out: UNAVAILABLE,
@@ -453,7 +445,7 @@ func (c *Client) do(ctx context.Context, table string, row []byte, idempotent bo
 		moved := check.stop()
 		if err != nil && ctx.Err() == nil && moved != nil {
 			err = moved
-		} else if err != nil && attemptTimedOut(ctx, actx, err) {
+		} else if err != nil && attemptTimedOut(ctx, actx) {
 			err = c.timeoutError(tab.Address, err)
 		}
 		cancel(nil)

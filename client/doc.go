@@ -40,8 +40,11 @@
 // (default 10s; for read streams, the wait for each message): a server
 // that hangs (paused, partitioned) fails the attempt with UNAVAILABLE, and
 // the client re-locates and retries it when that is safe, instead of
-// stalling until the server wakes. Connections to tablet servers also
-// send keepalive pings (Options.KeepaliveTime).
+// stalling until the server wakes. The bound is the client's own timer,
+// not a deadline sent to the server (the caller's deadline is sent as
+// usual): an attempt that runs out is cancelled, which the server sees.
+// Connections to tablet servers also send keepalive pings
+// (Options.KeepaliveTime).
 //
 // An idempotent call (a read, SampleRowKeys, an Apply whose cells all carry
 // explicit timestamps, a request of ApplyBulk holding only such rows) that
