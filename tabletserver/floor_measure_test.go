@@ -49,17 +49,21 @@ const floorScanRows = 10
 // a loopback TCP listener, and with the same method Tabula's requests
 // through the client library against in-process tablet servers: a point
 // read, a small write on a server whose commit log does not fsync
-// (sync=none), the same write on a server that fsyncs every
-// acknowledged write (sync=always), and a short scan. Every phase runs
-// floorCallers callers at once. FLOOR_ROUNDS (default 5) rounds of all
-// phases alternate; the medians are reported with their ratio to the
-// floor's median. The tablet servers run as deployed, with Prometheus
-// metrics on (their gRPC interceptors and engine callbacks).
-// FLOOR_ONLY=read|write|durable|scan runs the floor and that phase only
-// (for a CPU profile of one request type); FLOOR_PROFILE=<dir> writes a
-// CPU profile of each phase of each round there, <phase>-<round>.prof,
-// covering its calls only (not the setup). docs/BENCHMARKS.md "Requests
-// near the gRPC floor" quotes it.
+// (sync=none), the same write on a server that fsyncs every acknowledged
+// write (sync=always), and a short scan; and, for what a deadline costs
+// gRPC (it sends it and times it on both sides), the floor's call with
+// one. Every phase runs floorCallers callers at once; no call has a
+// deadline but that one. The tablet servers run as deployed, with
+// Prometheus metrics on (their gRPC interceptors and engine callbacks).
+//
+// FLOOR_ROUNDS (default 5) rounds of all phases alternate; each phase's
+// median is reported with its ratio to the floor's median and the median
+// of its rounds' ratios to their own floor. FLOOR_ONLY=deadline|read|
+// write|durable|scan runs the floor and that phase only (for a CPU profile
+// of one request type); FLOOR_PROFILE=<dir> writes a CPU profile of each
+// phase of each round there, <phase>-<round>.prof, covering its calls
+// only (not the setup). docs/BENCHMARKS.md "Requests near the gRPC floor"
+// quotes it.
 func TestMeasureFloor(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("FLOOR_MEASURE"))
 	if n <= 0 {
@@ -109,6 +113,12 @@ func TestMeasureFloor(t *testing.T) {
 	var seq atomic.Int64 // write keys, fresh in every call
 	phases := []floorPhase{
 		{"grpc health Check (floor)", "floor", func(ctx context.Context, _ *rand.Rand) error {
+			_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
+			return err
+		}},
+		{"the floor with a 1m deadline", "deadline", func(ctx context.Context, _ *rand.Rand) error {
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
 			_, err := hc.Check(ctx, &healthpb.HealthCheckRequest{})
 			return err
 		}},
