@@ -83,8 +83,12 @@ func TestMeasureFloor(t *testing.T) {
 	// tablet ["m", ) on one that fsyncs every write; the client finds
 	// them through a fake master.
 	e := newEnv(t)
-	fast := e.start(func(o *Options) { o.SyncMode = "none"; o.Metrics = prometheus.NewRegistry() })
-	durable := e.start(func(o *Options) { o.SyncMode = "always"; o.Metrics = prometheus.NewRegistry() })
+	// A long lease: on a machine loaded enough to delay a renewal past the
+	// tests' 2s, the server would fence itself and drop its tablets.
+	serve := func(sync string) func(*Options) {
+		return func(o *Options) { o.SyncMode, o.Metrics, o.LeaseTTL = sync, prometheus.NewRegistry(), time.Minute }
+	}
+	fast, durable := e.start(serve("none")), e.start(serve("always"))
 	fastRec := e.assign("fast", nil, []byte("m"), fast, 1)
 	durableRec := e.assign("durable", []byte("m"), nil, durable, 1)
 	fastRef := e.load(e.dial(fast), fastRec)
