@@ -188,3 +188,21 @@ func TestStartWithoutEtcdOrStoreIsRefused(t *testing.T) {
 		t.Fatalf("Start with both Etcd and Store: %v, want cell.ErrInvalid", err)
 	}
 }
+
+// A lease renewal that races Close (the lease loop runs until after the
+// shared log is closed) must not start a new shared log: nothing would
+// close it (goleak saw its janitor left running).
+func TestNoSharedLogStartsAfterClose(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	lease := srv.leaseID.Load()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.openLog(lease); !errors.Is(err, ErrClosed) {
+		t.Fatalf("openLog after Close: %v, want ErrClosed", err)
+	}
+	if _, err := srv.sharedLog(); !errors.Is(err, ErrClosed) {
+		t.Fatalf("sharedLog after Close: %v, want ErrClosed", err)
+	}
+}

@@ -94,10 +94,13 @@ type Server struct {
 	pastLeases map[int64]bool
 
 	// walMu protects the shared commit log new tablets attach to
-	// (sharedlog.go) and walN, which counts the logs this process started.
-	walMu sync.Mutex
-	wal   *sharedlog.Log
-	walN  int
+	// (sharedlog.go), walN, which counts the logs this process started,
+	// and walClosed, set by Close once the log is closed: no log is
+	// started after it (a lease renewal racing Close would leak one).
+	walMu     sync.Mutex
+	wal       *sharedlog.Log
+	walN      int
+	walClosed bool
 
 	// keys serializes the load, unload, split, merge and retirement of one
 	// tablet.

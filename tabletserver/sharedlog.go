@@ -35,6 +35,9 @@ func (s *Server) openLog(lease int64) error {
 
 // openLogLocked is openLog with walMu held.
 func (s *Server) openLogLocked(lease int64) error {
+	if s.walClosed {
+		return ErrClosed
+	}
 	var l *sharedlog.Log
 	var err error
 	for {
@@ -100,6 +103,7 @@ func (s *Server) sharedLog() (*sharedlog.Log, error) {
 func (s *Server) closeLog() error {
 	s.walMu.Lock()
 	defer s.walMu.Unlock()
+	s.walClosed = true
 	if s.wal == nil {
 		return nil
 	}
