@@ -23,6 +23,7 @@ type FS struct {
 	c       *minio.Client
 	cfg     Config
 	refused string // what a refusal of the credentials means (credentials.go)
+	counts  *counters
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -37,11 +38,17 @@ func Open(ctx context.Context, cfg Config) (*FS, error) {
 		return nil, errors.New("s3fs: Config.Root is required")
 	}
 	creds, refused := cfg.credentials()
-	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: cfg.Secure, Region: cfg.Region})
+	counts := &counters{}
+	tr, err := minio.DefaultTransport(cfg.Secure)
 	if err != nil {
 		return nil, fmt.Errorf("s3fs: endpoint %s: %w", cfg.Endpoint, err)
 	}
-	f := &FS{c: c, cfg: cfg, refused: refused}
+	c, err := minio.New(cfg.Endpoint, &minio.Options{Creds: creds, Secure: cfg.Secure, Region: cfg.Region,
+		Transport: countingTransport{next: tr, c: counts}})
+	if err != nil {
+		return nil, fmt.Errorf("s3fs: endpoint %s: %w", cfg.Endpoint, err)
+	}
+	f := &FS{c: c, cfg: cfg, refused: refused, counts: counts}
 	cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	cc := c.CredContext()
@@ -438,3 +445,64 @@ func (f *FS) Stat(name string) (vfs.Info, error) {
 
 // SyncDir does nothing: an object is durable when its PUT returns.
 func (f *FS) SyncDir(string) error { return nil }
+
+var _ vfs.WholeFiles = (*FS)(nil)
+
+// WriteWhole publishes b as name's only part with one PUT, without the
+// LIST that Create makes to refuse an existing name: the caller names
+// every file once (a manifest version).
+func (f *FS) WriteWhole(name string, b []byte) error {
+	key, err := f.key(name)
+	if err != nil {
+		return vfs.NotApplied(err)
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	if _, err := f.c.PutObject(ctx, f.cfg.Bucket, partKey(key, 0), bytes.NewReader(b), int64(len(b)), minio.PutObjectOptions{}); err != nil {
+		return fmt.Errorf("s3fs: writing %s: %w", name, f.explain(err))
+	}
+	return nil
+}
+
+// ReadWhole reads name's first part with one GET, without listing its
+// parts (see vfs.WholeFiles: only for files written in one part).
+func (f *FS) ReadWhole(name string) ([]byte, error) {
+	key, err := f.key(name)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	obj, err := f.c.GetObject(ctx, f.cfg.Bucket, partKey(key, 0), minio.GetObjectOptions{})
+	if err == nil {
+		var b []byte
+		b, err = io.ReadAll(obj)
+		obj.Close()
+		if err == nil {
+			return b, nil
+		}
+	}
+	if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+		return nil, notExist("open", name)
+	}
+	return nil, fmt.Errorf("s3fs: reading %s: %w", name, f.explain(err))
+}
+
+// RemoveWhole deletes the first part of each name: one DELETE for one
+// name, one multi-object delete per 1,000 names for more.
+func (f *FS) RemoveWhole(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	keys := make([]string, len(names))
+	for i, n := range names {
+		key, err := f.key(n)
+		if err != nil {
+			return err
+		}
+		keys[i] = partKey(key, 0)
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
+	return f.deleteKeys(ctx, names[0], keys)
+}
