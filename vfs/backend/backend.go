@@ -70,8 +70,13 @@ func redact(spec string) string {
 // WithFileCache puts a bounded local cache of SSTables (vfs/filecache) in
 // dir over fsys: a block cache miss then reads a local copy instead of
 // making a ranged GET. SSTables are the one kind of tablet file that is
-// never rewritten, so they are the ones a copy can be kept of.
+// never rewritten, so they are the ones a copy can be kept of. The
+// object store's whole-file calls (vfs.WholeFiles) pass through.
 func WithFileCache(fsys vfs.FS, dir string, maxBytes int64) (vfs.FS, error) {
-	return filecache.New(fsys, filecache.Options{Dir: dir, MaxBytes: maxBytes,
+	c, err := filecache.New(fsys, filecache.Options{Dir: dir, MaxBytes: maxBytes,
 		Cacheable: func(name string) bool { return strings.HasSuffix(name, ".sst") }})
+	if err != nil {
+		return nil, err
+	}
+	return c.WithWholeFiles(), nil
 }
