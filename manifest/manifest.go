@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -269,42 +268,15 @@ func parseDecimal(s string, positive bool) (int64, bool) {
 // List returns the IDs of the manifests in dir, ascending; none (and no
 // error) when dir does not exist.
 func List(fsys vfs.FS, dir string) ([]ID, error) {
-	entries, err := vfs.Or(fsys).List(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
-	}
-	var out []ID
-	for _, e := range entries {
-		if id, ok := parseName(e.Name); ok && !e.IsDir {
-			out = append(out, id)
-		}
-	}
-	slices.SortFunc(out, func(a, b ID) int {
-		switch {
-		case a.Less(b):
-			return -1
-		case b.Less(a):
-			return 1
-		}
-		return 0
-	})
-	return out, nil
+	f, err := ReadFolder(fsys, dir)
+	return f.IDs, err
 }
 
 // Epochs lists the epochs of the manifests in dir, ascending, each once;
 // none (and no error) when dir does not exist.
 func Epochs(fsys vfs.FS, dir string) ([]int64, error) {
-	ids, err := List(fsys, dir)
-	var out []int64
-	for _, id := range ids {
-		if len(out) == 0 || out[len(out)-1] != id.Epoch {
-			out = append(out, id.Epoch)
-		}
-	}
-	return out, err
+	f, err := ReadFolder(fsys, dir)
+	return f.Epochs(), err
 }
 
 // Load reads the newest manifest in dir. A folder without one gives the
@@ -327,25 +299,11 @@ func LoadNewest(fsys vfs.FS, dir string) (State, int64, bool, error) {
 
 // LoadLatest is Load that also returns the ID of the manifest read.
 func LoadLatest(fsys vfs.FS, dir string) (State, ID, bool, error) {
-	fsys = vfs.Or(fsys)
-	id, found, err := Newest(fsys, dir)
-	if err != nil || !found {
-		return State{}, ID{}, false, err
-	}
-	path := filepath.Join(dir, id.Name())
-	b, err := vfs.ReadFile(fsys, path)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Never an older version in its place: it may name what is gone.
-		return State{}, ID{}, false, fmt.Errorf("manifest: %s is listed but gone: the listing lags behind newer versions; open again later: %w", path, err)
-	}
-	if err != nil {
-		return State{}, ID{}, false, fmt.Errorf("manifest: %w", err)
-	}
-	s, err := decode(path, b)
+	f, err := ReadFolder(fsys, dir)
 	if err != nil {
 		return State{}, ID{}, false, err
 	}
-	return s, id, true, nil
+	return f.Load(fsys)
 }
 
 // Newest returns the ID of the newest manifest in dir, false if there is
@@ -444,6 +402,9 @@ func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 		return err
 	}
 	fsys = vfs.Or(fsys)
+	if w, ok := fsys.(vfs.WholeFiles); ok {
+		return saveWhole(fsys, w, dir, id, s, b)
+	}
 	name := id.Name()
 	tmp := filepath.Join(dir, name+".tmp")
 	if err := writeSynced(fsys, tmp, b); err != nil {
@@ -471,6 +432,45 @@ func SaveVersion(fsys vfs.FS, dir string, id ID, s State) error {
 	return nil
 }
 
+// saveWhole is SaveVersion on an object store (vfs.WholeFiles): one PUT
+// of the version under its own name, which readers see whole or not at
+// all, so nothing is renamed. Why this keeps every promise of the
+// temporary file and rename (docs/CONTRACTS.md §3 "Manifest"):
+//
+//   - atomicity: a reader sees the new version whole or not at all, as
+//     after a rename; a crash before the PUT returned leaves the old state
+//     or the new, the same two outcomes;
+//   - no overwrite: the name is new (versions only grow, and a version
+//     whose save failed is never used again), so a late PUT can only
+//     publish its own bytes under its own name;
+//   - an unknown outcome (any error not marked vfs.ErrNotApplied): the
+//     version is read back; whole, the save happened; otherwise the error
+//     wraps ErrMaybeSaved, and the save is recorded for a reopen at the
+//     same epoch, which must skip its version and file numbers: in this
+//     process (Folder.Pending), and in the store as the version's
+//     temporary file, written now with the same bytes (best effort: the
+//     store just failed). A reopen at the same epoch finds either, as it
+//     found the temporary file a rename left behind.
+func saveWhole(fsys vfs.FS, w vfs.WholeFiles, dir string, id ID, s State, b []byte) error {
+	path := filepath.Join(dir, id.Name())
+	err := w.WriteWhole(path, b)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, vfs.ErrNotApplied) {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	rerr := holds(fsys, path, b)
+	if rerr == nil {
+		return nil // the PUT landed; its answer was lost
+	}
+	notePending(fsys, dir, id, s.NextFileNum)
+	if terr := w.WriteWhole(path+".tmp", b); terr != nil {
+		rerr = fmt.Errorf("%v; recording the save: %v", rerr, terr)
+	}
+	return fmt.Errorf("%w: %w (reading %s back: %v)", ErrMaybeSaved, err, id.Name(), rerr)
+}
+
 // Pending describes the saves of epoch in dir after version after whose
 // outcome is unknown: their temporary files are still there (SaveVersion
 // keeps them). An owner that opens the tablet again at the same epoch must
@@ -486,44 +486,11 @@ type Pending struct {
 // in dir (see Pending). A temporary file that does not decode (a save cut
 // short before its rename) still counts for its version.
 func PendingSaves(fsys vfs.FS, dir string, epoch int64, after uint64) (Pending, error) {
-	fsys = vfs.Or(fsys)
-	entries, err := fsys.List(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return Pending{}, nil
-	}
+	f, err := ReadFolder(fsys, dir)
 	if err != nil {
-		return Pending{}, fmt.Errorf("manifest: %w", err)
+		return Pending{}, err
 	}
-	var p Pending
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name, ".tmp")
-		id, parsed := parseName(name)
-		if !ok || !parsed || e.IsDir || id.Epoch != epoch || id.Version <= after {
-			continue
-		}
-		p.Version = max(p.Version, id.Version)
-		path := filepath.Join(dir, e.Name)
-		if b, err := vfs.ReadFile(fsys, path); err == nil {
-			if st, err := decode(path, b); err == nil {
-				p.NextFileNum = max(p.NextFileNum, st.NextFileNum)
-			}
-		}
-	}
-	return p, nil
-}
-
-// holds returns nil if the file at path holds exactly b.
-func holds(fsys vfs.FS, path string, b []byte) error {
-	got, err := vfs.ReadFile(fsys, path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return errors.New("absent, the rename may still land")
-	case err != nil:
-		return err
-	case !bytes.Equal(got, b):
-		return errors.New("it holds other bytes")
-	}
-	return nil
+	return f.Pending(fsys, epoch, after), nil
 }
 
 // RemoveOlder deletes the manifests of epochs below epoch (and their
@@ -541,25 +508,11 @@ func RemoveOlder(fsys vfs.FS, dir string, epoch int64) error {
 // version ever landed (a save of unknown outcome leaves its temporary file
 // behind: see SaveVersion).
 func RemoveBefore(fsys vfs.FS, dir string, keep ID) error {
-	fsys = vfs.Or(fsys)
-	entries, err := fsys.List(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
+	f, err := ReadFolder(fsys, dir)
 	if err != nil {
-		return fmt.Errorf("manifest: %w", err)
+		return err
 	}
-	var errs []error
-	for _, e := range entries {
-		id, ok := parseName(strings.TrimSuffix(e.Name, ".tmp"))
-		if !ok || e.IsDir || !id.Less(keep) {
-			continue
-		}
-		if err := fsys.Remove(filepath.Join(dir, e.Name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, fmt.Errorf("manifest: %w", err))
-		}
-	}
-	return errors.Join(errs...)
+	return RemoveFiles(fsys, f.Before(keep))
 }
 
 // Remove deletes every version of the manifest of epoch in dir, if any.
