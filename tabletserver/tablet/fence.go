@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
 )
 
@@ -38,15 +40,21 @@ import (
 
 // seal flushes whatever replay put in the memtable and saves this epoch's
 // manifest with a replay point past every log segment that existed at
-// open, then removes older epochs' manifests.
-func (t *Tablet) seal() error {
+// open, then removes the older epochs' manifests (and temporary files)
+// the open's listing showed, in one request on an object store. Versions
+// of an older epoch that land after that listing (an older owner's late
+// save) are never read (the newest epoch wins) and go with the next
+// owner's seal.
+func (t *Tablet) seal(folder manifest.Folder) error {
 	t.flushMu.Lock()
+	t.sealing = true
 	err := t.flushLocked(context.Background(), true)
+	t.sealing = false
 	t.flushMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("tablet: sealing %s at epoch %d: %w", t.dir, t.opts.Epoch, err)
 	}
-	if err := manifest.RemoveOlder(t.opts.FS, t.dir, t.opts.Epoch); err != nil {
+	if err := manifest.RemoveFiles(t.opts.FS, folder.Before(manifest.ID{Epoch: t.opts.Epoch})); err != nil {
 		t.logger.Warn("removing older manifests", "dir", t.dir, "err", err)
 	}
 	return nil
@@ -81,4 +89,38 @@ func (t *Tablet) failed(err error) {
 			t.opts.OnFailure(err)
 		}
 	})
+}
+
+// removeEvery is how many versions of the manifest an owner on an object
+// store saves between two removals of the older ones: one multi-object
+// delete of up to removeEvery versions, instead of a DELETE per save.
+const removeEvery = 16
+
+// removeOldVersions removes the versions of the manifest before the one
+// before id, once id is durable: the owner keeps the version before its
+// newest for readers that chose it. On the local disk it removes id-2 at
+// every save. On an object store (vfs.WholeFiles) it removes versions in
+// batches (at versions 17, 33, 49, ...: the 16 before id-1), so a save
+// costs one PUT and, on average, 1/16 of a DELETE. A version left a while
+// longer is harmless: readers take the newest version (asking for the
+// ones after the newest listed by name), and only this owner's versions
+// below its newest are removed, never one a reader could need instead.
+// Any left over (an owner that stopped between two batches) go with the
+// next owner's seal, which removes every older epoch's manifest.
+func (t *Tablet) removeOldVersions(id manifest.ID) {
+	var paths []string
+	if _, whole := t.opts.FS.(vfs.WholeFiles); !whole {
+		if id.Version > 2 {
+			paths = []string{filepath.Join(t.dir, manifest.ID{Epoch: id.Epoch, Version: id.Version - 2}.Name())}
+		}
+	} else if id.Version > removeEvery && id.Version%removeEvery == 1 {
+		for v := id.Version - removeEvery - 1; v <= id.Version-2; v++ {
+			if v > 0 {
+				paths = append(paths, filepath.Join(t.dir, manifest.ID{Epoch: id.Epoch, Version: v}.Name()))
+			}
+		}
+	}
+	if err := manifest.RemoveFiles(t.opts.FS, paths); err != nil {
+		t.logger.Warn("removing old manifest versions", "dir", t.dir, "versions", len(paths), "err", err)
+	}
 }

@@ -190,3 +190,7 @@ func newSchema(fams []families.Family) (*schema, error) {
 func writerOptions(f *families.Family) sstable.WriterOptions {
 	return sstable.WriterOptions{Compression: f.Compression, Bloom: f.Bloom, BlockSize: f.BlockSize}
 }
+
+// seals reports whether Open seals the tablet (fence.go): an owner at an
+// epoch, or on a shared log.
+func (o Options) seals() bool { return o.Epoch > 0 || o.Log != nil }

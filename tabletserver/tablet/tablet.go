@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -74,6 +73,8 @@ type Tablet struct {
 	compactMu sync.Mutex // one compaction at a time
 	preempt   preemption // major compactions cancel background ones (preempt.go)
 
+	sealing bool // the open's seal is flushing (set with flushMu held)
+
 	// editMu serializes version edits and manifest saves and protects the
 	// fields below.
 	editMu      sync.Mutex
@@ -133,7 +134,15 @@ func Open(opts Options) (_ *Tablet, err error) {
 	if err != nil {
 		return nil, err
 	}
-	st, mID, found, err := manifest.LoadLatest(opts.FS, opts.Dir)
+	// One listing of the folder answers every question of the open (the
+	// newest version, saves to skip, what the seal deletes, whether there
+	// is an own log/ folder): on an object store a load costs five
+	// requests (TestLoadOnAnObjectStoreCostsFiveRequests).
+	folder, err := manifest.ReadFolder(opts.FS, opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
+	}
+	st, mID, found, err := folder.Load(opts.FS)
 	mEpoch := mID.Epoch
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
@@ -154,19 +163,22 @@ func Open(opts Options) (_ *Tablet, err error) {
 				return nil, fmt.Errorf("%w: create %s: %w", ErrGuardRefused, opts.Dir, gerr)
 			}
 		}
-		mID = manifest.ID{Epoch: opts.Epoch, Version: 1}
-		if err := manifest.SaveVersion(opts.FS, opts.Dir, mID, st); err != nil {
-			return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
+		mID = manifest.ID{Epoch: opts.Epoch}
+		// An open that seals (below) saves the first version itself: a
+		// tablet whose seal fails has no manifest, as one whose first
+		// save failed, and is created again by its next open.
+		if !opts.seals() {
+			mID.Version = 1
+			if err := manifest.SaveVersion(opts.FS, opts.Dir, mID, st); err != nil {
+				return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
+			}
 		}
 	}
 	if found && mEpoch == opts.Epoch && opts.Epoch > 0 {
 		// Opened again at the same epoch: a save of this epoch whose
 		// outcome was unknown may still land, so neither its version
 		// number nor the file numbers its state names are used again.
-		p, err := manifest.PendingSaves(opts.FS, opts.Dir, mEpoch, mID.Version)
-		if err != nil {
-			return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
-		}
+		p := folder.Pending(opts.FS, mEpoch, mID.Version)
 		mID.Version = max(mID.Version, p.Version)
 		st.NextFileNum = max(st.NextFileNum, p.NextFileNum)
 	}
@@ -220,7 +232,11 @@ func Open(opts Options) (_ *Tablet, err error) {
 	}
 	t.cur = newVersion(files)
 
-	if err := t.replay(st, mEpoch); err != nil {
+	// The folder's listing shows whether the tablet's own log/ exists:
+	// without it there is nothing to replay there (on an object store the
+	// listing of log/ would be one more request showing nothing).
+	hasOwnLog := folder.HasDir(logDirName)
+	if err := t.replay(st, mEpoch, hasOwnLog); err != nil {
 		return nil, err
 	}
 	if opts.Log != nil {
@@ -238,13 +254,13 @@ func Open(opts Options) (_ *Tablet, err error) {
 	t.bgCtx, t.bgCancel = context.WithCancel(context.Background())
 	// On a shared log the tablet seals at every open: its records from
 	// now on go to a log its manifest must name before any is written.
-	if opts.Epoch > 0 || opts.Log != nil {
-		if err := t.seal(); err != nil {
+	if opts.seals() {
+		if err := t.seal(folder); err != nil {
 			_ = t.Close()
 			return nil, err
 		}
 	}
-	if opts.Log != nil && st.Log == "" && t.mayDelete("remove the tablet's own commit log") {
+	if opts.Log != nil && st.Log == "" && hasOwnLog && t.mayDelete("remove the tablet's own commit log") {
 		// Written before the tablet moved to a shared log; sealed now.
 		if err := opts.FS.RemoveAll(filepath.Join(t.dir, logDirName)); err != nil {
 			t.logger.Warn("removing the tablet's own commit log", "dir", t.dir, "err", err)
@@ -282,7 +298,7 @@ func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 // manifest names, keeping only the records its writer (the owner at epoch
 // mEpoch, which wrote the manifest) tagged. It is never cut short by a
 // context.
-func (t *Tablet) replay(st manifest.State, mEpoch int64) error {
+func (t *Tablet) replay(st manifest.State, mEpoch int64, hasOwnLog bool) error {
 	t.lastSeq = st.LastSeq
 	sch := t.schema.Load()
 	apply := func(p []byte) error {
@@ -313,6 +329,8 @@ func (t *Tablet) replay(st manifest.State, mEpoch int64) error {
 	}
 	var err error
 	switch {
+	case st.Log == "" && !hasOwnLog:
+		// No log/ folder: nothing was written to the tablet's own log.
 	case st.Log == "":
 		_, err = wal.Replay(t.opts.FS, filepath.Join(t.dir, logDirName), st.ReplayPoint, apply)
 	case t.opts.Log == nil:
@@ -484,13 +502,7 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 		t.failed(err)
 		return err
 	}
-	if id.Version > 2 {
-		// Keep the version before the newest for readers that chose it.
-		old := manifest.ID{Epoch: id.Epoch, Version: id.Version - 2}
-		if err := t.opts.FS.Remove(filepath.Join(t.dir, old.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.logger.Warn("removing an old manifest version", "dir", t.dir, "version", old.Name(), "err", err)
-		}
-	}
+	t.removeOldVersions(id)
 	t.replayPoint, t.flushedSeq = st.ReplayPoint, st.LastSeq
 	for _, f := range obsolete {
 		f.obsolete.Store(true)

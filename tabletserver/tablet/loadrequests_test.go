@@ -1,0 +1,104 @@
+package tablet
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/vfs/s3fs"
+	"github.com/tabuladb/tabula/wal"
+)
+
+// openCounting opens opts at epoch on fsys (an object store) with a fresh
+// shared log and returns the store requests the open made.
+func openCounting(t *testing.T, fsys *s3fs.FS, opts Options, epoch int64) (*Tablet, s3fs.Requests) {
+	t.Helper()
+	opts.Epoch, opts.Log = epoch, sharedLogAt(t, fsys, "/model", fmt.Sprintf("server-%d", epoch), wal.SyncAlways)
+	before := fsys.Requests()
+	tb := openTablet(t, opts)
+	return tb, fsys.Requests().Sub(before)
+}
+
+// TestLoadOnAnObjectStoreCostsFiveRequests: a tablet moving to a new owner
+// (a new epoch, what a failover or a move does) on an object store reads
+// its folder with one LIST, its newest manifest with one GET and the
+// version after it with one more (asked for by name: a listing that lags
+// must not make an older version win), seals with one PUT and deletes the
+// older epoch's manifests with one DELETE: five requests, no COPY
+// (docs/CONTRACTS.md §3 "Manifest"). Before, the same load made 25 (19
+// LISTs, a COPY, three DELETEs). A new tablet costs its folder's LIST, its
+// three directory markers and the seal's PUT (it was 26). The tablets hold
+// no SSTables: opening those is counted apart (the SSTable's own reads).
+func TestLoadOnAnObjectStoreCostsFiveRequests(t *testing.T) {
+	fsys := startObjectStore(t).(*s3fs.FS)
+	opts := testOptions("/model/tables/users/t1")
+	opts.FS, opts.Name = fsys, "users/t1"
+	tb, got := openCounting(t, fsys, opts, 1)
+	if want := (s3fs.Requests{List: 1, Put: 4}); got != want {
+		t.Errorf("creating a tablet made %+v requests, want %+v", got, want)
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	opts.Create = false
+	for epoch := int64(2); epoch <= 3; epoch++ {
+		tb, got := openCounting(t, fsys, opts, epoch)
+		if want := (s3fs.Requests{List: 1, Get: 2, Put: 1, Delete: 1}); got != want {
+			t.Errorf("loading the tablet at epoch %d made %+v requests, want %+v", epoch, got, want)
+		}
+		if err := tb.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The seal removed the older epochs' manifests: the folder holds the
+	// last owner's versions only.
+	ids, err := manifest.List(fsys, opts.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		if id.Epoch != 3 {
+			t.Fatalf("after the loads the folder lists %v, want epoch 3's versions only", ids)
+		}
+	}
+}
+
+// TestManifestSavesOnAnObjectStoreRemoveOldVersionsInBatches: a save on an
+// object store is one PUT, and the versions before the one before the
+// newest go in one multi-object delete every 16 saves, not one DELETE per
+// save; the newest two versions always stay.
+func TestManifestSavesOnAnObjectStoreRemoveOldVersionsInBatches(t *testing.T) {
+	fsys := startObjectStore(t).(*s3fs.FS)
+	opts := testOptions("/model/tables/users/t1")
+	opts.FS, opts.Name = fsys, "users/t1"
+	tb, _ := openCounting(t, fsys, opts, 1) // the seal saved version 1
+	before := fsys.Requests()
+	const saves = 40
+	for i := range saves {
+		apply(t, tb, fmt.Sprintf("r%03d", i), set("a", "q", 1, "v"))
+		if err := tb.Flush(bg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := fsys.Requests().Sub(before)
+	// Each flush: a PUT of its SSTable (and a marker of its family's
+	// folder, written again), a PUT of the manifest, the LIST that checks
+	// this owner's manifest is the newest before the log is trimmed.
+	// The batches: at versions 17 and 33.
+	if got.Copy != 0 || got.Delete != 2 {
+		t.Errorf("%d saves made %+v requests: want no COPY and 2 DELETEs (one batch at versions 17 and 33)", saves, got)
+	}
+	ids, err := manifest.List(fsys, opts.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, id := range ids {
+		names = append(names, id.Name())
+	}
+	// Versions 1..31 went in the two batches; 32..41 stay.
+	if len(ids) != 10 || ids[0].Version != 32 || ids[len(ids)-1].Version != saves+1 {
+		t.Fatalf("after %d saves the folder lists %s, want versions 32 to %d", saves, strings.Join(names, " "), saves+1)
+	}
+}
