@@ -63,3 +63,39 @@ func TestWholeFilesOneRequestEach(t *testing.T) {
 		t.Fatalf("after RemoveWhole the folder lists %v", es)
 	}
 }
+
+// TestMkdirAllWritesEachMarkerOnce: the engine calls MkdirAll before
+// every SSTable it writes; the markers this FS wrote are not written
+// again, and those RemoveAll removed are.
+func TestMkdirAllWritesEachMarkerOnce(t *testing.T) {
+	srv := startStore(t)
+	f, err := Open(context.Background(), config(t, srv, "mkdir"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkdir := func(dir string, puts int64) {
+		t.Helper()
+		before := f.Requests()
+		if err := f.MkdirAll(dir); err != nil {
+			t.Fatal(err)
+		}
+		if got := f.Requests().Sub(before); got != (Requests{Put: puts}) {
+			t.Fatalf("MkdirAll(%s) made %+v requests, want %d PUTs", dir, got, puts)
+		}
+		if info, err := f.Stat(dir); err != nil || !info.IsDir() {
+			t.Fatalf("after MkdirAll(%s): Stat = %+v, %v", dir, info, err)
+		}
+	}
+	mkdir("/storage/a/b/c", 3)
+	mkdir("/storage/a/b/c", 0)
+	mkdir("/storage/a/b", 0)
+	mkdir("/storage/a/b/d", 1)
+	if err := f.RemoveAll("/storage/a/b"); err != nil {
+		t.Fatal(err)
+	}
+	mkdir("/storage/a/b/c", 2)
+	if err := f.Remove("/storage/a/b/c"); err != nil {
+		t.Fatal(err)
+	}
+	mkdir("/storage/a/b/c", 1)
+}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/minio/minio-go/v7"
 
@@ -24,6 +25,12 @@ type FS struct {
 	cfg     Config
 	refused string // what a refusal of the credentials means (credentials.go)
 	counts  *counters
+	// dirs holds the keys of the directory markers this FS wrote (or
+	// found writing them unnecessary), so that MkdirAll, which the engine
+	// calls before every SSTable it writes, does not PUT the same markers
+	// again: four PUTs per flush for a tablet's family folder and its
+	// parents. Remove and RemoveAll forget what they remove.
+	dirs sync.Map
 }
 
 var _ vfs.FS = (*FS)(nil)
@@ -223,6 +230,7 @@ func (f *FS) Remove(name string) error {
 	if len(entries) > 0 {
 		return &fs.PathError{Op: "remove", Path: name, Err: errors.New("directory not empty")}
 	}
+	f.forgetDirs(key)
 	return f.removeKeys(ctx, name, []part{{key: dirPrefix(key)}})
 }
 
@@ -276,6 +284,7 @@ func (f *FS) RemoveAll(name string) error {
 	if key == f.cfg.Prefix {
 		return fmt.Errorf("s3fs: refusing to remove the whole storage root %s", name)
 	}
+	f.forgetDirs(key)
 	ctx, cancel := f.ctx()
 	defer cancel()
 	var keys []string
@@ -343,21 +352,38 @@ func (f *FS) MkdirAll(dir string) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := f.ctx()
-	defer cancel()
 	base := f.cfg.Prefix
 	rest := strings.TrimPrefix(strings.TrimPrefix(key, base), "/")
 	if rest == "" {
 		return nil
 	}
+	if _, ok := f.dirs.Load(key); ok {
+		return nil // written before, with its parents
+	}
+	ctx, cancel := f.ctx()
+	defer cancel()
 	cur := base
 	for _, el := range strings.Split(rest, "/") {
 		cur = path.Join(cur, el)
+		if _, ok := f.dirs.Load(cur); ok {
+			continue
+		}
 		if _, err := f.c.PutObject(ctx, f.cfg.Bucket, dirPrefix(cur), bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
 			return fmt.Errorf("s3fs: mkdir %s: %w", dir, f.explain(err))
 		}
+		f.dirs.Store(cur, struct{}{})
 	}
 	return nil
+}
+
+// forgetDirs forgets the markers of key and of everything below it.
+func (f *FS) forgetDirs(key string) {
+	f.dirs.Range(func(k, _ any) bool {
+		if d := k.(string); d == key || strings.HasPrefix(d, dirPrefix(key)) {
+			f.dirs.Delete(d)
+		}
+		return true
+	})
 }
 
 // list returns the entries directly inside the directory key, and whether
