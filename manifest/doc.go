@@ -13,13 +13,20 @@
 // MANIFEST-<epoch>-v<version>.tmp, fsyncs it, renames it to
 // MANIFEST-<epoch>-v<version> and fsyncs the folder, so after a crash at any
 // instant Load (the newest epoch, then the newest version) yields either the
-// old or the new state. On an object store each version is a new object.
+// old or the new state. On an object store (an FS with vfs.WholeFiles)
+// each version is one PUT of a new object under its own name, which
+// readers see whole or not at all: no temporary object, COPY or DELETE.
 // RemoveBefore deletes the versions a newer one superseded.
 //
-// A rename whose answer was lost (on an object store a rename is a copy and
-// deletes) is not taken for one that did not happen: SaveVersion reads the
-// new version back, and when it cannot tell, fails with ErrMaybeSaved,
-// after which every file the new state names must be kept.
+// An opener reads the folder once (ReadFolder: one LIST on a store) and
+// answers every question of the open from that Folder: the newest version
+// (Folder.Load), the saves of unknown outcome to skip (Folder.Pending),
+// what the seal deletes (Folder.Before, RemoveFiles).
+//
+// A rename or PUT whose answer was lost is not taken for one that did not
+// happen: SaveVersion reads the new version back, and when it cannot
+// tell, fails with ErrMaybeSaved, after which every file the new state
+// names must be kept.
 //
 //	st, found, err := manifest.Load(fsys, dir) // fsys: a vfs.FS, nil for the local disk
 //	if err != nil { ... } // a damaged MANIFEST wraps manifest.ErrCorrupt

@@ -315,7 +315,8 @@ func LoadLatest(fsys vfs.FS, dir string) (State, ID, bool, error) {
 // must not make an older one win: that one may name files a compaction
 // deleted since, or a replay point before log segments a flush deleted.
 // So Newest asks for the versions after the newest listed, one by one by
-// name (vfs.FS.Stat), until one is absent; the owner that wrote them
+// name (vfs.FS.Stat; Folder.Load reads them, on an object store with the
+// newest listed one at once), until one is absent; the owner that wrote them
 // counted them up one by one. Where that finds nothing newer, the newest
 // listed version is the newest, or is gone (the owner deletes all but its
 // two newest versions, and a newer epoch's owner deletes the older
@@ -376,7 +377,9 @@ func SaveEpoch(fsys vfs.FS, dir string, epoch int64, s State) error {
 // SaveVersion writes s as the manifest id in dir: it writes a temporary
 // file, fsyncs it, renames it to id's name (a new file, never one that
 // exists: versions only grow) and fsyncs dir. After a crash at any instant
-// Load yields the old or the new state. dir must exist.
+// Load yields the old or the new state. dir must exist. On an FS with
+// whole files (an object store) it is one PUT under id's name instead
+// (saveWhole says why that keeps every promise below).
 //
 // A rename that fails is an unknown outcome unless its error wraps
 // vfs.ErrNotApplied (on an object store a rename is a copy and deletes, and

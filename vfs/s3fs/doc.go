@@ -14,9 +14,13 @@
 // once when the file is opened, with ranged GETs.
 //
 // Directories are marker objects ("<prefix>/<path>/") so that an empty
-// directory exists, as on a disk. Rename, used only to publish a finished
-// file (a manifest), needs a one-part source and copies it server side;
-// the copy replaces the target atomically. SyncDir has nothing to do.
+// directory exists, as on a disk; MkdirAll writes each marker once per FS.
+// Rename needs a one-part source and copies it server side; the copy
+// replaces the target atomically. A manifest does not need it: the FS
+// writes, reads and removes a small file in one request each
+// (vfs.WholeFiles: part 0 written, read and deleted by its key, without
+// listing the parts), and a PUT under a new name is as atomic as a rename.
+// SyncDir has nothing to do. FS.Requests counts the requests sent, by kind.
 //
 // Table names, tablet ids and file names never contain '~', so a part
 // suffix cannot be mistaken for a name.
