@@ -71,11 +71,10 @@ func (w *wholeFS) List(dir string) ([]vfs.Entry, error) {
 	return out, err
 }
 
-// TestSaveOnWholeFilesIsOnePut: on an object store a save is one PUT of
-// the version under its own name (no temporary file, no rename), a load
-// one LIST and two reads (the newest listed version and the one after
-// it), and the older versions go in one removal.
-func TestSaveOnWholeFilesIsOnePut(t *testing.T) {
+// threeVersions saves versions 1 to 3 of epoch 2 on a new wholeFS and
+// returns the folder, the FS and the state of version 3.
+func threeVersions(t *testing.T) (string, *wholeFS, State) {
+	t.Helper()
 	dir := t.TempDir()
 	w := newWholeFS()
 	s := sampleState()
@@ -85,6 +84,15 @@ func TestSaveOnWholeFilesIsOnePut(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return dir, w, s
+}
+
+// TestSaveOnWholeFilesIsOnePut: on an object store a save is one PUT of
+// the version under its own name (no temporary file, no rename), a load
+// one LIST and two reads (the newest listed version and the one after
+// it), and the older versions go in one removal.
+func TestSaveOnWholeFilesIsOnePut(t *testing.T) {
+	dir, w, s := threeVersions(t)
 	if w.puts != 3 {
 		t.Fatalf("3 saves made %d PUTs, want 3", w.puts)
 	}
@@ -114,15 +122,7 @@ func TestSaveOnWholeFilesIsOnePut(t *testing.T) {
 // show yet is read by name, and the version after it too, until one is
 // absent.
 func TestLoadOnWholeFilesAsksPastTheListing(t *testing.T) {
-	dir := t.TempDir()
-	w := newWholeFS()
-	s := sampleState()
-	for v := uint64(1); v <= 3; v++ {
-		s.LastSeq = 100 * v
-		if err := SaveVersion(w, dir, ID{Epoch: 2, Version: v}, s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, w, s := threeVersions(t)
 	w.hidden[ID{2, 2}.Name()], w.hidden[ID{2, 3}.Name()] = true, true
 	got, id, found, err := LoadLatest(w, dir)
 	if err != nil || !found || id != (ID{2, 3}) || !reflect.DeepEqual(got, s) {
