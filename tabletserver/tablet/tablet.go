@@ -138,6 +138,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 	// newest version, saves to skip, what the seal deletes, whether there
 	// is an own log/ folder): on an object store a load costs five
 	// requests (TestLoadOnAnObjectStoreCostsFiveRequests).
+	began := time.Now()
 	folder, err := manifest.ReadFolder(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
@@ -236,6 +237,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 	// without it there is nothing to replay there (on an object store the
 	// listing of log/ would be one more request showing nothing).
 	hasOwnLog := folder.HasDir(logDirName)
+	opened := time.Now() // the manifest read and the SSTables opened
 	if err := t.replay(st, mEpoch, hasOwnLog); err != nil {
 		return nil, err
 	}
@@ -251,6 +253,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 	}
 	t.visibleSeq.Store(t.lastSeq)
 	opts.Memory.register(t)
+	replayed := time.Now()
 	t.bgCtx, t.bgCancel = context.WithCancel(context.Background())
 	// On a shared log the tablet seals at every open: its records from
 	// now on go to a log its manifest must name before any is written.
@@ -275,6 +278,12 @@ func Open(opts Options) (_ *Tablet, err error) {
 			t.requestFlush()
 		}
 	}
+	// Where a load's time goes, for an operator asking why a tablet took
+	// long to serve again after a failover (docs/OPERATIONS.md).
+	t.logger.Info("opened", "dir", t.dir, "epoch", opts.Epoch, "files", len(st.Files),
+		"manifest_and_files", opened.Sub(began).Round(time.Millisecond),
+		"replay", replayed.Sub(opened).Round(time.Millisecond),
+		"seal", time.Since(replayed).Round(time.Millisecond))
 	return t, nil
 }
 
