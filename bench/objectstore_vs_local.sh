@@ -7,8 +7,9 @@
 # flushed, block caches empty) and the random reads run again (cold), then
 # the scan again (from SSTables, the file cache filled by the reads). For
 # the store it prints the S3 requests each workload made (from SeaweedFS's
-# own metrics), per 1,000 operations. Run from the repository root after
-# `make build tools`.
+# own metrics), per 1,000 operations, and the requests the restarted
+# cluster made until the store went quiet (every tablet loaded), per
+# tablet. Run from the repository root after `make build tools`.
 set -e
 ROWS=${ROWS:-10000}
 ROUNDS=${ROUNDS:-2}
@@ -33,6 +34,29 @@ def parse(s): return {k: int(v) for k, v in (p.split("=") for p in s.split())}
 b, a, n = parse(sys.argv[1]), parse(sys.argv[2]), int(sys.argv[3])
 print("  store requests per 1,000 ops:", " ".join("%s=%.1f" % (k, (a.get(k, 0) - b.get(k, 0)) * 1000 / n) for k in sorted(a) if a.get(k, 0) != b.get(k, 0)) or "none")
 ' "$1" "$2" "$3"
+}
+
+# per_load BEFORE waits until the store has been quiet for 2 s (the
+# restarted servers loaded every tablet) and prints the requests since
+# BEFORE per tablet of the two tables (the servers' start included: a
+# write probe, the new shared logs).
+per_load() {
+  local now prev=""
+  for _ in $(seq 60); do
+    sleep 2; now=$(requests)
+    [ "$now" = "$prev" ] && break
+    prev=$now
+  done
+  local n
+  n=$(for t in bench bench2; do bin/tabula table tablets "$t" --output json; done | grep -c '"id"')
+  python3 -c '
+import sys
+def parse(s): return {k: int(v) for k, v in (p.split("=") for p in s.split())}
+b, a, n = parse(sys.argv[1]), parse(sys.argv[2]), int(sys.argv[3])
+d = {k: a.get(k, 0) - b.get(k, 0) for k in a}
+print("  store requests per tablet load (%d tablets, the servers\x27 start included): %.1f:" % (n, sum(d.values()) / n),
+      " ".join("%s=%.1f" % (k, v / n) for k, v in sorted(d.items()) if v))
+' "$1" "$now" "$n"
 }
 
 start_dev() {
@@ -66,7 +90,9 @@ for round in $(seq "$ROUNDS"); do
     run $mode --clients 8 --workloads scan
     kill -TERM $pid; wait $pid || true
     echo "-- restarted: block caches empty, memtables flushed"
+    before=$(requests)
     start_dev "$d" "$flags"
+    [ "$mode" = s3 ] && per_load "$before"
     run $mode --clients 64 --workloads randread
     # Now from SSTables (the restart flushed every memtable), with the file
     # cache filled by the reads above.
