@@ -60,7 +60,7 @@ print("  store requests per tablet load (%d tablets, the servers\x27 start inclu
 }
 
 start_dev() {
-  bin/tabula dev --servers 3 --data "$1" --master-addr 127.0.0.1:0 $2 >> "$1.log" 2>&1 &
+  bin/tabula dev --servers 3 --data "$1" --master-addr 127.0.0.1:0 --http 127.0.0.1:0 $2 >> "$1.log" 2>&1 &
   pid=$!
   rm -f "$1/master.addr"
   for _ in $(seq 300); do [ -s "$1/master.addr" ] && break; sleep 0.1; done
