@@ -9,7 +9,8 @@ package vfs
 // §3 "Manifest"); callers find out with a type assertion and fall back to
 // Create, Rename, Open and Remove. Only Local's absence of it is relied
 // on: an FS that cannot do these in one request each should not
-// implement it.
+// implement it. Its methods are called concurrently (a load reads two
+// versions at once).
 type WholeFiles interface {
 	// WriteWhole publishes b as the file name in one request: a reader
 	// sees all of b or no file. name must be new (the caller names
