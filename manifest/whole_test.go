@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tabuladb/tabula/vfs"
@@ -21,7 +22,7 @@ type wholeFS struct {
 	// fail, when set, decides a WriteWhole of name: whether it lands,
 	// and the error it answers.
 	fail                  func(name string) (lands bool, err error)
-	puts, reads, removals int
+	puts, reads, removals atomic.Int64    // Load reads two versions at once
 	hidden                map[string]bool // names List does not show yet
 	ghosts                []string        // names List shows that are gone
 }
@@ -29,7 +30,7 @@ type wholeFS struct {
 func newWholeFS() *wholeFS { return &wholeFS{FS: vfs.Default, hidden: map[string]bool{}} }
 
 func (w *wholeFS) WriteWhole(name string, b []byte) error {
-	w.puts++
+	w.puts.Add(1)
 	lands, err := true, error(nil)
 	if w.fail != nil {
 		lands, err = w.fail(name)
@@ -42,10 +43,13 @@ func (w *wholeFS) WriteWhole(name string, b []byte) error {
 	return err
 }
 
-func (w *wholeFS) ReadWhole(name string) ([]byte, error) { w.reads++; return os.ReadFile(name) }
+func (w *wholeFS) ReadWhole(name string) ([]byte, error) {
+	w.reads.Add(1)
+	return os.ReadFile(name)
+}
 
 func (w *wholeFS) RemoveWhole(names []string) error {
-	w.removals++
+	w.removals.Add(1)
 	for _, n := range names {
 		if err := os.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -93,8 +97,8 @@ func threeVersions(t *testing.T) (string, *wholeFS, State) {
 // it), and the older versions go in one removal.
 func TestSaveOnWholeFilesIsOnePut(t *testing.T) {
 	dir, w, s := threeVersions(t)
-	if w.puts != 3 {
-		t.Fatalf("3 saves made %d PUTs, want 3", w.puts)
+	if n := w.puts.Load(); n != 3 {
+		t.Fatalf("3 saves made %d PUTs, want 3", n)
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 3 {
 		t.Fatalf("the folder holds %d files, want the 3 versions", len(es))
@@ -107,11 +111,11 @@ func TestSaveOnWholeFilesIsOnePut(t *testing.T) {
 	if err != nil || !found || id != (ID{2, 3}) || !reflect.DeepEqual(got, s) {
 		t.Fatalf("Load = %+v %v %v %v, want version 3", got, id, found, err)
 	}
-	if w.reads != 2 {
-		t.Fatalf("the load made %d reads, want 2 (the newest and the probe after it)", w.reads)
+	if n := w.reads.Load(); n != 2 {
+		t.Fatalf("the load made %d reads, want 2 (the newest and the probe after it)", n)
 	}
-	if err := RemoveFiles(w, f.Before(ID{Epoch: 2, Version: 3})); err != nil || w.removals != 1 {
-		t.Fatalf("RemoveFiles: %v, %d removals, want one", err, w.removals)
+	if err := RemoveFiles(w, f.Before(ID{Epoch: 2, Version: 3})); err != nil || w.removals.Load() != 1 {
+		t.Fatalf("RemoveFiles: %v, %d removals, want one", err, w.removals.Load())
 	}
 	if ids, _ := List(w, dir); !reflect.DeepEqual(ids, []ID{{2, 3}}) {
 		t.Fatalf("after the removal the folder lists %v", ids)
