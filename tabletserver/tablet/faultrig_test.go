@@ -22,6 +22,9 @@ type faultRig struct {
 	tb    *Tablet
 	acked []string // rows whose write was acknowledged
 	epoch int64    // the owner's epoch (0: unfenced)
+	// whole runs the tablet on the Faulty's whole files (an object
+	// store's paths: vfs.Faulty.WholeFiles).
+	whole bool
 
 	mu       sync.Mutex
 	failures []error // what OnFailure was told
@@ -38,6 +41,9 @@ func newFaultRig(t *testing.T) *faultRig {
 func (r *faultRig) options(fsys vfs.FS) Options {
 	o := testOptions(r.dir)
 	o.FS = fsys
+	if f, ok := fsys.(*vfs.Faulty); ok && r.whole {
+		o.FS = f.WholeFiles()
+	}
 	o.Epoch = r.epoch
 	o.SyncMode = wal.SyncAlways
 	o.OnFailure = func(err error) {

@@ -2,6 +2,7 @@ package tablet
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
@@ -21,15 +22,19 @@ func isManifestPath(p string) bool { return strings.HasPrefix(filepath.Base(p), 
 // version when it can find it by name (the version after the newest
 // listed), and otherwise fails, on a listed version that is gone, until the
 // listing caught up. Before, it opened the newest listed version: the rows
-// of the unlisted flush were missing.
+// of the unlisted flush were missing. Each case runs on the local disk's
+// paths and on an object store's (whole files: the manifest read with a
+// GET by name, old versions removed in batches, so the compaction's case
+// finds its way to the newest version by name there and opens).
 func TestOpenBehindALaggingListing(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		work  func(r *faultRig) // in the lag's window
-		opens bool              // while the listing lags
+		name       string
+		work       func(r *faultRig) // in the lag's window
+		opens      bool              // while the listing lags
+		opensWhole bool              // the same on whole files
 	}{
-		{"one flush", func(r *faultRig) { r.write(5, 10); r.flush() }, true},
-		{"two flushes", func(r *faultRig) { r.write(5, 10); r.flush(); r.write(10, 15); r.flush() }, true},
+		{"one flush", func(r *faultRig) { r.write(5, 10); r.flush() }, true, true},
+		{"two flushes", func(r *faultRig) { r.write(5, 10); r.flush(); r.write(10, 15); r.flush() }, true, true},
 		{"flushes and a compaction", func(r *faultRig) {
 			r.write(5, 10)
 			r.flush()
@@ -38,37 +43,42 @@ func TestOpenBehindALaggingListing(t *testing.T) {
 			}
 			r.write(10, 15)
 			r.flush()
-		}, false},
+		}, false, true},
 		{"a new epoch", func(r *faultRig) {
 			r.nextOwner() // its seal deletes epoch 1's versions
 			r.write(5, 10)
 			r.flush()
-		}, false},
+		}, false, false},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newEpochRig(t)
-			r.write(0, 5)
-			r.flush()
-			catchUp := r.fs.ListLag(isManifestPath)
-			tc.work(r)
-			if tc.opens {
-				r.nextOwner()
-			} else {
-				_ = r.tb.Close()
-				o := r.options(r.fs)
-				o.Epoch = r.epoch + 1
-				if tb, err := Open(o); err == nil {
-					tb.Close()
-					t.Fatal("opened behind a listing that shows only deleted versions")
-				} else if !errors.Is(err, fs.ErrNotExist) {
-					t.Fatalf("Open = %v, want a missing version", err)
+		for _, whole := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s, whole files %v", tc.name, whole), func(t *testing.T) {
+				r := newEpochRig(t)
+				if whole {
+					r = newWholeEpochRig(t)
 				}
-			}
-			catchUp()
-			r.nextOwner()
-			r.write(20, 25)
-			r.flush()
-			r.nextOwner()
-		})
+				r.write(0, 5)
+				r.flush()
+				catchUp := r.fs.ListLag(isManifestPath)
+				tc.work(r)
+				if whole && tc.opensWhole || !whole && tc.opens {
+					r.nextOwner()
+				} else {
+					_ = r.tb.Close()
+					o := r.options(r.fs)
+					o.Epoch = r.epoch + 1
+					if tb, err := Open(o); err == nil {
+						tb.Close()
+						t.Fatal("opened behind a listing that shows only deleted versions")
+					} else if !errors.Is(err, fs.ErrNotExist) {
+						t.Fatalf("Open = %v, want a missing version", err)
+					}
+				}
+				catchUp()
+				r.nextOwner()
+				r.write(20, 25)
+				r.flush()
+				r.nextOwner()
+			})
+		}
 	}
 }
