@@ -175,11 +175,13 @@ func Open(opts Options) (_ *Tablet, err error) {
 			}
 		}
 	}
-	if found && mEpoch == opts.Epoch && opts.Epoch > 0 {
+	if opts.Epoch > 0 && (mEpoch == opts.Epoch || !found) {
 		// Opened again at the same epoch: a save of this epoch whose
 		// outcome was unknown may still land, so neither its version
 		// number nor the file numbers its state names are used again.
-		p := folder.Pending(opts.FS, mEpoch, mID.Version)
+		// That holds for a tablet being created too: a first open whose
+		// seal's save was of unknown outcome leaves nothing listed.
+		p := folder.Pending(opts.FS, opts.Epoch, mID.Version)
 		mID.Version = max(mID.Version, p.Version)
 		st.NextFileNum = max(st.NextFileNum, p.NextFileNum)
 	}

@@ -98,3 +98,40 @@ func TestReopenAtTheSameEpochSkipsAMaybeSavedPutOnAnObjectStore(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateAgainAfterASealOfUnknownOutcomeOnAnObjectStore: the first
+// open of a new tablet fails because its seal's PUT is still on its way;
+// the open is tried again at the same epoch, and finds no manifest yet.
+// It must not save that version's name again (the late PUT would land
+// over it, with the first attempt's state): it seals at the version
+// after. The late PUT lands at the end; the next owner reads every row.
+func TestCreateAgainAfterASealOfUnknownOutcomeOnAnObjectStore(t *testing.T) {
+	r := &faultRig{t: t, dir: t.TempDir(), fs: vfs.NewFaulty(vfs.Default), epoch: 1, whole: true}
+	late := &vfs.Late{}
+	isManifest := r.manifestOf(r.epoch)
+	var pending string
+	r.fs.Set(func(op vfs.Op, name string) error {
+		if op == vfs.OpWriteWhole && isManifest(name) && late.Held() == 0 {
+			pending = filepath.Base(name)
+			return late
+		}
+		return nil
+	})
+	if tb, err := Open(r.options(r.fs)); !errors.Is(err, manifest.ErrMaybeSaved) {
+		if err == nil {
+			tb.Close()
+		}
+		t.Fatalf("the first open = %v, want ErrMaybeSaved", err)
+	}
+	r.fs.Set(nil)
+	r.tb = openTablet(t, r.options(r.fs))
+	r.write(0, 5)
+	r.flush()
+	if _, err := os.Stat(filepath.Join(r.dir, pending)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the second open wrote %s, the version still on its way (%v)", pending, err)
+	}
+	if err := late.Release(); err != nil {
+		t.Fatalf("the late PUT: %v", err)
+	}
+	r.nextOwner()
+}
