@@ -543,16 +543,5 @@ func writeSynced(fsys vfs.FS, path string, b []byte) error {
 	if err := fsys.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	f, err := fsys.Create(path)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return vfs.WriteSynced(fsys, path, b)
 }

@@ -72,17 +72,7 @@ func writeWhole(inner FS, name string, b []byte) error {
 		return iw.WriteWhole(name, b)
 	}
 	tmp := name + ".whole~"
-	f, err := inner.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := WriteSynced(inner, tmp, b)
 	if err == nil {
 		err = inner.Rename(tmp, name)
 	}

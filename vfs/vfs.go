@@ -84,6 +84,23 @@ func ReadFile(fsys FS, name string) ([]byte, error) {
 	return b, nil
 }
 
+// WriteSynced writes b to the new file name (Create: it must not exist),
+// syncs it and closes it; the first error wins.
+func WriteSynced(fsys FS, name string, b []byte) error {
+	f, err := fsys.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // Or returns fsys, or Default when it is nil: the zero value of options
 // that hold an FS means the local disk.
 func Or(fsys FS) FS {
