@@ -100,6 +100,12 @@ type Options struct {
 	// KeepaliveTimeout is how long the client waits for a ping's answer.
 	// The default is 10s.
 	KeepaliveTimeout time.Duration
+	// Local are tablet servers in this process (local.go): calls to the
+	// tablets they serve skip gRPC and run their handlers directly, with
+	// the same authentication, authorization, limits and deadlines; calls
+	// to every other server go over gRPC. The gateway inside a tablet
+	// server process uses it. The default is none.
+	Local []LocalServer
 }
 
 // DefaultAttemptTimeout is the default Options.AttemptTimeout.
@@ -236,6 +242,7 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 		return nil, err
 	}
 	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions()), afterFunc: realAfterFunc}
+	c.pool.local = newLocalServers(opts)
 	defer func() {
 		if err != nil {
 			c.Close()
@@ -282,6 +289,7 @@ type pool struct {
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	closed bool
+	local  localServers // Options.Local; read-only
 }
 
 func newPool(dial []grpc.DialOption) *pool {
@@ -294,6 +302,9 @@ func (p *pool) server(addr string) (tabulapb.TabletServerClient, error) {
 	defer p.mu.Unlock()
 	if p.closed {
 		return nil, status.Error(codes.Canceled, "client: closed")
+	}
+	if ts, ok, err := p.local.server(addr); ok {
+		return ts, err
 	}
 	conn, ok := p.conns[addr]
 	if !ok {

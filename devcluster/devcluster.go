@@ -308,12 +308,19 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// startGateway starts the Bigtable API gateway on the cluster's client.
+// startGateway starts the Bigtable API gateway on a client of its own
+// that reaches the cluster's tablet servers in process (client.Options
+// Local; docs/GATEWAY.md): they all run in this process, so no call of
+// the gateway crosses a second gRPC hop.
 func (c *Cluster) startGateway(ctx context.Context, cfg Config) (err error) {
 	if cfg.Auth {
 		return fmt.Errorf("%w: the Bigtable gateway cannot run with Auth: Bigtable clients in emulator mode send no credentials", ErrConfig)
 	}
-	c.gwConn, err = client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.master.Addr()}, TLS: c.sec.client})
+	local := make([]client.LocalServer, len(c.servers))
+	for i, s := range c.servers {
+		local[i] = s
+	}
+	c.gwConn, err = client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.master.Addr()}, TLS: c.sec.client, Local: local})
 	if err != nil {
 		return fmt.Errorf("devcluster: connecting the gateway: %w", err)
 	}

@@ -79,6 +79,17 @@ func (g *GRPC) ServerOptions() []grpc.ServerOption {
 	}
 }
 
+// Interceptors returns the interceptors ServerOptions installs, for a
+// caller that runs a server's handlers without a gRPC server (the tablet
+// server's in-process connection, tabletserver/inprocess.go), so that its
+// calls are counted the same way. Nil g gives nil interceptors.
+func (g *GRPC) Interceptors() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	if g == nil {
+		return nil, nil
+	}
+	return g.unary, g.stream
+}
+
 // Init creates the series of code OK for every method s serves, so that
 // they exist (at zero) before the first call: a dashboard's rate() and an
 // alert on absence then work from the start. Call it after registering

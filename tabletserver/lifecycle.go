@@ -85,8 +85,9 @@ func (g *group) stop() {
 //
 //  1. mark the server closed (data calls and loads get ErrClosed) and
 //     shut the health service down, so balancers stop sending calls;
-//  2. stop accepting calls: gRPC's graceful stop, waiting up to
-//     ShutdownTimeout for the calls in flight, then cutting them off;
+//  2. stop accepting calls: gRPC's graceful stop, then in-process calls'
+//     (inprocess.go), waiting up to ShutdownTimeout for the calls in
+//     flight, then cutting them off;
 //  3. stop the work group: cancel its context (split and load loops,
 //     assignment watch, credentials cache, shared log renewal) and wait
 //     for every goroutine of it, including scans whose handler gave up on
@@ -115,12 +116,14 @@ func (s *Server) Close() error {
 		done := make(chan struct{})
 		go func() {
 			s.grpc.GracefulStop()
+			s.local.drain() // in-process calls (inprocess.go)
 			close(done)
 		}()
 		select {
 		case <-done:
 		case <-time.After(s.opts.ShutdownTimeout):
 			s.grpc.Stop()
+			s.local.stop()
 			<-done
 		}
 		// 3.

@@ -13,7 +13,9 @@ import (
 // and the guard (auth package) before every handler. The guard's rules
 // let only the master's certificate make the master-only calls once the
 // port verifies certificates, and check roles when Options.Auth is on;
-// its credentials cache follows etcd in the work group.
+// its credentials cache follows etcd in the work group. The interceptors
+// are kept in s.unary and s.stream too, for in-process calls
+// (inprocess.go), which go through the same ones in the same order.
 func (s *Server) serverOptions(ctx context.Context) []grpc.ServerOption {
 	var cache *auth.Cache
 	if s.opts.Auth {
@@ -27,8 +29,13 @@ func (s *Server) serverOptions(ctx context.Context) []grpc.ServerOption {
 		Log:       s.logger,
 	})
 	// Metrics first, so that calls the guard refuses are counted too.
-	o := append(grpcServerOptions(), s.metrics.grpcOptions()...)
-	o = append(o, grpc.ChainUnaryInterceptor(g.Unary()), grpc.ChainStreamInterceptor(g.Stream()))
+	s.unary, s.stream = nil, nil
+	if s.metrics != nil {
+		u, st := s.metrics.grpc.Interceptors()
+		s.unary, s.stream = append(s.unary, u), append(s.stream, st)
+	}
+	s.unary, s.stream = append(s.unary, g.Unary()), append(s.stream, g.Stream())
+	o := append(grpcServerOptions(), grpc.ChainUnaryInterceptor(s.unary...), grpc.ChainStreamInterceptor(s.stream...))
 	if s.opts.ServerTLS != nil {
 		o = append(o, grpc.Creds(credentials.NewTLS(s.opts.ServerTLS)))
 	}

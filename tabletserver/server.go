@@ -73,6 +73,12 @@ type Server struct {
 	grpc     *grpc.Server
 	syncMode wal.SyncMode
 
+	// The gRPC port's interceptors, in order (security.go), which
+	// in-process calls run too; and those calls in flight (inprocess.go).
+	unary  []grpc.UnaryServerInterceptor
+	stream []grpc.StreamServerInterceptor
+	local  localCalls
+
 	// Shared by every tablet of the server.
 	cache   *sstable.Cache
 	memory  *tablet.MemoryBudget
@@ -297,8 +303,8 @@ func grpcServerOptions() []grpc.ServerOption {
 		// The proto codec, plus scan batches sent as the bytes they were
 		// encoded into (convert.Codec).
 		grpc.ForceServerCodecV2(convert.Codec{}),
-		grpc.MaxRecvMsgSize(96 << 20),
-		grpc.MaxSendMsgSize(96 << 20),
+		grpc.MaxRecvMsgSize(maxMessageBytes),
+		grpc.MaxSendMsgSize(maxMessageBytes),
 		grpc.InitialWindowSize(8 << 20),
 		grpc.InitialConnWindowSize(32 << 20),
 		grpc.ReadBufferSize(256 << 10),
