@@ -1,0 +1,231 @@
+package tabletserver
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/auth"
+	"github.com/tabuladb/tabula/internal/testkit"
+	"github.com/tabuladb/tabula/tlsconf"
+)
+
+// localClient returns an in-process client of srv (LocalConn), plaintext
+// and without a token.
+func localClient(t *testing.T, srv *Server) tabulapb.TabletServerClient {
+	t.Helper()
+	conn, err := srv.LocalConn(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tabulapb.NewTabletServerClient(conn)
+}
+
+// A cancelled in-process ReadRows ends its handler with CANCELED, even
+// while the handler is blocked sending to a reader that stopped reading:
+// the caller's cancellation reaches the handler's context. (Without the
+// relay the handler stays blocked until ScanStallTimeout, an hour here.)
+func TestInProcessReadRowsCancelStopsTheHandler(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.ScanStallTimeout, o.LeaseTTL = time.Hour, 10*time.Second })
+	c := localClient(t, srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	// More than the stream's buffer (localStreamBuffer batches of 1 MiB).
+	const rows = 128
+	big := strings.Repeat("v", 64<<10)
+	for i := range rows {
+		if err := put(e.ctx, c, ref, fmt.Sprintf("r%03d", i), set("cf", "q", 1, big)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := make(chan error, 1)
+	srv.stream = append(srv.stream, func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		err := handler(srv, ss)
+		ended <- err
+		return err
+	})
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	stream, err := c.ReadRows(ctx, &tabulapb.ReadRowsRequest{Tablet: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-ended:
+		testkit.WantCode(t, "the handler of the cancelled scan", err, codes.Canceled, "")
+	case <-e.ctx.Done():
+		t.Fatal("the handler of a cancelled in-process ReadRows did not return")
+	}
+	_, err = stream.Recv()
+	testkit.WantCode(t, "Recv after cancel", err, codes.Canceled, "")
+	if got, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref}); err != nil || len(got) != rows {
+		t.Fatalf("a scan after the cancelled one: %d rows, %v", len(got), err)
+	}
+}
+
+// The caller's deadline is the handler's; a call past it fails with
+// DEADLINE_EXCEEDED without reaching the handler.
+func TestInProcessDeadlineReachesTheHandler(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	c := localClient(t, srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	var got time.Time
+	var had bool
+	srv.unary = append(srv.unary, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		got, had = ctx.Deadline()
+		return handler(ctx, req)
+	})
+	want := time.Now().Add(time.Hour)
+	ctx, cancel := context.WithDeadline(context.Background(), want)
+	defer cancel()
+	if err := put(ctx, c, ref, "r", set("cf", "q", 1, "v")); err != nil {
+		t.Fatal(err)
+	}
+	if !had || !got.Equal(want) {
+		t.Errorf("handler's deadline = %v (set %v), want %v", got, had, want)
+	}
+	past, cancel2 := context.WithDeadline(e.ctx, time.Now().Add(-time.Second))
+	defer cancel2()
+	testkit.WantCode(t, "a call past its deadline", put(past, c, ref, "r", set("cf", "q", 2, "v")), codes.DeadlineExceeded, "")
+}
+
+// Neither side sees the other's later changes to a message: the caller's
+// request buffer rewritten after MutateRow, and a response the handler
+// rewrites after Send (as a server reusing its batch messages would), do
+// not change what the other side holds.
+func TestInProcessMessagesAreNotShared(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	c := localClient(t, srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	value := []byte("original")
+	req := &tabulapb.MutateRowRequest{Tablet: ref, RowKey: []byte("row"), Mutations: []*tabulapb.Mutation{{
+		Mutation: &tabulapb.Mutation_SetCell_{SetCell: &tabulapb.Mutation_SetCell{Family: "cf", Qualifier: []byte("q"), TimestampMicros: 1, Value: value}}}}}
+	srv.unary = append(srv.unary, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		for _, m := range req.(*tabulapb.MutateRowRequest).GetMutations() {
+			copy(m.GetSetCell().GetValue(), "SERVER!!")
+		}
+		return resp, err
+	})
+	if _, err := c.MutateRow(e.ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if string(value) != "original" {
+		t.Fatalf("the caller's request value is %q after the handler rewrote its own: shared", value)
+	}
+	copy(value, "CHANGED!")
+	req.RowKey[0] = 'X'
+	srv.stream = append(srv.stream, func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		return handler(srv, &scribblingStream{ServerStream: ss})
+	})
+	rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || string(rows[0].Key) != "row" || len(rows[0].Cells) != 1 ||
+		string(rows[0].Cells[0].Value) != "original" {
+		t.Fatalf("rows read = %v, want row with cf:q = original", rows)
+	}
+}
+
+// scribblingStream rewrites every response after sending it.
+type scribblingStream struct{ grpc.ServerStream }
+
+func (s *scribblingStream) SendMsg(m any) error {
+	err := s.ServerStream.SendMsg(m)
+	for _, r := range m.(*tabulapb.ReadRowsResponse).GetRows() {
+		copy(r.Key, "XXXX")
+		for _, cl := range r.Cells {
+			copy(cl.Value, "SCRIBBLE")
+		}
+	}
+	return err
+}
+
+// On a TLS server the in-process caller is who its TLS configuration
+// says, as after a handshake: its certificate, verified against the
+// server's CA, names it to the guard; a plaintext caller, and a
+// certificate from another CA, are refused as a handshake would be.
+func TestInProcessIdentityIsTheCallersCertificate(t *testing.T) {
+	pki, err := tlsconf.GenerateDev(filepath.Join(t.TempDir(), "tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTLS, err := tlsconf.ServerConfig(pki.TabletServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.ServerTLS = serverTLS })
+	var who auth.Identity
+	srv.unary = append(srv.unary, func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		who = auth.IdentityFrom(ctx)
+		return handler(ctx, req)
+	})
+	master, err := tlsconf.ClientConfig(pki.Master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := srv.LocalConn(master, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := tabulapb.NewTabletServerClient(conn)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1)) // master-only: needs the master's certificate
+	if who.Name != auth.MasterName || who.Method != auth.ByCertificate {
+		t.Errorf("identity = %+v, want %s by certificate", who, auth.MasterName)
+	}
+	if err := put(e.ctx, c, ref, "r", set("cf", "q", 1, "v")); err != nil {
+		t.Fatal(err)
+	}
+
+	anon, err := srv.LocalConn(&tls.Config{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tabulapb.NewTabletServerClient(anon).LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{})
+	testkit.WantCode(t, "LoadTablet without the master's certificate", err, codes.Unauthenticated, "")
+
+	if _, err := srv.LocalConn(nil, ""); status.Code(err) != codes.Unavailable {
+		t.Errorf("plaintext caller of a TLS server: %v, want UNAVAILABLE", err)
+	}
+	other, err := tlsconf.GenerateDev(filepath.Join(t.TempDir(), "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := tlsconf.ClientConfig(other.Master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.LocalConn(stranger, ""); status.Code(err) != codes.Unavailable {
+		t.Errorf("a certificate of another CA: %v, want UNAVAILABLE", err)
+	}
+}
+
+// Close refuses in-process calls once it has drained those in flight, as
+// gRPC's graceful stop refuses new streams.
+func TestInProcessCallsAfterCloseAreRefused(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(nil)
+	c := localClient(t, srv)
+	ref := e.load(c, e.assign("t1", nil, nil, srv, 1))
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.WantCode(t, "a call after Close", put(e.ctx, c, ref, "r", set("cf", "q", 1, "v")), codes.Unavailable, "")
+}
