@@ -1,16 +1,22 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/gateway"
+	"github.com/tabuladb/tabula/metrics"
+	"github.com/tabuladb/tabula/tabletserver"
 )
 
 // defaultGateway is where the Bigtable gateway listens: the Bigtable
@@ -77,4 +83,44 @@ settings. "tabula dev" starts one on ` + defaultGateway + `.`,
 	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
 	addHTTPFlag(c, "")
 	return c
+}
+
+// startServerGateway serves the Bigtable API on addr from the tablet
+// server s's own process (`tabula tabletserver --bigtable-addr`): the
+// gateway's client reaches s in process (client.Options.Local), without a
+// second gRPC hop, and the other servers over gRPC (docs/GATEWAY.md). Its
+// client finds tablets through the --master masters and presents the
+// --tls-* and --token settings, as `tabula gateway` does: with auth on,
+// the gateway's calls are the token's principal's (or the certificate's),
+// on s as on every other server. reg, when set, gets the gateway's series
+// with server="gateway". The returned stop closes the gateway and its
+// client.
+func startServerGateway(ctx context.Context, v *viper.Viper, s *tabletserver.Server, addr string, reg prometheus.Registerer, out io.Writer) (stop func() error, err error) {
+	addrs := stringList(v, "master")
+	if len(addrs) == 0 {
+		return nil, fmt.Errorf("--bigtable-addr needs the masters' addresses; pass --master host:port or set TABULA_MASTER: %w", errUnreachable)
+	}
+	tlsCfg, token, err := clientSecurity(v)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: addrs, TLS: tlsCfg, Token: token, Local: []client.LocalServer{s}})
+	if err != nil {
+		return nil, wrapf(err, "connecting the Bigtable gateway to master %s", strings.Join(addrs, ","))
+	}
+	p, err := gateway.Start(addr, cli, gateway.Options{
+		InstanceID: v.GetString("instance"),
+		ClusterID:  v.GetString("cluster-id"),
+		Metrics:    metrics.ForServer(reg, "gateway"),
+	})
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	fmt.Fprintf(out, "Cloud Bigtable API on %s (this tablet server's tablets in process): export BIGTABLE_EMULATOR_HOST=%s\n", p.Addr(), p.Addr())
+	return func() error {
+		err := p.Close()
+		cli.Close()
+		return err
+	}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/devcluster"
 	"github.com/tabuladb/tabula/master"
+	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/opshttp"
 	"github.com/tabuladb/tabula/tabletserver"
 )
@@ -363,6 +365,12 @@ func newTabletServerCmd() *cobra.Command {
 				Metrics:           reg,
 				MetricsTopTablets: v.GetInt("metrics-top-tablets"),
 			}
+			bt := v.GetString("bigtable-addr")
+			if bt != "" {
+				// Two gRPC servers' series in one registry: each with its
+				// server label, as in the dev process.
+				opts.Metrics = metrics.ForServer(reg, "tabletserver")
+			}
 			setGoMemoryLimit(opts, log)
 			s, err := tabletserver.Start(cmd.Context(), opts)
 			if err != nil {
@@ -370,15 +378,24 @@ func newTabletServerCmd() *cobra.Command {
 			}
 			log.Info("tablet server serving", "id", s.ID(), "addr", s.Addr())
 			fmt.Fprintf(cmd.OutOrStdout(), "tabula tablet server %s serving on %s\n", s.ID(), s.Addr())
+			stopGateway := func() error { return nil }
+			if bt != "" {
+				if stopGateway, err = startServerGateway(cmd.Context(), v, s, bt, reg, cmd.OutOrStdout()); err != nil {
+					s.Close()
+					return err
+				}
+			}
 			ops, err := serveOps(v, s.Health(), cmd.OutOrStdout(), append(routes, serverStatusRoutes(s)...)...)
 			if err != nil {
+				stopGateway()
 				s.Close()
 				return err
 			}
 			printStatusURL(cmd.OutOrStdout(), ops)
 			waitForSignal(cmd.Context())
 			closeOps(ops)
-			return wrapf(s.Close(), "stopping the tablet server")
+			gwErr := stopGateway()
+			return errors.Join(wrapf(gwErr, "stopping the Bigtable gateway"), wrapf(s.Close(), "stopping the tablet server"))
 		},
 	}
 	addEtcdFlags(c)
@@ -399,6 +416,9 @@ func newTabletServerCmd() *cobra.Command {
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLoadFlags(c)
+	f.String("bigtable-addr", "", "also serve the Cloud Bigtable API (as tabula gateway does) on this address, reaching this server's tablets in process and the others' over gRPC; needs --master (the gateway's client uses --tls-* and --token)")
+	f.String("instance", "tabula", "with --bigtable-addr: instance id ListInstances reports")
+	f.String("cluster-id", "tabula", "with --bigtable-addr: cluster id the instance admin API reports")
 	f.Int("metrics-top-tablets", tabletserver.DefaultTopTablets, "per-tablet metrics (tabula_tablet_*) for this many of the server's largest tablets and as many of its busiest only; -1: none")
 	addHTTPFlag(c, "")
 	addLogFlag(c, "info")
