@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 )
@@ -328,23 +327,4 @@ func wireStatus(err error) error {
 		st = status.FromContextError(err)
 	}
 	return status.ErrorProto(st.Proto())
-}
-
-// moveInto gives the fields of src, a clone nobody else holds, to dst, a
-// new message of the same type: the receiving side takes the clone over
-// instead of copying it again.
-func moveInto(dst, src proto.Message) {
-	d, s := dst.ProtoReflect(), src.ProtoReflect()
-	if d.Descriptor() != s.Descriptor() {
-		proto.Merge(dst, src)
-		return
-	}
-	proto.Reset(dst)
-	s.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		d.Set(fd, v)
-		return true
-	})
-	if u := s.GetUnknown(); len(u) > 0 {
-		d.SetUnknown(u)
-	}
 }

@@ -37,7 +37,7 @@ func (st *localStream) SendMsg(m any) error {
 	if n := proto.Size(pm); n > maxMessageBytes {
 		return status.Errorf(codes.ResourceExhausted, "grpc: received message larger than max (%d vs. %d)", n, maxMessageBytes)
 	}
-	c := proto.Clone(pm)
+	c := cloneMessage(pm)
 	select {
 	case st.reqs <- c:
 		return nil
@@ -104,7 +104,7 @@ func (ss *localServerStream) SendMsg(m any) error {
 	if ss.sctx.Err() != nil {
 		return callerError(ss.sctx)
 	}
-	c := proto.Clone(pm)
+	c := cloneMessage(pm)
 	ss.ts.sendHeader()
 	select {
 	case ss.out <- c:

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/auth"
@@ -228,4 +229,43 @@ func TestInProcessCallsAfterCloseAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.WantCode(t, "a call after Close", put(e.ctx, c, ref, "r", set("cf", "q", 1, "v")), codes.Unavailable, "")
+}
+
+// The hand-written copy of ReadRowsResponse equals proto.Clone's, shares
+// no memory with the original, and knows every field: a field added to
+// ReadRowsResponse, Row or Cell fails this test until the copy (and the
+// counts here) take it.
+func TestCloneReadRowsResponseCoversEveryField(t *testing.T) {
+	for msg, fields := range map[proto.Message]int{&tabulapb.ReadRowsResponse{}: 1, &tabulapb.Row{}: 3, &tabulapb.Cell{}: 6} {
+		if got := msg.ProtoReflect().Descriptor().Fields().Len(); got != fields {
+			t.Errorf("%s has %d fields; cloneReadRowsResponse copies %d: teach it the new ones", msg.ProtoReflect().Descriptor().FullName(), got, fields)
+		}
+	}
+	m := &tabulapb.ReadRowsResponse{Rows: []*tabulapb.Row{
+		{Key: []byte("a"), Cells: []*tabulapb.Cell{
+			{Family: "cf", Qualifier: []byte("q1"), TimestampMicros: 7, Value: []byte("v1"), Labels: []string{"l"}},
+			{Family: "cf", Qualifier: []byte{}, TimestampMicros: 6, Value: []byte("piece"), ValueContinues: true},
+		}, Continued: true},
+		{Key: []byte("b")},
+	}}
+	c, ok := cloneReadRowsResponse(m)
+	if !ok || !proto.Equal(c, m) {
+		t.Fatalf("clone = %v, %v; want %v", c, ok, m)
+	}
+	want := proto.Clone(m)
+	copy(m.Rows[0].Key, "X")
+	copy(m.Rows[0].Cells[0].Qualifier, "XX")
+	copy(m.Rows[0].Cells[0].Value, "XX")
+	m.Rows[0].Cells[0].Labels[0] = "X"
+	if !proto.Equal(c, want) {
+		t.Errorf("the clone changed with the original: %v", c)
+	}
+	unknown := proto.Clone(want).(*tabulapb.ReadRowsResponse)
+	unknown.Rows[1].ProtoReflect().SetUnknown([]byte{0xf8, 0x01, 0x01}) // field 31, varint 1
+	if _, ok := cloneReadRowsResponse(unknown); ok {
+		t.Error("a message with unknown fields was copied by hand; only proto.Clone keeps them")
+	}
+	if got := cloneMessage(unknown); !proto.Equal(got, unknown) {
+		t.Errorf("cloneMessage of a message with unknown fields = %v", got)
+	}
 }
