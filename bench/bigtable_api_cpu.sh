@@ -38,7 +38,8 @@ one() {
     python3 -c 'import json,sys; print(sum(json.loads(l)["ops"] for l in sys.stdin))')
   after=$(devcpu)
   read -r u s < "$d/time"
-  echo "{\"api\":\"$name\",\"round\":$round,\"workload\":\"$w\",\"ops\":$ops,\"client\":$(echo "$u + $s" | bc),\"dev\":$(echo "$after - $before" | bc)}" >> "$results"
+  awk -v n="$name" -v r="$round" -v w="$w" -v o="$ops" -v u="$u" -v s="$s" -v b="$before" -v a="$after" 'BEGIN {
+    printf "{\"api\":\"%s\",\"round\":%d,\"workload\":\"%s\",\"ops\":%d,\"client\":%.3f,\"dev\":%.3f}\n", n, r, w, o, u + s, a - b }' >> "$results"
 }
 apis=(native gateway)
 for round in $(seq "$ROUNDS"); do
