@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
 )
@@ -242,5 +244,55 @@ func TestInProcessCallsAreAuthorized(t *testing.T) {
 	}
 	if got := calls.to(c.Servers()[0].Addr()); got != 0 {
 		t.Errorf("%d gRPC calls to the local server; want none (in process)", got)
+	}
+}
+
+// The dev cluster's gateway reaches its tablet servers in process: a
+// Bigtable write and read through it are in-process calls of the server.
+func TestDevGatewayCallsItsServersInProcess(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, err := Start(ctx, Config{Dir: t.TempDir(), Servers: 1, LeaseTTL: 5 * time.Second, NoFsync: true, GatewayAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	admin, err := newClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.Admin().CreateTable(ctx, "dev", []families.Family{families.Default("cf")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(c.GatewayAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	bt := btpb.NewBigtableClient(conn)
+	name := "projects/p/instances/i/tables/dev"
+	before := c.Servers()[0].InProcessCalls()
+	if _, err := bt.MutateRow(ctx, &btpb.MutateRowRequest{TableName: name, RowKey: []byte("r"), Mutations: []*btpb.Mutation{{
+		Mutation: &btpb.Mutation_SetCell_{SetCell: &btpb.Mutation_SetCell{FamilyName: "cf", ColumnQualifier: []byte("q"), TimestampMicros: 1000, Value: []byte("v")}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := bt.ReadRows(ctx, &btpb.ReadRowsRequest{TableName: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks := 0
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			break
+		}
+		chunks += len(resp.Chunks)
+	}
+	if chunks == 0 {
+		t.Fatal("the row written through the gateway was not read back")
+	}
+	if got := c.Servers()[0].InProcessCalls() - before; got < 2 {
+		t.Errorf("%d in-process calls for a write and a read through the dev gateway; want at least 2", got)
 	}
 }

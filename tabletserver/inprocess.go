@@ -71,6 +71,10 @@ func (s *Server) LocalConn(clientTLS *tls.Config, token string) (grpc.ClientConn
 	return c, nil
 }
 
+// InProcessCalls returns how many calls connections from LocalConn have
+// made to s: how much of its traffic skipped gRPC.
+func (s *Server) InProcessCalls() int64 { return s.local.count() }
+
 // verifyLocalClient does what the server's TLS handshake does with the
 // client certificate of clientTLS: ask for it as server.ClientAuth says,
 // verify it against server.ClientCAs for client authentication, and call

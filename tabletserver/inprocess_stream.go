@@ -224,6 +224,7 @@ type localCalls struct {
 
 	mu       sync.Mutex
 	n        int
+	total    int64 // calls admitted, ever
 	draining bool
 	drained  chan struct{} // closed when draining and n is 0
 }
@@ -245,7 +246,15 @@ func (l *localCalls) begin() (context.Context, bool) {
 		return nil, false
 	}
 	l.n++
+	l.total++
 	return l.ctx, true
+}
+
+// count returns how many calls begin admitted.
+func (l *localCalls) count() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.total
 }
 
 // end ends a call begin admitted.
