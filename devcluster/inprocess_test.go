@@ -82,6 +82,24 @@ func dataCalls(t *testing.T, reg *prometheus.Registry, server string) float64 {
 	return n
 }
 
+// startWithAdmin starts a cluster of cfg (with the tests' Dir, lease and
+// no fsync) and connects its admin; both are closed by t.Cleanup.
+func startWithAdmin(ctx context.Context, t *testing.T, cfg Config) (*Cluster, *client.Client) {
+	t.Helper()
+	cfg.Dir, cfg.LeaseTTL, cfg.NoFsync = t.TempDir(), 5*time.Second, true
+	c, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	admin, err := newClient(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close() })
+	return c, admin
+}
+
 // splitTable creates a table of 26 tablets (one per letter) and moves
 // those from "n" on to ts-2, once all are assigned (the master places new
 // tablets on one server), so that each of the two servers holds some.
@@ -130,17 +148,7 @@ func TestLocalServerIsCalledInProcessAndTheOthersOverGRPC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	reg := prometheus.NewRegistry()
-	c, err := Start(ctx, Config{Dir: t.TempDir(), Servers: 2, LeaseTTL: 5 * time.Second, NoFsync: true, Auth: secureAll(),
-		Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	admin, err := newClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	c, admin := startWithAdmin(ctx, t, Config{Servers: 2, Auth: secureAll(), Metrics: reg})
 	splitTable(ctx, t, admin, "inproc")
 
 	var calls grpcCalls
@@ -190,16 +198,7 @@ func TestLocalServerIsCalledInProcessAndTheOthersOverGRPC(t *testing.T) {
 func TestInProcessCallsAreAuthorized(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Config{Dir: t.TempDir(), Servers: 1, LeaseTTL: 5 * time.Second, NoFsync: true, Auth: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	admin, err := newClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	c, admin := startWithAdmin(ctx, t, Config{Servers: 1, Auth: true})
 	if err := admin.Admin().CreateTable(ctx, "sec", []families.Family{families.Default("cf")}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -252,16 +251,7 @@ func TestInProcessCallsAreAuthorized(t *testing.T) {
 func TestDevGatewayCallsItsServersInProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	c, err := Start(ctx, Config{Dir: t.TempDir(), Servers: 1, LeaseTTL: 5 * time.Second, NoFsync: true, GatewayAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	admin, err := newClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	c, admin := startWithAdmin(ctx, t, Config{Servers: 1, GatewayAddr: "127.0.0.1:0"})
 	if err := admin.Admin().CreateTable(ctx, "dev", []families.Family{families.Default("cf")}, nil); err != nil {
 		t.Fatal(err)
 	}
