@@ -280,7 +280,7 @@ func (c *localConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method
 	st := &localStream{
 		ctx: ctx, sctx: sctx, ts: ts,
 		reqs: make(chan proto.Message, 1),
-		out:  make(chan proto.Message, localStreamBuffer),
+		out:  make(chan any, localStreamBuffer),
 	}
 	info := &grpc.StreamServerInfo{FullMethod: method, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams}
 	go func() {

@@ -10,6 +10,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tabuladb/tabula/api/convert"
+	"github.com/tabuladb/tabula/api/tabulapb"
 )
 
 // localStream is both ends of one in-process streaming call (inprocess.go):
@@ -23,7 +26,7 @@ type localStream struct {
 
 	reqs      chan proto.Message // caller -> handler; closed by CloseSend
 	closeSend sync.Once
-	out       chan proto.Message // handler -> caller; closed when the handler returns
+	out       chan any           // handler -> caller (a proto.Message or encodedRows); closed when the handler returns
 	final     error              // the handler's status; written before out is closed
 }
 
@@ -66,11 +69,37 @@ func (st *localStream) RecvMsg(m any) error {
 			}
 			return io.EOF
 		}
-		moveInto(m.(proto.Message), r)
-		return nil
+		return receive(m, r)
 	case <-st.ctx.Done():
 		return callerError(st.ctx)
 	}
+}
+
+// encodedRows is a scan's message of rows already encoded
+// (convert.RowsMessage), handed over without a copy: the handler gave its
+// bytes up.
+type encodedRows []byte
+
+// receive gives r, what the handler sent, to m, what the caller receives
+// into: a message of encoded rows is decoded into a convert.ScanResponse
+// (as the client's codec does) or unmarshalled into a message; a message
+// is moved into a message of its type, or handed to a ScanResponse as its
+// Parts, which the client's joiner takes whole or in parts alike.
+func receive(m any, r any) error {
+	switch r := r.(type) {
+	case encodedRows:
+		if sr, ok := m.(*convert.ScanResponse); ok {
+			return sr.Decode(r)
+		}
+		return proto.Unmarshal(r, m.(proto.Message))
+	case *tabulapb.ReadRowsResponse:
+		if sr, ok := m.(*convert.ScanResponse); ok {
+			sr.Rows, sr.Parts = nil, r
+			return nil
+		}
+	}
+	moveInto(m.(proto.Message), r.(proto.Message))
+	return nil
 }
 
 // Header waits for the handler's header (sent with its first message, or
@@ -97,14 +126,23 @@ func (ss *localServerStream) Context() context.Context { return ss.sctx }
 // SendMsg sends a clone of m to the caller, waiting while the caller is
 // localStreamBuffer messages behind, and fails once the call has ended.
 func (ss *localServerStream) SendMsg(m any) error {
-	pm := m.(proto.Message)
-	if n := proto.Size(pm); n > maxMessageBytes {
-		return status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", n, maxMessageBytes)
+	var c any
+	if rm, ok := m.(*convert.RowsMessage); ok {
+		b := rm.Encoded()
+		if n := len(b); n > maxMessageBytes {
+			return status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", n, maxMessageBytes)
+		}
+		c = encodedRows(b)
+	} else {
+		pm := m.(proto.Message)
+		if n := proto.Size(pm); n > maxMessageBytes {
+			return status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", n, maxMessageBytes)
+		}
+		c = cloneMessage(pm)
 	}
 	if ss.sctx.Err() != nil {
 		return callerError(ss.sctx)
 	}
-	c := cloneMessage(pm)
 	ss.ts.sendHeader()
 	select {
 	case ss.out <- c:

@@ -14,8 +14,15 @@ import (
 // (convert.RowBatch, decoded by convert.DecodeRows) and rows sent in parts
 // (joined by the client) in one stream: small rows before and after a row
 // larger than a message, and a cell whose value spans parts, all come
-// back whole and in order.
+// back whole and in order, over gRPC and over the in-process connection
+// (Server.LocalConn, which hands the encoded rows over).
 func TestClientScanTakesEncodedRowsAndRowsInParts(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) { clientScanTakesEncodedRowsAndRowsInParts(t, local) })
+	}
+}
+
+func clientScanTakesEncodedRowsAndRowsInParts(t *testing.T, local bool) {
 	e := newEnv(t)
 	srv := e.start(nil)
 	c := e.dial(srv)
@@ -41,7 +48,12 @@ func TestClientScanTakesEncodedRowsAndRowsInParts(t *testing.T) {
 	}
 	m := fakemaster.Start(t)
 	m.SetTablets(e.schema.Name, &tabulapb.TabletInfo{TabletId: rec.ID, ServerId: srv.ID(), ServerAddress: srv.Addr(), Epoch: 1, State: "assigned"})
-	cl, err := client.NewClient(e.ctx, m.Addr())
+	opts := client.Options{Masters: []string{m.Addr()}}
+	if local {
+		opts.Local = []client.LocalServer{srv}
+	}
+	before := srv.InProcessCalls()
+	cl, err := client.NewClientWithOptions(e.ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,5 +82,8 @@ func TestClientScanTakesEncodedRowsAndRowsInParts(t *testing.T) {
 	}
 	if n != 300 {
 		t.Fatalf("scanned %d rows, want 300", n)
+	}
+	if calls := srv.InProcessCalls() - before; (calls > 0) != local {
+		t.Fatalf("%d calls in process, local %v", calls, local)
 	}
 }

@@ -76,6 +76,11 @@ type ScanResponse struct {
 	buf []byte
 }
 
+// Decode decodes the ReadRowsResponse encoding b as Codec.Unmarshal
+// does; nothing refers to b afterwards. For a transport that is not gRPC's
+// (a tablet server called in process).
+func (r *ScanResponse) Decode(b []byte) error { return r.decode(b) }
+
 func (r *ScanResponse) decode(b []byte) error {
 	r.Rows, r.Parts = nil, nil
 	if r.Whole {
@@ -93,8 +98,20 @@ func (r *ScanResponse) decode(b []byte) error {
 }
 
 // RowsMessage is a ReadRowsResponse already encoded, from RowBatch.Take.
-// Only Codec can send it, once.
+// Only Codec can send it, once, or a transport that is not gRPC's takes
+// its bytes (Encoded).
 type RowsMessage struct{ buf *[]byte }
+
+// Encoded hands over the message's bytes (they are the caller's now, not
+// returned to the pool), or nil if they were sent or taken before.
+func (m *RowsMessage) Encoded() []byte {
+	if m.buf == nil {
+		return nil
+	}
+	b := *m.buf
+	m.buf = nil
+	return b
+}
 
 // RowBatch builds a ReadRowsResponse from rows' cells (AppendRow) in a
 // buffer from gRPC's pool, which the message hands to gRPC when sent.
