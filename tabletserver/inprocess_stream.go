@@ -26,8 +26,8 @@ type localStream struct {
 
 	reqs      chan proto.Message // caller -> handler; closed by CloseSend
 	closeSend sync.Once
-	out       chan any           // handler -> caller (a proto.Message or encodedRows); closed when the handler returns
-	final     error              // the handler's status; written before out is closed
+	out       chan any // handler -> caller (a proto.Message or encodedRows); closed when the handler returns
+	final     error    // the handler's status; written before out is closed
 }
 
 // callerError is the error of a call whose caller's context ended: its
