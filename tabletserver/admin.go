@@ -146,7 +146,8 @@ func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaReq
 }
 
 // ServerStats answers the statistics of every tablet held here, sorted by
-// table and start key.
+// table and start key, or with req.delta only those that changed since the
+// report the caller acknowledges (loadreport.go).
 func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
 	resp := &tabulapb.ServerStatsResponse{ServerId: s.id, Lease: s.leaseID.Load(), LoadWindowEndMicros: s.loadRolled.Load()}
 	resp.Events = eventProtos(s.events.Since(time.UnixMicro(req.GetEventsSinceMicros())))
@@ -154,18 +155,20 @@ func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsReque
 		return resp, nil
 	}
 	resp.Serving = true
+	var cur []*tabulapb.TabletStats
 	for _, h := range s.heldTablets("") {
 		ts := tabletStats(h)
 		addLoad(ts, h, int(req.GetKeyQuantiles()))
-		resp.Tablets = append(resp.Tablets, ts)
+		cur = append(cur, ts)
 	}
-	sort.Slice(resp.Tablets, func(i, j int) bool {
-		a, b := resp.Tablets[i], resp.Tablets[j]
+	sort.Slice(cur, func(i, j int) bool {
+		a, b := cur[i], cur[j]
 		if a.Tablet.Table != b.Tablet.Table {
 			return a.Tablet.Table < b.Tablet.Table
 		}
 		return string(a.StartKey) < string(b.StartKey)
 	})
+	s.reports.fill(req, resp, cur) // a full or a delta report (loadreport.go)
 	return resp, nil
 }
 

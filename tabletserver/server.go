@@ -117,6 +117,7 @@ type Server struct {
 	// health is Ready as the gRPC health service sees it.
 	health     *opshttp.Health
 	loadRolled atomic.Int64 // unix micros of the last rollLoad
+	reports    loadReporter // what ServerStats last sent, for delta reports (loadreport.go)
 	stopHealth func()
 
 	// engines is every engine this process opened, by folder, and the

@@ -5044,8 +5044,18 @@ type ServerStatsRequest struct {
 	// Only the events at or after this time (microseconds since the epoch);
 	// 0 = every event the server keeps.
 	EventsSinceMicros int64 `protobuf:"varint,2,opt,name=events_since_micros,json=eventsSinceMicros,proto3" json:"events_since_micros,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// With delta set, the server may answer a delta report: only the tablets
+	// whose stats changed beyond its thresholds (or at all, after a few
+	// reports) since the report numbered ack_seq of incarnation
+	// ack_incarnation, plus the ids of those it no longer holds. It does so
+	// only when that report is the last one it answered; otherwise (first
+	// call, the server restarted, an answer was lost, another caller asked
+	// in between) it answers a full report. docs/OPERATIONS.md "Load reports".
+	Delta          bool   `protobuf:"varint,3,opt,name=delta,proto3" json:"delta,omitempty"`
+	AckSeq         uint64 `protobuf:"varint,4,opt,name=ack_seq,json=ackSeq,proto3" json:"ack_seq,omitempty"`
+	AckIncarnation uint64 `protobuf:"varint,5,opt,name=ack_incarnation,json=ackIncarnation,proto3" json:"ack_incarnation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ServerStatsRequest) Reset() {
@@ -5088,6 +5098,27 @@ func (x *ServerStatsRequest) GetKeyQuantiles() int32 {
 func (x *ServerStatsRequest) GetEventsSinceMicros() int64 {
 	if x != nil {
 		return x.EventsSinceMicros
+	}
+	return 0
+}
+
+func (x *ServerStatsRequest) GetDelta() bool {
+	if x != nil {
+		return x.Delta
+	}
+	return false
+}
+
+func (x *ServerStatsRequest) GetAckSeq() uint64 {
+	if x != nil {
+		return x.AckSeq
+	}
+	return 0
+}
+
+func (x *ServerStatsRequest) GetAckIncarnation() uint64 {
+	if x != nil {
+		return x.AckIncarnation
 	}
 	return 0
 }
@@ -5317,7 +5348,18 @@ type ServerStatsResponse struct {
 	LoadWindowEndMicros int64 `protobuf:"varint,5,opt,name=load_window_end_micros,json=loadWindowEndMicros,proto3" json:"load_window_end_micros,omitempty"`
 	// The server's recent events (flushes, compactions, splits...), oldest
 	// first; see ServerStatsRequest.events_since_micros.
-	Events        []*ServerEvent `protobuf:"bytes,6,rep,name=events,proto3" json:"events,omitempty"`
+	Events []*ServerEvent `protobuf:"bytes,6,rep,name=events,proto3" json:"events,omitempty"`
+	// The report's number and the server process's random incarnation: the
+	// caller acknowledges them in its next request (ServerStatsRequest.delta).
+	ReportSeq   uint64 `protobuf:"varint,7,opt,name=report_seq,json=reportSeq,proto3" json:"report_seq,omitempty"`
+	Incarnation uint64 `protobuf:"varint,8,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	// delta: tablets lists only the tablets that changed since the
+	// acknowledged report, and removed the tablets held then and not now.
+	// Otherwise tablets lists every tablet held.
+	Delta   bool         `protobuf:"varint,9,opt,name=delta,proto3" json:"delta,omitempty"`
+	Removed []*TabletRef `protobuf:"bytes,10,rep,name=removed,proto3" json:"removed,omitempty"`
+	// How many tablets the server holds (in a delta report too).
+	TabletCount   int32 `protobuf:"varint,11,opt,name=tablet_count,json=tabletCount,proto3" json:"tablet_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -5392,6 +5434,41 @@ func (x *ServerStatsResponse) GetEvents() []*ServerEvent {
 		return x.Events
 	}
 	return nil
+}
+
+func (x *ServerStatsResponse) GetReportSeq() uint64 {
+	if x != nil {
+		return x.ReportSeq
+	}
+	return 0
+}
+
+func (x *ServerStatsResponse) GetIncarnation() uint64 {
+	if x != nil {
+		return x.Incarnation
+	}
+	return 0
+}
+
+func (x *ServerStatsResponse) GetDelta() bool {
+	if x != nil {
+		return x.Delta
+	}
+	return false
+}
+
+func (x *ServerStatsResponse) GetRemoved() []*TabletRef {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *ServerStatsResponse) GetTabletCount() int32 {
+	if x != nil {
+		return x.TabletCount
+	}
+	return 0
 }
 
 // DropRowRangeRequest deletes rows of a table in bulk (Cloud Bigtable's
@@ -7680,10 +7757,13 @@ const file_tabula_proto_rawDesc = "" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\"E\n" +
 	"\x13UpdateSchemaRequest\x12.\n" +
 	"\x06schema\x18\x01 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\"\x16\n" +
-	"\x14UpdateSchemaResponse\"i\n" +
+	"\x14UpdateSchemaResponse\"\xc1\x01\n" +
 	"\x12ServerStatsRequest\x12#\n" +
 	"\rkey_quantiles\x18\x01 \x01(\x05R\fkeyQuantiles\x12.\n" +
-	"\x13events_since_micros\x18\x02 \x01(\x03R\x11eventsSinceMicros\"\xfc\x06\n" +
+	"\x13events_since_micros\x18\x02 \x01(\x03R\x11eventsSinceMicros\x12\x14\n" +
+	"\x05delta\x18\x03 \x01(\bR\x05delta\x12\x17\n" +
+	"\aack_seq\x18\x04 \x01(\x04R\x06ackSeq\x12'\n" +
+	"\x0fack_incarnation\x18\x05 \x01(\x04R\x0eackIncarnation\"\xfc\x06\n" +
 	"\vTabletStats\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
@@ -7714,14 +7794,21 @@ const file_tabula_proto_rawDesc = "" +
 	"\x11write_bytes_total\x18\x15 \x01(\x03R\x0fwriteBytesTotal\x1a>\n" +
 	"\x10FamilyBytesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xf9\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xa3\x03\n" +
 	"\x13ServerStatsResponse\x12\x1b\n" +
 	"\tserver_id\x18\x01 \x01(\tR\bserverId\x120\n" +
 	"\atablets\x18\x02 \x03(\v2\x16.tabula.v1.TabletStatsR\atablets\x12\x18\n" +
 	"\aserving\x18\x03 \x01(\bR\aserving\x12\x14\n" +
 	"\x05lease\x18\x04 \x01(\x03R\x05lease\x123\n" +
 	"\x16load_window_end_micros\x18\x05 \x01(\x03R\x13loadWindowEndMicros\x12.\n" +
-	"\x06events\x18\x06 \x03(\v2\x16.tabula.v1.ServerEventR\x06events\"\x9b\x01\n" +
+	"\x06events\x18\x06 \x03(\v2\x16.tabula.v1.ServerEventR\x06events\x12\x1d\n" +
+	"\n" +
+	"report_seq\x18\a \x01(\x04R\treportSeq\x12 \n" +
+	"\vincarnation\x18\b \x01(\x04R\vincarnation\x12\x14\n" +
+	"\x05delta\x18\t \x01(\bR\x05delta\x12.\n" +
+	"\aremoved\x18\n" +
+	" \x03(\v2\x14.tabula.v1.TabletRefR\aremoved\x12!\n" +
+	"\ftablet_count\x18\v \x01(\x05R\vtabletCount\"\x9b\x01\n" +
 	"\x13DropRowRangeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12&\n" +
 	"\x0erow_key_prefix\x18\x02 \x01(\fH\x00R\frowKeyPrefix\x12<\n" +
@@ -8074,118 +8161,119 @@ var file_tabula_proto_depIdxs = []int32{
 	120, // 64: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
 	84,  // 65: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
 	94,  // 66: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
-	58,  // 67: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	7,   // 68: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
-	58,  // 69: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
-	58,  // 70: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
-	7,   // 71: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	121, // 72: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
-	7,   // 73: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	7,   // 74: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
-	97,  // 75: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
-	103, // 76: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
-	5,   // 77: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 78: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 79: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 80: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 81: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 82: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 83: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 84: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 85: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 86: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 87: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 88: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 89: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 90: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 91: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 92: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 93: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 94: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 95: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 96: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 97: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 98: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 99: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 100: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 101: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 102: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 103: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 104: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 105: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 106: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	86,  // 107: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	90,  // 108: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
-	98,  // 109: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
-	100, // 110: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
-	102, // 111: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
-	95,  // 112: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
-	105, // 113: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
-	59,  // 114: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	63,  // 115: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	65,  // 116: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	67,  // 117: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	69,  // 118: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	71,  // 119: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	61,  // 120: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
-	73,  // 121: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	75,  // 122: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 123: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	78,  // 124: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	80,  // 125: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	81,  // 126: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	83,  // 127: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	88,  // 128: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	92,  // 129: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 130: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 131: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 132: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 133: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 134: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 135: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 136: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 137: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 138: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 139: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 140: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 141: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 142: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 143: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 144: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 145: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 146: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 147: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 148: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 149: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 150: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	87,  // 151: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	91,  // 152: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	99,  // 153: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
-	101, // 154: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
-	104, // 155: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
-	96,  // 156: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
-	106, // 157: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
-	60,  // 158: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	64,  // 159: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	66,  // 160: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	68,  // 161: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	70,  // 162: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	72,  // 163: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	62,  // 164: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
-	74,  // 165: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	76,  // 166: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	77,  // 167: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	79,  // 168: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 169: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	82,  // 170: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	85,  // 171: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	89,  // 172: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	93,  // 173: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	130, // [130:174] is the sub-list for method output_type
-	86,  // [86:130] is the sub-list for method input_type
-	86,  // [86:86] is the sub-list for extension type_name
-	86,  // [86:86] is the sub-list for extension extendee
-	0,   // [0:86] is the sub-list for field type_name
+	58,  // 67: tabula.v1.ServerStatsResponse.removed:type_name -> tabula.v1.TabletRef
+	58,  // 68: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	7,   // 69: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
+	58,  // 70: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	58,  // 71: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	7,   // 72: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
+	121, // 73: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	7,   // 74: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	7,   // 75: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
+	97,  // 76: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
+	103, // 77: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
+	5,   // 78: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 79: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 80: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 81: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 82: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 83: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 84: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 85: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 86: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 87: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 88: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 89: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 90: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 91: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 92: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 93: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 94: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 95: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 96: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 97: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 98: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 99: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 100: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 101: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 102: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 103: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 104: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 105: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 106: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 107: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	86,  // 108: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	90,  // 109: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	98,  // 110: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
+	100, // 111: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
+	102, // 112: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
+	95,  // 113: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
+	105, // 114: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
+	59,  // 115: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	63,  // 116: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	65,  // 117: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	67,  // 118: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	69,  // 119: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	71,  // 120: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	61,  // 121: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
+	73,  // 122: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	75,  // 123: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 124: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	78,  // 125: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	80,  // 126: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	81,  // 127: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	83,  // 128: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	88,  // 129: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	92,  // 130: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 131: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 132: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 133: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 134: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 135: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 136: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 137: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 138: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 139: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 140: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 141: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 142: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 143: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 144: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 145: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 146: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 147: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 148: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 149: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 150: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 151: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	87,  // 152: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	91,  // 153: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	99,  // 154: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
+	101, // 155: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
+	104, // 156: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
+	96,  // 157: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	106, // 158: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
+	60,  // 159: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	64,  // 160: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	66,  // 161: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	68,  // 162: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	70,  // 163: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	72,  // 164: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	62,  // 165: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
+	74,  // 166: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	76,  // 167: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	77,  // 168: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	79,  // 169: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 170: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	82,  // 171: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	85,  // 172: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	89,  // 173: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	93,  // 174: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	131, // [131:175] is the sub-list for method output_type
+	87,  // [87:131] is the sub-list for method input_type
+	87,  // [87:87] is the sub-list for extension type_name
+	87,  // [87:87] is the sub-list for extension extendee
+	0,   // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
