@@ -211,6 +211,9 @@ type fakeServer struct {
 	// events are the events ServerStats hands out (those at or after the
 	// request's events_since_micros).
 	events []*tabulapb.ServerEvent
+	// statsHook, when set, sees each ServerStats request and may rewrite
+	// the answer (a delta report, say).
+	statsHook func(req *tabulapb.ServerStatsRequest, resp *tabulapb.ServerStatsResponse)
 }
 
 // setStats makes ServerStats report st for tablet id.
@@ -414,6 +417,9 @@ func (f *fakeServer) ServerStats(_ context.Context, req *tabulapb.ServerStatsReq
 		}
 		st.Tablet = &tabulapb.TabletRef{Table: f.heldTable[id], TabletId: id, Epoch: epoch}
 		resp.Tablets = append(resp.Tablets, st)
+	}
+	if f.statsHook != nil {
+		f.statsHook(req, resp)
 	}
 	return resp, nil
 }

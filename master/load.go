@@ -67,6 +67,9 @@ type LoadReport struct {
 	At      time.Time
 	Servers map[string]*ServerLoad // by server id
 	Tablets map[string]*TabletLoad // by table + "/" + tablet id
+	// gen moves when the servers or tablets reported differ from the
+	// previous round's (the balancer skips rounds when it has not moved).
+	gen uint64
 }
 
 // Tablet returns the load of table/id in the report, if reported.
@@ -88,6 +91,22 @@ type loads struct {
 	// eventsSince is, per server, the time of the last event received:
 	// each round asks only for newer ones.
 	eventsSince map[string]time.Time
+	// round serialises collection rounds; the fields below are the
+	// collector's own.
+	round sync.Mutex
+	// held is, per server, what its reports said so far (the base of its
+	// next delta report).
+	held map[string]*serverReport
+	// contrib lists the servers whose tablets the latest report holds.
+	contrib []string
+}
+
+// serverReport is the leader's copy of one server's reports: the report
+// to acknowledge in the next request, the tablets reported, their sums.
+type serverReport struct {
+	incarnation, seq uint64
+	tablets          map[string]*TabletLoad // by tabletKey; the values are never modified
+	sums             ServerLoad
 }
 
 // Loads returns the latest load report of this master (nil when it has
@@ -124,40 +143,51 @@ const collectLoadParallelism = 16
 const maxServerStatsBytes = 256 << 20
 
 // collectLoad runs one collection round: ServerStats of every registered
-// server, at most collectLoadParallelism at once. A server that does not
+// server, at most collectLoadParallelism at once, each asked for a delta
+// report against the last one it answered (a server answers a full one
+// when it cannot: tabletserver/loadreport.go). A server that does not
 // answer is listed with its error and without tablets. Tests call it
 // directly.
 func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
+	m.load.round.Lock()
+	defer m.load.round.Unlock()
 	servers, err := meta.GetServers(ctx, m.cli, m.layout)
 	if err != nil {
 		return nil, err
 	}
-	rep := &LoadReport{At: time.Now(), Servers: map[string]*ServerLoad{}, Tablets: map[string]*TabletLoad{}}
+	rep := &LoadReport{At: time.Now(), Servers: map[string]*ServerLoad{}}
 	answers := make([]*tabulapb.ServerStatsResponse, len(servers))
 	errs := make([]error, len(servers))
 	m.load.mu.Lock()
-	since := m.load.eventsSince
+	since, prev := m.load.eventsSince, m.load.latest
 	m.load.mu.Unlock()
+	held := m.load.held
 	nextSince := map[string]time.Time{} // only the servers registered now
 	sem := make(chan struct{}, collectLoadParallelism)
 	var wg sync.WaitGroup
 	for i, s := range servers {
 		wg.Add(1)
 		sem <- struct{}{}
+		req := &tabulapb.ServerStatsRequest{KeyQuantiles: loadKeyQuantiles, Delta: true}
+		if h := held[s.ID]; h != nil {
+			req.AckSeq, req.AckIncarnation = h.seq, h.incarnation
+		}
+		if t, ok := since[s.ID]; ok {
+			req.EventsSinceMicros = t.UnixMicro() + 1
+		}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			errs[i] = m.callServer(ctx, s.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
 				var err error
-				req := &tabulapb.ServerStatsRequest{KeyQuantiles: loadKeyQuantiles}
-				if t, ok := since[s.ID]; ok {
-					req.EventsSinceMicros = t.UnixMicro() + 1
-				}
 				answers[i], err = c.ServerStats(ctx, req, grpc.MaxCallRecvMsgSize(maxServerStatsBytes))
 				return err
 			})
 		}()
 	}
 	wg.Wait()
+	nextHeld := make(map[string]*serverReport, len(servers))
+	var contrib []string
+	changed := prev == nil
 	for i, s := range servers {
 		sl := &ServerLoad{ID: s.ID, Address: s.Address}
 		rep.Servers[s.ID] = sl
@@ -166,27 +196,45 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 		}
 		if errs[i] != nil {
 			sl.Err = errs[i].Error()
+			if h := held[s.ID]; h != nil {
+				nextHeld[s.ID] = h
+			}
 			continue
 		}
 		sl.Events = eventsOf(answers[i].GetEvents())
 		if n := len(sl.Events); n > 0 {
 			nextSince[s.ID] = sl.Events[n-1].Time
 		}
+		h, moved := m.applyReport(held[s.ID], s.ID, answers[i])
+		nextHeld[s.ID] = h
+		changed = changed || moved
 		if !answers[i].GetServing() {
 			sl.Err = "not serving (lease not known to be held)"
 			continue
 		}
-		for _, ts := range answers[i].GetTablets() {
-			tl := tabletLoadOf(s.ID, ts)
-			rep.Tablets[tabletKey(tl.Table, tl.ID)] = tl
-			sl.Tablets++
-			sl.SizeBytes += tl.SizeBytes
-			sl.ReadsPerSec += tl.ReadsPerSec
-			sl.WritesPerSec += tl.WritesPerSec
-			sl.BusyShare += tl.BusyShare
-			sl.SSTables += int(tl.SSTables)
-		}
+		contrib = append(contrib, s.ID)
+		sl.Tablets, sl.SizeBytes, sl.ReadsPerSec, sl.WritesPerSec = h.sums.Tablets, h.sums.SizeBytes, h.sums.ReadsPerSec, h.sums.WritesPerSec
+		sl.BusyShare, sl.SSTables = h.sums.BusyShare, h.sums.SSTables
 	}
+	if changed || !slices.Equal(contrib, m.load.contrib) {
+		// Rebuilt only when something moved: an idle round costs no pass
+		// over the tablets (docs/BENCHMARKS.md "The master at 100,000
+		// tablets, real processes").
+		n := 0
+		for _, id := range contrib {
+			n += len(nextHeld[id].tablets)
+		}
+		rep.Tablets = make(map[string]*TabletLoad, n)
+		for _, id := range contrib {
+			maps.Copy(rep.Tablets, nextHeld[id].tablets)
+		}
+		if prev != nil {
+			rep.gen = prev.gen + 1
+		}
+	} else {
+		rep.Tablets, rep.gen = prev.Tablets, prev.gen // never modified: shared
+	}
+	m.load.held, m.load.contrib = nextHeld, contrib
 	m.load.mu.Lock()
 	m.load.latest = rep
 	m.load.eventsSince = nextSince
@@ -196,6 +244,61 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 		fn(rep)
 	}
 	return rep, ctx.Err()
+}
+
+// applyReport folds server id's answer into h (nil: nothing held yet) and
+// answers what to hold now and whether its tablets changed. A delta
+// report is applied in place (h is the collector's alone); one that does
+// not match what is held (another incarnation, a tablet count that does
+// not add up) is applied as far as it goes and not acknowledged, so the
+// next answer is a full report.
+func (m *Master) applyReport(h *serverReport, id string, a *tabulapb.ServerStatsResponse) (*serverReport, bool) {
+	if !a.GetServing() {
+		// No tablets, no report number: start again from a full report.
+		return &serverReport{tablets: map[string]*TabletLoad{}}, h != nil && len(h.tablets) > 0
+	}
+	if !a.GetDelta() || h == nil || h.incarnation != a.GetIncarnation() {
+		h = &serverReport{tablets: make(map[string]*TabletLoad, len(a.GetTablets()))}
+		if a.GetDelta() {
+			// A delta against a base this master does not hold: unusable
+			// (the server answers deltas only to the acknowledgement of
+			// its last report, so this is a bug somewhere); ask again.
+			m.log.Warn("load report: a delta report without its base; asking for a full one", "server", id)
+			h.sumUp()
+			return h, true
+		}
+	}
+	h.incarnation, h.seq = a.GetIncarnation(), a.GetReportSeq()
+	for _, ts := range a.GetTablets() {
+		tl := tabletLoadOf(id, ts)
+		h.tablets[tabletKey(tl.Table, tl.ID)] = tl
+	}
+	for _, r := range a.GetRemoved() {
+		delete(h.tablets, tabletKey(r.GetTable(), r.GetTabletId()))
+	}
+	moved := !a.GetDelta() || len(a.GetTablets()) > 0 || len(a.GetRemoved()) > 0
+	if a.GetDelta() && len(h.tablets) != int(a.GetTabletCount()) {
+		m.log.Warn("load report: tablets held and reported differ; asking for a full report", "server", id,
+			"held", len(h.tablets), "reported", a.GetTabletCount())
+		h.seq = 0
+	}
+	if moved {
+		h.sumUp()
+	}
+	return h, moved
+}
+
+// sumUp sets h.sums from h.tablets.
+func (h *serverReport) sumUp() {
+	h.sums = ServerLoad{}
+	for _, tl := range h.tablets {
+		h.sums.Tablets++
+		h.sums.SizeBytes += tl.SizeBytes
+		h.sums.ReadsPerSec += tl.ReadsPerSec
+		h.sums.WritesPerSec += tl.WritesPerSec
+		h.sums.BusyShare += tl.BusyShare
+		h.sums.SSTables += int(tl.SSTables)
+	}
 }
 
 // loadKeyQuantiles is how many access keys per tablet a report carries:

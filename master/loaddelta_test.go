@@ -1,0 +1,133 @@
+package master
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+)
+
+// TestCollectLoadAppliesDeltaReports: the leader acknowledges each report,
+// keeps the tablets a delta report leaves out, takes the changed ones,
+// drops the removed ones, keeps the very same tablet map when nothing
+// changed, and asks for a full report when a delta does not add up.
+func TestCollectLoadAppliesDeltaReports(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{LoadInterval: -1})
+	s1 := c.startServerTTL("s1", 60)
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	ctx := context.Background()
+	if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllLoaded(t, c, "t", 2, s1)
+	tablets := c.tablets("t")
+	a, b := tablets[0].ID, tablets[1].ID
+
+	// The script: what the server answers to the next request (nil: the
+	// full report the fake builds), and the requests seen.
+	var mu sync.Mutex
+	var next func(full *tabulapb.ServerStatsResponse) *tabulapb.ServerStatsResponse
+	var reqs []*tabulapb.ServerStatsRequest
+	seq := uint64(0)
+	s1.statsHook = func(req *tabulapb.ServerStatsRequest, resp *tabulapb.ServerStatsResponse) {
+		mu.Lock()
+		defer mu.Unlock()
+		reqs = append(reqs, req)
+		seq++
+		if next != nil {
+			*resp = *next(resp)
+		}
+		resp.ReportSeq, resp.Incarnation, resp.Serving = seq, 7, true
+	}
+	script := func(fn func(full *tabulapb.ServerStatsResponse) *tabulapb.ServerStatsResponse) {
+		mu.Lock()
+		defer mu.Unlock()
+		next = fn
+	}
+	lastReq := func() *tabulapb.ServerStatsRequest {
+		mu.Lock()
+		defer mu.Unlock()
+		return reqs[len(reqs)-1]
+	}
+	ref := func(id string) *tabulapb.TabletRef { return &tabulapb.TabletRef{Table: "t", TabletId: id, Epoch: 1} }
+	collect := func() *LoadReport {
+		t.Helper()
+		rep, err := m.collectLoad(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+
+	s1.setStats(a, &tabulapb.TabletStats{SizeBytes: 1000, ReadsPerSec: 5})
+	s1.setStats(b, &tabulapb.TabletStats{SizeBytes: 3000})
+	full := collect()
+	if r := lastReq(); !r.Delta || r.AckSeq != 0 {
+		t.Fatalf("first request: delta %v ack %d", r.Delta, r.AckSeq)
+	}
+	if len(full.Tablets) != 2 || full.Servers["s1"].SizeBytes != 4000 {
+		t.Fatalf("full report: %d tablets, s1 %+v", len(full.Tablets), full.Servers["s1"])
+	}
+
+	// A delta: a changed, b left out.
+	script(func(*tabulapb.ServerStatsResponse) *tabulapb.ServerStatsResponse {
+		return &tabulapb.ServerStatsResponse{ServerId: "s1", Delta: true, TabletCount: 2,
+			Tablets: []*tabulapb.TabletStats{{Tablet: ref(a), SizeBytes: 2000, ReadsPerSec: 50}}}
+	})
+	d := collect()
+	if r := lastReq(); r.AckSeq != 1 || r.AckIncarnation != 7 {
+		t.Fatalf("second request acknowledges %d/%d, want 1/7", r.AckSeq, r.AckIncarnation)
+	}
+	la, _ := d.Tablet("t", a)
+	lb, _ := d.Tablet("t", b)
+	if la == nil || la.SizeBytes != 2000 || la.ReadsPerSec != 50 || lb == nil || lb.SizeBytes != 3000 {
+		t.Fatalf("after a delta: a %+v, b %+v", la, lb)
+	}
+	if s := d.Servers["s1"]; s.Tablets != 2 || s.SizeBytes != 5000 || s.ReadsPerSec != 50 {
+		t.Fatalf("after a delta, s1 sums %+v", s)
+	}
+	if d.gen == full.gen {
+		t.Fatal("the report changed and its generation did not move")
+	}
+
+	// An empty delta: the same tablet map, the same generation.
+	script(func(*tabulapb.ServerStatsResponse) *tabulapb.ServerStatsResponse {
+		return &tabulapb.ServerStatsResponse{ServerId: "s1", Delta: true, TabletCount: 2}
+	})
+	idle := collect()
+	if r := lastReq(); r.AckSeq != 2 {
+		t.Fatalf("third request acknowledges %d, want 2", r.AckSeq)
+	}
+	if len(idle.Tablets) != 2 || idle.gen != d.gen || idle.Servers["s1"].SizeBytes != 5000 {
+		t.Fatalf("after an empty delta: %d tablets, gen %d -> %d, s1 %+v", len(idle.Tablets), d.gen, idle.gen, idle.Servers["s1"])
+	}
+
+	// b removed.
+	script(func(*tabulapb.ServerStatsResponse) *tabulapb.ServerStatsResponse {
+		return &tabulapb.ServerStatsResponse{ServerId: "s1", Delta: true, TabletCount: 1, Removed: []*tabulapb.TabletRef{ref(b)}}
+	})
+	gone := collect()
+	if _, ok := gone.Tablet("t", b); ok || len(gone.Tablets) != 1 || gone.Servers["s1"].Tablets != 1 {
+		t.Fatalf("after removing b: %d tablets, s1 %+v", len(gone.Tablets), gone.Servers["s1"])
+	}
+	if _, ok := idle.Tablet("t", b); !ok {
+		t.Fatal("a later round modified an earlier report")
+	}
+
+	// A delta whose count does not add up: applied, not acknowledged.
+	script(func(*tabulapb.ServerStatsResponse) *tabulapb.ServerStatsResponse {
+		return &tabulapb.ServerStatsResponse{ServerId: "s1", Delta: true, TabletCount: 5}
+	})
+	collect()
+	script(nil)
+	again := collect()
+	if r := lastReq(); r.AckSeq != 0 {
+		t.Fatalf("after a delta that did not add up the request acknowledged %d, want 0 (a full report)", r.AckSeq)
+	}
+	if len(again.Tablets) != 2 {
+		t.Fatalf("full report after: %d tablets", len(again.Tablets))
+	}
+}
