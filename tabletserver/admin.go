@@ -147,7 +147,7 @@ func (s *Server) UpdateSchema(ctx context.Context, req *tabulapb.UpdateSchemaReq
 
 // ServerStats answers the statistics of every tablet held here, sorted by
 // table and start key, or with req.delta only those that changed since the
-// report the caller acknowledges (loadreport.go).
+// report the caller acknowledges (package loadreport).
 func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsRequest) (*tabulapb.ServerStatsResponse, error) {
 	resp := &tabulapb.ServerStatsResponse{ServerId: s.id, Lease: s.leaseID.Load(), LoadWindowEndMicros: s.loadRolled.Load()}
 	resp.Events = eventProtos(s.events.Since(time.UnixMicro(req.GetEventsSinceMicros())))
@@ -168,7 +168,7 @@ func (s *Server) ServerStats(ctx context.Context, req *tabulapb.ServerStatsReque
 		}
 		return string(a.StartKey) < string(b.StartKey)
 	})
-	s.reports.fill(req, resp, cur) // a full or a delta report (loadreport.go)
+	s.reports.Fill(req, resp, cur) // a full or a delta report (package loadreport)
 	return resp, nil
 }
 

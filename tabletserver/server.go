@@ -24,6 +24,7 @@ import (
 	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/load"
+	"github.com/tabuladb/tabula/tabletserver/loadreport"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/vfs"
 	"github.com/tabuladb/tabula/wal"
@@ -117,8 +118,10 @@ type Server struct {
 	// health is Ready as the gRPC health service sees it.
 	health     *opshttp.Health
 	loadRolled atomic.Int64 // unix micros of the last rollLoad
-	reports    loadReporter // what ServerStats last sent, for delta reports (loadreport.go)
 	stopHealth func()
+
+	// reports is what ServerStats last sent, for delta reports.
+	reports loadreport.Reporter
 
 	// engines is every engine this process opened, by folder, and the
 	// folders whose engine is opening (openEngine).

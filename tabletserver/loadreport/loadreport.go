@@ -1,4 +1,9 @@
-package tabletserver
+// Package loadreport is the tablet server's side of delta load reports
+// (docs/OPERATIONS.md "Load reports"): which tablets a ServerStats answer
+// carries when the caller acknowledges the last report it received. A
+// package of its own so that simulated servers in measurements
+// (e2e/masteridle_test.go) answer exactly as a real one does.
+package loadreport
 
 import (
 	"bytes"
@@ -10,7 +15,7 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 )
 
-// Delta load reports (docs/OPERATIONS.md "Load reports"). The leader pulls
+// The leader pulls
 // every server's ServerStats every 10 s; a full report of 100,000 tablets
 // is 35 MB, and decoding it cost the master 11 % of a core while nothing
 // in the cluster moved (docs/BENCHMARKS.md "Balancer and load reports").
@@ -19,7 +24,7 @@ import (
 // since the values it holds, plus the ids of the tablets gone. The server
 // remembers what it last sent per tablet, so a slow drift adds up until it
 // crosses a threshold; any difference at all (totals, access keys) is sent
-// at the latest after deltaRefreshReports reports, so nothing the master
+// at the latest after RefreshReports reports, so nothing the master
 // shows is staler than that many intervals.
 //
 // One caller at a time gets deltas: the server keeps one "sent" state, and
@@ -29,9 +34,9 @@ import (
 // too much, never towards a master holding values the server never sent.
 
 const (
-	// deltaRefreshReports: a tablet whose stats differ at all from what was
+	// RefreshReports: a tablet whose stats differ at all from what was
 	// last sent is sent again after this many reports.
-	deltaRefreshReports = 6
+	RefreshReports = 6
 	// deltaRelative is the relative change of a size or a rate that is
 	// sent in the next report.
 	deltaRelative = 0.10
@@ -45,9 +50,9 @@ const (
 	deltaFloorBusy  = 0.002   // busy share
 )
 
-// loadReporter is the server's side of delta reports; the zero value is
-// ready (the incarnation is drawn at the first report).
-type loadReporter struct {
+// Reporter is one server's delta report state; the zero value is ready
+// (the incarnation is drawn at the first report).
+type Reporter struct {
 	mu          sync.Mutex
 	incarnation uint64
 	seq         uint64 // the last report answered; 0 = none
@@ -61,9 +66,10 @@ type sentStats struct {
 	seq uint64
 }
 
-// fill sets the tablets of resp from cur (every tablet held, sorted) as a
-// full or a delta report, answering req.
-func (r *loadReporter) fill(req *tabulapb.ServerStatsRequest, resp *tabulapb.ServerStatsResponse, cur []*tabulapb.TabletStats) {
+// Fill sets the tablets of resp from cur (every tablet held, sorted) as a
+// full or a delta report, answering req, and its report number,
+// incarnation and tablet count.
+func (r *Reporter) Fill(req *tabulapb.ServerStatsRequest, resp *tabulapb.ServerStatsResponse, cur []*tabulapb.TabletStats) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.incarnation == 0 {
@@ -90,7 +96,7 @@ func (r *loadReporter) fill(req *tabulapb.ServerStatsRequest, resp *tabulapb.Ser
 		old, ok := r.sent[k]
 		if ok {
 			significant, differs := statsChanged(old.ts, ts)
-			if !significant && (!differs || r.seq-old.seq < deltaRefreshReports) {
+			if !significant && (!differs || r.seq-old.seq < RefreshReports) {
 				continue
 			}
 		}
@@ -106,7 +112,7 @@ func (r *loadReporter) fill(req *tabulapb.ServerStatsRequest, resp *tabulapb.Ser
 }
 
 func statsKey(ts *tabulapb.TabletStats) string {
-	return tabletKey(ts.GetTablet().GetTable(), ts.GetTablet().GetTabletId())
+	return ts.GetTablet().GetTable() + "/" + ts.GetTablet().GetTabletId()
 }
 
 // statsChanged compares two reports of one tablet: significant when the
