@@ -49,6 +49,9 @@ type assigner struct {
 	term *leadership
 	kick chan struct{}
 	sem  chan struct{}
+	// lastAudit is when the servers' answers the last audit used were
+	// asked for (audit.go); only the one running audit touches it.
+	lastAudit time.Time
 	// wg tracks the LoadTablet goroutines; run waits for them.
 	wg sync.WaitGroup
 

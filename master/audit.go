@@ -35,21 +35,76 @@ const auditInterval = 10 * time.Second
 // pass finds the children instead (their folders were kept).
 // TestAuditedParentOfAnUnsettledSplitIsReassignedUnderTheSplitsGuard.
 
+// Where the audit learns what a server holds. While the leader collects
+// load reports, from the latest round: every round asks every server, and
+// a delta report applied to what the leader holds is the server's whole
+// set, with epochs. Asking again here would cost a second full answer of
+// every tablet per interval (at 100,000 tablets a 17 MB answer every
+// 10 s) and, as a caller between two load rounds, turn the next delta
+// report into a full one. The audit then runs once per new round. Without
+// load collection (LoadInterval < 0), or when the last round is stale
+// (rounds failing), it asks the servers itself, as before.
+
+// holds says whether a server serves table/id at epoch.
+type holds func(table, id string, epoch int64) bool
+
+// heldFromLoads answers, from the latest load round if it is fresh and
+// newer than after, what each server that answered it serving under its
+// registered lease holds, and when the round asked. stale says the round
+// is too old to use at all (ask the servers).
+func (a *assigner) heldFromLoads(snap *snapshot, after time.Time) (held map[string]holds, at time.Time, stale bool) {
+	m := a.m
+	rep := m.Loads()
+	if m.opts.LoadInterval <= 0 || rep == nil || time.Since(rep.At) >= loadFreshness*m.opts.LoadInterval {
+		return nil, time.Time{}, true
+	}
+	if !rep.At.After(after) {
+		return nil, time.Time{}, false // no new round since the last audit
+	}
+	held = map[string]holds{}
+	for id, sl := range rep.Servers {
+		srv, ok := snap.servers[id]
+		if !ok || !sl.serving || sl.lease != srv.Lease {
+			continue
+		}
+		tablets := sl.tablets
+		held[id] = func(table, tid string, epoch int64) bool {
+			t, ok := tablets[tabletKey(table, tid)]
+			return ok && t.Epoch == epoch
+		}
+	}
+	return held, rep.At, false
+}
+
 // auditOnce compares every live server's held tablets with the confirmed
-// loads of this term, in parallel, and forgets the confirmations the
-// servers contradict.
+// loads of this term and forgets the confirmations the servers contradict.
 func (a *assigner) auditOnce(ctx context.Context) {
 	// The servers as the loop knows them and the tablets from the index:
 	// an audit reads nothing of the map from etcd. A record newer than a
 	// server's answer only makes a tablet look held or not for one round.
 	snap := a.view()
-	snap.at = time.Now()
+	held, at, stale := a.heldFromLoads(snap, a.lastAudit)
+	switch {
+	case held != nil:
+		snap.at = at
+	case !stale:
+		return
+	default:
+		snap.at = time.Now()
+		held = a.askHeld(ctx, snap)
+	}
+	a.lastAudit = snap.at
+	a.auditAgainst(snap, held)
+}
+
+// askHeld asks every server in snap, in parallel, which tablets it holds.
+func (a *assigner) askHeld(ctx context.Context, snap *snapshot) map[string]holds {
 	type heldKey struct {
 		key   string
 		epoch int64
 	}
 	var mu sync.Mutex
-	held := map[string]map[heldKey]bool{} // server id → tablets it serves
+	held := map[string]holds{} // server id → tablets it serves
 	var wg sync.WaitGroup
 	for id, srv := range snap.servers {
 		wg.Add(1)
@@ -69,14 +124,20 @@ func (a *assigner) auditOnce(ctx context.Context) {
 			set := map[heldKey]bool{}
 			for _, ts := range resp.GetTablets() {
 				r := ts.GetTablet()
-				set[heldKey{a.m.layout.TabletKey(r.GetTable(), r.GetTabletId()), r.GetEpoch()}] = true
+				set[heldKey{tabletKey(r.GetTable(), r.GetTabletId()), r.GetEpoch()}] = true
 			}
 			mu.Lock()
-			held[id] = set
+			held[id] = func(table, tid string, epoch int64) bool { return set[heldKey{tabletKey(table, tid), epoch}] }
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
+	return held
+}
+
+// auditAgainst forgets the confirmations, made before snap.at, of tablets
+// their servers in held do not hold.
+func (a *assigner) auditAgainst(snap *snapshot, held map[string]holds) {
 	var tablets []meta.VersionedTablet
 	a.m.index.each(func(t *meta.VersionedTablet, _ *tabulapb.TableSchema) {
 		if _, asked := held[t.Server]; asked {
@@ -84,7 +145,7 @@ func (a *assigner) auditOnce(ctx context.Context) {
 		}
 	})
 	for _, t := range tablets {
-		set, asked := held[t.Server]
+		has, asked := held[t.Server]
 		srv, owned := snap.owned(&t.TabletRecord)
 		if !asked || !owned || srv.ID != t.Server {
 			continue
@@ -94,7 +155,7 @@ func (a *assigner) auditOnce(ctx context.Context) {
 		st := a.loads[key]
 		// Only loads confirmed before the snapshot: a load confirmed
 		// after the server answered would look missing.
-		lost := st != nil && st.confirmed && !st.inflight && st.epoch == t.Epoch && st.confirmedAt.Before(snap.at) && !set[heldKey{key, t.Epoch}]
+		lost := st != nil && st.confirmed && !st.inflight && st.epoch == t.Epoch && st.confirmedAt.Before(snap.at) && !has(t.Table, t.ID, t.Epoch)
 		if lost {
 			st.confirmed = false
 		}

@@ -2,8 +2,11 @@ package master
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 )
@@ -129,5 +132,45 @@ func TestCollectLoadAppliesDeltaReports(t *testing.T) {
 	}
 	if len(again.Tablets) != 2 {
 		t.Fatalf("full report after: %d tablets", len(again.Tablets))
+	}
+}
+
+// TestAuditReadsTheLoadRound: while the leader collects load reports, the
+// audit finds a tablet its server dropped from the latest round and asks
+// the server nothing itself (a full answer of every tablet, and a caller
+// that would turn the next delta report into a full one).
+func TestAuditReadsTheLoadRound(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{LoadInterval: time.Hour}) // rounds run by the test only
+	s1 := c.startServerTTL("s1", 60)
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	ctx := context.Background()
+	if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf")}); err != nil {
+		t.Fatal(err)
+	}
+	tab := waitAllLoaded(t, c, "t", 1, s1)[0]
+	var full atomic.Int64 // ServerStats calls not asking for a delta: the audit's own
+	s1.statsHook = func(req *tabulapb.ServerStatsRequest, _ *tabulapb.ServerStatsResponse) {
+		if !req.GetDelta() {
+			full.Add(1)
+		}
+	}
+	s1.mu.Lock()
+	delete(s1.held, tab.ID) // dropped without the master asking
+	loadsBefore := len(s1.loads)
+	s1.mu.Unlock()
+	if _, err := m.collectLoad(ctx); err != nil {
+		t.Fatal(err)
+	}
+	auditNow(m)
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		s1.mu.Lock()
+		defer s1.mu.Unlock()
+		_, ok := s1.held[tab.ID]
+		return ok && len(s1.loads) > loadsBefore, fmt.Sprintf("held %v", s1.held)
+	})
+	if n := full.Load(); n != 0 {
+		t.Fatalf("the audit asked the server itself %d times while load reports were fresh", n)
 	}
 }
