@@ -62,6 +62,10 @@ type assigner struct {
 	missing atomic.Int64
 	// audited counts confirmed tablets the audit found not served.
 	audited atomic.Int64
+	// loadGen moves whenever what loaded answers may have changed (a load
+	// started or ended, a confirmation forgotten): the balancer's idle
+	// check (balance_idle.go).
+	loadGen atomic.Int64
 	// auditing is set while an audit runs (one at a time).
 	auditing atomic.Bool
 	// auditNow, when a test sends on it, runs an audit at once.
@@ -167,6 +171,7 @@ func (a *assigner) unconfirm(key string) {
 	a.mu.Lock()
 	if st := a.loads[key]; st != nil {
 		st.confirmed = false
+		a.loadGen.Add(1)
 	}
 	a.mu.Unlock()
 	a.touch(tabletRef{table, id})
@@ -522,6 +527,7 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 		*st = loadState{epoch: t.Epoch, server: t.Server}
 	}
 	st.inflight = true
+	a.loadGen.Add(1)
 	st.ref = tabletRef{t.Table, t.ID}
 	a.mu.Unlock()
 	req := &tabulapb.LoadTabletRequest{Tablet: t.ToProto(), Schema: a.m.serverSchema(schema)}
@@ -532,6 +538,7 @@ func (a *assigner) startLoad(ctx context.Context, key string, t meta.TabletRecor
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		st.inflight = false
+		a.loadGen.Add(1)
 		// The record may have changed while the load ran (its feed
 		// events found it in flight): step it again either way.
 		defer func() { a.scheduleLocked(st.ref, st.next) }()

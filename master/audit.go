@@ -158,6 +158,7 @@ func (a *assigner) auditAgainst(snap *snapshot, held map[string]holds) {
 		lost := st != nil && st.confirmed && !st.inflight && st.epoch == t.Epoch && st.confirmedAt.Before(snap.at) && !has(t.Table, t.ID, t.Epoch)
 		if lost {
 			st.confirmed = false
+			a.loadGen.Add(1)
 		}
 		a.mu.Unlock()
 		if lost {

@@ -47,6 +47,13 @@ type balancerState struct {
 	made      int64
 	log       []madeMove // the last balancerLogSize moves, oldest first
 	rounds    int64      // loop rounds run (tests wait on it)
+
+	// The idle check (balance_idle.go): the key of the last loop round
+	// if it planned nothing, the rounds skipped in a row and in all.
+	idleKey      balanceKey
+	idleValid    bool
+	skippedInRow int
+	skipped      int64
 }
 
 type madeMove struct {
@@ -104,8 +111,13 @@ func (m *Master) balanceTick(ctx context.Context, term *leadership) {
 		return
 	}
 	if on {
-		if _, _, err := m.balanceRound(ctx, term, false); err != nil && ctx.Err() == nil {
-			m.log.Warn("balancing round", "err", err)
+		k, ok := m.balanceKeyNow(ctx, term, m.opts.now())
+		if !m.bal.skipIdle(k, ok) {
+			plan, moved, err := m.balanceRound(ctx, term, false)
+			if err != nil && ctx.Err() == nil {
+				m.log.Warn("balancing round", "err", err)
+			}
+			m.bal.noteRound(k, ok && err == nil, len(plan.Moves), moved)
 		}
 	}
 	m.bal.mu.Lock()

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"slices"
@@ -267,19 +268,18 @@ func (m *Master) applyReport(h *serverReport, id string, a *tabulapb.ServerStats
 		// No tablets, no report number: start again from a full report.
 		return &serverReport{tablets: map[string]*TabletLoad{}}, h != nil && len(h.tablets) > 0
 	}
-	if !a.GetDelta() || h == nil || h.incarnation != a.GetIncarnation() {
-		h = &serverReport{tablets: make(map[string]*TabletLoad, len(a.GetTablets()))}
-		if a.GetDelta() {
-			// A delta against a base this master does not hold: unusable
-			// (the server answers deltas only to the acknowledgement of
-			// its last report, so this is a bug somewhere); ask again.
-			m.log.Warn("load report: a delta report without its base; asking for a full one", "server", id)
-			h.sumUp()
-			return h, true
-		}
+	if !a.GetDelta() {
+		return fullReport(h, id, a)
+	}
+	if h == nil || h.incarnation != a.GetIncarnation() {
+		// A delta against a base this master does not hold: unusable (the
+		// server answers deltas only to the acknowledgement of its last
+		// report, so this is a bug somewhere); ask again.
+		m.log.Warn("load report: a delta report without its base; asking for a full one", "server", id)
+		return &serverReport{tablets: map[string]*TabletLoad{}}, true
 	}
 	h.incarnation, h.seq = a.GetIncarnation(), a.GetReportSeq()
-	if a.GetDelta() && (len(a.GetTablets()) > 0 || len(a.GetRemoved()) > 0) {
+	if len(a.GetTablets()) > 0 || len(a.GetRemoved()) > 0 {
 		h.tablets = maps.Clone(h.tablets)
 	}
 	for _, ts := range a.GetTablets() {
@@ -289,8 +289,8 @@ func (m *Master) applyReport(h *serverReport, id string, a *tabulapb.ServerStats
 	for _, r := range a.GetRemoved() {
 		delete(h.tablets, tabletKey(r.GetTable(), r.GetTabletId()))
 	}
-	moved := !a.GetDelta() || len(a.GetTablets()) > 0 || len(a.GetRemoved()) > 0
-	if a.GetDelta() && len(h.tablets) != int(a.GetTabletCount()) {
+	moved := len(a.GetTablets()) > 0 || len(a.GetRemoved()) > 0
+	if len(h.tablets) != int(a.GetTabletCount()) {
 		m.log.Warn("load report: tablets held and reported differ; asking for a full report", "server", id,
 			"held", len(h.tablets), "reported", a.GetTabletCount())
 		h.seq = 0
@@ -299,6 +299,42 @@ func (m *Master) applyReport(h *serverReport, id string, a *tabulapb.ServerStats
 		h.sumUp()
 	}
 	return h, moved
+}
+
+// fullReport is what to hold after a full report: its tablets, or, when
+// they equal those of h in every field (a server that does not send
+// deltas, an idle cluster), h's map, so that the round counts as
+// unchanged.
+func fullReport(h *serverReport, id string, a *tabulapb.ServerStatsResponse) (*serverReport, bool) {
+	out := &serverReport{incarnation: a.GetIncarnation(), seq: a.GetReportSeq(), tablets: make(map[string]*TabletLoad, len(a.GetTablets()))}
+	same := h != nil && len(h.tablets) == len(a.GetTablets())
+	for _, ts := range a.GetTablets() {
+		tl := tabletLoadOf(id, ts)
+		k := tabletKey(tl.Table, tl.ID)
+		out.tablets[k] = tl
+		if same {
+			o := h.tablets[k]
+			same = o != nil && sameLoad(o, tl)
+		}
+	}
+	if same && len(out.tablets) == len(h.tablets) {
+		out.tablets, out.sums = h.tablets, h.sums
+		return out, false
+	}
+	out.sumUp()
+	return out, true
+}
+
+// sameLoad reports whether a and b say the same in every field.
+func sameLoad(a, b *TabletLoad) bool {
+	return a.Table == b.Table && a.ID == b.ID && a.Server == b.Server && a.Epoch == b.Epoch &&
+		bytes.Equal(a.Start, b.Start) && bytes.Equal(a.End, b.End) &&
+		a.SizeBytes == b.SizeBytes && a.MemtableBytes == b.MemtableBytes && maps.Equal(a.FamilyBytes, b.FamilyBytes) &&
+		a.SSTables == b.SSTables && a.CompactionBacklog == b.CompactionBacklog &&
+		a.ReadsPerSec == b.ReadsPerSec && a.WritesPerSec == b.WritesPerSec &&
+		a.ReadBytesPerSec == b.ReadBytesPerSec && a.WriteBytesPerSec == b.WriteBytesPerSec && a.BusyShare == b.BusyShare &&
+		slices.EqualFunc(a.AccessQuantiles, b.AccessQuantiles, bytes.Equal) &&
+		a.ReadsTotal == b.ReadsTotal && a.WritesTotal == b.WritesTotal
 }
 
 // sumUp sets h.sums from h.tablets.
