@@ -15,8 +15,9 @@ import (
 // tablet's numbers or the servers reporting changed), whether that report
 // is fresh, which tablets the assignment loop has confirmed loaded, and
 // the memory of recent moves. When none of them changed since a round
-// that planned no move, and no recent move is remembered, the loop skips
-// the round; it still runs one every balanceIdleMaxSkips rounds.
+// that planned no move, and no move younger than the no-return time is
+// remembered (an older one no longer changes a plan), the loop skips the
+// round; it still runs one every balanceIdleMaxSkips rounds.
 
 // balanceIdleMaxSkips bounds the rounds skipped in a row (5 minutes at
 // the default interval of 15 s).
@@ -43,12 +44,17 @@ func (m *Master) balanceKeyNow(ctx context.Context, term *leadership, now time.T
 	return k, true
 }
 
-// skipIdle reports whether the loop may skip this round: the key is that
-// of the last round, which planned nothing, and no move is remembered.
-func (b *balancerState) skipIdle(k balanceKey, ok bool) bool {
+// skipIdle reports whether the loop may skip this round at now: the key
+// is that of the last round, which planned nothing, and no move younger
+// than noReturn is remembered.
+func (b *balancerState) skipIdle(k balanceKey, ok bool, now time.Time, noReturn time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !ok || !b.idleValid || b.idleKey != k || len(b.recent) > 0 || b.skippedInRow >= balanceIdleMaxSkips {
+	young := false
+	for _, lm := range b.recent {
+		young = young || now.Sub(lm.At) <= noReturn
+	}
+	if !ok || !b.idleValid || b.idleKey != k || young || b.skippedInRow >= balanceIdleMaxSkips {
 		b.skippedInRow = 0
 		return false
 	}

@@ -111,8 +111,9 @@ func (m *Master) balanceTick(ctx context.Context, term *leadership) {
 		return
 	}
 	if on {
-		k, ok := m.balanceKeyNow(ctx, term, m.opts.now())
-		if !m.bal.skipIdle(k, ok) {
+		now := m.opts.now()
+		k, ok := m.balanceKeyNow(ctx, term, now)
+		if !m.bal.skipIdle(k, ok, now, m.planConfig().NoReturn) {
 			plan, moved, err := m.balanceRound(ctx, term, false)
 			if err != nil && ctx.Err() == nil {
 				m.log.Warn("balancing round", "err", err)
