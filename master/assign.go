@@ -50,8 +50,13 @@ type assigner struct {
 	kick chan struct{}
 	sem  chan struct{}
 	// lastAudit is when the servers' answers the last audit used were
-	// asked for (audit.go); only the one running audit touches it.
-	lastAudit time.Time
+	// asked for, cleanAudit the inputs of the last audit that found
+	// nothing (audit.go); only the one running audit touches them.
+	lastAudit  time.Time
+	cleanAudit auditKey
+	// auditsRun counts audits run, auditsSkipped those skipped for
+	// unchanged inputs (tests wait on them).
+	auditsRun, auditsSkipped atomic.Int64
 	// wg tracks the LoadTablet goroutines; run waits for them.
 	wg sync.WaitGroup
 

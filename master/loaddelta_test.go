@@ -174,3 +174,56 @@ func TestAuditReadsTheLoadRound(t *testing.T) {
 		t.Fatalf("the audit asked the server itself %d times while load reports were fresh", n)
 	}
 }
+
+// TestAuditSkipsUnchangedRounds: an audit whose inputs (the load round's
+// tablets, the servers, the index, the confirmed loads) are those of the
+// last audit, which found nothing, is skipped; a round in which a server
+// no longer holds a tablet is audited and the tablet loaded again.
+func TestAuditSkipsUnchangedRounds(t *testing.T) {
+	c := newCluster(t)
+	m := c.startMaster(Options{LoadInterval: time.Hour})
+	s1 := c.startServerTTL("s1", 60)
+	c.waitLeader(m)
+	mc := c.dial(m.Addr())
+	ctx := context.Background()
+	if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: schema("t", "cf"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	tab := waitAllLoaded(t, c, "t", 2, s1)[0]
+	waitConfirmed(t, c, m, "t")
+	term, err := m.lead(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := term.assign
+	audit := func() {
+		t.Helper()
+		ran, skipped := a.auditsRun.Load(), a.auditsSkipped.Load()
+		if _, err := m.collectLoad(ctx); err != nil {
+			t.Fatal(err)
+		}
+		auditNow(m)
+		waitFor(t, 10*time.Second, func() (bool, string) {
+			return a.auditsRun.Load()+a.auditsSkipped.Load() > ran+skipped, "the audit did not finish"
+		})
+	}
+	audit()
+	if a.auditsRun.Load() == 0 {
+		t.Fatal("the first audit of a round was skipped")
+	}
+	audit() // the same report again
+	if a.auditsSkipped.Load() != 1 {
+		t.Fatalf("an audit of an unchanged round was not skipped (%d skipped)", a.auditsSkipped.Load())
+	}
+	s1.mu.Lock()
+	delete(s1.held, tab.ID) // dropped without the master asking
+	loadsBefore := len(s1.loads)
+	s1.mu.Unlock()
+	audit()
+	waitFor(t, 20*time.Second, func() (bool, string) {
+		s1.mu.Lock()
+		defer s1.mu.Unlock()
+		_, ok := s1.held[tab.ID]
+		return ok && len(s1.loads) > loadsBefore, fmt.Sprintf("held %v", s1.held)
+	})
+}
