@@ -70,6 +70,7 @@ func TestMeasureMasterIdle(t *testing.T) {
 	waitListening(t, etcd, readyWait)
 	master := &proc{name: "master", addr: freeAddr(t), log: filepath.Join(dir, "logs", "master.log")}
 	master.args = []string{"master", "--etcd", etcdAddr, "--cluster", clusterKey, "--listen", master.addr, "--id", "master-1", "--log-level", "info"}
+	master.env = []string{"GODEBUG=gctrace=1"} // its GC cycles, counted over the idle window
 	master.start(t)
 	t.Cleanup(func() {
 		master.kill()
@@ -146,6 +147,7 @@ func TestMeasureMasterIdle(t *testing.T) {
 	// Idle: no calls, nothing moving.
 	time.Sleep(warmup)
 	st0 := etcdStatus(t, cli, etcdAddr)
+	gc0 := gcTrace(t, master)
 	samples := []time.Duration{}
 	prev, t0 := procCPU(t, master), time.Now()
 	first := prev
@@ -157,10 +159,12 @@ func TestMeasureMasterIdle(t *testing.T) {
 	}
 	el := time.Since(t0)
 	st1 := etcdStatus(t, cli, etcdAddr)
+	gc1 := gcTrace(t, master)
 	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
 	t.Logf("idle over %v: master CPU %v = %.2f %% of a core; per second: median %v, p90 %v, max %v; master RSS %s",
 		el.Round(time.Millisecond), prev-first, 100*float64(prev-first)/float64(el),
 		samples[len(samples)/2], samples[len(samples)*9/10], samples[len(samples)-1], procRSS(t, master))
+	t.Logf("idle: %d GC cycles, %v of GC CPU (gctrace), heap at the last %d MB", gc1.cycles-gc0.cycles, gc1.cpu-gc0.cpu, gc1.lastHeapMB)
 	t.Logf("etcd: database %.1f MiB (in use %.1f MiB), revision %d -> %d: %.1f revisions per minute idle",
 		float64(st1.DbSize)/(1<<20), float64(st1.DbSizeInUse)/(1<<20), st0.Header.Revision, st1.Header.Revision,
 		float64(st1.Header.Revision-st0.Header.Revision)/el.Minutes())
@@ -334,6 +338,46 @@ func procCPU(t *testing.T, p *proc) time.Duration {
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	const hz = 100 // USER_HZ on Linux
 	return time.Duration(ut+st) * time.Second / hz
+}
+
+// gcStats sums the GC cycles a process logged with GODEBUG=gctrace=1.
+type gcStats struct {
+	cycles     int
+	cpu        time.Duration // the "ms cpu" parts summed (assist, background, idle workers)
+	lastHeapMB int           // the live heap after the last cycle
+}
+
+// gcTrace reads p's log for gctrace lines ("gc 12 @3.1s 2%: 0.1+20+0.1
+// ms clock, 0.2+5/10/0+0.3 ms cpu, 300->310->150 MB, ...").
+func gcTrace(t *testing.T, p *proc) gcStats {
+	t.Helper()
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st gcStats
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "gc ") {
+			continue
+		}
+		_, rest, ok := strings.Cut(line, "clock, ")
+		cpu, rest2, ok2 := strings.Cut(rest, " ms cpu, ")
+		if !ok || !ok2 {
+			continue
+		}
+		st.cycles++
+		for _, part := range strings.FieldsFunc(cpu, func(r rune) bool { return r == '+' || r == '/' }) {
+			if ms, err := strconv.ParseFloat(part, 64); err == nil {
+				st.cpu += time.Duration(ms * float64(time.Millisecond))
+			}
+		}
+		if heaps, _, ok := strings.Cut(rest2, " MB"); ok {
+			if i := strings.LastIndex(heaps, "->"); i >= 0 {
+				st.lastHeapMB, _ = strconv.Atoi(heaps[i+2:])
+			}
+		}
+	}
+	return st
 }
 
 // procRSS is p's resident memory (/proc/PID/status VmRSS).
