@@ -99,6 +99,14 @@ type mergeWatch struct {
 	quietSince map[string]time.Time
 	// mergedAt is when this master merged each tablet it created.
 	mergedAt map[string]time.Time
+
+	// The idle check (automerge_idle.go): the key of the last round if it
+	// found no pair that only time keeps from merging, the rounds skipped
+	// in a row and in all.
+	idleKey      mergeKey
+	idleValid    bool
+	skippedInRow int
+	skipped      int64
 }
 
 func newMergeWatch() *mergeWatch {
@@ -142,11 +150,16 @@ type mergeCandidate struct {
 // autoMergeRound observes every tablet once and merges up to MaxPerRound
 // eligible pairs; it returns how many it merged. Tests call it directly.
 func (m *Master) autoMergeRound(ctx context.Context, term *leadership) (int, error) {
+	k, ok := m.mergeKeyNow(ctx)
+	if m.mergeWatch.skipIdle(k, ok) {
+		return 0, nil
+	}
 	snap, err := m.mergeSnapshot(ctx)
 	if err != nil {
 		return 0, err
 	}
-	pairs := m.observeForMerge(snap)
+	pairs, pending := m.observeForMerge(snap)
+	m.mergeWatch.noteRound(k, ok && pending == 0 && len(pairs) == 0)
 	merged := 0
 	for _, p := range pairs {
 		if merged >= m.opts.Merge.MaxPerRound || ctx.Err() != nil {
@@ -212,8 +225,9 @@ func (m *Master) mergeSnapshot(ctx context.Context) (*snapshot, error) {
 
 // observeForMerge records what the latest load report says of every
 // tablet of snap and returns the pairs eligible now, in table and key
-// order.
-func (m *Master) observeForMerge(snap *snapshot) []mergeCandidate {
+// order, and how many more pairs are small and cold enough but have not
+// been so long enough (or are too new): only time keeps them apart.
+func (m *Master) observeForMerge(snap *snapshot) (out []mergeCandidate, pending int) {
 	o := &m.opts.Merge
 	now := o.Now()
 	load := o.Load
@@ -258,9 +272,8 @@ func (m *Master) observeForMerge(snap *snapshot) []mergeCandidate {
 		}
 	}
 	if o.Disabled {
-		return nil
+		return nil, 0
 	}
-	var out []mergeCandidate
 	for i := 1; i < len(snap.tablets); i++ {
 		l, r := snap.tablets[i-1], snap.tablets[i]
 		schema := snap.tables[l.Table]
@@ -286,15 +299,17 @@ func (m *Master) observeForMerge(snap *snapshot) []mergeCandidate {
 			continue
 		}
 		if now.Sub(w.quietSince[lk]) < o.Window || now.Sub(w.quietSince[rk]) < o.Window {
+			pending++
 			continue
 		}
 		if now.Sub(w.firstSeen[lk]) < o.SplitCooldown || now.Sub(w.firstSeen[rk]) < o.SplitCooldown {
+			pending++
 			continue
 		}
 		out = append(out, mergeCandidate{left: l, right: r})
 		i++ // pairs of one round are disjoint
 	}
-	return out
+	return out, pending
 }
 
 // splitThresholdOf is the split threshold of a table's schema.

@@ -488,6 +488,7 @@ func (f *fakeServer) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest
 	f.mu.Lock()
 	delete(f.held, p.ID)
 	f.held[left.ID], f.held[right.ID] = left.Epoch, right.Epoch
+	f.heldTable[left.ID], f.heldTable[right.ID] = left.Table, right.Table
 	f.mu.Unlock()
 	return &tabulapb.SplitTabletResponse{Tablets: []*tabulapb.TabletInfo{left.ToProto(), right.ToProto()}}, nil
 }
