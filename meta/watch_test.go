@@ -8,21 +8,17 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// signalled repeats write until ch signals: a watch starts
-// asynchronously, so a write made before it started is not seen (a
-// repeat is harmless: a signal carries no value).
-func signalled(t *testing.T, ch <-chan struct{}, write func()) {
+// signalled waits for ch's next signal (a hang guard of a minute fails
+// the test).
+func signalled(t *testing.T, ch <-chan struct{}) {
 	t.Helper()
-	for {
-		write()
-		select {
-		case _, ok := <-ch:
-			if !ok {
-				t.Fatal("the watch closed")
-			}
-			return
-		case <-time.After(100 * time.Millisecond):
+	select {
+	case _, ok := <-ch:
+		if !ok {
+			t.Fatal("the watch closed")
 		}
+	case <-time.After(time.Minute):
+		t.Fatal("no signal")
 	}
 }
 
@@ -32,9 +28,14 @@ func TestWatchSignalsChangesAndClosesWithItsContext(t *testing.T) {
 	defer cancel()
 	l := NewLayout("test")
 	ws, wt := WatchServers(ctx, cli, l), WatchTablets(ctx, cli, l)
-	signalled(t, wt, func() { putTablet(t, cli, l, TabletRecord{Table: "t", ID: "a", State: StateUnassigned}) })
-	var s1 ServerRecord
-	signalled(t, ws, func() { s1 = register(t, cli, l, "s1", "addr1") })
+	// The first signal says the watch is established, before any change:
+	// a reader re-reading then misses nothing written since it opened it.
+	signalled(t, wt)
+	signalled(t, ws)
+	putTablet(t, cli, l, TabletRecord{Table: "t", ID: "a", State: StateUnassigned})
+	signalled(t, wt)
+	s1 := register(t, cli, l, "s1", "addr1")
+	signalled(t, ws)
 
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
