@@ -59,6 +59,13 @@ func TestMeasureMasterIdle(t *testing.T) {
 	const serverTTL = 10 * time.Second // a real tablet server's default --lease-ttl
 
 	dir := t.TempDir()
+	if keepDirs { // E2E_KEEP: keep etcd's data and the master's log
+		var err error
+		if dir, err = os.MkdirTemp("", "tabula-masteridle-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("E2E_KEEP: files in %s", dir)
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -97,6 +104,10 @@ func TestMeasureMasterIdle(t *testing.T) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	mc := tabulapb.NewMasterClient(conn)
+	waitUntil(t, readyWait, func() (bool, string) {
+		ss, err := mc.ListServers(ctx, &tabulapb.ListServersRequest{})
+		return err == nil && len(ss.GetServers()) == nServers, fmt.Sprintf("servers listed: %v %v", len(ss.GetServers()), err)
+	})
 
 	// Tables of 100 tablets, 8 created at a time.
 	cpu0 := procCPU(t, master)
