@@ -75,6 +75,21 @@ func TestMeasureMasterIdle(t *testing.T) {
 	etcd.start(t)
 	t.Cleanup(etcd.kill)
 	waitListening(t, etcd, readyWait)
+	ctx := context.Background()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdAddr}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	layout := meta.NewLayout(clusterKey)
+	// The servers register before the master starts, so its first term
+	// sees them all (a server registering as a term starts is the race
+	// meta.watchSignal's first signal closes; an older build compared
+	// here has that race).
+	servers := make([]*simServer, nServers)
+	for i := range servers {
+		servers[i] = startSimServer(t, cli, layout, fmt.Sprintf("sim-%02d", i), serverTTL)
+	}
 	master := &proc{name: "master", addr: freeAddr(t), log: filepath.Join(dir, "logs", "master.log")}
 	master.args = []string{"master", "--etcd", etcdAddr, "--cluster", clusterKey, "--listen", master.addr, "--id", "master-1", "--log-level", "info"}
 	master.env = []string{"GODEBUG=gctrace=1"} // its GC cycles, counted over the idle window
@@ -87,17 +102,6 @@ func TestMeasureMasterIdle(t *testing.T) {
 	})
 	waitListening(t, master, readyWait)
 
-	ctx := context.Background()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdAddr}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	layout := meta.NewLayout(clusterKey)
-	servers := make([]*simServer, nServers)
-	for i := range servers {
-		servers[i] = startSimServer(t, cli, layout, fmt.Sprintf("sim-%02d", i), serverTTL)
-	}
 	conn, err := grpc.NewClient(master.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
