@@ -73,12 +73,16 @@ func TestServerStatsDeltaReports(t *testing.T) {
 	if full.Delta || !slices.Equal(ids(full), []string{"left"}) {
 		t.Fatalf("stale ack: delta %v, tablets %v", full.Delta, ids(full))
 	}
-	// A caller without delta (tabula top, the status page) gets everything
-	// and costs the next delta caller one full report.
-	if _, err := c.ServerStats(e.ctx, &tabulapb.ServerStatsRequest{}); err != nil {
+	// A caller without delta (a server's status page) gets everything and
+	// leaves the delta caller's state alone.
+	all, err := c.ServerStats(e.ctx, &tabulapb.ServerStatsRequest{})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if st := ask(full); st.Delta {
-		t.Fatal("a report in between: delta answered against a state the caller does not hold")
+	if all.Delta || len(all.Tablets) != 1 || all.ReportSeq != 0 {
+		t.Fatalf("a request without delta: delta %v, tablets %v, seq %d", all.Delta, ids(all), all.ReportSeq)
+	}
+	if st := ask(full); !st.Delta || len(st.Tablets) != 0 {
+		t.Fatalf("after a request without delta: delta %v, tablets %v; want an empty delta", st.Delta, ids(st))
 	}
 }

@@ -28,10 +28,13 @@ import (
 // shows is staler than that many intervals.
 //
 // One caller at a time gets deltas: the server keeps one "sent" state, and
-// a request whose acknowledgement is not the last report answered (a new
-// leader, a lost answer, a restarted server, a tool asking in between)
-// gets a full report, which resets that state. That errs towards sending
-// too much, never towards a master holding values the server never sent.
+// a delta request whose acknowledgement is not the last report answered (a
+// new leader, a lost answer, a restarted server, another master asking in
+// between) gets a full report, which resets that state. That errs towards
+// sending too much, never towards a master holding values the server
+// never sent. A request without delta (the server's status page, the
+// master's audit when load collection is off) gets every tablet and
+// leaves the state alone: it changes nothing the delta caller holds.
 
 const (
 	// RefreshReports: a tablet whose stats differ at all from what was
@@ -70,6 +73,12 @@ type sentStats struct {
 // full or a delta report, answering req, and its report number,
 // incarnation and tablet count.
 func (r *Reporter) Fill(req *tabulapb.ServerStatsRequest, resp *tabulapb.ServerStatsResponse, cur []*tabulapb.TabletStats) {
+	if !req.GetDelta() {
+		// Not a delta caller (a status page): everything, and the state
+		// the delta caller holds stays as it is.
+		resp.Tablets, resp.TabletCount = cur, int32(len(cur))
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.incarnation == 0 {
@@ -79,7 +88,7 @@ func (r *Reporter) Fill(req *tabulapb.ServerStatsRequest, resp *tabulapb.ServerS
 	}
 	r.seq++
 	resp.ReportSeq, resp.Incarnation, resp.TabletCount = r.seq, r.incarnation, int32(len(cur))
-	delta := req.GetDelta() && r.sent != nil && req.GetAckIncarnation() == r.incarnation && req.GetAckSeq() == r.seq-1
+	delta := r.sent != nil && req.GetAckIncarnation() == r.incarnation && req.GetAckSeq() == r.seq-1
 	if !delta {
 		resp.Tablets = cur
 		r.sent = make(map[string]sentStats, len(cur))
