@@ -179,7 +179,8 @@ func TestMeasureMasterIdle(t *testing.T) {
 	t.Logf("idle over %v: master CPU %v = %.2f %% of a core; per second: median %v, p90 %v, max %v; master RSS %s",
 		el.Round(time.Millisecond), prev-first, 100*float64(prev-first)/float64(el),
 		samples[len(samples)/2], samples[len(samples)*9/10], samples[len(samples)-1], procRSS(t, master))
-	t.Logf("idle: %d GC cycles, %v of GC CPU (gctrace), heap at the last %d MB", gc1.cycles-gc0.cycles, gc1.cpu-gc0.cpu, gc1.lastHeapMB)
+	t.Logf("idle: %d GC cycles (%d forced), %v of GC worker time (gctrace's cpu: an upper bound), live heap after the last %d MB",
+		gc1.cycles-gc0.cycles, gc1.forced-gc0.forced, gc1.cpu-gc0.cpu, gc1.lastHeapMB)
 	t.Logf("etcd: database %.1f MiB (in use %.1f MiB), revision %d -> %d: %.1f revisions per minute idle",
 		float64(st1.DbSize)/(1<<20), float64(st1.DbSizeInUse)/(1<<20), st0.Header.Revision, st1.Header.Revision,
 		float64(st1.Header.Revision-st0.Header.Revision)/el.Minutes())
@@ -358,6 +359,7 @@ func procCPU(t *testing.T, p *proc) time.Duration {
 // gcStats sums the GC cycles a process logged with GODEBUG=gctrace=1.
 type gcStats struct {
 	cycles     int
+	forced     int           // cycles the runtime forced (one per 2 minutes without another)
 	cpu        time.Duration // the "ms cpu" parts summed (assist, background, idle workers)
 	lastHeapMB int           // the live heap after the last cycle
 }
@@ -381,6 +383,9 @@ func gcTrace(t *testing.T, p *proc) gcStats {
 			continue
 		}
 		st.cycles++
+		if strings.Contains(line, "(forced)") {
+			st.forced++
+		}
 		for _, part := range strings.FieldsFunc(cpu, func(r rune) bool { return r == '+' || r == '/' }) {
 			if ms, err := strconv.ParseFloat(part, 64); err == nil {
 				st.cpu += time.Duration(ms * float64(time.Millisecond))
