@@ -76,7 +76,8 @@ type LoadReport struct {
 	Servers map[string]*ServerLoad // by server id
 	Tablets map[string]*TabletLoad // by table + "/" + tablet id
 	// gen moves when the servers or tablets reported differ from the
-	// previous round's (the balancer skips rounds when it has not moved).
+	// previous round's (the balancer skips rounds when it has not moved);
+	// 1 for a master's first round.
 	gen uint64
 }
 
@@ -90,6 +91,14 @@ func (r *LoadReport) Tablet(table, id string) (*TabletLoad, bool) {
 }
 
 func tabletKey(table, id string) string { return table + "/" + id }
+
+// SameTablets reports whether r and o, two rounds of one master, hold the
+// very same tablets (an idle round hands on the previous round's map):
+// a reader may reuse what it derived from o. False for reports not made
+// by a collection round, unless they are one report.
+func (r *LoadReport) SameTablets(o *LoadReport) bool {
+	return r != nil && o != nil && (r == o || r.gen != 0 && r.gen == o.gen)
+}
 
 // loads holds the latest report and who wants each new one.
 type loads struct {
@@ -237,6 +246,7 @@ func (m *Master) collectLoad(ctx context.Context) (*LoadReport, error) {
 		for _, id := range contrib {
 			maps.Copy(rep.Tablets, nextHeld[id].tablets)
 		}
+		rep.gen = 1 // 0: a report not made by collectLoad (SameTablets)
 		if prev != nil {
 			rep.gen = prev.gen + 1
 		}

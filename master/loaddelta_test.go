@@ -107,6 +107,9 @@ func TestCollectLoadAppliesDeltaReports(t *testing.T) {
 	if len(idle.Tablets) != 2 || idle.gen != d.gen || idle.Servers["s1"].SizeBytes != 5000 {
 		t.Fatalf("after an empty delta: %d tablets, gen %d -> %d, s1 %+v", len(idle.Tablets), d.gen, idle.gen, idle.Servers["s1"])
 	}
+	if !idle.SameTablets(d) || d.SameTablets(full) || (&LoadReport{}).SameTablets(&LoadReport{}) {
+		t.Fatal("SameTablets: want true for an idle round after the round it repeats only")
+	}
 
 	// b removed.
 	script(func(*tabulapb.ServerStatsResponse) *tabulapb.ServerStatsResponse {

@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -155,6 +156,27 @@ func TestHeatmapSharesKeys(t *testing.T) {
 	a, b := cols[0].Cells[0].End, cols[2].Cells[0].End
 	if len(a) != 40 || unsafeData(a) != unsafeData(b) || unsafeData(a) != unsafeData(cols[1].Cells[1].Start) {
 		t.Errorf("the key is not shared between columns")
+	}
+}
+
+// TestHeatmapReusesAnUnchangedRound: a report with the same tablets as the
+// last one reduced (an idle round: master.LoadReport.SameTablets) adds a
+// column without reducing every tablet again.
+func TestHeatmapReusesAnUnchangedRound(t *testing.T) {
+	h := NewHeatmaps(HeatmapOptions{})
+	rep := report(time.Unix(1, 0), tl("t", "", "m", 1), tl("t", "m", "", 3))
+	h.Observe(rep)
+	h.Observe(rep)
+	if h.reductions != 1 {
+		t.Fatalf("%d reductions for one report observed twice, want 1", h.reductions)
+	}
+	cols := h.Columns("t")
+	if len(cols) != 2 || !slices.Equal(cols[0].Cells, cols[1].Cells) {
+		t.Fatalf("columns %+v", cols)
+	}
+	h.Observe(report(time.Unix(2, 0), tl("t", "", "", 5)))
+	if cols := h.Columns("t"); h.reductions != 2 || len(cols) != 3 || len(cols[2].Cells) != 1 {
+		t.Fatalf("a changed report: %d reductions, columns %+v", h.reductions, cols)
 	}
 }
 
