@@ -29,6 +29,8 @@ var otherToolsFlags = map[string]string{
 	"initial-cluster":           "etcd",           // the members of a new cluster
 	"quota-backend-bytes":       "etcd",           // the backend's size limit
 	"auto-compaction-retention": "etcd",           // how long old revisions stay
+	"max-request-bytes":         "etcd",           // the largest request
+	"max-txn-ops":               "etcd",           // the most operations in one transaction
 }
 
 // repoRoot is the root module's folder: two up from cmd/tabula.
