@@ -114,7 +114,9 @@ func (m *RowsMessage) Encoded() []byte {
 }
 
 // RowBatch builds a ReadRowsResponse from rows' cells (AppendRow) in a
-// buffer from gRPC's pool, which the message hands to gRPC when sent.
+// buffer from batchPool, this package's own pool (it does not clear what
+// it hands out: AppendRow writes every byte it sends); the message hands
+// the buffer to gRPC when sent.
 type RowBatch struct {
 	buf  *[]byte
 	rows int
