@@ -58,8 +58,8 @@ type cacheKey struct {
 // cacheEntry is a node of one of a shard's circular LRU lists.
 type cacheEntry struct {
 	key        cacheKey
-	block      []byte
-	inMemory   bool // which list holds it
+	block      *blockBuf // the cache holds one reference
+	inMemory   bool      // which list holds it
 	prev, next *cacheEntry
 }
 
@@ -95,14 +95,14 @@ func (l *lruList) pushFront(e *cacheEntry) {
 	e.prev = &l.head
 	l.head.next.prev = e
 	l.head.next = e
-	l.bytes += charge(e.block)
+	l.bytes += charge(e.block.data)
 }
 
 func (l *lruList) unlink(e *cacheEntry) {
 	e.prev.next = e.next
 	e.next.prev = e.prev
 	e.prev, e.next = nil, nil
-	l.bytes -= charge(e.block)
+	l.bytes -= charge(e.block.data)
 }
 
 type cacheShard struct {
@@ -147,9 +147,10 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 	return &c.shards[h%uint64(len(c.shards))]
 }
 
-// get returns the cached block, counting a hit or a miss. A hit makes the
-// block the most recently used of its list.
-func (c *Cache) get(id, offset uint64) ([]byte, bool) {
+// get returns the cached block with a reference for the caller (nil on a
+// miss), counting a hit or a miss. A hit makes the block the most
+// recently used of its list.
+func (c *Cache) get(id, offset uint64) *blockBuf {
 	k := cacheKey{id, offset}
 	s := c.shard(k)
 	s.mu.Lock()
@@ -158,23 +159,26 @@ func (c *Cache) get(id, offset uint64) ([]byte, bool) {
 		l := s.list(e.inMemory)
 		l.unlink(e)
 		l.pushFront(e)
+		// Under the lock: an eviction cannot release the cache's
+		// reference between the lookup and this one.
+		e.block.ref()
 	}
 	s.mu.Unlock()
 	if !ok {
 		c.misses.Add(1)
-		return nil, false
+		return nil
 	}
 	c.hits.Add(1)
-	return e.block, true
+	return e.block
 }
 
 // put adds a block, which must not be modified afterwards, to the normal
-// or the in-memory list. A block whose charge exceeds its shard is not
-// cached.
-func (c *Cache) put(id, offset uint64, block []byte, inMemory bool) {
+// or the in-memory list; the cache takes a reference of its own. A block
+// whose charge exceeds its shard is not cached.
+func (c *Cache) put(id, offset uint64, block *blockBuf, inMemory bool) {
 	k := cacheKey{id, offset}
 	s := c.shard(k)
-	if charge(block) > s.capacity {
+	if charge(block.data) > s.capacity {
 		return
 	}
 	s.mu.Lock()
@@ -182,6 +186,7 @@ func (c *Cache) put(id, offset uint64, block []byte, inMemory bool) {
 	if old, ok := s.items[k]; ok {
 		s.removeLocked(old)
 	}
+	block.ref()
 	e := &cacheEntry{key: k, block: block, inMemory: inMemory}
 	s.items[k] = e
 	s.list(inMemory).pushFront(e)
@@ -232,4 +237,5 @@ func (s *cacheShard) list(inMemory bool) *lruList {
 func (s *cacheShard) removeLocked(e *cacheEntry) {
 	s.list(e.inMemory).unlink(e)
 	delete(s.items, e.key)
+	e.block.release()
 }

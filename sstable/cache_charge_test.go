@@ -46,11 +46,11 @@ func TestCacheChargesWhatBlocksHold(t *testing.T) {
 					s.mu.Lock()
 					for _, e := range s.items {
 						blocks++
-						held += int64(cap(e.block)) + cacheEntryOverhead
+						held += int64(cap(e.block.data)) + cacheEntryOverhead
 						// Size classes waste at most 1/8 below 32 KiB,
 						// page rounding at most 8 KiB above.
-						if n := len(e.block); cap(e.block) > n+n/8+8<<10 {
-							t.Errorf("block at %d: %d bytes retain %d", e.key.offset, n, cap(e.block))
+						if n := len(e.block.data); cap(e.block.data) > n+n/8+8<<10 {
+							t.Errorf("block at %d: %d bytes retain %d", e.key.offset, n, cap(e.block.data))
 						}
 					}
 					s.mu.Unlock()

@@ -10,16 +10,16 @@ import (
 
 func TestCacheHitsAndMisses(t *testing.T) {
 	c := NewCache(1 << 20)
-	if _, ok := c.get(1, 0); ok {
+	if _, ok := getBytes(c, 1, 0); ok {
 		t.Fatal("hit in an empty cache")
 	}
 	a, b := []byte("block-a"), []byte("block-b")
-	c.put(1, 0, a, false)
-	c.put(2, 0, b, false)
-	if b, ok := c.get(1, 0); !ok || string(b) != "block-a" {
+	putBytes(c, 1, 0, a, false)
+	putBytes(c, 2, 0, b, false)
+	if b, ok := getBytes(c, 1, 0); !ok || string(b) != "block-a" {
 		t.Fatalf("get(1, 0) = %q, %v", b, ok)
 	}
-	if b, ok := c.get(2, 0); !ok || string(b) != "block-b" {
+	if b, ok := getBytes(c, 2, 0); !ok || string(b) != "block-b" {
 		t.Fatalf("get(2, 0) = %q, %v: the file id is part of the key", b, ok)
 	}
 	st := c.Stats()
@@ -28,12 +28,12 @@ func TestCacheHitsAndMisses(t *testing.T) {
 		t.Fatalf("stats %+v, want %d bytes", st, charge(a)+charge(b))
 	}
 	r := []byte("replaced")
-	c.put(1, 0, r, false)
+	putBytes(c, 1, 0, r, false)
 	if st := c.Stats(); st.Bytes != charge(r)+charge(b) {
 		t.Fatalf("bytes after replacing %d, want %d", st.Bytes, charge(r)+charge(b))
 	}
 	c.EvictFile(1)
-	if _, ok := c.get(1, 0); ok {
+	if _, ok := getBytes(c, 1, 0); ok {
 		t.Fatal("EvictFile left the file's block")
 	}
 	if st := c.Stats(); st.Bytes != charge(b) {
@@ -46,28 +46,28 @@ func TestCacheEvictsLeastRecentlyUsedUnderCapacity(t *testing.T) {
 	c := NewCache(capacity) // one shard: LRU order is exact
 	block := func(i int) []byte { return chargedBlock(byte(i), blockLen) }
 	for i := 0; i < 10; i++ {
-		c.put(7, uint64(i), block(i), false)
+		putBytes(c, 7, uint64(i), block(i), false)
 	}
-	if _, ok := c.get(7, 0); !ok { // 0 becomes the most recently used
+	if _, ok := getBytes(c, 7, 0); !ok { // 0 becomes the most recently used
 		t.Fatal("block 0 missing before eviction")
 	}
-	c.put(7, 10, block(10), false) // evicts 1, the least recently used
-	if _, ok := c.get(7, 1); ok {
+	putBytes(c, 7, 10, block(10), false) // evicts 1, the least recently used
+	if _, ok := getBytes(c, 7, 1); ok {
 		t.Error("block 1 survived eviction")
 	}
 	for _, i := range []int{0, 2, 9, 10} {
-		if b, ok := c.get(7, uint64(i)); !ok || !bytes.Equal(b, block(i)) {
+		if b, ok := getBytes(c, 7, uint64(i)); !ok || !bytes.Equal(b, block(i)) {
 			t.Errorf("block %d missing or wrong after eviction", i)
 		}
 	}
 	if st := c.Stats(); st.Bytes > capacity {
 		t.Errorf("cache holds %d bytes, capacity %d", st.Bytes, capacity)
 	}
-	c.put(7, 99, make([]byte, capacity+1), false) // larger than the cache: not kept
-	if _, ok := c.get(7, 99); ok {
+	putBytes(c, 7, 99, make([]byte, capacity+1), false) // larger than the cache: not kept
+	if _, ok := getBytes(c, 7, 99); ok {
 		t.Error("a block larger than the cache was kept")
 	}
-	if NewCache(0).put(1, 1, []byte("x"), true); NewCache(0).Stats().Bytes != 0 {
+	if putBytes(NewCache(0), 1, 1, []byte("x"), true); NewCache(0).Stats().Bytes != 0 {
 		t.Error("a zero cache holds bytes")
 	}
 }
@@ -88,11 +88,11 @@ func TestCacheConcurrentUse(t *testing.T) {
 			for i := 0; i < ops; i++ {
 				id, off := uint64(w%3), uint64((int64(i)*seeds[w])%500)
 				want := fmt.Appendf(nil, "%d/%d", id, off)
-				if b, ok := c.get(id, off); ok && (len(b) != len(want)+pad || !bytes.Equal(b[:len(want)], want)) {
+				if b, ok := getBytes(c, id, off); ok && (len(b) != len(want)+pad || !bytes.Equal(b[:len(want)], want)) {
 					t.Errorf("get(%d, %d) = %q", id, off, b[:min(len(b), 20)])
 					return
 				}
-				c.put(id, off, append(want, make([]byte, pad)...), id == 0)
+				putBytes(c, id, off, append(want, make([]byte, pad)...), id == 0)
 			}
 		}(w)
 	}
@@ -155,7 +155,7 @@ func checkCacheInvariants(t *testing.T, c *Cache) {
 				if e.inMemory != (l == &s.inMemory) || s.items[e.key] != e {
 					t.Errorf("shard %d: entry %v in the wrong list or not in the map", i, e.key)
 				}
-				bytes += charge(e.block)
+				bytes += charge(e.block.data)
 				n++
 			}
 			if bytes != l.bytes {
@@ -181,9 +181,9 @@ func TestCacheInMemoryPriority(t *testing.T) {
 	block := func(i int) []byte { return chargedBlock(byte(i), blockLen) }
 	const hot, cold = 1, 2
 	for i := 0; i < 6; i++ {
-		c.put(hot, uint64(i), block(i), true)
+		putBytes(c, hot, uint64(i), block(i), true)
 	}
-	if _, ok := c.get(hot, 0); !ok { // 0 becomes the most recently used hot block
+	if _, ok := getBytes(c, hot, 0); !ok { // 0 becomes the most recently used hot block
 		t.Fatal("in-memory block 0 missing before any eviction")
 	}
 	if st := c.Stats(); st.InMemoryBytes != 6*blockLen || st.Bytes != 6*blockLen {
@@ -193,7 +193,7 @@ func TestCacheInMemoryPriority(t *testing.T) {
 	// evict the in-memory blocks over the share (1, 2, 3, 4: least recently
 	// used first), the rest evict normal blocks.
 	for i := 0; i < 20; i++ {
-		c.put(cold, uint64(i), block(i), false)
+		putBytes(c, cold, uint64(i), block(i), false)
 		checkCacheInvariants(t, c)
 	}
 	st := c.Stats()
@@ -201,34 +201,34 @@ func TestCacheInMemoryPriority(t *testing.T) {
 		t.Fatalf("stats %+v, want 2 in-memory blocks in a full cache", st)
 	}
 	for i, want := range []bool{true, false, false, false, false, true} {
-		if b, ok := c.get(hot, uint64(i)); ok != want || (ok && !bytes.Equal(b, block(i))) {
+		if b, ok := getBytes(c, hot, uint64(i)); ok != want || (ok && !bytes.Equal(b, block(i))) {
 			t.Errorf("in-memory block %d cached %v, want %v", i, ok, want)
 		}
 	}
 	for i := 0; i < 20; i++ {
-		if _, ok := c.get(cold, uint64(i)); ok != (i >= 12) {
+		if _, ok := getBytes(c, cold, uint64(i)); ok != (i >= 12) {
 			t.Errorf("normal block %d cached %v, want %v", i, ok, i >= 12)
 		}
 	}
 	// More normal blocks no longer touch the in-memory ones.
 	for i := 20; i < 60; i++ {
-		c.put(cold, uint64(i), block(i), false)
+		putBytes(c, cold, uint64(i), block(i), false)
 	}
 	for _, i := range []uint64{0, 5} {
-		if _, ok := c.get(hot, i); !ok {
+		if _, ok := getBytes(c, hot, i); !ok {
 			t.Errorf("in-memory block %d evicted by normal blocks while within its share", i)
 		}
 	}
 	// With no normal block left, in-memory blocks use the whole cache.
 	c.EvictFile(cold)
 	for i := 10; i < 30; i++ {
-		c.put(hot, uint64(i), block(i), true)
+		putBytes(c, hot, uint64(i), block(i), true)
 	}
 	if st := c.Stats(); st.InMemoryBytes != capacity || st.Bytes != capacity {
 		t.Errorf("stats %+v, want a cache full of in-memory blocks", st)
 	}
 	for i := 10; i < 30; i++ {
-		if _, ok := c.get(hot, uint64(i)); ok != (i >= 20) {
+		if _, ok := getBytes(c, hot, uint64(i)); ok != (i >= 20) {
 			t.Errorf("in-memory block %d cached %v, want %v", i, ok, i >= 20)
 		}
 	}
@@ -243,7 +243,7 @@ func TestCacheInMemoryConcurrent(t *testing.T) {
 	c := NewCache(8 << 20) // 2 shards of 4 MiB, 1 MiB in-memory share each
 	const hotBlocks, blockLen = 16, 16 << 10
 	for i := 0; i < hotBlocks; i++ {
-		c.put(1, uint64(i), bytes.Repeat([]byte{byte(i)}, blockLen), true)
+		putBytes(c, 1, uint64(i), bytes.Repeat([]byte{byte(i)}, blockLen), true)
 	}
 	seeds := make([]int64, 6)
 	for i := range seeds {
@@ -259,19 +259,19 @@ func TestCacheInMemoryConcurrent(t *testing.T) {
 				switch x := r.Intn(100); {
 				case x < 40: // hot reads: always hits
 					off := uint64(r.Intn(hotBlocks))
-					if b, ok := c.get(1, off); !ok || len(b) != blockLen || b[0] != byte(off) {
+					if b, ok := getBytes(c, 1, off); !ok || len(b) != blockLen || b[0] != byte(off) {
 						t.Errorf("in-memory block %d: cached %v", off, ok)
 						return
 					}
 				case x < 95: // cold scan traffic, far larger than the cache
 					id, off := uint64(2+r.Intn(3)), uint64(r.Intn(2000))
-					if b, ok := c.get(id, off); ok && (len(b) != blockLen || b[0] != byte(id) || b[1] != byte(off)) {
+					if b, ok := getBytes(c, id, off); ok && (len(b) != blockLen || b[0] != byte(id) || b[1] != byte(off)) {
 						t.Errorf("block %d/%d holds wrong bytes", id, off)
 						return
 					}
 					b := make([]byte, blockLen)
 					b[0], b[1] = byte(id), byte(off)
-					c.put(id, off, b, false)
+					putBytes(c, id, off, b, false)
 				case x < 97:
 					c.EvictFile(uint64(2 + r.Intn(3)))
 				default:
@@ -345,4 +345,22 @@ func chargedBlock(b byte, charged int) []byte {
 		blk[i] = b
 	}
 	return blk
+}
+
+// getBytes is Cache.get for tests that look at bytes only: the reference
+// it takes is never given back, so the block is never recycled.
+func getBytes(c *Cache, id, offset uint64) ([]byte, bool) {
+	b := c.get(id, offset)
+	if b == nil {
+		return nil, false
+	}
+	return b.data, true
+}
+
+// putBytes is Cache.put of memory of the test's own: the cache holds the
+// only reference.
+func putBytes(c *Cache, id, offset uint64, block []byte, inMemory bool) {
+	b := ownBlockBuf(block)
+	c.put(id, offset, b, inMemory)
+	b.release()
 }

@@ -70,8 +70,8 @@ var errUnknownBlockType = errors.New("unknown block type")
 
 // decompressBlock returns the decoded block of stored bytes of type typ.
 // An uncompressed block is returned as it is; a compressed one is decoded
-// into fresh memory that never aliases stored (readers recycle stored, and
-// hand decoded blocks out for good).
+// into fresh memory that never aliases stored (readers recycle stored,
+// and decoded blocks live on their own: see blockbuf.go).
 func decompressBlock(typ byte, stored []byte) ([]byte, error) {
 	switch typ {
 	case blockTypeNone:

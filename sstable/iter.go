@@ -13,15 +13,20 @@ type Iter struct {
 	lower, upper []byte
 	block        int // index of the current data block
 	blk          blockIter
-	// held is the decoded data of block heldIdx, kept so that a seek
-	// landing in the block the iterator already has does not read (and
-	// decompress) it again: a scan skipping rows seeks once per row, and
-	// a large block read per seek made such scans crawl. nil: none.
-	held    []byte
+	// held is block heldIdx (the iterator holds a reference), kept so
+	// that a seek landing in the block the iterator already has does not
+	// read (and decompress) it again: a scan skipping rows seeks once per
+	// row, and a large block read per seek made such scans crawl. nil:
+	// none.
+	held    *blockBuf
 	heldIdx int
-	valid   bool
-	err     error
-	closed  bool
+	// pins, if set (SetPins), takes the references of the blocks the
+	// iterator leaves; without it they are never given back (see
+	// blockbuf.go).
+	pins   *Pins
+	valid  bool
+	err    error
+	closed bool
 	// fileClosed: the Reader was closed before the iterator was made
 	// (its index is gone); every seek fails with ErrClosed.
 	fileClosed bool
@@ -68,6 +73,13 @@ func (r *Reader) InitIter(it *Iter, lower, upper []byte) {
 		it.upper = buf[len(buf)-len(upper):]
 	}
 }
+
+// SetPins lets the blocks the iterator reads be recycled: the reference
+// to each block it leaves (moving on, seeking, closing) goes to p, and the
+// caller releases p once it no longer uses any Value read before. Without
+// it, values stay valid for good (the iterator's blocks are never
+// recycled). It lasts until the iterator is closed or initialized again.
+func (it *Iter) SetPins(p *Pins) { it.pins = p }
 
 // DontFillCache makes the iterator leave the blocks it reads from the file
 // out of the cache (blocks the cache holds are still used), for a reader
@@ -152,21 +164,30 @@ func (it *Iter) loadBlock(i int) bool {
 	if it.upper != nil && i > 0 && bytes.Compare(it.r.index.lastKey(i-1), it.upper) >= 0 {
 		return false // every key of block i is past the upper bound
 	}
-	b := it.held
-	if b == nil || it.heldIdx != i {
-		var err error
-		if b, err = it.r.dataBlockAhead(i, !it.noFill, &it.ra, it.upper); err != nil {
+	if it.held == nil || it.heldIdx != i {
+		b, err := it.r.dataBlockAhead(i, !it.noFill, &it.ra, it.upper)
+		if err != nil {
 			it.err = err
 			return false
 		}
+		it.leaveHeld()
 		it.held, it.heldIdx = b, i
 	}
 	it.block = i
-	if err := it.blk.init(b); err != nil {
+	if err := it.blk.init(it.held.data); err != nil {
 		it.blk.err = err
 		return it.blockFailed()
 	}
 	return true
+}
+
+// leaveHeld hands the held block's reference to the pins, or keeps it
+// for good without them.
+func (it *Iter) leaveHeld() {
+	if it.held != nil && it.pins != nil {
+		it.pins.add(it.held)
+	}
+	it.held = nil
 }
 
 func (it *Iter) blockFailed() bool {
@@ -200,7 +221,8 @@ func (it *Iter) Close() error {
 	// wait in a pool for reuse.
 	it.r = nil
 	it.blk = blockIter{key: it.blk.key[:0]}
-	it.held = nil
+	it.leaveHeld()
+	it.pins = nil
 	it.ra.release()
 	return it.err
 }

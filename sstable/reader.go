@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/golang/snappy"
+
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/internal/offheap"
@@ -330,50 +332,75 @@ func (r *Reader) readAt(buf []byte, off uint64, kind string) error {
 	return fmt.Errorf("sstable: read %s: %s block at offset %d: %w", r.path, kind, off, err)
 }
 
-// readBlock reads, checks and decompresses a block. The result is memory
-// of its own (see decode.go): callers keep it, the cache charges its
-// capacity.
+// readBlock reads and checks metadata block h (never compressed) into
+// memory of its own, which callers keep.
 func (r *Reader) readBlock(h blockHandle, kind string) ([]byte, error) {
 	if h.length > maxBlockSize {
 		return nil, corruptf(r.path, kind, h.offset, "block of %d bytes is too large", h.length)
 	}
-	n := int(h.length + trailerLen)
-	if kind != kindData {
-		// Metadata blocks are never compressed: read them into their own
-		// memory at once.
-		b, _, err := r.decodeBlock(allocBlock(n), h, kind)
-		return b, err
+	b, _, err := r.decodeBlock(allocBlock(int(h.length+trailerLen)), h, kind)
+	return b, err
+}
+
+// readData reads, checks and decodes data block h into a block of its
+// own, with one reference for the caller. The stored bytes are read into
+// a pooled block, which becomes the block itself when it is stored
+// uncompressed.
+func (r *Reader) readData(h blockHandle) (*blockBuf, error) {
+	if h.length > maxBlockSize {
+		return nil, corruptf(r.path, kindData, h.offset, "block of %d bytes is too large", h.length)
 	}
-	bp := readBufPool.Get().(*[]byte)
-	if cap(*bp) < n {
-		*bp = allocBlock(n)
+	raw := newBlockBuf(int(h.length + trailerLen))
+	if err := r.readAt(raw.data, h.offset, kindData); err != nil {
+		raw.drop(false)
+		return nil, err
 	}
-	b, typ, err := r.decodeBlock((*bp)[:n], h, kind)
-	if err == nil && typ == blockTypeNone {
-		if cap(*bp)-n <= n/8 {
-			// Stored as it is, in a buffer about its size: the block
-			// is the buffer, handed out for good.
-			*bp = nil
-		} else {
-			// The buffer is much larger than the block (a larger block
-			// was read before): copy the block out rather than make it
-			// retain the whole buffer.
-			b = append(allocBlockUnzeroed(len(b))[:0], b...)
-		}
-	}
-	if cap(*bp) <= maxPooledReadBuf {
-		readBufPool.Put(bp)
+	b, err := r.decodeData(raw.data, h, raw)
+	if b != raw {
+		raw.drop(false) // scratch: the block was decoded out of it
 	}
 	return b, err
 }
 
-// readBufPool holds buffers for the stored bytes of data blocks: they are
-// garbage once decompressed (or copied) into the block's own memory, and a
-// scan of files larger than the cache reads one per block.
-var readBufPool = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooledReadBuf bounds the buffers kept in readBufPool.
-const maxPooledReadBuf = 256 << 10
+// decodeData checks data block h's stored bytes buf (with its trailer)
+// and decodes them into a block of its own, with one reference for the
+// caller. raw, if not nil, is the caller's block holding buf: a block
+// stored uncompressed is then raw itself, its data cut to the block.
+func (r *Reader) decodeData(buf []byte, h blockHandle, raw *blockBuf) (*blockBuf, error) {
+	stored, typ, err := checkTrailer(buf)
+	if err != nil {
+		return nil, corruptf(r.path, kindData, h.offset, "%v", err)
+	}
+	switch typ {
+	case blockTypeNone:
+		if raw != nil {
+			raw.data = stored
+			return raw, nil
+		}
+		b := newBlockBuf(len(stored))
+		copy(b.data, stored)
+		return b, nil
+	case blockTypeSnappy:
+		n, err := snappy.DecodedLen(stored)
+		if err == nil && n > maxBlockSize {
+			err = errBlockTooLarge
+		}
+		if err != nil {
+			return nil, corruptf(r.path, kindData, h.offset, "decompress (type %d): %v", typ, err)
+		}
+		b := newBlockBuf(n)
+		if b.data, err = snappy.Decode(b.data, stored); err != nil {
+			b.release()
+			return nil, corruptf(r.path, kindData, h.offset, "decompress (type %d): %v", typ, err)
+		}
+		return b, nil
+	}
+	d, err := decompressBlock(typ, stored)
+	if err != nil {
+		return nil, corruptf(r.path, kindData, h.offset, "decompress (type %d): %v", typ, err)
+	}
+	return ownBlockBuf(d), nil
+}
 
 // readMeta reads metadata block h (never compressed) into a buffer of its
 // own; the block is a slice of the buffer's bytes.
@@ -399,29 +426,24 @@ func (r *Reader) decodeBlock(buf []byte, h blockHandle, kind string) ([]byte, by
 	return r.decodeStored(buf, h, kind)
 }
 
-// decodeStored checks and decompresses block h's stored bytes buf (with its
-// trailer). When the block is not compressed, the result is buf's storage.
+// decodeStored checks metadata block h's stored bytes buf (with its
+// trailer), which must not be compressed, and returns the block, buf's
+// storage.
 func (r *Reader) decodeStored(buf []byte, h blockHandle, kind string) ([]byte, byte, error) {
 	stored, typ, err := checkTrailer(buf)
 	if err != nil {
 		return nil, 0, corruptf(r.path, kind, h.offset, "%v", err)
 	}
-	if kind != kindData && typ != blockTypeNone {
+	if typ != blockTypeNone {
 		return nil, 0, corruptf(r.path, kind, h.offset, "compressed metadata block")
 	}
-	if typ == blockTypeNone {
-		return stored, typ, nil
-	}
-	b, err := decodeInto(typ, stored)
-	if err != nil {
-		return nil, 0, corruptf(r.path, kind, h.offset, "decompress (type %d): %v", typ, err)
-	}
-	return b, typ, nil
+	return stored, typ, nil
 }
 
-// dataBlock returns the decoded data block i, through the cache; a block
-// read from the file is added to the cache when fill is set.
-func (r *Reader) dataBlock(i int, fill bool) ([]byte, error) {
+// dataBlock returns decoded data block i with a reference for the caller,
+// through the cache; a block read from the file is added to the cache
+// when fill is set.
+func (r *Reader) dataBlock(i int, fill bool) (*blockBuf, error) {
 	return r.dataBlockAhead(i, fill, nil, nil)
 }
 
@@ -429,25 +451,23 @@ func (r *Reader) dataBlock(i int, fill bool) ([]byte, error) {
 // none) and upper bound upper: a block the cache misses comes from the
 // window, which is refilled when the iterator reads in order (see
 // readahead.go).
-func (r *Reader) dataBlockAhead(i int, fill bool, ra *readahead, upper []byte) ([]byte, error) {
+func (r *Reader) dataBlockAhead(i int, fill bool, ra *readahead, upper []byte) (*blockBuf, error) {
 	h := r.index.handle(i)
 	ahead := ra != nil && ra.loaded(i)
 	if r.cache != nil {
-		if b, ok := r.cache.get(r.cacheID, h.offset); ok {
+		if b := r.cache.get(r.cacheID, h.offset); b != nil {
 			return b, nil
 		}
 	}
 	r.blockReads.Add(1)
-	var b []byte
+	var b *blockBuf
 	var err error
 	if buf, ok := ra.storedOrFill(r, i, ahead, upper); ok {
-		var typ byte
-		if b, typ, err = r.decodeStored(buf, h, kindData); err == nil && typ == blockTypeNone {
-			// The window is reused: the block gets memory of its own.
-			b = append(allocBlockUnzeroed(len(b))[:0], b...)
-		}
+		// The window is reused: the block is decoded (or copied) into
+		// memory of its own.
+		b, err = r.decodeData(buf, h, nil)
 	} else {
-		b, err = r.readBlock(h, kindData)
+		b, err = r.readData(h)
 	}
 	if err != nil {
 		return nil, err

@@ -248,12 +248,15 @@ func (it *ReverseIter) block(i int) ([]byte, bool) {
 			return m.data, true
 		}
 	}
-	b, err := it.r.dataBlock(i, true)
+	// The reference is never given back: values of a reversed scan stay
+	// valid for good, so its blocks are never recycled.
+	bb, err := it.r.dataBlock(i, true)
 	if err != nil {
 		it.err = err
 		it.valid = false
 		return nil, false
 	}
+	b := bb.data
 	k := 0
 	if it.memo[1].used < it.memo[0].used {
 		k = 1

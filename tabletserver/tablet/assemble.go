@@ -245,9 +245,13 @@ type rowBuffer struct {
 	// keepEnc keeps each entry's encoded key (rawEntry.enc), which only a
 	// compaction, writing entries out again, needs.
 	keepEnc bool
-	chunk   int    // size of the last arena chunk
-	rowLen  int    // length of the current row prefix
-	row     []byte // the current row, decoded, in the arena
+	// copyValues copies values into the arena too (without keepEnc), for
+	// a read whose cells outlive the blocks they were read from (a point
+	// read: its blocks are recycled once it returns).
+	copyValues bool
+	chunk      int    // size of the last arena chunk
+	rowLen     int    // length of the current row prefix
+	row        []byte // the current row, decoded, in the arena
 }
 
 // alloc returns n bytes of the arena. With reuse unset, bytes handed out
@@ -308,6 +312,10 @@ func (b *rowBuffer) add(key, value []byte) error {
 		if err := cell.DecodeKeyInRowTo(&e.key, key, b.rowLen, b.row); err != nil {
 			b.entries = b.entries[:len(b.entries)-1]
 			return err
+		}
+		if b.copyValues && len(value) > 0 {
+			e.value = b.alloc(len(value))
+			copy(e.value, value)
 		}
 		if q := e.key.Qualifier; len(q) > 0 {
 			e.key.Qualifier = b.alloc(len(q))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/sstable"
 )
 
 // Compact compacts every family. A merging compaction (major=false) merges
@@ -350,24 +351,31 @@ func tombstonesAmid(files, inputs []*tableFile) bool {
 // add with the entries to keep, in key order.
 func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, agg aggregation, mode assembleMode, add func(k, v []byte) error) error {
 	var srcs []internalIter
+	// The writer copies what add is given: once a row is written, the
+	// blocks the inputs left while reading it are recycled.
+	pins := new(sstable.Pins)
 	for _, r := range sortedRuns(inputs) {
 		// Each block is read once, from files about to be deleted: left
 		// out of the cache, they do not push out the blocks reads use.
 		if len(r.files) > 1 {
-			srcs = append(srcs, newRunIter(r.files, nil, nil, true))
+			srcs = append(srcs, newRunIter(r.files, nil, nil, true, pins))
 			continue
 		}
 		f := r.files[0]
 		it := f.reader.NewIter(f.lower(), f.upper())
 		it.DontFillCache()
+		it.SetPins(pins)
 		srcs = append(srcs, it)
 	}
-	return mergeEntries(ctx, newMergeIter(srcs), p, agg, mode, add)
+	return mergeEntries(ctx, newMergeIter(srcs), p, agg, mode, add, pins)
 }
 
 // mergeEntries runs the entries of m (closed on return) row by row through
-// the assembler, calling add with the entries to keep, in key order.
-func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg aggregation, mode assembleMode, add func(k, v []byte) error) error {
+// the assembler, calling add with the entries to keep, in key order. add
+// must not keep the bytes it is given: pins (nil: none), the pins of m's
+// SSTable iterators, are released after each row.
+func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg aggregation, mode assembleMode, add func(k, v []byte) error, pins *sstable.Pins) error {
+	defer pins.Release()
 	defer m.Close()
 	buf := rowBuffer{reuse: true, keepEnc: true}
 	var addErr error
@@ -408,6 +416,7 @@ func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg ag
 				if addErr != nil {
 					return addErr
 				}
+				pins.Release()
 				continue
 			}
 		}
@@ -415,6 +424,7 @@ func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg ag
 		if addErr != nil {
 			return addErr
 		}
+		pins.Release()
 	}
 	return m.Err()
 }

@@ -148,7 +148,7 @@ func (t *Tablet) flushImmutable(ctx context.Context, im *immutable) error {
 				// memtables), so it deletes all parts of a merged cell or
 				// none (see tombstonesAmid). Nothing is condemned here:
 				// GC is for compactions.
-				return mergeEntries(ctx, it, families.Policy{}, aggregation{vt: fam.ValueType}, modeMerge, add)
+				return mergeEntries(ctx, it, families.Policy{}, aggregation{vt: fam.ValueType}, modeMerge, add, nil)
 			}
 			for ok := it.First(); ok; ok = it.Next() {
 				if err := add(it.Key(), it.Value()); err != nil {

@@ -902,11 +902,15 @@ func (r *modelRun) snapshotRead(i int) {
 			want = append(want, fmt.Sprintf("%s{%s}", row, render(cs)))
 		}
 	}
-	it, err := mt.tb.NewRowIterator(bg, ReadOptions{Reverse: reverse})
+	// Rows are rendered at the step that returns them, so the scan may
+	// reuse its cells and recycle its blocks (ReuseCells) while the
+	// change below compacts its files away.
+	reuse := r.rng.Intn(2) == 0
+	it, err := mt.tb.NewRowIterator(bg, ReadOptions{Reverse: reverse, ReuseCells: reuse})
 	if err != nil {
 		r.fail("NewRowIterator: %v", err)
 	}
-	r.logf("%d: snapshot-read %s (reverse %v)", i, mt.dir, reverse)
+	r.logf("%d: snapshot-read %s (reverse %v, reuse cells %v)", i, mt.dir, reverse, reuse)
 	// Read one row first, so the iterator is mid-way during the change.
 	var got []string
 	if it.Next() {

@@ -131,7 +131,8 @@ func (s *readState) familyCursor(name string) familyCursor {
 
 // openSpan opens a cursor per family over the span. fams restricts the
 // families (nil = all of the schema). p, if not nil, provides the memory.
-func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*familyCursor {
+// pins, if not nil, are given to every SSTable iterator (sstable.Iter.SetPins).
+func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch, pins *sstable.Pins) []*familyCursor {
 	var cs []*familyCursor
 	if p != nil {
 		cs = p.cs[:0]
@@ -191,7 +192,7 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 				}
 				if len(fs) > 1 {
 					// Scans are not pooled (p is nil).
-					srcs = append(srcs, newRunIter(fs, sp.lo, sp.hi, false))
+					srcs = append(srcs, newRunIter(fs, sp.lo, sp.hi, false, pins))
 					continue
 				}
 				f = fs[0]
@@ -209,9 +210,12 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 				p.ssts = p.ssts[:len(p.ssts)+1]
 				it := &p.ssts[len(p.ssts)-1]
 				f.reader.InitIter(it, lo, hi)
+				it.SetPins(pins)
 				srcs = append(srcs, it)
 			} else {
-				srcs = append(srcs, f.reader.NewIter(lo, hi))
+				it := f.reader.NewIter(lo, hi)
+				it.SetPins(pins)
+				srcs = append(srcs, it)
 			}
 		}
 		if p != nil {
@@ -247,9 +251,8 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch) []*
 }
 
 // pointScratch is the reusable memory of a point read: what the read builds
-// to find the row, none of what it returns (the cells, row and qualifiers
-// are fresh memory; values alias blocks and memtables, never written
-// again).
+// to find the row, none of what it returns (the cells, row, qualifiers
+// and values are fresh memory).
 type pointScratch struct {
 	st      readState
 	sc      rowScanner
@@ -273,8 +276,9 @@ func (p *pointScratch) release() {
 	p.st = readState{}
 	entries := p.sc.buf.entries
 	clear(entries[:cap(entries)])
-	// The row prefix's copy is the scanner's own (never handed out).
-	p.sc = rowScanner{buf: rowBuffer{entries: entries[:0]}, rp: p.sc.rp[:0]}
+	// The row prefix's copy is the scanner's own (never handed out); the
+	// pins were released by the scanner's close.
+	p.sc = rowScanner{buf: rowBuffer{entries: entries[:0]}, rp: p.sc.rp[:0], pins: p.sc.pins}
 	clear(p.cs)
 	p.cs = p.cs[:0]
 	clear(p.cursors)
@@ -320,8 +324,10 @@ type rowScanner struct {
 	slab     []cell.Cell
 	rowStart int
 	// reuseCells (ReadOptions.ReuseCells) writes each row's cells over
-	// the previous row's in slab.
+	// the previous row's in slab, and lets the blocks the previous rows'
+	// values came from be recycled: pins holds them until the next row.
 	reuseCells bool
+	pins       sstable.Pins
 	calls      int
 	progress   func() // ReadOptions.Progress; may be nil
 	// reverse: the cursors are revCursors and rows come in descending
@@ -353,8 +359,16 @@ func readFamilies(filter *rowfilter.Compiled) map[string]bool {
 	return names
 }
 
-func (s *readState) newScanner(sp span, filter *rowfilter.Compiled) *rowScanner {
-	return &rowScanner{st: s, cs: s.openSpan(sp, readFamilies(filter), nil), filter: filter}
+// With reuseCells, the cells of a row and the bytes they point to are
+// valid until the next row (ReadOptions.ReuseCells).
+func (s *readState) newScanner(sp span, filter *rowfilter.Compiled, reuseCells bool) *rowScanner {
+	r := &rowScanner{st: s, filter: filter, reuseCells: reuseCells}
+	var pins *sstable.Pins
+	if reuseCells {
+		pins = &r.pins
+	}
+	r.cs = s.openSpan(sp, readFamilies(filter), nil, pins)
+	return r
 }
 
 // newReverseScanner is newScanner for a reversed scan of the span.
@@ -365,7 +379,13 @@ func (s *readState) newReverseScanner(sp span, filter *rowfilter.Compiled) *rowS
 // initPointScanner is newScanner for a point span, in p's memory.
 func (s *readState) initPointScanner(p *pointScratch, sp span, filter *rowfilter.Compiled) *rowScanner {
 	p.sc.st, p.sc.filter = s, filter
-	p.sc.cs = s.openSpan(sp, readFamilies(filter), p)
+	// The row's values are copied out (one row: a few hundred bytes, in
+	// the arena that holds its qualifiers anyway), so the blocks it was
+	// read from are recycled when the read closes: random reads over a
+	// table larger than the cache would otherwise allocate a block per
+	// miss.
+	p.sc.buf.copyValues = true
+	p.sc.cs = s.openSpan(sp, readFamilies(filter), p, &p.sc.pins)
 	return &p.sc
 }
 
@@ -385,6 +405,10 @@ func (r *rowScanner) appendCell(c cell.Cell) {
 // next returns the next row with cells left after GC and the filter: the
 // lowest row left, or the highest in a reversed scan.
 func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, ok bool) {
+	// The caller is done with the previous row (ReuseCells): the blocks
+	// its values came from can be recycled. (Without ReuseCells nothing
+	// is pinned: the blocks are never recycled.)
+	r.pins.Release()
 	for r.err == nil {
 		// A cancelled context stops the scan within a few rows; checking
 		// it for every row costs a lock per row for cancellable contexts.
@@ -526,6 +550,7 @@ func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) b
 func (r *rowScanner) close() error {
 	err := closeCursors(r.cs)
 	r.cs = nil
+	r.pins.Release()
 	return err
 }
 
@@ -604,12 +629,14 @@ type ReadOptions struct {
 	// cheap and must not use the iterator. The default is nil.
 	Progress func()
 	// ReuseCells lets the iterator write each row's cells over the
-	// previous row's: the slice Cells returns is valid only until the
-	// next call of Next (or Close), as a scan that converts or copies
-	// each row at once needs (the tablet server's stream). The bytes the
-	// cells point to (row, qualifiers, values) stay valid as without it.
-	// It spares a scan the allocation of every cell. The default is
-	// false: Cells stay valid after Next and Close.
+	// previous row's and recycle the blocks their values were read from:
+	// the slice Cells returns and the bytes its cells point to (row,
+	// qualifiers, values) are valid only until the next call of Next (or
+	// Close), as a scan that converts or copies each row at once needs
+	// (the tablet server's stream). It spares a scan the allocation of
+	// every cell and of every block it reads (docs/CONTRACTS.md §3). The
+	// default is false: cells and their bytes stay valid after Next and
+	// Close.
 	ReuseCells bool
 }
 
@@ -756,7 +783,7 @@ func (it *RowIterator) Next() bool {
 			} else {
 				// A point span is one row: read forward, with bloom
 				// filters, in either direction.
-				it.sc = it.st.newScanner(sp, it.filter)
+				it.sc = it.st.newScanner(sp, it.filter, it.reuseCells)
 			}
 			it.sc.progress, it.sc.reuseCells = it.progress, it.reuseCells
 			it.spans = it.spans[1:]
@@ -797,10 +824,10 @@ func (it *RowIterator) Row() []byte { return it.row }
 
 // Cells returns the current row's cells in read order. They stay valid
 // after Next and Close, unless ReadOptions.ReuseCells was set: then the
-// slice is valid until the next call of Next or Close, and only the bytes
-// its cells point to stay valid after. Their byte slices may share memory
-// with the engine (values are not copied out of blocks and memtables): do
-// not modify them.
+// slice and the bytes its cells point to are valid until the next call of
+// Next or Close (the blocks the values are in are then recycled). Their
+// byte slices may share memory with the engine (values are not copied out
+// of blocks and memtables): do not modify them.
 func (it *RowIterator) Cells() []cell.Cell { return it.cells }
 
 // Err returns the error that stopped the iteration, if any.

@@ -191,7 +191,7 @@ func TestPointReadSkipsFilesByBloom(t *testing.T) {
 	}
 	defer st.release()
 	lo := cell.EncodeRow([]byte("row3"))
-	sc := st.newScanner(span{lo: lo, hi: rowUpper(lo), point: true}, nil)
+	sc := st.newScanner(span{lo: lo, hi: rowUpper(lo), point: true}, nil, false)
 	defer sc.close()
 	if len(sc.cs) != 1 || len(sc.cs[0].it.srcs) > 2 { // memtable list absent; ideally 1 file
 		t.Fatalf("point read opened %d sources over 5 files", len(sc.cs[0].it.srcs))

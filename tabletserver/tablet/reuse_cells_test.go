@@ -10,11 +10,12 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/rowfilter"
+	"github.com/tabuladb/tabula/sstable"
 )
 
 // scanCopy scans tb with opts and returns every row's cells copied at the
-// step that returned them, and the cells as returned (whose slices
-// ReuseCells lets the iterator overwrite, but whose bytes stay valid).
+// step that returned them, and the cells as returned (shallow copies:
+// their bytes are the engine's).
 func scanCopy(t *testing.T, tb *Tablet, opts ReadOptions) (copied, returned [][]cell.Cell) {
 	t.Helper()
 	it, err := tb.NewRowIterator(bg, opts)
@@ -30,8 +31,6 @@ func scanCopy(t *testing.T, tb *Tablet, opts ReadOptions) (copied, returned [][]
 			cp = append(cp, c)
 		}
 		copied = append(copied, cp)
-		// Keep the returned cells' contents (not the slice) the way the
-		// tablet server does: a shallow copy of each cell.
 		returned = append(returned, slices.Clone(cs))
 	}
 	if err := it.Close(); err != nil {
@@ -40,19 +39,20 @@ func scanCopy(t *testing.T, tb *Tablet, opts ReadOptions) (copied, returned [][]
 	return copied, returned
 }
 
-// TestReuseCellsReadsTheSameRows checks that a scan with ReuseCells
-// returns the rows a scan without it returns, forwards and reversed, with
-// and without a filter, from memtables and SSTables; and that the bytes of
-// every cell it returned (row, qualifier, value) are still intact at the
-// end of the scan, although the cell slices were written over.
-func TestReuseCellsReadsTheSameRows(t *testing.T) {
+// recyclingTablet is a tablet of random rows in two SSTables and a
+// memtable, read without a block cache, so that every block a scan with
+// ReuseCells or a compaction leaves is recycled at once (and, in race
+// builds, poisoned: see sstable/blockbuf.go).
+func recyclingTablet(t *testing.T) *Tablet {
 	seed := *seedFlag
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewSource(seed))
-	tb := openTablet(t, testOptions(t.TempDir()))
+	opts := testOptions(t.TempDir())
+	opts.Cache = sstable.NewCache(0)
+	tb := openTablet(t, opts)
 	for round := 0; round < 3; round++ {
 		for i := 0; i < 300; i++ {
 			row := []byte(fmt.Sprintf("row%04d", r.Intn(500)))
@@ -75,13 +75,24 @@ func TestReuseCellsReadsTheSameRows(t *testing.T) {
 			}
 		}
 	}
+	return tb
+}
+
+// TestReuseCellsReadsTheSameRows checks that a scan with ReuseCells
+// returns the rows a scan without it returns, forwards and reversed, with
+// and without a filter, from memtables and SSTables, while the blocks it
+// leaves are recycled under it: each row is copied at the step that
+// returned it, when its bytes must still be intact.
+func TestReuseCellsReadsTheSameRows(t *testing.T) {
+	tb := recyclingTablet(t)
 	filters := []*rowfilter.Filter{nil, rowfilter.Chain(rowfilter.Family("b"), rowfilter.CellsPerColumnLimit(1))}
 	for _, reverse := range []bool{false, true} {
 		for fi, f := range filters {
 			opts := ReadOptions{Reverse: reverse, Filter: f}
 			want, _ := scanCopy(t, tb, opts)
 			opts.ReuseCells = true
-			got, returned := scanCopy(t, tb, opts)
+			before := sstable.RecycledBlocks()
+			got, _ := scanCopy(t, tb, opts)
 			if len(want) == 0 || len(got) != len(want) {
 				t.Fatalf("reverse=%v filter %d: %d rows with ReuseCells, %d without", reverse, fi, len(got), len(want))
 			}
@@ -89,10 +100,64 @@ func TestReuseCellsReadsTheSameRows(t *testing.T) {
 				if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
 					t.Fatalf("reverse=%v filter %d: row %d is %v with ReuseCells, %v without", reverse, fi, i, got[i], want[i])
 				}
-				if fmt.Sprint(returned[i]) != fmt.Sprint(want[i]) {
-					t.Fatalf("reverse=%v filter %d: row %d's bytes changed after the scan went on: %v, was %v", reverse, fi, i, returned[i], want[i])
-				}
+			}
+			if n := sstable.RecycledBlocks() - before; !reverse && n == 0 {
+				t.Fatalf("filter %d: a forward scan with ReuseCells recycled no block", fi)
 			}
 		}
 	}
+}
+
+// TestKeptCellsSurviveRecycling: the cells of point reads and of scans
+// without ReuseCells stay valid for good, while scans with ReuseCells and
+// compactions recycle the blocks they read: their blocks are never
+// recycled under them.
+func TestKeptCellsSurviveRecycling(t *testing.T) {
+	tb := recyclingTablet(t)
+	want, kept := scanCopy(t, tb, ReadOptions{})
+	wantRow := map[string]string{}
+	for _, cs := range want {
+		wantRow[string(cs[0].Row)] = fmt.Sprint(cs)
+	}
+	// Point reads recycle their blocks as they return: each row must be
+	// right when it is returned and stay right after.
+	var points [][]cell.Cell
+	check := func(when string) {
+		t.Helper()
+		for _, cs := range points {
+			if got, w := fmt.Sprint(cs), wantRow[string(cs[0].Row)]; got != w {
+				t.Fatalf("point read of %q %s: %v, want %v", cs[0].Row, when, got, w)
+			}
+		}
+	}
+	for i := 0; i < 500; i += 7 {
+		cs, err := tb.ReadRow(bg, []byte(fmt.Sprintf("row%04d", i)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cs) > 0 {
+			points = append(points, cs)
+		}
+	}
+	if len(points) < 20 {
+		t.Fatalf("only %d rows read", len(points))
+	}
+	check("as returned")
+	before := sstable.RecycledBlocks()
+	for i := 0; i < 3; i++ {
+		scanCopy(t, tb, ReadOptions{ReuseCells: true})
+	}
+	if err := tb.Compact(bg, true); err != nil {
+		t.Fatal(err)
+	}
+	scanCopy(t, tb, ReadOptions{ReuseCells: true})
+	if sstable.RecycledBlocks() == before {
+		t.Fatal("nothing was recycled: the test shows nothing")
+	}
+	for i := range want {
+		if fmt.Sprint(kept[i]) != fmt.Sprint(want[i]) {
+			t.Fatalf("row %d of a scan without ReuseCells changed after blocks were recycled: %v, was %v", i, kept[i], want[i])
+		}
+	}
+	check("after blocks were recycled")
 }

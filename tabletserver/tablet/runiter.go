@@ -14,19 +14,21 @@ import (
 // a hundred iterators would compare keys across all of them at each entry
 // and read the first block of every file up front.
 type runIter struct {
-	files  []*tableFile // in key order, each possibly holding keys of the span
-	lo, hi []byte       // the span
-	noFill bool         // see sstable.Iter.DontFillCache
-	i      int          // the file it reads
-	it     sstable.Iter // over files[i], when opened
+	files  []*tableFile  // in key order, each possibly holding keys of the span
+	lo, hi []byte        // the span
+	noFill bool          // see sstable.Iter.DontFillCache
+	pins   *sstable.Pins // see sstable.Iter.SetPins; nil: none
+	i      int           // the file it reads
+	it     sstable.Iter  // over files[i], when opened
 	opened bool
 	err    error
 }
 
 // newRunIter returns an iterator over the files of a run (in key order)
-// that may hold keys in [lo, hi).
-func newRunIter(files []*tableFile, lo, hi []byte, noFill bool) *runIter {
-	return &runIter{files: files, lo: lo, hi: hi, noFill: noFill}
+// that may hold keys in [lo, hi), its files' iterators set up with noFill
+// and pins (nil: none).
+func newRunIter(files []*tableFile, lo, hi []byte, noFill bool, pins *sstable.Pins) *runIter {
+	return &runIter{files: files, lo: lo, hi: hi, noFill: noFill, pins: pins}
 }
 
 // open positions the iterator on file i at the first key >= k (nil: its
@@ -43,6 +45,7 @@ func (r *runIter) open(i int, k []byte) bool {
 		if r.noFill {
 			r.it.DontFillCache()
 		}
+		r.it.SetPins(r.pins)
 		r.i, r.opened = i, true
 		var valid bool
 		if k == nil {
