@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -137,6 +138,30 @@ func TestNewBlockBufCapacityIsItsSizeClass(t *testing.T) {
 		}
 		if (b.class >= 0) != (n <= maxPooledBlock) {
 			t.Errorf("newBlockBuf(%d): class %d", n, b.class)
+		}
+		b.release()
+	}
+}
+
+// TestBadSnappyBlockGivesItsMemoryBackWhole: a block whose checksum holds
+// but whose snappy data does not decode is a corruption error, and the
+// memory taken for it goes back to its pool whole, so the next block of
+// its size class can use it.
+func TestBadSnappyBlockGivesItsMemoryBackWhole(t *testing.T) {
+	path, _ := writeTable(t, t.TempDir(), WriterOptions{}, randomEntries(testRand(t), 10, 10))
+	r := openTable(t, path, ReaderOptions{})
+	// A snappy stream claiming 3000 decoded bytes (varint b8 17), then
+	// a literal tag promising more bytes than follow.
+	stored := []byte{0xb8, 0x17, 0xf0, 0xff, 0x01}
+	buf := append(stored, make([]byte, trailerLen)...)
+	putTrailer(buf[len(stored):], stored, blockTypeSnappy)
+	for range 100 {
+		if _, err := r.decodeData(buf, blockHandle{}, nil); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("bad snappy block: %v, want ErrCorrupt", err)
+		}
+		b := newBlockBuf(3000)
+		if len(b.data) != 3000 {
+			t.Fatalf("a block after the bad one has %d bytes", len(b.data))
 		}
 		b.release()
 	}

@@ -389,10 +389,12 @@ func (r *Reader) decodeData(buf []byte, h blockHandle, raw *blockBuf) (*blockBuf
 			return nil, corruptf(r.path, kindData, h.offset, "decompress (type %d): %v", typ, err)
 		}
 		b := newBlockBuf(n)
-		if b.data, err = snappy.Decode(b.data, stored); err != nil {
-			b.release()
+		d, err := snappy.Decode(b.data, stored)
+		if err != nil {
+			b.release() // its data untouched: it goes back to its pool whole
 			return nil, corruptf(r.path, kindData, h.offset, "decompress (type %d): %v", typ, err)
 		}
+		b.data = d // b.data itself: it has the decoded length
 		return b, nil
 	}
 	d, err := decompressBlock(typ, stored)
