@@ -55,16 +55,8 @@ func parseTable(field, name string) (tableName, error) {
 	return tableName{instanceName: in, table: p[5]}, nil
 }
 
-// segment reports whether s can be one path segment of a resource name.
-func segment(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
+// segment reports whether s can be one path segment of a resource name:
+// any non-empty string without a '/'. Google's emulator checks no more
+// (it only splits names at '/'), and clients rely on that: the Node.js
+// client without a project id sends the literal "{{projectId}}".
+func segment(s string) bool { return s != "" && !strings.Contains(s, "/") }
