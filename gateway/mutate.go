@@ -260,6 +260,10 @@ func (d *dataServer) CheckAndMutateRow(ctx context.Context, req *btpb.CheckAndMu
 	if err != nil {
 		return nil, err
 	}
+	if len(req.GetTrueMutations())+len(req.GetFalseMutations()) == 0 {
+		// Bigtable's rule and message: at least one branch must mutate.
+		return nil, invalidf("No mutations provided")
+	}
 	if len(req.GetTrueMutations())+len(req.GetFalseMutations()) > maxMutations {
 		return nil, invalidf("true_mutations and false_mutations hold more than %d mutations", maxMutations)
 	}

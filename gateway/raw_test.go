@@ -64,6 +64,18 @@ func TestBadInputGetsBigtablesCodes(t *testing.T) {
 			}
 		}
 	}
+	checkAndMutate := func(table string, row []byte) error {
+		_, err := raw.CheckAndMutateRow(ctx, &btpb.CheckAndMutateRowRequest{TableName: table, RowKey: row})
+		return err
+	}
+	readKeys := func(table string, keys ...[]byte) error {
+		st, err := raw.ReadRows(ctx, &btpb.ReadRowsRequest{TableName: table, Rows: &btpb.RowSet{RowKeys: keys}})
+		if err != nil {
+			return err
+		}
+		_, err = st.Recv()
+		return err
+	}
 	good := tablePath("bad")
 	for _, tc := range []struct {
 		name string
@@ -88,6 +100,8 @@ func TestBadInputGetsBigtablesCodes(t *testing.T) {
 		{"zero cells per column", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_CellsPerColumnLimitFilter{}}), codes.InvalidArgument, "cells_per_column_limit_filter"},
 		{"column range without family", read(good, &btpb.RowFilter{Filter: &btpb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &btpb.ColumnRange{}}}), codes.InvalidArgument, "family_name"},
 		{"empty filter", read(good, &btpb.RowFilter{}), codes.InvalidArgument, "set one filter"},
+		{"check and mutate without mutations", checkAndMutate(good, []byte("r")), codes.InvalidArgument, "No mutations provided"},
+		{"empty row key read", readKeys(good, []byte("r"), nil), codes.InvalidArgument, "Row keys must be non-empty"},
 	} {
 		testkit.WantCode(t, tc.name, tc.err, tc.code, tc.msg)
 	}

@@ -34,12 +34,16 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	if err != nil {
 		return err
 	}
+	rows, err := rowSet(req.GetRows())
+	if err != nil {
+		return err
+	}
 	opts := []client.ReadOption{client.WithFilter(f), client.LimitRows(req.GetRowsLimit())}
 	if req.GetReversed() {
 		opts = append(opts, client.Reverse())
 	}
 	ctx := stream.Context()
-	it := tbl.ReadRows(ctx, rowSet(req.GetRows()), opts...)
+	it := tbl.ReadRows(ctx, rows, opts...)
 	defer it.Close()
 	w := chunkWriter{send: stream.Send, max: d.s.opts.ChunkBytes}
 	var stats btpb.ReadIterationStats

@@ -6,21 +6,22 @@ import (
 	"github.com/tabuladb/tabula/client"
 )
 
-// rowSet converts a Bigtable RowSet. An absent or empty RowSet means the
-// whole table, as in Bigtable; a set whose ranges are all empty means no
+// rowSet converts a Bigtable RowSet. An empty row key is refused as Cloud
+// Bigtable refuses it (the emulator silently matches nothing). An absent or
+// empty RowSet means the whole table, as in Bigtable; a set whose ranges are all empty means no
 // rows. Bigtable's open and closed bounds become Tabula's [start, end)
 // ranges: an open start or a closed end moves to the key's successor (the
 // key followed by a zero byte), the next possible key. An empty end key, open
 // or closed, means the end of the table.
-func rowSet(rs *btpb.RowSet) client.RowSet {
+func rowSet(rs *btpb.RowSet) (client.RowSet, error) {
 	if len(rs.GetRowKeys()) == 0 && len(rs.GetRowRanges()) == 0 {
-		return client.InfiniteRange(nil)
+		return client.InfiniteRange(nil), nil
 	}
 	sets := []client.RowSet{}
-	var keys [][]byte
-	for _, k := range rs.GetRowKeys() {
-		if len(k) > 0 { // an empty key names no row
-			keys = append(keys, k)
+	keys := rs.GetRowKeys()
+	for _, k := range keys {
+		if len(k) == 0 {
+			return nil, invalidf("Row keys must be non-empty")
 		}
 	}
 	if len(keys) > 0 {
@@ -46,7 +47,7 @@ func rowSet(rs *btpb.RowSet) client.RowSet {
 		}
 		sets = append(sets, client.NewRange(start, end))
 	}
-	return client.Union(sets...)
+	return client.Union(sets...), nil
 }
 
 // successor returns the smallest key greater than k.
