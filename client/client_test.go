@@ -573,3 +573,30 @@ func TestApplyBulkGroupsPerServerAndBoundsRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestRegexFiltersTakeAnyByte: a row key, qualifier or value regex holding
+// a byte that is not UTF-8 (0xFF) crosses the wire (the proto fields are
+// bytes, as Bigtable's) and matches that byte.
+func TestRegexFiltersTakeAnyByte(t *testing.T) {
+	c := newCluster(t, 1)
+	tbl := c.client(t).Open("t")
+	fill(t, tbl, []string{"a", "a\xff", "b"})
+	ctx := context.Background()
+	if err := tbl.Apply(ctx, []byte("b"), NewMutation().Set("cf", []byte("q\xff"), 10, []byte("w"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    *rowfilter.Filter
+		want string
+	}{
+		{"row key", rowfilter.RowKeyRegex("a\xff"), "a\xff"},
+		{"qualifier", rowfilter.QualifierRegex("q\xff"), "b"},
+		{"value", rowfilter.ValueRegex("va\xff"), "a\xff"},
+		{"negated byte", rowfilter.RowKeyRegex("[^\xff]"), "ab"},
+	} {
+		if got := keys(t, tbl.ReadRows(ctx, nil, WithFilter(tc.f))); got != tc.want {
+			t.Errorf("%s: rows %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -87,11 +87,11 @@ func FuzzReadRowsFilter(f *testing.F) {
 		f.Fatal(err)
 	}
 	seeds := []*tabulapb.CheckAndMutateRowRequest{
-		{RowKey: []byte("c"), PredicateFilter: &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: "v.*"}},
+		{RowKey: []byte("c"), PredicateFilter: &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("v.*")}},
 			TrueMutations: []*tabulapb.Mutation{set("cf", "t", 1, "x")}},
 		{RowKey: []byte("c"), PredicateFilter: &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_Chain_{Chain: &tabulapb.RowFilter_Chain{
 			Filters: []*tabulapb.RowFilter{{Filter: &tabulapb.RowFilter_CellsPerColumnLimitFilter{CellsPerColumnLimitFilter: -1}}}}}}},
-		{RowKey: []byte("c"), PredicateFilter: &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_RowKeyRegexFilter{RowKeyRegexFilter: "(["}}},
+		{RowKey: []byte("c"), PredicateFilter: &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_RowKeyRegexFilter{RowKeyRegexFilter: []byte("([")}}},
 	}
 	for _, m := range seeds {
 		b, err := proto.Marshal(m)

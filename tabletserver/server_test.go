@@ -62,7 +62,7 @@ func TestDataCallsOverGRPC(t *testing.T) {
 	})
 
 	t.Run("check and mutate", func(t *testing.T) {
-		pred := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: "Bob"}}
+		pred := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("Bob")}}
 		for _, row := range []string{"alice", "bob"} {
 			resp, err := c.CheckAndMutateRow(e.ctx, &tabulapb.CheckAndMutateRowRequest{
 				Tablet: ref, RowKey: []byte(row), PredicateFilter: pred,
@@ -76,7 +76,7 @@ func TestDataCallsOverGRPC(t *testing.T) {
 				t.Fatalf("%s: matched %v, want %v", row, resp.PredicateMatched, want)
 			}
 			rows, err := readAll(e.ctx, c, &tabulapb.ReadRowsRequest{Tablet: ref, Rows: &tabulapb.RowSet{RowKeys: [][]byte{[]byte(row)}},
-				Filter: &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ColumnQualifierRegexFilter{ColumnQualifierRegexFilter: "branch"}}})
+				Filter: &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ColumnQualifierRegexFilter{ColumnQualifierRegexFilter: []byte("branch")}}})
 			if err != nil || len(rows) != 1 || string(rows[0].Cells[0].Value) != fmt.Sprint(row == "bob") {
 				t.Fatalf("%s: branch cell %v, %v", row, rows, err)
 			}
@@ -236,7 +236,7 @@ func TestBadInputIsRejectedAndNothingIsLost(t *testing.T) {
 	if err := put(e.ctx, c, ref, "keep", set("cf", "q", 7, "kept")); err != nil {
 		t.Fatal(err)
 	}
-	badRegex := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: "(["}}
+	badRegex := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("([")}}
 	cases := []struct {
 		name string
 		call func() error
@@ -492,7 +492,7 @@ func TestReadRowsSendsHeartbeatsWhileScanning(t *testing.T) {
 	if _, err := c.MutateRows(e.ctx, &tabulapb.MutateRowsRequest{Entries: entries}); err != nil {
 		t.Fatal(err)
 	}
-	none := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: "nothing matches this"}}
+	none := &tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("nothing matches this")}}
 	for _, tc := range []struct {
 		name string
 		due  bool

@@ -87,7 +87,7 @@ func filterFromProto(p *tabulapb.RowFilter, path string, depth int) (*rowfilter.
 	case *tabulapb.RowFilter_RowSampleFilter:
 		return rowfilter.RowSample(x.RowSampleFilter), nil
 	case *tabulapb.RowFilter_RowKeyRegexFilter:
-		return rowfilter.RowKeyRegex(x.RowKeyRegexFilter), nil
+		return rowfilter.RowKeyRegex(string(x.RowKeyRegexFilter)), nil
 	case *tabulapb.RowFilter_RowKeyPrefixFilter:
 		return rowfilter.RowKeyPrefix(x.RowKeyPrefixFilter), nil
 	case *tabulapb.RowFilter_FamilyNameRegexFilter:
@@ -95,7 +95,7 @@ func filterFromProto(p *tabulapb.RowFilter, path string, depth int) (*rowfilter.
 	case *tabulapb.RowFilter_FamilyNameFilter:
 		return rowfilter.Family(x.FamilyNameFilter), nil
 	case *tabulapb.RowFilter_ColumnQualifierRegexFilter:
-		return rowfilter.QualifierRegex(x.ColumnQualifierRegexFilter), nil
+		return rowfilter.QualifierRegex(string(x.ColumnQualifierRegexFilter)), nil
 	case *tabulapb.RowFilter_ColumnRangeFilter:
 		r := x.ColumnRangeFilter
 		return &rowfilter.Filter{Kind: rowfilter.KindQualifierRange, Family: r.GetFamilyName(),
@@ -105,7 +105,7 @@ func filterFromProto(p *tabulapb.RowFilter, path string, depth int) (*rowfilter.
 		r := x.TimestampRangeFilter
 		return rowfilter.TimestampRange(r.GetStartTimestampMicros(), r.GetEndTimestampMicros()), nil
 	case *tabulapb.RowFilter_ValueRegexFilter:
-		return rowfilter.ValueRegex(x.ValueRegexFilter), nil
+		return rowfilter.ValueRegex(string(x.ValueRegexFilter)), nil
 	case *tabulapb.RowFilter_ValueRangeFilter:
 		r := x.ValueRangeFilter
 		return &rowfilter.Filter{Kind: rowfilter.KindValueRange,
@@ -167,7 +167,7 @@ func FilterToProto(f *rowfilter.Filter) *tabulapb.RowFilter {
 		p.Filter = &tabulapb.RowFilter_Condition_{Condition: &tabulapb.RowFilter_Condition{
 			PredicateFilter: FilterToProto(f.Predicate), TrueFilter: FilterToProto(f.True), FalseFilter: FilterToProto(f.False)}}
 	case rowfilter.KindRowKeyRegex:
-		p.Filter = &tabulapb.RowFilter_RowKeyRegexFilter{RowKeyRegexFilter: f.Regex}
+		p.Filter = &tabulapb.RowFilter_RowKeyRegexFilter{RowKeyRegexFilter: []byte(f.Regex)}
 	case rowfilter.KindRowKeyPrefix:
 		p.Filter = &tabulapb.RowFilter_RowKeyPrefixFilter{RowKeyPrefixFilter: nonNil(f.Prefix)}
 	case rowfilter.KindFamilyRegex:
@@ -175,7 +175,7 @@ func FilterToProto(f *rowfilter.Filter) *tabulapb.RowFilter {
 	case rowfilter.KindFamily:
 		p.Filter = &tabulapb.RowFilter_FamilyNameFilter{FamilyNameFilter: f.Family}
 	case rowfilter.KindQualifierRegex:
-		p.Filter = &tabulapb.RowFilter_ColumnQualifierRegexFilter{ColumnQualifierRegexFilter: f.Regex}
+		p.Filter = &tabulapb.RowFilter_ColumnQualifierRegexFilter{ColumnQualifierRegexFilter: []byte(f.Regex)}
 	case rowfilter.KindQualifierRange:
 		r := wireRange(f)
 		p.Filter = &tabulapb.RowFilter_ColumnRangeFilter{ColumnRangeFilter: &tabulapb.ColumnRange{
@@ -185,7 +185,7 @@ func FilterToProto(f *rowfilter.Filter) *tabulapb.RowFilter {
 		p.Filter = &tabulapb.RowFilter_TimestampRangeFilter{TimestampRangeFilter: &tabulapb.TimestampRange{
 			StartTimestampMicros: f.TimeStart, EndTimestampMicros: f.TimeEnd}}
 	case rowfilter.KindValueRegex:
-		p.Filter = &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: f.Regex}
+		p.Filter = &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte(f.Regex)}
 	case rowfilter.KindValueRange:
 		r := wireRange(f)
 		p.Filter = &tabulapb.RowFilter_ValueRangeFilter{ValueRangeFilter: &tabulapb.ValueRange{

@@ -10,6 +10,7 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/rowfilter"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -255,7 +256,7 @@ func FuzzFilterFromProto(f *testing.F) {
 	seed(FilterToProto(everyFilter()))
 	seed(FilterToProto(rowfilter.Condition(rowfilter.Family("a"), rowfilter.Interleave(), nil)))
 	seed(&tabulapb.RowFilter{})
-	seed(&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: "(("}})
+	seed(&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_ValueRegexFilter{ValueRegexFilter: []byte("((")}})
 	seed(&tabulapb.RowFilter{Filter: &tabulapb.RowFilter_CellsPerColumnLimitFilter{CellsPerColumnLimitFilter: 0}})
 	f.Add([]byte{0x0a, 0x02, 0x0a, 0x00})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -287,4 +288,41 @@ func FuzzFilterFromProto(f *testing.F) {
 			t.Fatalf("round trip changed %s into %s", dump(flt), dump(again))
 		}
 	})
+}
+
+// TestRegexFieldsAreBytesOnTheWire: the row key, qualifier and value regex
+// fields are bytes, so a pattern that is not UTF-8 crosses the wire, and
+// what an older client sent (the same fields declared string: the same
+// wire type) still decodes to the same pattern.
+func TestRegexFieldsAreBytesOnTheWire(t *testing.T) {
+	for _, f := range []*rowfilter.Filter{
+		rowfilter.RowKeyRegex("k\xff"),
+		rowfilter.QualifierRegex("q\xff"),
+		rowfilter.ValueRegex("v\xff."),
+	} {
+		b, err := proto.Marshal(FilterToProto(f))
+		if err != nil {
+			t.Fatalf("%v: %v", f, err)
+		}
+		var p tabulapb.RowFilter
+		if err := proto.Unmarshal(b, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := FilterFromProto(&p); err != nil || got.Regex != f.Regex {
+			t.Errorf("%v came back as %v, %v", f, got, err)
+		}
+	}
+	for field, kind := range map[protowire.Number]rowfilter.Kind{
+		6: rowfilter.KindRowKeyRegex, 10: rowfilter.KindQualifierRegex, 13: rowfilter.KindValueRegex,
+	} {
+		// What a client built with the string fields sends.
+		old := protowire.AppendString(protowire.AppendTag(nil, field, protowire.BytesType), "user\\d+")
+		var p tabulapb.RowFilter
+		if err := proto.Unmarshal(old, &p); err != nil {
+			t.Fatalf("field %d: %v", field, err)
+		}
+		if got, err := FilterFromProto(&p); err != nil || got.Kind != kind || got.Regex != "user\\d+" {
+			t.Errorf("field %d decoded as %v, %v", field, got, err)
+		}
+	}
 }

@@ -1527,13 +1527,13 @@ func (x *RowFilter) GetBlockAllFilter() bool {
 	return false
 }
 
-func (x *RowFilter) GetRowKeyRegexFilter() string {
+func (x *RowFilter) GetRowKeyRegexFilter() []byte {
 	if x != nil {
 		if x, ok := x.Filter.(*RowFilter_RowKeyRegexFilter); ok {
 			return x.RowKeyRegexFilter
 		}
 	}
-	return ""
+	return nil
 }
 
 func (x *RowFilter) GetRowKeyPrefixFilter() []byte {
@@ -1563,13 +1563,13 @@ func (x *RowFilter) GetFamilyNameFilter() string {
 	return ""
 }
 
-func (x *RowFilter) GetColumnQualifierRegexFilter() string {
+func (x *RowFilter) GetColumnQualifierRegexFilter() []byte {
 	if x != nil {
 		if x, ok := x.Filter.(*RowFilter_ColumnQualifierRegexFilter); ok {
 			return x.ColumnQualifierRegexFilter
 		}
 	}
-	return ""
+	return nil
 }
 
 func (x *RowFilter) GetColumnRangeFilter() *ColumnRange {
@@ -1590,13 +1590,13 @@ func (x *RowFilter) GetTimestampRangeFilter() *TimestampRange {
 	return nil
 }
 
-func (x *RowFilter) GetValueRegexFilter() string {
+func (x *RowFilter) GetValueRegexFilter() []byte {
 	if x != nil {
 		if x, ok := x.Filter.(*RowFilter_ValueRegexFilter); ok {
 			return x.ValueRegexFilter
 		}
 	}
-	return ""
+	return nil
 }
 
 func (x *RowFilter) GetValueRangeFilter() *ValueRange {
@@ -1696,8 +1696,12 @@ type RowFilter_BlockAllFilter struct {
 }
 
 type RowFilter_RowKeyRegexFilter struct {
-	// RE2, matched against the whole row key.
-	RowKeyRegexFilter string `protobuf:"bytes,6,opt,name=row_key_regex_filter,json=rowKeyRegexFilter,proto3,oneof"`
+	// RE2, matched against the whole row key. The regex fields that match
+	// keys, qualifiers and values are bytes, as Bigtable's are, so a
+	// pattern may hold any byte (a proto string must be UTF-8). They were
+	// strings before: the wire type is the same, so older clients still
+	// work.
+	RowKeyRegexFilter []byte `protobuf:"bytes,6,opt,name=row_key_regex_filter,json=rowKeyRegexFilter,proto3,oneof"`
 }
 
 type RowFilter_RowKeyPrefixFilter struct {
@@ -1713,7 +1717,7 @@ type RowFilter_FamilyNameFilter struct {
 }
 
 type RowFilter_ColumnQualifierRegexFilter struct {
-	ColumnQualifierRegexFilter string `protobuf:"bytes,10,opt,name=column_qualifier_regex_filter,json=columnQualifierRegexFilter,proto3,oneof"`
+	ColumnQualifierRegexFilter []byte `protobuf:"bytes,10,opt,name=column_qualifier_regex_filter,json=columnQualifierRegexFilter,proto3,oneof"`
 }
 
 type RowFilter_ColumnRangeFilter struct {
@@ -1725,7 +1729,7 @@ type RowFilter_TimestampRangeFilter struct {
 }
 
 type RowFilter_ValueRegexFilter struct {
-	ValueRegexFilter string `protobuf:"bytes,13,opt,name=value_regex_filter,json=valueRegexFilter,proto3,oneof"`
+	ValueRegexFilter []byte `protobuf:"bytes,13,opt,name=value_regex_filter,json=valueRegexFilter,proto3,oneof"`
 }
 
 type RowFilter_ValueRangeFilter struct {
@@ -7541,15 +7545,15 @@ const file_tabula_proto_rawDesc = "" +
 	"\tcondition\x18\x03 \x01(\v2\x1e.tabula.v1.RowFilter.ConditionH\x00R\tcondition\x12(\n" +
 	"\x0fpass_all_filter\x18\x04 \x01(\bH\x00R\rpassAllFilter\x12*\n" +
 	"\x10block_all_filter\x18\x05 \x01(\bH\x00R\x0eblockAllFilter\x121\n" +
-	"\x14row_key_regex_filter\x18\x06 \x01(\tH\x00R\x11rowKeyRegexFilter\x123\n" +
+	"\x14row_key_regex_filter\x18\x06 \x01(\fH\x00R\x11rowKeyRegexFilter\x123\n" +
 	"\x15row_key_prefix_filter\x18\a \x01(\fH\x00R\x12rowKeyPrefixFilter\x129\n" +
 	"\x18family_name_regex_filter\x18\b \x01(\tH\x00R\x15familyNameRegexFilter\x12.\n" +
 	"\x12family_name_filter\x18\t \x01(\tH\x00R\x10familyNameFilter\x12C\n" +
 	"\x1dcolumn_qualifier_regex_filter\x18\n" +
-	" \x01(\tH\x00R\x1acolumnQualifierRegexFilter\x12H\n" +
+	" \x01(\fH\x00R\x1acolumnQualifierRegexFilter\x12H\n" +
 	"\x13column_range_filter\x18\v \x01(\v2\x16.tabula.v1.ColumnRangeH\x00R\x11columnRangeFilter\x12Q\n" +
 	"\x16timestamp_range_filter\x18\f \x01(\v2\x19.tabula.v1.TimestampRangeH\x00R\x14timestampRangeFilter\x12.\n" +
-	"\x12value_regex_filter\x18\r \x01(\tH\x00R\x10valueRegexFilter\x12E\n" +
+	"\x12value_regex_filter\x18\r \x01(\fH\x00R\x10valueRegexFilter\x12E\n" +
 	"\x12value_range_filter\x18\x0e \x01(\v2\x15.tabula.v1.ValueRangeH\x00R\x10valueRangeFilter\x12<\n" +
 	"\x1acells_per_row_limit_filter\x18\x0f \x01(\x05H\x00R\x16cellsPerRowLimitFilter\x12>\n" +
 	"\x1bcells_per_row_offset_filter\x18\x10 \x01(\x05H\x00R\x17cellsPerRowOffsetFilter\x12B\n" +

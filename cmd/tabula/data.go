@@ -102,6 +102,9 @@ timestamp holding an 8-byte big-endian int64. An add whose outcome is unknown
 func addReadFlags(c *cobra.Command) {
 	c.Flags().StringSlice("columns", nil, "only these columns: FAMILY or FAMILY:QUALIFIER, comma-separated")
 	c.Flags().Int("versions", 0, "only the newest N versions of each column (0: all)")
+	c.Flags().String("row-regex", "", "only rows whose whole key matches this RE2 pattern (on bytes: any byte may appear)")
+	c.Flags().String("qualifier-regex", "", "only cells whose whole qualifier matches this RE2 pattern")
+	c.Flags().String("value-regex", "", "only cells whose whole value matches this RE2 pattern (before --versions counts)")
 }
 
 func readOptions(cmd *cobra.Command) ([]client.ReadOption, error) {
@@ -111,7 +114,11 @@ func readOptions(cmd *cobra.Command) ([]client.ReadOption, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := readFilter(cols, versions)
+	var re regexes
+	re.row, _ = cmd.Flags().GetString("row-regex")
+	re.qualifier, _ = cmd.Flags().GetString("qualifier-regex")
+	re.value, _ = cmd.Flags().GetString("value-regex")
+	f, err := readFilter(cols, re, versions)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +130,7 @@ func readOptions(cmd *cobra.Command) ([]client.ReadOption, error) {
 
 func newGetCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:     "get TABLE ROW [--columns ...] [--versions N]",
+		Use:     "get TABLE ROW [--columns ...] [--versions N] [--row-regex RE] [--qualifier-regex RE] [--value-regex RE]",
 		Short:   "Read one row",
 		Example: "  tabula get users alice --columns profile:name --versions 1 --output json",
 		Args:    cobra.ExactArgs(2),
@@ -158,7 +165,7 @@ func newGetCmd() *cobra.Command {
 
 func newScanCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "scan TABLE [--start ROW] [--end ROW] [--prefix P] [--columns ...] [--versions N] [--limit N] [--reverse]",
+		Use:   "scan TABLE [--start ROW] [--end ROW] [--prefix P] [--columns ...] [--versions N] [--row-regex RE] [--qualifier-regex RE] [--value-regex RE] [--limit N] [--reverse]",
 		Short: "Read a range of rows in key order",
 		Long: `Read the rows in [--start, --end) (or those starting with --prefix) in key order,
 across every tablet of the table. With --reverse the rows come from the last down

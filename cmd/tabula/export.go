@@ -60,7 +60,7 @@ func runExport(cmd *cobra.Command, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	f, err := readFilter(cols, 0)
+	f, err := readFilter(cols, regexes{}, 0)
 	if err != nil {
 		return err
 	}

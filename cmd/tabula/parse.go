@@ -58,14 +58,23 @@ func parseColumns(items []string) ([]column, error) {
 	return out, nil
 }
 
-// readFilter builds the filter of get/scan: the union of the columns
-// (every column when none), then the newest versions of each column
-// (all when versions is 0).
-func readFilter(cols []column, versions int) (*rowfilter.Filter, error) {
+// regexes are the --row-regex, --qualifier-regex and --value-regex of
+// get/scan, empty when not given. They are taken as the bytes of the
+// argument, so a pattern may hold any byte (RE2 on bytes, as Bigtable's).
+type regexes struct{ row, qualifier, value string }
+
+// readFilter builds the filter of get/scan: the row key regex, the union
+// of the columns (every column when none), the qualifier and value
+// regexes, then the newest versions of each column (all when versions is
+// 0).
+func readFilter(cols []column, re regexes, versions int) (*rowfilter.Filter, error) {
 	if versions < 0 {
 		return nil, cell.Invalidf("--versions %d is negative; give N >= 1, or 0 for all versions", versions)
 	}
 	var parts []*rowfilter.Filter
+	if re.row != "" {
+		parts = append(parts, rowfilter.RowKeyRegex(re.row))
+	}
 	if len(cols) > 0 {
 		var branches []*rowfilter.Filter
 		for _, c := range cols {
@@ -83,6 +92,12 @@ func readFilter(cols []column, versions int) (*rowfilter.Filter, error) {
 		} else {
 			parts = append(parts, rowfilter.Interleave(branches...))
 		}
+	}
+	if re.qualifier != "" {
+		parts = append(parts, rowfilter.QualifierRegex(re.qualifier))
+	}
+	if re.value != "" {
+		parts = append(parts, rowfilter.ValueRegex(re.value))
 	}
 	if versions > 0 {
 		parts = append(parts, rowfilter.CellsPerColumnLimit(versions))

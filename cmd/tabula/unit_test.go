@@ -70,7 +70,7 @@ func TestReadFilterSelectsColumnsAndVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := readFilter(cols, c.versions)
+		f, err := readFilter(cols, regexes{}, c.versions)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestReadFilterSelectsColumnsAndVersions(t *testing.T) {
 	if _, err := parseColumns([]string{"bad fam"}); !errors.Is(err, cell.ErrInvalid) {
 		t.Errorf("bad family in --columns: err = %v", err)
 	}
-	if _, err := readFilter(nil, -1); !errors.Is(err, cell.ErrInvalid) {
+	if _, err := readFilter(nil, regexes{}, -1); !errors.Is(err, cell.ErrInvalid) {
 		t.Errorf("negative versions: err = %v", err)
 	}
 }
