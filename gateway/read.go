@@ -1,7 +1,11 @@
 package gateway
 
 import (
+	"context"
+	"strings"
 	"time"
+
+	"google.golang.org/grpc/metadata"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -14,10 +18,12 @@ import (
 // ReadRows streams the rows of a row set through a filter, in row-key order
 // (descending when reversed), as cell chunks. Each row ends with a chunk
 // marked commit_row; a value larger than Options.ChunkBytes goes across
-// several chunks, all but the last giving the whole value's size. A failure
-// mid-stream ends it with a status: Bigtable clients retry UNAVAILABLE and
-// DEADLINE_EXCEEDED by asking again for the rows after the last committed
-// one, which the gateway serves like any request.
+// several chunks, all but the last giving the whole value's size, and a
+// row larger than that across several messages unless the caller reads
+// only whole rows per message (chunkWriter). A failure mid-stream ends it
+// with a status: Bigtable clients retry UNAVAILABLE and DEADLINE_EXCEEDED
+// by asking again for the rows after the last committed one, which the
+// gateway serves like any request.
 func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_ReadRowsServer) error {
 	start := time.Now()
 	if err := viewsUnsupported(req.GetAuthorizedViewName(), req.GetMaterializedViewName()); err != nil {
@@ -45,7 +51,7 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	ctx := stream.Context()
 	it := tbl.ReadRows(ctx, rows, opts...)
 	defer it.Close()
-	w := chunkWriter{send: stream.Send, max: d.s.opts.ChunkBytes}
+	w := chunkWriter{send: stream.Send, max: d.s.opts.ChunkBytes, wholeRows: d.s.opts.WholeRows(userAgent(ctx))}
 	var stats btpb.ReadIterationStats
 	for it.Next() {
 		row := it.Row()
@@ -78,34 +84,64 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	}})
 }
 
-// chunkWriter turns rows into ReadRowsResponse messages of about max bytes
-// of values each. A message always ends at the end of a row: the Go client
-// checks after every message that no row is left half read. So a row larger
-// than max goes in one message, its large values split across chunks as the
-// protocol allows (value_size on all but the last chunk of a value).
-type chunkWriter struct {
-	send  func(*btpb.ReadRowsResponse) error
-	max   int
-	resp  btpb.ReadRowsResponse
-	bytes int
+// userAgent is the gRPC user agent the caller sent, "" when none.
+func userAgent(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return strings.Join(md.Get("user-agent"), " ")
 }
 
+// WholeRowsForGo is the default of Options.WholeRows: whole rows for
+// callers on Go's gRPC (user agent "grpc-go/..."), that is Google's Go
+// client and cbt. Their reader checks after every message that no row is
+// left half read (cloud.google.com/go/bigtable reader.go: chunkReader.Close
+// after each response), so a row split across messages fails there.
+// The Java, Python and Node.js clients read chunks as one stream across
+// messages and get large rows split.
+func WholeRowsForGo(userAgent string) bool { return strings.Contains(userAgent, "grpc-go/") }
+
+// chunkWriter turns rows into ReadRowsResponse messages of about max bytes
+// of values each. A row that fits in max bytes is never split across
+// messages: the message before it is sent first if the row would not fit
+// in it. A larger row goes in messages of about max bytes each, its values
+// split across chunks (value_size, the whole value's size, on all but the
+// last chunk of a value), so that a client with gRPC's default 4 MiB
+// receive limit reads a 10 MiB value, as Cloud Bigtable streams one.
+// Every message that begins inside a row names the row again on its first
+// chunk: the Python client takes the first chunk of each message as the
+// start of a row and refuses an empty key after a committed row; the Java
+// and Node.js clients accept the key there, and the protocol allows it.
+//
+// With wholeRows a message always ends at the end of a row, however
+// large, for readers that want that (WholeRowsForGo).
+type chunkWriter struct {
+	send      func(*btpb.ReadRowsResponse) error
+	max       int
+	wholeRows bool
+	chunks    []*btpb.ReadRowsResponse_CellChunk
+	bytes     int
+}
+
+// chunkOverhead is what a chunk costs in a message beyond its value and
+// key, about: tags, lengths, family, qualifier, timestamp.
+const chunkOverhead = 32
+
 func (w *chunkWriter) row(row client.Row) error {
+	if len(w.chunks) > 0 && w.bytes+rowBytes(row) > w.max {
+		if err := w.flush(); err != nil {
+			return err
+		}
+	}
 	for i := range row.Cells {
 		c := &row.Cells[i]
-		first := &btpb.ReadRowsResponse_CellChunk{
+		ch := &btpb.ReadRowsResponse_CellChunk{
 			Qualifier:       wrapperspb.Bytes(c.Qualifier),
 			TimestampMicros: c.Timestamp,
 			Labels:          c.Labels,
 		}
-		if i == 0 {
-			first.RowKey = row.Key
-		}
-		if i == 0 || row.Cells[i-1].Family != c.Family {
-			first.FamilyName = wrapperspb.String(c.Family)
+		if i == 0 || row.Cells[i-1].Family != c.Family || len(w.chunks) == 0 {
+			ch.FamilyName = wrapperspb.String(c.Family)
 		}
 		v := c.Value
-		ch := first
 		for {
 			n := min(len(v), w.max)
 			ch.Value = v[:n]
@@ -116,7 +152,15 @@ func (w *chunkWriter) row(row client.Row) error {
 			if len(v) == 0 && i == len(row.Cells)-1 {
 				ch.RowStatus = &btpb.ReadRowsResponse_CellChunk_CommitRow{CommitRow: true}
 			}
+			if i == 0 && len(v)+n == len(c.Value) || len(w.chunks) == 0 {
+				ch.RowKey = row.Key // the row's first chunk, or a message's
+			}
 			w.add(ch, n)
+			if !w.wholeRows && w.bytes >= w.max && !(len(v) == 0 && i == len(row.Cells)-1) {
+				if err := w.flush(); err != nil {
+					return err
+				}
+			}
 			if len(v) == 0 {
 				break
 			}
@@ -129,17 +173,27 @@ func (w *chunkWriter) row(row client.Row) error {
 	return nil
 }
 
+// rowBytes is about what row costs in a message.
+func rowBytes(row client.Row) int {
+	n := len(row.Key)
+	for i := range row.Cells {
+		c := &row.Cells[i]
+		n += len(c.Value) + len(c.Qualifier) + chunkOverhead
+	}
+	return n
+}
+
 func (w *chunkWriter) add(ch *btpb.ReadRowsResponse_CellChunk, n int) {
-	w.resp.Chunks = append(w.resp.Chunks, ch)
-	w.bytes += n + len(ch.RowKey) + 32
+	w.chunks = append(w.chunks, ch)
+	w.bytes += n + len(ch.RowKey) + chunkOverhead
 }
 
 func (w *chunkWriter) flush() error {
-	if len(w.resp.Chunks) == 0 {
+	if len(w.chunks) == 0 {
 		return nil
 	}
-	err := w.send(&btpb.ReadRowsResponse{Chunks: w.resp.Chunks})
-	w.resp.Chunks, w.bytes = nil, 0
+	err := w.send(&btpb.ReadRowsResponse{Chunks: w.chunks})
+	w.chunks, w.bytes = nil, 0
 	return err
 }
 

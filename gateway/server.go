@@ -15,10 +15,15 @@ import (
 // Options configure a Server. The zero value is ready to use.
 type Options struct {
 	// ChunkBytes is the size of the values of one ReadRows response
-	// message (rows are never split across messages) and of one chunk of a
-	// value: a larger value is sent across several chunks, as the protocol
-	// allows. The default is 1 MiB.
+	// message and of one chunk of a value: a larger value is sent across
+	// several chunks, and a larger row across several messages (unless
+	// WholeRows), as the protocol allows. The default is 1 MiB.
 	ChunkBytes int
+	// WholeRows tells from a ReadRows caller's gRPC user agent whether it
+	// reads only whole rows per message, so that a row larger than
+	// ChunkBytes must go in one message (docs/GATEWAY.md "Large values").
+	// The default is WholeRowsForGo.
+	WholeRows func(userAgent string) bool
 	// InstanceID is the instance ListInstances reports. Every instance
 	// name is accepted and maps to the same cluster. The default is
 	// "tabula".
@@ -39,6 +44,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.ChunkBytes <= 0 {
 		o.ChunkBytes = 1 << 20
+	}
+	if o.WholeRows == nil {
+		o.WholeRows = WholeRowsForGo
 	}
 	if o.InstanceID == "" {
 		o.InstanceID = "tabula"
