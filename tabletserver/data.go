@@ -254,7 +254,48 @@ func (s *Server) mutate(ctx context.Context, ref *tabulapb.TabletRef, row []byte
 		return err
 	}
 	defer record(h, load.Write, row, mutationBytes(ms), time.Now())
-	return s.ackFor(h, h.t.Apply(ctx, row, muts))
+	_, err = freshSchema(ctx, s, h, func() (struct{}, error) { return struct{}{}, h.t.Apply(ctx, row, muts) })
+	return s.ackFor(h, err)
+}
+
+// freshSchema runs write, and once more after reading the table's schema
+// from etcd if the tablet refused it for an unknown family. A schema
+// change the master acknowledged may not have reached this tablet yet (the
+// tablet was loading, with the schema read before the change, when the
+// master pushed it; or the push failed), and a write after the admin call
+// returned must see it (docs/CONTRACTS.md). The tablet refuses an unknown
+// family before it writes anything, so trying again is safe; a family that
+// etcd does not have either is refused as before.
+func freshSchema[T any](ctx context.Context, s *Server, h *held, write func() (T, error)) (T, error) {
+	v, err := write()
+	if !errors.Is(err, tablet.ErrUnknownFamily) {
+		return v, err
+	}
+	if rerr := s.refreshSchema(ctx, h); rerr != nil {
+		s.logger.Warn("re-reading a schema after an unknown family", "table", h.table, "err", rerr)
+		return v, err
+	}
+	return write()
+}
+
+// refreshSchema gives h's tablet, and the server's copy, the schema of its
+// table as etcd holds it now.
+func (s *Server) refreshSchema(ctx context.Context, h *held) error {
+	sch, err := s.trustedSchema(ctx, h.table, nil)
+	if err != nil {
+		return err
+	}
+	fams, err := familiesFromSchema(sch)
+	if err != nil {
+		return err
+	}
+	if err := h.t.SetFamilies(fams); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.schemas[h.table] = sch
+	s.mu.Unlock()
+	return nil
 }
 
 // MutateRows applies each entry on its own (not atomically across rows) and
@@ -354,7 +395,9 @@ func (s *Server) checkAndMutate(ctx context.Context, req *tabulapb.CheckAndMutat
 		return false, err
 	}
 	defer record(h, load.ReadWrite, req.GetRowKey(), mutationBytes(req.GetTrueMutations())+mutationBytes(req.GetFalseMutations()), time.Now())
-	matched, err := h.t.CheckAndMutate(ctx, req.GetRowKey(), pred, onTrue, onFalse)
+	matched, err := freshSchema(ctx, s, h, func() (bool, error) {
+		return h.t.CheckAndMutate(ctx, req.GetRowKey(), pred, onTrue, onFalse)
+	})
 	return matched, s.ackFor(h, err)
 }
 
@@ -372,7 +415,7 @@ func (s *Server) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModif
 		return nil, fail(err)
 	}
 	begin := time.Now()
-	cells, err := h.t.ReadModifyWrite(ctx, row, rules)
+	cells, err := freshSchema(ctx, s, h, func() ([]cell.Cell, error) { return h.t.ReadModifyWrite(ctx, row, rules) })
 	record(h, load.ReadWrite, row, len(rules)*16, begin)
 	if err = s.ackFor(h, err); err != nil {
 		return nil, fail(err)
