@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
+
+	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 
@@ -22,6 +25,21 @@ import (
 type adminServer struct {
 	btapb.UnimplementedBigtableTableAdminServer
 	s *Server
+}
+
+// UpdateTable answers UNIMPLEMENTED naming the fields of the update mask:
+// Tabula has none of what it changes (deletion protection, change
+// streams, automated backups, row key schemas).
+func (a *adminServer) UpdateTable(ctx context.Context, req *btapb.UpdateTableRequest) (*longrunningpb.Operation, error) {
+	if _, err := parseTable("table.name", req.GetTable().GetName()); err != nil {
+		return nil, err
+	}
+	paths := req.GetUpdateMask().GetPaths()
+	if len(paths) == 0 {
+		return nil, invalidf("update_mask is required: name the fields of table to change")
+	}
+	return nil, unimplemented("UpdateTable of "+strings.Join(paths, ", "),
+		"Tabula has none of deletion protection, change streams, automated backups and row key schemas yet")
 }
 
 // CreateTable creates a table with its families and initial splits.
@@ -43,6 +61,12 @@ func (a *adminServer) CreateTable(ctx context.Context, req *btapb.CreateTableReq
 	}
 	if t.GetAutomatedBackupPolicy() != nil {
 		return nil, unimplemented("table.automated_backup_policy", "Tabula has no backups")
+	}
+	if t.GetDeletionProtection() {
+		return nil, unimplemented("table.deletion_protection", "Tabula has no deletion protection yet")
+	}
+	if t.GetRowKeySchema() != nil {
+		return nil, unimplemented("table.row_key_schema", "Tabula has no row key schemas")
 	}
 	names := make([]string, 0, len(t.GetColumnFamilies()))
 	for name := range t.GetColumnFamilies() {
