@@ -86,8 +86,7 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 
 // userAgent is the gRPC user agent the caller sent, "" when none.
 func userAgent(ctx context.Context) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	return strings.Join(md.Get("user-agent"), " ")
+	return strings.Join(metadata.ValueFromIncomingContext(ctx, "user-agent"), " ")
 }
 
 // WholeRowsForGo is the default of Options.WholeRows: whole rows for
