@@ -17,7 +17,8 @@ import (
 )
 
 // fuzzServer is a Server with one tablet held and no etcd: enough for the
-// data calls, which never touch etcd.
+// data calls, which touch etcd only to re-read a schema after an unknown
+// family (without a store they answer NOT_FOUND at once).
 func fuzzServer(f *testing.F) (*Server, *tabulapb.TabletRef) {
 	fams, err := familiesFromSchema(&tabulapb.TableSchema{Families: []*tabulapb.Family{{Name: "cf"}, {Name: "meta", MaxVersions: 1}}})
 	if err != nil {
