@@ -120,8 +120,8 @@ type chunkWriter struct {
 	bytes     int
 }
 
-// chunkOverhead is what a chunk costs in a message beyond its value and
-// key, about: tags, lengths, family, qualifier, timestamp.
+// chunkOverhead is what a chunk costs in a message beyond its value, key
+// and qualifier, about: tags, lengths, family, timestamp.
 const chunkOverhead = 32
 
 func (w *chunkWriter) row(row client.Row) error {
@@ -184,7 +184,7 @@ func rowBytes(row client.Row) int {
 
 func (w *chunkWriter) add(ch *btpb.ReadRowsResponse_CellChunk, n int) {
 	w.chunks = append(w.chunks, ch)
-	w.bytes += n + len(ch.RowKey) + chunkOverhead
+	w.bytes += n + len(ch.RowKey) + len(ch.GetQualifier().GetValue()) + chunkOverhead
 }
 
 func (w *chunkWriter) flush() error {
