@@ -133,49 +133,60 @@ func dirPrefix(key string) string {
 
 func notExist(op, name string) error { return &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist} }
 
-// lookup maps name to its key and lists its parts.
-func (f *FS) lookup(name string) (string, []part, error) {
-	key, err := f.key(name)
-	if err != nil {
-		return "", nil, err
+// lookup maps name to its key and lists its parts and runs.
+func (f *FS) lookup(name string) (key string, ps, rs []part, err error) {
+	if key, err = f.key(name); err != nil {
+		return "", nil, nil, err
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
-	ps, err := f.parts(ctx, key)
-	return key, ps, err
+	ps, rs, err = f.parts(ctx, key)
+	return key, ps, rs, err
 }
 
-// Create starts a new file; it fails if the file exists.
+// Create starts a new file; it fails if the file exists. Runs left of a
+// removed file of the same name (runs.go) are deleted first.
 func (f *FS) Create(name string) (vfs.Writable, error) {
-	key, ps, err := f.lookup(name)
+	key, ps, rs, err := f.lookup(name)
 	if err != nil {
 		return nil, err
 	}
 	if len(ps) > 0 {
 		return nil, &fs.PathError{Op: "create", Path: name, Err: fs.ErrExist}
 	}
+	if len(rs) > 0 {
+		ctx, cancel := f.ctx()
+		defer cancel()
+		if err := f.removeKeys(ctx, name, rs); err != nil {
+			return nil, err
+		}
+	}
 	return newWriter(f, name, key)
 }
 
-// Open opens a file for reading; its parts are listed now.
+// Open opens a file for reading; its parts and runs are listed now, and
+// it reads each stretch of parts a run covers from the run (runs.go).
 func (f *FS) Open(name string) (vfs.Readable, error) {
-	_, ps, err := f.lookup(name)
+	key, ps, rs, err := f.lookup(name)
 	if err != nil {
 		return nil, err
 	}
 	if len(ps) == 0 {
 		return nil, notExist("open", name)
 	}
-	return &reader{f: f, name: name, parts: ps, size: ps[len(ps)-1].off + ps[len(ps)-1].size}, nil
+	return &reader{f: f, name: name, parts: readPlan(key, ps, rs), size: ps[len(ps)-1].off + ps[len(ps)-1].size}, nil
 }
 
 // Truncate rewrites the file as one part of its first size bytes.
 func (f *FS) Truncate(name string, size int64) error {
-	r, err := f.Open(name)
+	key, old, runs, err := f.lookup(name)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	if len(old) == 0 {
+		return notExist("truncate", name)
+	}
+	r := &reader{f: f, name: name, parts: readPlan(key, old, runs), size: old[len(old)-1].off + old[len(old)-1].size}
 	if size > r.Size() {
 		return fmt.Errorf("s3fs: truncate %s to %d: the file has %d bytes", name, size, r.Size())
 	}
@@ -183,10 +194,12 @@ func (f *FS) Truncate(name string, size int64) error {
 	if _, err := r.ReadAt(b, 0); err != nil && !(err == io.EOF && size == 0) {
 		return err
 	}
-	key, _ := f.key(name)
 	ctx, cancel := f.ctx()
 	defer cancel()
-	old := r.(*reader).parts
+	// The runs go first: they hold bytes past the cut.
+	if err := f.removeKeys(ctx, name, runs); err != nil {
+		return err
+	}
 	// Write the new first part, then drop the others: a crash in between
 	// leaves the old tail, which replay reads again and cuts again.
 	if _, err := f.c.PutObject(ctx, f.cfg.Bucket, partKey(key, 0), bytes.NewReader(b), size, minio.PutObjectOptions{}); err != nil {
@@ -209,16 +222,17 @@ func (f *FS) Remove(name string) error {
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
-	ps, err := f.listParts(ctx, key)
+	ps, rs, err := f.listParts(ctx, key)
 	if err != nil {
 		return err
 	}
-	if len(ps) > 0 {
-		// Newest part first: a removal cut short leaves parts 0..k, a
-		// shorter file a reader can still open, never one with a gap
-		// (ErrMissingPart). A file that has a gap already is removed too.
+	if len(ps) > 0 || len(rs) > 0 {
+		// The runs first, then the newest part first: a removal cut
+		// short leaves parts 0..k, a shorter file a reader can still
+		// open, never one with a gap (ErrMissingPart), nor a run whose
+		// parts are gone. A file that has a gap already is removed too.
 		slices.Reverse(ps)
-		return f.removeKeys(ctx, name, ps)
+		return f.removeKeys(ctx, name, append(rs, ps...))
 	}
 	entries, marker, err := f.list(ctx, key)
 	if err != nil {
@@ -235,6 +249,9 @@ func (f *FS) Remove(name string) error {
 }
 
 func (f *FS) removeKeys(ctx context.Context, name string, ps []part) error {
+	if len(ps) == 0 {
+		return nil
+	}
 	keys := make([]string, len(ps))
 	for i, p := range ps {
 		keys[i] = p.key
@@ -316,7 +333,7 @@ func (f *FS) Rename(oldname, newname string) error {
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
-	src, err := f.parts(ctx, from)
+	src, _, err := f.parts(ctx, from)
 	if err != nil {
 		return err
 	}
@@ -326,8 +343,12 @@ func (f *FS) Rename(oldname, newname string) error {
 		}
 		return fmt.Errorf("s3fs: rename %s: it has %d parts; only a file synced once can be renamed", oldname, len(src))
 	}
-	dst, err := f.parts(ctx, to)
+	dst, dstRuns, err := f.parts(ctx, to)
 	if err != nil {
+		return err
+	}
+	// The target's runs hold its old bytes: they go before it changes.
+	if err := f.removeKeys(ctx, newname, dstRuns); err != nil {
 		return err
 	}
 	if _, err := f.c.CopyObject(ctx, minio.CopyDestOptions{Bucket: f.cfg.Bucket, Object: partKey(to, 0)},
@@ -450,7 +471,7 @@ func (f *FS) Stat(name string) (vfs.Info, error) {
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
-	ps, err := f.parts(ctx, key)
+	ps, _, err := f.parts(ctx, key)
 	if err != nil {
 		return vfs.Info{}, err
 	}

@@ -65,7 +65,7 @@ func TestPartsPerSync(t *testing.T) {
 	}
 	w.Close()
 	ctx := context.Background()
-	ps, err := a.parts(ctx, "a/x.log")
+	ps, _, err := a.parts(ctx, "a/x.log")
 	if err != nil || len(ps) != 3 {
 		t.Fatalf("parts = %d, %v; want 3 (one per Sync)", len(ps), err)
 	}
@@ -148,7 +148,7 @@ func TestRemoveAllManyObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if ps, err := f.parts(ctx, "many/tables/t/tab/log/000001.log"); err != nil || len(ps) != 0 {
+	if ps, _, err := f.parts(ctx, "many/tables/t/tab/log/000001.log"); err != nil || len(ps) != 0 {
 		t.Fatalf("%d parts left after RemoveAll (%v)", len(ps), err)
 	}
 	if _, err := f.Stat("/storage/tables/t"); err == nil {

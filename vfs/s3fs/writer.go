@@ -10,7 +10,8 @@ import (
 )
 
 // writer spools a file being written to a local temporary file and
-// uploads it a part per Sync.
+// uploads it a part per Sync, and runs of parts in the background
+// (runs.go).
 type writer struct {
 	f        *FS
 	name     string
@@ -21,6 +22,9 @@ type writer struct {
 	next     int   // number of the next part
 	err      error // sticky: a failed upload leaves the file unusable
 	closed   bool
+	// bounds[i] is where part i*runFanout starts (runs.go).
+	bounds []int64
+	runs   *runner // started at the first run queued
 }
 
 func newWriter(f *FS, name, key string) (*writer, error) {
@@ -31,7 +35,7 @@ func newWriter(f *FS, name, key string) (*writer, error) {
 	// The spool has no name worth keeping: unlinked at once, it goes away
 	// with the process whatever happens.
 	_ = os.Remove(spool.Name())
-	return &writer{f: f, name: name, key: key, spool: spool}, nil
+	return &writer{f: f, name: name, key: key, spool: spool, bounds: []int64{0}}, nil
 }
 
 func (w *writer) Write(p []byte) (int, error) {
@@ -66,15 +70,18 @@ func (w *writer) Sync() error {
 	}
 	w.next++
 	w.uploaded = w.written
+	w.queueRuns()
 	return nil
 }
 
-// Close uploads the rest and releases the spool.
+// Close uploads the rest, waits for the runs queued and releases the
+// spool.
 func (w *writer) Close() error {
 	if w.closed {
 		return nil
 	}
 	w.closed = true
 	err := w.Sync()
+	w.stopRuns()
 	return errors.Join(err, w.spool.Close())
 }

@@ -1,0 +1,282 @@
+package s3fs
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+)
+
+// readWindows reads the whole of name the way the commit log's replay
+// does (256 KiB at a time) and returns the bytes and the requests it made.
+func readWindows(t *testing.T, f *FS, name string) ([]byte, Requests) {
+	t.Helper()
+	before := f.Requests()
+	r, err := f.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	out := make([]byte, 0, r.Size())
+	buf := make([]byte, 256<<10)
+	for off := int64(0); off < r.Size(); {
+		n, err := r.ReadAt(buf, off)
+		if err != nil && err != io.EOF {
+			t.Fatal(err)
+		}
+		out = append(out, buf[:n]...)
+		off += int64(n)
+	}
+	return out, f.Requests().Sub(before)
+}
+
+// TestRunsCutTheGetsOfAManyPartFile: a file synced 1,100 times (a commit
+// log segment of a lightly loaded server: a part per group commit of one
+// small write) reads back exactly, in about 20 GETs, not one GET per
+// part: the writer uploaded runs of 16 and 256 parts (runs.go). With the
+// runs lost (runFault) the same read costs a GET per part, and still
+// reads back exactly.
+func TestRunsCutTheGetsOfAManyPartFile(t *testing.T) {
+	srv := startStore(t)
+	f, err := Open(context.Background(), config(t, srv, "runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parts = 1100
+	write := func(name string) []byte {
+		w, err := f.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewSource(1))
+		var want []byte
+		for range parts {
+			chunk := make([]byte, 1+rng.Intn(300))
+			rng.Read(chunk)
+			want = append(want, chunk...)
+			w.Write(chunk)
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return want
+	}
+	want := write("/storage/seg.log")
+	got, reqs := readWindows(t, f, "/storage/seg.log")
+	if !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes, want %d; equal %v", len(got), len(want), bytes.Equal(got, want))
+	}
+	t.Logf("%d parts with runs: %d GETs, %d LISTs", parts, reqs.Get, reqs.List)
+	// 4 runs of 256 parts, 4 of 16, the 12 parts after, and a few
+	// objects read in two windows.
+	if reqs.Get > 25 {
+		t.Errorf("reading %d parts took %d GETs; want at most 25 (runs of 16 and 256 parts)", parts, reqs.Get)
+	}
+
+	runFault = func(string, runJob) bool { return true }
+	defer func() { runFault = nil }()
+	want = write("/storage/noruns.log")
+	got, reqs = readWindows(t, f, "/storage/noruns.log")
+	if !bytes.Equal(got, want) {
+		t.Fatal("the file without runs reads back wrong")
+	}
+	t.Logf("%d parts without runs: %d GETs", parts, reqs.Get)
+	if reqs.Get < parts {
+		t.Errorf("without runs %d GETs; want one per part (%d)", reqs.Get, parts)
+	}
+}
+
+// TestRunsModel writes files of random chunks synced at random, loses
+// runs at random (a failed or never-made upload), plants runs that do
+// not match the parts (a wrong size), and at random points, while the
+// writer is still running (a server killed or paused: its run uploads
+// may land at any time), reads the file with another FS: it must read
+// exactly the bytes of every Sync that returned, never fewer, never
+// others. It then truncates and removes the file and checks that no
+// object of it is left. The seed is printed; TABULA_RUNS_SEED replays it.
+func TestRunsModel(t *testing.T) {
+	srv := startStore(t)
+	seed := time.Now().UnixNano()
+	if s := os.Getenv("TABULA_RUNS_SEED"); s != "" {
+		seed, _ = strconv.ParseInt(s, 10, 64)
+	}
+	t.Logf("seed %d (TABULA_RUNS_SEED=%d replays it)", seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+	w8, err := Open(context.Background(), config(t, srv, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := Open(context.Background(), config(t, srv, "model"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// File f loses each run with probability lossRates[f], decided by a
+	// hash of the seed and the run, so that the seed replays the same
+	// losses whatever the timing of the uploads.
+	lossRates := []float64{0, 0.3, 0.7, 1}
+	runFault = func(key string, j runJob) bool {
+		file, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(key, "model/f"), ".log"))
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%s/%d-%d", seed, key, j.first, j.last)
+		return float64(h.Sum64()%1000)/1000 < lossRates[file]
+	}
+	defer func() { runFault = nil }()
+	for file := range lossRates {
+		name := fmt.Sprintf("/storage/f%d.log", file)
+		key := fmt.Sprintf("model/f%d.log", file)
+		w, err := w8.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var written, acked []byte
+		syncs := 300 + rng.Intn(900)
+		for i := range syncs {
+			chunk := make([]byte, rng.Intn(200))
+			rng.Read(chunk)
+			check := rng.Intn(150) == 0
+			plant := rng.Intn(200) == 0
+			written = append(written, chunk...)
+			w.Write(chunk)
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			acked = append(acked[:0], written...)
+			if plant && i > 20 {
+				// A run of the right parts with a wrong size: a reader
+				// must never use it.
+				first := i - 16
+				bogus := bytes.Repeat([]byte{0xee}, 7)
+				if _, err := rd.c.PutObject(context.Background(), rd.cfg.Bucket, runKey(key, first, i), bytes.NewReader(bogus), int64(len(bogus)), minio.PutObjectOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if check {
+				got, _ := readWindows(t, rd, name)
+				if !bytes.Equal(got, acked) {
+					t.Fatalf("seed %d, file %d after %d syncs: read %d bytes, acked %d; equal prefix %v",
+						seed, file, i+1, len(got), len(acked), bytes.HasPrefix(acked, got))
+				}
+			}
+		}
+		// The writer is not closed yet: its last runs may still be on
+		// their way, as when a server dies.
+		got, _ := readWindows(t, rd, name)
+		if !bytes.Equal(got, acked) {
+			t.Fatalf("seed %d, file %d at the end: read %d bytes, acked %d", seed, file, len(got), len(acked))
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ = readWindows(t, rd, name)
+		if !bytes.Equal(got, acked) {
+			t.Fatalf("seed %d, file %d closed: read %d bytes, acked %d", seed, file, len(got), len(acked))
+		}
+		cut := rng.Intn(len(acked) + 1)
+		if err := rd.Truncate(name, int64(cut)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := readWindows(t, rd, name); !bytes.Equal(got, acked[:cut]) {
+			t.Fatalf("seed %d, file %d truncated to %d: read %d bytes, equal %v", seed, file, cut, len(got), bytes.Equal(got, acked[:cut]))
+		}
+		if err := rd.Remove(name); err != nil {
+			t.Fatal(err)
+		}
+		for o := range rd.c.ListObjects(context.Background(), rd.cfg.Bucket, minio.ListObjectsOptions{Prefix: key + partSep, Recursive: true}) {
+			t.Fatalf("seed %d, file %d removed: %s is left (%v)", seed, file, o.Key, o.Err)
+		}
+	}
+}
+
+// TestCreateDeletesLeftRuns: a run with no part of its file left (its
+// upload landed after the file was removed) is deleted by the Create of
+// a file of the same name, which therefore never reads it.
+func TestCreateDeletesLeftRuns(t *testing.T) {
+	srv := startStore(t)
+	f, err := Open(context.Background(), config(t, srv, "left"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := bytes.Repeat([]byte("s"), 16)
+	if _, err := f.c.PutObject(context.Background(), f.cfg.Bucket, runKey("left/x.log", 0, 15), bytes.NewReader(stale), 16, minio.PutObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.Create("/storage/x.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for i := range 16 {
+		want = append(want, byte('a'+i))
+		w.Write(want[i:])
+		if err := w.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := readWindows(t, f, "/storage/x.log"); !bytes.Equal(got, want) {
+		t.Fatalf("read %q, want %q", got, want)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readWindows(t, f, "/storage/x.log"); !bytes.Equal(got, want) {
+		t.Fatalf("with its own run: read %q, want %q", got, want)
+	}
+}
+
+// TestReadPlan: the plan reads each stretch from the longest run that
+// covers it exactly, and the parts where no run does.
+func TestReadPlan(t *testing.T) {
+	var ps []part
+	var off int64
+	for n := range 40 {
+		ps = append(ps, part{key: partKey("k", n), num: n, last: n, off: off, size: int64(n + 1)})
+		off += int64(n + 1)
+	}
+	size := func(a, b int) int64 { return ps[b].off + ps[b].size - ps[a].off }
+	run := func(a, b int, sz int64) part { return part{key: runKey("k", a, b), num: a, last: b, size: sz} }
+	rs := []part{
+		run(0, 15, size(0, 15)),
+		run(0, 31, size(0, 31)),
+		run(16, 31, size(16, 31)),
+		run(32, 47, 999),            // past the last part
+		run(32, 35, size(32, 35)+1), // a wrong size
+		run(33, 36, size(33, 36)),
+	}
+	var got []string
+	for _, p := range readPlan("k", ps, rs) {
+		got = append(got, strings.TrimPrefix(p.key, "k"+partSep))
+	}
+	want := "r00000000-00000031 00000032 r00000033-00000036 00000037 00000038 00000039"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("plan = %s\nwant   %s", strings.Join(got, " "), want)
+	}
+}
+
+// FuzzParseRun: parseRun never panics, and accepts only what formatRun
+// writes.
+func FuzzParseRun(f *testing.F) {
+	for _, s := range []string{"r00000000-00000015", "r00000016-00000031", "00000001", "r1-2", "r00000002-00000001", "r-1-00000002", "r00000000-000000015", "r999999999-1000000000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		first, last, ok := parseRun(s)
+		if !ok {
+			return
+		}
+		if first < 0 || first >= last || formatRun(first, last) != s {
+			t.Fatalf("parseRun(%q) = %d, %d", s, first, last)
+		}
+	})
+}
