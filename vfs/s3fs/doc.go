@@ -11,7 +11,10 @@
 // object, and a commit log segment is one object per group commit, as
 // docs/CONTRACTS.md §3 asks: a part is durable once its PUT returned, and
 // a reader never sees half a part. Reading concatenates the parts, listed
-// once when the file is opened, with ranged GETs.
+// once when the file is opened, with ranged GETs. So that a segment of
+// thousands of group commits does not cost a GET per part to read, its
+// writer also uploads runs of its parts in the background (runs.go),
+// which readers read instead.
 //
 // Directories are marker objects ("<prefix>/<path>/") so that an empty
 // directory exists, as on a disk; MkdirAll writes each marker once per FS.

@@ -32,8 +32,10 @@ type part struct {
 	key string
 	num int // the part's number, from its key's suffix; a run's first part
 	// last is a run's last part (the part's own number for a part).
-	last     int
-	off      int64
+	last int
+	off  int64 // where its bytes start in the file
+	// end is where a run's name says its bytes end in the file.
+	end      int64
 	size     int64
 	modified time.Time
 }
@@ -65,8 +67,8 @@ func (f *FS) listParts(ctx context.Context, key string) (ps, rs []part, err erro
 			return nil, nil, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
 		}
 		suffix := strings.TrimPrefix(o.Key, prefix)
-		if first, last, ok := parseRun(suffix); ok {
-			rs = append(rs, part{key: o.Key, num: first, last: last, size: o.Size, modified: o.LastModified})
+		if r, ok := parseRun(suffix); ok {
+			rs = append(rs, r.asPart(o.Key, o.Size, o.LastModified))
 			continue
 		}
 		n, err := strconv.Atoi(suffix)
@@ -97,4 +99,138 @@ func contiguous(key string, ps []part) error {
 		}
 	}
 	return nil
+}
+
+// listPage is the most keys one LIST answers (the S3 API's limit).
+const listPage = 1000
+
+// readParts lists what a reader of the file key needs, and returns the
+// objects to read it from (readPlan), its size and the time of its last
+// part. A file of at most a page of objects costs one LIST, as parts
+// does. A longer one (a commit-log segment of thousands of group
+// commits) would cost a LIST per thousand parts, every time it is
+// opened: instead, after the first page, its runs (runs.go) are listed
+// on their own, chained from part 0, and only the parts past the chain
+// are listed (from there, StartAfter). The parts under the chain are not
+// listed: a run is uploaded only after every part it covers, and parts
+// are deleted only after the runs (Remove, Truncate), so a run proves
+// its parts were there; within the first page its size is still checked
+// against them.
+func (f *FS) readParts(ctx context.Context, key string) (plan []part, size int64, modified time.Time, err error) {
+	prefix := key + partSep
+	var ps, rs []part
+	long := false
+	add := func(o minio.ObjectInfo) (isPart bool) {
+		suffix := strings.TrimPrefix(o.Key, prefix)
+		if r, ok := parseRun(suffix); ok {
+			rs = append(rs, r.asPart(o.Key, o.Size, o.LastModified))
+			return false
+		}
+		n, err := strconv.Atoi(suffix)
+		if err != nil || n < 0 {
+			return false // not a part of this file (see listParts)
+		}
+		ps = append(ps, part{key: o.Key, num: n, last: n, size: o.Size, modified: o.LastModified})
+		return true
+	}
+	seen := 0
+	for o := range f.c.ListObjectsIter(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, 0, time.Time{}, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
+		}
+		seen++
+		if add(o) && seen == listPage {
+			// A whole page of parts: the runs come after all of them
+			// (their keys sort after the digits); stop here, before the
+			// next page is asked for.
+			long = true
+			break
+		}
+	}
+	slices.SortFunc(ps, func(a, b part) int { return a.num - b.num })
+	var off int64
+	for i := range ps {
+		ps[i].off = off
+		off += ps[i].size
+	}
+	if err := contiguous(key, ps); err != nil {
+		return nil, 0, time.Time{}, err
+	}
+	if !long {
+		if len(ps) == 0 {
+			return nil, 0, time.Time{}, nil
+		}
+		return readPlan(ps, rs), off, ps[len(ps)-1].modified, nil
+	}
+	rs = rs[:0]
+	for o := range f.c.ListObjectsIter(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix + runPrefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, 0, time.Time{}, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
+		}
+		add(o)
+	}
+	// Chain from part 0: the longest run starting where the chain ends
+	// (checked against the first page's parts where it lies within
+	// them), else the next part of the first page.
+	byFirst := map[int][]part{}
+	for _, r := range rs {
+		byFirst[r.num] = append(byFirst[r.num], r)
+	}
+	pos := 0
+	off = 0
+	for {
+		var best *part
+		for i, r := range byFirst[pos] {
+			within := ps
+			if r.last >= len(ps) {
+				within = nil // past the first page: its name vouches for it
+			}
+			if fits(r, off, within, pos) && (best == nil || r.last > best.last) {
+				best = &byFirst[pos][i]
+			}
+		}
+		switch {
+		case best != nil:
+			plan = append(plan, *best)
+			modified = best.modified
+			off = best.end
+			pos = best.last + 1
+			continue
+		case pos < len(ps):
+			p := ps[pos]
+			plan = append(plan, p)
+			modified = p.modified
+			off += p.size
+			pos++
+			continue
+		}
+		break
+	}
+	// The parts past the chain, from part pos on.
+	var tail []part
+	for o := range f.c.ListObjectsIter(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, StartAfter: partKey(key, pos-1)}) {
+		if o.Err != nil {
+			return nil, 0, time.Time{}, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
+		}
+		suffix := strings.TrimPrefix(o.Key, prefix)
+		if strings.HasPrefix(suffix, runPrefix) {
+			break // past the parts
+		}
+		n, err := strconv.Atoi(suffix)
+		if err != nil || n < pos {
+			continue
+		}
+		tail = append(tail, part{key: o.Key, num: n, last: n, off: off, size: o.Size, modified: o.LastModified})
+		off += o.Size
+	}
+	for i, p := range tail {
+		if p.num != pos+i {
+			return nil, 0, time.Time{}, fmt.Errorf("%w: object %s: part %d is missing (listed from part %d, the next listed is %d): the store's listing lags behind a write, or the part was lost",
+				ErrMissingPart, key, pos+i, pos, p.num)
+		}
+	}
+	if len(tail) > 0 {
+		modified = tail[len(tail)-1].modified
+	}
+	return append(plan, readPlan(tail, rs)...), off, modified, nil
 }

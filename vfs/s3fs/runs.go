@@ -3,8 +3,10 @@ package s3fs
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 )
@@ -20,29 +22,32 @@ import (
 //
 // Object layout of a file (key without suffix):
 //
-//	<key>~00000000 ... <key>~0000000n    the parts, one per Sync (parts.go)
-//	<key>~r<first>-<last>                a run: the bytes of parts first..last
+//	<key>~00000000 ... <key>~0000000n      the parts, one per Sync (parts.go)
+//	<key>~r<first>-<last>-<from>-<to>      a run: the bytes of parts first..last,
+//	                                       which are bytes from..to of the file
 //
-// first and last are decimal, zero-padded to at least 8 digits, as part
-// numbers are. A run of level L covers runFanout^L parts, from a multiple
-// of that: after part n is uploaded, a run of each level whose span ends
-// at n is queued (levels 1..runLevels: 16, 256, 4,096 and 65,536 parts),
-// unless it would exceed maxRunBytes (large parts cost a reader bytes,
-// not requests). A reader covers the parts greedily from part 0 with the
-// longest run that starts at the part it needs (readPlan), so a file of
-// n parts reads in at most 15 objects per level plus n/65,536.
+// first and last are decimal, zero-padded to 8 digits as part numbers
+// are, from and to plain decimal. A run of level L covers runFanout^L
+// parts, from a multiple of that: after part n is uploaded, a run of
+// each level whose span ends at n is queued (levels 1..runLevels: 16,
+// 256, 4,096 and 65,536 parts), unless it would exceed maxRunBytes (large
+// parts cost a reader bytes, not requests). A reader covers the parts
+// greedily from part 0 with the longest run that starts where it is
+// (readPlan, readParts), so a file of n parts reads in at most 15
+// objects per level plus n/65,536.
 //
 // Runs are redundant copies, never the only place of a byte: the parts
-// stay (every durability promise is the part's PUT, as before), a reader
-// lists every part and checks that they are contiguous as before, and it
-// uses a run only if it starts at a listed part, ends at one and its size
-// is the sum of theirs. A run is uploaded only after the parts it covers,
-// and never rewritten: a run PUT that fails or is cut short by a crash
-// only costs a reader the GETs of the parts it would have covered.
-// Removing a file deletes its runs first and its parts after (Remove,
-// Truncate), so a removal cut short never leaves a run whose parts are
-// gone; Create deletes the runs of a file that has none of its parts left
-// (a run whose PUT landed after its file was removed).
+// stay (every durability promise is the part's PUT, as before). A run is
+// uploaded only after the parts it covers, and never rewritten: a run
+// PUT that fails or is cut short by a crash only costs a reader the GETs
+// of the parts it would have covered. A reader uses a run only if its
+// size is what its name says and its bytes start where the reader is in
+// the file, and, where it lists the parts the run covers, if they end
+// where the run does. Removing a file deletes its runs first and its
+// parts after (Remove, Truncate), so a removal cut short never leaves a
+// run whose parts are gone; Create deletes the runs of a file that has
+// none of its parts left (a run whose PUT landed after its file was
+// removed).
 //
 // Readers from before runs existed skip the "~r" keys (they are not part
 // numbers) and read the parts: the format stays readable both ways.
@@ -61,67 +66,102 @@ const (
 // runPrefix follows the part separator in a run's key.
 const runPrefix = "r"
 
-// runKey returns the key of the run of key holding parts first..last.
-func runKey(key string, first, last int) string {
-	return key + partSep + formatRun(first, last)
+// runName is what a run's key says of it: the parts it covers, first to
+// last, and where their bytes are in the file, from to to.
+type runName struct {
+	first, last int
+	from, to    int64
 }
 
-func formatRun(first, last int) string {
-	return fmt.Sprintf("%s%08d-%08d", runPrefix, first, last)
+// runKey returns the key of the run r of the file key.
+func runKey(key string, r runName) string { return key + partSep + r.String() }
+
+func (r runName) String() string {
+	return fmt.Sprintf("%s%08d-%08d-%d-%d", runPrefix, r.first, r.last, r.from, r.to)
 }
 
 // parseRun parses the suffix of a run's key (after the part separator):
-// ok is false for anything formatRun does not produce with first < last.
-func parseRun(s string) (first, last int, ok bool) {
+// ok is false for anything String does not produce with first < last
+// and from <= to.
+func parseRun(s string) (r runName, ok bool) {
 	rest, found := strings.CutPrefix(s, runPrefix)
 	if !found {
-		return 0, 0, false
+		return runName{}, false
 	}
-	a, b, found := strings.Cut(rest, "-")
-	if !found {
-		return 0, 0, false
+	f := strings.Split(rest, "-")
+	if len(f) != 4 {
+		return runName{}, false
 	}
-	first, err1 := strconv.Atoi(a)
-	last, err2 := strconv.Atoi(b)
-	if err1 != nil || err2 != nil || first < 0 || first >= last || formatRun(first, last) != s {
-		return 0, 0, false
+	var n [4]int64
+	for i, x := range f {
+		v, err := strconv.ParseInt(x, 10, 64)
+		if err != nil || v < 0 {
+			return runName{}, false
+		}
+		n[i] = v
 	}
-	return first, last, true
+	if n[0] > math.MaxInt32 || n[1] > math.MaxInt32 {
+		return runName{}, false
+	}
+	r = runName{first: int(n[0]), last: int(n[1]), from: n[2], to: n[3]}
+	if r.first >= r.last || r.from > r.to || r.String() != s {
+		return runName{}, false
+	}
+	return r, true
 }
 
-// readPlan returns the objects to read file key from: its parts ps
-// (contiguous from 0, with their offsets), with each stretch that a run
-// in rs covers exactly read from the run instead, the longest first.
-func readPlan(key string, ps, rs []part) []part {
-	if len(rs) == 0 {
+// asPart is the run listed as object o (its key and size), as a part of
+// the plan: it holds the file's bytes from r.from.
+func (r runName) asPart(key string, size int64, modified time.Time) part {
+	return part{key: key, num: r.first, last: r.last, off: r.from, size: size, end: r.to, modified: modified}
+}
+
+// fits reports whether the run p (asPart) holds the bytes at offset off
+// of the parts ps[i..] (ps[i] at offset off): its size is what its name
+// says, it starts at off, and, where its last part is in ps, it ends
+// where that part does.
+func fits(p part, off int64, ps []part, i int) bool {
+	if p.size != p.end-p.off || p.off != off {
+		return false
+	}
+	if len(ps) == 0 {
+		return true
+	}
+	last := p.last - ps[0].num
+	if last >= len(ps) {
+		return false
+	}
+	return i < len(ps) && ps[i].off == off && ps[last].off+ps[last].size == p.end
+}
+
+// readPlan returns the objects to read a file from: its parts ps
+// (contiguous, from any number, with their offsets), with each stretch
+// that a run in rs covers exactly (fits) read from the run instead, the
+// longest first.
+func readPlan(ps, rs []part) []part {
+	if len(rs) == 0 || len(ps) == 0 {
 		return ps
 	}
+	base := ps[0].num
 	byFirst := map[int][]part{}
 	for _, r := range rs {
 		byFirst[r.num] = append(byFirst[r.num], r)
 	}
 	plan := make([]part, 0, len(ps))
 	for i := 0; i < len(ps); {
-		best := -1
-		for _, r := range byFirst[i] {
-			if r.last >= len(ps) || r.last <= best {
-				continue
+		var best *part
+		for j, r := range byFirst[base+i] {
+			if fits(r, ps[i].off, ps, i) && (best == nil || r.last > best.last) {
+				best = &byFirst[base+i][j]
 			}
-			end := ps[r.last].off + ps[r.last].size
-			if r.size != end-ps[i].off {
-				continue // not the bytes of these parts: never read it
-			}
-			best = r.last
 		}
-		if best < 0 {
+		if best == nil {
 			plan = append(plan, ps[i])
 			i++
 			continue
 		}
-		last := ps[best]
-		plan = append(plan, part{key: runKey(key, i, best), num: i, last: best, off: ps[i].off,
-			size: last.off + last.size - ps[i].off, modified: last.modified})
-		i = best + 1
+		plan = append(plan, *best)
+		i = best.last - base + 1
 	}
 	return plan
 }
@@ -175,7 +215,7 @@ func (w *writer) runUploads(r *runner) {
 		}
 		ctx, cancel := w.f.ctx()
 		body := io.NewSectionReader(w.spool, j.from, j.to-j.from)
-		_, _ = w.f.c.PutObject(ctx, w.f.cfg.Bucket, runKey(w.key, j.first, j.last), body, j.to-j.from, minio.PutObjectOptions{})
+		_, _ = w.f.c.PutObject(ctx, w.f.cfg.Bucket, runKey(w.key, runName(j)), body, j.to-j.from, minio.PutObjectOptions{})
 		cancel()
 	}
 }

@@ -39,19 +39,20 @@ func readWindows(t *testing.T, f *FS, name string) ([]byte, Requests) {
 	return out, f.Requests().Sub(before)
 }
 
-// TestRunsCutTheGetsOfAManyPartFile: a file synced 1,100 times (a commit
+// TestRunsCutTheGetsOfAManyPartFile: a file synced 4,100 times (a commit
 // log segment of a lightly loaded server: a part per group commit of one
-// small write) reads back exactly, in about 20 GETs, not one GET per
-// part: the writer uploaded runs of 16 and 256 parts (runs.go). With the
-// runs lost (runFault) the same read costs a GET per part, and still
-// reads back exactly.
+// small write) reads back exactly in a handful of GETs, not one GET per
+// part, and is opened in 3 LISTs, not one per thousand parts: the writer
+// uploaded runs (runs.go), and the reader lists the runs and the parts
+// past them (readParts). With the runs lost (runFault) the same read
+// costs a GET per part, and still reads back exactly.
 func TestRunsCutTheGetsOfAManyPartFile(t *testing.T) {
 	srv := startStore(t)
 	f, err := Open(context.Background(), config(t, srv, "runs"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const parts = 1100
+	const parts = 4100
 	write := func(name string) []byte {
 		w, err := f.Create(name)
 		if err != nil {
@@ -79,10 +80,10 @@ func TestRunsCutTheGetsOfAManyPartFile(t *testing.T) {
 		t.Fatalf("read %d bytes, want %d; equal %v", len(got), len(want), bytes.Equal(got, want))
 	}
 	t.Logf("%d parts with runs: %d GETs, %d LISTs", parts, reqs.Get, reqs.List)
-	// 4 runs of 256 parts, 4 of 16, the 12 parts after, and a few
-	// objects read in two windows.
-	if reqs.Get > 25 {
-		t.Errorf("reading %d parts took %d GETs; want at most 25 (runs of 16 and 256 parts)", parts, reqs.Get)
+	// The run of parts 0..4095, read in 3 windows, and parts
+	// 4096..4099; the first page of parts, the runs, the parts past them.
+	if reqs.Get > 8 || reqs.List > 3 {
+		t.Errorf("reading %d parts took %d GETs and %d LISTs; want at most 8 and 3 (a run of 4,096 parts)", parts, reqs.Get, reqs.List)
 	}
 
 	runFault = func(string, runJob) bool { return true }
@@ -141,12 +142,14 @@ func TestRunsModel(t *testing.T) {
 			t.Fatal(err)
 		}
 		var written, acked []byte
-		syncs := 300 + rng.Intn(900)
+		var starts []int64 // where each part starts
+		syncs := 300 + rng.Intn(2000)
 		for i := range syncs {
 			chunk := make([]byte, rng.Intn(200))
 			rng.Read(chunk)
 			check := rng.Intn(150) == 0
 			plant := rng.Intn(200) == 0
+			starts = append(starts, int64(len(written)))
 			written = append(written, chunk...)
 			w.Write(chunk)
 			if err := w.Sync(); err != nil {
@@ -154,12 +157,20 @@ func TestRunsModel(t *testing.T) {
 			}
 			acked = append(acked[:0], written...)
 			if plant && i > 20 {
-				// A run of the right parts with a wrong size: a reader
-				// must never use it.
-				first := i - 16
-				bogus := bytes.Repeat([]byte{0xee}, 7)
-				if _, err := rd.c.PutObject(context.Background(), rd.cfg.Bucket, runKey(key, first, i), bytes.NewReader(bogus), int64(len(bogus)), minio.PutObjectOptions{}); err != nil {
-					t.Fatal(err)
+				// Runs of the right parts, one of the wrong size, one
+				// that says its bytes start elsewhere: a reader must
+				// never use them.
+				first := i - 16 - rng.Intn(4)*16
+				first -= first % 16
+				from, to := starts[first], int64(len(written))
+				for _, r := range []runName{{first, i, from, to}, {first, i, from + 1, to + 1}} {
+					bogus := bytes.Repeat([]byte{0xee}, int(to-from))
+					if r.from == from {
+						bogus = bogus[:len(bogus)/2]
+					}
+					if _, err := rd.c.PutObject(context.Background(), rd.cfg.Bucket, runKey(key, r), bytes.NewReader(bogus), int64(len(bogus)), minio.PutObjectOptions{}); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if check {
@@ -209,7 +220,7 @@ func TestCreateDeletesLeftRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := bytes.Repeat([]byte("s"), 16)
-	if _, err := f.c.PutObject(context.Background(), f.cfg.Bucket, runKey("left/x.log", 0, 15), bytes.NewReader(stale), 16, minio.PutObjectOptions{}); err != nil {
+	if _, err := f.c.PutObject(context.Background(), f.cfg.Bucket, runKey("left/x.log", runName{0, 15, 0, 16}), bytes.NewReader(stale), 16, minio.PutObjectOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	w, err := f.Create("/storage/x.log")
@@ -244,39 +255,43 @@ func TestReadPlan(t *testing.T) {
 		ps = append(ps, part{key: partKey("k", n), num: n, last: n, off: off, size: int64(n + 1)})
 		off += int64(n + 1)
 	}
-	size := func(a, b int) int64 { return ps[b].off + ps[b].size - ps[a].off }
-	run := func(a, b int, sz int64) part { return part{key: runKey("k", a, b), num: a, last: b, size: sz} }
+	run := func(a, b int, sizeDelta, fromDelta int64) part {
+		r := runName{a, b, ps[a].off + fromDelta, ps[b].off + ps[b].size + fromDelta}
+		return r.asPart(runKey("k", r), r.to-r.from+sizeDelta, time.Time{})
+	}
 	rs := []part{
-		run(0, 15, size(0, 15)),
-		run(0, 31, size(0, 31)),
-		run(16, 31, size(16, 31)),
-		run(32, 47, 999),            // past the last part
-		run(32, 35, size(32, 35)+1), // a wrong size
-		run(33, 36, size(33, 36)),
+		run(0, 15, 0, 0),
+		run(0, 31, 0, 0),
+		run(16, 31, 0, 0),
+		run(32, 35, 1, 0), // a wrong size
+		run(32, 36, 0, 1), // its bytes elsewhere
+		run(33, 36, 0, 0),
+		{key: "k~past", num: 37, last: 47, off: ps[37].off, end: ps[39].off + 100, size: ps[39].off + 100 - ps[37].off}, // past the last part
 	}
 	var got []string
-	for _, p := range readPlan("k", ps, rs) {
+	for _, p := range readPlan(ps, rs) {
 		got = append(got, strings.TrimPrefix(p.key, "k"+partSep))
 	}
-	want := "r00000000-00000031 00000032 r00000033-00000036 00000037 00000038 00000039"
+	want := "r00000000-00000031-0-528 00000032 r00000033-00000036-561-703 00000037 00000038 00000039"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("plan = %s\nwant   %s", strings.Join(got, " "), want)
 	}
 }
 
-// FuzzParseRun: parseRun never panics, and accepts only what formatRun
-// writes.
+// FuzzParseRun: parseRun never panics, and accepts only what
+// runName.String writes.
 func FuzzParseRun(f *testing.F) {
-	for _, s := range []string{"r00000000-00000015", "r00000016-00000031", "00000001", "r1-2", "r00000002-00000001", "r-1-00000002", "r00000000-000000015", "r999999999-1000000000"} {
+	for _, s := range []string{"r00000000-00000015-0-4096", "r00000016-00000031-4096-8000", "00000001", "r1-2-3-4",
+		"r00000002-00000001-0-1", "r-1-00000002-0-1", "r00000000-000000015-0-1", "r999999999-1000000000-5-5", "r00000000-00000015-9-8"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		first, last, ok := parseRun(s)
+		r, ok := parseRun(s)
 		if !ok {
 			return
 		}
-		if first < 0 || first >= last || formatRun(first, last) != s {
-			t.Fatalf("parseRun(%q) = %d, %d", s, first, last)
+		if r.first < 0 || r.first >= r.last || r.from < 0 || r.from > r.to || r.String() != s {
+			t.Fatalf("parseRun(%q) = %+v", s, r)
 		}
 	})
 }

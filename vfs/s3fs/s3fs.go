@@ -164,17 +164,24 @@ func (f *FS) Create(name string) (vfs.Writable, error) {
 	return newWriter(f, name, key)
 }
 
-// Open opens a file for reading; its parts and runs are listed now, and
-// it reads each stretch of parts a run covers from the run (runs.go).
+// Open opens a file for reading; its parts and runs are listed now
+// (readParts), and it reads each stretch of parts a run covers from the
+// run (runs.go).
 func (f *FS) Open(name string) (vfs.Readable, error) {
-	key, ps, rs, err := f.lookup(name)
+	key, err := f.key(name)
 	if err != nil {
 		return nil, err
 	}
-	if len(ps) == 0 {
+	ctx, cancel := f.ctx()
+	defer cancel()
+	plan, size, _, err := f.readParts(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan) == 0 {
 		return nil, notExist("open", name)
 	}
-	return &reader{f: f, name: name, parts: readPlan(key, ps, rs), size: ps[len(ps)-1].off + ps[len(ps)-1].size}, nil
+	return &reader{f: f, name: name, parts: plan, size: size}, nil
 }
 
 // Truncate rewrites the file as one part of its first size bytes.
@@ -186,7 +193,7 @@ func (f *FS) Truncate(name string, size int64) error {
 	if len(old) == 0 {
 		return notExist("truncate", name)
 	}
-	r := &reader{f: f, name: name, parts: readPlan(key, old, runs), size: old[len(old)-1].off + old[len(old)-1].size}
+	r := &reader{f: f, name: name, parts: readPlan(old, runs), size: old[len(old)-1].off + old[len(old)-1].size}
 	if size > r.Size() {
 		return fmt.Errorf("s3fs: truncate %s to %d: the file has %d bytes", name, size, r.Size())
 	}
@@ -471,14 +478,13 @@ func (f *FS) Stat(name string) (vfs.Info, error) {
 	}
 	ctx, cancel := f.ctx()
 	defer cancel()
-	ps, _, err := f.parts(ctx, key)
+	plan, size, modified, err := f.readParts(ctx, key)
 	if err != nil {
 		return vfs.Info{}, err
 	}
 	base := path.Base(filepath.ToSlash(name))
-	if len(ps) > 0 {
-		last := ps[len(ps)-1]
-		return vfs.Info{Name: base, Size: last.off + last.size, ModTime: last.modified, Mode: 0o644}, nil
+	if len(plan) > 0 {
+		return vfs.Info{Name: base, Size: size, ModTime: modified, Mode: 0o644}, nil
 	}
 	entries, marker, err := f.list(ctx, key)
 	if err != nil {
