@@ -62,8 +62,8 @@ func TestKilledServersLogReplaysFromAnObjectStore(t *testing.T) {
 	t.Logf("seed %d (SHAREDLOG_SEED=%d replays it)", seed, seed)
 	rng := rand.New(rand.NewSource(seed))
 	tablets := 2 + rng.Intn(4)
-	perTablet := 150 + rng.Intn(250)
-	segment := int64(16<<10 + rng.Intn(64<<10))
+	perTablet := 400 + rng.Intn(400)
+	segment := int64(64<<10 + rng.Intn(1<<20))
 	dead, err := Open(Options{FS: deadFS, Root: "/store", Name: "dead", SyncMode: wal.SyncAlways, SegmentSize: segment})
 	if err != nil {
 		t.Fatal(err)

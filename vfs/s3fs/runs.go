@@ -194,15 +194,57 @@ func (w *writer) queueRuns() {
 		if w.uploaded-from > maxRunBytes {
 			break // the longer levels are larger still
 		}
-		if w.runs == nil {
-			w.runs = &runner{jobs: make(chan runJob, runQueue), done: make(chan struct{})}
-			go w.runUploads(w.runs)
+		w.queue(runJob{first: first, last: n - 1, from: from, to: w.uploaded})
+	}
+}
+
+// queue queues j, unless runQueue runs wait already (the store is slow:
+// the parts serve).
+func (w *writer) queue(j runJob) {
+	if w.runs == nil {
+		w.runs = &runner{jobs: make(chan runJob, runQueue), done: make(chan struct{})}
+		go w.runUploads(w.runs)
+	}
+	select {
+	case w.runs.jobs <- j:
+	default:
+	}
+}
+
+// queueClosingRun queues, when the writer closes, one run of the parts
+// after the last run of some level, so that a closed file (a segment the
+// log moved on from) reads in runs alone: from the latest multiple of the
+// longest span that keeps the run within maxRunBytes.
+func (w *writer) queueClosingRun() {
+	n := w.next
+	for span := pow(runFanout, runLevels); span >= runFanout; span /= runFanout {
+		first := n - n%span
+		if n-first < 2 || isSpan(n-first) {
+			return // at most one object after the runs of this level, nor of shorter ones
 		}
-		select {
-		case w.runs.jobs <- runJob{first: first, last: n - 1, from: from, to: w.uploaded}:
-		default: // the store is slow: the parts serve
+		if w.uploaded-w.bounds[first/runFanout] <= maxRunBytes {
+			w.queue(runJob{first: first, last: n - 1, from: w.bounds[first/runFanout], to: w.uploaded})
+			return
 		}
 	}
+}
+
+// isSpan reports whether n parts are the span of a level of runs.
+func isSpan(n int) bool {
+	for span := runFanout; span <= pow(runFanout, runLevels); span *= runFanout {
+		if n == span {
+			return true
+		}
+	}
+	return false
+}
+
+func pow(b, e int) int {
+	n := 1
+	for range e {
+		n *= b
+	}
+	return n
 }
 
 // runUploads uploads the runs queued on r until the writer closes it. A

@@ -82,6 +82,9 @@ func (w *writer) Close() error {
 	}
 	w.closed = true
 	err := w.Sync()
+	if err == nil {
+		w.queueClosingRun()
+	}
 	w.stopRuns()
 	return errors.Join(err, w.spool.Close())
 }
