@@ -34,7 +34,11 @@ import (
 // parts cost a reader bytes, not requests). A reader covers the parts
 // greedily from part 0 with the longest run that starts where it is
 // (readPlan, readParts), so a file of n parts reads in at most 15
-// objects per level plus n/65,536.
+// objects per level plus n/65,536. When the writer closes the file it
+// also queues one run of the parts after the last runs (queueClosingRun),
+// so a closed file (a segment the log moved on from) reads in runs
+// alone. Runs go up one at a time in the background and no Sync waits
+// for them; Close waits for those queued.
 //
 // Runs are redundant copies, never the only place of a byte: the parts
 // stay (every durability promise is the part's PUT, as before). A run is
@@ -50,7 +54,9 @@ import (
 // removed).
 //
 // Readers from before runs existed skip the "~r" keys (they are not part
-// numbers) and read the parts: the format stays readable both ways.
+// numbers) and read the parts: the format stays readable both ways. Their
+// Remove leaves a file's runs behind (RemoveAll, which the master's log
+// GC uses, removes everything under the name).
 const (
 	runFanout = 16
 	runLevels = 4
@@ -166,17 +172,10 @@ func readPlan(ps, rs []part) []part {
 	return plan
 }
 
-// runJob is a run a writer queued: parts first..last, the bytes from..to
-// of its spool.
-type runJob struct {
-	first, last int
-	from, to    int64
-}
-
 // runner uploads a writer's runs in the background, one at a time, so
 // that a run never delays the Sync that acknowledges writes.
 type runner struct {
-	jobs chan runJob
+	jobs chan runName
 	done chan struct{}
 }
 
@@ -194,15 +193,15 @@ func (w *writer) queueRuns() {
 		if w.uploaded-from > maxRunBytes {
 			break // the longer levels are larger still
 		}
-		w.queue(runJob{first: first, last: n - 1, from: from, to: w.uploaded})
+		w.queue(runName{first: first, last: n - 1, from: from, to: w.uploaded})
 	}
 }
 
 // queue queues j, unless runQueue runs wait already (the store is slow:
 // the parts serve).
-func (w *writer) queue(j runJob) {
+func (w *writer) queue(j runName) {
 	if w.runs == nil {
-		w.runs = &runner{jobs: make(chan runJob, runQueue), done: make(chan struct{})}
+		w.runs = &runner{jobs: make(chan runName, runQueue), done: make(chan struct{})}
 		go w.runUploads(w.runs)
 	}
 	select {
@@ -223,7 +222,7 @@ func (w *writer) queueClosingRun() {
 			return // at most one object after the runs of this level, nor of shorter ones
 		}
 		if w.uploaded-w.bounds[first/runFanout] <= maxRunBytes {
-			w.queue(runJob{first: first, last: n - 1, from: w.bounds[first/runFanout], to: w.uploaded})
+			w.queue(runName{first: first, last: n - 1, from: w.bounds[first/runFanout], to: w.uploaded})
 			return
 		}
 	}
@@ -257,14 +256,14 @@ func (w *writer) runUploads(r *runner) {
 		}
 		ctx, cancel := w.f.ctx()
 		body := io.NewSectionReader(w.spool, j.from, j.to-j.from)
-		_, _ = w.f.c.PutObject(ctx, w.f.cfg.Bucket, runKey(w.key, runName(j)), body, j.to-j.from, minio.PutObjectOptions{})
+		_, _ = w.f.c.PutObject(ctx, w.f.cfg.Bucket, runKey(w.key, j), body, j.to-j.from, minio.PutObjectOptions{})
 		cancel()
 	}
 }
 
 // runFault, if set, is asked before each run's upload whether the run is
 // lost (tests: a failed PUT, or a writer killed before it).
-var runFault func(key string, j runJob) bool
+var runFault func(key string, j runName) bool
 
 // stopRuns waits for the runs queued to be uploaded; called by Close.
 func (w *writer) stopRuns() {

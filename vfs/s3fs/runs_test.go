@@ -86,7 +86,7 @@ func TestRunsCutTheGetsOfAManyPartFile(t *testing.T) {
 		t.Errorf("reading %d parts took %d GETs and %d LISTs; want at most 8 and 3 (a run of 4,096 parts)", parts, reqs.Get, reqs.List)
 	}
 
-	runFault = func(string, runJob) bool { return true }
+	runFault = func(string, runName) bool { return true }
 	defer func() { runFault = nil }()
 	const fewer = 1100
 	want = write("/storage/noruns.log", fewer)
@@ -128,7 +128,7 @@ func TestRunsModel(t *testing.T) {
 	// hash of the seed and the run, so that the seed replays the same
 	// losses whatever the timing of the uploads.
 	lossRates := []float64{0, 0.3, 0.7, 1}
-	runFault = func(key string, j runJob) bool {
+	runFault = func(key string, j runName) bool {
 		file, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(key, "model/f"), ".log"))
 		h := fnv.New64a()
 		fmt.Fprintf(h, "%d/%s/%d-%d", seed, key, j.first, j.last)
