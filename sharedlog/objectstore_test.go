@@ -106,7 +106,7 @@ func TestKilledServersLogReplaysFromAnObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer next.Close()
-	before := nextFS.Requests()
+	before, began := nextFS.Requests(), time.Now()
 	for i := range tablets {
 		got, err := replayAll(next, "dead", pinKey{fmt.Sprintf("t%d", i), 3}, 1)
 		if err != nil {
@@ -114,8 +114,9 @@ func TestKilledServersLogReplaysFromAnObjectStore(t *testing.T) {
 		}
 		checkRecords(t, fmt.Sprintf("seed %d: tablet t%d", seed, i), got, acked[i])
 	}
+	took := time.Since(began)
 	reqs := nextFS.Requests().Sub(before)
-	t.Logf("replay of %d parts: %d requests: GET %d, LIST %d", parts, reqs.Total(), reqs.Get, reqs.List)
+	t.Logf("replay of %d parts: %v, %d requests: GET %d, LIST %d", parts, took.Round(time.Millisecond), reqs.Total(), reqs.Get, reqs.List)
 	if reqs.Get*8 > int64(parts) {
 		t.Errorf("seed %d: the replay made %d GETs for %d parts; want at most one per 8 parts", seed, reqs.Get, parts)
 	}

@@ -207,30 +207,63 @@ func (f *FS) readParts(ctx context.Context, key string) (plan []part, size int64
 		break
 	}
 	// The parts past the chain, from part pos on.
-	var tail []part
-	for o := range f.c.ListObjectsIter(ctx, f.cfg.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true, StartAfter: partKey(key, pos-1)}) {
-		if o.Err != nil {
-			return nil, 0, time.Time{}, fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
-		}
-		suffix := strings.TrimPrefix(o.Key, prefix)
-		if strings.HasPrefix(suffix, runPrefix) {
-			break // past the parts
-		}
-		n, err := strconv.Atoi(suffix)
-		if err != nil || n < pos {
-			continue
-		}
-		tail = append(tail, part{key: o.Key, num: n, last: n, off: off, size: o.Size, modified: o.LastModified})
-		off += o.Size
+	tail, err := f.listFrom(ctx, key, pos, off)
+	if err != nil {
+		return nil, 0, time.Time{}, err
 	}
-	for i, p := range tail {
-		if p.num != pos+i {
-			return nil, 0, time.Time{}, fmt.Errorf("%w: object %s: part %d is missing (listed from part %d, the next listed is %d): the store's listing lags behind a write, or the part was lost",
-				ErrMissingPart, key, pos+i, pos, p.num)
-		}
+	if len(tail) > 0 {
+		off = tail[len(tail)-1].off + tail[len(tail)-1].size
 	}
 	if len(tail) > 0 {
 		modified = tail[len(tail)-1].modified
 	}
 	return append(plan, readPlan(tail, rs)...), off, modified, nil
+}
+
+// listFrom lists the parts of key numbered pos and up, the first at
+// offset off, a thousand part numbers at a time: the prefix of the
+// numbers' digits but the last three (key~00008 lists parts 8000..8999),
+// until a block ends short. A store lists a narrower prefix as cheaply as
+// the start of any listing, where StartAfter makes some (SeaweedFS) walk
+// every key before it: 0.27 s instead of 0.05 s after 8,400 parts here.
+func (f *FS) listFrom(ctx context.Context, key string, pos int, off int64) ([]part, error) {
+	var tail []part
+	add := func(o minio.ObjectInfo) error {
+		if o.Err != nil {
+			return fmt.Errorf("s3fs: listing %s: %w", key, f.explain(o.Err))
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(o.Key, key+partSep))
+		if err != nil || n < pos {
+			return nil // a run, or a part before pos
+		}
+		tail = append(tail, part{key: o.Key, num: n, last: n, off: off, size: o.Size, modified: o.LastModified})
+		off += o.Size
+		return nil
+	}
+	const block, blocks = 1000, 100000 // 8 digits: blocks of 3
+	for b := pos / block; ; b++ {
+		opts := minio.ListObjectsOptions{Prefix: fmt.Sprintf("%s%s%05d", key, partSep, b), Recursive: true}
+		if b >= blocks {
+			// Past 8 digits (never, for a commit log): the rest in one
+			// listing after the last part listed.
+			opts = minio.ListObjectsOptions{Prefix: key + partSep, Recursive: true, StartAfter: partKey(key, pos+len(tail)-1)}
+		}
+		before := len(tail)
+		for o := range f.c.ListObjectsIter(ctx, f.cfg.Bucket, opts) {
+			if err := add(o); err != nil {
+				return nil, err
+			}
+		}
+		if b >= blocks || len(tail) == before || tail[len(tail)-1].num != (b+1)*block-1 {
+			break // the file ends in this block (or has a gap, found below)
+		}
+	}
+	// Listed in key order, which is the parts' order up to 8 digits.
+	for i, p := range tail {
+		if p.num != pos+i {
+			return nil, fmt.Errorf("%w: object %s: part %d is missing (listed from part %d, the next listed is %d): the store's listing lags behind a write, or the part was lost",
+				ErrMissingPart, key, pos+i, pos, p.num)
+		}
+	}
+	return tail, nil
 }
