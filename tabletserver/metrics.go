@@ -9,6 +9,7 @@ import (
 
 	"github.com/tabuladb/tabula/internal/offheap"
 	"github.com/tabuladb/tabula/metrics"
+	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 	"github.com/tabuladb/tabula/wal"
 )
@@ -189,6 +190,7 @@ var (
 	descCacheMisses    = desc("block_cache_misses_total", "Block cache lookups that had to read the block.")
 	descCacheBytes     = desc("block_cache_bytes", "Bytes of blocks in the block cache.")
 	descCacheCapacity  = desc("block_cache_capacity_bytes", "The block cache's capacity.")
+	descBlocksRecycled = desc("decoded_blocks_recycled_total", "Decoded SSTable blocks given back to their pool for reuse once nothing held them (blocks read by compactions, point reads and scans, or evicted from the block cache). Process-wide: servers sharing a process report the same total.")
 	descThrottled      = desc("writes_throttled_total", "Writes that waited because memtable memory was over the soft limit.")
 	descRejected       = desc("writes_rejected_total", "Writes refused with RESOURCE_EXHAUSTED because memtable memory was over the hard limit.")
 	descScansRejected  = desc("scans_rejected_total", "Scans refused with RESOURCE_EXHAUSTED because --max-scans were running.")
@@ -206,7 +208,7 @@ func desc(name, help string) *prometheus.Desc {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTablets, descSizeBytes, descSSTables, descMemtableBytes, descMemtableLimit, descMemory, descOffHeap, descBacklog,
-		descLogBytes, descCacheHits, descCacheMisses, descCacheBytes, descCacheCapacity, descThrottled, descRejected,
+		descLogBytes, descCacheHits, descCacheMisses, descCacheBytes, descCacheCapacity, descBlocksRecycled, descThrottled, descRejected,
 		descScansRejected, descScansStalled, descSplits, descRenewals, descLeaseRemaining, descFences, descFailures} {
 		ch <- d
 	}
@@ -261,6 +263,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descCacheMisses, cs.Misses)
 	gauge(descCacheBytes, float64(cs.Bytes))
 	gauge(descCacheCapacity, float64(cs.Capacity))
+	counter(descBlocksRecycled, sstable.RecycledBlocks())
 	gauge(descMemory, float64(mem.Memtable-mem.MemtableFlushing), "memtable_active")
 	gauge(descMemory, float64(mem.MemtableFlushing), "memtable_flushing")
 	gauge(descMemory, float64(mem.FileMetadata), "sstable_index_filter")
