@@ -29,6 +29,9 @@ func TestDirectFilterIsTheFilterOfItsSize(t *testing.T) {
 			n := directAfter + rng.Intn(4*directAfter)
 			entries := randomFilterEntries(rng, n)
 			b := filterBuilder{fp: fp, expected: int(float64(n) * ratio)}
+			// The built block is the builder's off-heap memory: keep the
+			// builder alive (its cleanup would unmap the block) until done.
+			defer b.free()
 			for _, e := range entries {
 				b.addRow(e)
 			}
@@ -79,6 +82,7 @@ func TestDirectFilterPastItsBound(t *testing.T) {
 	rng := testRand(t)
 	entries := randomFilterEntries(rng, 4*directAfter)
 	b := filterBuilder{fp: 0.01, expected: 2 * directAfter}
+	defer b.free() // the built block is the builder's memory
 	for _, e := range entries {
 		b.addRow(e)
 	}
