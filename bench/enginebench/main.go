@@ -189,11 +189,18 @@ type sizeCount struct{ size, count int }
 
 func parseSizes(s string) ([]sizeCount, error) {
 	var out []sizeCount
+	seen := map[int]bool{}
 	for _, pair := range strings.Split(s, ",") {
 		var sc sizeCount
 		if _, err := fmt.Sscanf(pair, "%d:%d", &sc.size, &sc.count); err != nil || sc.size < 1 || sc.count < 1 {
 			return nil, fmt.Errorf("enginebench: -sizes %q: want size:count pairs of positive numbers", pair)
 		}
+		// The report's rows are named by value size: two key counts of
+		// one size would be merged into one row's medians.
+		if seen[sc.size] {
+			return nil, fmt.Errorf("enginebench: -sizes %q: value size %d given twice; the report names rows by value size, so run one enginebench per key count (and compare the -raw outputs)", s, sc.size)
+		}
+		seen[sc.size] = true
 		out = append(out, sc)
 	}
 	return out, nil
