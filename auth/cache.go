@@ -21,9 +21,32 @@ type Cache struct {
 	mu     sync.RWMutex
 	tokens map[string]meta.TokenRecord // by id
 	grants map[string]map[string]Role  // principal -> table -> role
-	loaded chan struct{}               // closed after the first load
+	// rev is the etcd revision the maps reflect: a load's, or the last
+	// watch change applied. A watch change at or below it is already in
+	// the maps (a Sync read past the watch) and is skipped, so that the
+	// maps never go back in time.
+	rev    int64
+	loaded chan struct{} // closed after the first load
 	once   sync.Once
+
+	// syncMu serializes Sync; syncStart is when the read of the last
+	// completed Sync began; syncEvery spaces Syncs (minSyncInterval).
+	syncMu    sync.Mutex
+	syncStart time.Time
+	syncEvery time.Duration
 }
+
+// minSyncInterval spaces the full reads Sync makes: callers with unknown
+// tokens or missing roles cost etcd at most one read of auth/ per
+// interval, however many they are.
+const minSyncInterval = 100 * time.Millisecond
+
+// syncTimeout bounds one Sync's read, so that a refusal does not hang
+// while etcd is away: the cached answer stands then.
+const syncTimeout = 2 * time.Second
+
+// errUnknownToken: a well-formed token the cache does not hold.
+var errUnknownToken = errors.New("auth: the token is not valid: it was revoked or mistyped; ask an admin for a new one (`tabula auth token create`)")
 
 // errNotLoaded is returned while the first read of etcd has not finished.
 var errNotLoaded = errors.New("auth: the credentials are not loaded from etcd yet; retry")
@@ -32,7 +55,7 @@ var errNotLoaded = errors.New("auth: the credentials are not loaded from etcd ye
 // answers "not loaded yet" until Run has read them; its owner runs Run in
 // a goroutine it waits for before closing s.
 func NewCache(s meta.Store, l meta.Layout, log *slog.Logger) *Cache {
-	return &Cache{store: s, layout: l, log: log, loaded: make(chan struct{})}
+	return &Cache{store: s, layout: l, log: log, loaded: make(chan struct{}), syncEvery: minSyncInterval}
 }
 
 // Wait blocks until the first load finished or ctx ends.
@@ -81,16 +104,55 @@ func (c *Cache) load(ctx context.Context) (int64, error) {
 		c.put(tokens, grants, e)
 	}
 	c.mu.Lock()
-	c.tokens, c.grants = tokens, grants
+	if rev >= c.rev {
+		c.tokens, c.grants, c.rev = tokens, grants, rev
+	}
 	c.mu.Unlock()
 	c.once.Do(func() { close(c.loaded) })
 	return rev, nil
+}
+
+// Sync brings the cache up to every token and grant committed in etcd
+// before it was called, without waiting for the watch: an admin's call
+// that created a token or a grant has returned, so the next call that
+// uses it must be let in (docs/OPERATIONS.md "Security"). The guard calls
+// it before refusing an unknown token or a missing role. Concurrent
+// callers share one read of auth/, and reads are spaced by syncEvery; a
+// Sync that began its read after this call began serves it.
+func (c *Cache) Sync(ctx context.Context) error {
+	called := time.Now()
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	if c.syncStart.After(called) {
+		return nil
+	}
+	if wait := time.Until(c.syncStart.Add(c.syncEvery)); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.load(ctx); err != nil {
+		return err
+	}
+	c.syncStart = start
+	return nil
 }
 
 func (c *Cache) apply(changes []meta.AuthEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, e := range changes {
+		if e.Rev <= c.rev {
+			continue // a Sync's read already has it
+		}
+		c.rev = e.Rev
 		switch {
 		case e.Deleted && e.IsToken:
 			delete(c.tokens, e.ID)
@@ -144,7 +206,7 @@ func (c *Cache) Authenticate(token string) (string, error) {
 	rec, ok := c.tokens[id]
 	c.mu.RUnlock()
 	if !ok || !secretMatches(secret, rec.SHA256) {
-		return "", errors.New("auth: the token is not valid: it was revoked or mistyped; ask an admin for a new one (`tabula auth token create`)")
+		return "", errUnknownToken
 	}
 	return rec.Principal, nil
 }

@@ -175,6 +175,10 @@ func (g *Guard) check(ctx context.Context, method string, req any) (context.Cont
 		if g.cfg.Cache.RoleOn(id.Name, t) >= rule.Role {
 			continue
 		}
+		// A grant made just now may not have reached the watch yet.
+		if g.cfg.Cache.Sync(ctx) == nil && g.cfg.Cache.RoleOn(id.Name, t) >= rule.Role {
+			continue
+		}
 		what := "table " + t
 		if t == AllTables {
 			what = "the cluster"
@@ -192,6 +196,10 @@ func (g *Guard) identify(ctx context.Context) (Identity, error) {
 	if g.cfg.Cache != nil {
 		if tok, ok := bearer(ctx); ok {
 			name, err := g.cfg.Cache.Authenticate(tok)
+			if err == errUnknownToken && g.cfg.Cache.Sync(ctx) == nil {
+				// A token made just now may not have reached the watch.
+				name, err = g.cfg.Cache.Authenticate(tok)
+			}
 			if err == errNotLoaded {
 				return Identity{}, status.Error(codes.Unavailable, err.Error())
 			}

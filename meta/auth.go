@@ -173,6 +173,9 @@ type AuthEntry struct {
 	IsGrant bool
 	// Err is set when a put's key or value does not decode.
 	Err error
+	// Rev is the etcd revision of a watch's change (the put's or the
+	// delete's); 0 for a read.
+	Rev int64
 }
 
 func authEntry(l Layout, key, value []byte, deleted bool) AuthEntry {
@@ -222,7 +225,9 @@ func WatchAuth(ctx context.Context, w clientv3.Watcher, l Layout, from int64) it
 			}
 			es := make([]AuthEntry, 0, len(resp.Events))
 			for _, ev := range resp.Events {
-				es = append(es, authEntry(l, ev.Kv.Key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete))
+				e := authEntry(l, ev.Kv.Key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete)
+				e.Rev = ev.Kv.ModRevision
+				es = append(es, e)
 			}
 			if !yield(es) {
 				return
