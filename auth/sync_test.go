@@ -26,18 +26,27 @@ func (silentWatch) Watch(ctx context.Context, _ string, _ ...clientv3.OpOption) 
 	return ch
 }
 
+// startSilentCache returns an etcd client and a loaded cache of its
+// records (layout "") whose watch delivers nothing.
+func startSilentCache(t *testing.T) (*clientv3.Client, *Cache) {
+	t.Helper()
+	cli := startEtcd(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cache := startCache(t, ctx, silentWatch{cli}, meta.NewLayout(""))
+	// Registered after startCache's, so it runs before that waits for Run.
+	t.Cleanup(cancel)
+	if err := cache.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return cli, cache
+}
+
 // TestGuardSeesNewCredentialsAtOnce: a token and a grant made just now are
 // honoured by the next call, even before the watch delivers them (here it
 // never does): an admin call that returned has its effect.
 func TestGuardSeesNewCredentialsAtOnce(t *testing.T) {
-	cli := startEtcd(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := meta.NewLayout("")
-	cache := startCache(t, ctx, silentWatch{cli}, l)
-	if err := cache.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cli, cache := startSilentCache(t)
+	ctx, l := context.Background(), meta.NewLayout("")
 	g := NewGuard(GuardConfig{Rules: TabletServerRules(), Cache: cache})
 	read := &pb.ReadRowsRequest{Tablet: &pb.TabletRef{Table: "t"}}
 	const method = "/tabula.v1.TabletServer/ReadRows"
@@ -65,14 +74,8 @@ func TestGuardSeesNewCredentialsAtOnce(t *testing.T) {
 // skipped, so a token revoked before the Sync does not come back when
 // the watch delivers its creation late.
 func TestCacheNeverGoesBack(t *testing.T) {
-	cli := startEtcd(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l := meta.NewLayout("")
-	cache := startCache(t, ctx, silentWatch{cli}, l)
-	if err := cache.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	cli, cache := startSilentCache(t)
+	ctx, l := context.Background(), meta.NewLayout("")
 	tok, info, err := CreateToken(ctx, cli, l, "gone", "", time.Now())
 	if err != nil {
 		t.Fatal(err)
