@@ -47,7 +47,7 @@ func newLocalServers(opts Options) localServers {
 			m[s.Addr()] = localServer{err: err}
 			continue
 		}
-		m[s.Addr()] = localServer{ts: tabulapb.NewTabletServerClient(conn)}
+		m[s.Addr()] = localServer{ts: tabulapb.NewTabletServerClient(callTokenConn{ClientConnInterface: conn, tls: opts.TLS != nil})}
 	}
 	return m
 }

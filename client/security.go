@@ -6,6 +6,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -19,23 +20,77 @@ func (o Options) checkSecurity() error {
 }
 
 // securityDialOptions add TLS and the bearer token to the dial options;
-// they come after the defaults, so TLS replaces plaintext.
+// they come after the defaults, so TLS replaces plaintext. With TLS the
+// credentials are installed even without Options.Token, so that a call
+// made under WithToken carries its own caller's token.
 func (o Options) securityDialOptions() []grpc.DialOption {
 	var d []grpc.DialOption
 	if o.TLS != nil {
-		d = append(d, grpc.WithTransportCredentials(credentials.NewTLS(o.TLS)))
-	}
-	if o.Token != "" {
-		d = append(d, grpc.WithPerRPCCredentials(bearerToken(o.Token)))
+		d = append(d, grpc.WithTransportCredentials(credentials.NewTLS(o.TLS)),
+			grpc.WithPerRPCCredentials(bearerToken(o.Token)))
 	}
 	return d
 }
 
-// bearerToken sends "authorization: Bearer <token>" with every call.
+type callTokenKey struct{}
+
+// WithToken returns a context whose calls authenticate with token instead
+// of the client's own credentials (Options.Token, or the client
+// certificate, which the servers' guard consults only when no token is
+// sent): every call made with it, to masters and tablet servers, over
+// gRPC or in process (Options.Local), runs with token's principal and its
+// roles, as if that caller had its own client. The Bigtable gateway uses
+// it to run each Bigtable call as its caller (docs/GATEWAY.md
+// "Security"). A token needs TLS: on a plaintext client it is not sent,
+// and the call goes without credentials.
+func WithToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, callTokenKey{}, token)
+}
+
+// callToken returns the token WithToken put in ctx, if any.
+func callToken(ctx context.Context) (string, bool) {
+	tok, ok := ctx.Value(callTokenKey{}).(string)
+	return tok, ok
+}
+
+// bearerToken sends "authorization: Bearer <token>" with every call: the
+// call's own token (WithToken) if it has one, else the client's (none if
+// empty).
 type bearerToken string
 
-func (t bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
-	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+func (t bearerToken) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	tok, ok := callToken(ctx)
+	if !ok {
+		tok = string(t)
+	}
+	if tok == "" {
+		return nil, nil
+	}
+	return map[string]string{"authorization": "Bearer " + tok}, nil
 }
 
 func (bearerToken) RequireTransportSecurity() bool { return true }
+
+// callTokenConn is an in-process connection (Options.Local) that gives a
+// call made under WithToken its caller's token as outgoing metadata, which
+// the local connection presents instead of the client's own token, as the
+// per-call credentials do over gRPC.
+type callTokenConn struct {
+	grpc.ClientConnInterface
+	tls bool // the client uses TLS: tokens are sent only then
+}
+
+func (c callTokenConn) withToken(ctx context.Context) context.Context {
+	if tok, ok := callToken(ctx); ok && c.tls && tok != "" {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+	}
+	return ctx
+}
+
+func (c callTokenConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	return c.ClientConnInterface.Invoke(c.withToken(ctx), method, args, reply, opts...)
+}
+
+func (c callTokenConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return c.ClientConnInterface.NewStream(c.withToken(ctx), desc, method, opts...)
+}

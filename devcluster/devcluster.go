@@ -107,9 +107,10 @@ type Config struct {
 	Auth bool
 	// GatewayAddr, when set, starts a Cloud Bigtable API gateway
 	// (package gateway) on that address, e.g. "127.0.0.1:8086" (the
-	// emulator's usual port; port 0 picks one). It needs Auth off:
-	// Bigtable clients in emulator mode send no credentials. The default
-	// is no gateway; the CLI starts one.
+	// emulator's usual port; port 0 picks one). With Auth every call
+	// through it must carry a Tabula token and runs with that caller's
+	// roles (gateway.Options.CallerAuth). The default is no gateway; the
+	// CLI starts one.
 	GatewayAddr string
 	// Metrics, when set, receives every component's Prometheus series,
 	// each with the constant label server="master", "ts-1".."ts-N" or
@@ -313,9 +314,6 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 // Local; docs/GATEWAY.md): they all run in this process, so no call of
 // the gateway crosses a second gRPC hop.
 func (c *Cluster) startGateway(ctx context.Context, cfg Config) (err error) {
-	if cfg.Auth {
-		return fmt.Errorf("%w: the Bigtable gateway cannot run with Auth: Bigtable clients in emulator mode send no credentials", ErrConfig)
-	}
 	local := make([]client.LocalServer, len(c.servers))
 	for i, s := range c.servers {
 		local[i] = s
@@ -324,7 +322,12 @@ func (c *Cluster) startGateway(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("devcluster: connecting the gateway: %w", err)
 	}
-	c.gateway, err = gateway.Start(cfg.GatewayAddr, c.gwConn, gateway.Options{Metrics: metrics.ForServer(cfg.Metrics, "gateway")})
+	c.gateway, err = gateway.Start(cfg.GatewayAddr, c.gwConn, gateway.Options{
+		Metrics: metrics.ForServer(cfg.Metrics, "gateway"),
+		// With Auth the gateway's client has TLS and no credentials of
+		// its own: every call runs with its caller's token.
+		CallerAuth: cfg.Auth,
+	})
 	if err != nil {
 		return fmt.Errorf("devcluster: starting the Bigtable gateway: %w", err)
 	}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/metrics"
@@ -37,7 +39,8 @@ func Start(addr string, c *client.Client, opts Options) (*Process, error) {
 	}
 	group := metrics.Track(opts.Metrics)
 	gm := metrics.NewGRPC(group)
-	srv := grpc.NewServer(append(gm.ServerOptions(),
+	sopts := append(gm.ServerOptions(), opts.ServerOptions()...)
+	srv := grpc.NewServer(append(sopts,
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.MaxSendMsgSize(MaxRequestBytes),
 		// Bigtable clients ping idle connections; let them.
@@ -75,11 +78,20 @@ func (p *Process) Close() error {
 // (one ListTables, which a master answers from memory). The gateway keeps
 // no state of its own, so that is all it needs.
 func Ready(ctx context.Context, c *client.Client) error {
-	if _, err := c.Admin().ListTables(ctx); err != nil {
-		return fmt.Errorf("gateway: no master answers: %w", err)
+	_, err := c.Admin().ListTables(ctx)
+	switch status.Code(err) {
+	case codes.OK, codes.Unauthenticated, codes.PermissionDenied:
+		// A refusal is an answer: with CallerAuth the gateway's client
+		// may have no rights of its own, and needs none to serve.
+		return nil
 	}
-	return nil
+	return fmt.Errorf("gateway: no master answers: %w", err)
 }
+
+// ServerOptions are the options of the gRPC server a gateway with these
+// options needs beyond Register: the interceptors of CallerAuth (none
+// without it). Start installs them.
+func (o Options) ServerOptions() []grpc.ServerOption { return o.callerInterceptors() }
 
 // Health returns the gateway's readiness as served by its gRPC health
 // service, for the process's HTTP endpoints (opshttp.Serve).

@@ -34,6 +34,18 @@ type Options struct {
 	// Zone is the location the instance admin API reports. The default is
 	// "local".
 	Zone string
+	// CallerAuth runs every call as its caller: the call must carry a
+	// Tabula token ("authorization: Bearer <token>"), which the gateway's
+	// client presents instead of its own credentials, so the cluster's
+	// servers check that caller's roles exactly as for the native API; a
+	// call without one is refused with UNAUTHENTICATED (callers.go,
+	// docs/GATEWAY.md "Security"). Turn it on whenever the cluster
+	// requires authentication, and give the gateway's client no
+	// credentials of its own beyond TLS. Only Start installs it; an
+	// embedder of Register adds the interceptors of
+	// Options.ServerOptions. The default is off: every call acts with the
+	// gateway client's credentials, as the emulator asks for none.
+	CallerAuth bool
 	// Metrics, when set, receives the gateway's Prometheus series: its
 	// gRPC calls by method and code (docs/OPERATIONS.md "Metrics"),
 	// unregistered by Process.Close. The default is nil: none, and no

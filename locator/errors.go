@@ -47,3 +47,10 @@ func isContextStatus(err error) bool {
 	c := status.Code(err)
 	return c == codes.Canceled || c == codes.DeadlineExceeded
 }
+
+// isAuthStatus reports whether err refuses the caller's credentials
+// rather than answers the lookup.
+func isAuthStatus(err error) bool {
+	c := status.Code(err)
+	return c == codes.Unauthenticated || c == codes.PermissionDenied
+}

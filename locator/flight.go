@@ -22,7 +22,11 @@ type call struct {
 // do runs fn once for all concurrent callers with the same key. fn runs
 // under the first caller's context; a caller whose own context is still
 // live when that context ends retries (becoming the runner itself), so one
-// caller giving up never fails the others.
+// caller giving up never fails the others. Likewise a refusal of the
+// runner's credentials (UNAUTHENTICATED, PERMISSION_DENIED) is the
+// runner's own: callers of a client that calls for many principals
+// (client.WithToken, the Bigtable gateway) share lookups, and a waiter
+// retries under its own credentials rather than take another's refusal.
 func (f *flight) do(ctx context.Context, key string, fn func(context.Context) ([]Tablet, error)) ([]Tablet, error) {
 	for {
 		f.mu.Lock()
@@ -48,7 +52,7 @@ func (f *flight) do(ctx context.Context, key string, fn func(context.Context) ([
 		case <-c.done:
 		}
 		if c.err != nil && (errors.Is(c.err, context.Canceled) || errors.Is(c.err, context.DeadlineExceeded) ||
-			isContextStatus(c.err)) && ctx.Err() == nil {
+			isContextStatus(c.err) || isAuthStatus(c.err)) && ctx.Err() == nil {
 			continue
 		}
 		return c.tablets, c.err

@@ -29,7 +29,9 @@ import (
 //   - the caller's identity is what it would present over gRPC: clientTLS
 //     (nil: plaintext) must match the server's port, its certificate is
 //     verified against ServerTLS as the TLS handshake would, and token
-//     goes in an "authorization: Bearer" header; nothing of the caller's
+//     goes in an "authorization: Bearer" header (a call whose outgoing
+//     metadata has its own "authorization" presents that one instead:
+//     client.WithToken); nothing of the caller's
 //     own incoming call (the Bigtable client's metadata or peer) reaches
 //     the handler, which runs under a context of its own;
 //   - the caller's deadline and cancellation reach the handler's context;
@@ -213,7 +215,14 @@ func (c *localConn) begin(ctx context.Context, method string, ts *localTransport
 	})
 	md := c.md
 	if out, ok := metadata.FromOutgoingContext(ctx); ok {
-		md = metadata.Join(out, c.md)
+		// A call's own credentials (the client's per-call token, which
+		// the Bigtable gateway sends for its caller) replace the
+		// connection's, so that the guard sees one identity: the call's.
+		if len(out.Get("authorization")) > 0 {
+			md = out
+		} else {
+			md = metadata.Join(out, c.md)
+		}
 	}
 	sctx = metadata.NewIncomingContext(sctx, md)
 	sctx = peer.NewContext(sctx, c.peer)

@@ -34,7 +34,9 @@ with BIGTABLE_EMULATOR_HOST=HOST:PORT. Every project and instance name maps
 to this one cluster, and the table id is the Tabula table name. The gateway
 keeps no state: run as many as you like. It listens in plaintext, as the
 emulator does; it talks to the cluster with the --tls-* and --token
-settings. "tabula dev" starts one on ` + defaultGateway + `.`,
+settings. With --auth each call runs as its caller instead: Bigtable
+clients send their own Tabula token (authorization: Bearer TOKEN) and the
+cluster checks that caller's roles. "tabula dev" starts one on ` + defaultGateway + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := settings(cmd)
@@ -60,6 +62,7 @@ settings. "tabula dev" starts one on ` + defaultGateway + `.`,
 			p, err := gateway.Start(v.GetString("listen"), cli, gateway.Options{
 				InstanceID: v.GetString("instance"),
 				ClusterID:  v.GetString("cluster-id"),
+				CallerAuth: v.GetBool("auth"),
 				Metrics:    reg,
 			})
 			if err != nil {
@@ -81,6 +84,7 @@ settings. "tabula dev" starts one on ` + defaultGateway + `.`,
 	f.String("listen", defaultGateway, "address to serve the Bigtable API on (port 0 picks one)")
 	f.String("instance", "tabula", "instance id ListInstances reports (every instance name is accepted)")
 	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
+	f.Bool("auth", false, "run every call as its caller: each Bigtable client must send a Tabula token (authorization: Bearer TOKEN; UNAUTHENTICATED without), which is presented to the cluster instead of --token, so the caller's own roles apply (docs/GATEWAY.md \"Security\")")
 	addHTTPFlag(c, "")
 	return c
 }
@@ -90,9 +94,10 @@ settings. "tabula dev" starts one on ` + defaultGateway + `.`,
 // gateway's client reaches s in process (client.Options.Local), without a
 // second gRPC hop, and the other servers over gRPC (docs/GATEWAY.md). Its
 // client finds tablets through the --master masters and presents the
-// --tls-* and --token settings, as `tabula gateway` does: with auth on,
-// the gateway's calls are the token's principal's (or the certificate's),
-// on s as on every other server. reg, when set, gets the gateway's series
+// --tls-* and --token settings, as `tabula gateway` does; with --auth
+// (the server checks its callers) every Bigtable call runs as its own
+// caller, whose token it must carry (gateway.Options.CallerAuth), on s as
+// on every other server. reg, when set, gets the gateway's series
 // with server="gateway". The returned stop closes the gateway and its
 // client.
 func startServerGateway(ctx context.Context, v *viper.Viper, s *tabletserver.Server, addr string, reg prometheus.Registerer, out io.Writer) (stop func() error, err error) {
@@ -111,6 +116,9 @@ func startServerGateway(ctx context.Context, v *viper.Viper, s *tabletserver.Ser
 	p, err := gateway.Start(addr, cli, gateway.Options{
 		InstanceID: v.GetString("instance"),
 		ClusterID:  v.GetString("cluster-id"),
+		// A server that checks its callers serves Bigtable calls as
+		// theirs too: never with the gateway client's rights.
+		CallerAuth: v.GetBool("auth"),
 		Metrics:    metrics.ForServer(reg, "gateway"),
 	})
 	if err != nil {

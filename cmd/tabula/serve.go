@@ -104,7 +104,9 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			dir := v.GetString("data")
 			gw := v.GetString("gateway")
 			if v.GetBool("auth") && !cmd.Flags().Changed("gateway") {
-				gw = "" // Bigtable clients in emulator mode send no credentials
+				// Opt in: the port is plaintext, and with auth the
+				// Bigtable clients' tokens would cross it in the clear.
+				gw = ""
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -204,7 +206,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.String("storage", "", "keep tablets on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*), instead of DIR/data; \"s3\" starts a SeaweedFS for the cluster in DIR/seaweed (make tools builds it)")
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
-	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given)")
+	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given; with --auth every call needs its caller's token)")
 	addLoadFlags(c)
 	addBalancerFlags(c)
 	addHTTPFlag(c, defaultDevHTTP)
@@ -416,7 +418,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLoadFlags(c)
-	f.String("bigtable-addr", "", "also serve the Cloud Bigtable API (as tabula gateway does) on this address, reaching this server's tablets in process and the others' over gRPC; needs --master (the gateway's client uses --tls-* and --token)")
+	f.String("bigtable-addr", "", "also serve the Cloud Bigtable API (as tabula gateway does) on this address, reaching this server's tablets in process and the others' over gRPC; needs --master (the gateway's client uses --tls-* and --token; with --auth every Bigtable call runs as its caller, whose token it must carry)")
 	f.String("instance", "tabula", "with --bigtable-addr: instance id ListInstances reports")
 	f.String("cluster-id", "tabula", "with --bigtable-addr: cluster id the instance admin API reports")
 	f.Int("metrics-top-tablets", tabletserver.DefaultTopTablets, "per-tablet metrics (tabula_tablet_*) for this many of the server's largest tablets and as many of its busiest only; -1: none")
