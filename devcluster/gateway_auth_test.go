@@ -1,0 +1,108 @@
+package devcluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/bigtable"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/families"
+)
+
+// staticToken is a static token source for the Go Bigtable client over the
+// gateway's plaintext port (docs/GATEWAY.md "Security").
+type staticToken string
+
+func (t staticToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	if t == "" {
+		return nil, nil
+	}
+	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+}
+
+func (staticToken) RequireTransportSecurity() bool { return false }
+
+// Through the gateway of an Auth cluster every call runs as its caller: a
+// read-only token reads and is refused writes, no token is refused, and a
+// revoked token is refused as soon as the servers' caches see the
+// revocation. The gateway's own client has no rights: nothing is lent.
+func TestGatewayRunsEachCallAsItsCaller(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c, admin := startWithAdmin(ctx, t, Config{Servers: 1, Auth: true, GatewayAddr: "127.0.0.1:0"})
+	if err := admin.Admin().CreateTable(ctx, "gw", []families.Family{families.Default("cf")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Admin().Grant(ctx, client.Grant{Principal: "reader", Table: "gw", Role: "read"}); err != nil {
+		t.Fatal(err)
+	}
+	readerToken, info, err := admin.Admin().CreateToken(ctx, "reader", "gateway test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt := func(token string) *bigtable.Table {
+		conn, err := grpc.NewClient(c.GatewayAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithPerRPCCredentials(staticToken(token)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli, err := bigtable.NewClient(ctx, "p", "i", option.WithGRPCConn(conn))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cli.Close(); conn.Close() })
+		return cli.Open("gw")
+	}
+	set := func() *bigtable.Mutation {
+		m := bigtable.NewMutation()
+		m.Set("cf", "q", 1000, []byte("v"))
+		return m
+	}
+	writer := bt(c.AdminToken())
+	for { // until the new tablet serves
+		err = writer.Apply(ctx, "r", set())
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the admin's write through the gateway: %v", err)
+	}
+	reader := bt(readerToken)
+	if row, err := reader.ReadRow(ctx, "r"); err != nil || len(row["cf"]) != 1 {
+		t.Fatalf("the reader's read through the gateway: %v, %v", row, err)
+	}
+	if err := reader.Apply(ctx, "r", set()); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("the reader's write through the gateway: %v, want PERMISSION_DENIED", err)
+	}
+	if _, err := bt("").ReadRow(ctx, "r"); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a read without a token: %v, want UNAUTHENTICATED", err)
+	}
+	if err := bt("").Apply(ctx, "r", set()); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("a write without a token: %v, want UNAUTHENTICATED", err)
+	}
+	if err := admin.Admin().RevokeToken(ctx, info.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A revocation reaches the servers' caches by etcd watch
+	// (docs/OPERATIONS.md "Security": milliseconds); allow 10 seconds.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := reader.ReadRow(ctx, "r")
+		if status.Code(err) == codes.Unauthenticated {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a revoked token still reads through the gateway after 10s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
