@@ -27,6 +27,7 @@ test: vet tools
 	cd bench && $(GO) mod tidy -diff
 	cd bench && $(GO) test -race -count=1 ./enginebench/
 	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 TABULA_CBT=$(CURDIR)/$(CBT) TABULA_REQUIRE_CBT=1 \
+	  TABULA_BIGTABLE_IT=$(CURDIR)/$(BTIT) TABULA_REQUIRE_BIGTABLE_IT=1 \
 	  TABULA_CHROMIUM=$$(command -v chromium) TABULA_REQUIRE_CHROMIUM=1 TABULA_REQUIRE_NETNS=1 \
 	  $(GO) test -race -timeout 25m ./...
 	TABULA_TEST_SECURE=1 $(GO) test -race -count=1 -timeout 25m $(SECURE_PKGS)
@@ -116,7 +117,14 @@ WEED = .tools/bin/weed
 # the first time).
 CBT_VERSION = v1.3.0
 CBT = .tools/bin/cbt
-tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) chromium nftables
+# The Go Bigtable client's own integration tests (TestIntegration_* of
+# cloud.google.com/go/bigtable, pinned), compiled as a test binary: e2e
+# TestGoClientIntegrationSuite runs it in emulator mode against the dev
+# cluster's gateway. `go test -c` needs a main module, so the client's
+# module is built in a copy as its own, with its own go.sum.
+BTIT_VERSION = v1.58.0
+BTIT = .tools/bin/bigtable-it.test
+tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) $(BTIT).$(BTIT_VERSION) chromium nftables
 
 # Debian's chromium, the headless browser e2e TestStatusPageInABrowser
 # drives (with github.com/chromedp/chromedp): installed with apt-get when
@@ -143,6 +151,15 @@ $(CBT).$(CBT_VERSION):
 	mkdir -p .tools/bin
 	GOBIN=$(CURDIR)/.tools/bin $(GO) install cloud.google.com/go/bigtable/cmd/cbt@$(CBT_VERSION)
 	rm -f $(CBT).v*
+	touch $@
+
+$(BTIT).$(BTIT_VERSION):
+	mkdir -p .tools/bin .tools/src
+	src=$$($(GO) mod download -json cloud.google.com/go/bigtable@$(BTIT_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	  test -n "$$src" && rm -rf .tools/src/bigtable && cp -r "$$src" .tools/src/bigtable && chmod -R u+w .tools/src/bigtable
+	cd .tools/src/bigtable && $(GO) test -c -o $(CURDIR)/$(BTIT).tmp .
+	mv $(BTIT).tmp $(BTIT)
+	rm -rf .tools/src/bigtable $(BTIT).v*
 	touch $@
 
 clean:
