@@ -87,3 +87,27 @@ func FuzzParseGoTestOutput(f *testing.F) {
 		}
 	})
 }
+
+// TestGoSuiteOutOfTime: only a test with its own 2 s budget, expected to
+// pass, that failed naming a deadline is run again.
+func TestGoSuiteOutOfTime(t *testing.T) {
+	failed := func(name, why string) []byte {
+		return []byte("=== RUN   " + name + "\n    integration_test.go:1: " + why + "\n--- FAIL: " + name + " (2.01s)\n")
+	}
+	deadline := "rpc error: code = DeadlineExceeded desc = context deadline exceeded"
+	for _, c := range []struct {
+		name string
+		out  []byte
+		want bool
+	}{
+		{"TestIntegration_Admin", failed("TestIntegration_Admin", deadline), true},
+		{"TestIntegration_Admin", failed("TestIntegration_Admin", "rpc error: code = NotFound desc = no table"), false},
+		{"TestIntegration_Admin", []byte("--- PASS: TestIntegration_Admin (0.5s)\n"), false},
+		{"TestIntegration_Presidents", failed("TestIntegration_Presidents", deadline), false},
+		{"TestIntegration_TableDeletionProtection", failed("TestIntegration_TableDeletionProtection", deadline), false},
+	} {
+		if got := goSuiteOutOfTime(c.name, c.out); got != c.want {
+			t.Errorf("goSuiteOutOfTime(%s, %q) = %v, want %v", c.name, c.out, got, c.want)
+		}
+	}
+}
