@@ -30,10 +30,12 @@ type Cache struct {
 	once   sync.Once
 
 	// syncMu serializes Sync; syncStart is when the read of the last
-	// completed Sync began; syncEvery spaces Syncs (minSyncInterval).
-	syncMu    sync.Mutex
-	syncStart time.Time
-	syncEvery time.Duration
+	// completed Sync began. syncEvery spaces Syncs and syncTimeout bounds
+	// one (minSyncInterval and maxSyncWait; tests shorten them).
+	syncMu      sync.Mutex
+	syncStart   time.Time
+	syncEvery   time.Duration
+	syncTimeout time.Duration
 }
 
 // minSyncInterval spaces the full reads Sync makes: callers with unknown
@@ -41,9 +43,9 @@ type Cache struct {
 // interval, however many they are.
 const minSyncInterval = 100 * time.Millisecond
 
-// syncTimeout bounds one Sync's read, so that a refusal does not hang
+// maxSyncWait bounds one Sync's read, so that a refusal does not hang
 // while etcd is away: the cached answer stands then.
-const syncTimeout = 2 * time.Second
+const maxSyncWait = 2 * time.Second
 
 // errUnknownToken: a well-formed token the cache does not hold.
 var errUnknownToken = errors.New("auth: the token is not valid: it was revoked or mistyped; ask an admin for a new one (`tabula auth token create`)")
@@ -55,7 +57,8 @@ var errNotLoaded = errors.New("auth: the credentials are not loaded from etcd ye
 // answers "not loaded yet" until Run has read them; its owner runs Run in
 // a goroutine it waits for before closing s.
 func NewCache(s meta.Store, l meta.Layout, log *slog.Logger) *Cache {
-	return &Cache{store: s, layout: l, log: log, loaded: make(chan struct{}), syncEvery: minSyncInterval}
+	return &Cache{store: s, layout: l, log: log, loaded: make(chan struct{}),
+		syncEvery: minSyncInterval, syncTimeout: maxSyncWait}
 }
 
 // Wait blocks until the first load finished or ctx ends.
@@ -135,7 +138,7 @@ func (c *Cache) Sync(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.syncTimeout)
 	defer cancel()
 	start := time.Now()
 	if _, err := c.load(ctx); err != nil {
