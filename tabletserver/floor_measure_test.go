@@ -85,10 +85,13 @@ func TestMeasureFloor(t *testing.T) {
 	e := newEnv(t)
 	// A long lease: on a machine loaded enough to delay a renewal past the
 	// tests' 2s, the server would fence itself and drop its tablets.
-	serve := func(sync string) func(*Options) {
-		return func(o *Options) { o.SyncMode, o.Metrics, o.LeaseTTL = sync, prometheus.NewRegistry(), time.Minute }
+	serve := func(sync string, reg *prometheus.Registry) func(*Options) {
+		return func(o *Options) { o.SyncMode, o.Metrics, o.LeaseTTL = sync, reg, time.Minute }
 	}
-	fast, durable := e.start(serve("none")), e.start(serve("always"))
+	// durableReg's group-commit histogram says how many writes each fsync
+	// of the durable server's commit log covered.
+	durableReg := prometheus.NewRegistry()
+	fast, durable := e.start(serve("none", prometheus.NewRegistry())), e.start(serve("always", durableReg))
 	fastRec := e.assign("fast", nil, []byte("m"), fast, 1)
 	durableRec := e.assign("durable", []byte("m"), nil, durable, 1)
 	fastRef := e.load(e.dial(fast), fastRec)
@@ -163,8 +166,10 @@ func TestMeasureFloor(t *testing.T) {
 	}
 	cpu := make([][]float64, len(phases))  // µs per call, one per round
 	rate := make([][]float64, len(phases)) // calls per second
+	var group []float64                    // durable writes per fsync, one per round
 	for round := range rounds {
 		for p, ph := range phases {
+			syncs0, _ := syncGroups(t, durableReg)
 			stop := startProfile(t, fmt.Sprintf("%s-%d.prof", ph.short, round))
 			// No deadline on the calls (e.ctx has one): a deadline costs
 			// gRPC a header and a timer on each side of every call.
@@ -172,6 +177,9 @@ func TestMeasureFloor(t *testing.T) {
 			stop()
 			cpu[p] = append(cpu[p], us)
 			rate[p] = append(rate[p], perSec)
+			if syncs, _ := syncGroups(t, durableReg); ph.short == "durable" && syncs > syncs0 {
+				group = append(group, float64(n)/float64(syncs-syncs0))
+			}
 		}
 	}
 	floor := median(cpu[0])
@@ -187,6 +195,29 @@ func TestMeasureFloor(t *testing.T) {
 		}
 		t.Logf("%-28s %12.1f %10.2f %10.2f %12.0f   (CPU per round: %s)", ph.name, median(cpu[p]), median(cpu[p])/floor, median(ratios), median(rate[p]), fmtRounds(cpu[p]))
 	}
+	if len(group) > 0 {
+		t.Logf("durable writes per commit log fsync: median %.1f (per round: %s)", median(group), fmtRounds(group))
+	}
+}
+
+// syncGroups returns the fsyncs of a server's commit log and the records
+// they covered so far, from its tabula_tabletserver_commit_log_sync_group_size
+// histogram in reg.
+func syncGroups(t *testing.T, reg *prometheus.Registry) (fsyncs uint64, records float64) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "tabula_tabletserver_commit_log_sync_group_size" {
+			for _, m := range mf.GetMetric() {
+				fsyncs += m.GetHistogram().GetSampleCount()
+				records += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return fsyncs, records
 }
 
 // floorPhase is one kind of call TestMeasureFloor measures; short is its
