@@ -38,8 +38,9 @@ type Ticket struct{ n uint64 }
 type Log struct {
 	opts Options
 
-	// fsyncs counts segment fsyncs, for tests of group commit.
-	fsyncs atomic.Int64
+	// fsyncs counts segment fsyncs, and wakes the times a queued Wait
+	// was woken, for tests of group commit.
+	fsyncs, wakes atomic.Int64
 	// reuser is opts.FS when it can overwrite files (recycle.go), else
 	// nil; noReuse is set when it said it cannot after all.
 	reuser  vfs.Reuser
@@ -49,7 +50,8 @@ type Log struct {
 	wg   sync.WaitGroup // the interval syncer or the flusher
 
 	// mu protects the fields below. cond (on mu) is broadcast at the end of
-	// every round and by Close. wake (on mu) is signalled for the
+	// every round and by Close, for Close, Rotate, Sync and the interval
+	// syncer waiting for a round to end (Wait queues in waiters instead). wake (on mu) is signalled for the
 	// SyncBuffered flusher while it sleeps (flusherIdle) and records wait.
 	mu          sync.Mutex
 	cond        *sync.Cond
@@ -64,10 +66,14 @@ type Log struct {
 	written    uint64 // records handed to the file system
 	synced     uint64 // records fsynced
 	busy       bool   // a round runs outside mu
-	err        error  // set by the first failed write or fsync: the log is poisoned
-	closed     bool
-	f          vfs.Writable // active segment; nil after Close
-	seg        uint64       // active segment number
+	// waiters are the Waits queued behind the running round, in no
+	// particular order; the end of each round answers them
+	// (answerWaitersLocked).
+	waiters []*waiter
+	err     error // set by the first failed write or fsync: the log is poisoned
+	closed  bool
+	f       vfs.Writable // active segment; nil after Close
+	seg     uint64       // active segment number
 	// rotating says the running round moves on to segment seg+1:
 	// records written meanwhile go there. bufSeg is the segment the
 	// records in buf were framed for (their checksums cover its number).
@@ -250,37 +256,108 @@ func (l *Log) WriteTagged(tag, payload []byte) (Ticket, error) {
 // for SyncAlways, in the log's buffer for SyncBuffered (it only reports
 // whether the log is poisoned), handed to the operating system otherwise.
 // Concurrent waiters share one write and one fsync per round.
+//
+// A waiter that finds no round running runs one itself. One that finds a
+// round running queues itself (waiters) and sleeps until the end of a
+// round answers it: with its result once its record is durable (or the
+// log poisoned or closed), or with errLead when its record is still
+// unsynced and it is to run the next round. Nobody else is woken: a
+// broadcast would wake every waiter at the end of every round, those
+// whose records came too late for it too, and each would take mu again
+// only to sleep once more (docs/BENCHMARKS.md, "Requests near the gRPC
+// floor").
 func (l *Log) Wait(t Ticket) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for {
-		if l.err != nil {
-			return l.err
-		}
-		if l.opts.SyncMode == SyncBuffered {
-			return nil
-		}
-		durable := l.written
-		if l.opts.SyncMode == SyncAlways {
-			durable = l.synced
-		}
-		if t.n <= durable {
-			return nil
-		}
-		if l.closed {
-			return ErrClosed
+		if err, done := l.waitDoneLocked(t.n); done {
+			l.mu.Unlock()
+			return err
 		}
 		if !l.busy {
 			if l.opts.SyncMode == SyncAlways {
 				l.gatherLocked()
 			}
 			if err := l.roundLocked(l.opts.SyncMode == SyncAlways, false); err != nil {
+				l.mu.Unlock()
 				return err
 			}
 			continue
 		}
-		l.cond.Wait()
+		w := waiterPool.Get().(*waiter)
+		w.t = t.n
+		l.waiters = append(l.waiters, w)
+		l.mu.Unlock()
+		err := <-w.answer
+		waiterPool.Put(w)
+		l.wakes.Add(1)
+		if err != errLead {
+			return err
+		}
+		l.mu.Lock()
 	}
+}
+
+// waitDoneLocked reports whether a waiter for the record numbered n has
+// its answer, and which: the poisoning error, nil once the record is
+// durable per the sync mode, ErrClosed if it is not and the log is
+// closed.
+func (l *Log) waitDoneLocked(n uint64) (error, bool) {
+	if l.err != nil {
+		return l.err, true
+	}
+	if l.opts.SyncMode == SyncBuffered {
+		return nil, true
+	}
+	durable := l.written
+	if l.opts.SyncMode == SyncAlways {
+		durable = l.synced
+	}
+	if n <= durable {
+		return nil, true
+	}
+	if l.closed {
+		return ErrClosed, true
+	}
+	return nil, false
+}
+
+// waiter is a Wait queued behind a running round. answer (buffered, one
+// answer per queueing) receives its result, or errLead.
+type waiter struct {
+	t      uint64
+	answer chan error
+}
+
+// waiterPool keeps waiters, with their channels, for reuse.
+var waiterPool = sync.Pool{New: func() any { return &waiter{answer: make(chan error, 1)} }}
+
+// errLead tells a queued waiter that its record is not durable yet and
+// that it is to run the next round. Wait never returns it.
+var errLead = errors.New("wal: run the next round")
+
+// answerWaitersLocked is called with mu held at the end of every round,
+// busy unset: it answers the queued waiters whose records the round made
+// durable (all of them if it poisoned the log, or the log is closed), and
+// hands the next round to one of those left, so that no waiter sleeps
+// while no round runs for it.
+func (l *Log) answerWaitersLocked() {
+	if len(l.waiters) == 0 {
+		return
+	}
+	left := l.waiters[:0]
+	for _, w := range l.waiters {
+		if err, done := l.waitDoneLocked(w.t); done {
+			w.answer <- err
+		} else {
+			left = append(left, w)
+		}
+	}
+	if len(left) > 0 && !l.busy {
+		left[len(left)-1].answer <- errLead
+		left = left[:len(left)-1]
+	}
+	clear(l.waiters[len(left):])
+	l.waiters = left
 }
 
 // gatherLocked lets the writers that are ready to run append their
@@ -425,7 +502,10 @@ func (l *Log) roundLocked(sync, rotate bool) error {
 	if cap(data) <= maxSpare {
 		l.spare = data[:0]
 	}
-	defer l.cond.Broadcast()
+	defer func() {
+		l.answerWaitersLocked()
+		l.cond.Broadcast()
+	}()
 	if oldClosed {
 		l.f = nf // nil if creating the next segment failed
 	}

@@ -549,3 +549,68 @@ func TestCloseFlushesUnwaitedWrites(t *testing.T) {
 		t.Fatalf("replay: %d records, %v", len(got), err)
 	}
 }
+
+// TestRoundEndWakesOnlyItsWaiters: the end of a round wakes the queued
+// waiters whose records it made durable, and one more to run the next
+// round; the others sleep on. Writer 0's round is held in its fsync
+// while 8 more queue records it does not cover; its end wakes one of
+// them, whose round (held too) covers the 7 others: 8 wakes in all, one
+// per waiter. A broadcast would wake all 8 at the first round's end, and
+// the 7 that went back to sleep again at the second's.
+func TestRoundEndWakesOnlyItsWaiters(t *testing.T) {
+	const queued = 8
+	ffs := vfs.NewFaulty(vfs.Default)
+	l := mustOpen(t, Options{Dir: t.TempDir(), FS: ffs})
+	entered := make(chan int, 2)
+	release := [2]chan struct{}{make(chan struct{}), make(chan struct{})}
+	var calls atomic.Int64
+	ffs.Set(func(op vfs.Op, _ string) error {
+		if op != vfs.OpSync {
+			return nil
+		}
+		if n := int(calls.Add(1)); n <= 2 {
+			entered <- n
+			<-release[n-1]
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, queued+1)
+	defer func() {
+		for _, r := range release {
+			select {
+			case <-r:
+			default:
+				close(r)
+			}
+		}
+		wg.Wait()
+	}()
+	wg.Go(func() { errs <- l.Append([]byte("first")) })
+	<-entered // writer 0's round is in its fsync
+	for range queued {
+		wg.Go(func() { errs <- l.Append([]byte("queued")) })
+	}
+	for waiting := 0; waiting < queued; time.Sleep(time.Millisecond) {
+		l.mu.Lock()
+		waiting = len(l.waiters)
+		l.mu.Unlock()
+	}
+	close(release[0])
+	if err := <-errs; err != nil { // writer 0's record
+		t.Fatal(err)
+	}
+	<-entered // the second round is in its fsync
+	close(release[1])
+	for range queued {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := l.fsyncs.Load(); n < 2 {
+		t.Fatalf("%d fsyncs, want at least the 2 rounds", n)
+	}
+	if n := l.wakes.Load(); n != queued {
+		t.Fatalf("queued waiters were woken %d times, want %d: once each, by the round that made their record durable or to run the next one", n, queued)
+	}
+}
