@@ -556,7 +556,8 @@ func TestCloseFlushesUnwaitedWrites(t *testing.T) {
 // while 8 more queue records it does not cover; its end wakes one of
 // them, whose round (held too) covers the 7 others: 8 wakes in all, one
 // per waiter. A broadcast would wake all 8 at the first round's end, and
-// the 7 that went back to sleep again at the second's.
+// the 7 that went back to sleep again at the second's. No queued writer
+// returns before the fsync of its record ends.
 func TestRoundEndWakesOnlyItsWaiters(t *testing.T) {
 	const queued = 8
 	ffs := vfs.NewFaulty(vfs.Default)
@@ -575,7 +576,7 @@ func TestRoundEndWakesOnlyItsWaiters(t *testing.T) {
 		return nil
 	})
 	var wg sync.WaitGroup
-	errs := make(chan error, queued+1)
+	first, errs := make(chan error, 1), make(chan error, queued)
 	defer func() {
 		for _, r := range release {
 			select {
@@ -586,7 +587,7 @@ func TestRoundEndWakesOnlyItsWaiters(t *testing.T) {
 		}
 		wg.Wait()
 	}()
-	wg.Go(func() { errs <- l.Append([]byte("first")) })
+	wg.Go(func() { first <- l.Append([]byte("first")) })
 	<-entered // writer 0's round is in its fsync
 	for range queued {
 		wg.Go(func() { errs <- l.Append([]byte("queued")) })
@@ -597,10 +598,19 @@ func TestRoundEndWakesOnlyItsWaiters(t *testing.T) {
 		l.mu.Unlock()
 	}
 	close(release[0])
-	if err := <-errs; err != nil { // writer 0's record
+	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	<-entered // the second round is in its fsync
+	select {
+	case <-entered: // the second round is in its fsync
+	case err := <-errs:
+		t.Fatalf("a queued writer returned (%v) before any fsync of its record", err)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("a queued writer returned (%v) while the fsync of its record was held", err)
+	default:
+	}
 	close(release[1])
 	for range queued {
 		if err := <-errs; err != nil {
