@@ -33,6 +33,8 @@ type Ticket struct{ n uint64 }
 // takes the whole buffer, writes it, and fsyncs if the mode asks for it,
 // without holding mu. Writers and waiters that arrive during a round queue
 // behind it, and the next round covers all of them: that is group commit.
+// The end of a round wakes only the waiters it answers, and one more to
+// run the next round (Wait).
 // In SyncBuffered a flusher goroutine (flusher.go) runs a round whenever
 // records are buffered and no round runs, and nobody waits for it.
 type Log struct {
