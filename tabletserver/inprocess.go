@@ -254,7 +254,7 @@ func (c *localConn) Invoke(ctx context.Context, method string, args, reply any, 
 	}
 	defer end()
 	dec := func(v any) error {
-		proto.Merge(v.(proto.Message), req) // a deep copy: v is new
+		copyInto(v.(proto.Message), req) // a deep copy: v is new
 		return nil
 	}
 	resp, err := m.Handler(c.s, sctx, dec, c.s.unaryChain)
@@ -269,7 +269,7 @@ func (c *localConn) Invoke(ctx context.Context, method string, args, reply any, 
 	if n := proto.Size(rm); n > maxMessageBytes {
 		return status.Errorf(codes.ResourceExhausted, "grpc: trying to send message larger than max (%d vs. %d)", n, maxMessageBytes)
 	}
-	proto.Merge(out, rm) // a deep copy: out is new
+	copyInto(out, rm) // a deep copy: out is new
 	return nil
 }
 

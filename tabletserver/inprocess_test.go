@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -278,5 +279,96 @@ func TestCloneReadRowsResponseCoversEveryField(t *testing.T) {
 	}
 	if got := cloneMessage(unknown); !proto.Equal(got, unknown) {
 		t.Errorf("cloneMessage of a message with unknown fields = %v", got)
+	}
+}
+
+// The hand copies of the write messages (copyInto) copy every field, share
+// no byte with the original, and leave what they do not know (unknown
+// fields, an aggregate mutation) to proto.Merge, which copies it too.
+func TestCloneMutationsCoversEveryField(t *testing.T) {
+	for msg, fields := range map[proto.Message]int{
+		&tabulapb.MutateRowsRequest{}: 1, &tabulapb.MutateRowsRequest_Entry{}: 3, &tabulapb.MutateRowRequest{}: 3,
+		&tabulapb.TabletRef{}: 3, &tabulapb.Mutation{}: 6, &tabulapb.Mutation_SetCell{}: 4,
+		&tabulapb.Mutation_DeleteFromColumn{}: 4, &tabulapb.Mutation_DeleteFromFamily{}: 1, &tabulapb.Mutation_DeleteFromRow{}: 0,
+		&tabulapb.MutateRowsResponse{}: 1, &tabulapb.MutateRowsResponse_Entry{}: 4, &tabulapb.NotServing{}: 4,
+	} {
+		if got := msg.ProtoReflect().Descriptor().Fields().Len(); got != fields {
+			t.Errorf("%s has %d fields; copyInto copies %d: teach it the new ones", msg.ProtoReflect().Descriptor().FullName(), got, fields)
+		}
+	}
+	muts := func() []*tabulapb.Mutation {
+		return []*tabulapb.Mutation{
+			{Mutation: &tabulapb.Mutation_SetCell_{SetCell: &tabulapb.Mutation_SetCell{Family: "cf", Qualifier: []byte("q"), TimestampMicros: 7, Value: []byte("value")}}},
+			{Mutation: &tabulapb.Mutation_SetCell_{SetCell: &tabulapb.Mutation_SetCell{Family: "cf", Qualifier: []byte{}, TimestampMicros: -1}}},
+			{Mutation: &tabulapb.Mutation_DeleteFromColumn_{DeleteFromColumn: &tabulapb.Mutation_DeleteFromColumn{Family: "cf", Qualifier: []byte("d"), StartTimestampMicros: 1, EndTimestampMicros: 9}}},
+			{Mutation: &tabulapb.Mutation_DeleteFromFamily_{DeleteFromFamily: &tabulapb.Mutation_DeleteFromFamily{Family: "old"}}},
+			{Mutation: &tabulapb.Mutation_DeleteFromRow_{DeleteFromRow: &tabulapb.Mutation_DeleteFromRow{}}},
+		}
+	}
+	ref := &tabulapb.TabletRef{Table: "t", TabletId: "t1", Epoch: 3}
+	rows := &tabulapb.MutateRowsRequest{Entries: []*tabulapb.MutateRowsRequest_Entry{
+		{Tablet: ref, RowKey: []byte("a"), Mutations: muts()},
+		{RowKey: []byte("b"), Mutations: muts()[:1]},
+		{Tablet: ref},
+	}}
+	row := &tabulapb.MutateRowRequest{Tablet: ref, RowKey: []byte("r"), Mutations: muts()}
+	resp := &tabulapb.MutateRowsResponse{Entries: []*tabulapb.MutateRowsResponse_Entry{
+		{Index: 0},
+		{Index: 1, Code: int32(codes.FailedPrecondition), Message: "moved", NotServing: &tabulapb.NotServing{Table: "t", TabletId: "t1", RowKey: []byte("b"), Reason: "gone"}},
+	}}
+	// scribble rewrites every byte field of m in place.
+	scribble := func(m proto.Message) {
+		var walk func(protoreflect.Message)
+		walk = func(m protoreflect.Message) {
+			m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+				switch {
+				case fd.IsList() && fd.Message() != nil:
+					for i := 0; i < v.List().Len(); i++ {
+						walk(v.List().Get(i).Message())
+					}
+				case fd.Message() != nil:
+					walk(v.Message())
+				case fd.Kind() == protoreflect.BytesKind:
+					b := v.Bytes()
+					for i := range b {
+						b[i] = 'X'
+					}
+				}
+				return true
+			})
+		}
+		walk(m.ProtoReflect())
+	}
+	for _, m := range []proto.Message{rows, row, resp} {
+		name := m.ProtoReflect().Descriptor().FullName()
+		for _, unknown := range []bool{false, true} {
+			orig := proto.Clone(m)
+			if unknown {
+				orig.ProtoReflect().SetUnknown([]byte{0xf8, 0x01, 0x01}) // field 31, varint 1
+			}
+			c := orig.ProtoReflect().New().Interface()
+			copyInto(c, orig)
+			if !proto.Equal(c, orig) {
+				t.Fatalf("%s (unknown fields %v): copy = %v, want %v", name, unknown, c, orig)
+			}
+			want := proto.Clone(orig)
+			scribble(orig)
+			if !proto.Equal(c, want) {
+				t.Errorf("%s (unknown fields %v): the copy changed with the original: %v", name, unknown, c)
+			}
+		}
+	}
+	if _, ok := cloneMutateRowsEntries(rows); !ok {
+		t.Error("cloneMutateRowsEntries refused a request of set and delete mutations")
+	}
+	add := proto.Clone(rows).(*tabulapb.MutateRowsRequest)
+	add.Entries[1].Mutations = append(add.Entries[1].Mutations, &tabulapb.Mutation{Mutation: &tabulapb.Mutation_AddToCell_{AddToCell: &tabulapb.Mutation_AddToCell{Family: "sum", Qualifier: []byte("n"), Input: 2}}})
+	if _, ok := cloneMutateRowsEntries(add); ok {
+		t.Error("cloneMutateRowsEntries copied an AddToCell by hand; it does not know its fields")
+	}
+	c := &tabulapb.MutateRowsRequest{}
+	copyInto(c, add)
+	if !proto.Equal(c, add) {
+		t.Errorf("copyInto of a request with an AddToCell = %v, want %v", c, add)
 	}
 }
