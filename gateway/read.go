@@ -44,28 +44,42 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	if err != nil {
 		return err
 	}
-	opts := []client.ReadOption{client.WithFilter(f), client.LimitRows(req.GetRowsLimit())}
-	if req.GetReversed() {
-		opts = append(opts, client.Reverse())
-	}
 	ctx := stream.Context()
-	it := tbl.ReadRows(ctx, rows, opts...)
-	defer it.Close()
 	w := chunkWriter{send: stream.Send, max: d.s.opts.ChunkBytes, wholeRows: d.s.opts.WholeRows(userAgent(ctx))}
 	var stats btpb.ReadIterationStats
-	for it.Next() {
-		row := it.Row()
+	emit := func(row client.Row) error {
 		if len(row.Cells) == 0 {
-			continue // Bigtable never returns a row without cells
+			return nil // Bigtable never returns a row without cells
 		}
 		stats.RowsReturnedCount++
 		stats.CellsReturnedCount += int64(len(row.Cells))
-		if err := w.row(row); err != nil {
+		return w.row(row)
+	}
+	if key, ok := singleRow(req.GetRows()); ok {
+		// A point read (what the clients' ReadRow sends): Tabula's unary
+		// ReadRow, cheaper than a stream, gives the same row.
+		row, err := tbl.ReadRow(ctx, key, client.WithFilter(f))
+		if err != nil {
+			return toStatus(err)
+		}
+		if err := emit(row); err != nil {
 			return err
 		}
-	}
-	if err := it.Err(); err != nil {
-		return toStatus(err)
+	} else {
+		opts := []client.ReadOption{client.WithFilter(f), client.LimitRows(req.GetRowsLimit())}
+		if req.GetReversed() {
+			opts = append(opts, client.Reverse())
+		}
+		it := tbl.ReadRows(ctx, rows, opts...)
+		defer it.Close()
+		for it.Next() {
+			if err := emit(it.Row()); err != nil {
+				return err
+			}
+		}
+		if err := it.Err(); err != nil {
+			return toStatus(err)
+		}
 	}
 	if err := w.flush(); err != nil {
 		return err
@@ -82,6 +96,15 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 			RequestLatencyStats: &btpb.RequestLatencyStats{FrontendServerLatency: durationpb.New(time.Since(start))},
 		}},
 	}})
+}
+
+// singleRow returns the key of a row set of exactly one row key and no
+// range: a point read, whatever the request's limit or direction.
+func singleRow(rs *btpb.RowSet) ([]byte, bool) {
+	if len(rs.GetRowKeys()) != 1 || len(rs.GetRowRanges()) != 0 {
+		return nil, false
+	}
+	return rs.GetRowKeys()[0], true
 }
 
 // userAgent is the gRPC user agent the caller sent, "" when none.
