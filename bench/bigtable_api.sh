@@ -12,6 +12,7 @@
 # call. Prints per workload the median ops/s over the rounds, the ratio
 # gateway/native and emulator/native. Run from the repository root; builds
 # bin/tabula. Writes are durable (sync=always) in native and gateway.
+# APIS (default "native gateway emulator") picks the paths run.
 set -e
 ROWS=${ROWS:-20000}
 CLIENTS=${CLIENTS:-16}
@@ -20,6 +21,7 @@ VALUE_SIZE=${VALUE_SIZE:-1000}
 TABLETS=${TABLETS:-8}
 BATCH=${BATCH:-100}
 SCANS=${SCANS:-5}
+read -r -a apis <<< "${APIS:-native gateway emulator}"
 export PATH=$PATH:/usr/local/go/bin
 go build -o bin/tabula ./cmd/tabula
 
@@ -40,10 +42,9 @@ run() {
   local name=$1 round=$2; shift 2
   bin/tabula bench $same "$@" 2>/dev/null | sed "s/^{/{\"api\":\"$name\",\"round\":$round,/" >> "$results"
 }
-apis=(native gateway emulator)
 for round in $(seq "$ROUNDS"); do
-  for i in 0 1 2; do
-    name=${apis[$(( (i + round - 1) % 3 ))]}
+  for i in "${!apis[@]}"; do
+    name=${apis[$(( (i + round - 1) % ${#apis[@]} ))]}
     case $name in
       native) api="--api tabula" ;;
       gateway) api="--api bigtable --bigtable-addr $gw" ;;
@@ -76,8 +77,8 @@ for w in sorted({k[2] for k in acc}, key=lambda w: ["seqwrite", "randwrite", "se
         if rates:
             med[w][api] = (statistics.median(rates), rates, statistics.median(p50))
 print("%-22s %28s %28s %28s %9s %9s" % ("workload (ops/s)", "native", "gateway", "emulator", "gw/nat", "emu/nat"))
+ratio = lambda m, a: "%9.2f" % (m[a][0] / m["native"][0]) if a in m and "native" in m else "%9s" % "-"
 for w, m in med.items():
     cell = lambda a: "%7.0f (%s) p50 %.0fµs" % (m[a][0], ",".join("%.0f" % x for x in m[a][1]), m[a][2]) if a in m else "-"
-    print("%-22s %28s %28s %28s %9.2f %9.2f" % (w, cell("native"), cell("gateway"), cell("emulator"),
-          m["gateway"][0] / m["native"][0], m["emulator"][0] / m["native"][0]))
+    print("%-22s %28s %28s %28s %s %s" % (w, cell("native"), cell("gateway"), cell("emulator"), ratio(m, "gateway"), ratio(m, "emulator")))
 PY
