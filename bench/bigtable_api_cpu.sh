@@ -8,13 +8,17 @@
 # the dev process (tablet server, master, etcd and the gateway, which runs
 # in it) over it. Prints per workload the median CPU microseconds per
 # operation (per row for scans) of each path and native/gateway (the rate
-# ratio a CPU-bound run would reach). Run from the repository root; builds
+# ratio a CPU-bound run would reach). BATCHED (default none; e.g.
+# "randwrite") are write workloads run after those, with --batch BATCH
+# (default 100): CPU per row written. Run from the repository root; builds
 # bin/tabula.
 set -e
 ROWS=${ROWS:-20000}
 CLIENTS=${CLIENTS:-16}
 ROUNDS=${ROUNDS:-3}
 WORKLOADS=${WORKLOADS:-randread,seqread,scan}
+BATCHED=${BATCHED:-}
+BATCH=${BATCH:-100}
 export PATH=$PATH:/usr/local/go/bin
 go build -o bin/tabula ./cmd/tabula
 
@@ -29,16 +33,18 @@ tick=$(getconf CLK_TCK)
 results=$d/results.jsonl
 devcpu() { awk -v t="$tick" '{printf "%.3f", ($14 + $15) / t}' /proc/$pid/stat; }
 same="--rows $ROWS --clients $CLIENTS --value-size 1000 --tablets 8 --seed 7 --output json --keep"
-# one NAME ROUND WORKLOAD ARGS...: one bench, with its CPU.
+# one NAME ROUND WORKLOAD ARGS...: one bench, with its CPU; LABEL, if
+# set, names the workload in the results.
 one() {
   local name=$1 round=$2 w=$3; shift 3
+  local label=${LABEL:-$w}
   local before after ops
   before=$(devcpu)
   ops=$(/usr/bin/time -f "%U %S" -o "$d/time" bin/tabula bench $same "$@" --workloads "$w" 2>/dev/null |
     python3 -c 'import json,sys; print(sum(json.loads(l)["ops"] for l in sys.stdin))')
   after=$(devcpu)
   read -r u s < "$d/time"
-  awk -v n="$name" -v r="$round" -v w="$w" -v o="$ops" -v u="$u" -v s="$s" -v b="$before" -v a="$after" 'BEGIN {
+  awk -v n="$name" -v r="$round" -v w="$label" -v o="$ops" -v u="$u" -v s="$s" -v b="$before" -v a="$after" 'BEGIN {
     printf "{\"api\":\"%s\",\"round\":%d,\"workload\":\"%s\",\"ops\":%d,\"client\":%.3f,\"dev\":%.3f}\n", n, r, w, o, u + s, a - b }' >> "$results"
 }
 apis=(native gateway)
@@ -54,6 +60,9 @@ for round in $(seq "$ROUNDS"); do
     one "$name" "$round" seqwrite $api --table "$table"
     for w in ${WORKLOADS//,/ }; do
       one "$name" "$round" "$w" $api --table "$table"
+    done
+    for w in ${BATCHED//,/ }; do
+      LABEL="$w/$BATCH" one "$name" "$round" "$w" $api --table "$table" --batch "$BATCH"
     done
   done
 done
