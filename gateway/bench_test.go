@@ -2,14 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
 
 	"cloud.google.com/go/bigtable"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/rowfilter"
@@ -30,104 +28,70 @@ func BenchmarkBulkWrite(b *testing.B) {
 	for i := range value {
 		value[i] = byte(i)
 	}
-	key := func(n int64) string { return fmt.Sprintf("k%02d%014d", n%100, n) }
-	b.Run("native", func(b *testing.B) {
-		c, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{cluster.MasterAddr()}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
-		_, adminBT := bigClients(b)
-		name := fmt.Sprintf("bulk_native_%d", b.N)
-		if err := adminBT.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: name, SplitKeys: splits, Families: map[string]bigtable.GCPolicy{"cf": bigtable.MaxVersionsPolicy(1)}}); err != nil {
-			b.Fatal(err)
-		}
-		defer adminBT.DeleteTable(ctx, name)
-		tbl := c.Open(name)
+	// run writes batches of rows with apply, from 16 goroutines.
+	run := func(b *testing.B, apply func(keys []string) error) {
 		var next atomic.Int64
 		b.SetBytes(rows * valueSize)
 		b.SetParallelism(8)
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
+			keys := make([]string, rows)
 			for pb.Next() {
-				ks := make([][]byte, rows)
-				ms := make([]*client.Mutation, rows)
-				for i := range ks {
-					ks[i] = []byte(key(next.Add(1)))
-					ms[i] = client.NewMutation().Set("cf", []byte("q"), 1000, value)
+				for i := range keys {
+					n := next.Add(1)
+					keys[i] = fmt.Sprintf("k%02d%014d", n%100, n)
 				}
-				errs, err := tbl.ApplyBulk(ctx, ks, ms)
-				if err != nil {
+				if err := apply(keys); err != nil {
 					b.Error(err)
 					return
-				}
-				for _, e := range errs {
-					if e != nil {
-						b.Error(e)
-						return
-					}
 				}
 			}
 		})
-	})
-	b.Run("bigtable", func(b *testing.B) {
-		c, adminBT := bigClients(b)
-		name := fmt.Sprintf("bulk_bt_%d", b.N)
-		if err := adminBT.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: name, SplitKeys: splits, Families: map[string]bigtable.GCPolicy{"cf": bigtable.MaxVersionsPolicy(1)}}); err != nil {
+	}
+	c, admin := bigClients(b)
+	name := func(b *testing.B) string {
+		name := fmt.Sprintf("bulk_%s_%d", b.Name()[len("BenchmarkBulkWrite/"):], b.N)
+		if err := admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: name, SplitKeys: splits, Families: map[string]bigtable.GCPolicy{"cf": bigtable.MaxVersionsPolicy(1)}}); err != nil {
 			b.Fatal(err)
 		}
-		defer adminBT.DeleteTable(ctx, name)
-		tbl := c.Open(name)
-		var next atomic.Int64
-		b.SetBytes(rows * valueSize)
-		b.SetParallelism(8)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				ks := make([]string, rows)
-				ms := make([]*bigtable.Mutation, rows)
-				for i := range ks {
-					ks[i] = key(next.Add(1))
-					ms[i] = bigtable.NewMutation()
-					ms[i].Set("cf", "q", 1000, value)
-				}
-				errs, err := tbl.ApplyBulk(ctx, ks, ms)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				for _, e := range errs {
-					if e != nil {
-						b.Error(e)
-						return
-					}
-				}
+		b.Cleanup(func() { admin.DeleteTable(ctx, name) })
+		return name
+	}
+	b.Run("native", func(b *testing.B) {
+		cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{cluster.MasterAddr()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cli.Close()
+		tbl := cli.Open(name(b))
+		run(b, func(keys []string) error {
+			ks := make([][]byte, len(keys))
+			ms := make([]*client.Mutation, len(keys))
+			for i := range keys {
+				ks[i], ms[i] = []byte(keys[i]), client.NewMutation().Set("cf", []byte("q"), 1000, value)
 			}
+			errs, err := tbl.ApplyBulk(ctx, ks, ms)
+			return errors.Join(append(errs, err)...)
+		})
+	})
+	b.Run("bigtable", func(b *testing.B) {
+		tbl := c.Open(name(b))
+		run(b, func(keys []string) error {
+			ms := make([]*bigtable.Mutation, len(keys))
+			for i := range keys {
+				ms[i] = bigtable.NewMutation()
+				ms[i].Set("cf", "q", 1000, value)
+			}
+			errs, err := tbl.ApplyBulk(ctx, keys, ms)
+			return errors.Join(append(errs, err)...)
 		})
 	})
 }
 
-// bigClients connects the official data and admin clients to the gateway
-// over one connection that takes large messages, as `tabula bench` does.
+// bigClients connects the official clients to the package's gateway as
+// `tabula bench` does.
 func bigClients(tb testing.TB) (*bigtable.Client, *bigtable.AdminClient) {
-	tb.Helper()
-	ctx := context.Background()
-	conn, err := grpc.NewClient(cluster.GatewayAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.MaxCallSendMsgSize(256<<20)))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	cfg := bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}
-	c, err := bigtable.NewClientWithConfig(ctx, project, instance, cfg, option.WithGRPCConn(conn))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	a, err := bigtable.NewAdminClient(ctx, project, instance, option.WithGRPCConn(conn))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close(); a.Close(); conn.Close() })
-	return c, a
+	return officialClients(tb, cluster.GatewayAddr())
 }
 
 // BenchmarkPointRead reads one row of 1,000 bytes by key, newest cell per
@@ -155,6 +119,21 @@ func BenchmarkPointRead(b *testing.B) {
 	if errs, err := bt.ApplyBulk(ctx, keys, muts); err != nil || errs != nil {
 		b.Fatal(err, errs)
 	}
+	// run reads rows by key from 16 goroutines; read answers the cells
+	// it found, one per row.
+	run := func(b *testing.B, read func(key string) (int, error)) {
+		var next atomic.Int64
+		b.SetParallelism(8)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if n, err := read(key(next.Add(1))); err != nil || n != 1 {
+					b.Error(n, err)
+					return
+				}
+			}
+		})
+	}
 	b.Run("native", func(b *testing.B) {
 		cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{cluster.MasterAddr()}})
 		if err != nil {
@@ -163,32 +142,16 @@ func BenchmarkPointRead(b *testing.B) {
 		defer cli.Close()
 		tbl := cli.Open(name)
 		latest := client.WithFilter(rowfilter.CellsPerColumnLimit(1))
-		var next atomic.Int64
-		b.SetParallelism(8)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				r, err := tbl.ReadRow(ctx, []byte(key(next.Add(1))), latest)
-				if err != nil || len(r.Cells) != 1 {
-					b.Error(r, err)
-					return
-				}
-			}
+		run(b, func(k string) (int, error) {
+			r, err := tbl.ReadRow(ctx, []byte(k), latest)
+			return len(r.Cells), err
 		})
 	})
 	b.Run("bigtable", func(b *testing.B) {
 		latest := bigtable.RowFilter(bigtable.LatestNFilter(1))
-		var next atomic.Int64
-		b.SetParallelism(8)
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				r, err := bt.ReadRow(ctx, key(next.Add(1)), latest)
-				if err != nil || len(r["cf"]) != 1 {
-					b.Error(r, err)
-					return
-				}
-			}
+		run(b, func(k string) (int, error) {
+			r, err := bt.ReadRow(ctx, k, latest)
+			return len(r["cf"]), err
 		})
 	})
 }

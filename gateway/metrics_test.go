@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -24,24 +25,7 @@ func TestGatewayMetrics(t *testing.T) {
 	}
 	defer cli.Close()
 	reg := metrics.NewRegistry()
-	p, err := gateway.Start("127.0.0.1:0", cli, gateway.Options{Metrics: reg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	conn, err := grpc.NewClient(p.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	admin, err := bigtable.NewAdminClient(ctx, project, instance, option.WithGRPCConn(conn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := bigtable.NewClient(ctx, project, instance, option.WithGRPCConn(conn))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, admin := startGateway(t, cli, gateway.Options{Metrics: reg})
 	conf := &bigtable.TableConf{TableID: "metrics_t", Families: map[string]bigtable.GCPolicy{"cf": bigtable.MaxVersionsPolicy(1)}}
 	if err := admin.CreateTableFromConf(ctx, conf); err != nil {
 		t.Fatal(err)
@@ -91,4 +75,40 @@ func TestGatewayMetrics(t *testing.T) {
 			t.Errorf("%s is exported but not documented", name)
 		}
 	}
+}
+
+// startGateway starts a gateway of its own on cli, stopped when t ends,
+// and connects the official clients to it.
+func startGateway(t *testing.T, cli *client.Client, opts gateway.Options) (*bigtable.Client, *bigtable.AdminClient) {
+	t.Helper()
+	p, err := gateway.Start("127.0.0.1:0", cli, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return officialClients(t, p.Addr())
+}
+
+// officialClients connects the official data and admin clients to the
+// gateway at addr over one connection that takes large messages, as
+// `tabula bench` does (no metrics export, no sessions).
+func officialClients(tb testing.TB, addr string) (*bigtable.Client, *bigtable.AdminClient) {
+	tb.Helper()
+	ctx := context.Background()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(256<<20), grpc.MaxCallSendMsgSize(256<<20)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}, DisableSession: true}
+	c, err := bigtable.NewClientWithConfig(ctx, project, instance, cfg, option.WithGRPCConn(conn))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a, err := bigtable.NewAdminClient(ctx, project, instance, option.WithGRPCConn(conn))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { c.Close(); a.Close(); conn.Close() })
+	return c, a
 }

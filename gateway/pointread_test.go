@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"cloud.google.com/go/bigtable"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -68,24 +67,7 @@ func TestPointReadIsOneUnaryCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	p, err := gateway.Start("127.0.0.1:0", cli, gateway.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	conn, err := grpc.NewClient(p.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	admin, err := bigtable.NewAdminClient(ctx, project, instance, option.WithGRPCConn(conn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := bigtable.NewClient(ctx, project, instance, option.WithGRPCConn(conn))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, admin := startGateway(t, cli, gateway.Options{})
 	createTable(t, admin, &bigtable.TableConf{TableID: "pointread", Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy(), "other": bigtable.NoGcPolicy()}})
 	tbl := c.Open("pointread")
 	m := bigtable.NewMutation()
