@@ -40,9 +40,12 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	if err != nil {
 		return err
 	}
-	rows, err := rowSet(req.GetRows())
-	if err != nil {
-		return err
+	key, single := singleRow(req.GetRows())
+	var rows client.RowSet
+	if !single || len(key) == 0 { // a point read needs no row set, only its checks
+		if rows, err = rowSet(req.GetRows()); err != nil {
+			return err
+		}
 	}
 	ctx := stream.Context()
 	w := chunkWriter{send: stream.Send, max: d.s.opts.ChunkBytes, wholeRows: d.s.opts.WholeRows(userAgent(ctx))}
@@ -55,7 +58,7 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 		stats.CellsReturnedCount += int64(len(row.Cells))
 		return w.row(row)
 	}
-	if key, ok := singleRow(req.GetRows()); ok {
+	if single {
 		// A point read (what the clients' ReadRow sends): Tabula's unary
 		// ReadRow, cheaper than a stream, gives the same row.
 		row, err := tbl.ReadRow(ctx, key, client.WithFilter(f))
