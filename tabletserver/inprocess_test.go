@@ -282,7 +282,8 @@ func TestCloneReadRowsResponseCoversEveryField(t *testing.T) {
 	}
 }
 
-// The hand copies of the write messages (copyInto) copy every field, share
+// The hand copies of the write messages and of a point read's answer
+// (copyInto) copy every field, share
 // no byte with the original, and leave what they do not know (unknown
 // fields, an aggregate mutation) to proto.Merge, which copies it too.
 func TestCloneMutationsCoversEveryField(t *testing.T) {
@@ -291,6 +292,7 @@ func TestCloneMutationsCoversEveryField(t *testing.T) {
 		&tabulapb.TabletRef{}: 3, &tabulapb.Mutation{}: 6, &tabulapb.Mutation_SetCell{}: 4,
 		&tabulapb.Mutation_DeleteFromColumn{}: 4, &tabulapb.Mutation_DeleteFromFamily{}: 1, &tabulapb.Mutation_DeleteFromRow{}: 0,
 		&tabulapb.MutateRowsResponse{}: 1, &tabulapb.MutateRowsResponse_Entry{}: 4, &tabulapb.NotServing{}: 4,
+		&tabulapb.ReadRowResponse{}: 2,
 	} {
 		if got := msg.ProtoReflect().Descriptor().Fields().Len(); got != fields {
 			t.Errorf("%s has %d fields; copyInto copies %d: teach it the new ones", msg.ProtoReflect().Descriptor().FullName(), got, fields)
@@ -339,7 +341,9 @@ func TestCloneMutationsCoversEveryField(t *testing.T) {
 		}
 		walk(m.ProtoReflect())
 	}
-	for _, m := range []proto.Message{rows, row, resp} {
+	read := &tabulapb.ReadRowResponse{Row: &tabulapb.Row{Key: []byte("r"), Cells: []*tabulapb.Cell{
+		{Family: "cf", Qualifier: []byte("q"), TimestampMicros: 7, Value: []byte("v"), Labels: []string{"l"}}}}}
+	for _, m := range []proto.Message{rows, row, resp, read, &tabulapb.ReadRowResponse{TooLarge: true}} {
 		name := m.ProtoReflect().Descriptor().FullName()
 		for _, unknown := range []bool{false, true} {
 			orig := proto.Clone(m)
