@@ -62,11 +62,15 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	return r.decode(r.buf)
 }
 
-// ScanResponse receives one ReadRowsResponse of a scan. Set Whole before
-// receiving into it when rows may be taken as they are: the message is
-// then decoded into Rows (DecodeRows), unless it holds a part of a larger
-// row; otherwise, and for such a message, into Parts (a ReadRowsResponse,
-// for a RowJoiner). Exactly one of Rows and Parts is set after a receive.
+// ScanResponse receives the ReadRowsResponse messages of a scan, one at
+// a time. Set Whole before receiving into it when rows may be taken as
+// they are: the message is then decoded into Rows (DecodeRows), unless it
+// holds a part of a larger row; otherwise, and for such a message, into
+// Parts (a ReadRowsResponse, for a RowJoiner). Exactly one of Rows and
+// Parts is set after a receive. The next receive into the same
+// ScanResponse reuses the Rows slice itself (copy out the WireRows to
+// keep); the rows' keys and cells are never reused, but they share
+// chunks of memory (rowArena).
 type ScanResponse struct {
 	Whole bool
 	Rows  []WireRow
@@ -74,6 +78,7 @@ type ScanResponse struct {
 	// buf joins a message's frames; reused by the next receive into the
 	// same ScanResponse.
 	buf []byte
+	dec rowDecoder
 }
 
 // Decode decodes the ReadRowsResponse encoding b as Codec.Unmarshal
@@ -82,9 +87,11 @@ type ScanResponse struct {
 func (r *ScanResponse) Decode(b []byte) error { return r.decode(b) }
 
 func (r *ScanResponse) decode(b []byte) error {
+	rows := r.Rows[:0]
+	clear(r.Rows[:cap(r.Rows)]) // the last message's rows are the caller's alone
 	r.Rows, r.Parts = nil, nil
 	if r.Whole {
-		rows, whole, err := DecodeRows(b)
+		rows, whole, err := r.dec.decode(rows, b)
 		if err != nil {
 			return err
 		}

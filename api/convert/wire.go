@@ -115,15 +115,29 @@ type WireRow struct {
 var errWire = errors.New("convert: malformed ReadRowsResponse")
 
 // DecodeRows decodes a ReadRowsResponse encoding into rows. Every byte
-// slice of the rows is a copy (one allocation per row holds them all), so
-// nothing refers to b afterwards. It reports false, and no rows, when a
-// row is a part of a larger one (continued, or a cell whose value
-// continues): the caller then decodes the message as a ReadRowsResponse
-// and joins the parts (RowJoiner). A malformed encoding is an error
-// (where proto.Unmarshal fails); unknown fields are skipped as proto does.
+// slice of the rows is a copy, so nothing refers to b afterwards. It
+// reports false, and no rows, when a row is a part of a larger one
+// (continued, or a cell whose value continues): the caller then decodes
+// the message as a ReadRowsResponse and joins the parts (RowJoiner). A
+// malformed encoding is an error (where proto.Unmarshal fails); unknown
+// fields are skipped as proto does.
 func DecodeRows(b []byte) ([]WireRow, bool, error) {
-	var rows []WireRow
-	var family string // the last family name, shared by the cells that repeat it
+	var d rowDecoder
+	return d.decode(nil, b)
+}
+
+// rowDecoder decodes the messages of one scan (ScanResponse keeps one),
+// with what it keeps from row to row: the last family name, the scratch
+// of a row's cells, and the rowArena the rows' bytes and cells are cut
+// from. Its zero value is ready.
+type rowDecoder struct {
+	family string     // the last family name, shared by the cells that repeat it
+	cells  []wireCell // scratch: where the cells of the row being decoded lie
+	arena  rowArena
+}
+
+// decode appends the rows of the encoding b to rows (DecodeRows).
+func (d *rowDecoder) decode(rows []WireRow, b []byte) ([]WireRow, bool, error) {
 	for len(b) > 0 {
 		num, typ, n := consumeTag(b)
 		if n < 0 {
@@ -142,13 +156,68 @@ func DecodeRows(b []byte) ([]WireRow, bool, error) {
 			return nil, false, errWire
 		}
 		b = b[n:]
-		row, whole, err := decodeRow(v, &family)
+		row, whole, err := d.decodeRow(v)
 		if err != nil || !whole {
 			return nil, whole, err
 		}
 		rows = append(rows, row)
 	}
 	return rows, true, nil
+}
+
+// rowArena hands out the memory of decoded rows: their bytes (key,
+// qualifiers, values) and their cells, cut from chunks of arenaBytes and
+// arenaCells instead of an allocation or two per row. A client scan
+// decodes its rows at the rate the wire brings them, and allocating each
+// row's own memory cost it about as much as the decoding itself
+// (docs/BENCHMARKS.md "Scans over the wire"). A row larger than a
+// quarter of a chunk gets its own allocation, so at most a quarter of a
+// chunk is left unused. The price: a row kept after the others are
+// dropped keeps its chunks (at most arenaBytes and arenaCells cells)
+// reachable.
+type rowArena struct {
+	bytes []byte      // the unused rest of the current chunk of bytes
+	cells []cell.Cell // the unused rest of the current chunk of cells
+}
+
+// The sizes of a rowArena's chunks.
+const (
+	arenaBytes = 32 << 10
+	arenaCells = 64
+)
+
+// takeBytes returns an empty slice of capacity n (nil for 0), whose
+// bytes are not cleared: the caller appends exactly n bytes.
+func (a *rowArena) takeBytes(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	if n > len(a.bytes) {
+		if n > arenaBytes/4 {
+			return unzeroed.Bytes(n)[:0:n]
+		}
+		a.bytes = unzeroed.Bytes(arenaBytes)
+	}
+	b := a.bytes[:0:n]
+	a.bytes = a.bytes[n:]
+	return b
+}
+
+// takeCells returns n zero cells (empty, not nil, for 0: as
+// CellsFromProtoRow).
+func (a *rowArena) takeCells(n int) []cell.Cell {
+	if n == 0 {
+		return []cell.Cell{}
+	}
+	if n > len(a.cells) {
+		if n > arenaCells/4 {
+			return make([]cell.Cell, n)
+		}
+		a.cells = make([]cell.Cell, arenaCells)
+	}
+	c := a.cells[:n:n]
+	a.cells = a.cells[n:]
+	return c
 }
 
 // consumeTag is protowire.ConsumeTag, failing (n < 0) on a field number
@@ -169,12 +238,16 @@ type wireCell struct {
 	labels                   [][]byte
 }
 
-// decodeRow decodes one Row message; whole is false for a row part.
-// family is the last family name made: a cell of the same family shares
-// it instead of allocating its own.
-func decodeRow(b []byte, family *string) (row WireRow, whole bool, err error) {
+// decodeRow decodes one Row message; whole is false for a row part. A
+// cell of the same family as the one before shares its name instead of
+// allocating its own.
+func (d *rowDecoder) decodeRow(b []byte) (row WireRow, whole bool, err error) {
 	var key []byte
-	var cells []wireCell
+	cells := d.cells[:0]
+	defer func() {
+		clear(cells) // it points into b, which the caller may reuse or pool
+		d.cells = cells[:0]
+	}()
 	size := 0
 	for len(b) > 0 {
 		num, typ, n := consumeTag(b)
@@ -217,23 +290,23 @@ func decodeRow(b []byte, family *string) (row WireRow, whole bool, err error) {
 			b = b[n:]
 		}
 	}
-	// One allocation holds the key, qualifiers and values, each copied
-	// in whole (so it need not be cleared first). An empty one stays nil,
-	// as proto3 decodes it.
-	mem := unzeroed.Bytes(len(key) + size)[:0]
+	// The key, qualifiers and values are copied, each in whole, into one
+	// piece of the arena (so it need not be cleared first). An empty one
+	// stays nil, as proto3 decodes it.
+	mem := d.arena.takeBytes(len(key) + size)
 	if len(key) > 0 {
 		mem = append(mem, key...)
 		row.Key = mem[:len(key):len(key)]
 	}
-	row.Cells = make([]cell.Cell, len(cells))
+	row.Cells = d.arena.takeCells(len(cells))
 	for i := range cells {
 		w, c := &cells[i], &row.Cells[i]
 		c.Row, c.Timestamp = row.Key, w.timestamp
 		if len(w.family) > 0 {
-			if string(w.family) != *family {
-				*family = string(w.family)
+			if string(w.family) != d.family {
+				d.family = string(w.family)
 			}
-			c.Family = *family
+			c.Family = d.family
 		}
 		if len(w.qualifier) > 0 {
 			mem = append(mem, w.qualifier...)

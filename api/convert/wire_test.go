@@ -205,3 +205,24 @@ func TestCellsSizeIsRowSize(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScanResponseDecode decodes a scan's message of 1,000 rows of
+// one 1000-byte cell, as a client receives them (the rows dropped after
+// each message, as a scan that counts them): the client's share of a scan
+// over the wire past gRPC (docs/BENCHMARKS.md "Scans over the wire").
+func BenchmarkScanResponseDecode(b *testing.B) {
+	value := bytes.Repeat([]byte{'v'}, 1000)
+	var msg []byte
+	for i := range 1000 {
+		row := fmt.Appendf(nil, "k%09d", i)
+		msg = AppendRow(msg, row, []cell.Cell{{Family: "cf", Qualifier: []byte("q"), Timestamp: 1, Value: value}})
+	}
+	r := &ScanResponse{Whole: true}
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := r.Decode(msg); err != nil || len(r.Rows) != 1000 {
+			b.Fatal(err, len(r.Rows))
+		}
+	}
+}
