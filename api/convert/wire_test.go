@@ -226,3 +226,47 @@ func BenchmarkScanResponseDecode(b *testing.B) {
 		}
 	}
 }
+
+// TestScanResponseRowsOutliveTheNextMessage: the rows a ScanResponse
+// decoded stay as they were while it receives the next messages into the
+// same memory (its joining buffer, its Rows slice, the chunks its rows
+// are cut from): a client's rows stay valid after Next.
+func TestScanResponseRowsOutliveTheNextMessage(t *testing.T) {
+	r := wireRand(t)
+	big := bytes.Repeat([]byte{'b'}, arenaBytes/3) // a row with its own allocation
+	resp := &ScanResponse{Whole: true}
+	var got []WireRow
+	var want []*tabulapb.Row
+	for range 300 {
+		keys, rows := randomRows(r)
+		if r.IntN(10) == 0 {
+			keys = append(keys, []byte("big"))
+			rows = append(rows, []cell.Cell{{Family: "cf", Value: big}})
+		}
+		var b []byte
+		for i := range keys {
+			b = AppendRow(b, keys[i], rows[i])
+		}
+		w := &tabulapb.ReadRowsResponse{}
+		if err := proto.Unmarshal(b, w); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, w.Rows...)
+		if err := resp.Decode(b); err != nil || len(resp.Rows) != len(keys) {
+			t.Fatalf("decoded %d rows (%v), want %d", len(resp.Rows), err, len(keys))
+		}
+		got = append(got, resp.Rows...)
+		for i := range b {
+			b[i] ^= 0xff // the message's bytes are the caller's again
+		}
+	}
+	for i, p := range want {
+		wantCells := CellsFromProtoRow(p)
+		if len(wantCells) == 0 {
+			wantCells = []cell.Cell{}
+		}
+		if !reflect.DeepEqual(got[i].Key, p.GetKey()) || !reflect.DeepEqual(got[i].Cells, wantCells) {
+			t.Fatalf("row %d = %q %#v after later messages, want %q %#v", i, got[i].Key, got[i].Cells, p.GetKey(), wantCells)
+		}
+	}
+}
