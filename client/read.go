@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/tabuladb/tabula/api/convert"
@@ -33,6 +34,7 @@ type readSettings struct {
 	filter  *rowfilter.Filter
 	limit   int64
 	reverse bool
+	reuse   bool
 }
 
 type readOptionFunc func(*readSettings)
@@ -59,6 +61,33 @@ func LimitRows(n int64) ReadOption {
 // below the last one it returned. It changes nothing for ReadRow.
 func Reverse() ReadOption {
 	return readOptionFunc(func(s *readSettings) { s.reverse = true })
+}
+
+// ReuseRows lets ReadRows hand out rows whose slices (the key, the cells
+// and their bytes) are valid only until the next call to Next (or
+// Close), as the engine's tablet.ReadOptions.ReuseCells: the rows point
+// into the received messages, which the iterator reuses, instead of each
+// being copied into memory of its own. For a reader that is done with
+// each row before the next (one that counts, converts or writes rows
+// elsewhere); it makes a scan cheaper for the client, not the server
+// (docs/BENCHMARKS.md "Scans over the wire"). Copy what must be kept
+// (Row.Clone). It changes nothing for ReadRow.
+func ReuseRows() ReadOption {
+	return readOptionFunc(func(s *readSettings) { s.reuse = true })
+}
+
+// Clone returns a copy of r whose slices are its own (from an iterator
+// with ReuseRows, a row to keep past the next Next).
+func (r Row) Clone() Row {
+	out := Row{Key: bytes.Clone(r.Key), Cells: make([]cell.Cell, len(r.Cells))}
+	for i, c := range r.Cells {
+		c.Row, c.Qualifier, c.Value, c.Labels = out.Key, bytes.Clone(c.Qualifier), bytes.Clone(c.Value), slices.Clone(c.Labels)
+		out.Cells[i] = c
+	}
+	if r.Cells == nil {
+		out.Cells = nil
+	}
+	return out
 }
 
 // ReadRow reads one row. An absent row (or one the filter empties) is a
@@ -93,6 +122,7 @@ func (t *Table) ReadRows(ctx context.Context, rs RowSet, opts ...ReadOption) *Ro
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	it := &RowIterator{t: t, ctx: ctx, cancel: cancel, set: rs.spans(), limit: s.limit, pos: []byte{}, r: t.c.newRetrier(), reverse: s.reverse}
+	it.resp.Borrow = s.reuse
 	if s.limit < 0 {
 		it.limit = 0
 	}
@@ -208,6 +238,9 @@ func (it *RowIterator) take(key []byte, cells []cell.Cell) bool {
 	it.row = Row{Key: key, Cells: cells}
 	if it.reverse {
 		it.hi = key
+		if it.resp.Borrow {
+			it.hi = bytes.Clone(key) // key lies in a message the next receive reuses
+		}
 	} else {
 		it.pos = successor(key)
 	}
@@ -420,7 +453,10 @@ func (it *RowIterator) finish() {
 	it.cancel()
 }
 
-// Row returns the current row. Its slices stay valid after Next.
+// Row returns the current row. Its slices stay valid after Next, unless
+// the read has ReuseRows. Rows share memory with the rows read around
+// them (chunks of 32 KiB): a row kept while the others are dropped keeps
+// its chunk.
 func (it *RowIterator) Row() Row { return it.row }
 
 // Err returns the error that ended the iteration, if any.

@@ -15,14 +15,19 @@ import (
 // (joined by the client) in one stream: small rows before and after a row
 // larger than a message, and a cell whose value spans parts, all come
 // back whole and in order, over gRPC and over the in-process connection
-// (Server.LocalConn, which hands the encoded rows over).
+// (Server.LocalConn, which hands the encoded rows over); with
+// client.ReuseRows too, whose rows point into the messages received (each
+// valid until the next Next: its Clone is kept). Every row kept is still
+// as it came at the end of the scan.
 func TestClientScanTakesEncodedRowsAndRowsInParts(t *testing.T) {
 	for _, local := range []bool{false, true} {
-		t.Run(fmt.Sprintf("local=%v", local), func(t *testing.T) { clientScanTakesEncodedRowsAndRowsInParts(t, local) })
+		for _, reuse := range []bool{false, true} {
+			t.Run(fmt.Sprintf("local=%v/reuse=%v", local, reuse), func(t *testing.T) { clientScanTakesEncodedRowsAndRowsInParts(t, local, reuse) })
+		}
 	}
 }
 
-func clientScanTakesEncodedRowsAndRowsInParts(t *testing.T, local bool) {
+func clientScanTakesEncodedRowsAndRowsInParts(t *testing.T, local, reuse bool) {
 	e := newEnv(t)
 	srv := e.start(nil)
 	c := e.dial(srv)
@@ -58,11 +63,14 @@ func clientScanTakesEncodedRowsAndRowsInParts(t *testing.T, local bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close() })
-	it := cl.Open(e.schema.Name).ReadRows(e.ctx, client.InfiniteRange(nil))
+	var read []client.ReadOption
+	if reuse {
+		read = append(read, client.ReuseRows())
+	}
+	it := cl.Open(e.schema.Name).ReadRows(e.ctx, client.InfiniteRange(nil), read...)
 	defer it.Close()
-	n := 0
-	for it.Next() {
-		row := it.Row()
+	check := func(n int, row client.Row) {
+		t.Helper()
 		if wantKey := fmt.Sprintf("r%03d", n); string(row.Key) != wantKey {
 			t.Fatalf("row %d is %q, want %q", n, row.Key, wantKey)
 		}
@@ -75,13 +83,24 @@ func clientScanTakesEncodedRowsAndRowsInParts(t *testing.T, local bool) {
 				t.Fatalf("row %q cell %d: %q/%d/%d bytes of value, want %d", row.Key, i, c.Family, c.Timestamp, len(c.Value), len(w[i]))
 			}
 		}
-		n++
+	}
+	var kept []client.Row
+	for it.Next() {
+		row := it.Row()
+		check(len(kept), row)
+		if reuse {
+			row = row.Clone()
+		}
+		kept = append(kept, row)
 	}
 	if err := it.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if n != 300 {
-		t.Fatalf("scanned %d rows, want 300", n)
+	if len(kept) != 300 {
+		t.Fatalf("scanned %d rows, want 300", len(kept))
+	}
+	for n, row := range kept {
+		check(n, row)
 	}
 	if calls := srv.InProcessCalls() - before; (calls > 0) != local {
 		t.Fatalf("%d calls in process, local %v", calls, local)

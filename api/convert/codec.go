@@ -47,12 +47,14 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return protoCodec.Unmarshal(data, v)
 	}
-	if len(data) == 1 {
+	if len(data) == 1 && !r.Borrow {
 		return r.decode(data[0].ReadOnlyData())
 	}
 	// A message arrives in the transport's frames (16 KiB each): join
-	// them in the response's own buffer, which nothing refers to once
-	// decoded (DecodeRows copies rows out, proto.Unmarshal copies bytes).
+	// them in the response's own buffer. Without Borrow nothing refers
+	// to it once decoded (DecodeRows copies rows out, proto.Unmarshal
+	// copies bytes); with Borrow the rows point into it, so a message of
+	// one frame is copied too (gRPC reuses its frames' buffers).
 	if n := data.Len(); cap(r.buf) < n {
 		r.buf = unzeroed.Bytes(n)
 	} else {
@@ -71,10 +73,17 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 // ScanResponse reuses the Rows slice itself (copy out the WireRows to
 // keep); the rows' keys and cells are never reused, but they share
 // chunks of memory (rowArena).
+//
+// Set Borrow as well for rows that are done with before the next receive
+// (client.ReuseRows): whole rows then point into the received message
+// itself, and their cells into a slice the next receive reuses, as the
+// engine's rows with tablet.ReadOptions.ReuseCells: nothing is copied or
+// allocated per row.
 type ScanResponse struct {
-	Whole bool
-	Rows  []WireRow
-	Parts *tabulapb.ReadRowsResponse
+	Whole  bool
+	Borrow bool
+	Rows   []WireRow
+	Parts  *tabulapb.ReadRowsResponse
 	// buf joins a message's frames; reused by the next receive into the
 	// same ScanResponse.
 	buf []byte
@@ -82,8 +91,9 @@ type ScanResponse struct {
 }
 
 // Decode decodes the ReadRowsResponse encoding b as Codec.Unmarshal
-// does; nothing refers to b afterwards. For a transport that is not gRPC's
-// (a tablet server called in process).
+// does; nothing refers to b afterwards, unless Borrow is set: the rows
+// then point into b. For a transport that is not gRPC's (a tablet server
+// called in process, which hands the message's bytes over).
 func (r *ScanResponse) Decode(b []byte) error { return r.decode(b) }
 
 func (r *ScanResponse) decode(b []byte) error {
@@ -91,6 +101,7 @@ func (r *ScanResponse) decode(b []byte) error {
 	clear(r.Rows[:cap(r.Rows)]) // the last message's rows are the caller's alone
 	r.Rows, r.Parts = nil, nil
 	if r.Whole {
+		r.dec.borrow = r.Borrow
 		rows, whole, err := r.dec.decode(rows, b)
 		if err != nil {
 			return err

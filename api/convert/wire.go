@@ -131,13 +131,19 @@ func DecodeRows(b []byte) ([]WireRow, bool, error) {
 // of a row's cells, and the rowArena the rows' bytes and cells are cut
 // from. Its zero value is ready.
 type rowDecoder struct {
-	family string     // the last family name, shared by the cells that repeat it
-	cells  []wireCell // scratch: where the cells of the row being decoded lie
-	arena  rowArena
+	families []string   // the last family names made, shared by the cells that repeat them
+	cells    []wireCell // scratch: where the cells of the row being decoded lie
+	arena    rowArena
+	// borrow: the rows point into the message, and their cells are cut
+	// from lent, which the next message reuses (ScanResponse.Borrow).
+	borrow bool
+	lent   []cell.Cell
 }
 
 // decode appends the rows of the encoding b to rows (DecodeRows).
 func (d *rowDecoder) decode(rows []WireRow, b []byte) ([]WireRow, bool, error) {
+	clear(d.lent[:cap(d.lent)]) // nothing keeps the last message's rows
+	d.lent = d.lent[:0]
 	for len(b) > 0 {
 		num, typ, n := consumeTag(b)
 		if n < 0 {
@@ -290,6 +296,9 @@ func (d *rowDecoder) decodeRow(b []byte) (row WireRow, whole bool, err error) {
 			b = b[n:]
 		}
 	}
+	if d.borrow {
+		return d.lendRow(key, cells), true, nil
+	}
 	// The key, qualifiers and values are copied, each in whole, into one
 	// piece of the arena (so it need not be cleared first). An empty one
 	// stays nil, as proto3 decodes it.
@@ -303,10 +312,7 @@ func (d *rowDecoder) decodeRow(b []byte) (row WireRow, whole bool, err error) {
 		w, c := &cells[i], &row.Cells[i]
 		c.Row, c.Timestamp = row.Key, w.timestamp
 		if len(w.family) > 0 {
-			if string(w.family) != d.family {
-				d.family = string(w.family)
-			}
-			c.Family = d.family
+			c.Family = d.familyName(w.family)
 		}
 		if len(w.qualifier) > 0 {
 			mem = append(mem, w.qualifier...)
@@ -321,6 +327,59 @@ func (d *rowDecoder) decodeRow(b []byte) (row WireRow, whole bool, err error) {
 		}
 	}
 	return row, true, nil
+}
+
+// familyName returns the family name b as a string, one made before if
+// it is among the last few (a row's cells of several families would
+// otherwise make a string at each change of family).
+func (d *rowDecoder) familyName(b []byte) string {
+	for _, f := range d.families {
+		if f == string(b) {
+			return f
+		}
+	}
+	f := string(b)
+	if len(d.families) < 8 {
+		d.families = append(d.families, f)
+	} else {
+		copy(d.families, d.families[1:])
+		d.families[len(d.families)-1] = f
+	}
+	return f
+}
+
+// lendRow makes the row of key and cells, pointing into the message
+// where they lie (each slice capped, so that an append cannot overwrite
+// what follows), its cells from d.lent.
+func (d *rowDecoder) lendRow(key []byte, cells []wireCell) WireRow {
+	row := WireRow{Key: nilIfNone(key)}
+	if cap(d.lent)-len(d.lent) < len(cells) {
+		// The rows already lent keep the old slice: start a larger one.
+		d.lent = make([]cell.Cell, 0, max(2*cap(d.lent), len(cells), arenaCells))
+	}
+	n := len(d.lent)
+	d.lent = d.lent[:n+len(cells)]
+	row.Cells = d.lent[n : n+len(cells) : n+len(cells)]
+	for i := range cells {
+		w, c := &cells[i], &row.Cells[i]
+		*c = cell.Cell{Row: row.Key, Timestamp: w.timestamp, Qualifier: nilIfNone(w.qualifier), Value: nilIfNone(w.value)}
+		if len(w.family) > 0 {
+			c.Family = d.familyName(w.family)
+		}
+		for _, l := range w.labels {
+			c.Labels = append(c.Labels, string(l))
+		}
+	}
+	return row
+}
+
+// nilIfNone returns b capped at its length, or nil when empty (as
+// proto3 decodes an empty bytes field).
+func nilIfNone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b[:len(b):len(b)]
 }
 
 // decodeCell decodes one Cell message; whole is false when its value

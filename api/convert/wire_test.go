@@ -270,3 +270,61 @@ func TestScanResponseRowsOutliveTheNextMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestScanResponseBorrowLendsTheMessage: with Borrow, the rows decoded
+// are those proto.Unmarshal gives, but they point into the message
+// itself (changing its bytes changes them), each slice capped so that an
+// append to one cannot overwrite the next, and a receive of a message
+// like the last allocates nothing.
+func TestScanResponseBorrowLendsTheMessage(t *testing.T) {
+	r := wireRand(t)
+	var b []byte
+	for i := range 50 {
+		cells := []cell.Cell{{Family: "cf", Qualifier: []byte("q"), Timestamp: 1, Value: []byte(fmt.Sprint("value", i))}}
+		if i%7 == 0 {
+			cells = append(cells, cell.Cell{Family: "meta", Value: []byte("m")})
+		}
+		b = AppendRow(b, fmt.Appendf(nil, "k%03d", i), cells)
+	}
+	resp := &ScanResponse{Whole: true, Borrow: true}
+	if allocs := testing.AllocsPerRun(20, func() {
+		if err := resp.Decode(b); err != nil || len(resp.Rows) != 50 {
+			t.Fatal(err, len(resp.Rows))
+		}
+	}); allocs > 0 {
+		t.Fatalf("a borrowed receive allocates %.0f times", allocs)
+	}
+	keys, rows := randomRows(r)
+	for i := range keys {
+		b = AppendRow(b, keys[i], rows[i])
+	}
+	want := &tabulapb.ReadRowsResponse{}
+	if err := proto.Unmarshal(b, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := resp.Decode(b); err != nil || len(resp.Rows) != len(want.Rows) {
+		t.Fatalf("decoded %d rows (%v), want %d", len(resp.Rows), err, len(want.Rows))
+	}
+	for i, p := range want.Rows {
+		wantCells := CellsFromProtoRow(p)
+		if len(wantCells) == 0 {
+			wantCells = []cell.Cell{}
+		}
+		if !reflect.DeepEqual(resp.Rows[i].Key, p.GetKey()) || !reflect.DeepEqual(resp.Rows[i].Cells, wantCells) {
+			t.Fatalf("row %d = %q %#v, proto gives %q %#v", i, resp.Rows[i].Key, resp.Rows[i].Cells, p.GetKey(), wantCells)
+		}
+	}
+	row0, row1 := resp.Rows[0], resp.Rows[1]
+	_ = append(row0.Key, 'x')
+	_ = append(row0.Cells[0].Value, 'x')
+	_ = append(row0.Cells, cell.Cell{Value: []byte("x")})
+	if string(row1.Key) != "k001" || string(row1.Cells[0].Value) != "value1" || string(row0.Cells[0].Value) != "value0" {
+		t.Fatalf("an append to row 0 changed the rows: %q %q %q", row1.Key, row1.Cells[0].Value, row0.Cells[0].Value)
+	}
+	for i := range b {
+		b[i] ^= 0xff
+	}
+	if string(row0.Key) == "k000" {
+		t.Fatal("the rows do not point into the message")
+	}
+}
