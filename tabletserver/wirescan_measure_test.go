@@ -23,10 +23,12 @@ import (
 // tablet of that many rows of 1000-byte values, flushed and compacted;
 // WIRESCAN_ROUNDS rounds (default 5) each scan the whole tablet with the
 // engine alone (the tablet's row iterator, cells reused, as the server's
-// stream reads it) and through the client library over gRPC on loopback,
-// and report both rates, wall and CPU (getrusage of the process), and
-// their ratio. WIRESCAN_PROFILE=<file> writes a CPU profile of the scans
-// over the wire (and runs only those). docs/BENCHMARKS.md "Scans over the wire" quotes it.
+// stream reads it), through the client library over gRPC on loopback,
+// and through the client with client.ReuseRows (rows valid until the
+// next Next, as the engine's), and report the rates, wall and CPU
+// (getrusage of the process), and their ratios. WIRESCAN_PROFILE=<file>
+// writes a CPU profile of the scans over the wire (and runs only those;
+// WIRESCAN_REUSE=1: only those with ReuseRows). docs/BENCHMARKS.md "Scans over the wire" quotes it.
 func TestMeasureWireScan(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("WIRESCAN_MEASURE"))
 	if n <= 0 {
@@ -86,13 +88,23 @@ func TestMeasureWireScan(t *testing.T) {
 		defer it.Close()
 		return countRows(t, it)
 	}
-	var eng, wir, engCPU, wirCPU []float64
+	reuse := func() int {
+		it := tbl.ReadRows(e.ctx, client.InfiniteRange(nil), client.ReuseRows())
+		defer it.Close()
+		return countRows(t, it)
+	}
+	var eng, wir, reu, engCPU, wirCPU, reuCPU []float64
 	phases := []struct {
 		scan      func() int
 		rate, cpu *[]float64
-	}{{engine, &eng, &engCPU}, {wire, &wir, &wirCPU}}
+	}{{engine, &eng, &engCPU}, {wire, &wir, &wirCPU}, {reuse, &reu, &reuCPU}}
 	if p := os.Getenv("WIRESCAN_PROFILE"); p != "" {
-		phases = phases[1:] // the profile covers the scans over the wire only
+		// The profile covers the scans over the wire only, one kind.
+		if os.Getenv("WIRESCAN_REUSE") != "" {
+			phases, wire = phases[2:], reuse
+		} else {
+			phases = phases[1:2]
+		}
 		f, err := os.Create(p)
 		if err != nil {
 			t.Fatal(err)
@@ -117,10 +129,17 @@ func TestMeasureWireScan(t *testing.T) {
 	}
 	med := func(v []float64) float64 { s := slices.Clone(v); slices.Sort(s); return s[len(s)/2] }
 	t.Logf("%d rows of 1000 B, %d rounds (medians)", n, rounds)
-	t.Logf("wire:   %.0f rows/s (%.0f MB/s), %.0f ns CPU/row; rounds %.0f", med(wir), med(wir)*1000/1e6, med(wirCPU), wir)
+	for _, ph := range []struct {
+		name      string
+		rate, cpu []float64
+	}{{"wire", wir, wirCPU}, {"reuse", reu, reuCPU}, {"engine", eng, engCPU}} {
+		if len(ph.rate) > 0 {
+			t.Logf("%-7s %.0f rows/s (%.0f MB/s), %.0f ns CPU/row; rounds %.0f", ph.name+":", med(ph.rate), med(ph.rate)*1000/1e6, med(ph.cpu), ph.rate)
+		}
+	}
 	if len(eng) > 0 {
-		t.Logf("engine: %.0f rows/s (%.0f MB/s), %.0f ns CPU/row; rounds %.0f", med(eng), med(eng)*1000/1e6, med(engCPU), eng)
 		t.Logf("wire / engine: %.2f (rows/s), CPU per row %.1fx", med(wir)/med(eng), med(wirCPU)/med(engCPU))
+		t.Logf("reuse / engine: %.2f (rows/s), CPU per row %.1fx", med(reu)/med(eng), med(reuCPU)/med(engCPU))
 	}
 }
 
