@@ -50,11 +50,15 @@ func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if len(data) == 1 && !r.Borrow {
 		return r.decode(data[0].ReadOnlyData())
 	}
-	// A message arrives in the transport's frames (16 KiB each): join
-	// them in the response's own buffer. Without Borrow nothing refers
-	// to it once decoded (DecodeRows copies rows out, proto.Unmarshal
-	// copies bytes); with Borrow the rows point into it, so a message of
-	// one frame is copied too (gRPC reuses its frames' buffers).
+	// A message arrives in the transport's frames (16 KiB each): rows
+	// copied out are decoded where they lie (frames.go); otherwise the
+	// frames are joined in the response's own buffer. Without Borrow
+	// nothing refers to it once decoded (proto.Unmarshal copies bytes);
+	// with Borrow the rows point into it, so a message of one frame is
+	// copied too (gRPC reuses its frames' buffers).
+	if r.Whole && !r.Borrow && r.decodeFrames(data) {
+		return nil
+	}
 	if n := data.Len(); cap(r.buf) < n {
 		r.buf = unzeroed.Bytes(n)
 	} else {
@@ -86,8 +90,9 @@ type ScanResponse struct {
 	Parts  *tabulapb.ReadRowsResponse
 	// buf joins a message's frames; reused by the next receive into the
 	// same ScanResponse.
-	buf []byte
-	dec rowDecoder
+	buf    []byte
+	dec    rowDecoder
+	frames [][]byte // scratch: the frames of a message being decoded
 }
 
 // Decode decodes the ReadRowsResponse encoding b as Codec.Unmarshal
@@ -113,6 +118,31 @@ func (r *ScanResponse) decode(b []byte) error {
 	}
 	r.Parts = &tabulapb.ReadRowsResponse{}
 	return protoCodec.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, r.Parts)
+}
+
+// decodeFrames decodes a message of whole rows that lies in several
+// buffers without joining them (rowDecoder.decodeFrames), reporting
+// false, and nothing decoded, for a message it leaves to decode.
+func (r *ScanResponse) decodeFrames(data mem.BufferSlice) bool {
+	bufs := r.frames[:0]
+	for _, b := range data {
+		bufs = append(bufs, b.ReadOnlyData())
+	}
+	rows := r.Rows[:0]
+	clear(r.Rows[:cap(r.Rows)])
+	r.Rows, r.Parts = nil, nil
+	r.dec.borrow = false
+	var ok bool
+	rows, r.buf, ok = r.dec.decodeFrames(rows, bufs, r.buf)
+	clear(bufs) // gRPC reuses the frames
+	r.frames = bufs[:0]
+	if !ok {
+		clear(rows)
+		r.Rows = rows[:0]
+		return false
+	}
+	r.Rows = rows
+	return true
 }
 
 // RowsMessage is a ReadRowsResponse already encoded, from RowBatch.Take.
