@@ -87,11 +87,7 @@ func TestCodecDecodesRowsAcrossFrames(t *testing.T) {
 func FuzzDecodeFrames(f *testing.F) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 20 {
-		keys, rows := randomRows(r)
-		var b []byte
-		for i := range keys {
-			b = AppendRow(b, keys[i], rows[i])
-		}
+		b := randomBatch(r)
 		f.Add(b, uint64(1))
 	}
 	f.Add([]byte{0x0a, 0x02, 0x18, 0x01}, uint64(2))

@@ -176,14 +176,20 @@ func checkDecodeRows(t *testing.T, b []byte, wantPart bool) {
 	}
 }
 
+// randomBatch returns a message of randomRows encoded by AppendRow.
+func randomBatch(r *rand.Rand) []byte {
+	keys, rows := randomRows(r)
+	var b []byte
+	for i := range keys {
+		b = AppendRow(b, keys[i], rows[i])
+	}
+	return b
+}
+
 func FuzzDecodeRows(f *testing.F) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 20 {
-		keys, rows := randomRows(r)
-		var b []byte
-		for i := range keys {
-			b = AppendRow(b, keys[i], rows[i])
-		}
+		b := randomBatch(r)
 		f.Add(b)
 	}
 	f.Add([]byte{0x0a, 0x02, 0x18, 0x01})             // a continued row
