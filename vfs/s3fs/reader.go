@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/minio/minio-go/v7"
@@ -17,6 +19,9 @@ type reader struct {
 	parts []part
 	size  int64
 	pos   int64 // for Read
+	// sized: opened by OpenSized, the file is part 0 alone, of size
+	// bytes, and each GET checks that the object is exactly that long.
+	sized bool
 }
 
 func (r *reader) Size() int64 { return r.size }
@@ -111,5 +116,31 @@ func (r *reader) get(ctx context.Context, sp span, p []byte) error {
 	if _, err := io.ReadFull(obj, p[sp.dst:sp.dst+sp.n]); err != nil {
 		return fmt.Errorf("s3fs: reading %s at %d: %w", r.name, sp.at, r.f.explain(err))
 	}
+	if r.sized {
+		// The answer to the GET just read (no request of its own).
+		info, err := obj.Stat()
+		if err != nil {
+			return fmt.Errorf("s3fs: reading %s at %d: %w", r.name, sp.at, r.f.explain(err))
+		}
+		if total, ok := objectSize(info); !ok || total != r.size {
+			return fmt.Errorf("s3fs: %s is not one object of the %d bytes it was opened with (the store answers %q): open it with Open", r.name, r.size, info.Headers.Get("Content-Range"))
+		}
+	}
 	return nil
+}
+
+// objectSize is the whole object's size as a ranged GET's answer gives it:
+// the total of its Content-Range ("bytes 0-99/1234"), or its length when
+// the store answered with the whole object.
+func objectSize(info minio.ObjectInfo) (int64, bool) {
+	cr := info.Headers.Get("Content-Range")
+	if cr == "" {
+		return info.Size, info.Headers != nil
+	}
+	_, total, ok := strings.Cut(cr, "/")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(total, 10, 64)
+	return n, err == nil
 }

@@ -33,7 +33,10 @@ type FS struct {
 	dirs sync.Map
 }
 
-var _ vfs.FS = (*FS)(nil)
+var (
+	_ vfs.FS         = (*FS)(nil)
+	_ vfs.SizedFiles = (*FS)(nil)
+)
 
 // Open connects to the store and checks that the credentials can be had,
 // that the bucket exists and that the credentials may write, within ctx:
@@ -182,6 +185,22 @@ func (f *FS) Open(name string) (vfs.Readable, error) {
 		return nil, notExist("open", name)
 	}
 	return &reader{f: f, name: name, parts: plan, size: size}, nil
+}
+
+// OpenSized opens a file written in one part of size bytes (an SSTable:
+// synced once and closed) without listing its parts: its reads are ranged
+// GETs of part 0 (vfs.SizedFiles), and each checks the answer's length of
+// the whole object: a file of several parts, or of another size, fails
+// its first read, and its caller opens it again with Open.
+func (f *FS) OpenSized(name string, size int64) (vfs.Readable, error) {
+	key, err := f.key(name)
+	if err != nil {
+		return nil, err
+	}
+	if size <= 0 {
+		return nil, fmt.Errorf("s3fs: open %s with a size of %d bytes", name, size)
+	}
+	return &reader{f: f, name: name, parts: []part{{key: partKey(key, 0), off: 0, size: size}}, size: size, sized: true}, nil
 }
 
 // Truncate rewrites the file as one part of its first size bytes.
