@@ -91,8 +91,30 @@ func (f *FS) Stats() Stats {
 // Open serves a cacheable name from its local copy, downloading it first
 // if needed; other names come from the underlying FS.
 func (f *FS) Open(name string) (vfs.Readable, error) {
+	return f.open(name, 0)
+}
+
+// OpenSized is Open of a file written in one piece of size bytes: the
+// underlying FS opens it without looking it up when it can
+// (vfs.SizedFiles: no LIST on an object store), for the download or for
+// reading it in place.
+func (f *FS) OpenSized(name string, size int64) (vfs.Readable, error) {
+	return f.open(name, size)
+}
+
+// openInner opens name on the underlying FS, without looking it up when
+// its size is known and the FS can.
+func (f *FS) openInner(name string, size int64) (vfs.Readable, error) {
+	if s, ok := f.FS.(vfs.SizedFiles); ok && size > 0 {
+		return s.OpenSized(name, size)
+	}
+	return f.FS.Open(name)
+}
+
+// open is Open, and OpenSized when size > 0.
+func (f *FS) open(name string, size int64) (vfs.Readable, error) {
 	if !f.opts.Cacheable(name) {
-		return f.FS.Open(name)
+		return f.openInner(name, size)
 	}
 	for {
 		f.mu.Lock()
@@ -117,7 +139,7 @@ func (f *FS) Open(name string) (vfs.Readable, error) {
 		f.loading[name] = wg
 		f.misses++
 		f.mu.Unlock()
-		r, err := f.download(name)
+		r, err := f.download(name, size)
 		f.mu.Lock()
 		delete(f.loading, name)
 		f.mu.Unlock()
@@ -128,8 +150,8 @@ func (f *FS) Open(name string) (vfs.Readable, error) {
 
 // download copies name into the cache and opens the copy; a file too large
 // to cache, or a failed local write, is read from the underlying FS.
-func (f *FS) download(name string) (vfs.Readable, error) {
-	src, err := f.FS.Open(name)
+func (f *FS) download(name string, size int64) (vfs.Readable, error) {
+	src, err := f.openInner(name, size)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +163,7 @@ func (f *FS) download(name string) (vfs.Readable, error) {
 	if err != nil {
 		return src, nil
 	}
-	_, err = io.Copy(tmp, io.NewSectionReader(src, 0, src.Size()))
+	err = copyChunks(tmp, src)
 	if err == nil {
 		err = tmp.Close()
 	} else {
@@ -152,9 +174,12 @@ func (f *FS) download(name string) (vfs.Readable, error) {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return src, nil // the local disk failed; the store still works
+		// The local disk failed, or the store: either way the store is
+		// where the file is read from now (a file opened by a wrong size
+		// fails there too, and its reader opens it again by name).
+		return src, nil
 	}
-	size := src.Size()
+	size = src.Size()
 	src.Close()
 	r, err := openLocal(path)
 	if err != nil {
@@ -170,6 +195,37 @@ func (f *FS) download(name string) (vfs.Readable, error) {
 	f.evictLocked()
 	f.mu.Unlock()
 	return r, nil
+}
+
+// downloadChunk is how many bytes a download reads at once: one ranged
+// GET on an object store. io.Copy read 32 KiB at a time, a GET each: 32
+// GETs for a 1 MiB SSTable (docs/BENCHMARKS.md "Store requests per tablet
+// load"). A load reads up to 16 tablets at once, so the buffers of the
+// downloads in flight stay around 64 MiB.
+const downloadChunk = 4 << 20
+
+// copyChunks copies src whole into dst, downloadChunk bytes a read.
+func copyChunks(dst io.Writer, src vfs.Readable) error {
+	buf := make([]byte, min(src.Size(), downloadChunk))
+	for off := int64(0); off < src.Size(); {
+		n, err := src.ReadAt(buf[:min(int64(len(buf)), src.Size()-off)], off)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			off += int64(n)
+		}
+		if err != nil && !(errors.Is(err, io.EOF) && off == src.Size()) {
+			if errors.Is(err, io.EOF) {
+				return io.ErrUnexpectedEOF
+			}
+			return err
+		}
+		if n == 0 && err == nil {
+			return io.ErrNoProgress
+		}
+	}
+	return nil
 }
 
 // evictLocked removes least recently opened copies past the bound. A copy

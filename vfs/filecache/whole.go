@@ -21,7 +21,10 @@ type wholeFS struct {
 	w vfs.WholeFiles
 }
 
-var _ vfs.WholeFiles = wholeFS{}
+var (
+	_ vfs.WholeFiles = wholeFS{}
+	_ vfs.SizedFiles = (*FS)(nil)
+)
 
 func (c wholeFS) WriteWhole(name string, b []byte) error {
 	c.forget(name)
