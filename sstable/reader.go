@@ -35,6 +35,12 @@ type ReaderOptions struct {
 	InMemory bool
 	// FS holds the file. The default is the local disk (vfs.Default).
 	FS vfs.FS
+	// Size is the file's size when the caller knows it (a manifest
+	// records it), or 0. On an FS that opens a file of known size without
+	// looking it up (vfs.SizedFiles: an object store, where that saves a
+	// LIST), Open does so, and opens the file again by name if its
+	// metadata cannot be read that way.
+	Size int64
 }
 
 var nextCacheID atomic.Uint64
@@ -113,11 +119,25 @@ type Reader struct {
 
 // Open opens the SSTable at path: it reads and checks the footer, index,
 // filter and properties. Damage is reported as an error wrapping ErrCorrupt.
-func Open(path string, opts ReaderOptions) (_ *Reader, err error) {
+func Open(path string, opts ReaderOptions) (*Reader, error) {
+	if s, ok := vfs.Or(opts.FS).(vfs.SizedFiles); ok && opts.Size > 0 {
+		if f, err := s.OpenSized(path, opts.Size); err == nil {
+			if r, err := open(path, f, opts); err == nil {
+				return r, nil
+			}
+		}
+		// A size that is not the file's, or a file of several pieces:
+		// the file as its listing shows it decides.
+	}
 	f, err := vfs.Or(opts.FS).Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("sstable: open: %w", err)
 	}
+	return open(path, f, opts)
+}
+
+// open reads the metadata of the file f at path; it closes f on failure.
+func open(path string, f vfs.Readable, opts ReaderOptions) (_ *Reader, err error) {
 	defer func() {
 		if err != nil {
 			_ = f.Close()
@@ -139,11 +159,21 @@ func (r *Reader) load(size uint64) error {
 		return corruptf(r.path, kindFooter, 0, "file of %d bytes is shorter than a footer", size)
 	}
 	footOff := size - footerLen
-	buf := make([]byte, footerLen)
-	if err := r.readAt(buf, footOff, kindFooter); err != nil {
+	// One read of the file's tail: the footer and, when they fit, the
+	// metadata blocks before it, which load then reads from it. On an
+	// object store each read is a GET: a load of one file costs one
+	// instead of four (docs/BENCHMARKS.md "Store requests per tablet
+	// load"); metadata larger than the guess costs one more read, of all
+	// of it.
+	tail := &tailReadable{Readable: r.f, off: size - min(size, max(minTail, size/tailShare), maxTail)}
+	tail.b = make([]byte, size-tail.off)
+	if err := r.readAt(tail.b, tail.off, kindFooter); err != nil {
 		return err
 	}
-	ft, err := decodeFooter(buf)
+	f := r.f
+	r.f = tail
+	defer func() { r.f = f }()
+	ft, err := decodeFooter(tail.b[footOff-tail.off:])
 	if err != nil {
 		return corruptf(r.path, kindFooter, footOff, "%v", err)
 	}
@@ -167,6 +197,14 @@ func (r *Reader) load(size uint64) error {
 		if err := check(ft.filter, kindFilter); err != nil {
 			return err
 		}
+	}
+
+	if metaStart < tail.off {
+		more := make([]byte, size-metaStart)
+		if err := r.readAt(more, metaStart, kindIndex); err != nil {
+			return err
+		}
+		tail.b, tail.off = more, metaStart
 	}
 
 	b, err := r.readBlock(ft.properties, kindProperties)
@@ -210,6 +248,30 @@ func (r *Reader) load(size uint64) error {
 	}
 	r.metaBytes = r.metadataBytes()
 	return nil
+}
+
+// The tail load reads at once: at least minTail bytes, or 1/tailShare of
+// the file (an index and filter are about 1-3 % of it with 4 KiB blocks),
+// at most maxTail.
+const (
+	minTail   = 64 << 10
+	tailShare = 32
+	maxTail   = 4 << 20
+)
+
+// tailReadable serves reads within b, the file's bytes from off on, from
+// b, and the others from the file: load's reads of the metadata blocks.
+type tailReadable struct {
+	vfs.Readable
+	b   []byte
+	off uint64
+}
+
+func (t *tailReadable) ReadAt(p []byte, off int64) (int, error) {
+	if off >= 0 && uint64(off) >= t.off && uint64(off)-t.off+uint64(len(p)) <= uint64(len(t.b)) {
+		return copy(p, t.b[uint64(off)-t.off:]), nil
+	}
+	return t.Readable.ReadAt(p, off)
 }
 
 // metadataBytes sums the memory the Reader keeps for its file: the index
