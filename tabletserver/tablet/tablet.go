@@ -82,6 +82,10 @@ type Tablet struct {
 	manifestVer uint64 // version of the newest manifest this epoch saved
 	replayPoint uint64
 	flushedSeq  uint64 // manifest LastSeq
+	// olderManifests are the older epochs' manifests the open's listing
+	// showed, on an object store, left by the seal for this owner's next
+	// batch of removals (fence.go: seal, removeOldVersions).
+	olderManifests []string
 
 	bgCtx     context.Context
 	bgCancel  context.CancelFunc
@@ -297,7 +301,9 @@ func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
 	// the new one.
 	fam := t.schema.Load().byName[ref.Family]
 	inMemory := fam != nil && fam.InMemory
-	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache, InMemory: inMemory, FS: t.opts.FS})
+	// The size the manifest recorded spares an object store's LIST of the
+	// file's parts (sstable.ReaderOptions.Size).
+	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache, InMemory: inMemory, FS: t.opts.FS, Size: int64(ref.Size)})
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open sstable of family %s: %w", ref.Family, err)
 	}
