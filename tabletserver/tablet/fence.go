@@ -41,17 +41,15 @@ import (
 // seal flushes whatever replay put in the memtable and saves this epoch's
 // manifest with a replay point past every log segment that existed at
 // open, then removes the older epochs' manifests (and temporary files)
-// the open's listing showed. The seal's PUT is what fences the older
-// owners (the newest epoch wins: docs/OWNERSHIP.md rule 7); their
-// manifests are never read again once it landed, so removing them is
-// only tidying. On the local disk they go now. On an object store, where
-// that is a DELETE on the load's path (a load's budget is five requests:
-// TestLoadOnAnObjectStoreCostsFiveRequests), they go with this owner's
-// next batch of removals (removeOldVersions), unless removeEvery or more
-// are waiting, which bounds the folder's listing. Versions of an older
-// epoch that land after the listing (an older owner's late save), and
-// those of an owner that stops before its first batch, go with the next
-// owner's seal or batch.
+// the open's listing showed, in one request on an object store. Versions
+// of an older epoch that land after that listing (an older owner's late
+// save) are never read (the newest epoch wins) and go with the next
+// owner's seal. The DELETE stays on the load's path, though the seal's
+// PUT alone fences the older owners: on a store whose listing lags, a
+// later opener that sees only the older epoch's versions must find them
+// gone and fail, not open the older state (TestOpenBehindALaggingListing
+// "a new epoch"), and a later batch or a background delete would leave
+// that window open while this owner takes writes.
 func (t *Tablet) seal(folder manifest.Folder) error {
 	t.flushMu.Lock()
 	t.sealing = true
@@ -61,14 +59,7 @@ func (t *Tablet) seal(folder manifest.Folder) error {
 	if err != nil {
 		return fmt.Errorf("tablet: sealing %s at epoch %d: %w", t.dir, t.opts.Epoch, err)
 	}
-	older := folder.Before(manifest.ID{Epoch: t.opts.Epoch})
-	if _, whole := t.opts.FS.(vfs.WholeFiles); whole && len(older) < removeEvery {
-		t.editMu.Lock()
-		t.olderManifests = older
-		t.editMu.Unlock()
-		return nil
-	}
-	if err := manifest.RemoveFiles(t.opts.FS, older); err != nil {
+	if err := manifest.RemoveFiles(t.opts.FS, folder.Before(manifest.ID{Epoch: t.opts.Epoch})); err != nil {
 		t.logger.Warn("removing older manifests", "dir", t.dir, "err", err)
 	}
 	return nil
@@ -120,9 +111,7 @@ const removeEvery = 16
 // ones after the newest listed by name), and only this owner's versions
 // below its newest are removed, never one a reader could need instead.
 // Any left over (an owner that stopped between two batches) go with the
-// next owner's seal, or its first batch, which remove every older epoch's
-// manifest; the older epochs' manifests the seal left (seal) go with the
-// first batch. Called with editMu held.
+// next owner's seal, which removes every older epoch's manifest.
 func (t *Tablet) removeOldVersions(id manifest.ID) {
 	var paths []string
 	if _, whole := t.opts.FS.(vfs.WholeFiles); !whole {
@@ -135,7 +124,6 @@ func (t *Tablet) removeOldVersions(id manifest.ID) {
 				paths = append(paths, filepath.Join(t.dir, manifest.ID{Epoch: id.Epoch, Version: v}.Name()))
 			}
 		}
-		paths, t.olderManifests = append(paths, t.olderManifests...), nil
 	}
 	if err := manifest.RemoveFiles(t.opts.FS, paths); err != nil {
 		t.logger.Warn("removing old manifest versions", "dir", t.dir, "versions", len(paths), "err", err)

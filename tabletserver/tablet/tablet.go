@@ -82,10 +82,6 @@ type Tablet struct {
 	manifestVer uint64 // version of the newest manifest this epoch saved
 	replayPoint uint64
 	flushedSeq  uint64 // manifest LastSeq
-	// olderManifests are the older epochs' manifests the open's listing
-	// showed, on an object store, left by the seal for this owner's next
-	// batch of removals (fence.go: seal, removeOldVersions).
-	olderManifests []string
 
 	bgCtx     context.Context
 	bgCancel  context.CancelFunc
@@ -141,7 +137,8 @@ func Open(opts Options) (_ *Tablet, err error) {
 	// One listing of the folder answers every question of the open (the
 	// newest version, saves to skip, what the seal deletes, whether there
 	// is an own log/ folder): on an object store a load costs five
-	// requests (TestLoadOnAnObjectStoreCostsFiveRequests).
+	// requests, and a GET per SSTable
+	// (TestLoadOnAnObjectStoreCostsFiveRequests).
 	began := time.Now()
 	folder, err := manifest.ReadFolder(opts.FS, opts.Dir)
 	if err != nil {
