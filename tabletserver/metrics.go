@@ -11,6 +11,7 @@ import (
 	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
+	"github.com/tabuladb/tabula/vfs/backend"
 	"github.com/tabuladb/tabula/wal"
 )
 
@@ -34,6 +35,7 @@ type counters struct {
 	renewalsFail  atomic.Uint64
 	scansRejected atomic.Uint64
 	scansStalled  atomic.Uint64
+	loads         atomic.Uint64
 }
 
 func (c *counters) renewed(ok bool) {
@@ -200,6 +202,8 @@ var (
 	descLeaseRemaining = desc("lease_remaining_seconds", "Time left before the server must stop serving unless its lease is renewed (0: fenced).")
 	descFences         = desc("fences_total", "Times the server paused serving because its lease was not renewed in time.")
 	descFailures       = desc("tablet_failures_total", "Tablets taken out of service because their commit log or manifest could not be written.")
+	descLoads          = desc("tablet_loads_total", "Tablets this server loaded (opened at a new epoch: created, moved to it or taken over).")
+	descStoreRequests  = prometheus.NewDesc("tabula_tabletserver_store_requests_total", "Requests this server sent to its object store, by kind (list, get, head, put, copy, delete, other; a multi-object delete is one delete); none on a local disk. `tabula bench --store-metrics` turns them into requests per tablet load and per 1,000 operations.", []string{"kind"}, nil)
 )
 
 func desc(name, help string) *prometheus.Desc {
@@ -209,7 +213,7 @@ func desc(name, help string) *prometheus.Desc {
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descTablets, descSizeBytes, descSSTables, descMemtableBytes, descMemtableLimit, descMemory, descOffHeap, descBacklog,
 		descLogBytes, descCacheHits, descCacheMisses, descCacheBytes, descCacheCapacity, descBlocksRecycled, descThrottled, descRejected,
-		descScansRejected, descScansStalled, descSplits, descRenewals, descLeaseRemaining, descFences, descFailures} {
+		descScansRejected, descScansStalled, descSplits, descRenewals, descLeaseRemaining, descFences, descFailures, descLoads, descStoreRequests} {
 		ch <- d
 	}
 	for _, v := range tabletValues {
@@ -280,4 +284,13 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descLeaseRemaining, max(0, (time.Duration(s.safeUntil.Load())-s.sinceBase()).Seconds()))
 	counter(descFences, uint64(s.fences.Load()))
 	counter(descFailures, uint64(s.failures.Load()))
+	counter(descLoads, s.counters.loads.Load())
+	if r, ok := backend.Requests(s.opts.FS); ok {
+		for _, k := range []struct {
+			kind string
+			n    int64
+		}{{"list", r.List}, {"get", r.Get}, {"head", r.Head}, {"put", r.Put}, {"copy", r.Copy}, {"delete", r.Delete}, {"other", r.Other}} {
+			counter(descStoreRequests, uint64(k.n), k.kind)
+		}
+	}
 }

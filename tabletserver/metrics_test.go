@@ -74,6 +74,12 @@ func TestMetricsOfATabletServer(t *testing.T) {
 	if n := val(before, "tabula_tabletserver_tablets", nil); n != 3 {
 		t.Fatalf("tablets = %v, want 3", n)
 	}
+	if n := val(before, "tabula_tabletserver_tablet_loads_total", nil); n != 3 {
+		t.Fatalf("tablet loads = %v, want 3", n)
+	}
+	if before.Has("tabula_tabletserver_store_requests_total", nil) {
+		t.Fatal("a server on the local disk exports tabula_tabletserver_store_requests_total")
+	}
 	if n := val(before, "tabula_grpc_server_handled_total", map[string]string{"method": "MutateRow", "code": "OK"}); n != 0 {
 		t.Fatalf("MutateRow handled before any write = %v, want a series at 0", n)
 	}

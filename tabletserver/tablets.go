@@ -271,6 +271,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 	if err := s.install(gen, schema, nil, &held{table: table, id: id, epoch: rec.Epoch, dir: dir, t: t}); err != nil {
 		return err
 	}
+	s.counters.loads.Add(1)
 	s.logger.Info("loaded tablet", "tablet", key, "epoch", rec.Epoch, "start", rec.Start, "end", rec.End)
 	return nil
 }

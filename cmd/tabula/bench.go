@@ -31,6 +31,9 @@ type benchResult struct {
 	elapsed  time.Duration
 	lat      []time.Duration // one per call (per batch for batched writes, per row for scans)
 	notFound int64
+	// store is the object-store requests by kind per 1,000 ops (per
+	// tablet load for the "tabletload" row), with --store-metrics.
+	store map[string]float64
 }
 
 func newBenchCmd() *cobra.Command {
@@ -78,6 +81,7 @@ API's granularity), so the three write the same rows and values the same way.`,
 	f.String("cpuprofile", "", "write a CPU profile of the bench process (the client side; with --api emulator the emulator too) to this file")
 	f.String("api", "tabula", "the client and path to measure: tabula, bigtable (official client through --bigtable-addr) or emulator (official client, in-process bttest)")
 	f.String("bigtable-addr", defaultGateway, "with --api bigtable: the Bigtable API endpoint (Tabula's gateway), plaintext HOST:PORT")
+	f.String("store-metrics", "", "the tablet servers' metrics endpoints (HOST:PORT or URLs, comma-separated; a dev cluster's serves all its servers), on an object store: print the store requests, by kind, per tablet load (a \"tabletload\" row: the loads of the table's creation) and per 1,000 ops of each workload, as the servers counted them")
 	return c
 }
 
@@ -115,6 +119,19 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	defer store.close()
 	progress := cmd.ErrOrStderr()
 	fmt.Fprintf(progress, "bench: %s; table %s, %d rows, %d-byte values, %d clients, batch %d, seed %d\n", desc, table, rows, vsize, clients, batch, seed)
+	// With --store-metrics, each step is bracketed by two readings of the
+	// servers' store counters (nil without).
+	var scrape func() (storeCounts, error)
+	if urls := storeMetricsURLs(func() string { v, _ := f.GetString("store-metrics"); return v }()); len(urls) > 0 {
+		scrape = func() (storeCounts, error) { return scrapeStore(s.ctx, urls) }
+	}
+	var loadStart storeCounts
+	began := time.Now()
+	if scrape != nil {
+		if loadStart, err = scrape(); err != nil {
+			return err
+		}
+	}
 
 	var splits [][]byte
 	for i := 1; i < tablets; i++ {
@@ -141,6 +158,18 @@ func runBench(cmd *cobra.Command, _ []string) error {
 			return wrapf(err, "reading row %s of the new table %s", k, table)
 		}
 	}
+	var results []benchResult
+	if scrape != nil {
+		loaded, err := scrape()
+		if err != nil {
+			return err
+		}
+		d := loaded.sub(loadStart)
+		// The loads of the table's creation, and whatever else the
+		// servers sent meanwhile (lease-independent: a store request is
+		// a request).
+		results = append(results, benchResult{name: "tabletload", ops: int64(d.loads), elapsed: time.Since(began), store: d.per(d.loads)})
+	}
 	if path, _ := f.GetString("cpuprofile"); path != "" {
 		stop, err := startCPUProfile(path)
 		if err != nil {
@@ -149,12 +178,24 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		defer stop()
 	}
 	b := &bencher{t: t, rows: rows, clients: clients, batch: batch, vsize: vsize, seed: seed}
-	var results []benchResult
 	for _, w := range workloads {
 		fmt.Fprintf(progress, "bench: %s...\n", w)
+		var before storeCounts
+		if scrape != nil {
+			if before, err = scrape(); err != nil {
+				return err
+			}
+		}
 		r, err := b.run(s.ctx, w)
 		if err != nil {
 			return wrapf(err, "bench %s", w)
+		}
+		if scrape != nil {
+			after, err := scrape()
+			if err != nil {
+				return err
+			}
+			r.store = after.sub(before).per(float64(r.ops) / 1000)
 		}
 		results = append(results, r)
 	}
@@ -358,6 +399,10 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 func printBench(out *printer, results []benchResult, batch int) error {
 	header := []string{"workload", "ops", "seconds", "ops_per_sec", "mb_per_sec", "p50", "p99", "note"}
+	withStore := slices.ContainsFunc(results, func(r benchResult) bool { return r.store != nil })
+	if withStore {
+		header = append(header, "store_requests")
+	}
 	var rows [][]any
 	for _, r := range results {
 		slices.Sort(r.lat)
@@ -373,13 +418,26 @@ func printBench(out *printer, results []benchResult, batch int) error {
 		if r.notFound > 0 {
 			notes = append(notes, fmt.Sprintf("%d rows not found", r.notFound))
 		}
-		p50, p99 := percentile(r.lat, 0.50), percentile(r.lat, 0.99)
-		if out.json {
-			rows = append(rows, []any{r.name, r.ops, secs, opsPerSec, mbPerSec, p50.Microseconds(), p99.Microseconds(), strings.Join(notes, "; ")})
-			continue
+		if r.name == "tabletload" {
+			notes = append(notes, "tablets loaded by the servers from the table's creation until each served; store requests per load")
+		} else if withStore {
+			notes = append(notes, "store requests per 1,000 ops")
 		}
-		rows = append(rows, []any{r.name, r.ops, fmt.Sprintf("%.2f", secs), fmt.Sprintf("%.0f", opsPerSec),
-			fmt.Sprintf("%.1f", mbPerSec), p50.Round(time.Microsecond), p99.Round(time.Microsecond), strings.Join(notes, "; ")})
+		p50, p99 := percentile(r.lat, 0.50), percentile(r.lat, 0.99)
+		var row []any
+		if out.json {
+			row = []any{r.name, r.ops, secs, opsPerSec, mbPerSec, p50.Microseconds(), p99.Microseconds(), strings.Join(notes, "; ")}
+			if withStore {
+				row = append(row, r.store)
+			}
+		} else {
+			row = []any{r.name, r.ops, fmt.Sprintf("%.2f", secs), fmt.Sprintf("%.0f", opsPerSec),
+				fmt.Sprintf("%.1f", mbPerSec), p50.Round(time.Microsecond), p99.Round(time.Microsecond), strings.Join(notes, "; ")}
+			if withStore {
+				row = append(row, formatRequests(r.store))
+			}
+		}
+		rows = append(rows, row)
 	}
 	if out.json {
 		header[5], header[6] = "p50_us", "p99_us"

@@ -80,3 +80,22 @@ func WithFileCache(fsys vfs.FS, dir string, maxBytes int64) (vfs.FS, error) {
 	}
 	return c.WithWholeFiles(), nil
 }
+
+// Requests returns the requests fsys sent to its object store so far, by
+// kind (s3fs.FS.Requests), seeing through the file cache; false for a
+// file system that is not on an object store. The tablet server exports
+// them (tabula_tabletserver_store_requests_total), and `tabula bench
+// --store-metrics` turns them into requests per tablet load and per 1,000
+// operations.
+func Requests(fsys vfs.FS) (s3fs.Requests, bool) {
+	for {
+		switch f := fsys.(type) {
+		case *s3fs.FS:
+			return f.Requests(), true
+		case interface{ Unwrap() vfs.FS }:
+			fsys = f.Unwrap()
+		default:
+			return s3fs.Requests{}, false
+		}
+	}
+}

@@ -74,6 +74,10 @@ func New(inner vfs.FS, opts Options) (*FS, error) {
 		loading: map[string]*sync.WaitGroup{}}, nil
 }
 
+// Unwrap returns the FS the cache is over (for the store's own counters:
+// vfs/backend.Requests).
+func (f *FS) Unwrap() vfs.FS { return f.FS }
+
 // Stats are the cache's counters.
 type Stats struct {
 	Hits, Misses int64 // Opens served locally, and downloads
