@@ -197,6 +197,8 @@ across every tablet of the table. With --reverse the rows come from the last dow
 				return err
 			}
 			defer s.close()
+			// Each row is printed before the next is read.
+			opts = append(opts, client.ReuseRows())
 			it := s.cli.Open(args[0]).ReadRows(s.ctx, rs, opts...)
 			defer it.Close()
 			for it.Next() {
@@ -301,7 +303,7 @@ func newCountCmd() *cobra.Command {
 			defer s.close()
 			// One cell per row, without its value, is enough to see the row.
 			f := rowfilter.Chain(rowfilter.CellsPerRowLimit(1), rowfilter.StripValue())
-			it := s.cli.Open(args[0]).ReadRows(s.ctx, rs, client.WithFilter(f))
+			it := s.cli.Open(args[0]).ReadRows(s.ctx, rs, client.WithFilter(f), client.ReuseRows())
 			defer it.Close()
 			var n int64
 			for it.Next() {

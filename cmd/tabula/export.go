@@ -97,6 +97,8 @@ func runExport(cmd *cobra.Command, args []string) (err error) {
 
 	prog := startProgress(cmd, "export")
 	defer func() { prog.finish("exported", err) }()
+	// Each row is written out before the next is read.
+	opts = append(opts, client.ReuseRows())
 	it := s.cli.Open(table).ReadRows(s.ctx, rs, opts...)
 	defer it.Close()
 	for it.Next() {
