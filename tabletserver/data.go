@@ -331,20 +331,21 @@ func (s *Server) MutateRows(ctx context.Context, req *tabulapb.MutateRowsRequest
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				k := int(next.Add(1)) - 1
-				if k >= len(chains) {
-					return
-				}
-				for _, i := range chains[k] {
-					apply(i)
-				}
+	work := func() {
+		defer wg.Done()
+		for {
+			k := int(next.Add(1)) - 1
+			if k >= len(chains) {
+				return
 			}
-		}()
+			for _, i := range chains[k] {
+				apply(i)
+			}
+		}
+	}
+	wg.Add(workers)
+	for range workers {
+		s.rows.run(work)
 	}
 	wg.Wait()
 	return &tabulapb.MutateRowsResponse{Entries: out}, nil

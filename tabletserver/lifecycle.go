@@ -92,7 +92,8 @@ func (g *group) stop() {
 //     assignment watch, credentials cache, shared log renewal) and wait
 //     for every goroutine of it, including scans whose handler gave up on
 //     a stalled client and retirements of failed tablets: none of them
-//     may touch a tablet being closed;
+//     may touch a tablet being closed; then the idle row workers
+//     (rowworkers.go), whose calls have all ended with step 2;
 //  4. flush (while the lease is safe) and close every tablet, under
 //     closeMu, so that an abandon (the lease is gone) running now does
 //     not close them under the flush. Up to closeWorkers tablets are
@@ -128,6 +129,7 @@ func (s *Server) Close() error {
 		}
 		// 3.
 		s.work.stop()
+		s.rows.stop()
 		// 4.
 		s.closeMu.Lock()
 		s.mu.Lock()

@@ -79,6 +79,8 @@ type Server struct {
 	unary  []grpc.UnaryServerInterceptor
 	stream []grpc.StreamServerInterceptor
 	local  localCalls
+	// rows runs MutateRows' rows (rowworkers.go).
+	rows *rowWorkers
 
 	// Shared by every tablet of the server.
 	cache   *sstable.Cache
@@ -212,6 +214,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		tablets:  make(map[string]*held),
 		schemas:  make(map[string]*tabulapb.TableSchema),
 		unloaded: make(map[string]int64),
+		rows:     newRowWorkers(maxRowWorkers),
 	}
 	s.engines.m = make(map[string]*tablet.Tablet)
 	s.engines.opening = make(map[string]bool)
@@ -219,6 +222,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	defer func() {
 		if err != nil {
 			s.metrics.close()
+			s.rows.stop()
 		}
 	}()
 	s.pastLeases = make(map[int64]bool)
