@@ -64,7 +64,7 @@ func touch(key string) clientv3.Op {
 // later. An error means the fence's own answer was lost: call it again.
 func FenceSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64, parent, left, right TabletRecord) (Outcome, error) {
 	pk := l.TabletKey(parent.Table, parent.ID)
-	got, err := fence(ctx, cli, map[string]int64{pk: parentRev},
+	got, err := fence(ctx, cli, map[string]int64{pk: parentRev}, mirrorOps(l, nil, &parent, EncodeTablet(parent)),
 		l.TabletKey(left.Table, left.ID), l.TabletKey(right.Table, right.ID), pk)
 	switch {
 	case err != nil:
@@ -89,7 +89,8 @@ func FenceSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64,
 // again.
 func FenceMerge(ctx context.Context, cli clientv3.KV, l Layout, leftRev, rightRev int64, left, right, merged TabletRecord) (Outcome, error) {
 	lk, rk := l.TabletKey(left.Table, left.ID), l.TabletKey(right.Table, right.ID)
-	got, err := fence(ctx, cli, map[string]int64{lk: leftRev, rk: rightRev},
+	mirrors := append(mirrorOps(l, nil, &left, EncodeTablet(left)), mirrorOps(l, nil, &right, EncodeTablet(right))...)
+	got, err := fence(ctx, cli, map[string]int64{lk: leftRev, rk: rightRev}, mirrors,
 		l.TabletKey(merged.Table, merged.ID), lk, rk)
 	switch {
 	case err != nil:
@@ -106,18 +107,21 @@ func FenceMerge(ctx context.Context, cli clientv3.KV, l Layout, leftRev, rightRe
 	return Unknown, nil
 }
 
-// fence touches every key of revs if each still has its ModRevision there;
+// fence touches every key of revs if each still has its ModRevision there,
+// and writes mirrors, the parents' mirrors as they are (so that each keeps
+// its record's ModRevision);
 // otherwise it reads the keys read at the same revision and returns their
 // records: nil for a key that does not exist, an empty record for one that
 // exists but does not decode (it exists; its fields tell nothing). got is
 // nil when the fence applied.
-func fence(ctx context.Context, cli clientv3.KV, revs map[string]int64, read ...string) (got []*TabletRecord, err error) {
+func fence(ctx context.Context, cli clientv3.KV, revs map[string]int64, mirrors []clientv3.Op, read ...string) (got []*TabletRecord, err error) {
 	var guards []clientv3.Cmp
 	var touches, reads []clientv3.Op
 	for _, k := range slices.Sorted(maps.Keys(revs)) {
 		guards = append(guards, clientv3.Compare(clientv3.ModRevision(k), "=", revs[k]))
 		touches = append(touches, touch(k))
 	}
+	touches = append(touches, mirrors...)
 	for _, k := range read {
 		reads = append(reads, clientv3.OpGet(k))
 	}

@@ -82,6 +82,28 @@ func (l Layout) TabletsPrefix(table string) string { return l.AllTabletsPrefix()
 // TabletKey is the key of tablet id of table.
 func (l Layout) TabletKey(table, id string) string { return l.TabletsPrefix(table) + id }
 
+// AssignmentsPrefix is the prefix of every server's assignments: the
+// record of each assigned tablet mirrored under its owner (AssignmentKey).
+func (l Layout) AssignmentsPrefix() string { return l.root() + "assignments/" }
+
+// ServerAssignmentsPrefix is the prefix of the tablets assigned to server
+// id: what that server reads at start and watches (docs/CONTRACTS.md §4).
+func (l Layout) ServerAssignmentsPrefix(id string) string {
+	return l.AssignmentsPrefix() + id + "/"
+}
+
+// AssignmentKey mirrors tablets/<table>/<tablet> while the record names
+// server as its owner.
+func (l Layout) AssignmentKey(server, table, tablet string) string {
+	return l.ServerAssignmentsPrefix(server) + table + "/" + tablet
+}
+
+// AssignmentsReadyKey exists once every assigned tablet has its mirror
+// under assignments/: written by the leading master after it filled in
+// the mirrors of a cluster upgraded in place (RepairAssignments). Before
+// it, a tablet server reads and follows the whole of tablets/.
+func (l Layout) AssignmentsReadyKey() string { return l.root() + "layout/assignments" }
+
 // ServerIDFromKey returns the server id of a key under ServersPrefix.
 func (l Layout) ServerIDFromKey(key string) (id string, ok bool) {
 	id, ok = strings.CutPrefix(key, l.ServersPrefix())
@@ -97,12 +119,23 @@ func (l Layout) TableFromKey(key string) (name string, ok bool) {
 // TabletFromKey returns the table and tablet id of a key under
 // AllTabletsPrefix.
 func (l Layout) TabletFromKey(key string) (table, id string, ok bool) {
-	rest, ok := strings.CutPrefix(key, l.AllTabletsPrefix())
+	return tableAndTablet(key, l.AllTabletsPrefix())
+}
+
+// tableAndTablet splits key, under prefix, into <table>/<id>.
+func tableAndTablet(key, prefix string) (table, id string, ok bool) {
+	rest, ok := strings.CutPrefix(key, prefix)
 	if !ok {
 		return "", "", false
 	}
 	table, id, ok = strings.Cut(rest, "/")
 	return table, id, ok && table != "" && id != "" && !strings.Contains(id, "/")
+}
+
+// TabletFromAssignmentKey returns the table and tablet id of a key under
+// ServerAssignmentsPrefix(server).
+func (l Layout) TabletFromAssignmentKey(server, key string) (table, id string, ok bool) {
+	return tableAndTablet(key, l.ServerAssignmentsPrefix(server))
 }
 
 // BalancerKey holds the cluster's balancer switch: "on" or "off"; absent

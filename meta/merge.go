@@ -31,7 +31,7 @@ func CommitMerge(ctx context.Context, cli clientv3.KV, l Layout, leftRev, rightR
 			clientv3.Compare(clientv3.CreateRevision(mk), "=", 0),
 			LeaseGuard(l, merged.Server, merged.Lease).cmp,
 		).
-		Then(clientv3.OpDelete(lk), clientv3.OpDelete(rk), clientv3.OpPut(mk, EncodeTablet(merged))).
+		Then(mergeOps(l, left, right, merged)...).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("meta: committing the merge of tablets %s/%s and %s: %w", left.Table, left.ID, right.ID, err)
@@ -40,6 +40,19 @@ func CommitMerge(ctx context.Context, cli clientv3.KV, l Layout, leftRev, rightR
 		return fmt.Errorf("%w: merge of tablets %s/%s and %s: one changed since revisions %d, %d", ErrConflict, left.Table, left.ID, right.ID, leftRev, rightRev)
 	}
 	return nil
+}
+
+// mergeOps replaces left and right by merged, with their mirrors.
+func mergeOps(l Layout, left, right, merged TabletRecord) []clientv3.Op {
+	v := EncodeTablet(merged)
+	ops := []clientv3.Op{
+		clientv3.OpDelete(l.TabletKey(left.Table, left.ID)),
+		clientv3.OpDelete(l.TabletKey(right.Table, right.ID)),
+		clientv3.OpPut(l.TabletKey(merged.Table, merged.ID), v),
+	}
+	ops = append(ops, mirrorOps(l, &left, nil, "")...)
+	ops = append(ops, mirrorOps(l, &right, nil, "")...)
+	return append(ops, mirrorOps(l, nil, &merged, v)...)
 }
 
 func checkMerge(left, right, merged TabletRecord) error {

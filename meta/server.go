@@ -13,9 +13,9 @@ import (
 )
 
 // A tablet server's own etcd calls (docs/OWNERSHIP.md): the lease it
-// renews itself, its registration servers/<id> bound to that lease, the
-// tablet map it reads when it registers, and the watch on tablets/ that
-// tells it when a tablet of its was handed on. With meta's other
+// renews itself, its registration servers/<id> bound to that lease, and
+// (assignments.go) its own tablets, read when it registers and watched so
+// that it learns when a tablet of its was handed on. With meta's other
 // functions (GetTablet, Update, CommitSplit, FenceSplit, LeaseGone, …)
 // they are all the tablet server asks of etcd: package tabletserver
 // imports no etcd package.
@@ -70,69 +70,6 @@ func RegisterServer(ctx context.Context, cli clientv3.KV, l Layout, rec ServerRe
 	}
 	_, err := cli.Put(ctx, l.ServerKey(rec.ID), EncodeServer(rec), clientv3.WithLease(clientv3.LeaseID(rec.Lease)))
 	return err
-}
-
-// ReadAllTablets reads every tablet of every table in one read, with the
-// ModRevision of each key, and returns the etcd revision of the read.
-// Values that do not decode as tablet records are left out: a tablet
-// server reading the map acts only on the records it understands.
-func ReadAllTablets(ctx context.Context, cli clientv3.KV, l Layout) ([]VersionedTablet, int64, error) {
-	resp, err := cli.Get(ctx, l.AllTabletsPrefix(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, err
-	}
-	out := make([]VersionedTablet, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		if rec, err := DecodeTablet(kv.Value); err == nil {
-			out = append(out, VersionedTablet{TabletRecord: rec, ModRevision: kv.ModRevision})
-		}
-	}
-	return out, resp.Header.Revision, nil
-}
-
-// TabletEvent is one change of a key under tablets/: a tablet record put
-// or deleted. The record is decoded on demand (Record), so that a watcher
-// that holds few of the cluster's tablets decodes only its own.
-type TabletEvent struct {
-	Table, ID string
-	Deleted   bool   // the key is gone
-	value     []byte // the record put, unless Deleted
-}
-
-// Record decodes the record the event put; an error for a deletion or a
-// value that is not a tablet record.
-func (e TabletEvent) Record() (TabletRecord, error) {
-	if e.Deleted {
-		return TabletRecord{}, fmt.Errorf("meta: tablet %s/%s was deleted", e.Table, e.ID)
-	}
-	return DecodeTablet(e.value)
-}
-
-// FollowTablets watches every key under tablets/ from revision rev and
-// calls fn for each change of a tablet key, in order, until the watch
-// ends: it returns the watch's error, or ctx's once ctx is done. The watch
-// requires an etcd leader, so that a member cut off from the cluster ends
-// it rather than stay silent. fn runs on the caller's goroutine.
-func FollowTablets(ctx context.Context, w clientv3.Watcher, l Layout, rev int64, fn func(TabletEvent)) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	for wr := range w.Watch(wctx, l.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithRev(rev)) {
-		if err := wr.Err(); err != nil {
-			return err
-		}
-		for _, ev := range wr.Events {
-			table, id, ok := l.TabletFromKey(string(ev.Kv.Key))
-			if !ok {
-				continue
-			}
-			e := TabletEvent{Table: table, ID: id, Deleted: ev.Type != clientv3.EventTypePut}
-			if !e.Deleted {
-				e.value = ev.Kv.Value
-			}
-			fn(e)
-		}
-	}
-	return ctx.Err()
 }
 
 // EtcdErrorCode returns the gRPC code of err if it is (or wraps) one of

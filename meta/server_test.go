@@ -55,23 +55,27 @@ func TestServerRegistrationFollowsItsLease(t *testing.T) {
 	}
 }
 
-// ReadAllTablets reads every table's tablets with their ModRevisions and
-// leaves out what is not a tablet record.
-func TestReadAllTabletsSkipsWhatDoesNotDecode(t *testing.T) {
+// Before the cluster keeps assignments/, ReadServerTablets reads the
+// whole of tablets/ (paged: one key a page here) and keeps the server's
+// own records with their ModRevisions, leaving out what is not a tablet
+// record.
+func TestReadServerTabletsWithoutMirrorsReadsTheWholeMap(t *testing.T) {
 	cli := newTwin(t)
 	ctx := context.Background()
 	l := NewLayout("")
-	putTablet(t, cli, l, TabletRecord{Table: "a", ID: "1", State: StateUnassigned})
+	putTablet(t, cli, l, TabletRecord{Table: "a", ID: "1", State: StateAssigned, Server: "s1", Lease: 5, Epoch: 1})
+	putTablet(t, cli, l, TabletRecord{Table: "a", ID: "2", State: StateUnassigned})
 	putTablet(t, cli, l, TabletRecord{Table: "b", ID: "2", State: StateAssigned, Server: "s1", Lease: 5, Epoch: 3})
+	putTablet(t, cli, l, TabletRecord{Table: "b", ID: "4", State: StateAssigned, Server: "s2", Lease: 6, Epoch: 3})
 	if _, err := cli.Put(ctx, l.TabletKey("b", "3"), "not json"); err != nil {
 		t.Fatal(err)
 	}
-	got, rev, err := ReadAllTablets(ctx, cli, l)
-	if err != nil {
-		t.Fatal(err)
+	got, rev, indexed, err := ReadServerTablets(ctx, cli, l, "s1", 1)
+	if err != nil || indexed {
+		t.Fatalf("indexed %v, err %v; want the whole map read", indexed, err)
 	}
-	if len(got) != 2 || got[0].ID != "1" || got[1].ID != "2" || got[1].Epoch != 3 {
-		t.Fatalf("ReadAllTablets = %+v", got)
+	if len(got) != 2 || got[0].ID != "1" || got[1].ID != "2" || got[1].Table != "b" || got[1].Epoch != 3 {
+		t.Fatalf("ReadServerTablets = %+v", got)
 	}
 	vt, err := GetTablet(ctx, cli, l, "b", "2")
 	if err != nil || vt.ModRevision != got[1].ModRevision {
@@ -82,17 +86,18 @@ func TestReadAllTabletsSkipsWhatDoesNotDecode(t *testing.T) {
 	}
 }
 
-// FollowTablets reports puts and deletes of tablet keys from a revision on,
-// in order, and nothing else under the prefix; it ends with ctx.
-func TestFollowTabletsReportsPutsAndDeletes(t *testing.T) {
+// Before the cluster keeps assignments/, FollowServerTablets reports puts
+// and deletes of every tablet key from a revision on, in order, and
+// nothing else under the prefix; it ends with ctx.
+func TestFollowServerTabletsWithoutMirrorsReportsEveryTablet(t *testing.T) {
 	cli := newTwin(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	l := NewLayout("")
 	putTablet(t, cli, l, TabletRecord{Table: "a", ID: "old", State: StateUnassigned})
-	_, rev, err := ReadAllTablets(ctx, cli, l)
-	if err != nil {
-		t.Fatal(err)
+	_, rev, indexed, err := ReadServerTablets(ctx, cli, l, "s1", 0)
+	if err != nil || indexed {
+		t.Fatal(indexed, err)
 	}
 	// Written before the watch starts, after rev: replayed from history.
 	putTablet(t, cli, l, TabletRecord{Table: "a", ID: "1", State: StateAssigned, Server: "s1", Epoch: 2})
@@ -108,7 +113,7 @@ func TestFollowTabletsReportsPutsAndDeletes(t *testing.T) {
 	var got []string
 	done := make(chan error, 1)
 	go func() {
-		done <- FollowTablets(ctx, cli, l, rev+1, func(ev TabletEvent) {
+		done <- FollowServerTablets(ctx, cli, l, "s1", rev+1, false, func(ev TabletEvent) error {
 			rec, err := ev.Record()
 			switch {
 			case ev.Deleted:
@@ -121,10 +126,11 @@ func TestFollowTabletsReportsPutsAndDeletes(t *testing.T) {
 			if len(got) == 3 {
 				cancel()
 			}
+			return nil
 		})
 	}()
 	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Fatalf("FollowTablets ended with %v, want the context's end", err)
+		t.Fatalf("FollowServerTablets ended with %v, want the context's end", err)
 	}
 	want := []string{"put a/1 epoch 2 on s1", "delete a/old (true)", "put a/bad undecodable"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {

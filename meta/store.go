@@ -155,17 +155,19 @@ func ListAllTablets(ctx context.Context, cli clientv3.KV, l Layout) (tablets []V
 }
 
 // Update writes next over cur in one transaction guarded by cur's
-// ModRevision and by any extra guards (the master adds its leadership key);
+// ModRevision and by any extra guards (the master adds its leadership key),
+// with the mirrors under assignments/ kept in step (assignments.go);
 // ErrConflict if a guard fails, e.g. the key changed (or vanished) since it
 // was read. It returns next with its new ModRevision.
 func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet, next TabletRecord, guards ...Guard) (VersionedTablet, error) {
 	if next.Table != cur.Table || next.ID != cur.ID {
 		return VersionedTablet{}, fmt.Errorf("meta: update of tablet %s/%s names %s/%s", cur.Table, cur.ID, next.Table, next.ID)
 	}
-	key := l.TabletKey(cur.Table, cur.ID)
+	key, value := l.TabletKey(cur.Table, cur.ID), EncodeTablet(next)
+	ops := append([]clientv3.Op{clientv3.OpPut(key, value)}, mirrorOps(l, &cur.TabletRecord, &next, value)...)
 	resp, err := cli.Txn(ctx).
 		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision)}, guards...)...).
-		Then(clientv3.OpPut(key, EncodeTablet(next))).
+		Then(ops...).
 		Commit()
 	if err != nil {
 		return VersionedTablet{}, fmt.Errorf("meta: updating tablet %s/%s: %w", cur.Table, cur.ID, err)
@@ -223,7 +225,7 @@ func CommitSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64
 			clientv3.Compare(clientv3.CreateRevision(rk), "=", 0),
 			LeaseGuard(l, left.Server, left.Lease).cmp,
 		).
-		Then(clientv3.OpDelete(pk), clientv3.OpPut(lk, EncodeTablet(left)), clientv3.OpPut(rk, EncodeTablet(right))).
+		Then(splitOps(l, parent, left, right)...).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("meta: committing the split of tablet %s/%s: %w", parent.Table, parent.ID, err)
@@ -232,6 +234,18 @@ func CommitSplit(ctx context.Context, cli clientv3.KV, l Layout, parentRev int64
 		return fmt.Errorf("%w: split of tablet %s/%s: it changed since revision %d", ErrConflict, parent.Table, parent.ID, parentRev)
 	}
 	return nil
+}
+
+// splitOps replaces parent by left and right, with their mirrors.
+func splitOps(l Layout, parent, left, right TabletRecord) []clientv3.Op {
+	ops := []clientv3.Op{clientv3.OpDelete(l.TabletKey(parent.Table, parent.ID))}
+	ops = append(ops, mirrorOps(l, &parent, nil, "")...)
+	for _, c := range []*TabletRecord{&left, &right} {
+		v := EncodeTablet(*c)
+		ops = append(ops, clientv3.OpPut(l.TabletKey(c.Table, c.ID), v))
+		ops = append(ops, mirrorOps(l, nil, c, v)...)
+	}
+	return ops
 }
 
 func checkSplit(parent, left, right TabletRecord) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -81,27 +82,13 @@ func mapEntry(l Layout, key, value []byte, modRev int64, deleted bool) MapEntry 
 // key order; it returns that revision.
 func ReadTableMap(ctx context.Context, kv clientv3.KV, l Layout, pageSize int, fn func(MapEntry)) (int64, error) {
 	key, end := mapSpan(l)
-	var rev int64
-	for {
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(int64(pageSize))}
-		if rev != 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := kv.Get(ctx, key, opts...)
-		if err != nil {
-			return 0, fmt.Errorf("meta: reading the table map: %w", err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, e := range resp.Kvs {
-			fn(mapEntry(l, e.Key, e.Value, e.ModRevision, false))
-		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			return rev, nil
-		}
-		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	rev, err := readPaged(ctx, kv, key, end, pageSize, 0, func(e *mvccpb.KeyValue) {
+		fn(mapEntry(l, e.Key, e.Value, e.ModRevision, false))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("meta: reading the table map: %w", err)
 	}
+	return rev, nil
 }
 
 // MapWatcher follows the table map on a watcher of its own, so that its

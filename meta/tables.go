@@ -19,7 +19,9 @@ func CreateTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecor
 	tk := l.TableKey(table.Schema.GetName())
 	ops := []clientv3.Op{clientv3.OpPut(tk, EncodeTable(table))}
 	for _, t := range tablets {
-		ops = append(ops, clientv3.OpPut(l.TabletKey(t.Table, t.ID), EncodeTablet(t)))
+		v := EncodeTablet(t)
+		ops = append(ops, clientv3.OpPut(l.TabletKey(t.Table, t.ID), v))
+		ops = append(ops, mirrorOps(l, nil, &t, v)...)
 	}
 	resp, err := kv.Txn(ctx).
 		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)}, g)...).
@@ -34,19 +36,77 @@ func CreateTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecor
 	return nil
 }
 
-// DeleteTable deletes tables/<name> and every tablets/<name>/… key in ONE
-// transaction, guarded by the schema's ModRevision still being rev and by
-// g.
+// DeleteTable deletes tables/<name>, every tablets/<name>/… key and
+// their mirrors under assignments/ in ONE transaction, guarded by the
+// schema's ModRevision still being rev, by no tablet of the table having
+// changed since they were read (the mirrors are deleted per server: a
+// prefix assignments/<server>/<name>/ for each server holding one) and by
+// g. A tablet that changes in between is read again (up to 5 times).
+// Should the table's tablets be held by more servers than one
+// transaction may name (etcd's --max-txn-ops, 128), the mirrors of the
+// others go in the transactions that follow, each guarded by the table
+// not having been created again.
 func DeleteTable(ctx context.Context, kv clientv3.KV, l Layout, name string, rev int64, g Guard) error {
-	resp, err := kv.Txn(ctx).
-		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(l.TableKey(name)), "=", rev)}, g)...).
-		Then(clientv3.OpDelete(l.TableKey(name)), clientv3.OpDelete(l.TabletsPrefix(name), clientv3.WithPrefix())).
-		Commit()
-	if err != nil {
-		return fmt.Errorf("meta: deleting table %s: %w", name, err)
+	tk, tp := l.TableKey(name), l.TabletsPrefix(name)
+	for range 5 {
+		resp, err := kv.Get(ctx, tp, clientv3.WithPrefix())
+		if err != nil {
+			return fmt.Errorf("meta: deleting table %s: %w", name, err)
+		}
+		seen := map[string]bool{}
+		var prefixes []string
+		for _, e := range resp.Kvs {
+			if t, err := DecodeTablet(e.Value); err == nil && t.Server != "" && !seen[t.Server] {
+				seen[t.Server] = true
+				prefixes = append(prefixes, l.ServerAssignmentsPrefix(t.Server)+name+"/")
+			}
+		}
+		ops := []clientv3.Op{clientv3.OpDelete(tk), clientv3.OpDelete(tp, clientv3.WithPrefix())}
+		n := min(len(prefixes), maxTxnOps-len(ops))
+		for _, p := range prefixes[:n] {
+			ops = append(ops, clientv3.OpDelete(p, clientv3.WithPrefix()))
+		}
+		tr, err := kv.Txn(ctx).
+			If(cmps([]clientv3.Cmp{
+				clientv3.Compare(clientv3.ModRevision(tk), "=", rev),
+				clientv3.Compare(clientv3.ModRevision(tp), "<", resp.Header.Revision+1).WithPrefix(),
+			}, g)...).
+			Then(ops...).
+			Else(clientv3.OpGet(tk), clientv3.OpGet(tp, clientv3.WithPrefix(), clientv3.WithMinModRev(resp.Header.Revision+1), clientv3.WithCountOnly())).
+			Commit()
+		if err != nil {
+			return fmt.Errorf("meta: deleting table %s: %w", name, err)
+		}
+		if !tr.Succeeded {
+			table := tr.Responses[0].GetResponseRange().GetKvs()
+			if len(table) == 1 && table[0].ModRevision == rev && tr.Responses[1].GetResponseRange().GetCount() > 0 {
+				continue // only a tablet changed: read them again
+			}
+			return fmt.Errorf("%w: table %s changed since revision %d (or the guard failed)", ErrConflict, name, rev)
+		}
+		return deleteMirrors(ctx, kv, tk, prefixes[n:])
 	}
-	if !resp.Succeeded {
-		return fmt.Errorf("%w: table %s changed since revision %d (or the guard failed)", ErrConflict, name, rev)
+	return fmt.Errorf("%w: the tablets of table %s kept changing while it was deleted", ErrConflict, name)
+}
+
+// maxTxnOps is etcd's default --max-txn-ops: the most operations one
+// transaction may hold.
+const maxTxnOps = 128
+
+// deleteMirrors deletes the mirror prefixes of a table deleted (table key
+// tk), maxTxnOps at a time, each transaction guarded by the table not
+// having been created again.
+func deleteMirrors(ctx context.Context, kv clientv3.KV, tk string, prefixes []string) error {
+	for len(prefixes) > 0 {
+		n := min(len(prefixes), maxTxnOps)
+		var ops []clientv3.Op
+		for _, p := range prefixes[:n] {
+			ops = append(ops, clientv3.OpDelete(p, clientv3.WithPrefix()))
+		}
+		prefixes = prefixes[n:]
+		if _, err := kv.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)).Then(ops...).Commit(); err != nil {
+			return fmt.Errorf("meta: deleting the assignments of a deleted table: %w", err)
+		}
 	}
 	return nil
 }

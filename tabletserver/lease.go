@@ -120,39 +120,71 @@ func (s *Server) register(ctx context.Context) error {
 // still serve it (a process paused, then replaced by a new one started
 // under the same id); the master hands those on once that lease expires.
 func (s *Server) releaseAssignments(ctx context.Context, lease int64) error {
-	recs, _, err := meta.ReadAllTablets(ctx, s.etcd, s.layout)
+	recs, _, _, err := meta.ReadServerTablets(ctx, s.etcd, s.layout, s.id, s.opts.EtcdPageSize)
 	if err != nil {
 		return err
 	}
 	gone := map[int64]bool{}
 	for _, rec := range recs {
-		if rec.Server != s.id || rec.Lease == lease {
-			continue
-		}
-		s.leaseMu.Lock()
-		mine := s.pastLeases[rec.Lease]
-		s.leaseMu.Unlock()
-		if !mine && rec.Lease != 0 {
-			g, ok := gone[rec.Lease]
-			if !ok {
-				// TTL 0 is under a second left, not gone (meta.LeaseGone).
-				var err error
-				if g, err = meta.LeaseGone(ctx, s.etcd, rec.Lease); err != nil {
-					return err
-				}
-				gone[rec.Lease] = g
-			}
-			if !g {
-				s.logger.Info("leaving a tablet of another live registration of this id to the master", "table", rec.Table, "tablet", rec.ID, "lease", rec.Lease)
-				continue
-			}
-		}
-		_, err = meta.Update(ctx, s.etcd, s.layout, rec, meta.Unassigned(rec.TabletRecord))
-		if err != nil && !errors.Is(err, meta.ErrConflict) {
+		if err := s.releaseFromOldLease(ctx, rec, lease, gone); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// releaseFromOldLease marks rec unassigned if it is this process's to release. A
+// conflict is decided once more on the record read again: a mirror whose
+// record an older binary rewrote (a cluster upgraded in place) carries a
+// stale ModRevision. A second conflict leaves the tablet to the master.
+func (s *Server) releaseFromOldLease(ctx context.Context, rec meta.VersionedTablet, lease int64, gone map[int64]bool) error {
+	for try := 0; ; try++ {
+		ok, err := s.releasable(ctx, rec.TabletRecord, lease, gone)
+		if err != nil || !ok {
+			return err
+		}
+		_, err = meta.Update(ctx, s.etcd, s.layout, rec, meta.Unassigned(rec.TabletRecord))
+		if !errors.Is(err, meta.ErrConflict) || try > 0 {
+			if errors.Is(err, meta.ErrConflict) {
+				return nil
+			}
+			return err
+		}
+		if rec, err = meta.GetTablet(ctx, s.etcd, s.layout, rec.Table, rec.ID); err != nil {
+			if errors.Is(err, meta.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// releasable says whether rec, assigned to this server's id, is this
+// process's to release now that it registers under lease (gone caches
+// which leases etcd no longer has).
+func (s *Server) releasable(ctx context.Context, rec meta.TabletRecord, lease int64, gone map[int64]bool) (bool, error) {
+	if rec.Server != s.id || rec.Lease == lease {
+		return false, nil
+	}
+	s.leaseMu.Lock()
+	mine := s.pastLeases[rec.Lease]
+	s.leaseMu.Unlock()
+	if mine || rec.Lease == 0 {
+		return true, nil
+	}
+	g, ok := gone[rec.Lease]
+	if !ok {
+		// TTL 0 is under a second left, not gone (meta.LeaseGone).
+		var err error
+		if g, err = meta.LeaseGone(ctx, s.etcd, rec.Lease); err != nil {
+			return false, err
+		}
+		gone[rec.Lease] = g
+	}
+	if !g {
+		s.logger.Info("leaving a tablet of another live registration of this id to the master", "table", rec.Table, "tablet", rec.ID, "lease", rec.Lease)
+	}
+	return g, nil
 }
 
 // renew renews lease id once (meta.RenewLease); on success the lease is

@@ -179,6 +179,12 @@ type Options struct {
 	// certificate) and checks the caller's role (auth package).
 	Auth bool
 
+	// EtcdPageSize is how many keys each page of the server's reads of
+	// its tablets from etcd holds (at start, after a new lease, after a
+	// broken watch): the reads are paged so that no response grows with
+	// the cluster. The default is meta.DefaultPageSize (1,000).
+	EtcdPageSize int
+
 	// testHookRenewed, set by tests, runs after each renewal etcd accepted
 	// has been applied to the lease state (leaseMu held), with the
 	// server's serving deadline (safeUntil) after it.
@@ -197,7 +203,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 || o.MaxLogBytes < 0 ||
 		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 ||
-		o.HotSplitWindows < 0 || o.HotSplitCooldown < 0 {
+		o.HotSplitWindows < 0 || o.HotSplitCooldown < 0 || o.EtcdPageSize < 0 {
 		return o, cell.Invalidf("tabletserver: negative size, count or duration in Options")
 	}
 	if o.Auth && o.ServerTLS == nil {

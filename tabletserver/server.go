@@ -122,6 +122,11 @@ type Server struct {
 	loadRolled atomic.Int64 // unix micros of the last rollLoad
 	stopHealth func()
 
+	// assignmentEvents counts the changes of tablets etcd told this
+	// server about (watch.go): only its own, once the cluster keeps
+	// assignments/.
+	assignmentEvents atomic.Int64
+
 	// reports is what ServerStats last sent, for delta reports.
 	reports loadreport.Reporter
 

@@ -2,6 +2,7 @@ package tabletserver
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/tabuladb/tabula/meta"
@@ -15,19 +16,26 @@ import (
 // server drops the tablet without flushing instead of serving it next to
 // the new owner.
 //
-// Each server watches the whole tablets/ prefix and filters locally: one
-// watch stream per server, events proportional to assignment changes in
-// the cluster (not to data traffic). The initial read and the read after a
-// broken watch are O(tablets), like the master's.
+// Each server reads and watches only its own tablets: their mirrors under
+// assignments/<id>/, which every writer of a tablet record keeps in the
+// same transaction (meta/assignments.go, docs/CONTRACTS.md §4), so a
+// change of another server's tablet never wakes it, and the read at start
+// and after a broken watch is paged and proportional to its own tablets.
+// In a cluster upgraded in place whose mirrors the master has not filled
+// in yet (no assignments-ready key) it reads the whole of tablets/ (paged)
+// and watches all of it as before, until the key appears.
 
 // watchAssignments runs until ctx is done.
 func (s *Server) watchAssignments(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		rev, err := s.checkAssignments(ctx)
+		rev, indexed, err := s.checkAssignments(ctx)
 		if err == nil {
 			backoff = 100 * time.Millisecond
-			err = s.followAssignments(ctx, rev+1)
+			err = s.followAssignments(ctx, rev+1, indexed)
+			if errors.Is(err, meta.ErrAssignmentsReady) {
+				continue // read again, from the server's own mirrors
+			}
 		}
 		if ctx.Err() != nil {
 			return
@@ -45,41 +53,72 @@ func (s *Server) watchAssignments(ctx context.Context) {
 }
 
 // checkAssignments compares every held tablet with etcd and returns the
-// revision read.
-func (s *Server) checkAssignments(ctx context.Context) (int64, error) {
-	all, rev, err := meta.ReadAllTablets(ctx, s.etcd, s.layout)
+// revision read and whether it came from the server's own mirrors.
+func (s *Server) checkAssignments(ctx context.Context) (int64, bool, error) {
+	mine, rev, indexed, err := meta.ReadServerTablets(ctx, s.etcd, s.layout, s.id, s.opts.EtcdPageSize)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	recs := make(map[string]*meta.TabletRecord, len(all))
-	for i := range all {
-		r := &all[i].TabletRecord
+	recs := make(map[string]*meta.TabletRecord, len(mine))
+	for i := range mine {
+		r := &mine[i].TabletRecord
 		recs[tabletKey(r.Table, r.ID)] = r
 	}
 	for _, h := range s.heldTablets("") {
-		s.checkHeld(h, recs[tabletKey(h.table, h.id)])
+		rec := recs[tabletKey(h.table, h.id)]
+		if rec == nil {
+			// Not assigned here at rev: moved, released or deleted, or
+			// loaded after rev. Only its record tells which.
+			if rec, err = s.currentRecord(ctx, h); err != nil {
+				return 0, false, err
+			}
+		}
+		s.checkHeld(h, rec)
 	}
-	return rev, nil
+	return rev, indexed, nil
+}
+
+// currentRecord reads h's tablet record now; nil if it is gone.
+func (s *Server) currentRecord(ctx context.Context, h *held) (*meta.TabletRecord, error) {
+	vt, err := meta.GetTablet(ctx, s.etcd, s.layout, h.table, h.id)
+	if errors.Is(err, meta.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &vt.TabletRecord, nil
 }
 
 // followAssignments applies watch events from rev until the watch ends.
-func (s *Server) followAssignments(ctx context.Context, rev int64) error {
-	return meta.FollowTablets(ctx, s.etcd, s.layout, rev, func(ev meta.TabletEvent) {
+func (s *Server) followAssignments(ctx context.Context, rev int64, indexed bool) error {
+	return meta.FollowServerTablets(ctx, s.etcd, s.layout, s.id, rev, indexed, func(ev meta.TabletEvent) error {
 		s.mu.RLock()
 		h := s.tablets[tabletKey(ev.Table, ev.ID)]
 		s.mu.RUnlock()
+		s.assignmentEvents.Add(1)
 		if h == nil {
-			return
+			return nil
 		}
 		var rec *meta.TabletRecord
-		if !ev.Deleted {
+		switch {
+		case ev.Deleted && indexed:
+			// No longer assigned here, which an older change (a tablet
+			// that moved away and back) says too: the record decides.
+			r, err := s.currentRecord(ctx, h)
+			if err != nil {
+				return err
+			}
+			rec = r
+		case !ev.Deleted:
 			r, err := ev.Record()
 			if err != nil {
-				return // not a record this server understands
+				return nil // not a record this server understands
 			}
 			rec = &r
 		}
 		s.checkHeld(h, rec)
+		return nil
 	})
 }
 
