@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/internal/testkit/etcdtest"
 )
 
 // checkMirrors fails t unless assignments/ holds exactly one mirror per
@@ -48,8 +49,9 @@ func checkMirrors(t *testing.T, cli Store, l Layout, step string) {
 // the same transaction: a creation, assignments, a move, a split, a fence,
 // a merge, a release and the table's deletion each leave one mirror per
 // assigned tablet, with the record's bytes and ModRevision, and none else.
-func TestEveryWriterKeepsTheMirrors(t *testing.T) {
-	cli := newTwin(t)
+func TestEveryWriterKeepsTheMirrors(t *testing.T) { onTwinAndEtcd(t, testEveryWriterKeepsTheMirrors) }
+
+func testEveryWriterKeepsTheMirrors(t *testing.T, cli Store) {
 	ctx := context.Background()
 	l := NewLayout("")
 	g := leader(t, cli, l.ElectionPrefix()+"m1")
@@ -115,8 +117,9 @@ func TestEveryWriterKeepsTheMirrors(t *testing.T) {
 // A table whose tablets are held by more servers than one transaction may
 // name loses every mirror: those that do not fit go in the transactions
 // that follow.
-func TestDeleteTableOfManyServersDeletesEveryMirror(t *testing.T) {
-	cli := newTwin(t)
+func TestDeleteTableOfManyServersDeletesEveryMirror(t *testing.T) { onTwinAndEtcd(t, testDeleteTableOfManyServersDeletesEveryMirror) }
+
+func testDeleteTableOfManyServersDeletesEveryMirror(t *testing.T, cli Store) {
 	ctx := context.Background()
 	l := NewLayout("")
 	g := leader(t, cli, l.ElectionPrefix()+"m1")
@@ -303,8 +306,9 @@ func TestFollowingTheWholeMapEndsWhenAssignmentsAreReady(t *testing.T) {
 // RepairAssignments mirrors every assigned record, removes the stale
 // mirror, marks the cluster ready, and is then a read of one key; under a
 // failed guard it writes nothing.
-func TestRepairAssignmentsMirrorsAnUpgradedCluster(t *testing.T) {
-	cli := newTwin(t)
+func TestRepairAssignmentsMirrorsAnUpgradedCluster(t *testing.T) { onTwinAndEtcd(t, testRepairAssignmentsMirrorsAnUpgradedCluster) }
+
+func testRepairAssignmentsMirrorsAnUpgradedCluster(t *testing.T, cli Store) {
 	ctx := context.Background()
 	l := NewLayout("")
 	g := leader(t, cli, l.ElectionPrefix()+"m1")
@@ -344,6 +348,14 @@ func TestRepairAssignmentsMirrorsAnUpgradedCluster(t *testing.T) {
 	if n, err := RepairAssignments(ctx, cli, l, 7, g); err != nil || n != 0 {
 		t.Fatalf("second repair: %d %v, want nothing to do", n, err)
 	}
+}
+
+// onTwinAndEtcd runs test on the twin and on an embedded etcd: the
+// transactions it checks (range compares and deletions, a read inside an
+// Else) are etcd's semantics, which the twin must share.
+func onTwinAndEtcd(t *testing.T, test func(*testing.T, Store)) {
+	t.Run("twin", func(t *testing.T) { test(t, newTwin(t)) })
+	t.Run("etcd", func(t *testing.T) { test(t, etcdtest.Client(t)) })
 }
 
 func mustTablet(t *testing.T, cli Store, l Layout, id string) VersionedTablet {
