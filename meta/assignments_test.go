@@ -117,7 +117,9 @@ func testEveryWriterKeepsTheMirrors(t *testing.T, cli Store) {
 // A table whose tablets are held by more servers than one transaction may
 // name loses every mirror: those that do not fit go in the transactions
 // that follow.
-func TestDeleteTableOfManyServersDeletesEveryMirror(t *testing.T) { onTwinAndEtcd(t, testDeleteTableOfManyServersDeletesEveryMirror) }
+func TestDeleteTableOfManyServersDeletesEveryMirror(t *testing.T) {
+	onTwinAndEtcd(t, testDeleteTableOfManyServersDeletesEveryMirror)
+}
 
 func testDeleteTableOfManyServersDeletesEveryMirror(t *testing.T, cli Store) {
 	ctx := context.Background()
@@ -306,7 +308,9 @@ func TestFollowingTheWholeMapEndsWhenAssignmentsAreReady(t *testing.T) {
 // RepairAssignments mirrors every assigned record, removes the stale
 // mirror, marks the cluster ready, and is then a read of one key; under a
 // failed guard it writes nothing.
-func TestRepairAssignmentsMirrorsAnUpgradedCluster(t *testing.T) { onTwinAndEtcd(t, testRepairAssignmentsMirrorsAnUpgradedCluster) }
+func TestRepairAssignmentsMirrorsAnUpgradedCluster(t *testing.T) {
+	onTwinAndEtcd(t, testRepairAssignmentsMirrorsAnUpgradedCluster)
+}
 
 func testRepairAssignmentsMirrorsAnUpgradedCluster(t *testing.T, cli Store) {
 	ctx := context.Background()

@@ -144,9 +144,7 @@ func TestLoadUnderAnotherLeaseIsRefused(t *testing.T) {
 	c := e.dial(srv)
 	rec := e.assign("t1", nil, nil, srv, 1)
 	rec.Lease++
-	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(rec.Table, rec.ID), meta.EncodeTablet(rec)); err != nil {
-		t.Fatal(err)
-	}
+	e.putRecord(rec)
 	_, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: rec.ToProto(), Schema: e.schema})
 	if err == nil || !strings.Contains(err.Error(), "lease") {
 		t.Fatalf("LoadTablet under another lease: %v, want a refusal naming the lease", err)

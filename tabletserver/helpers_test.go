@@ -79,7 +79,62 @@ func envOn(t *testing.T, cli meta.Store) *env {
 		}},
 	}
 	e.putSchema(e.schema)
+	// A cluster whose tablet records are mirrored under assignments/, as
+	// every cluster a master of this release led is.
+	if _, err := e.cli.Put(e.ctx, e.layout.AssignmentsReadyKey(), "1"); err != nil {
+		t.Fatal(err)
+	}
 	return e
+}
+
+// putRecord writes tablets/<table>/<id> as meta's transactions do: with
+// its mirror under its server's assignments/, and without the mirror of
+// the server the record named before.
+func (e *env) putRecord(rec meta.TabletRecord) {
+	e.t.Helper()
+	if err := e.writeRecord(rec); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// writeRecord is putRecord, for a goroutine that may not call Fatal.
+func (e *env) writeRecord(rec meta.TabletRecord) error {
+	ops, err := e.dropMirror(rec.Table, rec.ID, rec.Server)
+	if err != nil {
+		return err
+	}
+	v := meta.EncodeTablet(rec)
+	ops = append(ops, clientv3.OpPut(e.layout.TabletKey(rec.Table, rec.ID), v))
+	if rec.Server != "" {
+		ops = append(ops, clientv3.OpPut(e.layout.AssignmentKey(rec.Server, rec.Table, rec.ID), v))
+	}
+	_, err = e.cli.Txn(e.ctx).Then(ops...).Commit()
+	return err
+}
+
+// deleteRecord deletes tablets/<table>/<id> and its mirror.
+func (e *env) deleteRecord(table, id string) {
+	e.t.Helper()
+	ops, err := e.dropMirror(table, id, "")
+	if err == nil {
+		_, err = e.cli.Txn(e.ctx).Then(append(ops, clientv3.OpDelete(e.layout.TabletKey(table, id)))...).Commit()
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// dropMirror deletes the mirror of the record stored now unless its
+// server is keep.
+func (e *env) dropMirror(table, id, keep string) ([]clientv3.Op, error) {
+	cur, err := meta.GetTablet(e.ctx, e.cli, e.layout, table, id)
+	if errors.Is(err, meta.ErrNotFound) || (err == nil && (cur.Server == "" || cur.Server == keep)) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []clientv3.Op{clientv3.OpDelete(e.layout.AssignmentKey(cur.Server, table, id))}, nil
 }
 
 // putSchema writes tables/<name> as the master would; tablet servers read
@@ -136,9 +191,7 @@ func (e *env) assign(id string, start, end []byte, srv *Server, epoch int64) met
 	e.t.Helper()
 	rec := meta.TabletRecord{Table: e.schema.Name, ID: id, Start: start, End: end, State: meta.StateAssigned,
 		Server: srv.ID(), Address: srv.Addr(), Epoch: epoch, Lease: srv.leaseID.Load(), Fresh: true}
-	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(rec.Table, rec.ID), meta.EncodeTablet(rec)); err != nil {
-		e.t.Fatal(err)
-	}
+	e.putRecord(rec)
 	return rec
 }
 

@@ -23,9 +23,7 @@ func TestRegistrationLeavesATabletUnderALeaseWithUnderASecondLeft(t *testing.T) 
 		t.Fatal(err)
 	}
 	rec := meta.TabletRecord{Table: e.schema.Name, ID: "t1", State: meta.StateAssigned, Server: srv.ID(), Address: srv.Addr(), Epoch: 3, Lease: int64(other.ID)}
-	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(rec.Table, rec.ID), meta.EncodeTablet(rec)); err != nil {
-		t.Fatal(err)
-	}
+	e.putRecord(rec)
 	fs.AnswerTTL(other.ID, 0) // 0.x s left
 	if err := srv.releaseAssignments(e.ctx, srv.leaseID.Load()); err != nil {
 		t.Fatal(err)

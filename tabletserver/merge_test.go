@@ -128,7 +128,7 @@ func TestMergeConflictServesTheParentsAgain(t *testing.T) {
 		mergedID = m.ID
 		rec := e.tablet("right")
 		rec.Server, rec.Epoch = "elsewhere", 6
-		if _, err := e.cli.Put(e.ctx, e.layout.TabletKey("users", "right"), meta.EncodeTablet(rec.TabletRecord)); err != nil {
+		if err := e.writeRecord(rec.TabletRecord); err != nil {
 			t.Error(err)
 		}
 	}

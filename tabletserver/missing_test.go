@@ -9,7 +9,6 @@ import (
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/internal/testkit"
-	"github.com/tabuladb/tabula/meta"
 )
 
 // A tablet is created empty only once, by its first owner; after that a
@@ -36,9 +35,7 @@ func TestMissingTabletFolderIsNotRecreatedEmpty(t *testing.T) {
 	}
 	next := rec.TabletRecord
 	next.Epoch++
-	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(next.Table, next.ID), meta.EncodeTablet(next)); err != nil {
-		t.Fatal(err)
-	}
+	e.putRecord(next)
 	_, err := c.LoadTablet(e.ctx, &tabulapb.LoadTabletRequest{Tablet: next.ToProto(), Schema: e.schema})
 	testkit.WantCode(t, "loading a tablet whose files are gone", err, codes.DataLoss, "")
 	if _, err := os.Stat(filepath.Join(e.root, "tables", "users", "t1")); !os.IsNotExist(err) {

@@ -118,9 +118,7 @@ func TestSplitConflictKeepsTheParent(t *testing.T) {
 	e.assign("parent", nil, nil, srv, 1) // same content, new ModRevision
 	rec := e.tablet("parent")
 	rec.Server, rec.Epoch = "elsewhere", 2
-	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey("users", "parent"), meta.EncodeTablet(rec.TabletRecord)); err != nil {
-		t.Fatal(err)
-	}
+	e.putRecord(rec.TabletRecord)
 	_, err := c.SplitTablet(e.ctx, &tabulapb.SplitRequest{Tablet: ref, RowKey: []byte("m")})
 	if err == nil {
 		t.Fatal("split of a tablet etcd assigns elsewhere succeeded")

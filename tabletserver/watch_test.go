@@ -3,8 +3,6 @@ package tabletserver
 import (
 	"testing"
 	"time"
-
-	"github.com/tabuladb/tabula/meta"
 )
 
 // A server learns from etcd, without any call from the master, that a
@@ -21,9 +19,7 @@ func TestTabletHandedOnInEtcdStopsBeingServed(t *testing.T) {
 	}
 	rec := e.tablet("t1").TabletRecord
 	rec.Server, rec.Address, rec.Lease, rec.Epoch = "elsewhere", "127.0.0.1:1", 42, 2
-	if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(rec.Table, rec.ID), meta.EncodeTablet(rec)); err != nil {
-		t.Fatal(err)
-	}
+	e.putRecord(rec)
 	eventually(t, 10*time.Second, "t1 to stop being served", func() bool {
 		return put(e.ctx, c, ref, "b", set("cf", "q", 1, "v")) != nil
 	})
@@ -32,9 +28,7 @@ func TestTabletHandedOnInEtcdStopsBeingServed(t *testing.T) {
 		t.Fatalf("an unrelated tablet stopped serving: %v", err)
 	}
 	// Deleting a held tablet's record (its table was dropped) stops it too.
-	if _, err := e.cli.Delete(e.ctx, e.layout.TabletKey("users", "t2")); err != nil {
-		t.Fatal(err)
-	}
+	e.deleteRecord("users", "t2")
 	eventually(t, 10*time.Second, "t2 to stop being served", func() bool {
 		return put(e.ctx, c, ref2, "o", set("cf", "q", 1, "v")) != nil
 	})

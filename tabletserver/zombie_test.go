@@ -65,9 +65,7 @@ func TestRegisteringReleasesOnlyTabletsNoOtherIncarnationHolds(t *testing.T) {
 	gone := e.assign("gone", []byte("m"), nil, srv, 3)
 	gone.Lease = int64(dead.ID)
 	for _, r := range []meta.TabletRecord{live, gone} {
-		if _, err := e.cli.Put(e.ctx, e.layout.TabletKey(r.Table, r.ID), meta.EncodeTablet(r)); err != nil {
-			t.Fatal(err)
-		}
+		e.putRecord(r)
 	}
 	if err := srv.releaseAssignments(e.ctx, srv.leaseID.Load()); err != nil {
 		t.Fatal(err)
