@@ -126,6 +126,9 @@ type Server struct {
 	// server about (watch.go): only its own, once the cluster keeps
 	// assignments/.
 	assignmentEvents atomic.Int64
+	// ownAssignments is set while the server follows its own mirrors
+	// rather than the whole map.
+	ownAssignments atomic.Bool
 
 	// reports is what ServerStats last sent, for delta reports.
 	reports loadreport.Reporter

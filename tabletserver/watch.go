@@ -32,6 +32,7 @@ func (s *Server) watchAssignments(ctx context.Context) {
 		rev, indexed, err := s.checkAssignments(ctx)
 		if err == nil {
 			backoff = 100 * time.Millisecond
+			s.ownAssignments.Store(indexed)
 			err = s.followAssignments(ctx, rev+1, indexed)
 			if errors.Is(err, meta.ErrAssignmentsReady) {
 				continue // read again, from the server's own mirrors
