@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -219,7 +220,7 @@ func TestReadServerTabletsPagesItsOwnMirrors(t *testing.T) {
 // delivered; a move away of its own tablet is, as a deletion.
 func TestFollowServerTabletsHearsOnlyItsOwnTablets(t *testing.T) {
 	cli := newTwin(t)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l := NewLayout("")
 	s1, s2, s3 := register(t, cli, l, "s1", "s1:1"), register(t, cli, l, "s2", "s2:1"), register(t, cli, l, "s3", "s3:1")
@@ -280,7 +281,8 @@ func TestFollowServerTabletsHearsOnlyItsOwnTablets(t *testing.T) {
 // error of fn ends the watch with it.
 func TestFollowingTheWholeMapEndsWhenAssignmentsAreReady(t *testing.T) {
 	cli := newTwin(t)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	l := NewLayout("")
 	_, rev, indexed, err := ReadServerTablets(ctx, cli, l, "s1", 0)
 	if err != nil || indexed {
