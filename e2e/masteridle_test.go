@@ -117,35 +117,7 @@ func TestMeasureMasterIdle(t *testing.T) {
 	cpu0 := procCPU(t, master)
 	start := time.Now()
 	tables := (nTablets + 99) / 100
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= tables {
-					return
-				}
-				var splits [][]byte
-				for k := 1; k < 100; k++ {
-					splits = append(splits, fmt.Appendf(nil, "row%04d", k*100))
-				}
-				s := &tabulapb.TableSchema{Name: fmt.Sprintf("t%05d", i), Families: []*tabulapb.Family{{Name: "a", MaxVersions: 1}, {Name: "b", MaxVersions: 1}}}
-				if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: s, SplitKeys: splits}); err != nil {
-					errs <- fmt.Errorf("CreateTable %s: %w", s.Name, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	createTablesOf100(t, mc, tables)
 	want := tables * 100
 	waitUntil(t, 30*time.Minute, func() (bool, string) {
 		n := 0
@@ -207,6 +179,42 @@ func TestMeasureMasterIdle(t *testing.T) {
 	took := time.Since(killed)
 	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v); master CPU meanwhile %v",
 		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL, procCPU(t, master)-cpuKill)
+}
+
+// createTablesOf100 creates tables t00000, t00001, ... of 100 tablets
+// each, 8 at a time.
+func createTablesOf100(t *testing.T, mc tabulapb.MasterClient, tables int) {
+	t.Helper()
+	ctx := context.Background()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= tables {
+					return
+				}
+				var splits [][]byte
+				for k := 1; k < 100; k++ {
+					splits = append(splits, fmt.Appendf(nil, "row%04d", k*100))
+				}
+				s := &tabulapb.TableSchema{Name: fmt.Sprintf("t%05d", i), Families: []*tabulapb.Family{{Name: "a", MaxVersions: 1}, {Name: "b", MaxVersions: 1}}}
+				if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: s, SplitKeys: splits}); err != nil {
+					errs <- fmt.Errorf("CreateTable %s: %w", s.Name, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
 }
 
 // simServer is a simulated tablet server (TestMeasureMasterIdle).

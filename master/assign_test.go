@@ -86,6 +86,12 @@ func splitKeys(n int) [][]byte {
 // changed tablet.
 func TestBurstOfTabletChangesReadsNoMap(t *testing.T) {
 	c := newCluster(t)
+	// A cluster whose assignments are mirrored already: the first leader
+	// of one that is not reads the map once more, to mirror it
+	// (TestLeaderMirrorsTheAssignmentsOfAnUpgradedCluster).
+	if _, err := c.cli.Put(context.Background(), c.layout.AssignmentsReadyKey(), "1"); err != nil {
+		t.Fatal(err)
+	}
 	m, cs := startCountedMaster(c, Options{})
 	s1, s2 := c.startServer("s1"), c.startServer("s2")
 	c.waitLeader(m)
