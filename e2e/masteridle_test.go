@@ -46,13 +46,7 @@ func TestMeasureMasterIdle(t *testing.T) {
 	if nTablets <= 0 {
 		t.Skip("MASTERIDLE_MEASURE=tablets runs this measurement")
 	}
-	if b := os.Getenv("MASTERIDLE_BIN"); b != "" {
-		old := binPath
-		binPath = b
-		t.Cleanup(func() { binPath = old })
-	} else if binErr != nil {
-		t.Fatal(binErr)
-	}
+	useBinary(t, "MASTERIDLE_BIN")
 	nServers := envInt("MASTERIDLE_SERVERS", 10)
 	idle := envDuration(t, "MASTERIDLE_IDLE", 60*time.Second)
 	warmup := envDuration(t, "MASTERIDLE_WARMUP", 40*time.Second)
@@ -66,67 +60,17 @@ func TestMeasureMasterIdle(t *testing.T) {
 		}
 		t.Logf("E2E_KEEP: files in %s", dir)
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	etcdAddr := freeAddr(t)
-	etcd := &proc{name: "etcd", addr: etcdAddr, log: filepath.Join(dir, "logs", "etcd.log"),
-		args: []string{"etcd", "--data-dir", filepath.Join(dir, "etcd"), "--listen-client", etcdAddr, "--listen-peer", freeAddr(t), "--unsafe-no-fsync"}}
-	etcd.start(t)
-	t.Cleanup(etcd.kill)
-	waitListening(t, etcd, readyWait)
-	ctx := context.Background()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdAddr}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	layout := meta.NewLayout(clusterKey)
 	// The servers register before the master starts, so its first term
 	// sees them all (a server registering as a term starts is the race
 	// meta.watchSignal's first signal closes; an older build compared
 	// here has that race).
-	servers := make([]*simServer, nServers)
-	for i := range servers {
-		servers[i] = startSimServer(t, cli, layout, fmt.Sprintf("sim-%02d", i), serverTTL)
-	}
-	master := &proc{name: "master", addr: freeAddr(t), log: filepath.Join(dir, "logs", "master.log")}
-	master.args = []string{"master", "--etcd", etcdAddr, "--cluster", clusterKey, "--listen", master.addr, "--id", "master-1", "--log-level", "info"}
-	master.env = []string{"GODEBUG=gctrace=1"} // its GC cycles, counted over the idle window
-	master.start(t)
-	t.Cleanup(func() {
-		master.kill()
-		if t.Failed() {
-			t.Logf("master log:\n%s", master.tail(60))
-		}
-	})
-	waitListening(t, master, readyWait)
-
-	conn, err := grpc.NewClient(master.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	mc := tabulapb.NewMasterClient(conn)
-	waitUntil(t, readyWait, func() (bool, string) {
-		ss, err := mc.ListServers(ctx, &tabulapb.ListServersRequest{})
-		return err == nil && len(ss.GetServers()) == nServers, fmt.Sprintf("servers listed: %v %v", len(ss.GetServers()), err)
-	})
+	c := startSimCluster(t, dir, nServers, serverTTL, []string{"GODEBUG=gctrace=1"}) // the master's GC cycles, counted over the idle window
+	cli, etcdAddr, servers, master := c.cli, c.etcdAddr, c.sims, c.master
 
 	// Tables of 100 tablets, 8 created at a time.
 	cpu0 := procCPU(t, master)
-	start := time.Now()
-	tables := (nTablets + 99) / 100
-	createTablesOf100(t, mc, tables)
-	want := tables * 100
-	waitUntil(t, 30*time.Minute, func() (bool, string) {
-		n := 0
-		for _, s := range servers {
-			n += s.count()
-		}
-		return n == want, fmt.Sprintf("%d of %d tablets loaded", n, want)
-	})
-	t.Logf("%d tablets on %d servers created and loaded in %v, master CPU %v", want, nServers, time.Since(start).Round(time.Millisecond), procCPU(t, master)-cpu0)
+	want, took := c.createLoaded(t, nTablets)
+	t.Logf("%d tablets on %d servers created and loaded in %v, master CPU %v", want, nServers, took.Round(time.Millisecond), procCPU(t, master)-cpu0)
 	for _, s := range servers {
 		t.Logf("  %s: %d tablets", s.id, s.count())
 	}
@@ -163,22 +107,129 @@ func TestMeasureMasterIdle(t *testing.T) {
 	lost := dead.ids()
 	cpuKill, killed := procCPU(t, master), time.Now()
 	dead.kill()
+	atLease := c.waitLost(t, dead, lost, killed, nil)
+	took = time.Since(killed)
+	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v); master CPU meanwhile %v",
+		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL, procCPU(t, master)-cpuKill)
+}
+
+// useBinary runs the test's processes from the binary the environment
+// variable env names (an older build, to compare), else from the one
+// built from this tree.
+func useBinary(t *testing.T, env string) {
+	t.Helper()
+	if b := os.Getenv(env); b != "" {
+		old := binPath
+		binPath = b
+		t.Cleanup(func() { binPath = old })
+	} else if binErr != nil {
+		t.Fatal(binErr)
+	}
+}
+
+// simCluster is etcd and one master as processes of their own, and
+// simulated tablet servers in this process, registered before the master
+// starts (TestMeasureMasterIdle, TestMeasureTabletServersAtScale).
+type simCluster struct {
+	etcdAddr string
+	cli      *clientv3.Client
+	layout   meta.Layout
+	sims     []*simServer
+	master   *proc
+	mc       tabulapb.MasterClient
+}
+
+// startSimCluster starts etcd, nSims simulated servers under leases of
+// ttl and the master (its environment and extra flags added), in dir,
+// and waits until the master lists every server.
+func startSimCluster(t *testing.T, dir string, nSims int, ttl time.Duration, masterEnv []string, masterArgs ...string) *simCluster {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := &simCluster{etcdAddr: freeAddr(t), layout: meta.NewLayout(clusterKey)}
+	etcd := &proc{name: "etcd", addr: c.etcdAddr, log: filepath.Join(dir, "logs", "etcd.log"),
+		args: []string{"etcd", "--data-dir", filepath.Join(dir, "etcd"), "--listen-client", c.etcdAddr, "--listen-peer", freeAddr(t), "--unsafe-no-fsync"}}
+	etcd.start(t)
+	t.Cleanup(etcd.kill)
+	waitListening(t, etcd, readyWait)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{c.etcdAddr}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	c.cli = cli
+	c.sims = make([]*simServer, nSims)
+	for i := range c.sims {
+		c.sims[i] = startSimServer(t, cli, c.layout, fmt.Sprintf("sim-%02d", i), ttl)
+	}
+	master := &proc{name: "master", addr: freeAddr(t), log: filepath.Join(dir, "logs", "master.log"), env: masterEnv}
+	master.args = append([]string{"master", "--etcd", c.etcdAddr, "--cluster", clusterKey, "--listen", master.addr, "--id", "master-1", "--log-level", "info"}, masterArgs...)
+	master.start(t)
+	t.Cleanup(func() {
+		master.kill()
+		if t.Failed() {
+			t.Logf("master log:\n%s", master.tail(60))
+		}
+	})
+	waitListening(t, master, readyWait)
+	c.master = master
+	conn, err := grpc.NewClient(master.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c.mc = tabulapb.NewMasterClient(conn)
+	waitUntil(t, readyWait, func() (bool, string) {
+		ss, err := c.mc.ListServers(context.Background(), &tabulapb.ListServersRequest{})
+		return err == nil && len(ss.GetServers()) == nSims, fmt.Sprintf("servers listed: %v %v", len(ss.GetServers()), err)
+	})
+	return c
+}
+
+// createLoaded creates tables of 100 tablets, nTablets in all (rounded
+// up), and waits until the simulated servers hold them all.
+func (c *simCluster) createLoaded(t *testing.T, nTablets int) (int, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	tables := (nTablets + 99) / 100
+	createTablesOf100(t, c.mc, tables)
+	waitUntil(t, 30*time.Minute, func() (bool, string) {
+		n := 0
+		for _, s := range c.sims {
+			n += s.count()
+		}
+		return n == tables*100, fmt.Sprintf("%d of %d tablets loaded", n, tables*100)
+	})
+	return tables * 100, time.Since(start)
+}
+
+// waitLost waits until every tablet of lost, which dead held until it was
+// killed at killed, is
+// loaded by another simulated server or counted by others (the tablets
+// held by real servers, which hold no others), and returns when its lease
+// was seen gone.
+func (c *simCluster) waitLost(t *testing.T, dead *simServer, lost map[string]bool, killed time.Time, others func() int) time.Duration {
+	t.Helper()
 	var atLease time.Duration
-	waitUntil(t, 10*time.Minute, func() (bool, string) {
+	waitUntil(t, 20*time.Minute, func() (bool, string) {
 		if atLease == 0 {
-			if r, _ := cli.Get(ctx, layout.ServerKey(dead.id)); r != nil && len(r.Kvs) == 0 {
+			if r, _ := c.cli.Get(context.Background(), c.layout.ServerKey(dead.id)); r != nil && len(r.Kvs) == 0 {
 				atLease = time.Since(killed)
 			}
 		}
 		n := 0
-		for _, s := range servers[1:] {
-			n += s.countOf(lost)
+		for _, s := range c.sims {
+			if s != dead {
+				n += s.countOf(lost)
+			}
+		}
+		if others != nil {
+			n += others()
 		}
 		return n == len(lost), fmt.Sprintf("%d of the dead server's %d tablets loaded elsewhere", n, len(lost))
 	})
-	took := time.Since(killed)
-	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v); master CPU meanwhile %v",
-		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL, procCPU(t, master)-cpuKill)
+	return atLease
 }
 
 // createTablesOf100 creates tables t00000, t00001, ... of 100 tablets

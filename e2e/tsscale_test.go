@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
-	"github.com/tabuladb/tabula/meta"
 )
 
 // TestMeasureTabletServersAtScale measures REAL tablet servers (`tabula
@@ -45,13 +43,7 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	if nTablets <= 0 {
 		t.Skip("TSSCALE_MEASURE=tablets runs this measurement")
 	}
-	if b := os.Getenv("TSSCALE_BIN"); b != "" {
-		old := binPath
-		binPath = b
-		t.Cleanup(func() { binPath = old })
-	} else if binErr != nil {
-		t.Fatal(binErr)
-	}
+	useBinary(t, "TSSCALE_BIN")
 	nSims, nReal := envInt("TSSCALE_SERVERS", 10), envInt("TSSCALE_REAL", 2)
 	nMoves := envInt("TSSCALE_MOVES", 2000)
 	idle := envDuration(t, "TSSCALE_IDLE", 30*time.Second)
@@ -59,52 +51,10 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	ctx := context.Background()
 
 	dir := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(dir, "logs"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	etcdAddr := freeAddr(t)
-	etcd := &proc{name: "etcd", addr: etcdAddr, log: filepath.Join(dir, "logs", "etcd.log"),
-		args: []string{"etcd", "--data-dir", filepath.Join(dir, "etcd"), "--listen-client", etcdAddr, "--listen-peer", freeAddr(t), "--unsafe-no-fsync"}}
-	etcd.start(t)
-	t.Cleanup(etcd.kill)
-	waitListening(t, etcd, readyWait)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdAddr}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	layout := meta.NewLayout(clusterKey)
-	sims := make([]*simServer, nSims)
-	for i := range sims {
-		sims[i] = startSimServer(t, cli, layout, fmt.Sprintf("sim-%02d", i), serverTTL)
-	}
-	master := &proc{name: "master", addr: freeAddr(t), log: filepath.Join(dir, "logs", "master.log")}
-	master.args = []string{"master", "--etcd", etcdAddr, "--cluster", clusterKey, "--listen", master.addr, "--id", "master-1",
-		"--balance-interval", "0", "--log-level", "info"}
-	master.start(t)
-	t.Cleanup(master.kill)
-	waitListening(t, master, readyWait)
-	conn, err := grpc.NewClient(master.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	mc := tabulapb.NewMasterClient(conn)
-	waitUntil(t, readyWait, func() (bool, string) {
-		ss, err := mc.ListServers(ctx, &tabulapb.ListServersRequest{})
-		return err == nil && len(ss.GetServers()) == nSims, fmt.Sprintf("servers listed: %v %v", len(ss.GetServers()), err)
-	})
-	start := time.Now()
-	tables := (nTablets + 99) / 100
-	createTablesOf100(t, mc, tables)
-	waitUntil(t, 30*time.Minute, func() (bool, string) {
-		n := 0
-		for _, s := range sims {
-			n += s.count()
-		}
-		return n == tables*100, fmt.Sprintf("%d of %d tablets loaded", n, tables*100)
-	})
-	t.Logf("%d tablets on %d simulated servers created and loaded in %v", tables*100, nSims, time.Since(start).Round(time.Millisecond))
+	c := startSimCluster(t, dir, nSims, serverTTL, nil, "--balance-interval", "0")
+	cli, etcdAddr, layout, sims, mc := c.cli, c.etcdAddr, c.layout, c.sims, c.mc
+	n, took := c.createLoaded(t, nTablets)
+	t.Logf("%d tablets on %d simulated servers created and loaded in %v", n, nSims, took.Round(time.Millisecond))
 
 	// The real servers join.
 	reals := make([]*proc, nReal)
@@ -173,7 +123,8 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	st1 := etcdStatus(t, cli, etcdAddr)
 	cpu1, read1 = realsCPU(t, reals), realsRead(t, reals)
 	revs := st1.Header.Revision - st0.Header.Revision
-	t.Logf("%d tablets moved between simulated servers in %v: %d etcd revisions", len(toMove), moved.Round(time.Millisecond), revs)
+	t.Logf("%d tablets moved between simulated servers in %v: %d etcd revisions; etcd database %.1f MiB",
+		len(toMove), moved.Round(time.Millisecond), revs, float64(st1.DbSize)/(1<<20))
 	for i, p := range reals {
 		t.Logf("%s meanwhile: CPU %v, read %.1f KB = %.0f bytes per revision", p.id, cpu1[i]-cpu0[i],
 			float64(read1[i]-read0[i])/1e3, float64(read1[i]-read0[i])/float64(revs))
@@ -186,23 +137,14 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	cpu0 = realsCPU(t, reals)
 	killed := time.Now()
 	dead.kill()
-	var atLease time.Duration
-	waitUntil(t, 20*time.Minute, func() (bool, string) {
-		if atLease == 0 {
-			if r, _ := cli.Get(ctx, layout.ServerKey(dead.id)); r != nil && len(r.Kvs) == 0 {
-				atLease = time.Since(killed)
-			}
-		}
+	atLease := c.waitLost(t, dead, lost, killed, func() int {
 		n := 0
-		for _, s := range sims[1:] {
-			n += s.countOf(lost)
-		}
 		for _, p := range reals {
 			n += realCount(t, p)
 		}
-		return n == len(lost), fmt.Sprintf("%d of the dead server's %d tablets loaded elsewhere", n, len(lost))
+		return n
 	})
-	took := time.Since(killed)
+	took = time.Since(killed)
 	cpu1 = realsCPU(t, reals)
 	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v)",
 		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL)
