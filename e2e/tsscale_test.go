@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/meta"
 )
 
 // TestMeasureTabletServersAtScale measures REAL tablet servers (`tabula
@@ -26,8 +27,8 @@ import (
 // (2) join once every tablet is loaded, the automatic balancer off. It
 // reports for each real server: how long it took to register and what
 // it read and spent in its first 10 s; its CPU while idle; what it read
-// and spent while TSSCALE_MOVES (2,000) tablets move between simulated
-// servers (changes that are not its own), per etcd revision; then a
+// and spent while TSSCALE_CHANGES (5,000) tablet records of simulated
+// servers change (not its own), per etcd revision; then a
 // simulated server is killed and the time until its tablets are loaded
 // again, most of them by the real servers (the least loaded), with their
 // CPU.
@@ -45,14 +46,14 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	}
 	useBinary(t, "TSSCALE_BIN")
 	nSims, nReal := envInt("TSSCALE_SERVERS", 10), envInt("TSSCALE_REAL", 2)
-	nMoves := envInt("TSSCALE_MOVES", 2000)
+	nChanges := envInt("TSSCALE_CHANGES", 5000)
 	idle := envDuration(t, "TSSCALE_IDLE", 30*time.Second)
 	const serverTTL = 10 * time.Second
 	ctx := context.Background()
 
 	dir := t.TempDir()
 	c := startSimCluster(t, dir, nSims, serverTTL, nil, "--balance-interval", "0")
-	cli, etcdAddr, layout, sims, mc := c.cli, c.etcdAddr, c.layout, c.sims, c.mc
+	cli, etcdAddr, layout, sims := c.cli, c.etcdAddr, c.layout, c.sims
 	n, took := c.createLoaded(t, nTablets)
 	t.Logf("%d tablets on %d simulated servers created and loaded in %v", n, nSims, took.Round(time.Millisecond))
 
@@ -86,14 +87,20 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 			100*float64(cpu1[i]-cpu0[i])/float64(idle), float64(read1[i]-read0[i])/1e3)
 	}
 
-	// Tablets move between simulated servers: changes that are not the
-	// real servers'.
-	var toMove []string // table/id held by sims[1]
+	// Tablets of simulated servers change (their records rewritten, as
+	// a load's state update does: meta.Update, mirrors and all): changes
+	// that are not the real servers'.
+	var toChange []meta.VersionedTablet
 	for k := range sims[1].ids() {
-		if len(toMove) == nMoves {
+		if len(toChange) == nChanges {
 			break
 		}
-		toMove = append(toMove, k)
+		table, id, _ := strings.Cut(k, "/")
+		vt, err := meta.GetTablet(ctx, cli, layout, table, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toChange = append(toChange, vt)
 	}
 	st0 := etcdStatus(t, cli, etcdAddr)
 	cpu0, read0 = realsCPU(t, reals), realsRead(t, reals)
@@ -106,12 +113,13 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= len(toMove) {
+				if i >= len(toChange) {
 					return
 				}
-				table, id, _ := strings.Cut(toMove[i], "/")
-				if _, err := mc.MoveTablet(ctx, &tabulapb.MoveTabletRequest{Table: table, TabletId: id, ServerId: sims[2+i%(nSims-2)].id}); err != nil {
-					t.Errorf("moving %s: %v", toMove[i], err)
+				rec := toChange[i].TabletRecord
+				rec.State = meta.StateServing
+				if _, err := meta.Update(ctx, cli, layout, toChange[i], rec); err != nil {
+					t.Errorf("changing %s/%s: %v", rec.Table, rec.ID, err)
 					return
 				}
 			}
@@ -123,8 +131,8 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	st1 := etcdStatus(t, cli, etcdAddr)
 	cpu1, read1 = realsCPU(t, reals), realsRead(t, reals)
 	revs := st1.Header.Revision - st0.Header.Revision
-	t.Logf("%d tablets moved between simulated servers in %v: %d etcd revisions; etcd database %.1f MiB",
-		len(toMove), moved.Round(time.Millisecond), revs, float64(st1.DbSize)/(1<<20))
+	t.Logf("%d tablets of simulated servers changed in %v: %d etcd revisions; etcd database %.1f MiB",
+		len(toChange), moved.Round(time.Millisecond), revs, float64(st1.DbSize)/(1<<20))
 	for i, p := range reals {
 		t.Logf("%s meanwhile: CPU %v, read %.1f KB = %.0f bytes per revision", p.id, cpu1[i]-cpu0[i],
 			float64(read1[i]-read0[i])/1e3, float64(read1[i]-read0[i])/float64(revs))
