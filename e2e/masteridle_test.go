@@ -135,6 +135,7 @@ type simCluster struct {
 	cli      *clientv3.Client
 	layout   meta.Layout
 	sims     []*simServer
+	etcd     *proc
 	master   *proc
 	mc       tabulapb.MasterClient
 }
@@ -158,7 +159,7 @@ func startSimCluster(t *testing.T, dir string, nSims int, ttl time.Duration, mas
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	c.cli = cli
+	c.cli, c.etcd = cli, etcd
 	c.sims = make([]*simServer, nSims)
 	for i := range c.sims {
 		c.sims[i] = startSimServer(t, cli, c.layout, fmt.Sprintf("sim-%02d", i), ttl)

@@ -36,7 +36,8 @@ import (
 // Skipped unless TSSCALE_MEASURE is the number of tablets (tables of
 // 100). TSSCALE_SERVERS (10 simulated), TSSCALE_IDLE (30s), TSSCALE_BIN
 // (the tabula binary for etcd, the master and the real servers, to
-// compare an older build; default: the one built from this tree). Run it
+// compare an older build; default: the one built from this tree),
+// TSSCALE_LOGS (a directory to copy the processes' logs into). Run it
 // alone: `go test ./e2e/ -run TestMeasureTabletServersAtScale -v -timeout
 // 60m`.
 func TestMeasureTabletServersAtScale(t *testing.T) {
@@ -143,6 +144,8 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	dead := sims[0]
 	lost := dead.ids()
 	cpu0 = realsCPU(t, reals)
+	others := []*proc{c.master, c.etcd}
+	othersCPU0 := realsCPU(t, others)
 	killed := time.Now()
 	dead.kill()
 	atLease := c.waitLost(t, dead, lost, killed, func() int {
@@ -154,10 +157,24 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	})
 	took = time.Since(killed)
 	cpu1 = realsCPU(t, reals)
-	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v)",
-		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL)
+	othersCPU1 := realsCPU(t, others)
+	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v); meanwhile CPU of the master %v, of etcd %v",
+		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL,
+		othersCPU1[0]-othersCPU0[0], othersCPU1[1]-othersCPU0[1])
 	for i, p := range reals {
 		t.Logf("%s: loaded %d of them, CPU %v, RSS %s", p.id, realCount(t, p), cpu1[i]-cpu0[i], procRSS(t, p))
+	}
+	if keep := os.Getenv("TSSCALE_LOGS"); keep != "" {
+		keepLogs(t, filepath.Join(dir, "logs"), keep)
+	}
+}
+
+// keepLogs copies the processes' logs out of the test's directory (which
+// is removed at its end) into dst, to read where the time went.
+func keepLogs(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Errorf("keeping the logs: %v", err)
 	}
 }
 
