@@ -146,6 +146,7 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	cpu0 = realsCPU(t, reals)
 	others := []*proc{c.master, c.etcd}
 	othersCPU0 := realsCPU(t, others)
+	st0 = etcdStatus(t, cli, etcdAddr)
 	killed := time.Now()
 	dead.kill()
 	atLease := c.waitLost(t, dead, lost, killed, func() int {
@@ -158,9 +159,13 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	took = time.Since(killed)
 	cpu1 = realsCPU(t, reals)
 	othersCPU1 := realsCPU(t, others)
+	st1 = etcdStatus(t, cli, etcdAddr)
 	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v); meanwhile CPU of the master %v, of etcd %v",
 		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL,
 		othersCPU1[0]-othersCPU0[0], othersCPU1[1]-othersCPU0[1])
+	t.Logf("the same: %d etcd revisions (%.2f per tablet), etcd database %.1f -> %.1f MiB",
+		st1.Header.Revision-st0.Header.Revision, float64(st1.Header.Revision-st0.Header.Revision)/float64(len(lost)),
+		float64(st0.DbSize)/(1<<20), float64(st1.DbSize)/(1<<20))
 	for i, p := range reals {
 		t.Logf("%s: loaded %d of them, CPU %v, RSS %s", p.id, realCount(t, p), cpu1[i]-cpu0[i], procRSS(t, p))
 	}
