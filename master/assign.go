@@ -114,6 +114,9 @@ type loadState struct {
 	next        time.Time // no new attempt before this
 	// waiting is set while the previous owner's lease is still alive.
 	waiting bool
+	// wrote is the ModRevision of this term's assignment of the tablet
+	// (startAssign): an index record older than that is stale.
+	wrote int64
 	// missing is set while the owner answers that the tablet's files are
 	// gone (DATA_LOSS): the tablet is never handed on for that.
 	missing bool
@@ -434,6 +437,13 @@ func (a *assigner) step(ctx context.Context, snap *snapshot, vt *meta.VersionedT
 		a.mu.Unlock()
 		return // its load's end steps it again
 	}
+	if t.ModRevision < st.wrote {
+		// The index has not caught up with this term's own assignment
+		// yet (its feed steps the tablet again when it has): acting on
+		// the older record would assign it once more, in vain.
+		a.mu.Unlock()
+		return
+	}
 	if st.epoch != t.Epoch || st.server != t.Server {
 		*st = loadState{ref: ref} // a new assignment: forget the old one's history
 	}
@@ -536,6 +546,9 @@ func (a *assigner) startAssign(ctx context.Context, snap *snapshot, key string, 
 			a.scheduleLocked(st.ref, time.Now().Add(loadBackoff(1)))
 			return
 		}
+		a.mu.Lock()
+		st.wrote = next.ModRevision
+		a.mu.Unlock()
 		a.m.counters.assigned(t.Server != "" && !handOn)
 		kind := "assign" // a new tablet, or one nobody held
 		if t.Server != "" {
