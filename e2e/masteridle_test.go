@@ -17,7 +17,9 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta"
@@ -255,7 +257,16 @@ func createTablesOf100(t *testing.T, mc tabulapb.MasterClient, tables int) {
 					splits = append(splits, fmt.Appendf(nil, "row%04d", k*100))
 				}
 				s := &tabulapb.TableSchema{Name: fmt.Sprintf("t%05d", i), Families: []*tabulapb.Family{{Name: "a", MaxVersions: 1}, {Name: "b", MaxVersions: 1}}}
-				if _, err := mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: s, SplitKeys: splits}); err != nil {
+				// The master answers before its first election is over
+				// ("not the leader"): wait for it as for any retryable error.
+				var err error
+				for deadline := time.Now().Add(readyWait); ; time.Sleep(100 * time.Millisecond) {
+					_, err = mc.CreateTable(ctx, &tabulapb.CreateTableRequest{Schema: s, SplitKeys: splits})
+					if status.Code(err) != codes.Unavailable || time.Now().After(deadline) {
+						break
+					}
+				}
+				if err != nil {
 					errs <- fmt.Errorf("CreateTable %s: %w", s.Name, err)
 					return
 				}
