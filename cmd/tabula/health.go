@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"time"
@@ -24,22 +26,46 @@ import (
 const defaultDevHTTP = "127.0.0.1:7180"
 
 // addHTTPFlag adds --http, the address of the operator's HTTP endpoints,
-// and --metrics, which switches /metrics (and all instrumentation) off.
+// --metrics, which switches /metrics (and all instrumentation) off, and
+// --pprof, which serves Go's profiles there.
 func addHTTPFlag(c *cobra.Command, def string) {
 	c.Flags().String("http", def, "serve /healthz, /readyz, /metrics (Prometheus) and the status page over HTTP on this address (\"\": off); port 0 picks one")
 	c.Flags().Bool("metrics", true, "with --http: serve Prometheus metrics on /metrics; false installs no instrumentation at all")
+	c.Flags().Bool("pprof", false, "with --http: serve Go's runtime profiles on /debug/pprof/ (CPU, heap, goroutines; off by default: they show the process's internals to whoever reaches the port)")
 }
 
 // opsMetrics returns the process's metrics registry and its /metrics
 // route when --http is set and --metrics is on; (nil, nil) otherwise, and
 // then the components install no instrumentation. The registerer is a
 // nil interface, not a typed nil, when off: components test it for nil.
+//
+// With --pprof the routes also serve Go's profiles under /debug/pprof/
+// (how docs/BENCHMARKS.md profiles real servers under load).
 func opsMetrics(v *viper.Viper) (prometheus.Registerer, []opshttp.Route) {
-	if v.GetString("http") == "" || !v.GetBool("metrics") {
+	if v.GetString("http") == "" {
 		return nil, nil
 	}
+	var routes []opshttp.Route
+	if v.GetBool("pprof") {
+		routes = append(routes, pprofRoutes()...)
+	}
+	if !v.GetBool("metrics") {
+		return nil, routes
+	}
 	reg := metrics.NewRegistry()
-	return reg, []opshttp.Route{{Pattern: metrics.Pattern, Handler: metrics.Handler(reg)}}
+	return reg, append(routes, opshttp.Route{Pattern: metrics.Pattern, Handler: metrics.Handler(reg)})
+}
+
+// pprofRoutes are net/http/pprof's handlers, mounted on the operator's
+// mux rather than on http.DefaultServeMux (which nothing serves).
+func pprofRoutes() []opshttp.Route {
+	return []opshttp.Route{
+		{Pattern: "/debug/pprof/", Handler: http.HandlerFunc(pprof.Index)},
+		{Pattern: "/debug/pprof/cmdline", Handler: http.HandlerFunc(pprof.Cmdline)},
+		{Pattern: "/debug/pprof/profile", Handler: http.HandlerFunc(pprof.Profile)},
+		{Pattern: "/debug/pprof/symbol", Handler: http.HandlerFunc(pprof.Symbol)},
+		{Pattern: "/debug/pprof/trace", Handler: http.HandlerFunc(pprof.Trace)},
+	}
 }
 
 // serveOps starts the operator's HTTP endpoints for h (and routes) if
