@@ -130,9 +130,12 @@ type proc struct {
 	name string // "master-1", "ts-2", ...
 	id   string // the server ID it registers (tablet servers)
 	addr string // its gRPC address
-	args []string
-	env  []string // added to the test's environment
-	log  string   // path of the file holding its stdout and stderr
+	// httpAddr is its operator HTTP address (--http), when a test set
+	// one and reads it.
+	httpAddr string
+	args     []string
+	env      []string // added to the test's environment
+	log      string   // path of the file holding its stdout and stderr
 
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,7 +39,10 @@ import (
 // 100). TSSCALE_SERVERS (10 simulated), TSSCALE_IDLE (30s), TSSCALE_BIN
 // (the tabula binary for etcd, the master and the real servers, to
 // compare an older build; default: the one built from this tree),
-// TSSCALE_LOGS (a directory to copy the processes' logs into). Run it
+// TSSCALE_LOGS (a directory to copy the processes' logs into),
+// TSSCALE_PROFILE (a directory: the real servers serve /debug/pprof/ and
+// their CPU profiles while they load the dead server's tablets are
+// written there, 5 s each, to merge with `go tool pprof`). Run it
 // alone: `go test ./e2e/ -run TestMeasureTabletServersAtScale -v -timeout
 // 60m`.
 func TestMeasureTabletServersAtScale(t *testing.T) {
@@ -49,6 +54,7 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	nSims, nReal := envInt("TSSCALE_SERVERS", 10), envInt("TSSCALE_REAL", 2)
 	nChanges := envInt("TSSCALE_CHANGES", 5000)
 	idle := envDuration(t, "TSSCALE_IDLE", 30*time.Second)
+	profDir := os.Getenv("TSSCALE_PROFILE")
 	const serverTTL = 10 * time.Second
 	ctx := context.Background()
 
@@ -65,6 +71,10 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 		p := &proc{name: id, id: id, addr: freeAddr(t), log: filepath.Join(dir, "logs", id+".log")}
 		p.args = []string{"tabletserver", "--etcd", etcdAddr, "--cluster", clusterKey, "--listen", p.addr, "--id", id,
 			"--data", filepath.Join(dir, id), "--lease-ttl", serverTTL.String(), "--log-level", "info"}
+		if profDir != "" {
+			p.httpAddr = freeAddr(t)
+			p.args = append(p.args, "--http", p.httpAddr, "--metrics=false", "--pprof")
+		}
 		began := time.Now()
 		p.start(t)
 		t.Cleanup(p.kill)
@@ -147,6 +157,7 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	others := []*proc{c.master, c.etcd}
 	othersCPU0 := realsCPU(t, others)
 	st0 = etcdStatus(t, cli, etcdAddr)
+	stopProfiles := profileWhile(t, profDir, reals)
 	killed := time.Now()
 	dead.kill()
 	atLease := c.waitLost(t, dead, lost, killed, func() int {
@@ -157,6 +168,7 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 		return n
 	})
 	took = time.Since(killed)
+	stopProfiles()
 	cpu1 = realsCPU(t, reals)
 	othersCPU1 := realsCPU(t, others)
 	st1 = etcdStatus(t, cli, etcdAddr)
@@ -171,6 +183,55 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	}
 	if keep := os.Getenv("TSSCALE_LOGS"); keep != "" {
 		keepLogs(t, filepath.Join(dir, "logs"), keep)
+	}
+}
+
+// profileWhile writes CPU profiles of the real servers into dir (5 s
+// each, one after another) until the returned function is called, which
+// waits for the last ones. Nothing when dir is "".
+func profileWhile(t *testing.T, dir string, reals []*proc) func() {
+	t.Helper()
+	if dir == "" {
+		return func() {}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, p := range reals {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := http.Get("http://" + p.httpAddr + "/debug/pprof/profile?seconds=5")
+				if err != nil {
+					t.Errorf("profiling %s: %v", p.id, err)
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err == nil && resp.StatusCode != http.StatusOK {
+					err = fmt.Errorf("%s: %s", resp.Status, b)
+				}
+				if err == nil {
+					err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%02d.pprof", p.id, i)), b, 0o644)
+				}
+				if err != nil {
+					t.Errorf("profiling %s: %v", p.id, err)
+					return
+				}
+			}
+		}()
+	}
+	return func() {
+		close(stop)
+		wg.Wait()
 	}
 }
 
