@@ -62,6 +62,66 @@ func GetTablet(ctx context.Context, cli clientv3.KV, l Layout, table, id string)
 	return VersionedTablet{TabletRecord: t, ModRevision: resp.Kvs[0].ModRevision}, nil
 }
 
+// TabletAndTable is what GetTabletAndTable read: a tablet's record and,
+// at the same revision, its table's.
+type TabletAndTable struct {
+	// Tablet is the tablet's record; ModRevision 0 (as in etcd) if it
+	// does not exist.
+	Tablet VersionedTablet
+	// Table is the table's record, read and decoded only when its
+	// ModRevision was not the one the caller knew (Changed); the zero
+	// record otherwise.
+	Table TableRecord
+	// TableRev is the table record's ModRevision at the read.
+	TableRev int64
+	// Changed says Table was read: the caller's copy, if any, is stale.
+	Changed bool
+}
+
+// GetTabletAndTable reads tablet table/id and its table's schema in one
+// request, at one revision. knownTableRev is the ModRevision of the table
+// record the caller already holds (0: none): while the record still has
+// it, the table is not read again (a protojson decode per read), and the
+// caller's copy is the schema etcd holds at the tablet record's revision.
+// ErrNotFound if the table does not exist.
+func GetTabletAndTable(ctx context.Context, cli clientv3.KV, l Layout, table, id string, knownTableRev int64) (TabletAndTable, error) {
+	tk, sk := l.TabletKey(table, id), l.TableKey(table)
+	both := []clientv3.Op{clientv3.OpGet(tk), clientv3.OpGet(sk)}
+	txn := cli.Txn(ctx)
+	if knownTableRev > 0 {
+		txn = txn.If(clientv3.Compare(clientv3.ModRevision(sk), "=", knownTableRev)).
+			Then(clientv3.OpGet(tk), clientv3.OpGet(sk, clientv3.WithKeysOnly())).Else(both...)
+	} else {
+		txn = txn.Then(both...)
+	}
+	resp, err := txn.Commit()
+	if err != nil {
+		return TabletAndTable{}, fmt.Errorf("meta: reading tablet %s/%s and its table: %w", table, id, err)
+	}
+	if len(resp.Responses) != 2 {
+		return TabletAndTable{}, fmt.Errorf("meta: reading tablet %s/%s and its table: %d answers to 2 reads", table, id, len(resp.Responses))
+	}
+	tr, sr := resp.Responses[0].GetResponseRange(), resp.Responses[1].GetResponseRange()
+	if len(sr.GetKvs()) == 0 {
+		return TabletAndTable{}, fmt.Errorf("%w: table %s", ErrNotFound, table)
+	}
+	out := TabletAndTable{TableRev: sr.Kvs[0].ModRevision, Changed: !resp.Succeeded || knownTableRev == 0}
+	if len(tr.GetKvs()) > 0 {
+		t, err := DecodeTablet(tr.Kvs[0].Value)
+		if err != nil {
+			return TabletAndTable{}, err
+		}
+		out.Tablet = VersionedTablet{TabletRecord: t, ModRevision: tr.Kvs[0].ModRevision}
+	}
+	if out.Changed {
+		var err error
+		if out.Table, err = DecodeTable(sr.Kvs[0].Value); err != nil {
+			return TabletAndTable{}, err
+		}
+	}
+	return out, nil
+}
+
 // GetTable reads one table's schema; ErrNotFound if it does not exist.
 func GetTable(ctx context.Context, cli clientv3.KV, l Layout, name string) (TableRecord, int64, error) {
 	resp, err := cli.Get(ctx, l.TableKey(name))

@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/meta/memstore"
 )
 
@@ -149,5 +150,58 @@ func TestGetServersAndTable(t *testing.T) {
 	}
 	if _, _, err := GetTable(ctx, cli, l, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("GetTable of a missing table: %v", err)
+	}
+}
+
+// GetTabletAndTable reads the table's record only when its ModRevision is
+// not the one the caller knows, and always at the tablet record's
+// revision: a schema changed since is read again, a tablet that does not
+// exist is answered with ModRevision 0, a table that does not exist with
+// ErrNotFound.
+func TestGetTabletAndTableReadsTheSchemaOnlyWhenItChanged(t *testing.T) {
+	onTwinAndEtcd(t, testGetTabletAndTable)
+}
+
+func testGetTabletAndTable(t *testing.T, cli Store) {
+	ctx := context.Background()
+	l := NewLayout(t.Name())
+	if _, err := GetTabletAndTable(ctx, cli, l, "t", "a", 0); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a table that does not exist: %v, want ErrNotFound", err)
+	}
+	put := func(s *tabulapb.TableSchema) {
+		t.Helper()
+		if _, err := cli.Put(ctx, l.TableKey(s.Name), EncodeTable(TableRecord{Schema: s})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(&tabulapb.TableSchema{Name: "t", Families: []*tabulapb.Family{{Name: "cf"}}})
+	putTablet(t, cli, l, TabletRecord{Table: "t", ID: "a", Server: "s1", Epoch: 3})
+
+	first, err := GetTabletAndTable(ctx, cli, l, "t", "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Changed || len(first.Table.Schema.GetFamilies()) != 1 || first.Tablet.Epoch != 3 || first.Tablet.ModRevision == 0 || first.TableRev == 0 {
+		t.Fatalf("first read = %+v, want the tablet at epoch 3 and the schema of one family", first)
+	}
+	again, err := GetTabletAndTable(ctx, cli, l, "t", "a", first.TableRev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Changed || again.Table.Schema != nil || again.TableRev != first.TableRev || again.Tablet.Epoch != 3 {
+		t.Fatalf("read knowing the current schema = %+v, want the tablet and no schema", again)
+	}
+	missing, err := GetTabletAndTable(ctx, cli, l, "t", "b", first.TableRev)
+	if err != nil || missing.Tablet.ModRevision != 0 {
+		t.Fatalf("a tablet that does not exist = %+v, %v; want ModRevision 0", missing, err)
+	}
+
+	put(&tabulapb.TableSchema{Name: "t", Families: []*tabulapb.Family{{Name: "cf"}, {Name: "new"}}})
+	changed, err := GetTabletAndTable(ctx, cli, l, "t", "a", first.TableRev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !changed.Changed || len(changed.Table.Schema.GetFamilies()) != 2 || changed.TableRev <= first.TableRev {
+		t.Fatalf("read after the schema changed = %+v, want the new schema of two families", changed)
 	}
 }

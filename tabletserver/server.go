@@ -146,6 +146,10 @@ type Server struct {
 	// never closes a tablet under a flush.
 	closeMu sync.Mutex
 
+	// schemaCache is what loads read schemas through (tablets.go); its
+	// lock is a leaf: nothing is locked while it is held.
+	schemaCache schemaCache
+
 	// mu protects the fields below.
 	mu      sync.RWMutex
 	tablets map[string]*held                 // by tabletKey(table, id)

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
@@ -23,15 +26,80 @@ import (
 // table). From the request only the split threshold is taken when etcd's
 // is 0 (the master fills in its cluster default there).
 func (s *Server) trustedSchema(ctx context.Context, table string, req *tabulapb.TableSchema) (*tabulapb.TableSchema, error) {
-	rec, _, err := meta.GetTable(ctx, s.etcd, s.layout, table)
+	rec, rev, err := meta.GetTable(ctx, s.etcd, s.layout, table)
 	if err != nil {
 		return nil, err
 	}
-	sch := rec.Schema
+	s.schemaCache.put(table, rec.Schema, rev)
+	return withThreshold(rec.Schema, req), nil
+}
+
+// withThreshold is sch with req's split threshold when etcd's is 0 (a
+// copy then: sch may be the cache's, shared by every load of its table).
+func withThreshold(sch, req *tabulapb.TableSchema) *tabulapb.TableSchema {
 	if sch.GetSplitThresholdBytes() == 0 && req.GetSplitThresholdBytes() > 0 {
+		sch = proto.Clone(sch).(*tabulapb.TableSchema)
 		sch.SplitThresholdBytes = req.GetSplitThresholdBytes()
 	}
-	return sch, nil
+	return sch
+}
+
+// schemaCache holds each table's schema as this server last read it from
+// etcd, with the table record's ModRevision then. A load reads its
+// tablet's record and, in the same request, the table's record only if
+// its ModRevision is no longer the cached one (meta.GetTabletAndTable):
+// the schema a load applies is the one etcd holds at the revision of the
+// tablet record it checked (never older than that record, and as new as
+// when every load read the table itself), and the loads of one table's
+// tablets (a dead server's 100 tablets of a table) decode it once. Like
+// Server.schemas, an entry lives as long as the server: one small schema
+// per table it ever loaded a tablet of.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[string]cachedSchema
+}
+
+type cachedSchema struct {
+	schema *tabulapb.TableSchema // never changed once cached: loads share it
+	rev    int64                 // the table record's ModRevision
+}
+
+// get returns table's cached schema and its revision (nil, 0: none).
+func (c *schemaCache) get(table string) (*tabulapb.TableSchema, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[table]
+	return e.schema, e.rev
+}
+
+// put caches sch as table's schema at rev unless a newer one is cached
+// (reads of one table may answer out of order).
+func (c *schemaCache) put(table string, sch *tabulapb.TableSchema, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedSchema{}
+	}
+	if e, ok := c.m[table]; !ok || e.rev < rev {
+		c.m[table] = cachedSchema{schema: sch, rev: rev}
+	}
+}
+
+// readAssignment reads tablet table/id's record and its table's schema
+// in one request at one revision, the schema from the cache while the
+// table's record has not changed since it was cached. A tablet that does
+// not exist is answered with ModRevision 0.
+func (s *Server) readAssignment(ctx context.Context, table, id string) (meta.VersionedTablet, *tabulapb.TableSchema, error) {
+	cached, rev := s.schemaCache.get(table)
+	r, err := meta.GetTabletAndTable(ctx, s.etcd, s.layout, table, id, rev)
+	if err != nil {
+		return meta.VersionedTablet{}, nil, err
+	}
+	if !r.Changed {
+		return r.Tablet, cached, nil
+	}
+	s.schemaCache.put(table, r.Table.Schema, r.TableRev)
+	return r.Tablet, r.Table.Schema, nil
 }
 
 // tabletPath is <root>/tables/<table>/<id>, after checking that both names
@@ -194,14 +262,6 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 	if schema.GetName() != "" && schema.GetName() != table {
 		return cell.Invalidf("schema names table %s, the tablet is of table %s", schema.GetName(), table)
 	}
-	schema, err = s.trustedSchema(ctx, table, schema)
-	if err != nil {
-		return err
-	}
-	fams, err := familiesFromSchema(schema)
-	if err != nil {
-		return err
-	}
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -215,11 +275,18 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 	s.mu.RLock()
 	gen := s.gen.Load()
 	s.mu.RUnlock()
-	rec, err := meta.GetTablet(ctx, s.etcd, s.layout, table, id)
+	// The families come from etcd, never from the request
+	// (trustedSchema), read with the record that assigns the tablet.
+	rec, trusted, err := s.readAssignment(ctx, table, id)
 	if err != nil {
-		if errors.Is(err, meta.ErrNotFound) {
-			return fmt.Errorf("%w: %v", ErrNotAssigned, err)
-		}
+		return err // a table that does not exist: NOT_FOUND, as before
+	}
+	if rec.ModRevision == 0 {
+		return fmt.Errorf("%w: %v: tablet %s/%s", ErrNotAssigned, meta.ErrNotFound, table, id)
+	}
+	schema = withThreshold(trusted, schema)
+	fams, err := familiesFromSchema(schema)
+	if err != nil {
 		return err
 	}
 	if rec.Server != s.id || rec.Epoch != info.GetEpoch() {
