@@ -40,9 +40,10 @@ import (
 // (the tabula binary for etcd, the master and the real servers, to
 // compare an older build; default: the one built from this tree),
 // TSSCALE_LOGS (a directory to copy the processes' logs into),
-// TSSCALE_PROFILE (a directory: the real servers serve /debug/pprof/ and
-// their CPU profiles while they load the dead server's tablets are
-// written there, 5 s each, to merge with `go tool pprof`). Run it
+// TSSCALE_PROFILE (a directory: the master and the real servers serve
+// /debug/pprof/ and their CPU profiles while the dead server's tablets
+// are handed on are written there, 5 s each, to merge with `go tool
+// pprof`). Run it
 // alone: `go test ./e2e/ -run TestMeasureTabletServersAtScale -v -timeout
 // 60m`.
 func TestMeasureTabletServersAtScale(t *testing.T) {
@@ -59,7 +60,14 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	ctx := context.Background()
 
 	dir := t.TempDir()
-	c := startSimCluster(t, dir, nSims, serverTTL, nil, "--balance-interval", "0")
+	masterArgs := []string{"--balance-interval", "0"}
+	masterHTTP := ""
+	if profDir != "" {
+		masterHTTP = freeAddr(t)
+		masterArgs = append(masterArgs, "--http", masterHTTP, "--metrics=false", "--pprof")
+	}
+	c := startSimCluster(t, dir, nSims, serverTTL, nil, masterArgs...)
+	c.master.httpAddr = masterHTTP
 	cli, etcdAddr, layout, sims := c.cli, c.etcdAddr, c.layout, c.sims
 	n, took := c.createLoaded(t, nTablets)
 	t.Logf("%d tablets on %d simulated servers created and loaded in %v", n, nSims, took.Round(time.Millisecond))
@@ -157,7 +165,8 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	others := []*proc{c.master, c.etcd}
 	othersCPU0 := realsCPU(t, others)
 	st0 = etcdStatus(t, cli, etcdAddr)
-	stopProfiles := profileWhile(t, profDir, reals)
+	em0 := etcdMetrics(t, etcdAddr)
+	stopProfiles := profileWhile(t, profDir, append([]*proc{c.master}, reals...))
 	killed := time.Now()
 	dead.kill()
 	atLease := c.waitLost(t, dead, lost, killed, func() int {
@@ -172,9 +181,15 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	cpu1 = realsCPU(t, reals)
 	othersCPU1 := realsCPU(t, others)
 	st1 = etcdStatus(t, cli, etcdAddr)
-	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v); meanwhile CPU of the master %v, of etcd %v",
-		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL,
+	em1 := etcdMetrics(t, etcdAddr)
+	t.Logf("dead server: %d tablets loaded elsewhere %v after the kill (lease gone after ~%v, ttl %v: %v after it); meanwhile CPU of the master %v, of etcd %v",
+		len(lost), took.Round(time.Millisecond), atLease.Round(100*time.Millisecond), serverTTL, (took - atLease).Round(100*time.Millisecond),
 		othersCPU1[0]-othersCPU0[0], othersCPU1[1]-othersCPU0[1])
+	per := func(name string) string {
+		return fmt.Sprintf("%s %.2f", name, (em1[name]-em0[name])/float64(len(lost)))
+	}
+	t.Logf("etcd per tablet: %s, %s, %s, %s, %s; bytes %s, %s", per("Range"), per("Txn"), per("Put"), per("DeleteRange"),
+		per("LeaseGrant"), per("received"), per("sent"))
 	t.Logf("the same: %d etcd revisions (%.2f per tablet), etcd database %.1f -> %.1f MiB",
 		st1.Header.Revision-st0.Header.Revision, float64(st1.Header.Revision-st0.Header.Revision)/float64(len(lost)),
 		float64(st0.DbSize)/(1<<20), float64(st1.DbSize)/(1<<20))
@@ -186,10 +201,10 @@ func TestMeasureTabletServersAtScale(t *testing.T) {
 	}
 }
 
-// profileWhile writes CPU profiles of the real servers into dir (5 s
+// profileWhile writes CPU profiles of processes ps into dir (5 s
 // each, one after another) until the returned function is called, which
 // waits for the last ones. Nothing when dir is "".
-func profileWhile(t *testing.T, dir string, reals []*proc) func() {
+func profileWhile(t *testing.T, dir string, ps []*proc) func() {
 	t.Helper()
 	if dir == "" {
 		return func() {}
@@ -199,7 +214,7 @@ func profileWhile(t *testing.T, dir string, reals []*proc) func() {
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for _, p := range reals {
+	for _, p := range ps {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -211,7 +226,7 @@ func profileWhile(t *testing.T, dir string, reals []*proc) func() {
 				}
 				resp, err := http.Get("http://" + p.httpAddr + "/debug/pprof/profile?seconds=5")
 				if err != nil {
-					t.Errorf("profiling %s: %v", p.id, err)
+					t.Errorf("profiling %s: %v", p.name, err)
 					return
 				}
 				b, err := io.ReadAll(resp.Body)
@@ -220,10 +235,10 @@ func profileWhile(t *testing.T, dir string, reals []*proc) func() {
 					err = fmt.Errorf("%s: %s", resp.Status, b)
 				}
 				if err == nil {
-					err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%02d.pprof", p.id, i)), b, 0o644)
+					err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%02d.pprof", p.name, i)), b, 0o644)
 				}
 				if err != nil {
-					t.Errorf("profiling %s: %v", p.id, err)
+					t.Errorf("profiling %s: %v", p.name, err)
 					return
 				}
 			}
@@ -233,6 +248,45 @@ func profileWhile(t *testing.T, dir string, reals []*proc) func() {
 		close(stop)
 		wg.Wait()
 	}
+}
+
+// etcdMetrics reads the counters of etcd's /metrics (on its client
+// port) that say what a phase cost it: requests answered by method
+// (Range, Txn, Put, ...) and the bytes its clients sent and received.
+func etcdMetrics(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(val, 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(name, "grpc_server_handled_total{"):
+			if _, m, ok := strings.Cut(name, `grpc_method="`); ok {
+				m, _, _ = strings.Cut(m, `"`)
+				out[m] += v
+			}
+		case name == "etcd_network_client_grpc_received_bytes_total":
+			out["received"] = v
+		case name == "etcd_network_client_grpc_sent_bytes_total":
+			out["sent"] = v
+		}
+	}
+	return out
 }
 
 // keepLogs copies the processes' logs out of the test's directory (which

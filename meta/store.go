@@ -238,6 +238,52 @@ func Update(ctx context.Context, cli clientv3.KV, l Layout, cur VersionedTablet,
 	return VersionedTablet{TabletRecord: next, ModRevision: resp.Header.Revision}, nil
 }
 
+// MaxUpdateAll is the most records UpdateAll writes in one transaction:
+// each costs a compare and up to three operations, and etcd refuses a
+// transaction of more than 128 operations by default (--max-txn-ops).
+const MaxUpdateAll = 32
+
+// TabletUpdate is one record of UpdateAll: next written over cur.
+type TabletUpdate struct {
+	Cur  VersionedTablet
+	Next TabletRecord
+}
+
+// UpdateAll is Update of several tablets in one transaction: every
+// record written, with its mirrors, or none (ErrConflict if any record
+// changed since its read; the caller tells which by updating them one
+// by one). At most MaxUpdateAll records, of distinct tablets. It returns
+// the new ModRevision of all of them.
+func UpdateAll(ctx context.Context, cli clientv3.KV, l Layout, ups []TabletUpdate) (int64, error) {
+	if len(ups) == 0 || len(ups) > MaxUpdateAll {
+		return 0, fmt.Errorf("meta: updating %d tablets in one transaction: 1 to %d", len(ups), MaxUpdateAll)
+	}
+	seen := make(map[string]bool, len(ups))
+	var ifs []clientv3.Cmp
+	var ops []clientv3.Op
+	for i := range ups {
+		cur, next := &ups[i].Cur, &ups[i].Next
+		if next.Table != cur.Table || next.ID != cur.ID {
+			return 0, fmt.Errorf("meta: update of tablet %s/%s names %s/%s", cur.Table, cur.ID, next.Table, next.ID)
+		}
+		key, value := l.TabletKey(cur.Table, cur.ID), EncodeTablet(*next)
+		if seen[key] {
+			return 0, fmt.Errorf("meta: tablet %s/%s twice in one transaction", cur.Table, cur.ID)
+		}
+		seen[key] = true
+		ifs = append(ifs, clientv3.Compare(clientv3.ModRevision(key), "=", cur.ModRevision))
+		ops = append(append(ops, clientv3.OpPut(key, value)), mirrorOps(l, &cur.TabletRecord, next, value)...)
+	}
+	resp, err := cli.Txn(ctx).If(ifs...).Then(ops...).Commit()
+	if err != nil {
+		return 0, fmt.Errorf("meta: updating %d tablets: %w", len(ups), err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%w: one of %d tablets changed since it was read", ErrConflict, len(ups))
+	}
+	return resp.Header.Revision, nil
+}
+
 // Assign gives cur to server (under the server's current lease) with the
 // epoch bumped by one, in a transaction guarded by cur's ModRevision, by
 // servers/<id> still being bound to server.Lease (so a stale view of a

@@ -146,9 +146,11 @@ type Server struct {
 	// never closes a tablet under a flush.
 	closeMu sync.Mutex
 
-	// schemaCache is what loads read schemas through (tablets.go); its
-	// lock is a leaf: nothing is locked while it is held.
+	// schemaCache is what loads read schemas through (tablets.go), fresh
+	// the records of fresh tablets that loads write together (fresh.go);
+	// their locks are leaves: nothing is locked while one is held.
 	schemaCache schemaCache
+	fresh       freshWrites
 
 	// mu protects the fields below.
 	mu      sync.RWMutex

@@ -330,7 +330,7 @@ func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *ta
 		// says so.
 		next := rec.TabletRecord
 		next.Fresh = false
-		if _, err := meta.Update(ctx, s.etcd, s.layout, rec, next); err != nil {
+		if err := s.recordFresh(ctx, rec, next); err != nil {
 			t.Close()
 			return fmt.Errorf("tabletserver: recording that tablet %s was created: %w", key, err)
 		}
