@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"maps"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -350,7 +351,7 @@ func (a *assigner) fullPass(ctx context.Context) {
 	for _, it := range items {
 		key := a.m.layout.TabletKey(it.t.Table, it.t.ID)
 		seen[key] = true
-		a.recount(snap, key, &it.t.TabletRecord)
+		a.recount(snap, key, &it.t.TabletRecord, it.t.ModRevision)
 	}
 	leaseGone := map[int64]bool{}
 	for _, it := range items {
@@ -380,7 +381,7 @@ func (a *assigner) stepKeys(ctx context.Context, refs []tabletRef) {
 		t, schema := a.m.index.tablet(r)
 		key := a.m.layout.TabletKey(r.table, r.id)
 		if t == nil {
-			a.recount(snap, key, nil)
+			a.recount(snap, key, nil, 0)
 			a.mu.Lock()
 			if st := a.loads[key]; st != nil && !st.inflight {
 				delete(a.loads, key)
@@ -388,17 +389,25 @@ func (a *assigner) stepKeys(ctx context.Context, refs []tabletRef) {
 			a.mu.Unlock()
 			continue
 		}
-		a.recount(snap, key, &t.TabletRecord)
+		a.recount(snap, key, &t.TabletRecord, t.ModRevision)
 		a.step(ctx, snap, t, schema, leaseGone)
 	}
 	a.passes.Add(1)
 }
 
-// recount moves key's count to the server that now owns t (nil: none).
-func (a *assigner) recount(snap *snapshot, key string, t *meta.TabletRecord) {
+// recount moves key's count to the server that now owns t (nil: none),
+// t being the record at ModRevision rev. While this term's assignment of
+// the tablet is in flight, or t is older than it (the index has not caught
+// up), the tablet stays counted for the assignment's target: counted from
+// the older record instead (a pass over the whole index, a step of the
+// tablet), the target looks emptier than it is and gets more than its
+// share of the tablets placed meanwhile.
+func (a *assigner) recount(snap *snapshot, key string, t *meta.TabletRecord, rev int64) {
 	now := ""
 	if t != nil {
-		if srv, ok := snap.owned(t); ok {
+		if target, ok := a.assigning(key, rev); ok {
+			now = target
+		} else if srv, ok := snap.owned(t); ok {
 			now = srv.ID
 		}
 	}
@@ -415,6 +424,18 @@ func (a *assigner) recount(snap *snapshot, key string, t *meta.TabletRecord) {
 	}
 	a.owner[key] = now
 	a.counts[now]++
+}
+
+// assigning returns the server this term is assigning key to, if its
+// assignment is in flight or newer than the record at rev.
+func (a *assigner) assigning(key string, rev int64) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st := a.loads[key]
+	if st == nil || st.server == "" || !(st.inflight || rev < st.wrote) {
+		return "", false
+	}
+	return st.server, true
 }
 
 // step decides one tablet: it is left alone, loaded, or (re)assigned and
@@ -527,7 +548,7 @@ func (a *assigner) startAudit(ctx context.Context) {
 func (a *assigner) startAssign(ctx context.Context, snap *snapshot, key string, t meta.VersionedTablet, srv meta.ServerRecord, schema *tabulapb.TableSchema, handOn bool) {
 	guess := t.TabletRecord
 	guess.Server, guess.Address, guess.Lease, guess.State, guess.Epoch = srv.ID, srv.Address, srv.Lease, meta.StateAssigned, t.Epoch+1
-	a.recount(snap, key, &guess)
+	a.recount(snap, key, &guess, math.MaxInt64) // newer than any record: counted as it says
 	st := a.beginLoad(key, guess)
 	a.wg.Add(1)
 	go func() {
