@@ -32,12 +32,14 @@ type AdminClient struct {
 	c *Client
 }
 
-// TableAdmin creates, describes and deletes tables and drops their rows
-// (tabula table create, list, describe, delete, drop-rows).
+// TableAdmin creates, describes, protects and deletes tables and drops
+// their rows (tabula table create, list, describe, protect, unprotect,
+// delete, drop-rows).
 type TableAdmin interface {
 	CreateTable(ctx context.Context, name string, fams []families.Family, splitKeys [][]byte) error
 	CreateTableWithInfo(ctx context.Context, info TableInfo, splitKeys [][]byte) error
 	DeleteTable(ctx context.Context, name string) error
+	SetDeletionProtection(ctx context.Context, table string, on bool) error
 	ListTables(ctx context.Context) ([]TableInfo, error)
 	DescribeTable(ctx context.Context, name string) (TableInfo, error)
 	DropRowRange(ctx context.Context, table string, prefix []byte) error

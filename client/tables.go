@@ -30,6 +30,11 @@ type TableInfo struct {
 	// tablets (docs/OPERATIONS.md "Balancing"); read-only here: switch it
 	// with SetBalancer.
 	BalancerDisabled bool
+	// DeletionProtection, set, refuses deleting the table or any of its
+	// families (FAILED_PRECONDITION) until SetDeletionProtection clears
+	// it (docs/OPERATIONS.md "Deletion protection"). CreateTableWithInfo
+	// takes it.
+	DeletionProtection bool
 	// UserSplitKeys are the tablet boundaries users asked for (create
 	// splits, SplitTablet rows), which the automatic merge keeps; read-only.
 	UserSplitKeys [][]byte
@@ -43,8 +48,9 @@ func (a *AdminClient) CreateTable(ctx context.Context, name string, fams []famil
 	return a.CreateTableWithInfo(ctx, TableInfo{Name: name, Families: fams}, splitKeys)
 }
 
-// CreateTableWithInfo creates a table from info's Name, Families and
-// SplitThreshold, pre-split at splitKeys.
+// CreateTableWithInfo creates a table from info's Name, Families,
+// SplitThreshold, AutoMergeDisabled and DeletionProtection, pre-split at
+// splitKeys.
 func (a *AdminClient) CreateTableWithInfo(ctx context.Context, info TableInfo, splitKeys [][]byte) error {
 	if err := cell.ValidateTableName(info.Name); err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
@@ -56,7 +62,8 @@ func (a *AdminClient) CreateTableWithInfo(ctx context.Context, info TableInfo, s
 	}
 	req := &tabulapb.CreateTableRequest{
 		Schema: &tabulapb.TableSchema{Name: info.Name, Families: convert.FamiliesToProto(info.Families),
-			SplitThresholdBytes: info.SplitThreshold, AutoMergeDisabled: info.AutoMergeDisabled},
+			SplitThresholdBytes: info.SplitThreshold, AutoMergeDisabled: info.AutoMergeDisabled,
+			DeletionProtection: info.DeletionProtection},
 		SplitKeys: splitKeys,
 	}
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
@@ -65,7 +72,8 @@ func (a *AdminClient) CreateTableWithInfo(ctx context.Context, info TableInfo, s
 	})
 }
 
-// DeleteTable deletes a table and its data.
+// DeleteTable deletes a table and its data; FAILED_PRECONDITION while the
+// table has deletion protection.
 func (a *AdminClient) DeleteTable(ctx context.Context, name string) error {
 	defer a.c.loc.EvictTable(name)
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
@@ -119,7 +127,19 @@ func tableInfo(s *tabulapb.TableSchema) (TableInfo, error) {
 		return TableInfo{}, status.Errorf(codes.Internal, "client: master sent a bad schema for %s: %v", s.GetName(), err)
 	}
 	return TableInfo{Name: s.GetName(), Families: fams, SplitThreshold: s.GetSplitThresholdBytes(), State: s.GetState(),
-		AutoMergeDisabled: s.GetAutoMergeDisabled(), BalancerDisabled: s.GetBalancerDisabled(), UserSplitKeys: s.GetUserSplitKeys()}, nil
+		AutoMergeDisabled: s.GetAutoMergeDisabled(), BalancerDisabled: s.GetBalancerDisabled(), UserSplitKeys: s.GetUserSplitKeys(),
+		DeletionProtection: s.GetDeletionProtection()}, nil
+}
+
+// SetDeletionProtection sets (on) or clears the table's deletion
+// protection: while set, DeleteTable and DeleteFamily of the table answer
+// FAILED_PRECONDITION, by every API (docs/OPERATIONS.md "Deletion
+// protection"). Rows can still be deleted.
+func (a *AdminClient) SetDeletionProtection(ctx context.Context, table string, on bool) error {
+	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		_, err := m.SetDeletionProtection(ctx, &tabulapb.SetDeletionProtectionRequest{Table: table, Protected: on})
+		return err
+	})
 }
 
 // AddFamily adds family f to table.
@@ -145,7 +165,8 @@ func (a *AdminClient) familyCall(ctx context.Context, table string, f families.F
 	})
 }
 
-// DeleteFamily deletes table's family name and its data.
+// DeleteFamily deletes table's family name and its data;
+// FAILED_PRECONDITION while the table has deletion protection.
 func (a *AdminClient) DeleteFamily(ctx context.Context, table, name string) error {
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.DeleteFamily(ctx, &tabulapb.DeleteFamilyRequest{Table: table, Family: name})

@@ -55,7 +55,19 @@ type Family struct {
 	// aggregate (sum, min, max) that AddToCell and MergeToCell merge into.
 	// It is fixed at creation (see CheckModify). The default is Bytes.
 	ValueType ValueType
+	// DeclaredType is what a client declared a plain (Bytes) family's
+	// values to be: the bytes of a serialized Cloud Bigtable Type (a
+	// string, an int64...), kept for the Bigtable gateway, which reports
+	// it. Nothing else reads it: the cells hold the bytes written, so it
+	// may change at any time, and it is empty on aggregate families. A
+	// string, not a slice, so that a Family stays a value. At most
+	// MaxDeclaredTypeLen bytes.
+	DeclaredType string
 }
+
+// MaxDeclaredTypeLen bounds Family.DeclaredType: every schema change
+// sends the whole schema to etcd and to the tablet servers.
+const MaxDeclaredTypeLen = 4 << 10
 
 // Default returns a family with the CLI's and admin API's defaults:
 // compression snappy, bloom row, no GC rule.
@@ -98,6 +110,12 @@ func (f *Family) Validate() error {
 	}
 	if f.ValueType > Max {
 		return cell.Invalidf("family %s: unknown value type %d; use bytes, sum, min or max", f.Name, f.ValueType)
+	}
+	if f.DeclaredType != "" && f.ValueType != Bytes {
+		return cell.Invalidf("family %s: a declared value type is for plain (bytes) families; a %s family's type is its aggregate", f.Name, f.ValueType)
+	}
+	if len(f.DeclaredType) > MaxDeclaredTypeLen {
+		return cell.Invalidf("family %s: the declared value type is %d bytes, over the limit of %d", f.Name, len(f.DeclaredType), MaxDeclaredTypeLen)
 	}
 	if f.BlockSize != 0 && (f.BlockSize < MinBlockSize || f.BlockSize > MaxBlockSize) {
 		return cell.Invalidf("family %s: block size %d is out of range; give 0 for the default or %d (1k) to %d (4m) bytes", f.Name, f.BlockSize, MinBlockSize, MaxBlockSize)

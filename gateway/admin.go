@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 
+	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
 )
 
@@ -27,19 +30,54 @@ type adminServer struct {
 	s *Server
 }
 
-// UpdateTable answers UNIMPLEMENTED naming the fields of the update mask:
-// Tabula has none of what it changes (deletion protection, change
-// streams, automated backups, row key schemas).
+// UpdateTable changes deletion_protection, the one field of its update
+// mask that Tabula has (through the master, so every gateway and the
+// CLI see it at once), and answers a finished operation holding the
+// table. Every other field answers UNIMPLEMENTED naming it, a path that is
+// not a field of Table INVALID_ARGUMENT, both before anything changes.
 func (a *adminServer) UpdateTable(ctx context.Context, req *btapb.UpdateTableRequest) (*longrunningpb.Operation, error) {
-	if _, err := parseTable("table.name", req.GetTable().GetName()); err != nil {
+	n, err := parseTable("table.name", req.GetTable().GetName())
+	if err != nil {
 		return nil, err
 	}
 	paths := req.GetUpdateMask().GetPaths()
 	if len(paths) == 0 {
 		return nil, invalidf("update_mask is required: name the fields of table to change")
 	}
-	return nil, unimplemented("UpdateTable of "+strings.Join(paths, ", "),
-		"Tabula has none of deletion protection, change streams, automated backups and row key schemas yet")
+	if !req.GetUpdateMask().IsValid(&btapb.Table{}) {
+		return nil, invalidf("update_mask %v names a field that Table does not have", paths)
+	}
+	for _, p := range paths {
+		if p != "deletion_protection" {
+			return nil, unimplemented("UpdateTable of "+p, "of a table's fields Tabula changes only deletion_protection "+
+				"(it has no change streams, automated backups or row key schemas)")
+		}
+	}
+	start := timestamppb.Now()
+	if err := a.s.c.Admin().SetDeletionProtection(ctx, n.table, req.GetTable().GetDeletionProtection()); err != nil {
+		return nil, toStatus(err)
+	}
+	t, err := a.getTable(ctx, n, btapb.Table_SCHEMA_VIEW)
+	if err != nil {
+		return nil, err
+	}
+	return doneOperation(n.String()+"/operations/update-"+strconv.FormatInt(start.AsTime().UnixMicro(), 10),
+		&btapb.UpdateTableMetadata{Name: n.String(), StartTime: start, EndTime: timestamppb.Now()}, t)
+}
+
+// doneOperation is a finished long-running operation: the clients' Wait
+// returns its response without polling (the gateway serves no
+// Operations service: every change is done when the call returns).
+func doneOperation(name string, metadata, response proto.Message) (*longrunningpb.Operation, error) {
+	md, err := anypb.New(metadata)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "packing the operation's metadata: %v", err)
+	}
+	resp, err := anypb.New(response)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "packing the operation's response: %v", err)
+	}
+	return &longrunningpb.Operation{Name: name, Metadata: md, Done: true, Result: &longrunningpb.Operation_Response{Response: resp}}, nil
 }
 
 // CreateTable creates a table with its families and initial splits.
@@ -61,9 +99,6 @@ func (a *adminServer) CreateTable(ctx context.Context, req *btapb.CreateTableReq
 	}
 	if t.GetAutomatedBackupPolicy() != nil {
 		return nil, unimplemented("table.automated_backup_policy", "Tabula has no backups")
-	}
-	if t.GetDeletionProtection() {
-		return nil, unimplemented("table.deletion_protection", "Tabula has no deletion protection yet")
 	}
 	if t.GetRowKeySchema() != nil {
 		return nil, unimplemented("table.row_key_schema", "Tabula has no row key schemas")
@@ -88,7 +123,8 @@ func (a *adminServer) CreateTable(ctx context.Context, req *btapb.CreateTableReq
 		}
 		splits = append(splits, s.GetKey())
 	}
-	if err := a.s.c.Admin().CreateTable(ctx, n.table, fams, splits); err != nil {
+	info := client.TableInfo{Name: n.table, Families: fams, DeletionProtection: t.GetDeletionProtection()}
+	if err := a.s.c.Admin().CreateTableWithInfo(ctx, info, splits); err != nil {
 		return nil, toStatus(err)
 	}
 	return a.getTable(ctx, n, btapb.Table_SCHEMA_VIEW)
@@ -210,14 +246,11 @@ func (a *adminServer) ModifyColumnFamilies(ctx context.Context, req *btapb.Modif
 			if !exists {
 				return nil, status.Errorf(codes.NotFound, "%s: column family %q does not exist in table %s", field, id, n)
 			}
-			if mask := m.GetUpdateMask(); mask != nil {
-				for _, p := range mask.GetPaths() {
-					if p != "gc_rule" {
-						return nil, invalidf("%s.update_mask: only gc_rule can be updated, not %q", field, p)
-					}
-				}
+			paths := m.GetUpdateMask().GetPaths()
+			if len(paths) == 0 {
+				paths = impliedPaths(x.Update)
 			}
-			nf, err := familyFrom(id, x.Update, f, field+".update")
+			nf, err := familyUpdate(f, x.Update, paths, field+".update")
 			if err != nil {
 				return nil, err
 			}
@@ -229,6 +262,12 @@ func (a *adminServer) ModifyColumnFamilies(ctx context.Context, req *btapb.Modif
 			}
 			if !exists {
 				return nil, status.Errorf(codes.NotFound, "%s: column family %q does not exist in table %s", field, id, n)
+			}
+			if info.DeletionProtection {
+				// Before any step: a request that cannot finish changes
+				// nothing. The master refuses the drop too, whoever asks.
+				return nil, status.Errorf(codes.FailedPrecondition, "%s: column family %q cannot be dropped: table %s is protected from deletion; "+
+					"lift it first with UpdateTable of deletion_protection (or `tabula table unprotect %s`)", field, id, n, n.table)
 			}
 			delete(current, id)
 			steps = append(steps, step{drop: true, f: f})

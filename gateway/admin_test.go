@@ -135,9 +135,7 @@ func TestOperationsTabulaLacksAreUnimplemented(t *testing.T) {
 	createTable(t, a, &bigtable.TableConf{TableID: "lacks", Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
 	testkit.WantCode(t, "CreateBackup", a.CreateBackup(ctx, "lacks", "tabula", "b1", time.Now().Add(time.Hour)), codes.Unimplemented, "CreateBackup")
 	testkit.WantCode(t, "SnapshotTable", a.SnapshotTable(ctx, "lacks", "tabula", "s1", time.Hour), codes.Unimplemented, "SnapshotTable")
-	testkit.WantCode(t, "deletion protection", a.UpdateTableWithDeletionProtection(ctx, "lacks", bigtable.Protected), codes.Unimplemented, "UpdateTable of deletion_protection")
-	testkit.WantCode(t, "a protected table", a.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: "protected", DeletionProtection: bigtable.Protected}),
-		codes.Unimplemented, "table.deletion_protection")
+	testkit.WantCode(t, "a change stream", a.UpdateTableWithChangeStream(ctx, "lacks", time.Hour), codes.Unimplemented, "UpdateTable of change_stream_config")
 	testkit.WantCode(t, "CreateAuthorizedView", a.CreateAuthorizedView(ctx, &bigtable.AuthorizedViewConf{TableID: "lacks", AuthorizedViewID: "v",
 		AuthorizedView: &bigtable.SubsetViewConf{RowPrefixes: [][]byte{[]byte("a")}}}), codes.Unimplemented, "AuthorizedView")
 	_, err := c.PrepareStatement(ctx, "SELECT * FROM lacks", nil)

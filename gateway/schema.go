@@ -3,6 +3,7 @@ package gateway
 import (
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
@@ -18,10 +19,11 @@ func (s *Server) protoTable(n tableName, info client.TableInfo, view btapb.Table
 		return t
 	}
 	t.Granularity = btapb.Table_MILLIS
+	t.DeletionProtection = info.DeletionProtection
 	t.ColumnFamilies = map[string]*btapb.ColumnFamily{}
 	for i := range info.Families {
 		f := &info.Families[i]
-		t.ColumnFamilies[f.Name] = &btapb.ColumnFamily{GcRule: protoRule(f.EffectiveGCRule()), ValueType: protoValueType(f.ValueType)}
+		t.ColumnFamilies[f.Name] = &btapb.ColumnFamily{GcRule: protoRule(f.EffectiveGCRule()), ValueType: protoValueType(f)}
 	}
 	if view == btapb.Table_REPLICATION_VIEW || view == btapb.Table_FULL {
 		// One cluster, strongly consistent: always ready.
@@ -54,14 +56,24 @@ func protoRule(r *families.GCRule) *btapb.GcRule {
 	return &btapb.GcRule{Rule: &btapb.GcRule_Union_{Union: &btapb.GcRule_Union{Rules: rules}}}
 }
 
-// protoValueType describes a family's value type; plain bytes is unset,
-// as Bigtable leaves it.
-func protoValueType(v families.ValueType) *btapb.Type {
+// protoValueType describes a family's value type: its aggregate, or the
+// type a client declared for a plain family; plain bytes with none
+// declared is unset, as Bigtable leaves it.
+func protoValueType(f *families.Family) *btapb.Type {
+	if f.DeclaredType != "" {
+		t := &btapb.Type{}
+		if err := proto.Unmarshal([]byte(f.DeclaredType), t); err == nil {
+			return t
+		}
+		// Only this gateway writes it, from a Type it parsed; a record
+		// that no longer parses is reported as plain bytes.
+		return nil
+	}
 	agg := &btapb.Type_Aggregate{
 		InputType: int64Type(),
 		StateType: int64Type(),
 	}
-	switch v {
+	switch f.ValueType {
 	case families.Sum:
 		agg.Aggregator = &btapb.Type_Aggregate_Sum_{Sum: &btapb.Type_Aggregate_Sum{}}
 	case families.Min:
@@ -86,21 +98,75 @@ func int64Type() *btapb.Type {
 func familyFrom(name string, cf *btapb.ColumnFamily, base families.Family, field string) (families.Family, error) {
 	f := base
 	f.Name = name
-	f.MaxVersions, f.TTL, f.GC = 0, 0, families.GCUnion
-	rule, err := gcRule(cf.GetGcRule(), field+".gc_rule", 1)
-	if err != nil {
+	if err := setFields(&f, cf, impliedPaths(cf), field); err != nil {
 		return f, err
 	}
-	f.GCRule = rule
+	return f, validFamily(f, field)
+}
+
+// familyUpdate changes the fields of cur that paths (an update mask of
+// ColumnFamily) name to cf's. A value type changes only where the cells
+// keep their meaning, as Bigtable allows: a plain family may get, change
+// or lose a declared type (its cells stay the bytes written); an
+// aggregate's type is immutable, and a plain family does not become an
+// aggregate (its cells were not written as int64 inputs). The master
+// holds the aggregate to the same rule (families.CheckModify).
+func familyUpdate(cur families.Family, cf *btapb.ColumnFamily, paths []string, field string) (families.Family, error) {
+	f := cur
+	if err := setFields(&f, cf, paths, field); err != nil {
+		return f, err
+	}
+	switch {
+	case cur.ValueType.IsAggregate() && f.ValueType != cur.ValueType:
+		return f, invalidf("%s: Immutable fields 'value_type.aggregate_type' cannot be updated: family %s is a %s aggregate; create a new family for another type",
+			field, f.Name, cur.ValueType)
+	case !cur.ValueType.IsAggregate() && f.ValueType.IsAggregate():
+		return f, invalidf("%s.value_type: family %s holds plain values and cannot become a %s aggregate; create a new family for the aggregate",
+			field, f.Name, f.ValueType)
+	}
+	return f, validFamily(f, field)
+}
+
+// impliedPaths are the fields a ColumnFamily without an update mask sets:
+// its GC rule, and its value type if given (as Bigtable's older clients
+// send an update).
+func impliedPaths(cf *btapb.ColumnFamily) []string {
 	if cf.GetValueType() != nil {
-		if f.ValueType, err = valueType(cf.GetValueType(), field+".value_type"); err != nil {
-			return f, err
+		return []string{"gc_rule", "value_type"}
+	}
+	return []string{"gc_rule"}
+}
+
+// setFields sets the fields of f that paths name to cf's.
+func setFields(f *families.Family, cf *btapb.ColumnFamily, paths []string, field string) error {
+	for _, p := range paths {
+		switch p {
+		case "gc_rule":
+			rule, err := gcRule(cf.GetGcRule(), field+".gc_rule", 1)
+			if err != nil {
+				return err
+			}
+			f.MaxVersions, f.TTL, f.GC, f.GCRule = 0, 0, families.GCUnion, rule
+		case "value_type":
+			f.ValueType, f.DeclaredType = families.Bytes, "" // unset: plain bytes
+			if cf.GetValueType() != nil {
+				var err error
+				if f.ValueType, f.DeclaredType, err = valueType(cf.GetValueType(), field+".value_type"); err != nil {
+					return err
+				}
+			}
+		default:
+			return invalidf("%s.update_mask: %q cannot be updated; name gc_rule, value_type or both", field, p)
 		}
 	}
+	return nil
+}
+
+func validFamily(f families.Family, field string) error {
 	if err := f.Validate(); err != nil {
-		return f, invalidf("%s: %s", field, trimInvalid(err))
+		return invalidf("%s: %s", field, trimInvalid(err))
 	}
-	return f, nil
+	return nil
 }
 
 // gcRule converts a Bigtable GcRule. An empty rule means none (nil); empty
@@ -148,12 +214,32 @@ func gcRule(r *btapb.GcRule, field string, depth int) (*families.GCRule, error) 
 	return nil, invalidf("%s: unknown GC rule %T", field, r.GetRule())
 }
 
-// valueType converts a Bigtable value type: plain bytes, or an aggregate
-// of int64 (big-endian) by sum, min or max.
-func valueType(t *btapb.Type, field string) (families.ValueType, error) {
-	switch k := t.GetKind().(type) {
+// valueType converts a Bigtable value type: plain bytes, an aggregate of
+// int64 (big-endian) by sum, min or max, or any other type, which a plain
+// family keeps as declared (the serialized Type) without reading it.
+func valueType(t *btapb.Type, field string) (vt families.ValueType, declared string, err error) {
+	switch t.GetKind().(type) {
+	case nil:
+		return 0, "", invalidf("%s: set a type (kind)", field)
 	case *btapb.Type_BytesType:
-		return families.Bytes, nil
+		return families.Bytes, "", nil
+	case *btapb.Type_AggregateType:
+		vt, err := aggregateType(t, field)
+		return vt, "", err
+	}
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(t)
+	if err != nil {
+		return 0, "", invalidf("%s: %v", field, err)
+	}
+	if len(b) > families.MaxDeclaredTypeLen {
+		return 0, "", invalidf("%s: the %s type is %d bytes serialized, over Tabula's limit of %d", field, typeName(t), len(b), families.MaxDeclaredTypeLen)
+	}
+	return families.Bytes, string(b), nil
+}
+
+// aggregateType converts an aggregate of int64 by sum, min or max.
+func aggregateType(t *btapb.Type, field string) (families.ValueType, error) {
+	switch k := t.GetKind().(type) {
 	case *btapb.Type_AggregateType:
 		agg := k.AggregateType
 		if agg.GetInputType().GetInt64Type() == nil {
@@ -174,7 +260,7 @@ func valueType(t *btapb.Type, field string) (families.ValueType, error) {
 		}
 		return 0, invalidf("%s.aggregate_type: set an aggregator (sum, min or max)", field)
 	}
-	return 0, unimplemented(field+" "+typeName(t), "Tabula families hold bytes or int64 aggregates")
+	return 0, invalidf("%s: %s is not an aggregate", field, typeName(t))
 }
 
 func typeName(t *btapb.Type) string {

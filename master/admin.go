@@ -32,6 +32,7 @@ func (m *Master) createTable(ctx context.Context, req *tabulapb.CreateTableReque
 		return nil, err
 	}
 	schema.UserSplitKeys, schema.AutoMergeDisabled = req.GetSplitKeys(), req.GetSchema().GetAutoMergeDisabled() // docs/OPERATIONS.md "Merges"
+	schema.DeletionProtection = req.GetSchema().GetDeletionProtection()
 	term, err := m.lead(ctx)
 	if err != nil {
 		return nil, err
@@ -81,6 +82,11 @@ func (m *Master) deleteTable(ctx context.Context, name string) error {
 	}
 	if err != nil {
 		return err
+	}
+	// The check and every write below are at rev: a protection set after
+	// this read fails the guarded writes (ErrConflict), never slips by.
+	if rec.Schema.GetDeletionProtection() {
+		return protectedf(name, "DeleteTable")
 	}
 	// 1. Mark it deleting: the assignment loop stops placing its tablets.
 	if rec.Schema.GetState() != meta.TableDeleting {
@@ -174,8 +180,9 @@ func (m *Master) ModifyFamily(ctx context.Context, req *tabulapb.FamilyRequest) 
 	return s, toStatus(ctx, err)
 }
 
-// DeleteFamily removes a family (NOT_FOUND if absent); the tablet servers
-// drop its data.
+// DeleteFamily removes a family (NOT_FOUND if absent; FAILED_PRECONDITION
+// while the table has deletion protection); the tablet servers drop its
+// data.
 func (m *Master) DeleteFamily(ctx context.Context, req *tabulapb.DeleteFamilyRequest) (*tabulapb.TableSchema, error) {
 	s, err := m.changeFamilies(ctx, req.GetTable(), func(s *tabulapb.TableSchema) error {
 		if err := cell.ValidateFamilyName(req.GetFamily()); err != nil {
@@ -185,10 +192,29 @@ func (m *Master) DeleteFamily(ctx context.Context, req *tabulapb.DeleteFamilyReq
 		if i < 0 {
 			return notFoundf("family %s does not exist in table %s", req.GetFamily(), s.Name)
 		}
+		if s.GetDeletionProtection() {
+			return protectedf(s.Name, "DeleteFamily "+req.GetFamily())
+		}
 		s.Families = append(s.Families[:i], s.Families[i+1:]...)
 		return nil
 	})
 	return s, toStatus(ctx, err)
+}
+
+// SetDeletionProtection sets or clears the table's deletion protection
+// (TableSchema.deletion_protection): while set, DeleteTable and
+// DeleteFamily answer FAILED_PRECONDITION. The data API (and DropRowRange)
+// can still delete rows, as in Cloud Bigtable.
+func (m *Master) SetDeletionProtection(ctx context.Context, req *tabulapb.SetDeletionProtectionRequest) (*tabulapb.SetDeletionProtectionResponse, error) {
+	on := req.GetProtected()
+	_, err := m.changeFamilies(ctx, req.GetTable(), func(s *tabulapb.TableSchema) error {
+		s.DeletionProtection = on
+		return nil
+	})
+	if err == nil {
+		m.log.Info("deletion protection switched for table", "table", req.GetTable(), "protected", on)
+	}
+	return &tabulapb.SetDeletionProtectionResponse{}, toStatus(ctx, err)
 }
 
 // changeFamilies applies change to the stored schema (guarded by its

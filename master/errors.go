@@ -27,6 +27,10 @@ var (
 	ErrNotReady = errors.New("master: not ready")
 	// ErrClosed is returned after Close.
 	ErrClosed = errors.New("master: closed")
+	// ErrProtected refuses deleting a table with deletion protection, or
+	// one of its families (FAILED_PRECONDITION: the request is right, the
+	// table's state forbids it until the protection is lifted).
+	ErrProtected = errors.New("master: deletion protection")
 )
 
 func notFoundf(format string, args ...any) error {
@@ -35,6 +39,13 @@ func notFoundf(format string, args ...any) error {
 
 func existsf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrExists, fmt.Sprintf(format, args...))
+}
+
+// protectedf refuses what deletion protection forbids on table, saying
+// how to lift it.
+func protectedf(table, what string) error {
+	return fmt.Errorf("%w: %s: table %s is protected from deletion; lift it first with `tabula table unprotect %s` "+
+		"(SetDeletionProtection, or the Bigtable API's UpdateTable of deletion_protection)", ErrProtected, what, table, table)
 }
 
 func notReadyf(format string, args ...any) error {
@@ -46,6 +57,7 @@ func notReadyf(format string, args ...any) error {
 // the master set on etcd or on a tablet server. The codes:
 //
 //   - INVALID_ARGUMENT, NOT_FOUND, ALREADY_EXISTS: the request is wrong.
+//   - FAILED_PRECONDITION: the table's deletion protection forbids it.
 //   - UNAVAILABLE: retry, here or at another master: not the leader, not
 //     ready (no server yet), a guarded etcd update lost a race, closed,
 //     etcd unreachable or timed out, or a deadline the master set on a
@@ -89,6 +101,8 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		return codes.NotFound
 	case errors.Is(err, ErrExists):
 		return codes.AlreadyExists
+	case errors.Is(err, ErrProtected):
+		return codes.FailedPrecondition
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotReady), errors.Is(err, meta.ErrConflict), errors.Is(err, ErrClosed):
 		return codes.Unavailable
 	case errors.Is(err, corruption.ErrCorrupt):

@@ -423,6 +423,7 @@ var indexedWrites = map[string]bool{
 	"CreateTable": true, "DeleteTable": true, "AddFamily": true, "ModifyFamily": true,
 	"DeleteFamily": true, "SplitTablet": true, "Balance": true, "MergeTablets": true,
 	"MoveTablet": true, "SetBalancer": true, "SetAutoMerge": true,
+	"SetDeletionProtection": true,
 }
 
 // syncAfterWrite is the gRPC interceptor that, after a successful write,

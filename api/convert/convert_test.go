@@ -132,6 +132,7 @@ func TestFamilyRoundTrip(t *testing.T) {
 		{Name: "sum", ValueType: families.Sum},
 		{Name: "min", ValueType: families.Min, MaxVersions: 1},
 		{Name: "max", ValueType: families.Max},
+		{Name: "typed", DeclaredType: "\x1a\x00\xff"},
 	}
 	out, err := FamiliesFromProto(FamiliesToProto(in))
 	if err != nil {
@@ -166,6 +167,8 @@ func TestFamilyFromProtoRejects(t *testing.T) {
 		"too many":      {Name: "f", GcRule: wideUnion(families.MaxGCRuleNodes)},
 		"value type":    {Name: "f", ValueType: 4},
 		"neg type":      {Name: "f", ValueType: -1},
+		"declared sum":  {Name: "f", ValueType: tabulapb.ValueType_VALUE_TYPE_SUM, DeclaredType: []byte{1}},
+		"huge declared": {Name: "f", DeclaredType: make([]byte, families.MaxDeclaredTypeLen+1)},
 	}
 	for name, p := range cases {
 		if _, err := FamilyFromProto(p); !errors.Is(err, cell.ErrInvalid) {

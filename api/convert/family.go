@@ -47,6 +47,8 @@ func FamilyFromProto(p *tabulapb.Family) (families.Family, error) {
 		InMemory:    p.GetInMemory(),
 		GCRule:      rule,
 		ValueType:   families.ValueType(p.GetValueType()),
+
+		DeclaredType: string(p.GetDeclaredType()),
 	}
 	if err := f.Validate(); err != nil {
 		return families.Family{}, err
@@ -69,6 +71,8 @@ func FamilyToProto(f families.Family) *tabulapb.Family {
 		InMemory:    f.InMemory,
 		GcRule:      GCRuleToProto(f.GCRule),
 		ValueType:   tabulapb.ValueType(f.ValueType),
+
+		DeclaredType: []byte(f.DeclaredType),
 	}
 }
 

@@ -245,7 +245,12 @@ type Family struct {
 	// must then be unset (gc GC_UNION); unset = the simple form rules.
 	GcRule *GCRule `protobuf:"bytes,9,opt,name=gc_rule,json=gcRule,proto3" json:"gc_rule,omitempty"`
 	// Fixed at creation: ModifyFamily refuses to change it.
-	ValueType     ValueType `protobuf:"varint,10,opt,name=value_type,json=valueType,proto3,enum=tabula.v1.ValueType" json:"value_type,omitempty"`
+	ValueType ValueType `protobuf:"varint,10,opt,name=value_type,json=valueType,proto3,enum=tabula.v1.ValueType" json:"value_type,omitempty"`
+	// A plain (bytes) family's declared value type: a serialized Cloud
+	// Bigtable Type (a string, an int64...) that the Bigtable gateway keeps
+	// and reports. The engine never reads it: the cells hold the bytes
+	// written. Unset on aggregate families; it may change.
+	DeclaredType  []byte `protobuf:"bytes,11,opt,name=declared_type,json=declaredType,proto3" json:"declared_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +353,13 @@ func (x *Family) GetValueType() ValueType {
 		return x.ValueType
 	}
 	return ValueType_VALUE_TYPE_BYTES
+}
+
+func (x *Family) GetDeclaredType() []byte {
+	if x != nil {
+		return x.DeclaredType
+	}
+	return nil
 }
 
 // A nested GC rule, as Cloud Bigtable's GcRule: a leaf or a union or
@@ -489,8 +501,12 @@ type TableSchema struct {
 	// (docs/OPERATIONS.md "Balancing"); a dead server's tablets are still
 	// reassigned.
 	BalancerDisabled bool `protobuf:"varint,6,opt,name=balancer_disabled,json=balancerDisabled,proto3" json:"balancer_disabled,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Set, the table cannot be deleted, nor any of its families, by any API
+	// (FAILED_PRECONDITION) until it is cleared (SetDeletionProtection;
+	// Cloud Bigtable's Table.deletion_protection).
+	DeletionProtection bool `protobuf:"varint,8,opt,name=deletion_protection,json=deletionProtection,proto3" json:"deletion_protection,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *TableSchema) Reset() {
@@ -568,6 +584,13 @@ func (x *TableSchema) GetAutoMergeDisabled() bool {
 func (x *TableSchema) GetBalancerDisabled() bool {
 	if x != nil {
 		return x.BalancerDisabled
+	}
+	return false
+}
+
+func (x *TableSchema) GetDeletionProtection() bool {
+	if x != nil {
+		return x.DeletionProtection
 	}
 	return false
 }
@@ -6673,6 +6696,94 @@ func (*SetAutoMergeResponse) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{102}
 }
 
+type SetDeletionProtectionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Protected     bool                   `protobuf:"varint,2,opt,name=protected,proto3" json:"protected,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDeletionProtectionRequest) Reset() {
+	*x = SetDeletionProtectionRequest{}
+	mi := &file_tabula_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDeletionProtectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDeletionProtectionRequest) ProtoMessage() {}
+
+func (x *SetDeletionProtectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDeletionProtectionRequest.ProtoReflect.Descriptor instead.
+func (*SetDeletionProtectionRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *SetDeletionProtectionRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *SetDeletionProtectionRequest) GetProtected() bool {
+	if x != nil {
+		return x.Protected
+	}
+	return false
+}
+
+type SetDeletionProtectionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDeletionProtectionResponse) Reset() {
+	*x = SetDeletionProtectionResponse{}
+	mi := &file_tabula_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDeletionProtectionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDeletionProtectionResponse) ProtoMessage() {}
+
+func (x *SetDeletionProtectionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDeletionProtectionResponse.ProtoReflect.Descriptor instead.
+func (*SetDeletionProtectionResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{104}
+}
+
 type GCRule_Rules struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rules         []*GCRule              `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
@@ -6682,7 +6793,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6694,7 +6805,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6730,7 +6841,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6742,7 +6853,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6799,7 +6910,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6811,7 +6922,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6864,7 +6975,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6876,7 +6987,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6907,7 +7018,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6919,7 +7030,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6950,7 +7061,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6962,7 +7073,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7021,7 +7132,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7033,7 +7144,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7086,7 +7197,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7098,7 +7209,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7130,7 +7241,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7142,7 +7253,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7176,7 +7287,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7188,7 +7299,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7236,7 +7347,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7248,7 +7359,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7300,7 +7411,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[114]
+	mi := &file_tabula_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7312,7 +7423,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[114]
+	mi := &file_tabula_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7366,7 +7477,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[115]
+	mi := &file_tabula_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7378,7 +7489,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[115]
+	mi := &file_tabula_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7412,7 +7523,7 @@ var File_tabula_proto protoreflect.FileDescriptor
 
 const file_tabula_proto_rawDesc = "" +
 	"\n" +
-	"\ftabula.proto\x12\ttabula.v1\"\x80\x03\n" +
+	"\ftabula.proto\x12\ttabula.v1\"\xa5\x03\n" +
 	"\x06Family\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\fmax_versions\x18\x02 \x01(\x05R\vmaxVersions\x12\x1d\n" +
@@ -7427,7 +7538,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\agc_rule\x18\t \x01(\v2\x11.tabula.v1.GCRuleR\x06gcRule\x123\n" +
 	"\n" +
 	"value_type\x18\n" +
-	" \x01(\x0e2\x14.tabula.v1.ValueTypeR\tvalueType\"\x86\x02\n" +
+	" \x01(\x0e2\x14.tabula.v1.ValueTypeR\tvalueType\x12#\n" +
+	"\rdeclared_type\x18\v \x01(\fR\fdeclaredType\"\x86\x02\n" +
 	"\x06GCRule\x12*\n" +
 	"\x10max_num_versions\x18\x01 \x01(\x05H\x00R\x0emaxNumVersions\x12&\n" +
 	"\x0emax_age_micros\x18\x02 \x01(\x03H\x00R\fmaxAgeMicros\x12=\n" +
@@ -7435,7 +7547,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05union\x18\x04 \x01(\v2\x17.tabula.v1.GCRule.RulesH\x00R\x05union\x1a0\n" +
 	"\x05Rules\x12'\n" +
 	"\x05rules\x18\x01 \x03(\v2\x11.tabula.v1.GCRuleR\x05rulesB\x06\n" +
-	"\x04rule\"\x9f\x02\n" +
+	"\x04rule\"\xd0\x02\n" +
 	"\vTableSchema\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12-\n" +
 	"\bfamilies\x18\x02 \x03(\v2\x11.tabula.v1.FamilyR\bfamilies\x122\n" +
@@ -7443,7 +7555,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x12&\n" +
 	"\x0fuser_split_keys\x18\x05 \x03(\fR\ruserSplitKeys\x12.\n" +
 	"\x13auto_merge_disabled\x18\a \x01(\bR\x11autoMergeDisabled\x12+\n" +
-	"\x11balancer_disabled\x18\x06 \x01(\bR\x10balancerDisabled\"\xc6\x03\n" +
+	"\x11balancer_disabled\x18\x06 \x01(\bR\x10balancerDisabled\x12/\n" +
+	"\x13deletion_protection\x18\b \x01(\bR\x12deletionProtection\"\xc6\x03\n" +
 	"\n" +
 	"TabletInfo\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1b\n" +
@@ -7887,7 +8000,11 @@ const file_tabula_proto_rawDesc = "" +
 	"\x13SetAutoMergeRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x18\n" +
 	"\aenabled\x18\x02 \x01(\bR\aenabled\"\x16\n" +
-	"\x14SetAutoMergeResponse*Q\n" +
+	"\x14SetAutoMergeResponse\"R\n" +
+	"\x1cSetDeletionProtectionRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\x12\x1c\n" +
+	"\tprotected\x18\x02 \x01(\bR\tprotected\"\x1f\n" +
+	"\x1dSetDeletionProtectionResponse*Q\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x16\n" +
 	"\x12COMPRESSION_SNAPPY\x10\x01\x12\x14\n" +
@@ -7904,7 +8021,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
 	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
 	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
-	"\x0eVALUE_TYPE_MAX\x10\x032\xa7\x10\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\x93\x11\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -7938,7 +8055,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\vGetBalancer\x12\x1d.tabula.v1.GetBalancerRequest\x1a\x1e.tabula.v1.GetBalancerResponse\x12I\n" +
 	"\n" +
 	"TopTablets\x12\x1c.tabula.v1.TopTabletsRequest\x1a\x1d.tabula.v1.TopTabletsResponse\x12O\n" +
-	"\fSetAutoMerge\x12\x1e.tabula.v1.SetAutoMergeRequest\x1a\x1f.tabula.v1.SetAutoMergeResponse2\xe8\t\n" +
+	"\fSetAutoMerge\x12\x1e.tabula.v1.SetAutoMergeRequest\x1a\x1f.tabula.v1.SetAutoMergeResponse\x12j\n" +
+	"\x15SetDeletionProtection\x12'.tabula.v1.SetDeletionProtectionRequest\x1a(.tabula.v1.SetDeletionProtectionResponse2\xe8\t\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -7972,130 +8090,132 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 118)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 120)
 var file_tabula_proto_goTypes = []any{
-	(Compression)(0),                     // 0: tabula.v1.Compression
-	(Bloom)(0),                           // 1: tabula.v1.Bloom
-	(GCMode)(0),                          // 2: tabula.v1.GCMode
-	(ValueType)(0),                       // 3: tabula.v1.ValueType
-	(*Family)(nil),                       // 4: tabula.v1.Family
-	(*GCRule)(nil),                       // 5: tabula.v1.GCRule
-	(*TableSchema)(nil),                  // 6: tabula.v1.TableSchema
-	(*TabletInfo)(nil),                   // 7: tabula.v1.TabletInfo
-	(*ServerInfo)(nil),                   // 8: tabula.v1.ServerInfo
-	(*NotServing)(nil),                   // 9: tabula.v1.NotServing
-	(*Cell)(nil),                         // 10: tabula.v1.Cell
-	(*Row)(nil),                          // 11: tabula.v1.Row
-	(*RowRange)(nil),                     // 12: tabula.v1.RowRange
-	(*RowSet)(nil),                       // 13: tabula.v1.RowSet
-	(*Mutation)(nil),                     // 14: tabula.v1.Mutation
-	(*ReadModifyWriteRule)(nil),          // 15: tabula.v1.ReadModifyWriteRule
-	(*RowFilter)(nil),                    // 16: tabula.v1.RowFilter
-	(*ColumnRange)(nil),                  // 17: tabula.v1.ColumnRange
-	(*TimestampRange)(nil),               // 18: tabula.v1.TimestampRange
-	(*ValueRange)(nil),                   // 19: tabula.v1.ValueRange
-	(*CreateTableRequest)(nil),           // 20: tabula.v1.CreateTableRequest
-	(*DeleteTableRequest)(nil),           // 21: tabula.v1.DeleteTableRequest
-	(*DeleteTableResponse)(nil),          // 22: tabula.v1.DeleteTableResponse
-	(*ListTablesRequest)(nil),            // 23: tabula.v1.ListTablesRequest
-	(*ListTablesResponse)(nil),           // 24: tabula.v1.ListTablesResponse
-	(*DescribeTableRequest)(nil),         // 25: tabula.v1.DescribeTableRequest
-	(*DescribeTableResponse)(nil),        // 26: tabula.v1.DescribeTableResponse
-	(*FamilyRequest)(nil),                // 27: tabula.v1.FamilyRequest
-	(*DeleteFamilyRequest)(nil),          // 28: tabula.v1.DeleteFamilyRequest
-	(*LocateTabletRequest)(nil),          // 29: tabula.v1.LocateTabletRequest
-	(*LocateRangeRequest)(nil),           // 30: tabula.v1.LocateRangeRequest
-	(*LocateRangeResponse)(nil),          // 31: tabula.v1.LocateRangeResponse
-	(*ListTabletsRequest)(nil),           // 32: tabula.v1.ListTabletsRequest
-	(*ListTabletsResponse)(nil),          // 33: tabula.v1.ListTabletsResponse
-	(*ListServersRequest)(nil),           // 34: tabula.v1.ListServersRequest
-	(*ListServersResponse)(nil),          // 35: tabula.v1.ListServersResponse
-	(*SplitTabletRequest)(nil),           // 36: tabula.v1.SplitTabletRequest
-	(*SplitTabletResponse)(nil),          // 37: tabula.v1.SplitTabletResponse
-	(*CompactTableRequest)(nil),          // 38: tabula.v1.CompactTableRequest
-	(*CompactTableResponse)(nil),         // 39: tabula.v1.CompactTableResponse
-	(*CreateTokenRequest)(nil),           // 40: tabula.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),          // 41: tabula.v1.CreateTokenResponse
-	(*TokenInfo)(nil),                    // 42: tabula.v1.TokenInfo
-	(*ListTokensRequest)(nil),            // 43: tabula.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),           // 44: tabula.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),           // 45: tabula.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),          // 46: tabula.v1.RevokeTokenResponse
-	(*GrantInfo)(nil),                    // 47: tabula.v1.GrantInfo
-	(*GrantRequest)(nil),                 // 48: tabula.v1.GrantRequest
-	(*GrantResponse)(nil),                // 49: tabula.v1.GrantResponse
-	(*RevokeRequest)(nil),                // 50: tabula.v1.RevokeRequest
-	(*RevokeResponse)(nil),               // 51: tabula.v1.RevokeResponse
-	(*ListGrantsRequest)(nil),            // 52: tabula.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),           // 53: tabula.v1.ListGrantsResponse
-	(*WhoAmIRequest)(nil),                // 54: tabula.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),               // 55: tabula.v1.WhoAmIResponse
-	(*BalanceRequest)(nil),               // 56: tabula.v1.BalanceRequest
-	(*BalanceResponse)(nil),              // 57: tabula.v1.BalanceResponse
-	(*TabletRef)(nil),                    // 58: tabula.v1.TabletRef
-	(*ReadRowsRequest)(nil),              // 59: tabula.v1.ReadRowsRequest
-	(*ReadRowsResponse)(nil),             // 60: tabula.v1.ReadRowsResponse
-	(*ReadRowRequest)(nil),               // 61: tabula.v1.ReadRowRequest
-	(*ReadRowResponse)(nil),              // 62: tabula.v1.ReadRowResponse
-	(*MutateRowRequest)(nil),             // 63: tabula.v1.MutateRowRequest
-	(*MutateRowResponse)(nil),            // 64: tabula.v1.MutateRowResponse
-	(*MutateRowsRequest)(nil),            // 65: tabula.v1.MutateRowsRequest
-	(*MutateRowsResponse)(nil),           // 66: tabula.v1.MutateRowsResponse
-	(*CheckAndMutateRowRequest)(nil),     // 67: tabula.v1.CheckAndMutateRowRequest
-	(*CheckAndMutateRowResponse)(nil),    // 68: tabula.v1.CheckAndMutateRowResponse
-	(*ReadModifyWriteRowRequest)(nil),    // 69: tabula.v1.ReadModifyWriteRowRequest
-	(*ReadModifyWriteRowResponse)(nil),   // 70: tabula.v1.ReadModifyWriteRowResponse
-	(*SampleRowKeysRequest)(nil),         // 71: tabula.v1.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),        // 72: tabula.v1.SampleRowKeysResponse
-	(*LoadTabletRequest)(nil),            // 73: tabula.v1.LoadTabletRequest
-	(*LoadTabletResponse)(nil),           // 74: tabula.v1.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),          // 75: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),         // 76: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),          // 77: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),         // 78: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),        // 79: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                 // 80: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),          // 81: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),         // 82: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),           // 83: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                  // 84: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),          // 85: tabula.v1.ServerStatsResponse
-	(*DropRowRangeRequest)(nil),          // 86: tabula.v1.DropRowRangeRequest
-	(*DropRowRangeResponse)(nil),         // 87: tabula.v1.DropRowRangeResponse
-	(*DropRangeRequest)(nil),             // 88: tabula.v1.DropRangeRequest
-	(*DropRangeResponse)(nil),            // 89: tabula.v1.DropRangeResponse
-	(*MergeTabletsRequest)(nil),          // 90: tabula.v1.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),         // 91: tabula.v1.MergeTabletsResponse
-	(*MergeRequest)(nil),                 // 92: tabula.v1.MergeRequest
-	(*MergeResponse)(nil),                // 93: tabula.v1.MergeResponse
-	(*ServerEvent)(nil),                  // 94: tabula.v1.ServerEvent
-	(*TopTabletsRequest)(nil),            // 95: tabula.v1.TopTabletsRequest
-	(*TopTabletsResponse)(nil),           // 96: tabula.v1.TopTabletsResponse
-	(*PlannedMove)(nil),                  // 97: tabula.v1.PlannedMove
-	(*MoveTabletRequest)(nil),            // 98: tabula.v1.MoveTabletRequest
-	(*MoveTabletResponse)(nil),           // 99: tabula.v1.MoveTabletResponse
-	(*SetBalancerRequest)(nil),           // 100: tabula.v1.SetBalancerRequest
-	(*SetBalancerResponse)(nil),          // 101: tabula.v1.SetBalancerResponse
-	(*GetBalancerRequest)(nil),           // 102: tabula.v1.GetBalancerRequest
-	(*BalancerMove)(nil),                 // 103: tabula.v1.BalancerMove
-	(*GetBalancerResponse)(nil),          // 104: tabula.v1.GetBalancerResponse
-	(*SetAutoMergeRequest)(nil),          // 105: tabula.v1.SetAutoMergeRequest
-	(*SetAutoMergeResponse)(nil),         // 106: tabula.v1.SetAutoMergeResponse
-	(*GCRule_Rules)(nil),                 // 107: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),             // 108: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),    // 109: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),    // 110: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),       // 111: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),           // 112: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),         // 113: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),              // 114: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),         // 115: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),          // 116: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),      // 117: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),     // 118: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil), // 119: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                  // 120: tabula.v1.TabletStats.FamilyBytesEntry
-	nil,                                  // 121: tabula.v1.ServerEvent.AttrsEntry
+	(Compression)(0),                      // 0: tabula.v1.Compression
+	(Bloom)(0),                            // 1: tabula.v1.Bloom
+	(GCMode)(0),                           // 2: tabula.v1.GCMode
+	(ValueType)(0),                        // 3: tabula.v1.ValueType
+	(*Family)(nil),                        // 4: tabula.v1.Family
+	(*GCRule)(nil),                        // 5: tabula.v1.GCRule
+	(*TableSchema)(nil),                   // 6: tabula.v1.TableSchema
+	(*TabletInfo)(nil),                    // 7: tabula.v1.TabletInfo
+	(*ServerInfo)(nil),                    // 8: tabula.v1.ServerInfo
+	(*NotServing)(nil),                    // 9: tabula.v1.NotServing
+	(*Cell)(nil),                          // 10: tabula.v1.Cell
+	(*Row)(nil),                           // 11: tabula.v1.Row
+	(*RowRange)(nil),                      // 12: tabula.v1.RowRange
+	(*RowSet)(nil),                        // 13: tabula.v1.RowSet
+	(*Mutation)(nil),                      // 14: tabula.v1.Mutation
+	(*ReadModifyWriteRule)(nil),           // 15: tabula.v1.ReadModifyWriteRule
+	(*RowFilter)(nil),                     // 16: tabula.v1.RowFilter
+	(*ColumnRange)(nil),                   // 17: tabula.v1.ColumnRange
+	(*TimestampRange)(nil),                // 18: tabula.v1.TimestampRange
+	(*ValueRange)(nil),                    // 19: tabula.v1.ValueRange
+	(*CreateTableRequest)(nil),            // 20: tabula.v1.CreateTableRequest
+	(*DeleteTableRequest)(nil),            // 21: tabula.v1.DeleteTableRequest
+	(*DeleteTableResponse)(nil),           // 22: tabula.v1.DeleteTableResponse
+	(*ListTablesRequest)(nil),             // 23: tabula.v1.ListTablesRequest
+	(*ListTablesResponse)(nil),            // 24: tabula.v1.ListTablesResponse
+	(*DescribeTableRequest)(nil),          // 25: tabula.v1.DescribeTableRequest
+	(*DescribeTableResponse)(nil),         // 26: tabula.v1.DescribeTableResponse
+	(*FamilyRequest)(nil),                 // 27: tabula.v1.FamilyRequest
+	(*DeleteFamilyRequest)(nil),           // 28: tabula.v1.DeleteFamilyRequest
+	(*LocateTabletRequest)(nil),           // 29: tabula.v1.LocateTabletRequest
+	(*LocateRangeRequest)(nil),            // 30: tabula.v1.LocateRangeRequest
+	(*LocateRangeResponse)(nil),           // 31: tabula.v1.LocateRangeResponse
+	(*ListTabletsRequest)(nil),            // 32: tabula.v1.ListTabletsRequest
+	(*ListTabletsResponse)(nil),           // 33: tabula.v1.ListTabletsResponse
+	(*ListServersRequest)(nil),            // 34: tabula.v1.ListServersRequest
+	(*ListServersResponse)(nil),           // 35: tabula.v1.ListServersResponse
+	(*SplitTabletRequest)(nil),            // 36: tabula.v1.SplitTabletRequest
+	(*SplitTabletResponse)(nil),           // 37: tabula.v1.SplitTabletResponse
+	(*CompactTableRequest)(nil),           // 38: tabula.v1.CompactTableRequest
+	(*CompactTableResponse)(nil),          // 39: tabula.v1.CompactTableResponse
+	(*CreateTokenRequest)(nil),            // 40: tabula.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 41: tabula.v1.CreateTokenResponse
+	(*TokenInfo)(nil),                     // 42: tabula.v1.TokenInfo
+	(*ListTokensRequest)(nil),             // 43: tabula.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 44: tabula.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 45: tabula.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 46: tabula.v1.RevokeTokenResponse
+	(*GrantInfo)(nil),                     // 47: tabula.v1.GrantInfo
+	(*GrantRequest)(nil),                  // 48: tabula.v1.GrantRequest
+	(*GrantResponse)(nil),                 // 49: tabula.v1.GrantResponse
+	(*RevokeRequest)(nil),                 // 50: tabula.v1.RevokeRequest
+	(*RevokeResponse)(nil),                // 51: tabula.v1.RevokeResponse
+	(*ListGrantsRequest)(nil),             // 52: tabula.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),            // 53: tabula.v1.ListGrantsResponse
+	(*WhoAmIRequest)(nil),                 // 54: tabula.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 55: tabula.v1.WhoAmIResponse
+	(*BalanceRequest)(nil),                // 56: tabula.v1.BalanceRequest
+	(*BalanceResponse)(nil),               // 57: tabula.v1.BalanceResponse
+	(*TabletRef)(nil),                     // 58: tabula.v1.TabletRef
+	(*ReadRowsRequest)(nil),               // 59: tabula.v1.ReadRowsRequest
+	(*ReadRowsResponse)(nil),              // 60: tabula.v1.ReadRowsResponse
+	(*ReadRowRequest)(nil),                // 61: tabula.v1.ReadRowRequest
+	(*ReadRowResponse)(nil),               // 62: tabula.v1.ReadRowResponse
+	(*MutateRowRequest)(nil),              // 63: tabula.v1.MutateRowRequest
+	(*MutateRowResponse)(nil),             // 64: tabula.v1.MutateRowResponse
+	(*MutateRowsRequest)(nil),             // 65: tabula.v1.MutateRowsRequest
+	(*MutateRowsResponse)(nil),            // 66: tabula.v1.MutateRowsResponse
+	(*CheckAndMutateRowRequest)(nil),      // 67: tabula.v1.CheckAndMutateRowRequest
+	(*CheckAndMutateRowResponse)(nil),     // 68: tabula.v1.CheckAndMutateRowResponse
+	(*ReadModifyWriteRowRequest)(nil),     // 69: tabula.v1.ReadModifyWriteRowRequest
+	(*ReadModifyWriteRowResponse)(nil),    // 70: tabula.v1.ReadModifyWriteRowResponse
+	(*SampleRowKeysRequest)(nil),          // 71: tabula.v1.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),         // 72: tabula.v1.SampleRowKeysResponse
+	(*LoadTabletRequest)(nil),             // 73: tabula.v1.LoadTabletRequest
+	(*LoadTabletResponse)(nil),            // 74: tabula.v1.LoadTabletResponse
+	(*UnloadTabletRequest)(nil),           // 75: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),          // 76: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),           // 77: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),          // 78: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),         // 79: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                  // 80: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),           // 81: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),          // 82: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),            // 83: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                   // 84: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),           // 85: tabula.v1.ServerStatsResponse
+	(*DropRowRangeRequest)(nil),           // 86: tabula.v1.DropRowRangeRequest
+	(*DropRowRangeResponse)(nil),          // 87: tabula.v1.DropRowRangeResponse
+	(*DropRangeRequest)(nil),              // 88: tabula.v1.DropRangeRequest
+	(*DropRangeResponse)(nil),             // 89: tabula.v1.DropRangeResponse
+	(*MergeTabletsRequest)(nil),           // 90: tabula.v1.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),          // 91: tabula.v1.MergeTabletsResponse
+	(*MergeRequest)(nil),                  // 92: tabula.v1.MergeRequest
+	(*MergeResponse)(nil),                 // 93: tabula.v1.MergeResponse
+	(*ServerEvent)(nil),                   // 94: tabula.v1.ServerEvent
+	(*TopTabletsRequest)(nil),             // 95: tabula.v1.TopTabletsRequest
+	(*TopTabletsResponse)(nil),            // 96: tabula.v1.TopTabletsResponse
+	(*PlannedMove)(nil),                   // 97: tabula.v1.PlannedMove
+	(*MoveTabletRequest)(nil),             // 98: tabula.v1.MoveTabletRequest
+	(*MoveTabletResponse)(nil),            // 99: tabula.v1.MoveTabletResponse
+	(*SetBalancerRequest)(nil),            // 100: tabula.v1.SetBalancerRequest
+	(*SetBalancerResponse)(nil),           // 101: tabula.v1.SetBalancerResponse
+	(*GetBalancerRequest)(nil),            // 102: tabula.v1.GetBalancerRequest
+	(*BalancerMove)(nil),                  // 103: tabula.v1.BalancerMove
+	(*GetBalancerResponse)(nil),           // 104: tabula.v1.GetBalancerResponse
+	(*SetAutoMergeRequest)(nil),           // 105: tabula.v1.SetAutoMergeRequest
+	(*SetAutoMergeResponse)(nil),          // 106: tabula.v1.SetAutoMergeResponse
+	(*SetDeletionProtectionRequest)(nil),  // 107: tabula.v1.SetDeletionProtectionRequest
+	(*SetDeletionProtectionResponse)(nil), // 108: tabula.v1.SetDeletionProtectionResponse
+	(*GCRule_Rules)(nil),                  // 109: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),              // 110: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),     // 111: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),     // 112: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),        // 113: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),            // 114: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),          // 115: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),               // 116: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),          // 117: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),           // 118: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),       // 119: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),      // 120: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil),  // 121: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                   // 122: tabula.v1.TabletStats.FamilyBytesEntry
+	nil,                                   // 123: tabula.v1.ServerEvent.AttrsEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -8103,20 +8223,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	107, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	107, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	109, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	109, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	108, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	109, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	110, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	111, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	112, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	113, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	114, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	115, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	116, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	110, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	111, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	112, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	113, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	114, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	115, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	116, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	117, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	118, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -8144,8 +8264,8 @@ var file_tabula_proto_depIdxs = []int32{
 	11,  // 43: tabula.v1.ReadRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 44: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 45: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	117, // 46: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	118, // 47: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	119, // 46: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	120, // 47: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
 	58,  // 48: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 49: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
 	14,  // 50: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
@@ -8154,7 +8274,7 @@ var file_tabula_proto_depIdxs = []int32{
 	15,  // 53: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
 	11,  // 54: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 55: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	119, // 56: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	121, // 56: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
 	7,   // 57: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
 	6,   // 58: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 59: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
@@ -8162,7 +8282,7 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 61: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
 	6,   // 62: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
 	58,  // 63: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	120, // 64: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	122, // 64: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
 	84,  // 65: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
 	94,  // 66: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
 	58,  // 67: tabula.v1.ServerStatsResponse.removed:type_name -> tabula.v1.TabletRef
@@ -8171,7 +8291,7 @@ var file_tabula_proto_depIdxs = []int32{
 	58,  // 70: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
 	58,  // 71: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
 	7,   // 72: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	121, // 73: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	123, // 73: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
 	7,   // 74: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
 	7,   // 75: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
 	97,  // 76: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
@@ -8213,68 +8333,70 @@ var file_tabula_proto_depIdxs = []int32{
 	102, // 112: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
 	95,  // 113: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
 	105, // 114: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
-	59,  // 115: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	63,  // 116: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	65,  // 117: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	67,  // 118: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	69,  // 119: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	71,  // 120: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	61,  // 121: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
-	73,  // 122: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	75,  // 123: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 124: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	78,  // 125: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	80,  // 126: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	81,  // 127: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	83,  // 128: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	88,  // 129: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	92,  // 130: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 131: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 132: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 133: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 134: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 135: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 136: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 137: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 138: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 139: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 140: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 141: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 142: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 143: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 144: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 145: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 146: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 147: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 148: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 149: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 150: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 151: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	87,  // 152: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	91,  // 153: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	99,  // 154: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
-	101, // 155: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
-	104, // 156: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
-	96,  // 157: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
-	106, // 158: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
-	60,  // 159: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	64,  // 160: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	66,  // 161: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	68,  // 162: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	70,  // 163: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	72,  // 164: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	62,  // 165: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
-	74,  // 166: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	76,  // 167: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	77,  // 168: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	79,  // 169: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 170: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	82,  // 171: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	85,  // 172: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	89,  // 173: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	93,  // 174: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	131, // [131:175] is the sub-list for method output_type
-	87,  // [87:131] is the sub-list for method input_type
+	107, // 115: tabula.v1.Master.SetDeletionProtection:input_type -> tabula.v1.SetDeletionProtectionRequest
+	59,  // 116: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	63,  // 117: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	65,  // 118: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	67,  // 119: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	69,  // 120: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	71,  // 121: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	61,  // 122: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
+	73,  // 123: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	75,  // 124: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 125: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	78,  // 126: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	80,  // 127: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	81,  // 128: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	83,  // 129: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	88,  // 130: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	92,  // 131: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 132: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 133: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 134: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 135: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 136: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 137: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 138: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 139: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 140: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 141: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 142: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 143: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 144: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 145: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 146: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 147: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 148: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 149: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 150: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 151: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 152: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	87,  // 153: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	91,  // 154: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	99,  // 155: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
+	101, // 156: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
+	104, // 157: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
+	96,  // 158: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	106, // 159: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
+	108, // 160: tabula.v1.Master.SetDeletionProtection:output_type -> tabula.v1.SetDeletionProtectionResponse
+	60,  // 161: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	64,  // 162: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	66,  // 163: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	68,  // 164: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	70,  // 165: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	72,  // 166: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	62,  // 167: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
+	74,  // 168: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	76,  // 169: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	77,  // 170: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	79,  // 171: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 172: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	82,  // 173: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	85,  // 174: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	89,  // 175: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	93,  // 176: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	132, // [132:177] is the sub-list for method output_type
+	87,  // [87:132] is the sub-list for method input_type
 	87,  // [87:87] is the sub-list for extension type_name
 	87,  // [87:87] is the sub-list for extension extendee
 	0,   // [0:87] is the sub-list for field type_name
@@ -8336,7 +8458,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   118,
+			NumMessages:   120,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -26,34 +26,35 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Master_CreateTable_FullMethodName   = "/tabula.v1.Master/CreateTable"
-	Master_DeleteTable_FullMethodName   = "/tabula.v1.Master/DeleteTable"
-	Master_ListTables_FullMethodName    = "/tabula.v1.Master/ListTables"
-	Master_DescribeTable_FullMethodName = "/tabula.v1.Master/DescribeTable"
-	Master_AddFamily_FullMethodName     = "/tabula.v1.Master/AddFamily"
-	Master_ModifyFamily_FullMethodName  = "/tabula.v1.Master/ModifyFamily"
-	Master_DeleteFamily_FullMethodName  = "/tabula.v1.Master/DeleteFamily"
-	Master_LocateTablet_FullMethodName  = "/tabula.v1.Master/LocateTablet"
-	Master_LocateRange_FullMethodName   = "/tabula.v1.Master/LocateRange"
-	Master_ListTablets_FullMethodName   = "/tabula.v1.Master/ListTablets"
-	Master_ListServers_FullMethodName   = "/tabula.v1.Master/ListServers"
-	Master_SplitTablet_FullMethodName   = "/tabula.v1.Master/SplitTablet"
-	Master_CompactTable_FullMethodName  = "/tabula.v1.Master/CompactTable"
-	Master_Balance_FullMethodName       = "/tabula.v1.Master/Balance"
-	Master_CreateToken_FullMethodName   = "/tabula.v1.Master/CreateToken"
-	Master_ListTokens_FullMethodName    = "/tabula.v1.Master/ListTokens"
-	Master_RevokeToken_FullMethodName   = "/tabula.v1.Master/RevokeToken"
-	Master_Grant_FullMethodName         = "/tabula.v1.Master/Grant"
-	Master_Revoke_FullMethodName        = "/tabula.v1.Master/Revoke"
-	Master_ListGrants_FullMethodName    = "/tabula.v1.Master/ListGrants"
-	Master_WhoAmI_FullMethodName        = "/tabula.v1.Master/WhoAmI"
-	Master_DropRowRange_FullMethodName  = "/tabula.v1.Master/DropRowRange"
-	Master_MergeTablets_FullMethodName  = "/tabula.v1.Master/MergeTablets"
-	Master_MoveTablet_FullMethodName    = "/tabula.v1.Master/MoveTablet"
-	Master_SetBalancer_FullMethodName   = "/tabula.v1.Master/SetBalancer"
-	Master_GetBalancer_FullMethodName   = "/tabula.v1.Master/GetBalancer"
-	Master_TopTablets_FullMethodName    = "/tabula.v1.Master/TopTablets"
-	Master_SetAutoMerge_FullMethodName  = "/tabula.v1.Master/SetAutoMerge"
+	Master_CreateTable_FullMethodName           = "/tabula.v1.Master/CreateTable"
+	Master_DeleteTable_FullMethodName           = "/tabula.v1.Master/DeleteTable"
+	Master_ListTables_FullMethodName            = "/tabula.v1.Master/ListTables"
+	Master_DescribeTable_FullMethodName         = "/tabula.v1.Master/DescribeTable"
+	Master_AddFamily_FullMethodName             = "/tabula.v1.Master/AddFamily"
+	Master_ModifyFamily_FullMethodName          = "/tabula.v1.Master/ModifyFamily"
+	Master_DeleteFamily_FullMethodName          = "/tabula.v1.Master/DeleteFamily"
+	Master_LocateTablet_FullMethodName          = "/tabula.v1.Master/LocateTablet"
+	Master_LocateRange_FullMethodName           = "/tabula.v1.Master/LocateRange"
+	Master_ListTablets_FullMethodName           = "/tabula.v1.Master/ListTablets"
+	Master_ListServers_FullMethodName           = "/tabula.v1.Master/ListServers"
+	Master_SplitTablet_FullMethodName           = "/tabula.v1.Master/SplitTablet"
+	Master_CompactTable_FullMethodName          = "/tabula.v1.Master/CompactTable"
+	Master_Balance_FullMethodName               = "/tabula.v1.Master/Balance"
+	Master_CreateToken_FullMethodName           = "/tabula.v1.Master/CreateToken"
+	Master_ListTokens_FullMethodName            = "/tabula.v1.Master/ListTokens"
+	Master_RevokeToken_FullMethodName           = "/tabula.v1.Master/RevokeToken"
+	Master_Grant_FullMethodName                 = "/tabula.v1.Master/Grant"
+	Master_Revoke_FullMethodName                = "/tabula.v1.Master/Revoke"
+	Master_ListGrants_FullMethodName            = "/tabula.v1.Master/ListGrants"
+	Master_WhoAmI_FullMethodName                = "/tabula.v1.Master/WhoAmI"
+	Master_DropRowRange_FullMethodName          = "/tabula.v1.Master/DropRowRange"
+	Master_MergeTablets_FullMethodName          = "/tabula.v1.Master/MergeTablets"
+	Master_MoveTablet_FullMethodName            = "/tabula.v1.Master/MoveTablet"
+	Master_SetBalancer_FullMethodName           = "/tabula.v1.Master/SetBalancer"
+	Master_GetBalancer_FullMethodName           = "/tabula.v1.Master/GetBalancer"
+	Master_TopTablets_FullMethodName            = "/tabula.v1.Master/TopTablets"
+	Master_SetAutoMerge_FullMethodName          = "/tabula.v1.Master/SetAutoMerge"
+	Master_SetDeletionProtection_FullMethodName = "/tabula.v1.Master/SetDeletionProtection"
 )
 
 // MasterClient is the client API for Master service.
@@ -103,6 +104,10 @@ type MasterClient interface {
 	// Switches the automatic merge on or off for one table
 	// (TableSchema.auto_merge_disabled; docs/OPERATIONS.md "Merges").
 	SetAutoMerge(ctx context.Context, in *SetAutoMergeRequest, opts ...grpc.CallOption) (*SetAutoMergeResponse, error)
+	// Sets or clears a table's deletion protection
+	// (TableSchema.deletion_protection; docs/OPERATIONS.md "Deletion
+	// protection").
+	SetDeletionProtection(ctx context.Context, in *SetDeletionProtectionRequest, opts ...grpc.CallOption) (*SetDeletionProtectionResponse, error)
 }
 
 type masterClient struct {
@@ -393,6 +398,16 @@ func (c *masterClient) SetAutoMerge(ctx context.Context, in *SetAutoMergeRequest
 	return out, nil
 }
 
+func (c *masterClient) SetDeletionProtection(ctx context.Context, in *SetDeletionProtectionRequest, opts ...grpc.CallOption) (*SetDeletionProtectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetDeletionProtectionResponse)
+	err := c.cc.Invoke(ctx, Master_SetDeletionProtection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MasterServer is the server API for Master service.
 // All implementations must embed UnimplementedMasterServer
 // for forward compatibility.
@@ -440,6 +455,10 @@ type MasterServer interface {
 	// Switches the automatic merge on or off for one table
 	// (TableSchema.auto_merge_disabled; docs/OPERATIONS.md "Merges").
 	SetAutoMerge(context.Context, *SetAutoMergeRequest) (*SetAutoMergeResponse, error)
+	// Sets or clears a table's deletion protection
+	// (TableSchema.deletion_protection; docs/OPERATIONS.md "Deletion
+	// protection").
+	SetDeletionProtection(context.Context, *SetDeletionProtectionRequest) (*SetDeletionProtectionResponse, error)
 	mustEmbedUnimplementedMasterServer()
 }
 
@@ -533,6 +552,9 @@ func (UnimplementedMasterServer) TopTablets(context.Context, *TopTabletsRequest)
 }
 func (UnimplementedMasterServer) SetAutoMerge(context.Context, *SetAutoMergeRequest) (*SetAutoMergeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetAutoMerge not implemented")
+}
+func (UnimplementedMasterServer) SetDeletionProtection(context.Context, *SetDeletionProtectionRequest) (*SetDeletionProtectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetDeletionProtection not implemented")
 }
 func (UnimplementedMasterServer) mustEmbedUnimplementedMasterServer() {}
 func (UnimplementedMasterServer) testEmbeddedByValue()                {}
@@ -1059,6 +1081,24 @@ func _Master_SetAutoMerge_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Master_SetDeletionProtection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetDeletionProtectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).SetDeletionProtection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_SetDeletionProtection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).SetDeletionProtection(ctx, req.(*SetDeletionProtectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Master_ServiceDesc is the grpc.ServiceDesc for Master service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1177,6 +1217,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetAutoMerge",
 			Handler:    _Master_SetAutoMerge_Handler,
+		},
+		{
+			MethodName: "SetDeletionProtection",
+			Handler:    _Master_SetDeletionProtection_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -12,11 +12,12 @@ import (
 )
 
 func newTableCmd() *cobra.Command {
-	c := &cobra.Command{Use: "table", Short: "Create, list, describe, delete, split and compact tables, and drop rows in bulk"}
+	c := &cobra.Command{Use: "table", Short: "Create, list, describe, protect, delete, split and compact tables, and drop rows in bulk"}
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
 		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd(), newTableDropRowsCmd())
 	c.AddCommand(newTableMergeCmd())
 	c.AddCommand(newTableAutoMergeCmd())
+	c.AddCommand(newTableProtectCmd(true), newTableProtectCmd(false))
 	return c
 }
 
@@ -68,7 +69,8 @@ empty union() or intersection() condemns nothing). Quote it for the shell:
 			}
 			defer s.close()
 			noMerge, _ := cmd.Flags().GetBool("no-auto-merge")
-			info := client.TableInfo{Name: args[0], Families: fams, AutoMergeDisabled: noMerge}
+			protect, _ := cmd.Flags().GetBool("deletion-protection")
+			info := client.TableInfo{Name: args[0], Families: fams, AutoMergeDisabled: noMerge, DeletionProtection: protect}
 			if err := s.cli.Admin().CreateTableWithInfo(s.ctx, info, keys); err != nil {
 				return wrapf(err, "creating table %s", args[0])
 			}
@@ -78,6 +80,7 @@ empty union() or intersection() condemns nothing). Quote it for the shell:
 	c.Flags().StringArray("family", nil, "a column family NAME[:OPTION=VALUE,...]; repeat for more")
 	c.Flags().StringSlice("splits", nil, "pre-split row keys, comma-separated")
 	c.Flags().Bool("no-auto-merge", false, "keep the automatic merge of small, cold tablets away from this table")
+	c.Flags().Bool("deletion-protection", false, "refuse deleting the table or its families until `tabula table unprotect`")
 	return c
 }
 
@@ -136,6 +139,7 @@ func newTableDescribeCmd() *cobra.Command {
 				return s.out.object(map[string]any{
 					"name": t.Name, "families": fams, "split_threshold": t.SplitThreshold, "tablets": len(t.Tablets),
 					"balancer": !t.BalancerDisabled, "auto_merge": !t.AutoMergeDisabled, "user_split_keys": keys,
+					"deletion_protection": t.DeletionProtection,
 				})
 			}
 			w := s.out.w
@@ -145,6 +149,7 @@ func newTableDescribeCmd() *cobra.Command {
 			}
 			fmt.Fprintf(w, "tablets: %d\n", len(t.Tablets))
 			fmt.Fprintf(w, "balancer: %s\nautomatic merge: %s\n", onOff(!t.BalancerDisabled), onOff(!t.AutoMergeDisabled))
+			fmt.Fprintf(w, "deletion protection: %s\n", onOff(t.DeletionProtection))
 			if len(t.UserSplitKeys) > 0 {
 				keys := make([]string, len(t.UserSplitKeys))
 				for i, k := range t.UserSplitKeys {
@@ -189,6 +194,34 @@ func newTableDeleteCmd() *cobra.Command {
 				return wrapf(err, "deleting table %s", args[0])
 			}
 			return s.out.message("deleted table "+args[0], "deleted", args[0])
+		},
+	}
+}
+
+// newTableProtectCmd is `tabula table protect TABLE` (on) and `tabula
+// table unprotect TABLE`.
+func newTableProtectCmd(on bool) *cobra.Command {
+	use, short, long := "protect", "Protect a table from deletion: refuse deleting it or its families",
+		"Set TABLE's deletion protection: deleting the table or any of its families is\nthen refused (FAILED_PRECONDITION) through every API (the CLI, the native admin\nAPI, the Bigtable gateway) until `tabula table unprotect TABLE`. Rows can still\nbe deleted and dropped. `tabula table describe TABLE` shows it."
+	if !on {
+		use, short, long = "unprotect", "Lift a table's deletion protection",
+			"Clear TABLE's deletion protection (set by `tabula table protect` or `tabula\ntable create --deletion-protection`): the table and its families can be deleted\nagain."
+	}
+	return &cobra.Command{
+		Use:   use + " TABLE",
+		Short: short,
+		Long:  long,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Admin().SetDeletionProtection(s.ctx, args[0], on); err != nil {
+				return wrapf(err, "switching the deletion protection of %s %s", args[0], onOff(on))
+			}
+			return s.out.message(fmt.Sprintf("deletion protection of %s: %s", args[0], onOff(on)), "deletion_protection", on)
 		},
 	}
 }
