@@ -104,7 +104,9 @@ func TestGoSuiteOutOfTime(t *testing.T) {
 		{"TestIntegration_Admin", failed("TestIntegration_Admin", "rpc error: code = NotFound desc = no table"), false},
 		{"TestIntegration_Admin", []byte("--- PASS: TestIntegration_Admin (0.5s)\n"), false},
 		{"TestIntegration_Presidents", failed("TestIntegration_Presidents", deadline), false},
-		{"TestIntegration_TableDeletionProtection", failed("TestIntegration_TableDeletionProtection", deadline), false},
+		{"TestIntegration_TableDeletionProtection", failed("TestIntegration_TableDeletionProtection", deadline), true},
+		// Expected to fail, and without a budget of its own.
+		{"TestIntegration_LargeReadsWritesAndScans", failed("TestIntegration_LargeReadsWritesAndScans", deadline), false},
 	} {
 		if got := goSuiteOutOfTime(c.name, c.out); got != c.want {
 			t.Errorf("goSuiteOutOfTime(%s, %q) = %v, want %v", c.name, c.out, got, c.want)
