@@ -189,6 +189,26 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 		fails(t, []string{"table", "auto-merge", "nosuch", "off"}, "nosuch")
 	})
 
+	t.Run("deletion protection", func(t *testing.T) {
+		ok(t, "table", "create", "vault", "--family", "a", "--family", "b", "--deletion-protection")
+		if out := ok(t, "table", "describe", "vault"); !strings.Contains(out, "deletion protection: on") {
+			t.Errorf("describe of a table created protected:\n%s", out)
+		}
+		for _, args := range [][]string{{"table", "delete", "vault"}, {"family", "delete", "vault", "a"}} {
+			fails(t, args, "protected from deletion", "hint: the table has deletion protection", "tabula table unprotect")
+		}
+		ok(t, "table", "unprotect", "vault")
+		if out := ok(t, "table", "describe", "vault", "-o", "json"); !strings.Contains(out, `"deletion_protection":false`) {
+			t.Errorf("describe -o json after unprotect:\n%s", out)
+		}
+		ok(t, "family", "delete", "vault", "a")
+		ok(t, "table", "protect", "vault")
+		fails(t, []string{"table", "delete", "vault"}, "protected from deletion")
+		fails(t, []string{"table", "protect", "nosuch"}, "nosuch")
+		ok(t, "table", "unprotect", "vault")
+		ok(t, "table", "delete", "vault")
+	})
+
 	t.Run("bad input changes nothing", func(t *testing.T) {
 		before := ok(t, "scan", "users", "-o", "json")
 		fails(t, []string{"get", "nosuch", "alice"}, "nosuch", "hint:")

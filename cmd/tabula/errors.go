@@ -47,6 +47,9 @@ func explain(err error) (msg, hint string) {
 		hint = "fix the argument named in the message; `tabula COMMAND --help` shows the expected forms"
 	case codes.FailedPrecondition:
 		hint = "the cluster is moving tablets or a server is unavailable; retry in a few seconds"
+		if strings.Contains(st.Message(), "protected from deletion") { // the master's ErrProtected
+			hint = "the table has deletion protection (`tabula table describe TABLE` shows it); lift it with `tabula table unprotect TABLE` if the delete is meant"
+		}
 	case codes.ResourceExhausted:
 		hint = "the server is overloaded (flushes are behind); retry later or write in smaller batches"
 	case codes.Unauthenticated:
