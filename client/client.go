@@ -182,12 +182,22 @@ func (c *Client) attempt(ctx context.Context) (context.Context, context.CancelCa
 	if c.opts.AttemptTimeout < 0 {
 		return actx, abandon
 	}
-	timer := time.AfterFunc(c.opts.AttemptTimeout, func() { abandon(errAttemptTimeout) })
+	t := c.attemptTimer(c.opts.AttemptTimeout, func() { abandon(errAttemptTimeout) })
 	return actx, func(cause error) {
-		timer.Stop()
+		t.Stop()
 		abandon(cause)
 	}
 }
+
+// timer is what the client needs of a *time.Timer made by
+// time.AfterFunc: a stream's watch is reset for each message rather than
+// made anew.
+type timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+func realTimer(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
 
 // errAttemptTimeout is the cause of an attempt context that timed out.
 var errAttemptTimeout = errors.New("client: attempt timed out")
@@ -214,6 +224,13 @@ type Client struct {
 	loc       *locator.Locator
 	pool      *pool
 	afterFunc afterFuncer // of location checks
+	// attemptTimer arms the timer of an attempt's AttemptTimeout (a
+	// call's, or a stream's wait for its next message), and backoff
+	// sleeps between retries (Options.Backoff's Wait); tests replace them
+	// to time out an attempt, or end a context between attempts, at a
+	// point of their choosing rather than the clock's.
+	attemptTimer func(d time.Duration, f func()) timer
+	backoff      func(ctx context.Context, attempt int) error
 	// streamOnly holds the tablet servers that do not know the unary
 	// ReadRow (readrow.go).
 	streamOnly streamOnly
@@ -241,7 +258,8 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions()), afterFunc: realAfterFunc}
+	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions()), afterFunc: realAfterFunc,
+		attemptTimer: realTimer, backoff: opts.Backoff.Wait}
 	c.pool.local = newLocalServers(opts)
 	defer func() {
 		if err != nil {
@@ -368,7 +386,7 @@ func (r *retrier) wait(ctx context.Context, err error) error {
 	if now.Sub(r.since) >= r.c.opts.RetryTimeout {
 		return r.last
 	}
-	if werr := r.c.opts.Backoff.Wait(ctx, r.attempt); werr != nil {
+	if werr := r.c.backoff(ctx, r.attempt); werr != nil {
 		return contextStatus(ctx, r.last)
 	}
 	r.attempt++

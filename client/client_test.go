@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -368,20 +369,32 @@ func TestCheckAndMutateAndReadModifyWrite(t *testing.T) {
 	}
 }
 
+// TestContextCancelStopsCalls: a call blocked on a server ends when its
+// context is cancelled, and retries of a failing server end when the
+// deadline passes, naming the last error. The context ends at points of
+// the test's choosing (the server holds the scan; the client waits
+// between two retries), never at a time the machine's pace could beat.
 func TestContextCancelStopsCalls(t *testing.T) {
 	c := newCluster(t, 1)
-	tbl := c.client(t).Open("t")
+	cl := c.client(t)
+	tbl := cl.Open("t")
 	var s *fakeServer
 	for _, s = range c.servers {
 	}
 	fill(t, tbl, []string{"a"})
-	gate := make(chan struct{})
-	defer close(gate)
+	hang := make(chan struct{})
 	s.mu.Lock()
-	s.gate = gate
+	s.hang = hang
 	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
+	go func() {
+		select {
+		case <-s.hungCalls: // the server holds the scan
+		case <-time.After(waitLimit):
+			t.Errorf("the scan did not reach the server within %v", waitLimit)
+		}
+		cancel()
+	}()
 	it := tbl.ReadRows(ctx, nil)
 	if it.Next() {
 		t.Fatal("got a row from a blocked server")
@@ -390,20 +403,64 @@ func TestContextCancelStopsCalls(t *testing.T) {
 		t.Errorf("scan err = %v, want CANCELED", it.Err())
 	}
 	it.Close()
+	s.mu.Lock()
+	s.hang = nil
+	s.mu.Unlock()
+	close(hang)
 
-	// A server that keeps failing: retries end at the deadline.
+	// A server that keeps failing: retries end at the deadline. The
+	// deadline passes while the client backs off after its third failed
+	// attempt.
 	for i := 0; i < 1000; i++ {
 		s.inject("MutateRow", status.Error(codes.Unavailable, "fake: down"))
 	}
-	dctx, dcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer dcancel()
-	start := time.Now()
-	err := tbl.Apply(dctx, []byte("a"), NewMutation().Set("cf", nil, 1, nil))
+	before := s.callCount("MutateRow")
+	dctx := newDeadline()
+	cl.backoff = func(ctx context.Context, attempt int) error {
+		if attempt == 2 {
+			dctx.pass()
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return cl.opts.Backoff.Wait(ctx, attempt)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tbl.Apply(dctx, []byte("a"), NewMutation().Set("cf", nil, 1, nil)) }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(waitLimit):
+		t.Fatalf("Apply still retrying %v after its deadline", waitLimit)
+	}
 	if status.Code(err) != codes.DeadlineExceeded || !strings.Contains(err.Error(), "fake: down") {
 		t.Errorf("Apply = %v, want DEADLINE_EXCEEDED naming the last error", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("Apply took %v after its deadline", d)
+	if n := s.callCount("MutateRow") - before; n != 3 {
+		t.Errorf("%d attempts, want 3: one per retry before the deadline, none after", n)
+	}
+}
+
+// deadline is a context whose deadline passes when the test says so
+// (pass): it then ends with context.DeadlineExceeded, as a real deadline
+// would.
+type deadline struct {
+	once sync.Once
+	done chan struct{}
+}
+
+func newDeadline() *deadline { return &deadline{done: make(chan struct{})} }
+
+func (d *deadline) pass()                       { d.once.Do(func() { close(d.done) }) }
+func (d *deadline) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (d *deadline) Done() <-chan struct{}       { return d.done }
+func (d *deadline) Value(any) any               { return nil }
+func (d *deadline) Err() error {
+	select {
+	case <-d.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
 	}
 }
 
@@ -545,7 +602,16 @@ func TestRetryTimeoutBoundsRetriesWithoutDeadline(t *testing.T) {
 
 func TestApplyBulkGroupsPerServerAndBoundsRequests(t *testing.T) {
 	c := newCluster(t, 2, "m")
-	tbl := c.client(t).Open("t")
+	// No attempt timeout and no location checks: a request of 10,000
+	// entries may take a loaded machine longer than either (it took 30 s
+	// under the race detector at load 20), and a retry would be one more
+	// call than the bound on request size makes.
+	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.Addr()}, AttemptTimeout: -1, LocationCheckDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	tbl := cl.Open("t")
 	var rows [][]byte
 	var muts []*Mutation
 	for i := 0; i < maxBulkEntries+10; i++ {

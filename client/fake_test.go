@@ -48,7 +48,6 @@ type fakeServer struct {
 	// failAfter makes ReadRows fail with UNAVAILABLE after sending that
 	// many rows (once).
 	failAfter int
-	gate      chan struct{} // ReadRows waits for it when set
 	// hang, when set, makes every data call block until it is closed or
 	// the call is cancelled, like a paused server.
 	hang chan struct{}
@@ -307,17 +306,10 @@ func (s *fakeServer) ReadRows(req *tabulapb.ReadRowsRequest, stream tabulapb.Tab
 		return err
 	}
 	s.mu.Lock()
-	gate, failAfter, stallAfter, partBudget := s.gate, s.failAfter, s.stallAfter, s.partBudget
+	failAfter, stallAfter, partBudget := s.failAfter, s.stallAfter, s.partBudget
 	s.failAfter, s.stallAfter = 0, 0
 	s.reads = append(s.reads, req)
 	s.mu.Unlock()
-	if gate != nil {
-		select {
-		case <-gate:
-		case <-stream.Context().Done():
-			return stream.Context().Err()
-		}
-	}
 	f, err := convert.FilterFromProto(req.GetFilter())
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())

@@ -13,15 +13,21 @@ import (
 // TestAttemptTimeoutRetriesAwayFromHungServer plays a paused tablet
 // server: it accepts calls and never answers. Without a per-attempt
 // timeout every caller without a deadline would stall until it woke.
+// The attempts' timers fire when the test fires them, each once the hung
+// server holds its call, so that no pace of the machine decides how many
+// attempts reach the server (location checks are off: only the attempt
+// timeout frees a call here).
 func TestAttemptTimeoutRetriesAwayFromHungServer(t *testing.T) {
 	c := newCluster(t, 2)
-	const attempt = 200 * time.Millisecond
+	const attempt = 200 * time.Millisecond // named in the errors; the timers are manual
 	cl, err := NewClientWithOptions(context.Background(), Options{Masters: []string{c.master.Addr()},
-		AttemptTimeout: attempt, Backoff: locatorBackoff(10 * time.Millisecond)})
+		AttemptTimeout: attempt, Backoff: locatorBackoff(time.Millisecond), LocationCheckDelay: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	timers := newManualTimers()
+	cl.attemptTimer = timers.timer
 	tbl := cl.Open("t")
 	hung := c.servers[c.master.Tablets("t")[0].ServerAddress]
 	var other *fakeServer
@@ -36,15 +42,31 @@ func TestAttemptTimeoutRetriesAwayFromHungServer(t *testing.T) {
 	hung.mu.Unlock()
 	t.Cleanup(func() { close(hang) })
 	ctx := context.Background() // no deadline: only AttemptTimeout can save the caller
+	// timeOut waits until the hung server holds one more call, then fires
+	// that attempt's timer.
+	timeOut := func(what string) {
+		t.Helper()
+		select {
+		case <-hung.hungCalls:
+		case <-time.After(waitLimit):
+			t.Fatalf("%s: no attempt reached the hung server within %v", what, waitLimit)
+		}
+		timers.fire(t)
+	}
 
 	// A non-idempotent write is not retried: its outcome is unknown.
-	start := time.Now()
-	err = tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("q"), ServerTime, []byte("v")))
-	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "attempt timeout") {
-		t.Errorf("non-idempotent Apply on a hung server = %v, want UNAVAILABLE naming the attempt timeout", err)
+	done := make(chan error, 1)
+	go func() {
+		done <- tbl.Apply(ctx, []byte("r"), NewMutation().Set("cf", []byte("q"), ServerTime, []byte("v")))
+	}()
+	timeOut("non-idempotent Apply")
+	select {
+	case err = <-done:
+	case <-time.After(waitLimit):
+		t.Fatalf("non-idempotent Apply still waiting %v after its attempt timed out", waitLimit)
 	}
-	if d := time.Since(start); d < attempt || d > 10*attempt {
-		t.Errorf("non-idempotent Apply gave up after %v, want about %v", d, attempt)
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "attempt timeout") || !strings.Contains(err.Error(), attempt.String()) {
+		t.Errorf("non-idempotent Apply on a hung server = %v, want UNAVAILABLE naming the attempt timeout of %v", err, attempt)
 	}
 	if n := hung.callCount("hung"); n != 1 {
 		t.Errorf("non-idempotent Apply was sent %d times, want 1", n)
@@ -82,16 +104,26 @@ func TestAttemptTimeoutRetriesAwayFromHungServer(t *testing.T) {
 		before := hung.callCount("hung")
 		done := make(chan error, 1)
 		go func() { done <- tc.call() }()
-		// Let at least two attempts time out on the hung server, then move.
-		time.Sleep(2*attempt + attempt/2)
+		// Two attempts time out on the hung server: the second comes
+		// only if the client retried after the first.
+		timeOut(tc.name + ", first attempt")
+		timeOut(tc.name + ", second attempt")
 		c.move("r", other.addr)
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("%s = %v, want success once the tablet moved", tc.name, err)
+		// Attempts sent before the client re-located the tablet may still
+		// reach the hung server: time them out too until the call ends.
+	wait:
+		for {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("%s = %v, want success once the tablet moved", tc.name, err)
+				}
+				break wait
+			case <-hung.hungCalls:
+				timers.fire(t)
+			case <-time.After(waitLimit):
+				t.Fatalf("%s still stalled %v after the tablet moved off the hung server", tc.name, waitLimit)
 			}
-		case <-time.After(20 * attempt):
-			t.Fatalf("%s still stalled %v after the tablet moved off the hung server", tc.name, 20*attempt)
 		}
 		if n := hung.callCount("hung") - before; n < 2 {
 			t.Errorf("%s: %d attempts reached the hung server, want >= 2 (retries after each timeout)", tc.name, n)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"slices"
-	"time"
 
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -163,7 +162,7 @@ type RowIterator struct {
 	stream       tabulapb.TabletServer_ReadRowsClient
 	streamCtx    context.Context
 	streamCancel context.CancelCauseFunc
-	watch        *time.Timer          // cancels the stream when a message is late; nil without AttemptTimeout
+	watch        timer                // cancels the stream when a message is late; nil without AttemptTimeout
 	resp         convert.ScanResponse // receives each message, its buffer reused
 	rows         []convert.WireRow    // received whole, not yet returned
 	buf          []*tabulapb.Row      // received parts of rows, not yet joined
@@ -356,9 +355,9 @@ func (it *RowIterator) open() {
 		req.RowsLimit = it.limit - it.emitted
 	}
 	sctx, cancel := context.WithCancelCause(it.ctx)
-	var watch *time.Timer
+	var watch timer
 	if d := it.t.c.opts.AttemptTimeout; d > 0 {
-		watch = time.AfterFunc(d, func() { cancel(errAttemptTimeout) })
+		watch = it.t.c.attemptTimer(d, func() { cancel(errAttemptTimeout) })
 	}
 	// convert.Codec decodes the stream's rows straight into cells.
 	stream, err := ts.ReadRows(sctx, req, grpc.ForceCodecV2(convert.Codec{}))

@@ -17,8 +17,8 @@ import (
 // happen; it is a failure bound, never a pace the tests depend on.
 const waitLimit = 10 * time.Second
 
-// manualTimers stands in for the timers of location checks: they fire
-// only when the test says so.
+// manualTimers stands in for the timers of location checks and of
+// attempts: they fire only when the test says so.
 type manualTimers struct {
 	// mu protects the fields below.
 	mu      sync.Mutex
@@ -27,29 +27,52 @@ type manualTimers struct {
 	changed chan struct{} // closed and replaced whenever a timer is armed
 }
 
-type manualTimer struct{ f func() }
+// manualTimer is one timer of manualTimers; like a *time.Timer of
+// time.AfterFunc, it can be stopped and reset, and firing disarms it.
+type manualTimer struct {
+	m *manualTimers
+	f func()
+}
 
 func newManualTimers() *manualTimers { return &manualTimers{changed: make(chan struct{})} }
 
 func (m *manualTimers) afterFunc(_ time.Duration, f func()) func() bool {
-	mt := &manualTimer{f: f}
+	return m.timer(0, f).Stop
+}
+
+// timer arms a timer running f when fired (Client.attemptTimer).
+func (m *manualTimers) timer(_ time.Duration, f func()) timer {
+	mt := &manualTimer{m: m, f: f}
+	mt.Reset(0)
+	return mt
+}
+
+// Stop disarms the timer; it reports whether it was armed.
+func (mt *manualTimer) Stop() bool {
+	m := mt.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, x := range m.armed {
+		if x == mt {
+			m.armed = append(m.armed[:i:i], m.armed[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// Reset arms the timer again (the duration is ignored); it reports
+// whether it was armed.
+func (mt *manualTimer) Reset(time.Duration) bool {
+	was := mt.Stop()
+	m := mt.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.armed = append(m.armed, mt)
 	m.arms++
 	close(m.changed)
 	m.changed = make(chan struct{})
-	return func() bool {
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		for i, x := range m.armed {
-			if x == mt {
-				m.armed = append(m.armed[:i:i], m.armed[i+1:]...)
-				return true
-			}
-		}
-		return false
-	}
+	return was
 }
 
 // count returns how many timers have been armed so far.
@@ -87,7 +110,7 @@ func (m *manualTimers) await(t *testing.T, what string, cond func() bool) {
 func (m *manualTimers) fire(t *testing.T) (armed int) {
 	t.Helper()
 	var fired []*manualTimer
-	m.await(t, "armed location check", func() bool {
+	m.await(t, "armed timer", func() bool {
 		fired, m.armed = m.armed, nil
 		armed = m.arms
 		return len(fired) > 0
