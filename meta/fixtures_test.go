@@ -21,7 +21,9 @@ import (
 // means old metadata no longer decodes: fix the code, never the fixture.
 // protojson varies its whitespace from build to build on purpose, so etcd
 // holds schemas in either spelling: table.json has no spaces after ':' and
-// ',' and table-deleting.json has them.
+// ',' and table-deleting.json has them. table-protected.json came later,
+// with deletion protection and declared family types: frozen the same way
+// from then on.
 //
 // The comparison covers the fields these files hold, one by one, so that
 // fields added later (absent from the files, zero when decoded) do not
@@ -56,6 +58,12 @@ var (
 			{Name: "plain"},
 		}},
 		"table-deleting.json": {Name: "old", State: TableDeleting, Families: []*tabulapb.Family{{Name: "cf"}}},
+		// Deletion protection, and a plain family with a declared Bigtable
+		// type (a serialized string type), as the master stores them.
+		"table-protected.json": {Name: "ledger", State: TableEnabled, DeletionProtection: true, Families: []*tabulapb.Family{
+			{Name: "note", DeclaredType: []byte{0x1a, 0x06, 0x0a, 0x04, 0x12, 0x02, 0x0a, 0x00}},
+			{Name: "total", ValueType: tabulapb.ValueType_VALUE_TYPE_SUM},
+		}},
 	}
 )
 
