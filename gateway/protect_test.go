@@ -51,6 +51,19 @@ func TestDeletionProtectionThroughTheGateway(t *testing.T) {
 	if ti, err := native.Admin().DescribeTable(ctx, "guarded"); err != nil || !ti.DeletionProtection {
 		t.Fatalf("DescribeTable through Tabula's client = %+v, %v; want it protected", ti, err)
 	}
+	list, err := rawAdmin(t).ListTables(ctx, &btapb.ListTablesRequest{Parent: "projects/" + project + "/instances/" + instance, View: btapb.Table_SCHEMA_VIEW})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, tb := range list.GetTables() {
+		if tb.GetName() == tablePath("guarded") {
+			listed = tb.GetDeletionProtection()
+		}
+	}
+	if !listed {
+		t.Errorf("ListTables(SCHEMA_VIEW) does not list %s as protected", tablePath("guarded"))
+	}
 
 	refused := func(what string, err error) {
 		t.Helper()
