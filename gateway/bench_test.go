@@ -155,3 +155,87 @@ func BenchmarkPointRead(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkScan scans ranges of 1,000 rows of 1,000 bytes, newest cell per
+// column, the shape of `tabula bench` scan (each of 16 goroutines scans a
+// range of its own), through Tabula's client (native) and through the
+// official client and the gateway (bigtable); b.N counts rows.
+func BenchmarkScan(b *testing.B) {
+	const ranges, perRange = 16, 1000
+	ctx := context.Background()
+	c, admin := bigClients(b)
+	name := fmt.Sprintf("scan_%d", b.N)
+	var splits []string
+	for i := 1; i < 8; i++ {
+		splits = append(splits, fmt.Sprintf("k%02d", i*ranges/8))
+	}
+	if err := admin.CreateTableFromConf(ctx, &bigtable.TableConf{TableID: name, SplitKeys: splits, Families: map[string]bigtable.GCPolicy{"cf": bigtable.MaxVersionsPolicy(1)}}); err != nil {
+		b.Fatal(err)
+	}
+	defer admin.DeleteTable(ctx, name)
+	bt := c.Open(name)
+	value := make([]byte, 1000)
+	for r := range ranges {
+		keys := make([]string, perRange)
+		muts := make([]*bigtable.Mutation, perRange)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%02d%06d", r, i)
+			muts[i] = bigtable.NewMutation()
+			muts[i].Set("cf", "q", 1000, value)
+		}
+		if errs, err := bt.ApplyBulk(ctx, keys, muts); err != nil || errs != nil {
+			b.Fatal(err, errs)
+		}
+	}
+	// run scans whole ranges from 16 goroutines until b.N rows are read;
+	// scan answers the rows of range r it read.
+	run := func(b *testing.B, scan func(r int) (int, error)) {
+		var next, rows atomic.Int64
+		b.SetBytes(int64(len(value)))
+		b.SetParallelism(8)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for rows.Load() < int64(b.N) {
+				n, err := scan(int(next.Add(1) % ranges))
+				if err != nil || n != perRange {
+					b.Error(n, err)
+					return
+				}
+				rows.Add(int64(n))
+			}
+			for pb.Next() {
+			}
+		})
+	}
+	lo := func(r int) string { return fmt.Sprintf("k%02d", r) }
+	hi := func(r int) string { return fmt.Sprintf("k%02d", r+1) }
+	b.Run("native", func(b *testing.B) {
+		cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{cluster.MasterAddr()}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cli.Close()
+		tbl := cli.Open(name)
+		latest := client.WithFilter(rowfilter.CellsPerColumnLimit(1))
+		run(b, func(r int) (int, error) {
+			it := tbl.ReadRows(ctx, client.NewRange([]byte(lo(r)), []byte(hi(r))), latest)
+			defer it.Close()
+			n := 0
+			for it.Next() {
+				n += len(it.Row().Cells)
+			}
+			return n, it.Err()
+		})
+	})
+	b.Run("bigtable", func(b *testing.B) {
+		latest := bigtable.RowFilter(bigtable.LatestNFilter(1))
+		run(b, func(r int) (int, error) {
+			n := 0
+			err := bt.ReadRows(ctx, bigtable.NewRange(lo(r), hi(r)), func(row bigtable.Row) bool {
+				n += len(row["cf"])
+				return true
+			}, latest)
+			return n, err
+		})
+	})
+}

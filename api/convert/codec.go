@@ -14,8 +14,9 @@ import (
 )
 
 // Codec is gRPC's proto codec plus two message types of the scan path
-// (see wire.go): a RowBatch's message is sent as the bytes it already
-// holds, and a ScanResponse is decoded straight into rows. Every other
+// (see wire.go): a RowBatch's message (or any EncodedMessage) is sent as
+// the bytes it already holds, and a ScanResponse is decoded straight into
+// rows. Every other
 // message goes to the proto codec, so a server or call that uses Codec
 // behaves as with the default one for everything else. Its name is the
 // proto codec's: the bytes on the wire are the same.
@@ -145,10 +146,22 @@ func (r *ScanResponse) decodeFrames(data mem.BufferSlice) bool {
 	return true
 }
 
-// RowsMessage is a ReadRowsResponse already encoded, from RowBatch.Take.
-// Only Codec can send it, once, or a transport that is not gRPC's takes
-// its bytes (Encoded).
+// RowsMessage is a ReadRowsResponse already encoded, from RowBatch.Take
+// (or EncodedMessage). Only Codec can send it, once, or a transport that
+// is not gRPC's takes its bytes (Encoded).
 type RowsMessage struct{ buf *[]byte }
+
+// MessageBuffer returns an empty buffer of the pool Codec gives a sent
+// RowsMessage's buffer back to, for a message encoded outside RowBatch:
+// the gateway writes Bigtable's ReadRowsResponse itself
+// (docs/GATEWAY.md "Scans"). Its bytes are not cleared: append the whole
+// message, then send EncodedMessage of it.
+func MessageBuffer() *[]byte { return batchPool{}.Get(rowBatchCap) }
+
+// EncodedMessage returns the message whose encoding is *buf (from
+// MessageBuffer): Codec sends those bytes as they are, whatever message
+// they encode, and gives buf to the pool once gRPC has written them.
+func EncodedMessage(buf *[]byte) *RowsMessage { return &RowsMessage{buf: buf} }
 
 // Encoded hands over the message's bytes (they are the caller's now, not
 // returned to the pool), or nil if they were sent or taken before.
