@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/opshttp"
@@ -58,10 +59,15 @@ func Start(addr string, c *client.Client, opts Options) (*Process, error) {
 		// enough that a new goroutine per call spent about 12% of the CPU
 		// of a point read copying its stack as it grew.
 		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))),
+		// Scans' answers go out as the bytes wireSink wrote; every
+		// other message through the proto codec, as without it.
+		grpc.ForceServerCodecV2(convert.Codec{}),
 		// Bigtable clients ping idle connections; let them.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	)...)
-	New(c, opts).Register(srv)
+	s := New(c, opts)
+	s.wire = true
+	s.Register(srv)
 	p := &Process{srv: srv, lis: lis, done: make(chan error, 1), metrics: group}
 	p.health = opshttp.NewHealth(func(ctx context.Context) error { return Ready(ctx, c) })
 	p.health.Register(srv)

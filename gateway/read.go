@@ -48,7 +48,14 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 		}
 	}
 	ctx := stream.Context()
-	w := chunkWriter{send: stream.Send, max: d.s.opts.ChunkBytes, wholeRows: d.s.opts.WholeRows(userAgent(ctx))}
+	w := chunkWriter{max: d.s.opts.ChunkBytes, wholeRows: d.s.opts.WholeRows(userAgent(ctx))}
+	if d.s.wire {
+		// Each row is encoded as it comes, so Tabula's client may hand
+		// out rows that its next row overwrites.
+		w.sink = &wireSink{stream: stream}
+	} else {
+		w.sink = &messageSink{sendMsg: stream.Send}
+	}
 	var stats btpb.ReadIterationStats
 	emit := func(row client.Row) error {
 		if len(row.Cells) == 0 {
@@ -70,6 +77,9 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 		}
 	} else {
 		opts := []client.ReadOption{client.WithFilter(f), client.LimitRows(req.GetRowsLimit())}
+		if d.s.wire {
+			opts = append(opts, client.ReuseRows())
+		}
 		if req.GetReversed() {
 			opts = append(opts, client.Reverse())
 		}
@@ -138,12 +148,42 @@ func WholeRowsForGo(userAgent string) bool { return strings.Contains(userAgent, 
 //
 // With wholeRows a message always ends at the end of a row, however
 // large, for readers that want that (WholeRowsForGo).
+//
+// These rules are the writer's; what a message is made of is its sink's:
+// protos for gRPC's codec (messageSink), or the message's bytes written
+// as the chunks come (wireSink, wire.go), which the two must agree on
+// (TestWireSinkEncodesTheMessages).
 type chunkWriter struct {
-	send      func(*btpb.ReadRowsResponse) error
+	sink      chunkSink
 	max       int
 	wholeRows bool
-	chunks    []*btpb.ReadRowsResponse_CellChunk
+	chunks    int // in the message being built
 	bytes     int
+}
+
+// chunkSink builds and sends the messages of a chunkWriter.
+type chunkSink interface {
+	// add appends a chunk to the message being built. wireSink copies the
+	// chunk's slices; messageSink refers to them until the message is
+	// sent.
+	add(ch *chunk)
+	// send sends the message of the chunks added since the last send
+	// (at least one).
+	send() error
+}
+
+// chunk is a ReadRowsResponse.CellChunk as chunkWriter decides it.
+type chunk struct {
+	rowKey       []byte // empty: not set
+	family       string
+	hasFamily    bool // family_name is set (to family)
+	qualifier    []byte
+	hasQualifier bool // qualifier is set (to qualifier, maybe empty)
+	timestamp    int64
+	labels       []string
+	value        []byte
+	valueSize    int32
+	commit       bool
 }
 
 // chunkOverhead is what a chunk costs in a message beyond its value, key
@@ -151,36 +191,32 @@ type chunkWriter struct {
 const chunkOverhead = 32
 
 func (w *chunkWriter) row(row client.Row) error {
-	if len(w.chunks) > 0 && w.bytes+rowBytes(row) > w.max {
+	if w.chunks > 0 && w.bytes+rowBytes(row) > w.max {
 		if err := w.flush(); err != nil {
 			return err
 		}
 	}
 	for i := range row.Cells {
 		c := &row.Cells[i]
-		ch := &btpb.ReadRowsResponse_CellChunk{
-			Qualifier:       wrapperspb.Bytes(c.Qualifier),
-			TimestampMicros: c.Timestamp,
-			Labels:          c.Labels,
-		}
-		if i == 0 || row.Cells[i-1].Family != c.Family || len(w.chunks) == 0 {
-			ch.FamilyName = wrapperspb.String(c.Family)
+		ch := chunk{qualifier: c.Qualifier, hasQualifier: true, timestamp: c.Timestamp, labels: c.Labels}
+		if i == 0 || row.Cells[i-1].Family != c.Family || w.chunks == 0 {
+			ch.family, ch.hasFamily = c.Family, true
 		}
 		v := c.Value
 		for {
 			n := min(len(v), w.max)
-			ch.Value = v[:n]
+			ch.value = v[:n]
 			v = v[n:]
 			if len(v) > 0 {
-				ch.ValueSize = int32(len(c.Value))
+				ch.valueSize = int32(len(c.Value))
 			}
 			if len(v) == 0 && i == len(row.Cells)-1 {
-				ch.RowStatus = &btpb.ReadRowsResponse_CellChunk_CommitRow{CommitRow: true}
+				ch.commit = true
 			}
-			if i == 0 && len(v)+n == len(c.Value) || len(w.chunks) == 0 {
-				ch.RowKey = row.Key // the row's first chunk, or a message's
+			if i == 0 && len(v)+n == len(c.Value) || w.chunks == 0 {
+				ch.rowKey = row.Key // the row's first chunk, or a message's
 			}
-			w.add(ch, n)
+			w.add(&ch, n)
 			if !w.wholeRows && w.bytes >= w.max && !(len(v) == 0 && i == len(row.Cells)-1) {
 				if err := w.flush(); err != nil {
 					return err
@@ -189,7 +225,7 @@ func (w *chunkWriter) row(row client.Row) error {
 			if len(v) == 0 {
 				break
 			}
-			ch = &btpb.ReadRowsResponse_CellChunk{}
+			ch = chunk{}
 		}
 	}
 	if w.bytes >= w.max {
@@ -208,18 +244,52 @@ func rowBytes(row client.Row) int {
 	return n
 }
 
-func (w *chunkWriter) add(ch *btpb.ReadRowsResponse_CellChunk, n int) {
-	w.chunks = append(w.chunks, ch)
-	w.bytes += n + len(ch.RowKey) + len(ch.GetQualifier().GetValue()) + chunkOverhead
+func (w *chunkWriter) add(ch *chunk, n int) {
+	w.sink.add(ch)
+	w.chunks++
+	w.bytes += n + len(ch.rowKey) + len(ch.qualifier) + chunkOverhead
 }
 
 func (w *chunkWriter) flush() error {
-	if len(w.chunks) == 0 {
+	if w.chunks == 0 {
 		return nil
 	}
-	err := w.send(&btpb.ReadRowsResponse{Chunks: w.chunks})
-	w.chunks, w.bytes = nil, 0
-	return err
+	w.chunks, w.bytes = 0, 0
+	return w.sink.send()
+}
+
+// messageSink builds each message as protos, for gRPC's proto codec: on a
+// gRPC server of one's own (Server.Register), which may not have
+// convert.Codec. The chunks refer to the rows' bytes until sent.
+type messageSink struct {
+	sendMsg func(*btpb.ReadRowsResponse) error
+	chunks  []*btpb.ReadRowsResponse_CellChunk
+}
+
+func (s *messageSink) add(c *chunk) {
+	ch := &btpb.ReadRowsResponse_CellChunk{
+		RowKey:          c.rowKey,
+		TimestampMicros: c.timestamp,
+		Labels:          c.labels,
+		Value:           c.value,
+		ValueSize:       c.valueSize,
+	}
+	if c.hasFamily {
+		ch.FamilyName = wrapperspb.String(c.family)
+	}
+	if c.hasQualifier {
+		ch.Qualifier = wrapperspb.Bytes(c.qualifier)
+	}
+	if c.commit {
+		ch.RowStatus = &btpb.ReadRowsResponse_CellChunk_CommitRow{CommitRow: true}
+	}
+	s.chunks = append(s.chunks, ch)
+}
+
+func (s *messageSink) send() error {
+	m := &btpb.ReadRowsResponse{Chunks: s.chunks}
+	s.chunks = nil
+	return s.sendMsg(m)
 }
 
 // SampleRowKeys streams keys that split the table into pieces of about

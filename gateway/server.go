@@ -77,6 +77,9 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	c    *client.Client
 	opts Options
+	// wire: ReadRows answers are written as bytes (wireSink), which only
+	// a gRPC server with convert.Codec sends; Start's has it.
+	wire bool
 
 	data     dataServer
 	admin    adminServer
@@ -94,7 +97,9 @@ func New(c *client.Client, opts Options) *Server {
 }
 
 // Register registers the data, table admin and instance admin services on
-// g.
+// g. On a server of one's own, ReadRows answers are protos for gRPC's
+// codec; Start's server has convert.Codec and is sent their bytes as
+// written (wire.go), which costs less.
 func (s *Server) Register(g *grpc.Server) {
 	btpb.RegisterBigtableServer(g, &s.data)
 	btapb.RegisterBigtableTableAdminServer(g, &s.admin)
