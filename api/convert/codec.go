@@ -153,9 +153,9 @@ type RowsMessage struct{ buf *[]byte }
 
 // MessageBuffer returns an empty buffer of the pool Codec gives a sent
 // RowsMessage's buffer back to, for a message encoded outside RowBatch:
-// the gateway writes Bigtable's ReadRowsResponse itself
-// (docs/GATEWAY.md "Scans"). Its bytes are not cleared: append the whole
-// message, then send EncodedMessage of it.
+// the gateway writes Bigtable's ReadRowsResponse itself (docs/GATEWAY.md
+// "One hop or two"). Its bytes are not cleared: append the whole message,
+// then send EncodedMessage of it.
 func MessageBuffer() *[]byte { return batchPool{}.Get(rowBatchCap) }
 
 // EncodedMessage returns the message whose encoding is *buf (from
