@@ -58,12 +58,7 @@ func BenchmarkBulkWrite(b *testing.B) {
 		return name
 	}
 	b.Run("native", func(b *testing.B) {
-		cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{cluster.MasterAddr()}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cli.Close()
-		tbl := cli.Open(name(b))
+		tbl := nativeTable(b, name(b))
 		run(b, func(keys []string) error {
 			ks := make([][]byte, len(keys))
 			ms := make([]*client.Mutation, len(keys))
@@ -92,6 +87,17 @@ func BenchmarkBulkWrite(b *testing.B) {
 // `tabula bench` does.
 func bigClients(tb testing.TB) (*bigtable.Client, *bigtable.AdminClient) {
 	return officialClients(tb, cluster.GatewayAddr())
+}
+
+// nativeTable opens table with a Tabula client of its own, closed when b
+// ends.
+func nativeTable(b *testing.B, table string) *client.Table {
+	cli, err := client.NewClientWithOptions(context.Background(), client.Options{Masters: []string{cluster.MasterAddr()}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cli.Close() })
+	return cli.Open(table)
 }
 
 // BenchmarkPointRead reads one row of 1,000 bytes by key, newest cell per
@@ -135,12 +141,7 @@ func BenchmarkPointRead(b *testing.B) {
 		})
 	}
 	b.Run("native", func(b *testing.B) {
-		cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{cluster.MasterAddr()}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cli.Close()
-		tbl := cli.Open(name)
+		tbl := nativeTable(b, name)
 		latest := client.WithFilter(rowfilter.CellsPerColumnLimit(1))
 		run(b, func(k string) (int, error) {
 			r, err := tbl.ReadRow(ctx, []byte(k), latest)
@@ -210,12 +211,7 @@ func BenchmarkScan(b *testing.B) {
 	lo := func(r int) string { return fmt.Sprintf("k%02d", r) }
 	hi := func(r int) string { return fmt.Sprintf("k%02d", r+1) }
 	b.Run("native", func(b *testing.B) {
-		cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{cluster.MasterAddr()}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer cli.Close()
-		tbl := cli.Open(name)
+		tbl := nativeTable(b, name)
 		latest := client.WithFilter(rowfilter.CellsPerColumnLimit(1))
 		run(b, func(r int) (int, error) {
 			it := tbl.ReadRows(ctx, client.NewRange([]byte(lo(r)), []byte(hi(r))), latest)
