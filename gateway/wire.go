@@ -68,7 +68,7 @@ func (s *wireSink) send() error {
 func appendChunk(b []byte, c *chunk) []byte {
 	b = protowire.AppendTag(b, respChunks, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(chunkSize(c)))
-	b = appendBytes(b, chunkRowKey, c.rowKey)
+	b = convert.AppendBytesField(b, chunkRowKey, c.rowKey)
 	if c.hasFamily {
 		b = protowire.AppendTag(b, chunkFamily, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(wrapperSize(len(c.family))))
@@ -80,7 +80,7 @@ func appendChunk(b []byte, c *chunk) []byte {
 	if c.hasQualifier {
 		b = protowire.AppendTag(b, chunkQualifier, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(wrapperSize(len(c.qualifier))))
-		b = appendBytes(b, wrapperValue, c.qualifier)
+		b = convert.AppendBytesField(b, wrapperValue, c.qualifier)
 	}
 	if c.timestamp != 0 {
 		b = protowire.AppendTag(b, chunkTimestamp, protowire.VarintType)
@@ -90,7 +90,7 @@ func appendChunk(b []byte, c *chunk) []byte {
 		b = protowire.AppendTag(b, chunkLabels, protowire.BytesType)
 		b = protowire.AppendString(b, l)
 	}
-	b = appendBytes(b, chunkValue, c.value)
+	b = convert.AppendBytesField(b, chunkValue, c.value)
 	if c.valueSize != 0 {
 		b = protowire.AppendTag(b, chunkValueSize, protowire.VarintType)
 		b = protowire.AppendVarint(b, uint64(int64(c.valueSize)))
@@ -100,15 +100,6 @@ func appendChunk(b []byte, c *chunk) []byte {
 		b = protowire.AppendVarint(b, 1)
 	}
 	return b
-}
-
-// appendBytes appends a proto3 bytes field, left out when empty.
-func appendBytes(b []byte, num protowire.Number, v []byte) []byte {
-	if len(v) == 0 {
-		return b
-	}
-	b = protowire.AppendTag(b, num, protowire.BytesType)
-	return protowire.AppendBytes(b, v)
 }
 
 // chunkSize is the size of c's CellChunk message as appendChunk writes it.

@@ -50,7 +50,7 @@ func AppendRow(b []byte, row []byte, cells []cell.Cell) []byte {
 	}
 	b = protowire.AppendTag(b, respRows, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(n))
-	b = appendBytesField(b, rowKey, row)
+	b = AppendBytesField(b, rowKey, row)
 	for i := range cells {
 		c := &cells[i]
 		b = protowire.AppendTag(b, rowCells, protowire.BytesType)
@@ -59,12 +59,12 @@ func AppendRow(b []byte, row []byte, cells []cell.Cell) []byte {
 			b = protowire.AppendTag(b, cellFamily, protowire.BytesType)
 			b = protowire.AppendString(b, c.Family)
 		}
-		b = appendBytesField(b, cellQualifier, c.Qualifier)
+		b = AppendBytesField(b, cellQualifier, c.Qualifier)
 		if c.Timestamp != 0 {
 			b = protowire.AppendTag(b, cellTimestamp, protowire.VarintType)
 			b = protowire.AppendVarint(b, uint64(c.Timestamp))
 		}
-		b = appendBytesField(b, cellValue, c.Value)
+		b = AppendBytesField(b, cellValue, c.Value)
 		for _, l := range c.Labels {
 			b = protowire.AppendTag(b, cellLabels, protowire.BytesType)
 			b = protowire.AppendString(b, l)
@@ -74,7 +74,7 @@ func AppendRow(b []byte, row []byte, cells []cell.Cell) []byte {
 }
 
 // appendBytesField appends a proto3 bytes field, left out when empty.
-func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+func AppendBytesField(b []byte, num protowire.Number, v []byte) []byte {
 	if len(v) == 0 {
 		return b
 	}
