@@ -8,9 +8,7 @@ import (
 	"testing"
 
 	"cloud.google.com/go/bigtable"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/gateway"
@@ -38,21 +36,7 @@ func TestRegisterOnABareServer(t *testing.T) {
 	go g.Serve(lis)
 	defer g.Stop()
 
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	c, err := bigtable.NewClient(ctx, project, instance, option.WithGRPCConn(conn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	a, err := bigtable.NewAdminClient(ctx, project, instance, option.WithGRPCConn(conn))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
+	c, a := officialClients(t, lis.Addr().String())
 	createTable(t, a, &bigtable.TableConf{TableID: "bare", SplitKeys: []string{"r040", "r080"},
 		Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
 	tbl := c.Open("bare")
