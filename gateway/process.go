@@ -57,8 +57,11 @@ func Start(addr string, c *client.Client, opts Options) (*Process, error) {
 		// grown: a call through the gateway runs the Tabula client and,
 		// in process, the tablet server's handler on its goroutine, deep
 		// enough that a new goroutine per call spent about 12% of the CPU
-		// of a point read copying its stack as it grew.
-		grpc.NumStreamWorkers(uint32(4*runtime.GOMAXPROCS(0))),
+		// of a point read copying its stack as it grew. gRPC starts a
+		// new goroutine for a call that finds every worker busy, and a
+		// call's worker waits on the tablet server, so the pool is sized
+		// for the calls in flight (streamWorkers), not for the cores.
+		grpc.NumStreamWorkers(streamWorkers()),
 		// Scans' answers go out as the bytes wireSink wrote; every
 		// other message through the proto codec, as without it.
 		grpc.ForceServerCodecV2(convert.Codec{}),
@@ -76,6 +79,13 @@ func Start(addr string, c *client.Client, opts Options) (*Process, error) {
 	go func() { p.done <- srv.Serve(lis) }()
 	return p, nil
 }
+
+// streamWorkers is the size of the gateway's pool of call goroutines:
+// enough for the calls a gateway has in flight under load (with 4 per
+// core, 16 clients' point reads found every worker busy half the time:
+// docs/BENCHMARKS.md "gateway stream workers"). An idle worker costs its
+// stack, a few KiB.
+func streamWorkers() uint32 { return uint32(max(256, 4*runtime.GOMAXPROCS(0))) }
 
 // Addr returns the address the gateway listens on.
 func (p *Process) Addr() string { return p.lis.Addr().String() }

@@ -159,6 +159,9 @@ type chunkWriter struct {
 	wholeRows bool
 	chunks    int // in the message being built
 	bytes     int
+	// ch is the chunk being added: a field, not a local, as a chunk
+	// handed to the sink (an interface) would be allocated per cell.
+	ch chunk
 }
 
 // chunkSink builds and sends the messages of a chunkWriter.
@@ -198,7 +201,8 @@ func (w *chunkWriter) row(row client.Row) error {
 	}
 	for i := range row.Cells {
 		c := &row.Cells[i]
-		ch := chunk{qualifier: c.Qualifier, hasQualifier: true, timestamp: c.Timestamp, labels: c.Labels}
+		ch := &w.ch
+		*ch = chunk{qualifier: c.Qualifier, hasQualifier: true, timestamp: c.Timestamp, labels: c.Labels}
 		if i == 0 || row.Cells[i-1].Family != c.Family || w.chunks == 0 {
 			ch.family, ch.hasFamily = c.Family, true
 		}
@@ -216,7 +220,7 @@ func (w *chunkWriter) row(row client.Row) error {
 			if i == 0 && len(v)+n == len(c.Value) || w.chunks == 0 {
 				ch.rowKey = row.Key // the row's first chunk, or a message's
 			}
-			w.add(&ch, n)
+			w.add(ch, n)
 			if !w.wholeRows && w.bytes >= w.max && !(len(v) == 0 && i == len(row.Cells)-1) {
 				if err := w.flush(); err != nil {
 					return err
@@ -225,7 +229,7 @@ func (w *chunkWriter) row(row client.Row) error {
 			if len(v) == 0 {
 				break
 			}
-			ch = chunk{}
+			*ch = chunk{}
 		}
 	}
 	if w.bytes >= w.max {
