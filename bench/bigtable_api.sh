@@ -11,7 +11,8 @@
 # unbatched writes, reads and SCANS scans, then writes batched BATCH rows a
 # call. Prints per workload the median ops/s over the rounds, the ratio
 # gateway/native and emulator/native. Run from the repository root; builds
-# bin/tabula. Writes are durable (sync=always) in native and gateway.
+# bin/tabula unless BIN names a binary. Writes are durable (sync=always)
+# in native and gateway.
 # APIS (default "native gateway emulator") picks the paths run.
 set -e
 ROWS=${ROWS:-20000}
@@ -23,10 +24,16 @@ BATCH=${BATCH:-100}
 SCANS=${SCANS:-5}
 read -r -a apis <<< "${APIS:-native gateway emulator}"
 export PATH=$PATH:/usr/local/go/bin
-go build -o bin/tabula ./cmd/tabula
+# BIN: the tabula binary to measure (e.g. one built from another commit,
+# for old vs new runs); by default bin/tabula, built from this tree.
+BIN=${BIN:-}
+if [ -z "$BIN" ]; then
+  go build -o bin/tabula ./cmd/tabula
+  BIN=bin/tabula
+fi
 
 d=$(mktemp -d /tmp/tabula-btbench-XXXX)
-bin/tabula dev --servers 1 --data "$d" --master-addr 127.0.0.1:0 --gateway 127.0.0.1:0 > "$d.log" 2>&1 &
+"$BIN" dev --servers 1 --data "$d" --master-addr 127.0.0.1:0 --gateway 127.0.0.1:0 --http "" > "$d.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid; wait $pid || true; rm -rf "$d" "$d.log"' EXIT
 for _ in $(seq 300); do [ -s "$d/master.addr" ] && [ -s "$d/gateway.addr" ] && break; sleep 0.1; done
@@ -40,7 +47,7 @@ same="--rows $ROWS --clients $CLIENTS --value-size $VALUE_SIZE --tablets $TABLET
 # run NAME ROUND ARGS...: one bench, its JSON lines tagged with NAME and ROUND.
 run() {
   local name=$1 round=$2; shift 2
-  bin/tabula bench $same "$@" 2>/dev/null | sed "s/^{/{\"api\":\"$name\",\"round\":$round,/" >> "$results"
+  "$BIN" bench $same "$@" 2>/dev/null | sed "s/^{/{\"api\":\"$name\",\"round\":$round,/" >> "$results"
 }
 for round in $(seq "$ROUNDS"); do
   for i in "${!apis[@]}"; do

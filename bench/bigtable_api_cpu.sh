@@ -11,7 +11,7 @@
 # ratio a CPU-bound run would reach). BATCHED (default none; e.g.
 # "randwrite") are write workloads run after those, with --batch BATCH
 # (default 100): CPU per row written. Run from the repository root; builds
-# bin/tabula.
+# bin/tabula unless BIN names a binary.
 set -e
 ROWS=${ROWS:-20000}
 CLIENTS=${CLIENTS:-16}
@@ -20,10 +20,16 @@ WORKLOADS=${WORKLOADS:-randread,seqread,scan}
 BATCHED=${BATCHED:-}
 BATCH=${BATCH:-100}
 export PATH=$PATH:/usr/local/go/bin
-go build -o bin/tabula ./cmd/tabula
+# BIN: the tabula binary to measure (e.g. one built from another commit,
+# for old vs new runs); by default bin/tabula, built from this tree.
+BIN=${BIN:-}
+if [ -z "$BIN" ]; then
+  go build -o bin/tabula ./cmd/tabula
+  BIN=bin/tabula
+fi
 
 d=$(mktemp -d /tmp/tabula-btcpu-XXXX)
-bin/tabula dev --servers 1 --data "$d" --master-addr 127.0.0.1:0 --gateway 127.0.0.1:0 --http "" > "$d.log" 2>&1 &
+"$BIN" dev --servers 1 --data "$d" --master-addr 127.0.0.1:0 --gateway 127.0.0.1:0 --http "" > "$d.log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid; wait $pid || true; rm -rf "$d" "$d.log"' EXIT
 for _ in $(seq 300); do [ -s "$d/master.addr" ] && [ -s "$d/gateway.addr" ] && break; sleep 0.1; done
@@ -40,7 +46,7 @@ one() {
   local label=${LABEL:-$w}
   local before after ops
   before=$(devcpu)
-  ops=$(/usr/bin/time -f "%U %S" -o "$d/time" bin/tabula bench $same "$@" --workloads "$w" 2>/dev/null |
+  ops=$(/usr/bin/time -f "%U %S" -o "$d/time" "$BIN" bench $same "$@" --workloads "$w" 2>/dev/null |
     python3 -c 'import json,sys; print(sum(json.loads(l)["ops"] for l in sys.stdin))')
   after=$(devcpu)
   read -r u s < "$d/time"
