@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Limits from docs/CONTRACTS.md §1.
@@ -87,14 +88,34 @@ func validName(name string, max int) bool {
 	return true
 }
 
-// ValidateTableName checks a table name (docs/CONTRACTS.md §1): 1 to 50
-// characters of [A-Za-z0-9_.-], not starting with "." or "-" (as Cloud
-// Bigtable and HBase require), so that a name is always one plain path
-// element, never "." or "..". This is the one check of table names: the
-// master, the tablet servers, the storage paths and the clients all call it.
+// ValidateTableName checks a table name (docs/CONTRACTS.md §1): a plain
+// name, 1 to 50 characters of [A-Za-z0-9_.-], not starting with "." or "-"
+// (as Cloud Bigtable and HBase require), in the default namespace, or
+// "NS:NAME" with NS a namespace name (ValidateNamespaceName) other than
+// "default" (whose tables are named without a prefix: CanonicalTableName).
+// A name is so always one plain path element, never "." or "..". This is
+// the one check of table names: the master, the tablet servers, the
+// storage paths and the clients all call it.
 func ValidateTableName(name string) error {
+	ns, t, qualified := strings.Cut(name, ":")
+	if !qualified {
+		return validatePlainTable(name)
+	}
+	if ns == DefaultNamespace {
+		return Invalidf("table name %q: the default namespace's tables are named without a prefix; write %q", name, t)
+	}
+	if msg := namespaceProblem(ns); msg != "" {
+		return Invalidf("table name %q: %s", name, msg)
+	}
+	if !validName(t, 50) || t[0] == '.' || t[0] == '-' {
+		return Invalidf("table name %q: the name after the namespace must be 1 to 50 characters of A-Z a-z 0-9 _ . - starting with a letter, digit or _", name)
+	}
+	return nil
+}
+
+func validatePlainTable(name string) error {
 	if !validName(name, 50) || name[0] == '.' || name[0] == '-' {
-		return Invalidf("table name %q must be 1 to 50 characters of A-Z a-z 0-9 _ . - starting with a letter, digit or _", name)
+		return Invalidf("table name %q must be 1 to 50 characters of A-Z a-z 0-9 _ . - starting with a letter, digit or _ (or NAMESPACE:NAME)", name)
 	}
 	return nil
 }

@@ -141,3 +141,14 @@ func (l Layout) TabletFromAssignmentKey(server, key string) (table, id string, o
 // BalancerKey holds the cluster's balancer switch: "on" or "off"; absent
 // means on (docs/OPERATIONS.md "Balancing").
 func (l Layout) BalancerKey() string { return l.root() + "balancer" }
+
+// NamespacesPrefix is the prefix of every namespace's record; the default
+// namespace has none (it always exists).
+func (l Layout) NamespacesPrefix() string { return l.root() + "namespaces/" }
+
+// NamespaceKey is the key of namespace ns's record.
+func (l Layout) NamespaceKey(ns string) string { return l.NamespacesPrefix() + ns }
+
+// NamespaceTablesPrefix is the prefix of the schema keys of namespace ns's
+// tables ("tables/ns:"), ns not the default namespace.
+func (l Layout) NamespaceTablesPrefix(ns string) string { return l.TablesPrefix() + ns + ":" }

@@ -13,10 +13,16 @@ import (
 // a lost race from a lost term by reading again.
 
 // CreateTable writes table's schema and all its tablets in ONE
-// transaction, guarded by tables/<name> not existing yet and by g. The
-// puts are in order: the schema, then the tablets as given.
+// transaction, guarded by tables/<name> not existing yet, by the table's
+// namespace existing unchanged and, under a max_tables, having room
+// (namespaceCmps: ErrNotFound or ErrNamespaceFull before any write), and
+// by g. The puts are in order: the schema, then the tablets as given.
 func CreateTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecord, tablets []TabletRecord, g Guard) error {
 	tk := l.TableKey(table.Schema.GetName())
+	nsCmps, err := namespaceCmps(ctx, kv, l, table.Schema.GetName())
+	if err != nil {
+		return err
+	}
 	ops := []clientv3.Op{clientv3.OpPut(tk, EncodeTable(table))}
 	for _, t := range tablets {
 		v := EncodeTablet(t)
@@ -24,7 +30,7 @@ func CreateTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecor
 		ops = append(ops, mirrorOps(l, nil, &t, v)...)
 	}
 	resp, err := kv.Txn(ctx).
-		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)}, g)...).
+		If(cmps(append(nsCmps, clientv3.Compare(clientv3.CreateRevision(tk), "=", 0)), g)...).
 		Then(ops...).
 		Commit()
 	if err != nil {
