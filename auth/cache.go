@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -214,13 +215,19 @@ func (c *Cache) Authenticate(token string) (string, error) {
 	return rec.Principal, nil
 }
 
-// RoleOn returns principal's role on table: the higher of its grant on
-// the table and its grant on AllTables.
+// RoleOn returns principal's role on table: the highest of its grant on
+// the table, on the table's namespace ("ns:*", NamespaceGrant) and on
+// AllTables.
 func (c *Cache) RoleOn(principal, table string) Role {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	g := c.grants[principal]
-	return max(g[table], g[AllTables])
+	r := max(g[table], g[AllTables])
+	if table != AllTables {
+		ns, _ := cell.SplitTableName(table)
+		r = max(r, g[NamespaceGrant(ns)])
+	}
+	return r
 }
 
 // Grants returns principal's grants, sorted by table.

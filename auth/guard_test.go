@@ -181,6 +181,11 @@ func TestEveryMethodHasARule(t *testing.T) {
 	}
 	check(pb.Master_ServiceDesc.ServiceName, ms, MasterRules())
 	check(pb.TabletServer_ServiceDesc.ServiceName, ts, TabletServerRules())
+	var ns []string
+	for _, m := range pb.Namespaces_ServiceDesc.Methods {
+		ns = append(ns, m.MethodName)
+	}
+	check(pb.Namespaces_ServiceDesc.ServiceName, ns, MasterRules())
 }
 
 // countingHandler counts the log records of each message.

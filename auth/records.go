@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tabuladb/tabula/cell"
@@ -179,8 +180,14 @@ func checkTable(table string) error {
 	if table == AllTables {
 		return nil
 	}
+	if ns, ok := strings.CutSuffix(table, ":*"); ok {
+		if err := cell.ValidateNamespaceName(ns); err != nil {
+			return fmt.Errorf("%w: grant on %q: %v", ErrInvalid, table, err)
+		}
+		return nil
+	}
 	if err := cell.ValidateTableName(table); err != nil {
-		return fmt.Errorf("%w: %v (or %q for every table)", ErrInvalid, err, AllTables)
+		return fmt.Errorf("%w: %v (or \"NS:*\" for every table of namespace NS, or %q for every table)", ErrInvalid, err, AllTables)
 	}
 	return nil
 }

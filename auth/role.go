@@ -24,6 +24,11 @@ const (
 // AllTables is the table name of a cluster-wide grant.
 const AllTables = "*"
 
+// NamespaceGrant is the table name of a grant on every table of namespace
+// ns, present and future: "ns:*" ("default:*" for the tables named without
+// a prefix), as `tabula auth grant P ns:* read` writes it.
+func NamespaceGrant(ns string) string { return ns + ":*" }
+
 // Reserved identities: the common names in the certificates of the
 // cluster's own processes. A token can never be issued for them.
 const (

@@ -68,7 +68,24 @@ func MasterRules() map[string]Rule {
 		svc + "WhoAmI":                {Open: true},
 	}
 	maps.Copy(rules, HealthRules())
+	maps.Copy(rules, NamespaceRules())
 	return rules
+}
+
+// NamespaceRules are the rules of the Namespaces service, which the
+// master serves beside Master: creating, changing and deleting a namespace
+// is the cluster admin's (an admin of "ns:*" administers the tables in it,
+// not its limits); listing is any caller's, as ListTables.
+func NamespaceRules() map[string]Rule {
+	const svc = "/" + "tabula.v1.Namespaces/"
+	clusterAdmin := Rule{Role: Admin, Cluster: true, Audit: true}
+	return map[string]Rule{
+		svc + "CreateNamespace":   clusterAdmin,
+		svc + "UpdateNamespace":   clusterAdmin,
+		svc + "DeleteNamespace":   clusterAdmin,
+		svc + "ListNamespaces":    {},
+		svc + "DescribeNamespace": {},
+	}
 }
 
 // TabletServerRules are the rules of the TabletServer service.

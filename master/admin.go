@@ -53,6 +53,14 @@ func (m *Master) createTable(ctx context.Context, req *tabulapb.CreateTableReque
 		if _, _, err := meta.GetTable(ctx, m.cli, l, schema.Name); err == nil {
 			return nil, existsf("table %s already exists", schema.Name)
 		}
+		if ns, _ := cell.SplitTableName(schema.Name); ns != cell.DefaultNamespace {
+			if _, _, err := meta.GetNamespace(ctx, m.cli, l, ns); errors.Is(err, meta.ErrNotFound) {
+				return nil, notFoundf("namespace %s was deleted while table %s was created in it", ns, schema.Name)
+			}
+			// Or a table was created in a namespace with max_tables:
+			// the caller's retry counts again.
+			return nil, fmt.Errorf("%w: namespace %s changed during CreateTable; retry", meta.ErrConflict, ns)
+		}
 		return nil, fmt.Errorf("%w (leadership lost during CreateTable; retry)", ErrNotLeader)
 	}
 	m.log.Info("created table", "table", schema.Name, "tablets", len(keys))

@@ -101,8 +101,10 @@ func codeOf(ctx context.Context, err error) codes.Code {
 		return codes.NotFound
 	case errors.Is(err, ErrExists):
 		return codes.AlreadyExists
-	case errors.Is(err, ErrProtected):
+	case errors.Is(err, ErrProtected), errors.Is(err, meta.ErrNamespaceNotEmpty):
 		return codes.FailedPrecondition
+	case errors.Is(err, meta.ErrNamespaceFull):
+		return codes.ResourceExhausted
 	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrNotReady), errors.Is(err, meta.ErrConflict), errors.Is(err, ErrClosed):
 		return codes.Unavailable
 	case errors.Is(err, corruption.ErrCorrupt):

@@ -137,6 +137,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 	m.guard, creds = newGuard(opts, cli, m.layout, m.log)
 	m.srv = grpc.NewServer(append(m.setupMetrics(), m.serverOptions()...)...)
 	tabulapb.RegisterMasterServer(m.srv, m)
+	tabulapb.RegisterNamespacesServer(m.srv, namespaceServer{m: m})
 	m.health = opshttp.NewHealth(m.Ready)
 	m.health.Register(m.srv)
 	m.grpcMetrics.Init(m.srv)

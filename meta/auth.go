@@ -14,7 +14,7 @@ import (
 // under the cluster's prefix:
 //
 //	auth/tokens/<id>                 TokenRecord: {"principal":..,"sha256":..,"description":..,"created":..}
-//	auth/grants/<principal>/<table>  GrantRecord: {"role":"read"|"write"|"admin"}; table "*" is every table
+//	auth/grants/<principal>/<table>  GrantRecord: {"role":"read"|"write"|"admin"}; table "*" is every table, "ns:*" every table of namespace ns
 //
 // meta stores and reads them; what they mean (hashing secrets, ordering
 // roles, checking calls) is auth's. Their JSON is frozen
