@@ -17,7 +17,7 @@ import (
 // AdminClient implements: TableAdmin (tables and their rows), FamilyAdmin
 // (a table's column families), ClusterAdmin (tablets, servers, splits,
 // merges, compactions, the balancer) and SecurityAdmin (tokens and
-// grants). Code that needs only one concern can take that interface, so
+// grants), plus NamespaceAdmin (namespaces). Code that needs only one concern can take that interface, so
 // that a reader sees what it may do and a test can hand it a small fake;
 // every exported method belongs to exactly one of them
 // (TestAdminConcernsCoverEveryMethod).
@@ -95,9 +95,15 @@ var (
 // call runs fn on a master, retrying with backoff while none answers
 // other than UNAVAILABLE (no leader elected yet, say).
 func (a *AdminClient) call(ctx context.Context, fn func(context.Context, tabulapb.MasterClient) error) error {
+	return a.retry(ctx, func(ctx context.Context) error { return a.c.loc.CallMaster(ctx, fn) })
+}
+
+// retry runs one round over the masters (attempt) until it is answered
+// other than UNAVAILABLE, with backoff.
+func (a *AdminClient) retry(ctx context.Context, attempt func(context.Context) error) error {
 	r := a.c.newRetrier()
 	for {
-		err := a.c.loc.CallMaster(ctx, fn)
+		err := attempt(ctx)
 		if err == nil {
 			return nil
 		}

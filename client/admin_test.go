@@ -15,6 +15,7 @@ func TestAdminConcernsCoverEveryMethod(t *testing.T) {
 		reflect.TypeFor[FamilyAdmin](),
 		reflect.TypeFor[ClusterAdmin](),
 		reflect.TypeFor[SecurityAdmin](),
+		reflect.TypeFor[NamespaceAdmin](),
 	}
 	in := map[string][]string{}
 	for _, c := range concerns {

@@ -295,7 +295,9 @@ func (c *Client) Close() error {
 
 // Open returns a handle on table. It does not check that the table exists;
 // the first call does.
-func (c *Client) Open(table string) *Table { return &Table{c: c, name: table} }
+func (c *Client) Open(table string) *Table {
+	return &Table{c: c, name: cell.CanonicalTableName(table)} // "default:T" is T
+}
 
 // Admin returns the admin client of the cluster.
 func (c *Client) Admin() *AdminClient { return &AdminClient{c: c} }

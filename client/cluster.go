@@ -74,6 +74,7 @@ func tabletInfos(ps []*tabulapb.TabletInfo) []TabletInfo {
 
 // Tablets lists table's tablets in key order.
 func (a *AdminClient) Tablets(ctx context.Context, table string) ([]TabletInfo, error) {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	var resp *tabulapb.ListTabletsResponse
 	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {
 		resp, err = m.ListTablets(ctx, &tabulapb.ListTabletsRequest{Table: table})
@@ -107,6 +108,7 @@ func (a *AdminClient) Servers(ctx context.Context) ([]ServerInfo, error) {
 // SplitTablet splits the tablet of table holding row at row, and returns
 // once the children serve.
 func (a *AdminClient) SplitTablet(ctx context.Context, table string, row []byte) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	if err := cell.ValidateRow(row); err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -132,6 +134,7 @@ func (a *AdminClient) SplitTablet(ctx context.Context, table string, row []byte)
 // tablet's memtable, then rewrites each family into one file, dropping
 // deleted and condemned cells.
 func (a *AdminClient) CompactTable(ctx context.Context, table string, major bool) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.CompactTable(ctx, &tabulapb.CompactTableRequest{Table: table, Major: major})
 		return err
@@ -179,6 +182,7 @@ func plannedMove(mv *tabulapb.PlannedMove) PlannedMove {
 // serverID now (whatever the balancer's switches say) and returns its new
 // assignment.
 func (a *AdminClient) MoveTablet(ctx context.Context, table, tabletID, serverID string) (TabletInfo, error) {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	var resp *tabulapb.MoveTabletResponse
 	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {
 		resp, err = m.MoveTablet(ctx, &tabulapb.MoveTabletRequest{Table: table, TabletId: tabletID, ServerId: serverID})
@@ -193,6 +197,7 @@ func (a *AdminClient) MoveTablet(ctx context.Context, table, tabletID, serverID 
 // SetBalancer switches the automatic balancer on or off: the cluster's
 // switch when table is "", else that table's.
 func (a *AdminClient) SetBalancer(ctx context.Context, table string, on bool) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.SetBalancer(ctx, &tabulapb.SetBalancerRequest{Table: table, Enabled: on})
 		return err
@@ -202,6 +207,7 @@ func (a *AdminClient) SetBalancer(ctx context.Context, table string, on bool) er
 // SetAutoMerge switches the automatic merge of small, cold adjacent
 // tablets on or off for table (docs/OPERATIONS.md "Merges").
 func (a *AdminClient) SetAutoMerge(ctx context.Context, table string, on bool) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.SetAutoMerge(ctx, &tabulapb.SetAutoMergeRequest{Table: table, Enabled: on})
 		return err

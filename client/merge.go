@@ -19,6 +19,7 @@ import (
 // user split keys (its CreateTable split keys and SplitTablet rows), which
 // the automatic merge keeps (docs/OPERATIONS.md "Merges").
 func (a *AdminClient) MergeTablets(ctx context.Context, table string, start, end []byte) (TabletInfo, int, error) {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	if err := cell.ValidateTableName(table); err != nil {
 		return TabletInfo{}, 0, status.Error(codes.InvalidArgument, err.Error())
 	}

@@ -52,6 +52,7 @@ func (a *AdminClient) CreateTable(ctx context.Context, name string, fams []famil
 // SplitThreshold, AutoMergeDisabled and DeletionProtection, pre-split at
 // splitKeys.
 func (a *AdminClient) CreateTableWithInfo(ctx context.Context, info TableInfo, splitKeys [][]byte) error {
+	info.Name = cell.CanonicalTableName(info.Name) // "default:T" is T
 	if err := cell.ValidateTableName(info.Name); err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -75,6 +76,7 @@ func (a *AdminClient) CreateTableWithInfo(ctx context.Context, info TableInfo, s
 // DeleteTable deletes a table and its data; FAILED_PRECONDITION while the
 // table has deletion protection.
 func (a *AdminClient) DeleteTable(ctx context.Context, name string) error {
+	name = cell.CanonicalTableName(name) // "default:T" is T
 	defer a.c.loc.EvictTable(name)
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.DeleteTable(ctx, &tabulapb.DeleteTableRequest{Table: name})
@@ -105,6 +107,7 @@ func (a *AdminClient) ListTables(ctx context.Context) ([]TableInfo, error) {
 
 // DescribeTable returns a table's schema and tablets.
 func (a *AdminClient) DescribeTable(ctx context.Context, name string) (TableInfo, error) {
+	name = cell.CanonicalTableName(name) // "default:T" is T
 	var resp *tabulapb.DescribeTableResponse
 	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {
 		resp, err = m.DescribeTable(ctx, &tabulapb.DescribeTableRequest{Table: name})
@@ -136,6 +139,7 @@ func tableInfo(s *tabulapb.TableSchema) (TableInfo, error) {
 // FAILED_PRECONDITION, by every API (docs/OPERATIONS.md "Deletion
 // protection"). Rows can still be deleted.
 func (a *AdminClient) SetDeletionProtection(ctx context.Context, table string, on bool) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.SetDeletionProtection(ctx, &tabulapb.SetDeletionProtectionRequest{Table: table, Protected: on})
 		return err
@@ -155,6 +159,7 @@ func (a *AdminClient) ModifyFamily(ctx context.Context, table string, f families
 type familyRPC = func(tabulapb.MasterClient, context.Context, *tabulapb.FamilyRequest, ...grpc.CallOption) (*tabulapb.TableSchema, error)
 
 func (a *AdminClient) familyCall(ctx context.Context, table string, f families.Family, rpc familyRPC) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	if err := f.Validate(); err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -168,6 +173,7 @@ func (a *AdminClient) familyCall(ctx context.Context, table string, f families.F
 // DeleteFamily deletes table's family name and its data;
 // FAILED_PRECONDITION while the table has deletion protection.
 func (a *AdminClient) DeleteFamily(ctx context.Context, table, name string) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
 		_, err := m.DeleteFamily(ctx, &tabulapb.DeleteFamilyRequest{Table: table, Family: name})
 		return err
@@ -186,6 +192,7 @@ func (a *AdminClient) DeleteFamily(ctx context.Context, table, name string) erro
 // retried like other admin calls; if it is returned, part of the range may
 // have been dropped: calling again is safe.
 func (a *AdminClient) DropRowRange(ctx context.Context, table string, prefix []byte) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	if len(prefix) == 0 {
 		return invalid("DropRowRange: the prefix is empty; to drop every row call DropAllRows")
 	}
@@ -195,6 +202,7 @@ func (a *AdminClient) DropRowRange(ctx context.Context, table string, prefix []b
 // DropAllRows deletes every row of table, keeping the table and its
 // families, as DropRowRange does for a prefix.
 func (a *AdminClient) DropAllRows(ctx context.Context, table string) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
 	return a.dropRows(ctx, &tabulapb.DropRowRangeRequest{Table: table, Target: &tabulapb.DropRowRangeRequest_DeleteAllDataFromTable{DeleteAllDataFromTable: true}})
 }
 

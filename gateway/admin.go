@@ -18,6 +18,7 @@ import (
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
 )
@@ -36,7 +37,7 @@ type adminServer struct {
 // table. Every other field answers UNIMPLEMENTED naming it, a path that is
 // not a field of Table INVALID_ARGUMENT, both before anything changes.
 func (a *adminServer) UpdateTable(ctx context.Context, req *btapb.UpdateTableRequest) (*longrunningpb.Operation, error) {
-	n, err := parseTable("table.name", req.GetTable().GetName())
+	n, err := a.s.parseTable(ctx, "table.name", req.GetTable().GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func (a *adminServer) CreateTable(ctx context.Context, req *btapb.CreateTableReq
 	if err != nil {
 		return nil, err
 	}
-	n, err := parseTable("table_id", in.String()+"/tables/"+req.GetTableId())
+	n, err := a.s.parseTable(ctx, "table_id", in.String()+"/tables/"+req.GetTableId())
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +139,8 @@ func (a *adminServer) getTable(ctx context.Context, n tableName, view btapb.Tabl
 	return a.s.protoTable(n, info, view), nil
 }
 
-// ListTables lists every table of the cluster under the parent instance,
-// by name, a page at a time when page_size is set.
+// ListTables lists the tables of the parent instance's namespace
+// (namespaces.go), by name, a page at a time when page_size is set.
 func (a *adminServer) ListTables(ctx context.Context, req *btapb.ListTablesRequest) (*btapb.ListTablesResponse, error) {
 	in, err := parseInstance("parent", req.GetParent())
 	if err != nil {
@@ -148,9 +149,21 @@ func (a *adminServer) ListTables(ctx context.Context, req *btapb.ListTablesReque
 	if req.GetPageSize() < 0 {
 		return nil, invalidf("page_size must be >= 0, got %d", req.GetPageSize())
 	}
-	infos, err := a.s.c.Admin().ListTables(ctx)
+	ns, err := a.s.ns.of(ctx, in.instance)
+	if err != nil {
+		return nil, err
+	}
+	all, err := a.s.c.Admin().ListTables(ctx)
 	if err != nil {
 		return nil, toStatus(err)
+	}
+	// The instance's namespace's tables only, by table id.
+	var infos []client.TableInfo
+	for _, info := range all {
+		if cell.InNamespace(info.Name, ns) {
+			_, info.Name = cell.SplitTableName(info.Name)
+			infos = append(infos, info)
+		}
 	}
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
 	view := req.GetView()
@@ -169,14 +182,14 @@ func (a *adminServer) ListTables(ctx context.Context, req *btapb.ListTablesReque
 			resp.NextPageToken = resp.Tables[ps-1].Name[len(in.String())+len("/tables/"):]
 			break
 		}
-		resp.Tables = append(resp.Tables, a.s.protoTable(tableName{instanceName: in, table: info.Name}, info, view))
+		resp.Tables = append(resp.Tables, a.s.protoTable(tableName{instanceName: in, id: info.Name}, info, view))
 	}
 	return resp, nil
 }
 
 // GetTable describes one table; the default view is SCHEMA_VIEW.
 func (a *adminServer) GetTable(ctx context.Context, req *btapb.GetTableRequest) (*btapb.Table, error) {
-	n, err := parseTable("name", req.GetName())
+	n, err := a.s.parseTable(ctx, "name", req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +202,7 @@ func (a *adminServer) GetTable(ctx context.Context, req *btapb.GetTableRequest) 
 
 // DeleteTable deletes a table and all its data.
 func (a *adminServer) DeleteTable(ctx context.Context, req *btapb.DeleteTableRequest) (*emptypb.Empty, error) {
-	n, err := parseTable("name", req.GetName())
+	n, err := a.s.parseTable(ctx, "name", req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +218,7 @@ func (a *adminServer) DeleteTable(ctx context.Context, req *btapb.DeleteTableReq
 // others can still interleave with its steps (Tabula changes one family
 // per master call).
 func (a *adminServer) ModifyColumnFamilies(ctx context.Context, req *btapb.ModifyColumnFamiliesRequest) (*btapb.Table, error) {
-	n, err := parseTable("name", req.GetName())
+	n, err := a.s.parseTable(ctx, "name", req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +307,7 @@ func (a *adminServer) ModifyColumnFamilies(ctx context.Context, req *btapb.Modif
 
 // DropRowRange deletes every row with a key prefix, or all rows.
 func (a *adminServer) DropRowRange(ctx context.Context, req *btapb.DropRowRangeRequest) (*emptypb.Empty, error) {
-	n, err := parseTable("name", req.GetName())
+	n, err := a.s.parseTable(ctx, "name", req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +321,7 @@ func (a *adminServer) DropRowRange(ctx context.Context, req *btapb.DropRowRangeR
 // serves each tablet from one server and has no replicas, so every write
 // acknowledged before the token was made is already visible everywhere.
 func (a *adminServer) GenerateConsistencyToken(ctx context.Context, req *btapb.GenerateConsistencyTokenRequest) (*btapb.GenerateConsistencyTokenResponse, error) {
-	n, err := parseTable("name", req.GetName())
+	n, err := a.s.parseTable(ctx, "name", req.GetName())
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +335,7 @@ func (a *adminServer) GenerateConsistencyToken(ctx context.Context, req *btapb.G
 // another) made: Tabula is strongly consistent, with no replication to
 // wait for.
 func (a *adminServer) CheckConsistency(ctx context.Context, req *btapb.CheckConsistencyRequest) (*btapb.CheckConsistencyResponse, error) {
-	n, err := parseTable("name", req.GetName())
+	n, err := a.s.parseTable(ctx, "name", req.GetName())
 	if err != nil {
 		return nil, err
 	}

@@ -159,7 +159,7 @@ func timestampProblem(ts int64, serverTime bool) string {
 
 // MutateRow applies one row's mutations atomically.
 func (d *dataServer) MutateRow(ctx context.Context, req *btpb.MutateRowRequest) (*btpb.MutateRowResponse, error) {
-	tbl, err := d.rowTable(req)
+	tbl, err := d.rowTable(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +181,11 @@ type rowRequest interface {
 }
 
 // rowTable checks a single-row request's table and row key.
-func (d *dataServer) rowTable(req rowRequest) (*client.Table, error) {
+func (d *dataServer) rowTable(ctx context.Context, req rowRequest) (*client.Table, error) {
 	if err := viewsUnsupported(req.GetAuthorizedViewName(), ""); err != nil {
 		return nil, err
 	}
-	tbl, _, err := d.s.table("table_name", req.GetTableName())
+	tbl, _, err := d.s.table(ctx, "table_name", req.GetTableName())
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +207,7 @@ func (d *dataServer) MutateRows(req *btpb.MutateRowsRequest, stream btpb.Bigtabl
 	if err := viewsUnsupported(req.GetAuthorizedViewName(), ""); err != nil {
 		return err
 	}
-	tbl, _, err := d.s.table("table_name", req.GetTableName())
+	tbl, _, err := d.s.table(stream.Context(), "table_name", req.GetTableName())
 	if err != nil {
 		return err
 	}
@@ -291,7 +291,7 @@ func setStatus(e *btpb.MutateRowsResponse_Entry, err error) {
 // of the row (an unset predicate: when the row has any cell), else
 // false_mutations, atomically.
 func (d *dataServer) CheckAndMutateRow(ctx context.Context, req *btpb.CheckAndMutateRowRequest) (*btpb.CheckAndMutateRowResponse, error) {
-	tbl, err := d.rowTable(req)
+	tbl, err := d.rowTable(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (d *dataServer) CheckAndMutateRow(ctx context.Context, req *btpb.CheckAndMu
 // ReadModifyWriteRow applies append and increment rules to the newest
 // values of a row atomically and answers the new cells.
 func (d *dataServer) ReadModifyWriteRow(ctx context.Context, req *btpb.ReadModifyWriteRowRequest) (*btpb.ReadModifyWriteRowResponse, error) {
-	tbl, err := d.rowTable(req)
+	tbl, err := d.rowTable(ctx, req)
 	if err != nil {
 		return nil, err
 	}

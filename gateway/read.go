@@ -29,7 +29,7 @@ func (d *dataServer) ReadRows(req *btpb.ReadRowsRequest, stream btpb.Bigtable_Re
 	if err := viewsUnsupported(req.GetAuthorizedViewName(), req.GetMaterializedViewName()); err != nil {
 		return err
 	}
-	tbl, _, err := d.s.table("table_name", req.GetTableName())
+	tbl, _, err := d.s.table(stream.Context(), "table_name", req.GetTableName())
 	if err != nil {
 		return err
 	}
@@ -303,7 +303,7 @@ func (d *dataServer) SampleRowKeys(req *btpb.SampleRowKeysRequest, stream btpb.B
 	if err := viewsUnsupported(req.GetAuthorizedViewName(), req.GetMaterializedViewName()); err != nil {
 		return err
 	}
-	tbl, _, err := d.s.table("table_name", req.GetTableName())
+	tbl, _, err := d.s.table(stream.Context(), "table_name", req.GetTableName())
 	if err != nil {
 		return err
 	}

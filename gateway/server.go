@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -84,12 +85,15 @@ type Server struct {
 	data     dataServer
 	admin    adminServer
 	instance instanceServer
+	// ns maps instances to namespaces (namespaces.go).
+	ns *namespaces
 }
 
 // New returns a Server that serves the cluster c talks to. The caller
 // keeps ownership of c.
 func New(c *client.Client, opts Options) *Server {
 	s := &Server{c: c, opts: opts.withDefaults()}
+	s.ns = &namespaces{defaultID: s.opts.InstanceID, list: s.listNamespaces, ttl: namespaceTTL, now: time.Now}
 	s.data = dataServer{s: s}
 	s.admin = adminServer{s: s}
 	s.instance = instanceServer{s: s}
@@ -107,8 +111,8 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // table returns the client handle of the table a resource name names.
-func (s *Server) table(field, name string) (*client.Table, tableName, error) {
-	n, err := parseTable(field, name)
+func (s *Server) table(ctx context.Context, field, name string) (*client.Table, tableName, error) {
+	n, err := s.parseTable(ctx, field, name)
 	if err != nil {
 		return nil, n, err
 	}

@@ -135,6 +135,20 @@ func (l *Locator) Lookups() int64 { return l.lookups.Load() }
 // error when no master answered. It makes one round only; callers that
 // want to wait for a master retry with a Backoff.
 func (l *Locator) CallMaster(ctx context.Context, fn func(context.Context, tabulapb.MasterClient) error) error {
+	return l.callMasters(ctx, func(ctx context.Context, i int) error { return fn(ctx, l.masters[i]) })
+}
+
+// CallMasterConn is CallMaster for the other services the masters serve
+// on their port (the Namespaces service): fn gets a master's connection.
+// A Locator made by NewWithClients has none: UNIMPLEMENTED.
+func (l *Locator) CallMasterConn(ctx context.Context, fn func(context.Context, grpc.ClientConnInterface) error) error {
+	if len(l.conns) != len(l.masters) {
+		return status.Error(codes.Unimplemented, "locator: made from master clients, without connections")
+	}
+	return l.callMasters(ctx, func(ctx context.Context, i int) error { return fn(ctx, l.conns[i]) })
+}
+
+func (l *Locator) callMasters(ctx context.Context, fn func(context.Context, int) error) error {
 	if l.closed.Load() {
 		return status.Error(codes.Canceled, ErrClosed.Error())
 	}
@@ -146,7 +160,7 @@ func (l *Locator) CallMaster(ctx context.Context, fn func(context.Context, tabul
 	for i := range l.masters {
 		idx := (start + i) % len(l.masters)
 		cctx, cancel := context.WithTimeout(ctx, l.opts.CallTimeout)
-		err := fn(cctx, l.masters[idx])
+		err := fn(cctx, idx)
 		cancel()
 		if err := ctx.Err(); err != nil {
 			return status.FromContextError(err).Err()

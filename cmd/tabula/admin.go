@@ -42,6 +42,7 @@ empty union() or intersection() condemns nothing). Quote it for the shell:
 		RunE: func(cmd *cobra.Command, args []string) error {
 			specs, _ := cmd.Flags().GetStringArray("family")
 			splits, _ := cmd.Flags().GetStringSlice("splits")
+			args[0] = cell.CanonicalTableName(args[0]) // "default:T" is T
 			if err := cell.ValidateTableName(args[0]); err != nil {
 				return err
 			}
@@ -85,9 +86,9 @@ empty union() or intersection() condemns nothing). Quote it for the shell:
 }
 
 func newTableListCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List tables",
+	c := &cobra.Command{
+		Use:   "list [--namespace NS]",
+		Short: "List tables (those of one namespace with --namespace)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := connect(cmd)
@@ -99,8 +100,12 @@ func newTableListCmd() *cobra.Command {
 			if err != nil {
 				return wrapf(err, "listing tables")
 			}
+			ns, _ := cmd.Flags().GetString("namespace")
 			var rows [][]any
 			for _, t := range tables {
+				if ns != "" && !cell.InNamespace(t.Name, ns) {
+					continue
+				}
 				var names []string
 				for _, f := range t.Families {
 					names = append(names, f.Name)
@@ -110,6 +115,8 @@ func newTableListCmd() *cobra.Command {
 			return s.out.table([]string{"name", "families"}, rows)
 		},
 	}
+	c.Flags().String("namespace", "", "list only this namespace's tables (\"default\": those named without a prefix)")
+	return c
 }
 
 func newTableDescribeCmd() *cobra.Command {
@@ -301,6 +308,7 @@ returns; it cannot be undone. Needs the admin role on the table.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prefix, _ := cmd.Flags().GetString("prefix")
 			all, _ := cmd.Flags().GetBool("all")
+			args[0] = cell.CanonicalTableName(args[0]) // "default:T" is T
 			if err := cell.ValidateTableName(args[0]); err != nil {
 				return err
 			}

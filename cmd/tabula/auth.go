@@ -106,9 +106,9 @@ func newTokenRevokeCmd() *cobra.Command {
 
 func newGrantCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:     "grant PRINCIPAL TABLE|* read|write|admin",
-		Short:   "Give a principal a role on a table, or on every table with \"*\" (replaces its role there)",
-		Example: "  tabula auth grant etl events write\n  tabula auth grant ops '*' admin",
+		Use:     "grant PRINCIPAL TABLE|NS:*|* read|write|admin",
+		Short:   "Give a principal a role on a table, on every table of namespace NS with \"NS:*\", or on every table with \"*\" (replaces its role there)",
+		Example: "  tabula auth grant etl events write\n  tabula auth grant team-a 'analytics:*' write\n  tabula auth grant ops '*' admin",
 		Args:    cobra.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if _, err := auth.ParseRole(args[2]); err != nil {
@@ -129,7 +129,7 @@ func newGrantCmd() *cobra.Command {
 
 func newRevokeCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "revoke PRINCIPAL TABLE|*",
+		Use:   "revoke PRINCIPAL TABLE|NS:*|*",
 		Short: "Take away a principal's role on a table (or its \"*\" grant)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -55,7 +55,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 	})
 	root.AddCommand(
 		newDevCmd(), newMasterCmd(), newTabletServerCmd(),
-		newTableCmd(), newFamilyCmd(), newServersCmd(),
+		newNamespaceCmd(), newTableCmd(), newFamilyCmd(), newServersCmd(),
 		newPutCmd(), newAddCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(), newGatewayCmd(),
