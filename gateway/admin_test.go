@@ -124,8 +124,24 @@ func TestInstanceAdminForTools(t *testing.T) {
 	}
 	_, err = ia.GetCluster(ctx, instance, "other")
 	testkit.WantCode(t, "GetCluster of an unknown cluster", err, codes.NotFound, "other")
+	// An instance is a namespace: CreateInstance makes one, listed with
+	// the default instance; DeleteInstance deletes it, and an instance that
+	// is not a namespace has nothing to delete.
+	err = ia.CreateInstance(ctx, &bigtable.InstanceConf{InstanceId: "team", DisplayName: "team a", ClusterId: "c", Zone: "z", NumNodes: 1, StorageType: bigtable.SSD})
+	if err != nil {
+		t.Fatalf("CreateInstance: %v", err)
+	}
+	ins, err = ia.Instances(ctx)
+	if err != nil || len(ins) != 2 || ins[0].Name != "tabula" || ins[1].Name != "team" || ins[1].DisplayName != "team a" {
+		t.Fatalf("Instances after CreateInstance = %+v, %v; want tabula and team", ins, err)
+	}
+	err = ia.CreateInstance(ctx, &bigtable.InstanceConf{InstanceId: "team", DisplayName: "team a", ClusterId: "c", Zone: "z", NumNodes: 1, StorageType: bigtable.SSD})
+	testkit.WantCode(t, "CreateInstance twice", err, codes.AlreadyExists, "team")
+	if err := ia.DeleteInstance(ctx, "team"); err != nil {
+		t.Fatalf("DeleteInstance: %v", err)
+	}
 	err = ia.DeleteInstance(ctx, instance)
-	testkit.WantCode(t, "DeleteInstance", err, codes.Unimplemented, "DeleteInstance")
+	testkit.WantCode(t, "DeleteInstance of an instance that is no namespace", err, codes.NotFound, instance)
 }
 
 // TestOperationsTabulaLacksAreUnimplemented: never a silent success.

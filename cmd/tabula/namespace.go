@@ -44,36 +44,23 @@ func namespaceInfoOf(cmd *cobra.Command, name string) (client.NamespaceInfo, err
 }
 
 func newNamespaceCreateCmd() *cobra.Command {
-	c := &cobra.Command{
-		Use:     "create NAMESPACE [--max-tables N] [--description TEXT]",
-		Short:   "Create a namespace: 1 to 33 characters of A-Z a-z 0-9 _ -, starting with a letter, digit or _",
-		Example: "  tabula namespace create analytics --max-tables 100\n  tabula table create analytics:events --family e",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ni, err := namespaceInfoOf(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			s, err := connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			if err := s.cli.Admin().CreateNamespace(s.ctx, ni); err != nil {
-				return wrapf(err, "creating namespace %s", args[0])
-			}
-			return s.out.message("created namespace "+args[0], "created", args[0])
-		},
-	}
-	namespaceFlags(c)
-	return c
+	return newNamespaceSetCmd("create", "created", "Create a namespace: 1 to 33 characters of A-Z a-z 0-9 _ -, starting with a letter, digit or _",
+		"  tabula namespace create analytics --max-tables 100\n  tabula table create analytics:events --family e",
+		func(s *session, ni client.NamespaceInfo) error { return s.cli.Admin().CreateNamespace(s.ctx, ni) })
 }
 
 func newNamespaceUpdateCmd() *cobra.Command {
+	return newNamespaceSetCmd("update", "updated", "Replace a namespace's settings (an unset flag clears its setting)",
+		"  tabula namespace update analytics --max-tables 200",
+		func(s *session, ni client.NamespaceInfo) error { return s.cli.Admin().UpdateNamespace(s.ctx, ni) })
+}
+
+// newNamespaceSetCmd is create or update: the same flags, one call.
+func newNamespaceSetCmd(verb, done, short, example string, call func(*session, client.NamespaceInfo) error) *cobra.Command {
 	c := &cobra.Command{
-		Use:     "update NAMESPACE [--max-tables N] [--description TEXT]",
-		Short:   "Replace a namespace's settings (an unset flag clears its setting)",
-		Example: "  tabula namespace update analytics --max-tables 200",
+		Use:     verb + " NAMESPACE [--max-tables N] [--description TEXT]",
+		Short:   short,
+		Example: example,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ni, err := namespaceInfoOf(cmd, args[0])
@@ -85,10 +72,10 @@ func newNamespaceUpdateCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
-			if err := s.cli.Admin().UpdateNamespace(s.ctx, ni); err != nil {
-				return wrapf(err, "updating namespace %s", args[0])
+			if err := call(s, ni); err != nil {
+				return wrapf(err, "%s namespace %s", strings.TrimSuffix(verb, "e")+"ing", args[0])
 			}
-			return s.out.message("updated namespace "+args[0], "updated", args[0])
+			return s.out.message(done+" namespace "+args[0], done, args[0])
 		},
 	}
 	namespaceFlags(c)
