@@ -25,9 +25,10 @@ type Options struct {
 	// ChunkBytes must go in one message (docs/GATEWAY.md "Large values").
 	// The default is WholeRowsForGo.
 	WholeRows func(userAgent string) bool
-	// InstanceID is the instance ListInstances reports. Every instance
-	// name is accepted and maps to the same cluster. The default is
-	// "tabula".
+	// InstanceID is the instance of the default namespace: ListInstances
+	// reports it first, and it always maps to the default namespace, as
+	// every instance that is not a namespace does (namespaces.go). The
+	// default is "tabula".
 	InstanceID string
 	// ClusterID is the cluster id the instance admin API reports for every
 	// instance. The default is "tabula".

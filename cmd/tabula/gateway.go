@@ -82,7 +82,7 @@ cluster checks that caller's roles. "tabula dev" starts one on ` + defaultGatewa
 	}
 	f := c.Flags()
 	f.String("listen", defaultGateway, "address to serve the Bigtable API on (port 0 picks one)")
-	f.String("instance", "tabula", "instance id ListInstances reports (every instance name is accepted)")
+	f.String("instance", "tabula", "instance id of the default namespace, listed first by ListInstances (an instance that is a namespace is that namespace; any other is the default one)")
 	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
 	f.Bool("auth", false, "run every call as its caller: each Bigtable client must send a Tabula token (authorization: Bearer TOKEN; UNAUTHENTICATED without), which is presented to the cluster instead of --token, so the caller's own roles apply (docs/GATEWAY.md \"Security\")")
 	addHTTPFlag(c, "")

@@ -419,7 +419,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLoadFlags(c)
 	f.String("bigtable-addr", "", "also serve the Cloud Bigtable API (as tabula gateway does) on this address, reaching this server's tablets in process and the others' over gRPC; needs --master (the gateway's client uses --tls-* and --token; with --auth every Bigtable call runs as its caller, whose token it must carry)")
-	f.String("instance", "tabula", "with --bigtable-addr: instance id ListInstances reports")
+	f.String("instance", "tabula", "with --bigtable-addr: instance id of the default namespace, listed first by ListInstances")
 	f.String("cluster-id", "tabula", "with --bigtable-addr: cluster id the instance admin API reports")
 	f.Int("metrics-top-tablets", tabletserver.DefaultTopTablets, "per-tablet metrics (tabula_tablet_*) for this many of the server's largest tablets and as many of its busiest only; -1: none")
 	addHTTPFlag(c, "")
