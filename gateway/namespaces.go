@@ -24,6 +24,14 @@ import (
 // and a name is not in it (so a namespace created elsewhere is seen
 // within ttl), and updated at once by this gateway's own CreateInstance
 // and DeleteInstance.
+//
+// Once read, the cache never stops the data path: one caller reads it
+// again while the others answer from it, and a read that fails (no
+// master) keeps it until the next try, ttl later. A namespace is made
+// by the master, so one unseen through an outage was made at most about
+// ttl before it: the same window as when every read succeeds. Only the
+// first read, with nothing to answer from, fails the calls that wait
+// for it.
 type namespaces struct {
 	// defaultID is Options.InstanceID, always the default namespace.
 	defaultID string
@@ -31,9 +39,10 @@ type namespaces struct {
 	ttl       time.Duration
 	now       func() time.Time
 
-	mu     sync.Mutex
-	known  map[string]bool
-	loaded time.Time
+	mu      sync.Mutex
+	known   map[string]bool
+	loaded  time.Time
+	loading chan struct{} // closed when the read in flight ends; nil if none
 }
 
 // namespaceTTL is how stale the cache may be before a miss reads it again.
@@ -44,26 +53,60 @@ func (n *namespaces) of(ctx context.Context, instance string) (string, error) {
 	if instance == cell.DefaultNamespace || instance == n.defaultID || cell.ValidateNamespaceName(instance) != nil {
 		return cell.DefaultNamespace, nil // "{{instance}}" and the like: never a namespace
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.known[instance] && (n.known == nil || n.now().Sub(n.loaded) >= n.ttl) {
-		if err := n.loadLocked(ctx); err != nil {
+	for {
+		n.mu.Lock()
+		switch {
+		case n.known[instance]:
+			n.mu.Unlock()
+			return instance, nil
+		case n.known != nil && (n.loading != nil || n.now().Sub(n.loaded) < n.ttl):
+			n.mu.Unlock() // fresh enough, or another caller is reading it
+			return cell.DefaultNamespace, nil
+		case n.loading != nil: // the first read, in flight
+			wait := n.loading
+			n.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return "", toStatus(ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		n.loading = done
+		n.mu.Unlock()
+		known, err := n.read(ctx)
+		n.mu.Lock()
+		n.loading = nil
+		close(done)
+		if err == nil {
+			n.known = known
+		}
+		if n.known != nil {
+			n.loaded = n.now() // a failed read is tried again after ttl
+		}
+		n.mu.Unlock()
+		if err != nil && n.loadedNever() {
 			return "", err
 		}
 	}
-	if n.known[instance] {
-		return instance, nil
-	}
-	return cell.DefaultNamespace, nil
 }
 
-func (n *namespaces) loadLocked(ctx context.Context) error {
+// loadedNever reports whether no read of the namespaces has succeeded.
+func (n *namespaces) loadedNever() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.known == nil
+}
+
+// read lists the namespaces other than the default one.
+func (n *namespaces) read(ctx context.Context) (map[string]bool, error) {
 	names, err := n.list(ctx)
 	if status.Code(err) == codes.Unimplemented {
 		names, err = nil, nil // a cluster from before namespaces: every instance is the default namespace
 	}
 	if err != nil {
-		return toStatus(err)
+		return nil, toStatus(err)
 	}
 	known := make(map[string]bool, len(names))
 	for _, name := range names {
@@ -71,8 +114,7 @@ func (n *namespaces) loadLocked(ctx context.Context) error {
 			known[name] = true
 		}
 	}
-	n.known, n.loaded = known, n.now()
-	return nil
+	return known, nil
 }
 
 // set records that namespace name exists (or not), after this gateway

@@ -48,10 +48,22 @@ func TestInstancesMapToNamespaces(t *testing.T) {
 	n.set("c", false)
 	want("c", "t")
 
+	// No master: the cache read before answers (a namespace cannot be
+	// made without one), and the read is tried again only after ttl.
 	now = now.Add(time.Second)
 	listErr = status.Error(codes.Unavailable, "no master")
+	lists = 0
+	want("zz", "t")
+	want("b", "b:t")
+	want("zz", "t")
+	if lists != 1 {
+		t.Fatalf("%d reads of the namespaces while the master is away, want 1 (then one a ttl)", lists)
+	}
+	// Nothing read yet and no master: a miss cannot be answered.
+	s.ns = &namespaces{defaultID: "tabula", ttl: time.Second, now: func() time.Time { return now },
+		list: func(context.Context) ([]string, error) { return nil, listErr }}
 	if _, err := s.parseTable(ctx, "name", "projects/p/instances/zz/tables/t"); status.Code(err) != codes.Unavailable {
-		t.Fatalf("a miss while the namespaces cannot be read: %v, want UNAVAILABLE (never a guess)", err)
+		t.Fatalf("a miss before the namespaces were ever read: %v, want UNAVAILABLE (never a guess)", err)
 	}
 	listErr = status.Error(codes.Unimplemented, "an old master")
 	want("zz", "t")
@@ -59,5 +71,47 @@ func TestInstancesMapToNamespaces(t *testing.T) {
 	_, err := s.parseTable(ctx, "name", "projects/p/instances/x/tables/a:t")
 	if status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("a table id naming a namespace: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+// TestNamespaceReadStopsNoCall: while one caller reads the namespaces
+// again, the others answer from what was read before, and do not wait
+// for a master that is slow or gone.
+func TestNamespaceReadStopsNoCall(t *testing.T) {
+	ctx := context.Background()
+	now := time.Unix(1000, 0)
+	reading, release := make(chan struct{}), make(chan struct{})
+	first := true
+	n := &namespaces{defaultID: "tabula", ttl: time.Second, now: func() time.Time { return now },
+		list: func(context.Context) ([]string, error) {
+			if first {
+				first = false
+				return []string{"a"}, nil
+			}
+			close(reading)
+			<-release
+			return []string{"a", "b"}, nil
+		}}
+	if ns, err := n.of(ctx, "a"); ns != "a" || err != nil {
+		t.Fatalf("a: %q, %v", ns, err)
+	}
+	now = now.Add(time.Second)
+	slow := make(chan string)
+	go func() {
+		ns, _ := n.of(ctx, "b") // a miss after ttl: reads again, held
+		slow <- ns
+	}()
+	<-reading
+	for _, c := range []struct{ instance, want string }{{"a", "a"}, {"b", "default"}, {"zz", "default"}} {
+		if ns, err := n.of(ctx, c.instance); ns != c.want || err != nil {
+			t.Fatalf("%s while another caller reads: %q, %v; want %q", c.instance, ns, err, c.want)
+		}
+	}
+	close(release)
+	if ns := <-slow; ns != "b" {
+		t.Fatalf("the reader's own answer: %q, want b", ns)
+	}
+	if ns, _ := n.of(ctx, "b"); ns != "b" {
+		t.Fatalf("b after the read: %q", ns)
 	}
 }
