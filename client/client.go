@@ -231,6 +231,8 @@ type Client struct {
 	// point of their choosing rather than the clock's.
 	attemptTimer func(d time.Duration, f func()) timer
 	backoff      func(ctx context.Context, attempt int) error
+	// sleep waits a quota refusal's retry delay (quota.go).
+	sleep func(ctx context.Context, d time.Duration) error
 	// streamOnly holds the tablet servers that do not know the unary
 	// ReadRow (readrow.go).
 	streamOnly streamOnly
@@ -259,7 +261,7 @@ func NewClientWithOptions(ctx context.Context, opts Options) (_ *Client, err err
 		return nil, err
 	}
 	c := &Client{opts: opts, loc: loc, pool: newPool(opts.serverDialOptions()), afterFunc: realAfterFunc,
-		attemptTimer: realTimer, backoff: opts.Backoff.Wait}
+		attemptTimer: realTimer, backoff: opts.Backoff.Wait, sleep: sleepCtx}
 	c.pool.local = newLocalServers(opts)
 	defer func() {
 		if err != nil {
@@ -388,6 +390,17 @@ func (r *retrier) wait(ctx context.Context, err error) error {
 	if now.Sub(r.since) >= r.c.opts.RetryTimeout {
 		return r.last
 	}
+	if d, ok := retryDelay(err); ok {
+		// A quota refusal says when to come back: wait that instead.
+		if werr := r.c.waitRetryDelay(ctx, d, err); werr != nil {
+			if ctx.Err() != nil {
+				return contextStatus(ctx, r.last)
+			}
+			return werr
+		}
+		r.attempt++
+		return nil
+	}
 	if werr := r.c.backoff(ctx, r.attempt); werr != nil {
 		return contextStatus(ctx, r.last)
 	}
@@ -429,6 +442,9 @@ func locateError(err error) (retry bool, st error) {
 func serverError(err error, idempotent bool) (retry, evict bool) {
 	if _, ok := locator.NotServingOf(err); ok {
 		return true, true
+	}
+	if _, ok := retryDelay(err); ok {
+		return true, false // a quota refused it before applying anything
 	}
 	switch status.Code(err) {
 	case codes.Unavailable:

@@ -149,6 +149,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 			creds.Run(m.ctx)
 		}()
 	}
+	m.startQuotaUsage()
 	m.wg.Add(3)
 	go func() {
 		defer m.wg.Done()

@@ -94,7 +94,10 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 	// A scan's load is recorded at its first row: the meter samples where
 	// requests land, not every row they read.
 	begin, sent := time.Now(), 0
-	defer func() { record(h, load.Read, firstRow(h, opts), sent, begin) }()
+	defer func() {
+		record(h, load.Read, firstRow(h, opts), sent, begin)
+		s.chargeRead(ctx, h.table, sent)
+	}()
 	sender := newSender(stream)
 	opts.Progress = sender.progress
 	// Each row is converted (its cells copied into the message) before
@@ -160,7 +163,10 @@ func (s *Server) scan(ctx context.Context, h *held, opts tablet.ReadOptions, str
 func (s *Server) readOneRow(stream tabulapb.TabletServer_ReadRowsServer, h *held, opts tablet.ReadOptions) error {
 	row := opts.Keys[0]
 	begin, sent := time.Now(), 0
-	defer func() { record(h, load.Read, row, sent, begin) }()
+	defer func() {
+		record(h, load.Read, row, sent, begin)
+		s.chargeRead(stream.Context(), h.table, sent)
+	}()
 	pr, err := s.pointRead(stream.Context(), h, row, opts.Filter)
 	if err != nil || pr == nil {
 		return err
@@ -197,7 +203,10 @@ func (s *Server) ReadRow(ctx context.Context, req *tabulapb.ReadRowRequest) (*ta
 		return nil, fail(err)
 	}
 	begin, sent := time.Now(), 0
-	defer func() { record(h, load.Read, row, sent, begin) }()
+	defer func() {
+		record(h, load.Read, row, sent, begin)
+		s.chargeRead(ctx, h.table, sent)
+	}()
 	pr, err := s.pointRead(ctx, h, row, filter)
 	if err != nil {
 		return nil, fail(err)

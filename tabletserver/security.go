@@ -35,6 +35,9 @@ func (s *Server) serverOptions(ctx context.Context) []grpc.ServerOption {
 		s.unary, s.stream = append(s.unary, u), append(s.stream, st)
 	}
 	s.unary, s.stream = append(s.unary, g.Unary()), append(s.stream, g.Stream())
+	// Quotas after the guard, so that the caller is known (quota.go).
+	qu, qs := s.startQuotas()
+	s.unary, s.stream = append(s.unary, qu), append(s.stream, qs)
 	o := append(grpcServerOptions(), grpc.ChainUnaryInterceptor(s.unary...), grpc.ChainStreamInterceptor(s.stream...))
 	if s.opts.ServerTLS != nil {
 		o = append(o, grpc.Creds(credentials.NewTLS(s.opts.ServerTLS)))

@@ -21,6 +21,7 @@ import (
 	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/opshttp"
+	"github.com/tabuladb/tabula/quota"
 	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/tabletserver/load"
@@ -179,6 +180,7 @@ type Server struct {
 
 	counters counters       // exported by the metrics collector (metrics.go)
 	metrics  *serverMetrics // nil when Options.Metrics is nil
+	quotas   *quota.Limiter // the quotas this server enforces (quota.go)
 
 	// The server's goroutines (lifecycle.go): lease runs the lease loop
 	// under the root context; work runs all the others under a context

@@ -1,0 +1,182 @@
+package meta
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"strings"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Quotas of the quota package (docs/OPERATIONS.md "Quotas"), under the
+// cluster's prefix:
+//
+//	quotas/limits/<scope>/<name>  QuotaRecord: {"read_requests":..,"read_bytes":..,"write_requests":..,"write_bytes":..,"space_bytes":..}
+//	quotas/usage/<scope>/<name>   UsageRecord: {"bytes":..,"at":..}, written by the leading master
+//
+// <scope> is "table", "namespace" or "principal"; <name> is the table,
+// namespace or principal it limits. meta stores and reads them; what they
+// mean (token buckets, shares, refusals) is the quota package's.
+
+// QuotaRecord is the value of quotas/limits/<scope>/<name>. A zero field
+// is no limit. Rates are per second of the whole cluster.
+type QuotaRecord struct {
+	ReadRequests  float64 `json:"read_requests,omitempty"`
+	ReadBytes     float64 `json:"read_bytes,omitempty"`
+	WriteRequests float64 `json:"write_requests,omitempty"`
+	WriteBytes    float64 `json:"write_bytes,omitempty"`
+	SpaceBytes    int64   `json:"space_bytes,omitempty"`
+}
+
+// UsageRecord is the value of quotas/usage/<scope>/<name>: the stored
+// bytes of a table or namespace with a space quota, as the master's last
+// load report summed them.
+type UsageRecord struct {
+	Bytes int64 `json:"bytes"`
+	At    int64 `json:"at"` // unix seconds of the load report
+}
+
+// QuotaEntry is one key under quotas/, read or changed: a limit
+// (IsUsage false) or a usage record, with the scope and name its key
+// names.
+type QuotaEntry struct {
+	Scope, Name string
+	IsUsage     bool
+	Limits      QuotaRecord
+	Usage       UsageRecord
+	// Deleted is set for a watch's delete.
+	Deleted bool
+	// Err is set when a put's key or value does not decode.
+	Err error
+}
+
+// QuotasPrefix holds both limits and usage.
+func (l Layout) QuotasPrefix() string { return l.root() + "quotas/" }
+
+// QuotaKey is the key of the limits of scope/name.
+func (l Layout) QuotaKey(scope, name string) string {
+	return l.QuotasPrefix() + "limits/" + scope + "/" + name
+}
+
+// QuotaUsageKey is the key of the usage of scope/name.
+func (l Layout) QuotaUsageKey(scope, name string) string {
+	return l.QuotasPrefix() + "usage/" + scope + "/" + name
+}
+
+// DecodeQuota parses a key and value under QuotasPrefix.
+func DecodeQuota(l Layout, key, value []byte, deleted bool) QuotaEntry {
+	rest, _ := strings.CutPrefix(string(key), l.QuotasPrefix())
+	kind, rest, _ := strings.Cut(rest, "/")
+	scope, name, ok := strings.Cut(rest, "/")
+	e := QuotaEntry{Scope: scope, Name: name, IsUsage: kind == "usage", Deleted: deleted}
+	if !ok || scope == "" || name == "" || (kind != "usage" && kind != "limits") {
+		e.Err = fmt.Errorf("meta: quota key %q is not quotas/limits|usage/<scope>/<name>", key)
+		return e
+	}
+	if deleted {
+		return e
+	}
+	var err error
+	if e.IsUsage {
+		err = json.Unmarshal(value, &e.Usage)
+	} else {
+		err = json.Unmarshal(value, &e.Limits)
+	}
+	if err != nil {
+		e.Err = fmt.Errorf("meta: quota record %s: %w", key, err)
+	}
+	return e
+}
+
+// PutQuota writes the limits of scope/name, replacing those there.
+func PutQuota(ctx context.Context, kv clientv3.KV, l Layout, scope, name string, r QuotaRecord) error {
+	if _, err := kv.Put(ctx, l.QuotaKey(scope, name), mustJSON(r)); err != nil {
+		return fmt.Errorf("meta: writing the quota of %s %s: %w", scope, name, err)
+	}
+	return nil
+}
+
+// DeleteQuota deletes the limits of scope/name and their usage;
+// ErrNotFound if there were no limits.
+func DeleteQuota(ctx context.Context, kv clientv3.KV, l Layout, scope, name string) error {
+	resp, err := kv.Txn(ctx).Then(clientv3.OpDelete(l.QuotaKey(scope, name)), clientv3.OpDelete(l.QuotaUsageKey(scope, name))).Commit()
+	if err != nil {
+		return fmt.Errorf("meta: deleting the quota of %s %s: %w", scope, name, err)
+	}
+	if resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
+		return fmt.Errorf("%w: quota of %s %s", ErrNotFound, scope, name)
+	}
+	return nil
+}
+
+// PutQuotaUsage writes the usage of scope/name.
+func PutQuotaUsage(ctx context.Context, kv clientv3.KV, l Layout, scope, name string, r UsageRecord) error {
+	if _, err := kv.Put(ctx, l.QuotaUsageKey(scope, name), mustJSON(r)); err != nil {
+		return fmt.Errorf("meta: writing the usage of %s %s: %w", scope, name, err)
+	}
+	return nil
+}
+
+// LoadQuotas reads every key under quotas/, decoded, with the revision
+// of the read.
+func LoadQuotas(ctx context.Context, kv clientv3.KV, l Layout) ([]QuotaEntry, int64, error) {
+	resp, err := kv.Get(ctx, l.QuotasPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, fmt.Errorf("meta: reading quotas: %w", err)
+	}
+	out := make([]QuotaEntry, 0, len(resp.Kvs))
+	for _, e := range resp.Kvs {
+		out = append(out, DecodeQuota(l, e.Key, e.Value, false))
+	}
+	return out, resp.Header.Revision, nil
+}
+
+// WatchQuotas follows quotas/ from revision from (requiring an etcd
+// leader), one etcd answer at a time, until ctx ends or the watch fails
+// (then it just ends: the caller loads again).
+func WatchQuotas(ctx context.Context, w clientv3.Watcher, l Layout, from int64) iter.Seq[[]QuotaEntry] {
+	return func(yield func([]QuotaEntry) bool) {
+		for resp := range w.Watch(clientv3.WithRequireLeader(ctx), l.QuotasPrefix(), clientv3.WithPrefix(), clientv3.WithRev(from)) {
+			if resp.Err() != nil {
+				return
+			}
+			es := make([]QuotaEntry, 0, len(resp.Events))
+			for _, ev := range resp.Events {
+				es = append(es, DecodeQuota(l, ev.Kv.Key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete))
+			}
+			if !yield(es) {
+				return
+			}
+		}
+	}
+}
+
+// CountKeys counts the keys under prefix (without reading them): the
+// tablets of a table (TabletsPrefix) or the live servers (ServersPrefix),
+// for the quota package's shares.
+func CountKeys(ctx context.Context, kv clientv3.KV, prefix string) (int64, error) {
+	resp, err := kv.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("meta: counting keys under %s: %w", prefix, err)
+	}
+	return resp.Count, nil
+}
+
+// CountTablets counts the tablets of the tables for which match is true,
+// reading only keys: the tablets of the default namespace, whose tables
+// share no key prefix.
+func CountTablets(ctx context.Context, kv clientv3.KV, l Layout, match func(table string) bool) (int64, error) {
+	resp, err := kv.Get(ctx, l.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, fmt.Errorf("meta: reading the tablet keys: %w", err)
+	}
+	var n int64
+	for _, e := range resp.Kvs {
+		if t, _, ok := l.TabletFromKey(string(e.Key)); ok && match(t) {
+			n++
+		}
+	}
+	return n, nil
+}
