@@ -293,6 +293,9 @@ type Info struct {
 
 // Quotas lists the quotas held, sorted by key.
 func (l *Limiter) Quotas() []Info {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := make([]Info, 0, len(l.quotas))

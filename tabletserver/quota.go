@@ -148,3 +148,7 @@ func (s *Server) heldByTable() map[string]int {
 	}
 	return out
 }
+
+// Quotas lists the quotas this server enforces, with its shares and the
+// published space usage (status pages, tests).
+func (s *Server) Quotas() []quota.Info { return s.quotas.Quotas() }

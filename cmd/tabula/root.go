@@ -62,6 +62,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
 		newTopCmd(),
 		newBalanceCmd(), newTabletCmd(), newBalancerCmd(),
+		newQuotaCmd(),
 	)
 	wrapArgs(root)
 	return root
