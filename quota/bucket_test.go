@@ -8,7 +8,7 @@ import (
 // clock is a test's time: it moves only when the test says.
 type clock struct{ t time.Time }
 
-func (c *clock) now() time.Time           { return c.t }
+func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func newClock() *clock { return &clock{t: time.Unix(1_000_000, 0)} }

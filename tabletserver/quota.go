@@ -56,8 +56,6 @@ func (s *Server) startQuotas() (grpc.UnaryServerInterceptor, grpc.StreamServerIn
 	return unary, stream
 }
 
-
-
 // quotaStream admits a stream's request (ReadRows) when it is received.
 type quotaStream struct {
 	grpc.ServerStream
