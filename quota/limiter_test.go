@@ -68,9 +68,11 @@ func TestLimiterRefusalTakesNothing(t *testing.T) {
 			t.Fatalf("refused by %+v, want namespace ns write_bytes", r)
 		}
 	}
-	c.advance(time.Second)
+	// 10ms: the namespace's 10 bytes back, the table's 99 tokens kept (1
+	// more, less than the 50 refusals would have taken).
+	c.advance(10 * time.Millisecond)
 	for i := range 99 {
-		if err := l.Admit(write("", "ns:t", 1, 1)); err != nil {
+		if err := l.Admit(write("", "ns:t", 1, 0)); err != nil {
 			t.Fatalf("write %d after the refusals: %v (the refusals took the table's tokens)", i, err)
 		}
 	}
