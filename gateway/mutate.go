@@ -285,6 +285,8 @@ func setStatus(e *btpb.MutateRowsResponse_Entry, err error) {
 	}
 	st := gstatus.Convert(toStatus(err))
 	e.Status.Code, e.Status.Message = int32(st.Code()), st.Message()
+	// A quota refusal's RetryInfo tells the Bigtable client when to retry.
+	e.Status.Details = st.Proto().GetDetails()
 }
 
 // CheckAndMutateRow applies true_mutations when the predicate emits a cell

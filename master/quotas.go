@@ -12,6 +12,9 @@ import (
 func (m *Master) startQuotaUsage() {
 	u := quota.NewUsage(m.cli, m.layout, m.log)
 	m.OnLoadReport(func(r *LoadReport) {
+		if !u.Wanted() {
+			return
+		}
 		sizes := map[string]int64{}
 		for _, t := range r.Tablets {
 			sizes[t.Table] += t.SizeBytes

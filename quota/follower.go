@@ -146,6 +146,9 @@ func (f *Follower) shareLoop(ctx context.Context) {
 func (f *Follower) shares(ctx context.Context) error {
 	held := f.Held()
 	for _, in := range f.Limiter.Quotas() {
+		if rates(in.Limits) == [4]float64{} {
+			continue // a space quota only: no share to compute
+		}
 		var mine, total int64
 		var err error
 		switch in.Key.Scope {

@@ -37,6 +37,17 @@ func NewUsage(s meta.Store, l meta.Layout, log *slog.Logger) *Usage {
 	return &Usage{store: s, layout: l, log: log, lim: NewLimiter(nil), kick: make(chan struct{}, 1), written: map[Key]int64{}}
 }
 
+// Wanted says some table or namespace has a space quota: without one
+// there is nothing to publish, and the master skips summing its report.
+func (u *Usage) Wanted() bool {
+	for _, in := range u.lim.Quotas() {
+		if in.Limits.SpaceBytes > 0 && in.Key.Scope != Principal {
+			return true
+		}
+	}
+	return false
+}
+
 // Observe takes the table sizes of a load report (by table) made at at.
 // It returns at once; Run writes.
 func (u *Usage) Observe(at time.Time, sizes map[string]int64) {
