@@ -217,33 +217,17 @@ client certificate etcd accepts: whoever can write etcd controls the
 cluster anyway. Prints the token once.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v, err := settings(cmd)
-			if err != nil {
+			return withEtcd(cmd, func(s etcdSession) error {
+				token, info, err := bootstrapAdmin(s.ctx, s.store, s.layout, args[0])
+				if err != nil {
+					return wrapf(err, "bootstrapping %s", args[0])
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n(token id %s: %s has the admin role on \"*\"; keep the token secret)\n", token, info.ID, args[0])
 				return err
-			}
-			etls, err := etcdTLS(v)
-			if err != nil {
-				return err
-			}
-			ctx, end := commandContext(cmd, v)
-			defer end()
-			cli, err := meta.NewClient(ctx, stringList(v, "etcd"), etls)
-			if err != nil {
-				return wrapf(err, "connecting to etcd")
-			}
-			defer cli.Close()
-			l := meta.NewLayout(v.GetString("cluster"))
-			token, info, err := bootstrapAdmin(ctx, cli, l, args[0])
-			if err != nil {
-				return wrapf(err, "bootstrapping %s", args[0])
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n(token id %s: %s has the admin role on \"*\"; keep the token secret)\n", token, info.ID, args[0])
-			return err
+			})
 		},
 	}
-	addEtcdTLSFlags(c)
-	c.Flags().String("etcd", "127.0.0.1:2379", "etcd endpoints host:port, comma-separated")
-	c.Flags().String("cluster", "default", "cluster name: etcd keys live under /tabula/<cluster>/")
+	etcdFlags(c)
 	return c
 }
 

@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/quota"
@@ -39,19 +38,32 @@ address and, if etcd uses TLS, a client certificate etcd accepts.`,
 	return c
 }
 
-func quotaEtcdFlags(c *cobra.Command) {
+// etcdFlags are the flags of a command that writes etcd directly.
+func etcdFlags(c *cobra.Command) {
 	addEtcdTLSFlags(c)
 	c.Flags().String("etcd", "127.0.0.1:2379", "etcd endpoints host:port, comma-separated")
 	c.Flags().String("cluster", "default", "cluster name: etcd keys live under /tabula/<cluster>/")
 }
 
-// withQuotaEtcd runs fn with an etcd client of the command's flags.
-func withQuotaEtcd(cmd *cobra.Command, fn func(ctx context.Context, v *viper.Viper, s meta.Store, l meta.Layout) error) error {
+// etcdSession is what a command that writes etcd directly works with.
+type etcdSession struct {
+	ctx    context.Context
+	store  meta.Store
+	layout meta.Layout
+	out    *printer
+}
+
+// withEtcd runs fn with an etcd client of the command's flags (etcdFlags).
+func withEtcd(cmd *cobra.Command, fn func(s etcdSession) error) error {
 	v, err := settings(cmd)
 	if err != nil {
 		return err
 	}
 	etls, err := etcdTLS(v)
+	if err != nil {
+		return err
+	}
+	out, err := newPrinter(cmd.OutOrStdout(), v.GetString("output"))
 	if err != nil {
 		return err
 	}
@@ -62,7 +74,7 @@ func withQuotaEtcd(cmd *cobra.Command, fn func(ctx context.Context, v *viper.Vip
 		return wrapf(err, "connecting to etcd")
 	}
 	defer cli.Close()
-	return fn(ctx, v, cli, meta.NewLayout(v.GetString("cluster")))
+	return fn(etcdSession{ctx: ctx, store: cli, layout: meta.NewLayout(v.GetString("cluster")), out: out})
 }
 
 func quotaKey(cmd string, args []string) (quota.Key, error) {
@@ -136,15 +148,11 @@ accepted, and writes again once deletes and a compaction bring it under.`,
 			if r.SpaceBytes > 0 && k.Scope == quota.Principal {
 				return &usageError{cmd: "quota set", err: errors.New("--space applies to tables and namespaces, not principals")}
 			}
-			return withQuotaEtcd(cmd, func(ctx context.Context, v *viper.Viper, s meta.Store, l meta.Layout) error {
-				if err := meta.PutQuota(ctx, s, l, string(k.Scope), k.Name, r); err != nil {
+			return withEtcd(cmd, func(s etcdSession) error {
+				if err := meta.PutQuota(s.ctx, s.store, s.layout, string(k.Scope), k.Name, r); err != nil {
 					return wrapf(err, "setting the quota of %s", k)
 				}
-				out, err := newPrinter(cmd.OutOrStdout(), v.GetString("output"))
-				if err != nil {
-					return err
-				}
-				return out.message("set the quota of "+k.String(), "set", k.String())
+				return s.out.message("set the quota of "+k.String(), "set", k.String())
 			})
 		},
 	}
@@ -157,7 +165,7 @@ accepted, and writes again once deletes and a compaction bring it under.`,
 	} {
 		c.Flags().String(fl.name, "", fl.help+"; unset: no limit")
 	}
-	quotaEtcdFlags(c)
+	etcdFlags(c)
 	return c
 }
 
@@ -167,8 +175,8 @@ func newQuotaListCmd() *cobra.Command {
 		Short: "List every quota with its limits and the space usage the master last published",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withQuotaEtcd(cmd, func(ctx context.Context, v *viper.Viper, s meta.Store, l meta.Layout) error {
-				entries, _, err := meta.LoadQuotas(ctx, s, l)
+			return withEtcd(cmd, func(s etcdSession) error {
+				entries, _, err := meta.LoadQuotas(s.ctx, s.store, s.layout)
 				if err != nil {
 					return wrapf(err, "listing quotas")
 				}
@@ -196,15 +204,11 @@ func newQuotaListCmd() *cobra.Command {
 					}
 					rows = append(rows, []any{e.Scope, e.Name, num(r.ReadRequests), num(r.ReadBytes), num(r.WriteRequests), num(r.WriteBytes), num(float64(r.SpaceBytes)), used})
 				}
-				out, err := newPrinter(cmd.OutOrStdout(), v.GetString("output"))
-				if err != nil {
-					return err
-				}
-				return out.table([]string{"scope", "name", "read_requests", "read_bytes", "write_requests", "write_bytes", "space_bytes", "used_bytes"}, rows)
+				return s.out.table([]string{"scope", "name", "read_requests", "read_bytes", "write_requests", "write_bytes", "space_bytes", "used_bytes"}, rows)
 			})
 		},
 	}
-	quotaEtcdFlags(c)
+	etcdFlags(c)
 	return c
 }
 
@@ -219,18 +223,14 @@ func newQuotaRemoveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withQuotaEtcd(cmd, func(ctx context.Context, v *viper.Viper, s meta.Store, l meta.Layout) error {
-				if err := meta.DeleteQuota(ctx, s, l, string(k.Scope), k.Name); err != nil {
+			return withEtcd(cmd, func(s etcdSession) error {
+				if err := meta.DeleteQuota(s.ctx, s.store, s.layout, string(k.Scope), k.Name); err != nil {
 					return wrapf(err, "removing the quota of %s", k)
 				}
-				out, err := newPrinter(cmd.OutOrStdout(), v.GetString("output"))
-				if err != nil {
-					return err
-				}
-				return out.message("removed the quota of "+k.String(), "removed", k.String())
+				return s.out.message("removed the quota of "+k.String(), "removed", k.String())
 			})
 		},
 	}
-	quotaEtcdFlags(c)
+	etcdFlags(c)
 	return c
 }
