@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/quota"
+	"github.com/tabuladb/tabula/statuspage"
 	"github.com/tabuladb/tabula/tlsconf"
 )
 
@@ -252,6 +255,12 @@ func TestQuotaSpaceRefusesThenAcceptsAfterDeleteAndCompaction(t *testing.T) {
 	}
 	if _, ok := retryInfo(refused); !ok {
 		t.Fatalf("the space refusal has no RetryInfo: %v", refused)
+	}
+	// The server's status page shows the quota and its use.
+	rec := httptest.NewRecorder()
+	statuspage.NewServerPage(c.Servers()[0], "").ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if page := rec.Body.String(); !strings.Contains(page, "Quotas this server enforces") || !strings.Contains(page, "64.0 KiB") {
+		t.Fatalf("the status page does not show the space quota:\n%s", page)
 	}
 	t.Logf("refused after %d rows (%d bytes): %v", len(written), len(written)*value, refused)
 	// Nothing written is lost.

@@ -9,6 +9,7 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/eventlog"
 	"github.com/tabuladb/tabula/opshttp"
+	"github.com/tabuladb/tabula/quota"
 	"github.com/tabuladb/tabula/tabletserver"
 )
 
@@ -49,7 +50,8 @@ func (p *ServerPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Tablets                    []serverTablet
 		Total                      serverTablet
 		Events                     []eventRow
-	}{Title: "Tablet server " + p.s.ID(), ID: p.s.ID(), Addr: p.s.Addr(), Home: p.home}
+		Quotas                     []quota.Info
+	}{Title: "Tablet server " + p.s.ID(), ID: p.s.ID(), Addr: p.s.Addr(), Home: p.home, Quotas: p.s.Quotas()}
 	if err != nil {
 		data.Err = err.Error()
 	} else {
