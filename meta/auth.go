@@ -203,31 +203,49 @@ func authEntry(l Layout, key, value []byte, deleted bool) AuthEntry {
 // LoadAuth reads every key under auth/ and returns them decoded, with the
 // revision of the read.
 func LoadAuth(ctx context.Context, kv clientv3.KV, l Layout) ([]AuthEntry, int64, error) {
-	resp, err := kv.Get(ctx, l.AuthPrefix(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, fmt.Errorf("meta: reading tokens and grants: %w", err)
-	}
-	out := make([]AuthEntry, 0, len(resp.Kvs))
-	for _, e := range resp.Kvs {
-		out = append(out, authEntry(l, e.Key, e.Value, false))
-	}
-	return out, resp.Header.Revision, nil
+	return loadDecoded(ctx, kv, l.AuthPrefix(), "tokens and grants", func(key, value []byte) AuthEntry {
+		return authEntry(l, key, value, false)
+	})
 }
 
 // WatchAuth follows auth/ from revision from (requiring an etcd leader),
 // one etcd answer at a time, until ctx ends or the watch fails (then it
 // just ends: the caller loads again).
 func WatchAuth(ctx context.Context, w clientv3.Watcher, l Layout, from int64) iter.Seq[[]AuthEntry] {
-	return func(yield func([]AuthEntry) bool) {
-		for resp := range w.Watch(clientv3.WithRequireLeader(ctx), l.AuthPrefix(), clientv3.WithPrefix(), clientv3.WithRev(from)) {
+	return watchDecoded(ctx, w, l.AuthPrefix(), from, func(ev *clientv3.Event) AuthEntry {
+		e := authEntry(l, ev.Kv.Key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete)
+		e.Rev = ev.Kv.ModRevision
+		return e
+	})
+}
+
+// loadDecoded reads every key under prefix (what names them in errors),
+// decoded by dec, with the revision of the read: the first step of a
+// cache that then follows the prefix with watchDecoded.
+func loadDecoded[T any](ctx context.Context, kv clientv3.KV, prefix, what string, dec func(key, value []byte) T) ([]T, int64, error) {
+	resp, err := kv.Get(ctx, prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, fmt.Errorf("meta: reading %s: %w", what, err)
+	}
+	out := make([]T, 0, len(resp.Kvs))
+	for _, e := range resp.Kvs {
+		out = append(out, dec(e.Key, e.Value))
+	}
+	return out, resp.Header.Revision, nil
+}
+
+// watchDecoded follows prefix from revision from (requiring an etcd
+// leader), each etcd answer's events decoded by dec, until ctx ends or
+// the watch fails (then it just ends: the caller loads again).
+func watchDecoded[T any](ctx context.Context, w clientv3.Watcher, prefix string, from int64, dec func(*clientv3.Event) T) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for resp := range w.Watch(clientv3.WithRequireLeader(ctx), prefix, clientv3.WithPrefix(), clientv3.WithRev(from)) {
 			if resp.Err() != nil {
 				return
 			}
-			es := make([]AuthEntry, 0, len(resp.Events))
+			es := make([]T, 0, len(resp.Events))
 			for _, ev := range resp.Events {
-				e := authEntry(l, ev.Kv.Key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete)
-				e.Rev = ev.Kv.ModRevision
-				es = append(es, e)
+				es = append(es, dec(ev))
 			}
 			if !yield(es) {
 				return

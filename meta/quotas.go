@@ -122,35 +122,18 @@ func PutQuotaUsage(ctx context.Context, kv clientv3.KV, l Layout, scope, name st
 // LoadQuotas reads every key under quotas/, decoded, with the revision
 // of the read.
 func LoadQuotas(ctx context.Context, kv clientv3.KV, l Layout) ([]QuotaEntry, int64, error) {
-	resp, err := kv.Get(ctx, l.QuotasPrefix(), clientv3.WithPrefix())
-	if err != nil {
-		return nil, 0, fmt.Errorf("meta: reading quotas: %w", err)
-	}
-	out := make([]QuotaEntry, 0, len(resp.Kvs))
-	for _, e := range resp.Kvs {
-		out = append(out, DecodeQuota(l, e.Key, e.Value, false))
-	}
-	return out, resp.Header.Revision, nil
+	return loadDecoded(ctx, kv, l.QuotasPrefix(), "quotas", func(key, value []byte) QuotaEntry {
+		return DecodeQuota(l, key, value, false)
+	})
 }
 
 // WatchQuotas follows quotas/ from revision from (requiring an etcd
 // leader), one etcd answer at a time, until ctx ends or the watch fails
 // (then it just ends: the caller loads again).
 func WatchQuotas(ctx context.Context, w clientv3.Watcher, l Layout, from int64) iter.Seq[[]QuotaEntry] {
-	return func(yield func([]QuotaEntry) bool) {
-		for resp := range w.Watch(clientv3.WithRequireLeader(ctx), l.QuotasPrefix(), clientv3.WithPrefix(), clientv3.WithRev(from)) {
-			if resp.Err() != nil {
-				return
-			}
-			es := make([]QuotaEntry, 0, len(resp.Events))
-			for _, ev := range resp.Events {
-				es = append(es, DecodeQuota(l, ev.Kv.Key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete))
-			}
-			if !yield(es) {
-				return
-			}
-		}
-	}
+	return watchDecoded(ctx, w, l.QuotasPrefix(), from, func(ev *clientv3.Event) QuotaEntry {
+		return DecodeQuota(l, ev.Kv.Key, ev.Kv.Value, ev.Type == clientv3.EventTypeDelete)
+	})
 }
 
 // CountKeys counts the keys under prefix (without reading them): the
