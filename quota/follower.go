@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -161,8 +162,8 @@ func (f *Follower) shares(ctx context.Context) error {
 					mine += int64(n)
 				}
 			}
-			if in.Key.Name == DefaultNamespace {
-				total, err = meta.CountTablets(ctx, f.Store, f.Layout, func(t string) bool { return NamespaceOf(t) == DefaultNamespace })
+			if in.Key.Name == cell.DefaultNamespace {
+				total, err = meta.CountTablets(ctx, f.Store, f.Layout, func(t string) bool { return NamespaceOf(t) == cell.DefaultNamespace })
 			} else {
 				total, err = meta.CountKeys(ctx, f.Store, f.Layout.AllTabletsPrefix()+in.Key.Name+":")
 			}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -110,7 +111,7 @@ func TestLimiterReadBytesDebt(t *testing.T) {
 
 func TestLimiterSpaceQuota(t *testing.T) {
 	l := NewLimiter(newClock().now)
-	k := Key{Namespace, DefaultNamespace}
+	k := Key{Namespace, cell.DefaultNamespace}
 	l.Set(k, meta.QuotaRecord{SpaceBytes: 1000})
 	l.SetUsage(k, 999)
 	if err := l.Admit(write("", "t", 1, 10)); err != nil {
@@ -156,7 +157,7 @@ func TestStatusCarriesRetryInfoAndQuotaFailure(t *testing.T) {
 }
 
 func TestNamespaceOf(t *testing.T) {
-	for in, want := range map[string]string{"t": "default", "ns:t": "ns", "ns:a:b": "ns", ":t": "default"} {
+	for in, want := range map[string]string{"t": "default", "ns:t": "ns", "ns:a:b": "ns"} {
 		if got := NamespaceOf(in); got != want {
 			t.Errorf("NamespaceOf(%q) = %q, want %q", in, got, want)
 		}

@@ -1,16 +1,11 @@
 package quota
 
-import "strings"
+import "github.com/tabuladb/tabula/cell"
 
-// DefaultNamespace holds the tables whose names have no namespace.
-const DefaultNamespace = "default"
-
-// NamespaceOf returns the namespace of a table: the part of NS:TABLE
-// before the first ':', or DefaultNamespace for an unqualified name
-// (HBase's rule, which the namespaces of docs/OPERATIONS.md follow).
+// NamespaceOf returns the namespace of a table: NS for "NS:TABLE",
+// cell.DefaultNamespace for an unqualified name (docs/OPERATIONS.md
+// "Namespaces").
 func NamespaceOf(table string) string {
-	if ns, _, ok := strings.Cut(table, ":"); ok && ns != "" {
-		return ns
-	}
-	return DefaultNamespace
+	ns, _ := cell.SplitTableName(table)
+	return ns
 }
