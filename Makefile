@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build run test vet tidy proto bench fuzz soak clean tools chromium nftables
+.PHONY: all build run test vet tidy proto bench fuzz soak clean tools chromium nftables node
 
 all: build
 
@@ -28,6 +28,7 @@ test: vet tools
 	cd bench && $(GO) test -race -count=1 ./enginebench/
 	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 TABULA_CBT=$(CURDIR)/$(CBT) TABULA_REQUIRE_CBT=1 \
 	  TABULA_BIGTABLE_IT=$(CURDIR)/$(BTIT) TABULA_REQUIRE_BIGTABLE_IT=1 \
+	  TABULA_NODESUITE=$(CURDIR)/$(NODESUITE) TABULA_REQUIRE_NODESUITE=1 \
 	  TABULA_CHROMIUM=$$(command -v chromium) TABULA_REQUIRE_CHROMIUM=1 TABULA_REQUIRE_NETNS=1 \
 	  $(GO) test -race -timeout 25m ./...
 	TABULA_TEST_SECURE=1 $(GO) test -race -count=1 -timeout 25m $(SECURE_PKGS)
@@ -124,7 +125,13 @@ CBT = .tools/bin/cbt
 # module is built in a copy as its own, with its own go.sum.
 BTIT_VERSION = v1.58.0
 BTIT = .tools/bin/bigtable-it.test
-tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) $(BTIT).$(BTIT_VERSION) chromium nftables
+# The Node.js Bigtable client (@google-cloud/bigtable, pinned with every
+# dependency by e2e/nodesuite/package-lock.json), installed by `npm ci`
+# into .tools/nodesuite: e2e TestNodeClientSuite runs e2e/nodesuite/suite.js
+# with it against the dev cluster's gateway. Again whenever the lockfile
+# changes; about a minute the first time, nothing after.
+NODESUITE = .tools/nodesuite/node_modules
+tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) $(BTIT).$(BTIT_VERSION) $(NODESUITE)/.installed chromium nftables
 
 # Debian's chromium, the headless browser e2e TestStatusPageInABrowser
 # drives (with github.com/chromedp/chromedp): installed with apt-get when
@@ -137,6 +144,19 @@ chromium:
 # network namespaces. apt-get update only when apt does not know it yet.
 nftables:
 	command -v nft >/dev/null || apt-get install -y nftables || (apt-get update && apt-get install -y nftables)
+
+# Node.js and npm (the suite needs Node 20's node:test): Debian's when no
+# node is on the PATH.
+node:
+	command -v npm >/dev/null || (apt-get update && apt-get install -y nodejs npm)
+
+# Install scripts are not run (--ignore-scripts): the client needs none
+# (its optional native CRC32C falls back to JavaScript).
+$(NODESUITE)/.installed: e2e/nodesuite/package.json e2e/nodesuite/package-lock.json | node
+	rm -rf .tools/nodesuite && mkdir -p .tools/nodesuite
+	cp e2e/nodesuite/package.json e2e/nodesuite/package-lock.json .tools/nodesuite/
+	cd .tools/nodesuite && npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
 
 $(WEED).$(WEED_VERSION):
 	mkdir -p .tools/bin .tools/src
