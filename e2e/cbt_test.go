@@ -46,14 +46,11 @@ func TestCbtAgainstTheDevCluster(t *testing.T) {
 	cbt := cbtBinary(t)
 	d := newDevProc(t)
 	d.startDev(t)
-	gw, err := os.ReadFile(filepath.Join(d.data, "gateway.addr"))
-	if err != nil {
-		t.Fatalf("tabula dev wrote no gateway.addr: %v", err)
-	}
+	gw := d.gatewayAddr(t)
 	run := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(cbt, append([]string{"-project", "p", "-instance", "i"}, args...)...)
-		cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+string(bytes.TrimSpace(gw)))
+		cmd.Env = append(os.Environ(), "BIGTABLE_EMULATOR_HOST="+gw)
 		var out, errOut bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &errOut
 		done := make(chan error, 1)

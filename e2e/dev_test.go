@@ -68,6 +68,17 @@ func (d *devProc) startDev(t *testing.T) string {
 	return ""
 }
 
+// gatewayAddr is the address of the dev cluster's Bigtable gateway, read
+// from DATA/gateway.addr.
+func (d *devProc) gatewayAddr(t *testing.T) string {
+	t.Helper()
+	gw, err := os.ReadFile(filepath.Join(d.data, "gateway.addr"))
+	if err != nil {
+		t.Fatalf("tabula dev wrote no gateway.addr: %v", err)
+	}
+	return string(bytes.TrimSpace(gw))
+}
+
 // devClient connects to the dev cluster at addr (with `tabula dev
 // --auth`'s CA and admin token under secureAll); the caller closes it.
 func (d *devProc) devClient(t *testing.T, addr string) *client.Client {

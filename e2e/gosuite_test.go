@@ -78,17 +78,14 @@ func TestGoClientIntegrationSuite(t *testing.T) {
 	bin := goSuiteBinary(t)
 	d := newDevProc(t)
 	d.startDev(t)
-	gw, err := os.ReadFile(filepath.Join(d.data, "gateway.addr"))
-	if err != nil {
-		t.Fatalf("tabula dev wrote no gateway.addr: %v", err)
-	}
+	gw := d.gatewayAddr(t)
 
 	// Each test in a process of its own, one at a time: the suite's tests
 	// panic on some errors (must), which would end every test after them,
 	// and run in parallel, while TestIntegration_Admin has 2 s for its whole
 	// run in emulator mode. The suite's -test.timeout prints a hung test's
 	// stacks; the context is the backstop.
-	env := goSuiteEnv(string(bytes.TrimSpace(gw)))
+	env := goSuiteEnv(gw)
 	list, err := exec.Command(bin, "-test.list", "^TestIntegration_").Output()
 	if err != nil {
 		t.Fatalf("%s -test.list: %v", bin, err)

@@ -76,10 +76,7 @@ func TestNodeClientSuite(t *testing.T) {
 	}
 	d := newDevProc(t)
 	d.startDev(t)
-	gw, err := os.ReadFile(filepath.Join(d.data, "gateway.addr"))
-	if err != nil {
-		t.Fatalf("tabula dev wrote no gateway.addr: %v", err)
-	}
+	gw := d.gatewayAddr(t)
 
 	// The suite takes about 10 s; the context is the backstop for a hung
 	// call (the client retries some errors for minutes).
@@ -88,7 +85,7 @@ func TestNodeClientSuite(t *testing.T) {
 	dir := filepath.Join(root, "e2e", "nodesuite")
 	cmd := exec.CommandContext(ctx, node, "--test-reporter="+filepath.Join(dir, "reporter.mjs"), filepath.Join(dir, "suite.js"))
 	cmd.Dir = t.TempDir()
-	cmd.Env = nodeSuiteEnv(string(bytes.TrimSpace(gw)), modules)
+	cmd.Env = nodeSuiteEnv(gw, modules)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	t.Logf("the suite ran for %v (%v)", time.Since(start).Round(time.Second), err)

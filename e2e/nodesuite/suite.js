@@ -261,27 +261,23 @@ test('data: row.createRules with append and increment', async () => {
   assert.equal(data.plain.s[0].value, 'abcd');
 });
 
-test('data: row.filter runs onMatch mutations when the filter matches', async () => {
-  const row = table.row('gwashington');
-  const [matched] = await row.filter([{column: 'name'}, {value: 'George'}], {
-    onMatch: [{method: 'insert', data: {traits: {matched: 'yes'}}}],
-    onNoMatch: [{method: 'insert', data: {traits: {matched: 'no'}}}],
+// row.filter is a CheckAndMutateRow: onMatch runs when the filter finds a
+// cell in the row, onNoMatch otherwise.
+for (const [name, key, value, want] of [
+  ['runs onMatch mutations when the filter matches', 'gwashington', 'George', true],
+  ['runs onNoMatch mutations otherwise', 'jadams', 'Nobody', false],
+]) {
+  test('data: row.filter ' + name, async () => {
+    const row = table.row(key);
+    const [matched] = await row.filter([{column: 'name'}, {value}], {
+      onMatch: [{method: 'insert', data: {traits: {matched: 'yes'}}}],
+      onNoMatch: [{method: 'insert', data: {traits: {matched: 'no'}}}],
+    });
+    assert.equal(matched, want);
+    const [data] = await row.get(['traits:matched']);
+    assert.equal(data.traits.matched[0].value, want ? 'yes' : 'no');
   });
-  assert.equal(matched, true);
-  const [data] = await row.get(['traits:matched']);
-  assert.equal(data.traits.matched[0].value, 'yes');
-});
-
-test('data: row.filter runs onNoMatch mutations otherwise', async () => {
-  const row = table.row('jadams');
-  const [matched] = await row.filter([{column: 'name'}, {value: 'Nobody'}], {
-    onMatch: [{method: 'insert', data: {traits: {matched: 'yes'}}}],
-    onNoMatch: [{method: 'insert', data: {traits: {matched: 'no'}}}],
-  });
-  assert.equal(matched, false);
-  const [data] = await row.get(['traits:matched']);
-  assert.equal(data.traits.matched[0].value, 'no');
-});
+}
 
 test('data: row.deleteCells of a column', async () => {
   const row = table.row('created');
