@@ -85,7 +85,7 @@ func NewWriter(f vfs.Writable, opts WriterOptions) *Writer {
 	opts = opts.withDefaults()
 	w := &Writer{
 		f:     f,
-		bw:    bufio.NewWriterSize(f, 256<<10),
+		bw:    bufio.NewWriterSize(&writeback{f: f}, 256<<10),
 		opts:  opts,
 		data:  blockWriter{interval: opts.RestartInterval},
 		index: blockWriter{interval: opts.RestartInterval, offheap: true},
