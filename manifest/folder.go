@@ -105,7 +105,24 @@ func (f Folder) Before(keep ID) []string {
 // not show yet (Newest). On an FS with whole files (vfs.WholeFiles) the
 // newest listed version and the one after it are read at once, one GET
 // each, instead of a LIST of each one's parts and a Stat.
-func (f Folder) Load(fsys vfs.FS) (State, ID, bool, error) {
+func (f Folder) Load(fsys vfs.FS) (State, ID, bool, error) { return f.LoadFor(fsys, 0) }
+
+// LoadFor is Load for an opener at epoch (0: none). On an FS with whole
+// files it also makes sure no epoch between the newest listed and epoch
+// sealed a version the listing does not show, as it would if it lagged
+// behind a newer owner: an owner no longer deletes the older epochs'
+// manifests at its seal (they go with its first batch of removals), so a
+// listing that lags may show an older epoch's versions still there. The
+// owner at an epoch e between them sealed with the version after the
+// newest it read: one between the one after the newest listed (fewer if
+// the older owner saved late, lateSaves at most) and the one after the
+// newest found (the walk that follows a lagging listing). Each of those
+// names of each such epoch is asked for, at once, and one found fails the
+// open (ErrListingBehind, which wraps fs.ErrNotExist as a listed version
+// that is gone: open again later) instead of opening an older state. When
+// the newest listed epoch is epoch-1 (a move or a failover whose loads did
+// not fail in between) there is nothing to ask.
+func (f Folder) LoadFor(fsys vfs.FS, epoch int64) (State, ID, bool, error) {
 	fsys = vfs.Or(fsys)
 	if len(f.IDs) == 0 {
 		return State{}, ID{}, false, nil
@@ -116,7 +133,12 @@ func (f Folder) Load(fsys vfs.FS) (State, ID, bool, error) {
 		err error
 	)
 	if w, ok := fsys.(vfs.WholeFiles); ok {
-		id, b, err = f.readNewestWhole(w, id)
+		listed := id
+		if id, b, err = f.readNewestWhole(w, id); err == nil {
+			if err := f.noSealBetween(w, listed, id, epoch); err != nil {
+				return State{}, ID{}, false, err
+			}
+		}
 	} else {
 		if id, err = probeAfter(fsys, f.Dir, id); err == nil {
 			b, err = vfs.ReadFile(fsys, filepath.Join(f.Dir, id.Name()))
@@ -125,7 +147,7 @@ func (f Folder) Load(fsys vfs.FS) (State, ID, bool, error) {
 	path := filepath.Join(f.Dir, id.Name())
 	if errors.Is(err, fs.ErrNotExist) {
 		// Never an older version in its place: it may name what is gone.
-		return State{}, ID{}, false, fmt.Errorf("manifest: %s is listed but gone: the listing lags behind newer versions; open again later: %w", path, err)
+		return State{}, ID{}, false, fmt.Errorf("%w: %s is listed but gone: the listing lags behind newer versions; open again later: %w", ErrListingBehind, path, err)
 	}
 	if err != nil {
 		return State{}, ID{}, false, fmt.Errorf("manifest: %w", err)
@@ -167,6 +189,41 @@ func (f Folder) readNewestWhole(w vfs.WholeFiles, id ID) (ID, []byte, error) {
 		next = ID{Epoch: id.Epoch, Version: id.Version + 1}
 		nb, nerr = w.ReadWhole(filepath.Join(f.Dir, next.Name()))
 	}
+}
+
+// lateSaves is how many versions an older owner may save after a newer
+// owner read its newest (a flush and a compaction it had under way when
+// it was paused, and a last one): a listing may show those and not the
+// newer owner's seal, whose version is then at most lateSaves below the
+// newest listed.
+const lateSaves = 3
+
+// noSealBetween asks for the versions listed+1-lateSaves .. newest+1 of
+// every epoch after newest's and before epoch (see LoadFor) and fails if
+// one exists.
+func (f Folder) noSealBetween(w vfs.WholeFiles, listed, newest ID, epoch int64) error {
+	var names []string
+	for e := newest.Epoch + 1; e < epoch; e++ {
+		for v := max(listed.Version+1, lateSaves+1) - lateSaves; v <= newest.Version+1; v++ {
+			names = append(names, ID{Epoch: e, Version: v}.Name())
+		}
+	}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Go(func() {
+			_, err := w.ReadWhole(filepath.Join(f.Dir, name))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+			case err != nil:
+				errs[i] = fmt.Errorf("manifest: looking for a newer owner's seal the listing may not show: %w", err)
+			default:
+				errs[i] = fmt.Errorf("%w: %s exists though the listing shows epoch %d as the newest: it lags behind a newer owner; open again later: %w", ErrListingBehind, filepath.Join(f.Dir, name), newest.Epoch, fs.ErrNotExist)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Pending returns the saves of epoch after version after whose outcome is

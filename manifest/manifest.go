@@ -28,6 +28,13 @@ var ErrCorrupt = corruption.New("manifest: corrupt")
 // be kept (docs/CONTRACTS.md §7).
 var ErrMaybeSaved = errors.New("manifest: maybe saved")
 
+// ErrListingBehind marks a load that found the folder's listing behind
+// what a read by name finds (a listed version gone, a newer owner's seal
+// not listed): no state is opened in place of the newest, and a load
+// later, once the listing caught up, succeeds. Such errors also wrap
+// fs.ErrNotExist.
+var ErrListingBehind = errors.New("manifest: the listing lags behind the folder")
+
 // FileRef is one SSTable a tablet reads.
 type FileRef struct {
 	Family string `json:"family"`

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"reflect"
 	"strings"
@@ -220,5 +221,50 @@ func TestSaveOnWholeFilesOfUnknownOutcome(t *testing.T) {
 				t.Fatalf("after the removal the folder holds %v", es)
 			}
 		})
+	}
+}
+
+// TestLoadForFindsANewerSealTheListingHides: an owner at epoch 5 sealed
+// with version 4, after the newest it read (epoch 3's version 3), and the
+// listing shows epoch 3's versions only. An opener at epoch 6 or later
+// finds the seal by name and fails (ErrListingBehind, also
+// fs.ErrNotExist), whether the listing shows epoch 3's newest or up to
+// lateSaves versions epoch 3's owner saved after the seal's owner read
+// (a paused owner's late saves), and whatever epochs lie between; an
+// opener at the epoch after the newest listed has nothing to ask and
+// opens it; so does any opener once the seal is not there.
+func TestLoadForFindsANewerSealTheListingHides(t *testing.T) {
+	for late := range lateSaves + 1 {
+		dir, w := t.TempDir(), newWholeFS()
+		s := sampleState()
+		for v := uint64(1); v <= 3+uint64(late); v++ {
+			if err := SaveVersion(w, dir, ID{Epoch: 3, Version: v}, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seal := ID{Epoch: 5, Version: 4}
+		if err := SaveVersion(w, dir, seal, s); err != nil {
+			t.Fatal(err)
+		}
+		w.hidden[seal.Name()] = true
+		f, err := ReadFolder(w, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, epoch := range []int64{6, 7, 9} {
+			if _, _, _, err := f.LoadFor(w, epoch); !errors.Is(err, ErrListingBehind) || !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%d late saves: LoadFor at epoch %d behind a listing that hides epoch 5's seal = %v, want ErrListingBehind", late, epoch, err)
+			}
+		}
+		newest := ID{Epoch: 3, Version: 3 + uint64(late)}
+		if _, id, _, err := f.LoadFor(w, 4); err != nil || id != newest {
+			t.Errorf("%d late saves: LoadFor at epoch 4 = %v %v, want %v", late, id, err, newest)
+		}
+		if err := w.Remove(dir + "/" + seal.Name()); err != nil {
+			t.Fatal(err)
+		}
+		if _, id, _, err := f.LoadFor(w, 9); err != nil || id != newest {
+			t.Errorf("%d late saves: LoadFor at epoch 9 without the seal = %v %v, want %v", late, id, err, newest)
+		}
 	}
 }

@@ -40,17 +40,30 @@ import (
 
 // seal flushes whatever replay put in the memtable and saves this epoch's
 // manifest with a replay point past every log segment that existed at
-// open, then removes the older epochs' manifests (and temporary files)
-// the open's listing showed, in one request on an object store. Versions
-// of an older epoch that land after that listing (an older owner's late
-// save) are never read (the newest epoch wins) and go with the next
-// owner's seal. The DELETE stays on the load's path, though the seal's
-// PUT alone fences the older owners: on a store whose listing lags, a
-// later opener that sees only the older epoch's versions must find them
-// gone and fail, not open the older state (TestOpenBehindALaggingListing
-// "a new epoch"), and a later batch or a background delete would leave
-// that window open while this owner takes writes.
+// open: that PUT fences the older owners. It then removes the older
+// epochs' manifests (and temporary files) the open's listing showed: on
+// the local disk now; on an object store (vfs.WholeFiles) with this
+// owner's first batch of removals (removeOldVersions), in the same
+// request, so a load costs no DELETE. What the DELETE at the seal did for
+// a store whose listing lags (a later opener that sees only an older
+// epoch's versions must fail, not open the older state) the later opener
+// now does itself: it asks for the seal of every epoch between the newest
+// listed and its own by name (manifest.Folder.LoadFor), and this owner
+// keeps its seal's version until the older epochs' manifests are gone
+// (TestOpenBehindALaggingListing "a new epoch"). Versions of an older
+// epoch that land after the listing (an older owner's late save) are
+// never read (the newest epoch wins) and go with the next owner's. Past
+// sealNowAfter older manifests (a tablet moved often with few saves) the
+// seal deletes them itself, so they never pile up.
 func (t *Tablet) seal(folder manifest.Folder) error {
+	older := folder.Before(manifest.ID{Epoch: t.opts.Epoch})
+	_, whole := t.opts.FS.(vfs.WholeFiles)
+	later := whole && len(older) > 0 && len(older) <= sealNowAfter
+	if later {
+		t.editMu.Lock()
+		t.older, t.ownFrom = older, t.manifestVer+1
+		t.editMu.Unlock()
+	}
 	t.flushMu.Lock()
 	t.sealing = true
 	err := t.flushLocked(context.Background(), true)
@@ -59,11 +72,18 @@ func (t *Tablet) seal(folder manifest.Folder) error {
 	if err != nil {
 		return fmt.Errorf("tablet: sealing %s at epoch %d: %w", t.dir, t.opts.Epoch, err)
 	}
-	if err := manifest.RemoveFiles(t.opts.FS, folder.Before(manifest.ID{Epoch: t.opts.Epoch})); err != nil {
-		t.logger.Warn("removing older manifests", "dir", t.dir, "err", err)
+	if !later {
+		if err := manifest.RemoveFiles(t.opts.FS, older); err != nil {
+			t.logger.Warn("removing older manifests", "dir", t.dir, "err", err)
+		}
 	}
 	return nil
 }
+
+// sealNowAfter is how many older epochs' manifests the seal leaves for
+// the first batch of removals on an object store; more are removed at the
+// seal (a tablet moved often, saving few versions each time).
+const sealNowAfter = 2 * removeEvery
 
 // mayDelete reports whether the engine may delete a file of the tablet
 // now: the guard allows it and no newer owner has written a manifest.
@@ -109,23 +129,54 @@ const removeEvery = 16
 // costs one PUT and, on average, 1/16 of a DELETE. A version left a while
 // longer is harmless: readers take the newest version (asking for the
 // ones after the newest listed by name), and only this owner's versions
-// below its newest are removed, never one a reader could need instead.
-// Any left over (an owner that stopped between two batches) go with the
-// next owner's seal, which removes every older epoch's manifest.
+// below its newest are removed, oldest first and never leaving an older
+// one behind a gap, so a reader that finds a listed version finds every
+// one after it. Any left over (an owner that stopped between two
+// batches) go with a later owner's removal of every older epoch's
+// manifest.
+//
+// The first batch of an owner whose seal left the older epochs' manifests
+// (t.older) removes those first, and this owner's own versions only once
+// that succeeded (in a second request; a multi-object delete may remove
+// some objects and not others): until then the seal's version is there
+// for a later opener behind a lagging listing to find by name
+// (manifest.Folder.LoadFor). A failed removal is tried again at the next
+// batch, from the oldest version it left (t.ownFrom). editMu held.
 func (t *Tablet) removeOldVersions(id manifest.ID) {
-	var paths []string
 	if _, whole := t.opts.FS.(vfs.WholeFiles); !whole {
 		if id.Version > 2 {
-			paths = []string{filepath.Join(t.dir, manifest.ID{Epoch: id.Epoch, Version: id.Version - 2}.Name())}
+			t.removeVersions([]string{filepath.Join(t.dir, manifest.ID{Epoch: id.Epoch, Version: id.Version - 2}.Name())})
 		}
-	} else if id.Version > removeEvery && id.Version%removeEvery == 1 {
-		for v := id.Version - removeEvery - 1; v <= id.Version-2; v++ {
-			if v > 0 {
-				paths = append(paths, filepath.Join(t.dir, manifest.ID{Epoch: id.Epoch, Version: v}.Name()))
-			}
-		}
+		return
 	}
+	if id.Version <= removeEvery || id.Version%removeEvery != 1 {
+		return
+	}
+	if len(t.older) > 0 {
+		if !t.removeVersions(t.older) {
+			return
+		}
+		t.older = nil
+	}
+	from := id.Version - removeEvery - 1
+	if t.ownFrom > 0 {
+		from = t.ownFrom
+	}
+	var paths []string
+	for v := max(from, 1); v <= id.Version-2; v++ {
+		paths = append(paths, filepath.Join(t.dir, manifest.ID{Epoch: id.Epoch, Version: v}.Name()))
+	}
+	t.ownFrom = max(from, 1)
+	if t.removeVersions(paths) {
+		t.ownFrom = 0
+	}
+}
+
+// removeVersions removes manifests and reports whether it did.
+func (t *Tablet) removeVersions(paths []string) bool {
 	if err := manifest.RemoveFiles(t.opts.FS, paths); err != nil {
 		t.logger.Warn("removing old manifest versions", "dir", t.dir, "versions", len(paths), "err", err)
+		return false
 	}
+	return true
 }

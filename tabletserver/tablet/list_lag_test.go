@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tabuladb/tabula/manifest"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // isManifestPath matches manifest versions and their temporary files.
@@ -80,5 +81,67 @@ func TestOpenBehindALaggingListing(t *testing.T) {
 				r.nextOwner()
 			})
 		}
+	}
+}
+
+// TestOpenBehindALaggingListingWhileOlderManifestsWait: on an object store
+// the seal no longer deletes the older epochs' manifests (a load makes no
+// DELETE); they go with the new owner's first batch of removals (version
+// 17), and the seal's own version stays until that removal succeeded.
+// Meanwhile an opener whose listing lags behind the new owner's seal sees
+// only the older epoch's versions, still there: it must fail, never open
+// that older state (it lacks every row the new owner flushed since), after
+// every save of the new owner, before and after its batches, whether the
+// older manifests' removal succeeds or keeps failing, and whether the
+// opener's epoch follows the new owner's or leaves a gap (loads that
+// failed in between). Once the listing caught up the next owner opens
+// with every row.
+func TestOpenBehindALaggingListingWhileOlderManifestsWait(t *testing.T) {
+	for _, failRemoval := range []bool{false, true} {
+		t.Run(fmt.Sprintf("removal of the older manifests fails %v", failRemoval), func(t *testing.T) {
+			r := newWholeEpochRig(t)
+			r.write(0, 5)
+			r.flush()
+			catchUp := r.fs.ListLag(isManifestPath)
+			r.nextOwner() // epoch 2, behind the listing too: it sees epoch 1's newest
+			if failRemoval {
+				r.fs.Set(failOn(vfs.OpRemoveWhole, r.manifestOf(1), errors.New("injected: removal fails")))
+			}
+			for i := range 2*removeEvery + 4 {
+				r.write(5+i, 6+i)
+				r.flush()
+				for _, epoch := range []int64{r.epoch + 1, r.epoch + 3} {
+					o := r.options(r.fs)
+					o.Epoch = epoch
+					tb, err := Open(o)
+					if err == nil {
+						tb.Close()
+						t.Fatalf("after save %d of epoch 2, an opener at epoch %d behind the listing opened epoch 1's state", i+1, epoch)
+					}
+					if !errors.Is(err, manifest.ErrListingBehind) || !errors.Is(err, fs.ErrNotExist) {
+						t.Fatalf("after save %d of epoch 2, Open at epoch %d = %v, want the listing found behind", i+1, epoch, err)
+					}
+				}
+			}
+			catchUp()
+			r.fs.Set(nil)
+			ids, err := manifest.List(r.options(r.fs).FS, r.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			older := 0
+			for _, id := range ids {
+				if id.Epoch < 2 {
+					older++
+				}
+			}
+			if want := map[bool]int{false: 0, true: 2}[failRemoval]; older != want {
+				t.Fatalf("after the batches the folder lists %v: %d of epoch 1, want %d", ids, older, want)
+			}
+			r.nextOwner()
+			r.write(100, 105)
+			r.flush()
+			r.nextOwner()
+		})
 	}
 }

@@ -82,6 +82,13 @@ type Tablet struct {
 	manifestVer uint64 // version of the newest manifest this epoch saved
 	replayPoint uint64
 	flushedSeq  uint64 // manifest LastSeq
+	// older are the older epochs' manifests the open's listing showed,
+	// left by the seal on an object store for the first batch of
+	// removals; ownFrom is the oldest version of this epoch a batch has
+	// yet to remove, 0 when none is left behind (fence.go,
+	// removeOldVersions).
+	older   []string
+	ownFrom uint64
 
 	bgCtx     context.Context
 	bgCancel  context.CancelFunc
@@ -135,16 +142,16 @@ func Open(opts Options) (_ *Tablet, err error) {
 		return nil, err
 	}
 	// One listing of the folder answers every question of the open (the
-	// newest version, saves to skip, what the seal deletes, whether there
-	// is an own log/ folder): on an object store a load costs five
-	// requests, and a GET per SSTable
-	// (TestLoadOnAnObjectStoreCostsFiveRequests).
+	// newest version, saves to skip, the older manifests to delete,
+	// whether there is an own log/ folder): on an object store a load
+	// costs four requests, and a GET per SSTable
+	// (TestLoadOnAnObjectStoreCostsFourRequestsAndOnePerSSTable).
 	began := time.Now()
 	folder, err := manifest.ReadFolder(opts.FS, opts.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
 	}
-	st, mID, found, err := folder.Load(opts.FS)
+	st, mID, found, err := folder.LoadFor(opts.FS, opts.Epoch)
 	mEpoch := mID.Epoch
 	if err != nil {
 		return nil, fmt.Errorf("tablet: open %s: %w", opts.Dir, err)
