@@ -52,13 +52,14 @@ import (
 // keeps its seal's version until the older epochs' manifests are gone
 // (TestOpenBehindALaggingListing "a new epoch"). Versions of an older
 // epoch that land after the listing (an older owner's late save) are
-// never read (the newest epoch wins) and go with the next owner's. Past
-// sealNowAfter older manifests (a tablet moved often with few saves) the
-// seal deletes them itself, so they never pile up.
+// never read (the newest epoch wins) and go with the next owner's. They
+// never pile up: versions count on across epochs, so some owner's save
+// is a batch's at least every removeEvery saves, however often the tablet
+// moves (TestOlderManifestsDoNotPileUpOnAnObjectStore).
 func (t *Tablet) seal(folder manifest.Folder) error {
 	older := folder.Before(manifest.ID{Epoch: t.opts.Epoch})
 	_, whole := t.opts.FS.(vfs.WholeFiles)
-	later := whole && len(older) > 0 && len(older) <= sealNowAfter
+	later := whole && len(older) > 0
 	if later {
 		t.editMu.Lock()
 		t.older, t.ownFrom = older, t.manifestVer+1
@@ -79,11 +80,6 @@ func (t *Tablet) seal(folder manifest.Folder) error {
 	}
 	return nil
 }
-
-// sealNowAfter is how many older epochs' manifests the seal leaves for
-// the first batch of removals on an object store; more are removed at the
-// seal (a tablet moved often, saving few versions each time).
-const sealNowAfter = 2 * removeEvery
 
 // mayDelete reports whether the engine may delete a file of the tablet
 // now: the guard allows it and no newer owner has written a manifest.

@@ -145,3 +145,23 @@ func TestOpenBehindALaggingListingWhileOlderManifestsWait(t *testing.T) {
 		})
 	}
 }
+
+// TestOlderManifestsDoNotPileUpOnAnObjectStore: a tablet moved again and
+// again without saves of its own between (each owner: its seal and the
+// version its close saves) still has its older manifests removed: the
+// versions count on across epochs, so some owner's save is a batch's at
+// least every removeEvery saves, and it removes the older epochs' too.
+func TestOlderManifestsDoNotPileUpOnAnObjectStore(t *testing.T) {
+	r := newWholeEpochRig(t)
+	r.write(0, 5)
+	for range 6 * removeEvery {
+		r.nextOwner()
+		ids, err := manifest.List(r.options(r.fs).FS, r.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ids) > removeEvery+2 {
+			t.Fatalf("at epoch %d the folder lists %d manifests, want at most %d", r.epoch, len(ids), removeEvery+2)
+		}
+	}
+}
