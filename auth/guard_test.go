@@ -98,6 +98,8 @@ func TestGuardDecisions(t *testing.T) {
 		{"forged schema, admin token", ts, callCtx("", admin), "UpdateSchema", &pb.UpdateSchemaRequest{}, codes.PermissionDenied},
 		{"forged load, other cert", ts, callCtx("tabula-tabletserver", ""), "LoadTablet", &pb.LoadTabletRequest{}, codes.PermissionDenied},
 		{"master loads", ts, callCtx(MasterName, ""), "LoadTablet", &pb.LoadTabletRequest{}, codes.OK},
+		{"forged batch load, other cert", ts, callCtx("tabula-tabletserver", ""), "LoadTablets", &pb.LoadTabletsRequest{}, codes.PermissionDenied},
+		{"master loads a batch", ts, callCtx(MasterName, ""), "LoadTablets", &pb.LoadTabletsRequest{}, codes.OK},
 		{"master cert has no data role", ts, callCtx(MasterName, ""), "ReadRows", read, codes.PermissionDenied},
 		{"unknown method", ts, callCtx("", admin), "DropEverything", read, codes.PermissionDenied},
 		{"whoami open", ms, callCtx("", ""), "WhoAmI", &pb.WhoAmIRequest{}, codes.OK},

@@ -104,6 +104,7 @@ func TabletServerRules() map[string]Rule {
 		svc + "ReadModifyWriteRow": on(Write, func(r any) *pb.TabletRef { return r.(*pb.ReadModifyWriteRowRequest).GetTablet() }),
 		svc + "MutateRows":         {Role: Write, Tables: mutateRowsTables},
 		svc + "LoadTablet":         master,
+		svc + "LoadTablets":        master,
 		svc + "UnloadTablet":       master,
 		svc + "FlushTablet":        master,
 		svc + "CompactTablet":      master,

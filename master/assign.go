@@ -34,7 +34,8 @@ const (
 	// missingRetry is how often a tablet whose files are missing is tried
 	// again.
 	missingRetry = 30 * time.Second
-	// maxConcurrentLoads bounds the LoadTablet calls in flight.
+	// maxConcurrentLoads bounds the LoadTablet and LoadTablets calls in
+	// flight.
 	maxConcurrentLoads = 16
 	// maxConcurrentAssigns bounds the assignment transactions in flight.
 	maxConcurrentAssigns = 16
@@ -51,8 +52,10 @@ type assigner struct {
 	m    *Master
 	term *leadership
 	kick chan struct{}
-	// sem and assignSem bound the loads and the assignments in flight.
+	// sem and assignSem bound the load calls and the assignments in
+	// flight; queues batch each server's loads (loadbatch.go).
 	sem, assignSem chan struct{}
+	queues         loadQueues
 	// lastAudit is when the servers' answers the last audit used were
 	// asked for, cleanAudit the inputs of the last audit that found
 	// nothing (audit.go); only the one running audit touches them.
@@ -654,23 +657,6 @@ func (a *assigner) endLoad(ctx context.Context, st *loadState, key string, srv m
 	if ctx.Err() == nil {
 		a.m.log.Warn("LoadTablet failed", "tablet", key, "server", srv.ID, "epoch", epoch, "failures", st.failures, "err", err)
 	}
-}
-
-func (a *assigner) load(ctx context.Context, addr string, req *tabulapb.LoadTabletRequest) error {
-	select {
-	case a.sem <- struct{}{}:
-		defer func() { <-a.sem }()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	c, err := a.m.conns.client(addr)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, a.m.opts.LoadTimeout)
-	defer cancel()
-	_, err = c.LoadTablet(ctx, req)
-	return err
 }
 
 // noteWaiting logs, once per wait, that a tablet waits for the lease of

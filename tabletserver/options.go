@@ -185,6 +185,13 @@ type Options struct {
 	// the cluster. The default is meta.DefaultPageSize (1,000).
 	EtcdPageSize int
 
+	// LoadParallelism is how many tablets of the master's batched loads
+	// (LoadTablets) the server opens at once; the default is
+	// DefaultLoadParallelism. A dead server's tablets reach the servers
+	// that take them over in such batches (docs/OWNERSHIP.md "Loads in
+	// batches").
+	LoadParallelism int
+
 	// testHookRenewed, set by tests, runs after each renewal etcd accepted
 	// has been applied to the lease state (leaseMu held), with the
 	// server's serving deadline (safeUntil) after it.
@@ -203,7 +210,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LeaseTTL < 0 || o.MemtableSize < 0 || o.MemtableSoftLimit < 0 || o.MemtableHardLimit < 0 || o.MaxLogBytes < 0 ||
 		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 ||
-		o.HotSplitWindows < 0 || o.HotSplitCooldown < 0 || o.EtcdPageSize < 0 {
+		o.HotSplitWindows < 0 || o.HotSplitCooldown < 0 || o.EtcdPageSize < 0 || o.LoadParallelism < 0 {
 		return o, cell.Invalidf("tabletserver: negative size, count or duration in Options")
 	}
 	if o.Auth && o.ServerTLS == nil {
@@ -211,6 +218,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ListenAddr == "" {
 		o.ListenAddr = "127.0.0.1:0"
+	}
+	if o.LoadParallelism == 0 {
+		o.LoadParallelism = DefaultLoadParallelism
 	}
 	if o.LeaseTTL == 0 {
 		o.LeaseTTL = 10 * time.Second

@@ -151,7 +151,10 @@ type Server struct {
 	// the records of fresh tablets that loads write together (fresh.go);
 	// their locks are leaves: nothing is locked while one is held.
 	schemaCache schemaCache
-	fresh       freshWrites
+	// loadSem bounds the tablets of batched loads opened at once
+	// (Options.LoadParallelism, loadbatch.go).
+	loadSem chan struct{}
+	fresh   freshWrites
 
 	// mu protects the fields below.
 	mu      sync.RWMutex
@@ -230,6 +233,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 		tablets:  make(map[string]*held),
 		schemas:  make(map[string]*tabulapb.TableSchema),
 		unloaded: make(map[string]int64),
+		loadSem:  make(chan struct{}, opts.LoadParallelism),
 		rows:     newRowWorkers(maxRowWorkers),
 	}
 	s.engines.m = make(map[string]*tablet.Tablet)
@@ -385,6 +389,26 @@ func (k *keyLocks) lock(key string) func() {
 	l.refs++
 	k.mu.Unlock()
 	l.mu.Lock()
+	return k.unlocker(key, l)
+}
+
+// tryLock locks key if no one holds it or waits for it, without waiting.
+func (k *keyLocks) tryLock(key string) (func(), bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m[key] != nil {
+		return nil, false
+	}
+	if k.m == nil {
+		k.m = make(map[string]*keyLock)
+	}
+	l := &keyLock{refs: 1}
+	l.mu.Lock()
+	k.m[key] = l
+	return k.unlocker(key, l), true
+}
+
+func (k *keyLocks) unlocker(key string, l *keyLock) func() {
 	return func() {
 		l.mu.Unlock()
 		k.mu.Lock()

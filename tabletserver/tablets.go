@@ -252,35 +252,64 @@ func (s *Server) familiesOf(table string) ([]families.Family, error) {
 // flush: another server may have written its log since) and reopened.
 func (s *Server) load(ctx context.Context, info *tabulapb.TabletInfo, schema *tabulapb.TableSchema) error {
 	table, id := info.GetTable(), info.GetTabletId()
-	dir, err := s.tabletPath(table, id)
+	dir, err := s.checkLoad(info, schema)
 	if err != nil {
 		return err
 	}
-	if schema == nil {
-		return cell.Invalidf("schema is missing")
-	}
-	if schema.GetName() != "" && schema.GetName() != table {
-		return cell.Invalidf("schema names table %s, the tablet is of table %s", schema.GetName(), table)
-	}
-	if s.closed.Load() {
-		return ErrClosed
-	}
-	if !s.leaseSafe() {
-		return ErrFenced
-	}
-	key := tabletKey(table, id)
-	unlock := s.keys.lock(key)
+	unlock := s.keys.lock(tabletKey(table, id))
 	defer unlock()
 
-	s.mu.RLock()
-	gen := s.gen.Load()
-	s.mu.RUnlock()
+	gen := s.generation()
 	// The families come from etcd, never from the request
 	// (trustedSchema), read with the record that assigns the tablet.
 	rec, trusted, err := s.readAssignment(ctx, table, id)
 	if err != nil {
 		return err // a table that does not exist: NOT_FOUND, as before
 	}
+	return s.loadAssigned(ctx, info, schema, dir, gen, rec, trusted)
+}
+
+// checkLoad checks what a load can check before reading etcd: the names,
+// the schema's presence, that the server is open and its lease safe. It
+// returns the tablet's folder.
+func (s *Server) checkLoad(info *tabulapb.TabletInfo, schema *tabulapb.TableSchema) (string, error) {
+	table, id := info.GetTable(), info.GetTabletId()
+	dir, err := s.tabletPath(table, id)
+	if err != nil {
+		return "", err
+	}
+	if schema == nil {
+		return "", cell.Invalidf("schema is missing")
+	}
+	if schema.GetName() != "" && schema.GetName() != table {
+		return "", cell.Invalidf("schema names table %s, the tablet is of table %s", schema.GetName(), table)
+	}
+	if s.closed.Load() {
+		return "", ErrClosed
+	}
+	if !s.leaseSafe() {
+		return "", ErrFenced
+	}
+	return dir, nil
+}
+
+// generation is the server generation a load reads before it checks
+// etcd's assignment (install refuses the tablet if it moved since).
+func (s *Server) generation() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.gen.Load()
+}
+
+// loadAssigned is the rest of a load once etcd's record of the tablet
+// (rec) and its table's schema (trusted) were read, the tablet's key
+// locked and the server generation gen read before that read: the
+// fencing checks against the record, then the open, the seal of a fresh
+// tablet and its install. A batch of loads (loadbatch.go) runs it for
+// each tablet of the batch on its own.
+func (s *Server) loadAssigned(ctx context.Context, info *tabulapb.TabletInfo, schema *tabulapb.TableSchema, dir string, gen uint64, rec meta.VersionedTablet, trusted *tabulapb.TableSchema) error {
+	table, id := info.GetTable(), info.GetTabletId()
+	key := tabletKey(table, id)
 	if rec.ModRevision == 0 {
 		return fmt.Errorf("%w: %v: tablet %s/%s", ErrNotAssigned, meta.ErrNotFound, table, id)
 	}

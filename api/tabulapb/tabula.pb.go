@@ -4726,6 +4726,113 @@ func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{70}
 }
 
+type LoadTabletsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Loads         []*LoadTabletRequest   `protobuf:"bytes,1,rep,name=loads,proto3" json:"loads,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadTabletsRequest) Reset() {
+	*x = LoadTabletsRequest{}
+	mi := &file_tabula_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadTabletsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadTabletsRequest) ProtoMessage() {}
+
+func (x *LoadTabletsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadTabletsRequest.ProtoReflect.Descriptor instead.
+func (*LoadTabletsRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *LoadTabletsRequest) GetLoads() []*LoadTabletRequest {
+	if x != nil {
+		return x.Loads
+	}
+	return nil
+}
+
+// LoadTabletsResponse answers one load of the request: the one at index,
+// with the gRPC code and message LoadTablet would have answered (code 0:
+// loaded).
+type LoadTabletsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Index         uint32                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	Code          uint32                 `protobuf:"varint,2,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadTabletsResponse) Reset() {
+	*x = LoadTabletsResponse{}
+	mi := &file_tabula_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadTabletsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadTabletsResponse) ProtoMessage() {}
+
+func (x *LoadTabletsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadTabletsResponse.ProtoReflect.Descriptor instead.
+func (*LoadTabletsResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *LoadTabletsResponse) GetIndex() uint32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *LoadTabletsResponse) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *LoadTabletsResponse) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type UnloadTabletRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -4735,7 +4842,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4747,7 +4854,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4760,7 +4867,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{71}
+	return file_tabula_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *UnloadTabletRequest) GetTablet() *TabletRef {
@@ -4778,7 +4885,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4790,7 +4897,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4803,7 +4910,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{72}
+	return file_tabula_proto_rawDescGZIP(), []int{74}
 }
 
 type FlushTabletResponse struct {
@@ -4814,7 +4921,7 @@ type FlushTabletResponse struct {
 
 func (x *FlushTabletResponse) Reset() {
 	*x = FlushTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4826,7 +4933,7 @@ func (x *FlushTabletResponse) String() string {
 func (*FlushTabletResponse) ProtoMessage() {}
 
 func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4839,7 +4946,7 @@ func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushTabletResponse.ProtoReflect.Descriptor instead.
 func (*FlushTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{73}
+	return file_tabula_proto_rawDescGZIP(), []int{75}
 }
 
 type CompactTabletRequest struct {
@@ -4852,7 +4959,7 @@ type CompactTabletRequest struct {
 
 func (x *CompactTabletRequest) Reset() {
 	*x = CompactTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4864,7 +4971,7 @@ func (x *CompactTabletRequest) String() string {
 func (*CompactTabletRequest) ProtoMessage() {}
 
 func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4877,7 +4984,7 @@ func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletRequest.ProtoReflect.Descriptor instead.
 func (*CompactTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{74}
+	return file_tabula_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *CompactTabletRequest) GetTablet() *TabletRef {
@@ -4902,7 +5009,7 @@ type CompactTabletResponse struct {
 
 func (x *CompactTabletResponse) Reset() {
 	*x = CompactTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4914,7 +5021,7 @@ func (x *CompactTabletResponse) String() string {
 func (*CompactTabletResponse) ProtoMessage() {}
 
 func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4927,7 +5034,7 @@ func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletResponse.ProtoReflect.Descriptor instead.
 func (*CompactTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{75}
+	return file_tabula_proto_rawDescGZIP(), []int{77}
 }
 
 type SplitRequest struct {
@@ -4941,7 +5048,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4953,7 +5060,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4966,7 +5073,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{76}
+	return file_tabula_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *SplitRequest) GetTablet() *TabletRef {
@@ -4992,7 +5099,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5004,7 +5111,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5017,7 +5124,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{77}
+	return file_tabula_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *UpdateSchemaRequest) GetSchema() *TableSchema {
@@ -5035,7 +5142,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5047,7 +5154,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5060,7 +5167,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{78}
+	return file_tabula_proto_rawDescGZIP(), []int{80}
 }
 
 type ServerStatsRequest struct {
@@ -5087,7 +5194,7 @@ type ServerStatsRequest struct {
 
 func (x *ServerStatsRequest) Reset() {
 	*x = ServerStatsRequest{}
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5099,7 +5206,7 @@ func (x *ServerStatsRequest) String() string {
 func (*ServerStatsRequest) ProtoMessage() {}
 
 func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5112,7 +5219,7 @@ func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{79}
+	return file_tabula_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ServerStatsRequest) GetKeyQuantiles() int32 {
@@ -5187,7 +5294,7 @@ type TabletStats struct {
 
 func (x *TabletStats) Reset() {
 	*x = TabletStats{}
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5199,7 +5306,7 @@ func (x *TabletStats) String() string {
 func (*TabletStats) ProtoMessage() {}
 
 func (x *TabletStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5212,7 +5319,7 @@ func (x *TabletStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStats.ProtoReflect.Descriptor instead.
 func (*TabletStats) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{80}
+	return file_tabula_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *TabletStats) GetTablet() *TabletRef {
@@ -5393,7 +5500,7 @@ type ServerStatsResponse struct {
 
 func (x *ServerStatsResponse) Reset() {
 	*x = ServerStatsResponse{}
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5405,7 +5512,7 @@ func (x *ServerStatsResponse) String() string {
 func (*ServerStatsResponse) ProtoMessage() {}
 
 func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5418,7 +5525,7 @@ func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ServerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{81}
+	return file_tabula_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ServerStatsResponse) GetServerId() string {
@@ -5516,7 +5623,7 @@ type DropRowRangeRequest struct {
 
 func (x *DropRowRangeRequest) Reset() {
 	*x = DropRowRangeRequest{}
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5528,7 +5635,7 @@ func (x *DropRowRangeRequest) String() string {
 func (*DropRowRangeRequest) ProtoMessage() {}
 
 func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5541,7 +5648,7 @@ func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRowRangeRequest.ProtoReflect.Descriptor instead.
 func (*DropRowRangeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{82}
+	return file_tabula_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *DropRowRangeRequest) GetTable() string {
@@ -5602,7 +5709,7 @@ type DropRowRangeResponse struct {
 
 func (x *DropRowRangeResponse) Reset() {
 	*x = DropRowRangeResponse{}
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5614,7 +5721,7 @@ func (x *DropRowRangeResponse) String() string {
 func (*DropRowRangeResponse) ProtoMessage() {}
 
 func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5627,7 +5734,7 @@ func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRowRangeResponse.ProtoReflect.Descriptor instead.
 func (*DropRowRangeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{83}
+	return file_tabula_proto_rawDescGZIP(), []int{85}
 }
 
 // DropRangeRequest drops the rows [start_key, end_key) of one tablet
@@ -5643,7 +5750,7 @@ type DropRangeRequest struct {
 
 func (x *DropRangeRequest) Reset() {
 	*x = DropRangeRequest{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5655,7 +5762,7 @@ func (x *DropRangeRequest) String() string {
 func (*DropRangeRequest) ProtoMessage() {}
 
 func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5668,7 +5775,7 @@ func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRangeRequest.ProtoReflect.Descriptor instead.
 func (*DropRangeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{84}
+	return file_tabula_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DropRangeRequest) GetTablet() *TabletRef {
@@ -5700,7 +5807,7 @@ type DropRangeResponse struct {
 
 func (x *DropRangeResponse) Reset() {
 	*x = DropRangeResponse{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5712,7 +5819,7 @@ func (x *DropRangeResponse) String() string {
 func (*DropRangeResponse) ProtoMessage() {}
 
 func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5725,7 +5832,7 @@ func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRangeResponse.ProtoReflect.Descriptor instead.
 func (*DropRangeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{85}
+	return file_tabula_proto_rawDescGZIP(), []int{87}
 }
 
 // MergeTabletsRequest merges the tablets of table that overlap
@@ -5742,7 +5849,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5754,7 +5861,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5767,7 +5874,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{86}
+	return file_tabula_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -5803,7 +5910,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5815,7 +5922,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5828,7 +5935,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{87}
+	return file_tabula_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -5858,7 +5965,7 @@ type MergeRequest struct {
 
 func (x *MergeRequest) Reset() {
 	*x = MergeRequest{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5870,7 +5977,7 @@ func (x *MergeRequest) String() string {
 func (*MergeRequest) ProtoMessage() {}
 
 func (x *MergeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5883,7 +5990,7 @@ func (x *MergeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequest.ProtoReflect.Descriptor instead.
 func (*MergeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{88}
+	return file_tabula_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *MergeRequest) GetLeft() *TabletRef {
@@ -5909,7 +6016,7 @@ type MergeResponse struct {
 
 func (x *MergeResponse) Reset() {
 	*x = MergeResponse{}
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5921,7 +6028,7 @@ func (x *MergeResponse) String() string {
 func (*MergeResponse) ProtoMessage() {}
 
 func (x *MergeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5934,7 +6041,7 @@ func (x *MergeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeResponse.ProtoReflect.Descriptor instead.
 func (*MergeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{89}
+	return file_tabula_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *MergeResponse) GetTablet() *TabletInfo {
@@ -5963,7 +6070,7 @@ type ServerEvent struct {
 
 func (x *ServerEvent) Reset() {
 	*x = ServerEvent{}
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5975,7 +6082,7 @@ func (x *ServerEvent) String() string {
 func (*ServerEvent) ProtoMessage() {}
 
 func (x *ServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5988,7 +6095,7 @@ func (x *ServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerEvent.ProtoReflect.Descriptor instead.
 func (*ServerEvent) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{90}
+	return file_tabula_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ServerEvent) GetTimeMicros() int64 {
@@ -6046,7 +6153,7 @@ type TopTabletsRequest struct {
 
 func (x *TopTabletsRequest) Reset() {
 	*x = TopTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6058,7 +6165,7 @@ func (x *TopTabletsRequest) String() string {
 func (*TopTabletsRequest) ProtoMessage() {}
 
 func (x *TopTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6071,7 +6178,7 @@ func (x *TopTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopTabletsRequest.ProtoReflect.Descriptor instead.
 func (*TopTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{91}
+	return file_tabula_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *TopTabletsRequest) GetLimit() int32 {
@@ -6103,7 +6210,7 @@ type TopTabletsResponse struct {
 
 func (x *TopTabletsResponse) Reset() {
 	*x = TopTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6115,7 +6222,7 @@ func (x *TopTabletsResponse) String() string {
 func (*TopTabletsResponse) ProtoMessage() {}
 
 func (x *TopTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6128,7 +6235,7 @@ func (x *TopTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopTabletsResponse.ProtoReflect.Descriptor instead.
 func (*TopTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{92}
+	return file_tabula_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *TopTabletsResponse) GetTablets() []*TabletInfo {
@@ -6167,7 +6274,7 @@ type PlannedMove struct {
 
 func (x *PlannedMove) Reset() {
 	*x = PlannedMove{}
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6179,7 +6286,7 @@ func (x *PlannedMove) String() string {
 func (*PlannedMove) ProtoMessage() {}
 
 func (x *PlannedMove) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6192,7 +6299,7 @@ func (x *PlannedMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
 func (*PlannedMove) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{93}
+	return file_tabula_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *PlannedMove) GetTable() string {
@@ -6243,7 +6350,7 @@ type MoveTabletRequest struct {
 
 func (x *MoveTabletRequest) Reset() {
 	*x = MoveTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6255,7 +6362,7 @@ func (x *MoveTabletRequest) String() string {
 func (*MoveTabletRequest) ProtoMessage() {}
 
 func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6268,7 +6375,7 @@ func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveTabletRequest.ProtoReflect.Descriptor instead.
 func (*MoveTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{94}
+	return file_tabula_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *MoveTabletRequest) GetTable() string {
@@ -6302,7 +6409,7 @@ type MoveTabletResponse struct {
 
 func (x *MoveTabletResponse) Reset() {
 	*x = MoveTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6314,7 +6421,7 @@ func (x *MoveTabletResponse) String() string {
 func (*MoveTabletResponse) ProtoMessage() {}
 
 func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6327,7 +6434,7 @@ func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveTabletResponse.ProtoReflect.Descriptor instead.
 func (*MoveTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{95}
+	return file_tabula_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *MoveTabletResponse) GetTablet() *TabletInfo {
@@ -6350,7 +6457,7 @@ type SetBalancerRequest struct {
 
 func (x *SetBalancerRequest) Reset() {
 	*x = SetBalancerRequest{}
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6362,7 +6469,7 @@ func (x *SetBalancerRequest) String() string {
 func (*SetBalancerRequest) ProtoMessage() {}
 
 func (x *SetBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6375,7 +6482,7 @@ func (x *SetBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBalancerRequest.ProtoReflect.Descriptor instead.
 func (*SetBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{96}
+	return file_tabula_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *SetBalancerRequest) GetEnabled() bool {
@@ -6400,7 +6507,7 @@ type SetBalancerResponse struct {
 
 func (x *SetBalancerResponse) Reset() {
 	*x = SetBalancerResponse{}
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6412,7 +6519,7 @@ func (x *SetBalancerResponse) String() string {
 func (*SetBalancerResponse) ProtoMessage() {}
 
 func (x *SetBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6425,7 +6532,7 @@ func (x *SetBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBalancerResponse.ProtoReflect.Descriptor instead.
 func (*SetBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{97}
+	return file_tabula_proto_rawDescGZIP(), []int{99}
 }
 
 type GetBalancerRequest struct {
@@ -6436,7 +6543,7 @@ type GetBalancerRequest struct {
 
 func (x *GetBalancerRequest) Reset() {
 	*x = GetBalancerRequest{}
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6448,7 +6555,7 @@ func (x *GetBalancerRequest) String() string {
 func (*GetBalancerRequest) ProtoMessage() {}
 
 func (x *GetBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6461,7 +6568,7 @@ func (x *GetBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalancerRequest.ProtoReflect.Descriptor instead.
 func (*GetBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{98}
+	return file_tabula_proto_rawDescGZIP(), []int{100}
 }
 
 // BalancerMove is a move made, and when.
@@ -6475,7 +6582,7 @@ type BalancerMove struct {
 
 func (x *BalancerMove) Reset() {
 	*x = BalancerMove{}
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6487,7 +6594,7 @@ func (x *BalancerMove) String() string {
 func (*BalancerMove) ProtoMessage() {}
 
 func (x *BalancerMove) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6500,7 +6607,7 @@ func (x *BalancerMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalancerMove.ProtoReflect.Descriptor instead.
 func (*BalancerMove) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{99}
+	return file_tabula_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *BalancerMove) GetMove() *PlannedMove {
@@ -6538,7 +6645,7 @@ type GetBalancerResponse struct {
 
 func (x *GetBalancerResponse) Reset() {
 	*x = GetBalancerResponse{}
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6550,7 +6657,7 @@ func (x *GetBalancerResponse) String() string {
 func (*GetBalancerResponse) ProtoMessage() {}
 
 func (x *GetBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6563,7 +6670,7 @@ func (x *GetBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalancerResponse.ProtoReflect.Descriptor instead.
 func (*GetBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{100}
+	return file_tabula_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *GetBalancerResponse) GetEnabled() bool {
@@ -6618,7 +6725,7 @@ type SetAutoMergeRequest struct {
 
 func (x *SetAutoMergeRequest) Reset() {
 	*x = SetAutoMergeRequest{}
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6630,7 +6737,7 @@ func (x *SetAutoMergeRequest) String() string {
 func (*SetAutoMergeRequest) ProtoMessage() {}
 
 func (x *SetAutoMergeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6643,7 +6750,7 @@ func (x *SetAutoMergeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAutoMergeRequest.ProtoReflect.Descriptor instead.
 func (*SetAutoMergeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{101}
+	return file_tabula_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *SetAutoMergeRequest) GetTable() string {
@@ -6668,7 +6775,7 @@ type SetAutoMergeResponse struct {
 
 func (x *SetAutoMergeResponse) Reset() {
 	*x = SetAutoMergeResponse{}
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6680,7 +6787,7 @@ func (x *SetAutoMergeResponse) String() string {
 func (*SetAutoMergeResponse) ProtoMessage() {}
 
 func (x *SetAutoMergeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6693,7 +6800,7 @@ func (x *SetAutoMergeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAutoMergeResponse.ProtoReflect.Descriptor instead.
 func (*SetAutoMergeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{102}
+	return file_tabula_proto_rawDescGZIP(), []int{104}
 }
 
 type SetDeletionProtectionRequest struct {
@@ -6706,7 +6813,7 @@ type SetDeletionProtectionRequest struct {
 
 func (x *SetDeletionProtectionRequest) Reset() {
 	*x = SetDeletionProtectionRequest{}
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6718,7 +6825,7 @@ func (x *SetDeletionProtectionRequest) String() string {
 func (*SetDeletionProtectionRequest) ProtoMessage() {}
 
 func (x *SetDeletionProtectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6731,7 +6838,7 @@ func (x *SetDeletionProtectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDeletionProtectionRequest.ProtoReflect.Descriptor instead.
 func (*SetDeletionProtectionRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{103}
+	return file_tabula_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *SetDeletionProtectionRequest) GetTable() string {
@@ -6756,7 +6863,7 @@ type SetDeletionProtectionResponse struct {
 
 func (x *SetDeletionProtectionResponse) Reset() {
 	*x = SetDeletionProtectionResponse{}
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6768,7 +6875,7 @@ func (x *SetDeletionProtectionResponse) String() string {
 func (*SetDeletionProtectionResponse) ProtoMessage() {}
 
 func (x *SetDeletionProtectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6781,7 +6888,7 @@ func (x *SetDeletionProtectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDeletionProtectionResponse.ProtoReflect.Descriptor instead.
 func (*SetDeletionProtectionResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{104}
+	return file_tabula_proto_rawDescGZIP(), []int{106}
 }
 
 type GCRule_Rules struct {
@@ -6793,7 +6900,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6805,7 +6912,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6841,7 +6948,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6853,7 +6960,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6910,7 +7017,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6922,7 +7029,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6975,7 +7082,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6987,7 +7094,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7018,7 +7125,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7030,7 +7137,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7061,7 +7168,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7073,7 +7180,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7132,7 +7239,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7144,7 +7251,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7197,7 +7304,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7209,7 +7316,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7241,7 +7348,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7253,7 +7360,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7287,7 +7394,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[114]
+	mi := &file_tabula_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7299,7 +7406,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[114]
+	mi := &file_tabula_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7347,7 +7454,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[115]
+	mi := &file_tabula_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7359,7 +7466,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[115]
+	mi := &file_tabula_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7411,7 +7518,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[116]
+	mi := &file_tabula_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7423,7 +7530,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[116]
+	mi := &file_tabula_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7477,7 +7584,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[117]
+	mi := &file_tabula_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7489,7 +7596,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[117]
+	mi := &file_tabula_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7860,7 +7967,13 @@ const file_tabula_proto_rawDesc = "" +
 	"\x11LoadTabletRequest\x12-\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x15.tabula.v1.TabletInfoR\x06tablet\x12.\n" +
 	"\x06schema\x18\x02 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\"\x14\n" +
-	"\x12LoadTabletResponse\"C\n" +
+	"\x12LoadTabletResponse\"H\n" +
+	"\x12LoadTabletsRequest\x122\n" +
+	"\x05loads\x18\x01 \x03(\v2\x1c.tabula.v1.LoadTabletRequestR\x05loads\"Y\n" +
+	"\x13LoadTabletsResponse\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\rR\x05index\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"C\n" +
 	"\x13UnloadTabletRequest\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\"\x16\n" +
 	"\x14UnloadTabletResponse\"\x15\n" +
@@ -8056,7 +8169,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\n" +
 	"TopTablets\x12\x1c.tabula.v1.TopTabletsRequest\x1a\x1d.tabula.v1.TopTabletsResponse\x12O\n" +
 	"\fSetAutoMerge\x12\x1e.tabula.v1.SetAutoMergeRequest\x1a\x1f.tabula.v1.SetAutoMergeResponse\x12j\n" +
-	"\x15SetDeletionProtection\x12'.tabula.v1.SetDeletionProtectionRequest\x1a(.tabula.v1.SetDeletionProtectionResponse2\xe8\t\n" +
+	"\x15SetDeletionProtection\x12'.tabula.v1.SetDeletionProtectionRequest\x1a(.tabula.v1.SetDeletionProtectionResponse2\xb8\n" +
+	"\n" +
 	"\fTabletServer\x12E\n" +
 	"\bReadRows\x12\x1a.tabula.v1.ReadRowsRequest\x1a\x1b.tabula.v1.ReadRowsResponse0\x01\x12F\n" +
 	"\tMutateRow\x12\x1b.tabula.v1.MutateRowRequest\x1a\x1c.tabula.v1.MutateRowResponse\x12I\n" +
@@ -8067,7 +8181,8 @@ const file_tabula_proto_rawDesc = "" +
 	"\rSampleRowKeys\x12\x1f.tabula.v1.SampleRowKeysRequest\x1a .tabula.v1.SampleRowKeysResponse\x12@\n" +
 	"\aReadRow\x12\x19.tabula.v1.ReadRowRequest\x1a\x1a.tabula.v1.ReadRowResponse\x12I\n" +
 	"\n" +
-	"LoadTablet\x12\x1c.tabula.v1.LoadTabletRequest\x1a\x1d.tabula.v1.LoadTabletResponse\x12O\n" +
+	"LoadTablet\x12\x1c.tabula.v1.LoadTabletRequest\x1a\x1d.tabula.v1.LoadTabletResponse\x12N\n" +
+	"\vLoadTablets\x12\x1d.tabula.v1.LoadTabletsRequest\x1a\x1e.tabula.v1.LoadTabletsResponse0\x01\x12O\n" +
 	"\fUnloadTablet\x12\x1e.tabula.v1.UnloadTabletRequest\x1a\x1f.tabula.v1.UnloadTabletResponse\x12C\n" +
 	"\vFlushTablet\x12\x14.tabula.v1.TabletRef\x1a\x1e.tabula.v1.FlushTabletResponse\x12R\n" +
 	"\rCompactTablet\x12\x1f.tabula.v1.CompactTabletRequest\x1a .tabula.v1.CompactTabletResponse\x12F\n" +
@@ -8090,7 +8205,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 120)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 122)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                      // 0: tabula.v1.Compression
 	(Bloom)(0),                            // 1: tabula.v1.Bloom
@@ -8167,55 +8282,57 @@ var file_tabula_proto_goTypes = []any{
 	(*SampleRowKeysResponse)(nil),         // 72: tabula.v1.SampleRowKeysResponse
 	(*LoadTabletRequest)(nil),             // 73: tabula.v1.LoadTabletRequest
 	(*LoadTabletResponse)(nil),            // 74: tabula.v1.LoadTabletResponse
-	(*UnloadTabletRequest)(nil),           // 75: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),          // 76: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),           // 77: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),          // 78: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),         // 79: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                  // 80: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),           // 81: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),          // 82: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),            // 83: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                   // 84: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),           // 85: tabula.v1.ServerStatsResponse
-	(*DropRowRangeRequest)(nil),           // 86: tabula.v1.DropRowRangeRequest
-	(*DropRowRangeResponse)(nil),          // 87: tabula.v1.DropRowRangeResponse
-	(*DropRangeRequest)(nil),              // 88: tabula.v1.DropRangeRequest
-	(*DropRangeResponse)(nil),             // 89: tabula.v1.DropRangeResponse
-	(*MergeTabletsRequest)(nil),           // 90: tabula.v1.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),          // 91: tabula.v1.MergeTabletsResponse
-	(*MergeRequest)(nil),                  // 92: tabula.v1.MergeRequest
-	(*MergeResponse)(nil),                 // 93: tabula.v1.MergeResponse
-	(*ServerEvent)(nil),                   // 94: tabula.v1.ServerEvent
-	(*TopTabletsRequest)(nil),             // 95: tabula.v1.TopTabletsRequest
-	(*TopTabletsResponse)(nil),            // 96: tabula.v1.TopTabletsResponse
-	(*PlannedMove)(nil),                   // 97: tabula.v1.PlannedMove
-	(*MoveTabletRequest)(nil),             // 98: tabula.v1.MoveTabletRequest
-	(*MoveTabletResponse)(nil),            // 99: tabula.v1.MoveTabletResponse
-	(*SetBalancerRequest)(nil),            // 100: tabula.v1.SetBalancerRequest
-	(*SetBalancerResponse)(nil),           // 101: tabula.v1.SetBalancerResponse
-	(*GetBalancerRequest)(nil),            // 102: tabula.v1.GetBalancerRequest
-	(*BalancerMove)(nil),                  // 103: tabula.v1.BalancerMove
-	(*GetBalancerResponse)(nil),           // 104: tabula.v1.GetBalancerResponse
-	(*SetAutoMergeRequest)(nil),           // 105: tabula.v1.SetAutoMergeRequest
-	(*SetAutoMergeResponse)(nil),          // 106: tabula.v1.SetAutoMergeResponse
-	(*SetDeletionProtectionRequest)(nil),  // 107: tabula.v1.SetDeletionProtectionRequest
-	(*SetDeletionProtectionResponse)(nil), // 108: tabula.v1.SetDeletionProtectionResponse
-	(*GCRule_Rules)(nil),                  // 109: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),              // 110: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),     // 111: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),     // 112: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),        // 113: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),            // 114: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),          // 115: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),               // 116: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),          // 117: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),           // 118: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),       // 119: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),      // 120: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil),  // 121: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                   // 122: tabula.v1.TabletStats.FamilyBytesEntry
-	nil,                                   // 123: tabula.v1.ServerEvent.AttrsEntry
+	(*LoadTabletsRequest)(nil),            // 75: tabula.v1.LoadTabletsRequest
+	(*LoadTabletsResponse)(nil),           // 76: tabula.v1.LoadTabletsResponse
+	(*UnloadTabletRequest)(nil),           // 77: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),          // 78: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),           // 79: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),          // 80: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),         // 81: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                  // 82: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),           // 83: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),          // 84: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),            // 85: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                   // 86: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),           // 87: tabula.v1.ServerStatsResponse
+	(*DropRowRangeRequest)(nil),           // 88: tabula.v1.DropRowRangeRequest
+	(*DropRowRangeResponse)(nil),          // 89: tabula.v1.DropRowRangeResponse
+	(*DropRangeRequest)(nil),              // 90: tabula.v1.DropRangeRequest
+	(*DropRangeResponse)(nil),             // 91: tabula.v1.DropRangeResponse
+	(*MergeTabletsRequest)(nil),           // 92: tabula.v1.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),          // 93: tabula.v1.MergeTabletsResponse
+	(*MergeRequest)(nil),                  // 94: tabula.v1.MergeRequest
+	(*MergeResponse)(nil),                 // 95: tabula.v1.MergeResponse
+	(*ServerEvent)(nil),                   // 96: tabula.v1.ServerEvent
+	(*TopTabletsRequest)(nil),             // 97: tabula.v1.TopTabletsRequest
+	(*TopTabletsResponse)(nil),            // 98: tabula.v1.TopTabletsResponse
+	(*PlannedMove)(nil),                   // 99: tabula.v1.PlannedMove
+	(*MoveTabletRequest)(nil),             // 100: tabula.v1.MoveTabletRequest
+	(*MoveTabletResponse)(nil),            // 101: tabula.v1.MoveTabletResponse
+	(*SetBalancerRequest)(nil),            // 102: tabula.v1.SetBalancerRequest
+	(*SetBalancerResponse)(nil),           // 103: tabula.v1.SetBalancerResponse
+	(*GetBalancerRequest)(nil),            // 104: tabula.v1.GetBalancerRequest
+	(*BalancerMove)(nil),                  // 105: tabula.v1.BalancerMove
+	(*GetBalancerResponse)(nil),           // 106: tabula.v1.GetBalancerResponse
+	(*SetAutoMergeRequest)(nil),           // 107: tabula.v1.SetAutoMergeRequest
+	(*SetAutoMergeResponse)(nil),          // 108: tabula.v1.SetAutoMergeResponse
+	(*SetDeletionProtectionRequest)(nil),  // 109: tabula.v1.SetDeletionProtectionRequest
+	(*SetDeletionProtectionResponse)(nil), // 110: tabula.v1.SetDeletionProtectionResponse
+	(*GCRule_Rules)(nil),                  // 111: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),              // 112: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),     // 113: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),     // 114: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),        // 115: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),            // 116: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),          // 117: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),               // 118: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),          // 119: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),           // 120: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),       // 121: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),      // 122: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil),  // 123: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                   // 124: tabula.v1.TabletStats.FamilyBytesEntry
+	nil,                                   // 125: tabula.v1.ServerEvent.AttrsEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -8223,20 +8340,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	109, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	109, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	111, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	111, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	110, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	111, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	112, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	113, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	114, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	115, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	116, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	117, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	118, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	112, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	113, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	114, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	115, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	116, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	117, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	118, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	119, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	120, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -8254,7 +8371,7 @@ var file_tabula_proto_depIdxs = []int32{
 	47,  // 33: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
 	47,  // 34: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
 	47,  // 35: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	97,  // 36: tabula.v1.BalanceResponse.moves:type_name -> tabula.v1.PlannedMove
+	99,  // 36: tabula.v1.BalanceResponse.moves:type_name -> tabula.v1.PlannedMove
 	58,  // 37: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
 	13,  // 38: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
 	16,  // 39: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
@@ -8264,8 +8381,8 @@ var file_tabula_proto_depIdxs = []int32{
 	11,  // 43: tabula.v1.ReadRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 44: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 45: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	119, // 46: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	120, // 47: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	121, // 46: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	122, // 47: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
 	58,  // 48: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 49: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
 	14,  // 50: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
@@ -8274,132 +8391,135 @@ var file_tabula_proto_depIdxs = []int32{
 	15,  // 53: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
 	11,  // 54: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
 	58,  // 55: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	121, // 56: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	123, // 56: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
 	7,   // 57: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
 	6,   // 58: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	58,  // 59: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 60: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 61: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
-	6,   // 62: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	58,  // 63: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	122, // 64: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
-	84,  // 65: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	94,  // 66: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
-	58,  // 67: tabula.v1.ServerStatsResponse.removed:type_name -> tabula.v1.TabletRef
-	58,  // 68: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
-	7,   // 69: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
-	58,  // 70: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
-	58,  // 71: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
-	7,   // 72: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	123, // 73: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
-	7,   // 74: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
-	7,   // 75: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
-	97,  // 76: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
-	103, // 77: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
-	5,   // 78: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
-	16,  // 79: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
-	16,  // 80: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
-	16,  // 81: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
-	16,  // 82: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
-	16,  // 83: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 84: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
-	14,  // 85: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
-	9,   // 86: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
-	20,  // 87: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
-	21,  // 88: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
-	23,  // 89: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
-	25,  // 90: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
-	27,  // 91: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
-	27,  // 92: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
-	28,  // 93: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
-	29,  // 94: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
-	30,  // 95: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
-	32,  // 96: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
-	34,  // 97: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
-	36,  // 98: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
-	38,  // 99: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 100: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 101: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 102: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 103: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 104: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 105: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 106: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 107: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	86,  // 108: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	90,  // 109: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
-	98,  // 110: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
-	100, // 111: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
-	102, // 112: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
-	95,  // 113: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
-	105, // 114: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
-	107, // 115: tabula.v1.Master.SetDeletionProtection:input_type -> tabula.v1.SetDeletionProtectionRequest
-	59,  // 116: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	63,  // 117: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	65,  // 118: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	67,  // 119: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	69,  // 120: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	71,  // 121: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	61,  // 122: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
-	73,  // 123: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	75,  // 124: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 125: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	78,  // 126: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	80,  // 127: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	81,  // 128: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	83,  // 129: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	88,  // 130: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	92,  // 131: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 132: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 133: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 134: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 135: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 136: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 137: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 138: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 139: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 140: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 141: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 142: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 143: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 144: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 145: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 146: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 147: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 148: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 149: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 150: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 151: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 152: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	87,  // 153: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	91,  // 154: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	99,  // 155: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
-	101, // 156: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
-	104, // 157: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
-	96,  // 158: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
-	106, // 159: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
-	108, // 160: tabula.v1.Master.SetDeletionProtection:output_type -> tabula.v1.SetDeletionProtectionResponse
-	60,  // 161: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	64,  // 162: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	66,  // 163: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	68,  // 164: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	70,  // 165: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	72,  // 166: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	62,  // 167: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
-	74,  // 168: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	76,  // 169: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	77,  // 170: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	79,  // 171: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 172: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	82,  // 173: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	85,  // 174: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	89,  // 175: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	93,  // 176: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	132, // [132:177] is the sub-list for method output_type
-	87,  // [87:132] is the sub-list for method input_type
-	87,  // [87:87] is the sub-list for extension type_name
-	87,  // [87:87] is the sub-list for extension extendee
-	0,   // [0:87] is the sub-list for field type_name
+	73,  // 59: tabula.v1.LoadTabletsRequest.loads:type_name -> tabula.v1.LoadTabletRequest
+	58,  // 60: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 61: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	58,  // 62: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	6,   // 63: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
+	58,  // 64: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	124, // 65: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	86,  // 66: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	96,  // 67: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
+	58,  // 68: tabula.v1.ServerStatsResponse.removed:type_name -> tabula.v1.TabletRef
+	58,  // 69: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	7,   // 70: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
+	58,  // 71: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	58,  // 72: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	7,   // 73: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
+	125, // 74: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	7,   // 75: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
+	7,   // 76: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
+	99,  // 77: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
+	105, // 78: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
+	5,   // 79: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
+	16,  // 80: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
+	16,  // 81: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
+	16,  // 82: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
+	16,  // 83: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
+	16,  // 84: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
+	58,  // 85: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	14,  // 86: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
+	9,   // 87: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
+	20,  // 88: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
+	21,  // 89: tabula.v1.Master.DeleteTable:input_type -> tabula.v1.DeleteTableRequest
+	23,  // 90: tabula.v1.Master.ListTables:input_type -> tabula.v1.ListTablesRequest
+	25,  // 91: tabula.v1.Master.DescribeTable:input_type -> tabula.v1.DescribeTableRequest
+	27,  // 92: tabula.v1.Master.AddFamily:input_type -> tabula.v1.FamilyRequest
+	27,  // 93: tabula.v1.Master.ModifyFamily:input_type -> tabula.v1.FamilyRequest
+	28,  // 94: tabula.v1.Master.DeleteFamily:input_type -> tabula.v1.DeleteFamilyRequest
+	29,  // 95: tabula.v1.Master.LocateTablet:input_type -> tabula.v1.LocateTabletRequest
+	30,  // 96: tabula.v1.Master.LocateRange:input_type -> tabula.v1.LocateRangeRequest
+	32,  // 97: tabula.v1.Master.ListTablets:input_type -> tabula.v1.ListTabletsRequest
+	34,  // 98: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
+	36,  // 99: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
+	38,  // 100: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
+	56,  // 101: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	40,  // 102: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	43,  // 103: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	45,  // 104: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	48,  // 105: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	50,  // 106: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	52,  // 107: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	54,  // 108: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	88,  // 109: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	92,  // 110: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	100, // 111: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
+	102, // 112: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
+	104, // 113: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
+	97,  // 114: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
+	107, // 115: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
+	109, // 116: tabula.v1.Master.SetDeletionProtection:input_type -> tabula.v1.SetDeletionProtectionRequest
+	59,  // 117: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	63,  // 118: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	65,  // 119: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	67,  // 120: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	69,  // 121: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	71,  // 122: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	61,  // 123: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
+	73,  // 124: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	75,  // 125: tabula.v1.TabletServer.LoadTablets:input_type -> tabula.v1.LoadTabletsRequest
+	77,  // 126: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	58,  // 127: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	80,  // 128: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	82,  // 129: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	83,  // 130: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	85,  // 131: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	90,  // 132: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	94,  // 133: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 134: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 135: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 136: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 137: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 138: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 139: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 140: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 141: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 142: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 143: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 144: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 145: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 146: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	57,  // 147: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	41,  // 148: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	44,  // 149: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	46,  // 150: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	49,  // 151: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	51,  // 152: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	53,  // 153: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	55,  // 154: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	89,  // 155: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	93,  // 156: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	101, // 157: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
+	103, // 158: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
+	106, // 159: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
+	98,  // 160: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	108, // 161: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
+	110, // 162: tabula.v1.Master.SetDeletionProtection:output_type -> tabula.v1.SetDeletionProtectionResponse
+	60,  // 163: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	64,  // 164: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	66,  // 165: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	68,  // 166: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	70,  // 167: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	72,  // 168: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	62,  // 169: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
+	74,  // 170: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	76,  // 171: tabula.v1.TabletServer.LoadTablets:output_type -> tabula.v1.LoadTabletsResponse
+	78,  // 172: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	79,  // 173: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	81,  // 174: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 175: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	84,  // 176: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	87,  // 177: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	91,  // 178: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	95,  // 179: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	134, // [134:180] is the sub-list for method output_type
+	88,  // [88:134] is the sub-list for method input_type
+	88,  // [88:88] is the sub-list for extension type_name
+	88,  // [88:88] is the sub-list for extension extendee
+	0,   // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_tabula_proto_init() }
@@ -8448,7 +8568,7 @@ func file_tabula_proto_init() {
 		(*RowFilter_ApplyLabelTransformer)(nil),
 		(*RowFilter_RowSampleFilter)(nil),
 	}
-	file_tabula_proto_msgTypes[82].OneofWrappers = []any{
+	file_tabula_proto_msgTypes[84].OneofWrappers = []any{
 		(*DropRowRangeRequest_RowKeyPrefix)(nil),
 		(*DropRowRangeRequest_DeleteAllDataFromTable)(nil),
 	}
@@ -8458,7 +8578,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   120,
+			NumMessages:   122,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

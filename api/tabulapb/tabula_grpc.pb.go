@@ -1236,6 +1236,7 @@ const (
 	TabletServer_SampleRowKeys_FullMethodName      = "/tabula.v1.TabletServer/SampleRowKeys"
 	TabletServer_ReadRow_FullMethodName            = "/tabula.v1.TabletServer/ReadRow"
 	TabletServer_LoadTablet_FullMethodName         = "/tabula.v1.TabletServer/LoadTablet"
+	TabletServer_LoadTablets_FullMethodName        = "/tabula.v1.TabletServer/LoadTablets"
 	TabletServer_UnloadTablet_FullMethodName       = "/tabula.v1.TabletServer/UnloadTablet"
 	TabletServer_FlushTablet_FullMethodName        = "/tabula.v1.TabletServer/FlushTablet"
 	TabletServer_CompactTablet_FullMethodName      = "/tabula.v1.TabletServer/CompactTablet"
@@ -1263,6 +1264,12 @@ type TabletServerClient interface {
 	ReadRow(ctx context.Context, in *ReadRowRequest, opts ...grpc.CallOption) (*ReadRowResponse, error)
 	// Called by the master only.
 	LoadTablet(ctx context.Context, in *LoadTabletRequest, opts ...grpc.CallOption) (*LoadTabletResponse, error)
+	// LoadTablets is LoadTablet for many tablets in one call: the server
+	// reads their assignments in one etcd request and opens them in
+	// parallel, and streams each tablet's answer as soon as it has it (a
+	// slow or failing tablet delays no other). Servers that predate it
+	// answer UNIMPLEMENTED; the master then sends LoadTablet per tablet.
+	LoadTablets(ctx context.Context, in *LoadTabletsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LoadTabletsResponse], error)
 	UnloadTablet(ctx context.Context, in *UnloadTabletRequest, opts ...grpc.CallOption) (*UnloadTabletResponse, error)
 	FlushTablet(ctx context.Context, in *TabletRef, opts ...grpc.CallOption) (*FlushTabletResponse, error)
 	CompactTablet(ctx context.Context, in *CompactTabletRequest, opts ...grpc.CallOption) (*CompactTabletResponse, error)
@@ -1370,6 +1377,25 @@ func (c *tabletServerClient) LoadTablet(ctx context.Context, in *LoadTabletReque
 	return out, nil
 }
 
+func (c *tabletServerClient) LoadTablets(ctx context.Context, in *LoadTabletsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[LoadTabletsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &TabletServer_ServiceDesc.Streams[1], TabletServer_LoadTablets_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[LoadTabletsRequest, LoadTabletsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TabletServer_LoadTabletsClient = grpc.ServerStreamingClient[LoadTabletsResponse]
+
 func (c *tabletServerClient) UnloadTablet(ctx context.Context, in *UnloadTabletRequest, opts ...grpc.CallOption) (*UnloadTabletResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(UnloadTabletResponse)
@@ -1467,6 +1493,12 @@ type TabletServerServer interface {
 	ReadRow(context.Context, *ReadRowRequest) (*ReadRowResponse, error)
 	// Called by the master only.
 	LoadTablet(context.Context, *LoadTabletRequest) (*LoadTabletResponse, error)
+	// LoadTablets is LoadTablet for many tablets in one call: the server
+	// reads their assignments in one etcd request and opens them in
+	// parallel, and streams each tablet's answer as soon as it has it (a
+	// slow or failing tablet delays no other). Servers that predate it
+	// answer UNIMPLEMENTED; the master then sends LoadTablet per tablet.
+	LoadTablets(*LoadTabletsRequest, grpc.ServerStreamingServer[LoadTabletsResponse]) error
 	UnloadTablet(context.Context, *UnloadTabletRequest) (*UnloadTabletResponse, error)
 	FlushTablet(context.Context, *TabletRef) (*FlushTabletResponse, error)
 	CompactTablet(context.Context, *CompactTabletRequest) (*CompactTabletResponse, error)
@@ -1508,6 +1540,9 @@ func (UnimplementedTabletServerServer) ReadRow(context.Context, *ReadRowRequest)
 }
 func (UnimplementedTabletServerServer) LoadTablet(context.Context, *LoadTabletRequest) (*LoadTabletResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method LoadTablet not implemented")
+}
+func (UnimplementedTabletServerServer) LoadTablets(*LoadTabletsRequest, grpc.ServerStreamingServer[LoadTabletsResponse]) error {
+	return status.Error(codes.Unimplemented, "method LoadTablets not implemented")
 }
 func (UnimplementedTabletServerServer) UnloadTablet(context.Context, *UnloadTabletRequest) (*UnloadTabletResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method UnloadTablet not implemented")
@@ -1690,6 +1725,17 @@ func _TabletServer_LoadTablet_Handler(srv interface{}, ctx context.Context, dec 
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _TabletServer_LoadTablets_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(LoadTabletsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(TabletServerServer).LoadTablets(m, &grpc.GenericServerStream[LoadTabletsRequest, LoadTabletsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type TabletServer_LoadTabletsServer = grpc.ServerStreamingServer[LoadTabletsResponse]
 
 func _TabletServer_UnloadTablet_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(UnloadTabletRequest)
@@ -1907,6 +1953,11 @@ var TabletServer_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ReadRows",
 			Handler:       _TabletServer_ReadRows_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "LoadTablets",
+			Handler:       _TabletServer_LoadTablets_Handler,
 			ServerStreams: true,
 		},
 	},
