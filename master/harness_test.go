@@ -200,6 +200,15 @@ type fakeServer struct {
 	// counts the calls that reached it.
 	loadGate     chan struct{}
 	loadsStarted atomic.Int64
+	// batchLoads makes LoadTablets load each tablet of a batch as
+	// LoadTablet would, in parallel, streaming each answer as it comes;
+	// unset, LoadTablets answers UNIMPLEMENTED (a server that predates it).
+	// batchSizes are the sizes of the LoadTablets calls served.
+	batchLoads bool
+	batchSizes []int
+	// failStart, when set, fails the loads of the tablet starting at
+	// that key (UNAVAILABLE).
+	failStart string
 
 	drops []*tabulapb.DropRangeRequest // the DropRange calls done
 	// dropFail, when set, answers DropRange calls instead of doing them
@@ -378,6 +387,10 @@ func (f *fakeServer) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletReq
 	if f.failLoad {
 		return nil, fmt.Errorf("fake load failure")
 	}
+	if f.failStart != "" && string(req.GetTablet().GetStartKey()) == f.failStart {
+		f.loads = append(f.loads, proto.Clone(req.GetTablet()).(*tabulapb.TabletInfo))
+		return nil, status.Error(codes.Unavailable, "fake load failure of one tablet")
+	}
 	if f.loadCode != codes.OK {
 		f.loads = append(f.loads, proto.Clone(req.GetTablet()).(*tabulapb.TabletInfo))
 		return nil, status.Error(f.loadCode, "fake load failure")
@@ -390,6 +403,31 @@ func (f *fakeServer) LoadTablet(ctx context.Context, req *tabulapb.LoadTabletReq
 	f.held[t.GetTabletId()] = t.GetEpoch()
 	f.heldTable[t.GetTabletId()] = t.GetTable()
 	return &tabulapb.LoadTabletResponse{}, nil
+}
+
+func (f *fakeServer) LoadTablets(req *tabulapb.LoadTabletsRequest, stream grpc.ServerStreamingServer[tabulapb.LoadTabletsResponse]) error {
+	f.mu.Lock()
+	batch := f.batchLoads
+	if batch {
+		f.batchSizes = append(f.batchSizes, len(req.GetLoads()))
+	}
+	f.mu.Unlock()
+	if !batch {
+		return status.Error(codes.Unimplemented, "fake: no LoadTablets")
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, l := range req.GetLoads() {
+		wg.Go(func() {
+			_, err := f.LoadTablet(stream.Context(), l)
+			st := status.Convert(err)
+			mu.Lock()
+			defer mu.Unlock()
+			stream.Send(&tabulapb.LoadTabletsResponse{Index: uint32(i), Code: uint32(st.Code()), Message: st.Message()})
+		})
+	}
+	wg.Wait()
+	return nil
 }
 
 func (f *fakeServer) UnloadTablet(_ context.Context, req *tabulapb.UnloadTabletRequest) (*tabulapb.UnloadTabletResponse, error) {

@@ -119,6 +119,9 @@ func (s *Server) loadBatch(ctx context.Context, loads []*tabulapb.LoadTabletRequ
 					return
 				}
 				defer func() { <-s.loadSem }()
+				if h := s.opts.testHookBatchLoad; h != nil {
+					h()
+				}
 				err := recs[j].err
 				if err == nil {
 					err = s.loadAssigned(ctx, b.info, b.schema, b.dir, gen, recs[j].rec, recs[j].schema)

@@ -192,6 +192,10 @@ type Options struct {
 	// batches").
 	LoadParallelism int
 
+	// testHookBatchLoad, set by tests, runs in each tablet's load of a
+	// batch once it holds its slot of LoadParallelism.
+	testHookBatchLoad func()
+
 	// testHookRenewed, set by tests, runs after each renewal etcd accepted
 	// has been applied to the lease state (leaseMu held), with the
 	// server's serving deadline (safeUntil) after it.
