@@ -143,48 +143,46 @@ func (a *assigner) loadBatch(ctx context.Context, addr string, batch []*queuedLo
 	return nil
 }
 
-// streamBatch runs one LoadTablets call, at most maxConcurrentLoads at
-// once across the servers, passing each answer to answer.
+// streamBatch runs one LoadTablets call, passing each answer to answer.
 func (a *assigner) streamBatch(ctx context.Context, addr string, batch []*queuedLoad, answer func(int, error)) error {
-	select {
-	case a.sem <- struct{}{}:
-		defer func() { <-a.sem }()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	c, err := a.m.conns.client(addr)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, a.m.opts.LoadTimeout)
-	defer cancel()
 	req := &tabulapb.LoadTabletsRequest{Loads: make([]*tabulapb.LoadTabletRequest, len(batch))}
 	for i, w := range batch {
 		req.Loads[i] = w.req
 	}
-	stream, err := c.LoadTablets(ctx, req)
-	if err != nil {
-		return err
-	}
-	for {
-		resp, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
+	return a.loadCall(ctx, addr, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+		stream, err := c.LoadTablets(ctx, req)
 		if err != nil {
 			return err
 		}
-		var lerr error
-		if code := codes.Code(resp.GetCode()); code != codes.OK {
-			lerr = status.Error(code, resp.GetMessage())
+		for {
+			resp, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			var lerr error
+			if code := codes.Code(resp.GetCode()); code != codes.OK {
+				lerr = status.Error(code, resp.GetMessage())
+			}
+			answer(int(resp.GetIndex()), lerr)
 		}
-		answer(int(resp.GetIndex()), lerr)
-	}
+	})
 }
 
 // loadOne is LoadTablet of one tablet, for servers that predate
 // LoadTablets.
 func (a *assigner) loadOne(ctx context.Context, addr string, req *tabulapb.LoadTabletRequest) error {
+	return a.loadCall(ctx, addr, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+		_, err := c.LoadTablet(ctx, req)
+		return err
+	})
+}
+
+// loadCall runs call against the server at addr under the load deadline
+// (Options.LoadTimeout), at most maxConcurrentLoads calls at once.
+func (a *assigner) loadCall(ctx context.Context, addr string, call func(context.Context, tabulapb.TabletServerClient) error) error {
 	select {
 	case a.sem <- struct{}{}:
 		defer func() { <-a.sem }()
@@ -197,6 +195,5 @@ func (a *assigner) loadOne(ctx context.Context, addr string, req *tabulapb.LoadT
 	}
 	ctx, cancel := context.WithTimeout(ctx, a.m.opts.LoadTimeout)
 	defer cancel()
-	_, err = c.LoadTablet(ctx, req)
-	return err
+	return call(ctx, c)
 }
