@@ -140,6 +140,11 @@ type Server struct {
 		sync.Mutex
 		m       map[string]*tablet.Tablet
 		opening map[string]bool
+		// pruned is len(m) after its closed engines were last dropped:
+		// they are dropped once m has doubled since, not at every open
+		// (a walk of m per open was quadratic in a server's tablets:
+		// docs/BENCHMARKS.md "A dead server's tablets in batched loads").
+		pruned int
 	}
 
 	// closeMu is held by abandon while it closes the tablets, and by

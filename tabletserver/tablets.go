@@ -157,10 +157,13 @@ func (s *Server) openEngine(dir string, fams []families.Family, start, end []byt
 	}
 	s.engines.Lock()
 	defer s.engines.Unlock()
-	for d, o := range s.engines.m {
-		if o.Closed() {
-			delete(s.engines.m, d)
+	if len(s.engines.m) >= max(2*s.engines.pruned, 64) {
+		for d, o := range s.engines.m {
+			if o.Closed() {
+				delete(s.engines.m, d)
+			}
 		}
+		s.engines.pruned = len(s.engines.m)
 	}
 	s.engines.m[dir] = t
 	return t, nil
