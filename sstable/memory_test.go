@@ -43,6 +43,64 @@ func TestOpenAllocatesAboutWhatItKeeps(t *testing.T) {
 	}
 }
 
+// TestOpenReadsItsTailOffTheHeap: the tail an open reads its metadata
+// from (and the read of all of it when it is larger than the tail) lives
+// outside the Go heap and is freed when Open returns, so an open of a file
+// whose index and filter are megabytes leaves no garbage of their size for
+// the collector, whose headroom doubled it in the process's peak
+// (docs/BENCHMARKS.md, "The open's tail read off the heap"). The reader
+// must keep nothing of the freed tail: the scans and filter probes after
+// the open read unmapped memory (a fault) if it does.
+func TestOpenReadsItsTailOffTheHeap(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates too")
+	}
+	rng := testRand(t)
+	for _, c := range []struct {
+		name      string
+		n, value  int
+		blockSize int
+	}{
+		{"metadata in the tail", 100000, 100, 4096},
+		{"metadata larger than the tail", 40000, 20, 64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			entries := randomEntries(rng, c.n, c.value)
+			path, _ := writeTable(t, t.TempDir(), WriterOptions{BlockSize: c.blockSize, Bloom: families.BloomRow}, entries)
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			r, err := Open(path, ReaderOptions{})
+			runtime.ReadMemStats(&after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if offheap.Mapped() == 0 {
+				t.Skip("no memory maps on this platform")
+			}
+			if size := r.Properties().FileSize; (r.MetadataBytes() > int64(size/tailShare)) != (c.blockSize == 64) {
+				t.Fatalf("%d bytes of metadata in a %d-byte file: not the case %q", r.MetadataBytes(), size, c.name)
+			}
+			alloc := int64(after.TotalAlloc - before.TotalAlloc)
+			t.Logf("Open allocated %d bytes on the heap; it keeps %d off it", alloc, r.MetadataBytes())
+			if r.MetadataBytes() < 2*offheap.MinSize {
+				t.Fatalf("metadata of %d bytes: too small for buffers off the heap, the case tests nothing", r.MetadataBytes())
+			}
+			if limit := int64(64 << 10); alloc > limit {
+				t.Errorf("Open allocated %d bytes on the Go heap, more than %d: its tail (or the index block) is on the heap", alloc, limit)
+			}
+			it := r.NewIter(nil, nil)
+			sameEntries(t, "full scan", collect(t, it), entries)
+			checkSeeks(t, it, entries)
+			if err := it.Close(); err != nil {
+				t.Fatal(err)
+			}
+			checkBloomNoFalseNegatives(t, r, entries)
+		})
+	}
+}
+
 // indexBlockLen returns the stored length of the file's index block.
 func indexBlockLen(t *testing.T, path string) int64 {
 	t.Helper()

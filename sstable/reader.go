@@ -165,8 +165,16 @@ func (r *Reader) load(size uint64) error {
 	// instead of four (docs/BENCHMARKS.md "Store requests per tablet
 	// load"); metadata larger than the guess costs one more read, of all
 	// of it.
+	// The tail is scratch, held outside the Go heap and freed when load
+	// returns: on the heap it was garbage of up to the metadata's size
+	// (megabytes at 4M keys, made while a compaction's inputs and output
+	// are all open), which the collector's headroom doubled in the
+	// process's peak (docs/BENCHMARKS.md, "The open's tail read off the
+	// heap").
 	tail := &tailReadable{Readable: r.f, off: size - min(size, max(minTail, size/tailShare), maxTail)}
-	tail.b = make([]byte, size-tail.off)
+	tail.mem = offheap.Alloc(int(size - tail.off))
+	defer func() { tail.mem.Free() }()
+	tail.b = tail.mem.Bytes()
 	if err := r.readAt(tail.b, tail.off, kindFooter); err != nil {
 		return err
 	}
@@ -200,11 +208,13 @@ func (r *Reader) load(size uint64) error {
 	}
 
 	if metaStart < tail.off {
-		more := make([]byte, size-metaStart)
-		if err := r.readAt(more, metaStart, kindIndex); err != nil {
+		more := offheap.Alloc(int(size - metaStart))
+		if err := r.readAt(more.Bytes(), metaStart, kindIndex); err != nil {
+			more.Free()
 			return err
 		}
-		tail.b, tail.off = more, metaStart
+		tail.mem.Free()
+		tail.mem, tail.b, tail.off = more, more.Bytes(), metaStart
 	}
 
 	b, err := r.readBlock(ft.properties, kindProperties)
@@ -232,14 +242,22 @@ func (r *Reader) load(size uint64) error {
 			mem.Free() // a version 1 filter copied its bits
 		}
 	}
-	// The index block is decoded into the index's own buffer: the block
-	// itself (megabytes at 4M keys) is freed at once.
-	mem, b, err := r.readMeta(ft.index, kindIndex)
-	if err != nil {
-		return err
+	// The index block is decoded into the index's own buffer, from the
+	// tail where it lies (no copy of the block: megabytes at 4M keys), or
+	// from a copy freed at once.
+	var mem *offheap.Buf
+	if b, ok := tail.block(ft.index); ok {
+		if b, _, err = r.decodeStored(b, ft.index, kindIndex); err != nil {
+			return err
+		}
+		err = r.decodeIndex(b, ft.index.offset, metaStart)
+	} else {
+		if mem, b, err = r.readMeta(ft.index, kindIndex); err != nil {
+			return err
+		}
+		err = r.decodeIndex(b, ft.index.offset, metaStart)
+		mem.Free()
 	}
-	err = r.decodeIndex(b, ft.index.offset, metaStart)
-	mem.Free()
 	if err != nil {
 		return err
 	}
@@ -263,8 +281,19 @@ const (
 // b, and the others from the file: load's reads of the metadata blocks.
 type tailReadable struct {
 	vfs.Readable
+	mem *offheap.Buf // b's memory, freed by load
 	b   []byte
 	off uint64
+}
+
+// block returns the stored bytes of block h with its trailer where they
+// lie in b, if they do. They are valid until load frees the tail.
+func (t *tailReadable) block(h blockHandle) ([]byte, bool) {
+	end := h.offset + h.length + trailerLen
+	if h.offset < t.off || end-t.off > uint64(len(t.b)) {
+		return nil, false
+	}
+	return t.b[h.offset-t.off : end-t.off : end-t.off], true
 }
 
 func (t *tailReadable) ReadAt(p []byte, off int64) (int, error) {
