@@ -225,11 +225,23 @@ func (r *Reader) load(size uint64) error {
 		return corruptf(r.path, kindProperties, ft.properties.offset, "%v", err)
 	}
 	r.props.FileSize = size
+	// keepTail: the filter opens the tail and keeps the tail's memory,
+	// cut to the filter once the index is decoded (offheap.Buf.Shrink).
+	keepTail := false
 	if hasFilter {
 		// A version 2 filter keeps the buffer it was read into (outside
-		// the heap, as the index).
-		mem, b, err := r.readMeta(ft.filter, kindFilter)
-		if err != nil {
+		// the heap, as the index): the tail itself when the filter starts
+		// it (the metadata read whole: the filter is the first metadata
+		// block), so that the filter (megabytes at 4M keys) is not
+		// copied; otherwise a copy.
+		var mem *offheap.Buf
+		var b []byte
+		if tb, ok := tail.block(ft.filter); ok && ft.filter.offset == tail.off {
+			if b, _, err = r.decodeStored(tb, ft.filter, kindFilter); err != nil {
+				return err
+			}
+			mem, keepTail = tail.mem, true
+		} else if mem, b, err = r.readMeta(ft.filter, kindFilter); err != nil {
 			return err
 		}
 		if r.filter, err = decodeFilter(b, ft.version); err != nil {
@@ -238,8 +250,10 @@ func (r *Reader) load(size uint64) error {
 		}
 		if f, ok := r.filter.(*hashFilter); ok {
 			f.mem = mem
-		} else {
+		} else if !keepTail {
 			mem.Free() // a version 1 filter copied its bits
+		} else {
+			keepTail = false
 		}
 	}
 	// The index block is decoded into the index's own buffer, from the
@@ -263,6 +277,10 @@ func (r *Reader) load(size uint64) error {
 	}
 	if uint64(r.index.len()) != r.props.NumDataBlocks {
 		return corruptf(r.path, kindIndex, ft.index.offset, "%d entries for %d data blocks", r.index.len(), r.props.NumDataBlocks)
+	}
+	if keepTail {
+		tail.mem.Shrink(int(ft.filter.length + trailerLen))
+		tail.mem = nil // the filter's now: the deferred Free leaves it
 	}
 	r.metaBytes = r.metadataBytes()
 	return nil

@@ -43,8 +43,10 @@ const (
 type Buf struct {
 	b []byte
 	// m is the whole mapping, nil for a heap buffer: unmapping needs the
-	// slice the map returned.
+	// slice the map returned. held is how much of it is counted in Mapped
+	// (all of it unless Shrink gave pages back).
 	m       []byte
+	held    int
 	cleanup runtime.Cleanup
 }
 
@@ -59,9 +61,9 @@ func Alloc(n int) *Buf {
 	if n >= MinSize {
 		if maps.Add(1) <= MaxMaps {
 			if m, ok := mapAnon(n); ok {
-				b := &Buf{b: m[:n:n], m: m}
+				b := &Buf{b: m[:n:n], m: m, held: len(m)}
 				mapped.Add(int64(len(m)))
-				b.cleanup = runtime.AddCleanup(b, release, m)
+				b.cleanup = runtime.AddCleanup(b, release, mapping{m, len(m)})
 				return b
 			}
 		}
@@ -88,15 +90,48 @@ func (b *Buf) Free() {
 	}
 	if b.m != nil {
 		b.cleanup.Stop()
-		release(b.m)
+		release(mapping{b.m, b.held})
 	}
 	b.b, b.m = nil, nil
 }
 
-// release unmaps m, a whole mapping as mapAnon returned it.
-func release(m []byte) {
-	if unmap(m) {
-		mapped.Add(-int64(len(m)))
+// Shrink keeps the buffer's first n bytes and gives the whole pages past
+// them back to the OS at once (where it can: Linux); the bytes past n may
+// not be used afterwards. It lets a reader keep one block of a larger
+// read without a copy: an SSTable's filter, the first of the metadata
+// blocks read together (sstable's Reader.load). A heap buffer is only cut
+// to n bytes.
+func (b *Buf) Shrink(n int) {
+	if b == nil || n >= len(b.b) {
+		return
+	}
+	b.b = b.b[:n:n]
+	if b.m == nil {
+		return
+	}
+	keep := max((n+pageSize-1)&^(pageSize-1), pageSize)
+	if keep >= b.held || !discard(b.m[keep:b.held]) {
+		return
+	}
+	mapped.Add(-int64(b.held - keep))
+	b.held = keep
+	// The mapping stays whole (it is unmapped whole), its pages past held
+	// read as zeros if touched; the cleanup must account for what is left.
+	b.cleanup.Stop()
+	b.cleanup = runtime.AddCleanup(b, release, mapping{b.m, keep})
+}
+
+// mapping is a whole mapping as mapAnon returned it, and the bytes of it
+// counted in Mapped.
+type mapping struct {
+	m    []byte
+	held int
+}
+
+// release unmaps a mapping.
+func release(mp mapping) {
+	if unmap(mp.m) {
+		mapped.Add(-int64(mp.held))
 		maps.Add(-1)
 	}
 }

@@ -92,3 +92,51 @@ func TestMapsAreBounded(t *testing.T) {
 		t.Fatal("a buffer after a Free below MaxMaps is not mapped")
 	}
 }
+
+// Shrink keeps the buffer's first bytes and gives back the pages past
+// them; Free, or the cleanup of an unreachable buffer, then unmaps only
+// what is left (what Shrink gave back may be mapped again by anyone).
+func TestShrinkKeepsThePrefixAndGivesBackTheRest(t *testing.T) {
+	for _, free := range []bool{true, false} {
+		before := Mapped()
+		b := Alloc(1 << 20)
+		if b.m == nil {
+			t.Skip("no anonymous memory maps here")
+		}
+		bs := b.Bytes()
+		for i := range 5000 {
+			bs[i] = byte(i)
+		}
+		b.Shrink(5000)
+		if got := b.Bytes(); len(got) != 5000 || cap(got) != 5000 {
+			t.Fatalf("after Shrink(5000): len %d cap %d", len(got), cap(got))
+		}
+		for i, c := range b.Bytes() {
+			if c != byte(i) {
+				t.Fatalf("byte %d is %d after Shrink, want %d", i, c, byte(i))
+			}
+		}
+		if got, want := Mapped()-before, int64(2*pageSize); got != want {
+			t.Fatalf("Mapped is %d above the start after Shrink(5000), want %d (two pages)", got, want)
+		}
+		b.Shrink(6000) // no larger: nothing changes
+		if len(b.Bytes()) != 5000 {
+			t.Fatalf("Shrink to more bytes changed the length to %d", len(b.Bytes()))
+		}
+		if free {
+			b.Free()
+		} else {
+			b = nil
+			for range 1000 {
+				runtime.GC()
+				if Mapped() == before {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if got := Mapped() - before; got != 0 {
+			t.Fatalf("Mapped is %d above the start after the shrunk buffer's release (Free %v), want 0", got, free)
+		}
+	}
+}
