@@ -259,17 +259,21 @@ func (r *Reader) load(size uint64) error {
 	// The index block is decoded into the index's own buffer, from the
 	// tail where it lies (no copy of the block: megabytes at 4M keys), or
 	// from a copy freed at once.
+	// The block's pages are given back as the decoding passes them
+	// (offheap.Buf.Discard), so that the block and the index it becomes
+	// (both megabytes at 4M keys) are not held at once.
 	var mem *offheap.Buf
 	if b, ok := tail.block(ft.index); ok {
 		if b, _, err = r.decodeStored(b, ft.index, kindIndex); err != nil {
 			return err
 		}
-		err = r.decodeIndex(b, ft.index.offset, metaStart)
+		start := int(ft.index.offset - tail.off)
+		err = r.decodeIndex(b, ft.index.offset, metaStart, func(n int) { tail.mem.Discard(start, start+n) })
 	} else {
 		if mem, b, err = r.readMeta(ft.index, kindIndex); err != nil {
 			return err
 		}
-		err = r.decodeIndex(b, ft.index.offset, metaStart)
+		err = r.decodeIndex(b, ft.index.offset, metaStart, func(n int) { mem.Discard(0, n) })
 		mem.Free()
 	}
 	if err != nil {
@@ -341,7 +345,7 @@ func (r *Reader) MetadataBytes() int64 { return r.metaBytes }
 
 // decodeIndex decodes the index block and checks that the data blocks
 // follow each other from offset 0 up to dataEnd, in increasing key order.
-func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
+func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64, done func(n int)) error {
 	bad := func(format string, args ...any) error {
 		return corruptf(r.path, kindIndex, off, format, args...)
 	}
@@ -387,11 +391,18 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	if entries > 0 {
 		x = newBlockIndex(entries, keyBytes)
 	}
+	passed := 0
 	for ok := it.first(); ok; ok = it.next() {
 		h, _ := decodeIndexHandle(it.val)
 		x.keys = append(x.keys, it.key...)
 		x.ends = append(x.ends, uint32(len(x.keys)))
 		x.offs = append(x.offs, h.offset)
+		// done(n): the block's first n bytes are not read again (the
+		// restart array at its end was read by first).
+		if it.nextOff-passed >= discardStep {
+			passed = it.nextOff
+			done(passed)
+		}
 	}
 	if entries > 0 {
 		x.offs = append(x.offs, dataEnd)
@@ -399,6 +410,10 @@ func (r *Reader) decodeIndex(b []byte, off, dataEnd uint64) error {
 	r.index = x
 	return nil
 }
+
+// discardStep is how far decodeIndex's second pass goes between two calls
+// of its done function.
+const discardStep = 256 << 10
 
 // newBlockIndex returns an empty index with room for its entries and
 // their keys in one buffer: the block offsets first (8-byte aligned at

@@ -121,6 +121,22 @@ func (b *Buf) Shrink(n int) {
 	b.cleanup = runtime.AddCleanup(b, release, mapping{b.m, keep})
 }
 
+// Discard gives the whole pages within the buffer's bytes [from, to)
+// back to the OS (where it can: Linux), for a reader done with that part
+// of a buffer it still holds: the open of an SSTable discards its index
+// block as it decodes it. Those bytes may not be used afterwards (they
+// read as zeros). Mapped counts them until Shrink or Free.
+func (b *Buf) Discard(from, to int) {
+	if b == nil || b.m == nil {
+		return
+	}
+	from = (max(from, 0) + pageSize - 1) &^ (pageSize - 1)
+	to = min(to, len(b.b)) &^ (pageSize - 1)
+	if from < to {
+		discard(b.m[from:to])
+	}
+}
+
 // mapping is a whole mapping as mapAnon returned it, and the bytes of it
 // counted in Mapped.
 type mapping struct {

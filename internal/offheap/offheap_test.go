@@ -140,3 +140,28 @@ func TestShrinkKeepsThePrefixAndGivesBackTheRest(t *testing.T) {
 		}
 	}
 }
+
+// Discard gives back only the whole pages within its range: the bytes
+// around them keep their values. (On Linux the pages given back read as
+// zeros.)
+func TestDiscardKeepsTheBytesAroundItsPages(t *testing.T) {
+	b := Alloc(8 * pageSize)
+	if b.m == nil {
+		t.Skip("no anonymous memory maps here")
+	}
+	defer b.Free()
+	bs := b.Bytes()
+	for i := range bs {
+		bs[i] = 1
+	}
+	b.Discard(pageSize+10, 4*pageSize+10) // pages 2 and 3 only
+	for i, c := range bs {
+		inside := i >= 2*pageSize && i < 4*pageSize
+		if !inside && c != 1 {
+			t.Fatalf("byte %d outside the discarded pages is %d, want 1", i, c)
+		}
+		if inside && runtime.GOOS == "linux" && c != 0 {
+			t.Fatalf("byte %d of a discarded page is %d, want 0", i, c)
+		}
+	}
+}
