@@ -99,13 +99,7 @@ func TestOpenReadsItsTailOffTheHeap(t *testing.T) {
 			if limit := int64(64 << 10); alloc > limit {
 				t.Errorf("Open allocated %d bytes on the Go heap, more than %d: its tail (or the index block) is on the heap", alloc, limit)
 			}
-			it := r.NewIter(nil, nil)
-			sameEntries(t, "full scan", collect(t, it), entries)
-			checkSeeks(t, it, entries)
-			if err := it.Close(); err != nil {
-				t.Fatal(err)
-			}
-			checkBloomNoFalseNegatives(t, r, entries)
+			checkReadsBack(t, r, entries)
 		})
 	}
 }

@@ -76,13 +76,7 @@ func TestOpenReadsItsMetadataInOneRead(t *testing.T) {
 			if size := r.Properties().FileSize; c.reads == 2 && r.MetadataBytes() < int64(min(size, max(minTail, size/tailShare))) {
 				t.Fatalf("the metadata (%d bytes in memory) fits the tail read of a %d-byte file: the case tests nothing", r.MetadataBytes(), size)
 			}
-			it := r.NewIter(nil, nil)
-			sameEntries(t, "full scan", collect(t, it), entries)
-			checkSeeks(t, it, entries)
-			if err := it.Close(); err != nil {
-				t.Fatal(err)
-			}
-			checkBloomNoFalseNegatives(t, r, entries)
+			checkReadsBack(t, r, entries)
 		})
 	}
 }
@@ -117,4 +111,17 @@ func TestOpenBySize(t *testing.T) {
 		}
 		r.Close()
 	}
+}
+
+// checkReadsBack checks that r reads entries back whole: a full scan,
+// seeks, and no false negative of its filter.
+func checkReadsBack(t *testing.T, r *Reader, entries []kv) {
+	t.Helper()
+	it := r.NewIter(nil, nil)
+	sameEntries(t, "full scan", collect(t, it), entries)
+	checkSeeks(t, it, entries)
+	if err := it.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkBloomNoFalseNegatives(t, r, entries)
 }

@@ -54,16 +54,9 @@ func TestUnreachableBufferIsReleased(t *testing.T) {
 	b.Bytes()[12345] = 7
 	b = nil
 	_ = b
-	// Cleanups run on their own goroutine after the collection that
-	// finds the buffer unreachable: wait for it, collecting each round.
-	for range 1000 {
-		runtime.GC()
-		if Mapped() == before {
-			return
-		}
-		time.Sleep(time.Millisecond)
+	if !releasedTo(before) {
+		t.Fatalf("Mapped is %d above the start after the buffer became unreachable, want 0", Mapped()-before)
 	}
-	t.Fatalf("Mapped is %d above the start after the buffer became unreachable, want 0", Mapped()-before)
 }
 
 // Past MaxMaps live mappings, buffers come from the heap.
@@ -127,13 +120,7 @@ func TestShrinkKeepsThePrefixAndGivesBackTheRest(t *testing.T) {
 			b.Free()
 		} else {
 			b = nil
-			for range 1000 {
-				runtime.GC()
-				if Mapped() == before {
-					break
-				}
-				time.Sleep(time.Millisecond)
-			}
+			releasedTo(before)
 		}
 		if got := Mapped() - before; got != 0 {
 			t.Fatalf("Mapped is %d above the start after the shrunk buffer's release (Free %v), want 0", got, free)
@@ -164,4 +151,19 @@ func TestDiscardKeepsTheBytesAroundItsPages(t *testing.T) {
 			t.Fatalf("byte %d of a discarded page is %d, want 0", i, c)
 		}
 	}
+}
+
+// releasedTo reports whether Mapped comes back to before once unreachable
+// buffers are collected. Cleanups run on their own goroutine after the
+// collection that finds a buffer unreachable: it waits for them,
+// collecting each round (a bounded number of rounds, not a time).
+func releasedTo(before int64) bool {
+	for range 1000 {
+		runtime.GC()
+		if Mapped() == before {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
