@@ -208,13 +208,16 @@ func (r *Reader) load(size uint64) error {
 	}
 
 	if metaStart < tail.off {
-		more := offheap.Alloc(int(size - metaStart))
-		if err := r.readAt(more.Bytes(), metaStart, kindIndex); err != nil {
-			more.Free()
+		// The tail is freed first: up to 4 MiB, the footer decoded, the
+		// rest of it read again with all of the metadata.
+		// The tail then covers nothing, so that the read goes to the file.
+		tail.mem.Free()
+		tail.b, tail.off = nil, size
+		tail.mem = offheap.Alloc(int(size - metaStart))
+		if err := r.readAt(tail.mem.Bytes(), metaStart, kindIndex); err != nil {
 			return err
 		}
-		tail.mem.Free()
-		tail.mem, tail.b, tail.off = more, more.Bytes(), metaStart
+		tail.b, tail.off = tail.mem.Bytes(), metaStart
 	}
 
 	b, err := r.readBlock(ft.properties, kindProperties)
