@@ -197,6 +197,10 @@ type charge struct {
 // Admit lets req in, taking its costs from every bucket it meets (its
 // tables', their namespaces', its principal's), or refuses it with the
 // *Refusal of the longest wait, taking nothing.
+// Active reports whether any quota is set: callers skip building a
+// Request (allocations on every data call) when none is.
+func (l *Limiter) Active() bool { return l != nil && l.some.Load() }
+
 func (l *Limiter) Admit(req Request) error {
 	if l == nil || !l.some.Load() {
 		return nil
