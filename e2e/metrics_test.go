@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/metrics"
 )
 
@@ -143,6 +144,25 @@ func TestMetricsEndpoints(t *testing.T) {
 	defer bt.Close()
 	if r, err := bt.Open("m").ReadRow(ctx, "c0000"); err != nil || len(r) == 0 {
 		t.Fatalf("ReadRow through the gateway: %v, %v", r, err)
+	}
+
+	// A quota of one read a second on the table: the throttled-requests
+	// series exists only once the server refused a call. The reads wait
+	// for the server to follow the quota from etcd; a refused read ends
+	// at its own short deadline (the client retries only within it).
+	if err := meta.PutQuota(ctx, c.etcdClient(t), meta.NewLayout(clusterKey), "table", "m", meta.QuotaRecord{ReadRequests: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(opTimeout); ; {
+		rctx, rcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		_, _ = tbl.ReadRow(rctx, []byte("c0000"))
+		rcancel()
+		if _, ok := scrape(t, httpS)["tabula_tabletserver_throttled_requests_total"]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no read was refused under a quota of one read a second")
+		}
 	}
 
 	after := map[string]metrics.Families{}
