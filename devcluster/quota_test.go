@@ -245,7 +245,11 @@ func TestQuotaSpaceRefusesThenAcceptsAfterDeleteAndCompaction(t *testing.T) {
 				t.Fatalf("%d bytes written, 4 times the quota, and no refusal", len(written)*value)
 			}
 			if len(written)*value > limit {
-				time.Sleep(20 * time.Millisecond) // let a load report measure it
+				// The next write is refused once the server knows the
+				// table is past its quota (a load report, the master's
+				// publication of the size, the watch): wait for that, not
+				// for a time (on a fast machine writes outran it).
+				waitUsagePast(ctx, t, c, k, limit)
 			}
 		case status.Code(err) == codes.ResourceExhausted:
 			refused = err
@@ -299,4 +303,22 @@ func retryInfo(err error) (time.Duration, bool) {
 		}
 	}
 	return 0, false
+}
+
+// waitUsagePast waits until the first server's limiter holds a published
+// usage of k above limit.
+func waitUsagePast(ctx context.Context, t *testing.T, c *Cluster, k quota.Key, limit int64) {
+	t.Helper()
+	for {
+		for _, q := range c.Servers()[0].Quotas() {
+			if q.Key == k && q.Usage > limit {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the server never saw %v's usage past %d bytes: %+v", k, limit, c.Servers()[0].Quotas())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
