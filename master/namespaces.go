@@ -185,8 +185,8 @@ func (s namespaceServer) deleteNamespace(ctx context.Context, name string, recur
 			return nil, err
 		}
 		if len(tables) > 0 && !recursive {
-			return nil, fmt.Errorf("%w: namespace %s holds %d tables (%s...): delete them first, or pass --recursive (DeleteNamespaceRequest.recursive) to delete them with it",
-				ErrProtected, name, len(tables), tables[0])
+			return nil, fmt.Errorf("%w: %s holds %d table(s) (%s...): delete them first, or pass --recursive (DeleteNamespaceRequest.recursive) to delete them with it",
+				meta.ErrNamespaceNotEmpty, name, len(tables), tables[0])
 		}
 		for _, t := range tables {
 			if err := s.m.deleteTable(ctx, t); err != nil && !errors.Is(err, ErrNotFound) {

@@ -47,8 +47,13 @@ func explain(err error) (msg, hint string) {
 		hint = "fix the argument named in the message; `tabula COMMAND --help` shows the expected forms"
 	case codes.FailedPrecondition:
 		hint = "the cluster is moving tablets or a server is unavailable; retry in a few seconds"
-		if strings.Contains(st.Message(), "protected from deletion") { // the master's ErrProtected
+		switch {
+		case strings.Contains(st.Message(), "protected from deletion"): // the master's ErrProtected
 			hint = "the table has deletion protection (`tabula table describe TABLE` shows it); lift it with `tabula table unprotect TABLE` if the delete is meant"
+		case strings.Contains(st.Message(), "namespace not empty"): // meta.ErrNamespaceNotEmpty
+			hint = "`tabula table list` shows the namespace's tables; delete them, or delete the namespace with them: `tabula namespace delete NAMESPACE --recursive`"
+		case strings.Contains(st.Message(), "cannot be deleted"): // the default namespace
+			hint = "the default namespace holds the tables named without a prefix and always exists"
 		}
 	case codes.ResourceExhausted:
 		hint = "the server is overloaded (flushes are behind); retry later or write in smaller batches"

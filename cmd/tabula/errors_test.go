@@ -28,4 +28,14 @@ func TestExplainHintsFollowTheCodes(t *testing.T) {
 			t.Errorf("%v: message %q, hint %q; want the message kept and a hint saying %q", c.code, msg, hint, c.want)
 		}
 	}
+	// A refusal that waiting does not cure is not presented as "retry".
+	for msg, want := range map[string]string{
+		"meta: namespace not empty: nsa holds 1 table(s) (nsa:t...): delete them first, or pass --recursive": "--recursive",
+		"master: deletion protection: the default namespace cannot be deleted":                               "always exists",
+	} {
+		_, hint := explain(status.Error(codes.FailedPrecondition, msg))
+		if !strings.Contains(hint, want) || strings.Contains(hint, "retry") {
+			t.Errorf("%q: hint %q, want one saying %q and no retry", msg, hint, want)
+		}
+	}
 }
