@@ -210,6 +210,10 @@ func TestPickTiered(t *testing.T) {
 		{[]uint64{1, 4, 4, 64, 256}, 1, 3},          // a run further back
 		{[]uint64{1, 4, 16, 64, 256}, 0, 2},         // no run: the smallest window
 		{[]uint64{1, 3, 9, 27, 81, 243, 729}, 0, 4}, // as wide as the count needs
+		// No run, and the smallest window would rewrite 99 to take in 1
+		// (on every flush, as the newest file comes in): the window of
+		// the most similar sizes instead.
+		{[]uint64{1, 99, 200, 224, 250}, 2, 4},
 	} {
 		got := pickTiered(testFiles(c.sizes...), 4)
 		want := testFiles(c.sizes...)[c.start:c.end]
