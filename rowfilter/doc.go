@@ -25,6 +25,15 @@
 //	if err != nil { ... }
 //	out := c.Apply(row, cells)
 //
+// Filters also have a textual form, the filter language of docs/FILTERS.md
+// that `tabula scan --filter` takes: Parse reads it and String prints it,
+// and Parse(f.String()) is f:
+//
+//	f, err := rowfilter.Parse(`chain(family("cf"), cells_per_column_limit(1))`)
+//
+// Byte strings in it are Go-quoted, as the CLI prints keys and values
+// (Quote, Unquote): "\xff\x01" is the bytes FF 01.
+//
 // The planner hints RowMayMatch, Families and TimeRange tell the engine
 // what it may skip reading without changing what Apply returns.
 package rowfilter

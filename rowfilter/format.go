@@ -1,18 +1,23 @@
 package rowfilter
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 )
 
-// String renders the filter tree for logs and errors, e.g.
-// chain(family("cf"), cells_per_column_limit(1)).
+// String renders the filter tree in the filter language of
+// docs/FILTERS.md, e.g. chain(family("cf"), cells_per_column_limit(1)).
+// Parse reads it back: Parse(f.String()) is f for every filter whose
+// fields are those its kind uses (see Filter). Byte strings are Quote'd,
+// as the tabula CLI prints keys and values.
 func (f *Filter) String() string {
 	var b strings.Builder
 	f.format(&b)
 	return b.String()
 }
+
+// Format is f.String(): the filter in the filter language.
+func Format(f *Filter) string { return f.String() }
 
 func (f *Filter) format(b *strings.Builder) {
 	if f == nil {
@@ -38,32 +43,19 @@ func (f *Filter) format(b *strings.Builder) {
 	case KindRowKeyRegex, KindFamilyRegex, KindQualifierRegex, KindValueRegex:
 		b.WriteString(strconv.Quote(f.Regex))
 	case KindRowKeyPrefix:
-		b.WriteString(strconv.Quote(string(f.Prefix)))
+		b.WriteString(Quote(f.Prefix))
 	case KindFamily:
 		b.WriteString(strconv.Quote(f.Family))
 	case KindQualifierRange, KindValueRange:
 		if f.Kind == KindQualifierRange {
-			fmt.Fprintf(b, "%q, ", f.Family)
+			b.WriteString(strconv.Quote(f.Family))
+			b.WriteString(", ")
 		}
-		if f.StartOpen {
-			b.WriteByte('(')
-		} else {
-			b.WriteByte('[')
-		}
-		if f.Start != nil {
-			b.WriteString(strconv.Quote(string(f.Start)))
-		}
-		b.WriteString(", ")
-		switch {
-		case f.End == nil:
-			b.WriteString("∞)")
-		case f.EndOpen:
-			fmt.Fprintf(b, "%q)", f.End)
-		default:
-			fmt.Fprintf(b, "%q]", f.End)
-		}
+		f.formatRange(b)
 	case KindTimestampRange:
-		fmt.Fprintf(b, "%d, %d", f.TimeStart, f.TimeEnd)
+		b.WriteString(strconv.FormatInt(f.TimeStart, 10))
+		b.WriteString(", ")
+		b.WriteString(strconv.FormatInt(f.TimeEnd, 10))
 	case KindCellsPerRowLimit, KindCellsPerRowOffset, KindCellsPerColumnLimit:
 		b.WriteString(strconv.Itoa(f.N))
 	case KindLabel:
@@ -72,4 +64,27 @@ func (f *Filter) format(b *strings.Builder) {
 		b.WriteString(strconv.FormatFloat(f.Probability, 'g', -1, 64))
 	}
 	b.WriteByte(')')
+}
+
+// formatRange writes a range in interval notation: "[" or "(" for a
+// closed or open start, "]" or ")" for a closed or open end, and a nil
+// bound left out: ["a", "b"), [, "b"], ["a", ).
+func (f *Filter) formatRange(b *strings.Builder) {
+	if f.StartOpen {
+		b.WriteByte('(')
+	} else {
+		b.WriteByte('[')
+	}
+	if f.Start != nil {
+		b.WriteString(Quote(f.Start))
+	}
+	b.WriteString(", ")
+	if f.End != nil {
+		b.WriteString(Quote(f.End))
+	}
+	if f.EndOpen {
+		b.WriteByte(')')
+	} else {
+		b.WriteByte(']')
+	}
 }
