@@ -25,7 +25,10 @@ Without --timestamp the server stamps the cells with its clock (microseconds).`,
 			if ts < cell.ServerTimestamp {
 				return cell.Invalidf("--timestamp %d is negative; give microseconds since the Unix epoch, or -1 for the server's clock", ts)
 			}
-			row := []byte(args[1])
+			row, err := parseBytesArg("ROW", args[1], false)
+			if err != nil {
+				return err
+			}
 			if err := cell.ValidateRow(row); err != nil {
 				return err
 			}
@@ -68,7 +71,10 @@ timestamp holding an 8-byte big-endian int64. An add whose outcome is unknown
 			if ts < 0 {
 				return cell.Invalidf("--timestamp %d is negative; an aggregate cell is named by a timestamp of 0 or more microseconds", ts)
 			}
-			row := []byte(args[1])
+			row, err := parseBytesArg("ROW", args[1], false)
+			if err != nil {
+				return err
+			}
 			if err := cell.ValidateRow(row); err != nil {
 				return err
 			}
@@ -99,47 +105,42 @@ timestamp holding an 8-byte big-endian int64. An add whose outcome is unknown
 	return c
 }
 
-func addReadFlags(c *cobra.Command) {
-	c.Flags().StringSlice("columns", nil, "only these columns: FAMILY or FAMILY:QUALIFIER, comma-separated")
-	c.Flags().Int("versions", 0, "only the newest N versions of each column (0: all)")
-	c.Flags().String("row-regex", "", "only rows whose whole key matches this RE2 pattern (on bytes: any byte may appear)")
-	c.Flags().String("qualifier-regex", "", "only cells whose whole qualifier matches this RE2 pattern")
-	c.Flags().String("value-regex", "", "only cells whose whole value matches this RE2 pattern (before --versions counts)")
-}
-
-func readOptions(cmd *cobra.Command) ([]client.ReadOption, error) {
-	items, _ := cmd.Flags().GetStringSlice("columns")
-	versions, _ := cmd.Flags().GetInt("versions")
-	cols, err := parseColumns(items)
-	if err != nil {
-		return nil, err
-	}
-	var re regexes
-	re.row, _ = cmd.Flags().GetString("row-regex")
-	re.qualifier, _ = cmd.Flags().GetString("qualifier-regex")
-	re.value, _ = cmd.Flags().GetString("value-regex")
-	f, err := readFilter(cols, re, versions)
-	if err != nil {
-		return nil, err
-	}
-	if f == nil {
-		return nil, nil
-	}
-	return []client.ReadOption{client.WithFilter(f)}, nil
-}
+// readHelp is the part of get's and scan's help about keys and filters.
+const readHelp = `A key typed as the text output prints it, in double quotes ('"\xff\x01"' in
+the shell), is Go-unquoted: those are the bytes FF 01; with --hex every key is
+hex. The selection flags become one filter, a chain in this order:
+--row-regex, --columns, --qualifier-regex, --time-range, --value-regex,
+--value-range, --filter, --versions, --cells-per-row, --keys-only. So --filter
+sees the cells the flags before it let through, and --versions and
+--cells-per-row count what it lets through. The filter language (--filter) is
+in docs/FILTERS.md.`
 
 func newGetCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:     "get TABLE ROW [--columns ...] [--versions N] [--row-regex RE] [--qualifier-regex RE] [--value-regex RE]",
-		Short:   "Read one row",
-		Example: "  tabula get users alice --columns profile:name --versions 1 --output json",
-		Args:    cobra.ExactArgs(2),
+		Use:   "get TABLE ROW [--columns ...] [--versions N] [--time-range FROM,TO] [--filter EXPR] [--keys-only] [--hex] ...",
+		Short: "Read one row",
+		Long:  "Read one row: its cells in read order (family, qualifier, newest first).\n\n" + readHelp,
+		Example: "  tabula get users alice --columns profile:name --versions 1 --output json\n" +
+			"  tabula get users '\"\\xff\\x01\"' --time-range 2026-12-01T00:00:00Z, --time-format rfc3339\n" +
+			"  tabula get users alice --filter 'chain(family(\"log\"), value_regex(\"err.*\"))'",
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := readOptions(cmd)
+			spec, err := readSpecFromFlags(cmd)
 			if err != nil {
 				return err
 			}
-			row := []byte(args[1])
+			opts, err := readOptions(spec)
+			if err != nil {
+				return err
+			}
+			view, err := readView(cmd)
+			if err != nil {
+				return err
+			}
+			row, err := parseBytesArg("ROW", args[1], view.hex)
+			if err != nil {
+				return err
+			}
 			if err := cell.ValidateRow(row); err != nil {
 				return err
 			}
@@ -148,12 +149,16 @@ func newGetCmd() *cobra.Command {
 				return err
 			}
 			defer s.close()
+			s.out.cellView = view
+			if err := checkColumns(s.ctx, s.cli, args[0], spec.cols); err != nil {
+				return err
+			}
 			r, err := s.cli.Open(args[0]).ReadRow(s.ctx, row, opts...)
 			if err != nil {
 				return wrapf(err, "reading row %s of %s", display(row), args[0])
 			}
 			if len(r.Cells) == 0 && !s.out.json {
-				fmt.Fprintf(cmd.ErrOrStderr(), "row %s not found\n", display(row))
+				fmt.Fprintf(cmd.ErrOrStderr(), "row %s not found%s\n", s.out.text(row), escapesHint(args[1], view.hex))
 				return nil
 			}
 			return s.out.cells(r.Cells)
@@ -163,18 +168,40 @@ func newGetCmd() *cobra.Command {
 	return c
 }
 
+// escapesHint is added to "row not found" when the key was typed with
+// \xNN escapes but not in quotes, so they were taken as they are.
+func escapesHint(arg string, hexKeys bool) string {
+	if hexKeys || !strings.Contains(arg, `\x`) || strings.HasPrefix(arg, `"`) {
+		return ""
+	}
+	return fmt.Sprintf(` (the key was taken as it is, backslashes included; for bytes, quote it as the output prints it: '"%s"')`, arg)
+}
+
 func newScanCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "scan TABLE [--start ROW] [--end ROW] [--prefix P] [--columns ...] [--versions N] [--row-regex RE] [--qualifier-regex RE] [--value-regex RE] [--limit N] [--reverse]",
+		Use:   "scan TABLE [--start ROW] [--end ROW] [--prefix P] [--columns ...] [--versions N] [--time-range FROM,TO] [--filter EXPR] [--limit N] [--reverse] [--keys-only] [--hex] ...",
 		Short: "Read a range of rows in key order",
 		Long: `Read the rows in [--start, --end) (or those starting with --prefix) in key order,
 across every tablet of the table. With --reverse the rows come from the last down
-(each row's cells in the usual order), and --limit counts from the last row.`,
+(each row's cells in the usual order), and --limit counts from the last row.
+--limit counts rows that have cells left after the filter.
+
+` + readHelp,
 		Example: "  tabula scan users --start a --end m --columns profile --versions 1 --limit 10\n" +
-			"  tabula scan users --prefix order# --reverse --limit 1   # the highest order# row",
+			"  tabula scan users --prefix order# --reverse --limit 1   # the highest order# row\n" +
+			"  tabula scan users --time-range 2026-12-06T00:00:00Z,2026-12-07T00:00:00Z --value-range 100,200 --keys-only\n" +
+			"  tabula scan users --filter 'condition(family(\"flags\"), block(), pass())' --cells-per-row 5",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := readOptions(cmd)
+			spec, err := readSpecFromFlags(cmd)
+			if err != nil {
+				return err
+			}
+			opts, err := readOptions(spec)
+			if err != nil {
+				return err
+			}
+			view, err := readView(cmd)
 			if err != nil {
 				return err
 			}
@@ -197,6 +224,10 @@ across every tablet of the table. With --reverse the rows come from the last dow
 				return err
 			}
 			defer s.close()
+			s.out.cellView = view
+			if err := checkColumns(s.ctx, s.cli, args[0], spec.cols); err != nil {
+				return err
+			}
 			// Each row is printed before the next is read.
 			opts = append(opts, client.ReuseRows())
 			it := s.cli.Open(args[0]).ReadRows(s.ctx, rs, opts...)
@@ -218,29 +249,34 @@ across every tablet of the table. With --reverse the rows come from the last dow
 	return c
 }
 
-// scanRowSet builds the row set of scan and count from --start, --end and
-// --prefix.
+// scanRowSet builds the row set of scan, count and export from --start,
+// --end and --prefix, typed as keys are (parseBytesArg; in hex with a
+// --hex flag).
 func scanRowSet(cmd *cobra.Command) (client.RowSet, error) {
-	start, _ := cmd.Flags().GetString("start")
-	end, _ := cmd.Flags().GetString("end")
-	prefix, _ := cmd.Flags().GetString("prefix")
-	if prefix != "" {
-		if start != "" || end != "" {
+	hexKeys, _ := cmd.Flags().GetBool("hex") // false where there is no --hex
+	var keys [3][]byte
+	for i, name := range []string{"start", "end", "prefix"} {
+		v, _ := cmd.Flags().GetString(name)
+		if v == "" {
+			continue
+		}
+		b, err := parseBytesArg("--"+name, v, hexKeys)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = b
+	}
+	start, end, prefix := keys[0], keys[1], keys[2]
+	if prefix != nil {
+		if start != nil || end != nil {
 			return nil, cell.Invalidf("--prefix cannot be combined with --start or --end; use one or the other")
 		}
-		return client.PrefixRange([]byte(prefix)), nil
+		return client.PrefixRange(prefix), nil
 	}
-	if start != "" && end != "" && start >= end {
-		return nil, cell.Invalidf("--start %q is not before --end %q; the range is [start, end)", start, end)
+	if start != nil && end != nil && string(start) >= string(end) {
+		return nil, cell.Invalidf("--start %s is not before --end %s; the range is [start, end)", display(start), display(end))
 	}
-	var s, e []byte
-	if start != "" {
-		s = []byte(start)
-	}
-	if end != "" {
-		e = []byte(end)
-	}
-	return client.NewRange(s, e), nil
+	return client.NewRange(start, end), nil
 }
 
 func newDeleteCmd() *cobra.Command {
@@ -252,7 +288,10 @@ func newDeleteCmd() *cobra.Command {
   tabula delete users alice profile:name    # one column`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			row := []byte(args[1])
+			row, err := parseBytesArg("ROW", args[1], false)
+			if err != nil {
+				return err
+			}
 			if err := cell.ValidateRow(row); err != nil {
 				return err
 			}

@@ -56,11 +56,11 @@ is a terminal or --progress is given; a summary line goes to stderr at the end.`
 func runExport(cmd *cobra.Command, args []string) (err error) {
 	table := args[0]
 	items, _ := cmd.Flags().GetStringSlice("columns")
-	cols, err := parseColumns(items)
+	cols, err := parseColumns(items, false)
 	if err != nil {
 		return err
 	}
-	f, err := readFilter(cols, regexes{}, 0)
+	f, err := readSpec{cols: cols}.filter()
 	if err != nil {
 		return err
 	}

@@ -2,24 +2,30 @@ package main
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/rowfilter"
 )
 
 // printer writes command output as text or JSON.
 //
 // Text output of cells is one line per cell, tab-separated:
 //
-//	ROW  FAMILY:QUALIFIER  @TIMESTAMP  VALUE
+//	ROW  FAMILY:QUALIFIER  @TIMESTAMP  VALUE  [LABELS]
 //
-// where byte strings that are not plain printable UTF-8 are Go-quoted.
+// where byte strings that are not plain printable UTF-8 are Go-quoted
+// (rowfilter.Quote, which the filter language and key arguments read
+// back), and labels (from a --filter's apply_label_transformer) are a
+// fifth column only when a cell has them.
 //
 // JSON output of cells is one object per cell per line:
 //
@@ -31,6 +37,14 @@ import (
 type printer struct {
 	w    io.Writer
 	json bool
+	cellView
+}
+
+// cellView is how get and scan print cells, from their flags.
+type cellView struct {
+	hex      bool // row, qualifier and value in hex (JSON: with *_encoding "hex")
+	rfc3339  bool // timestamps as RFC 3339 in UTC (JSON: a string)
+	keysOnly bool // only each row's key, once
 }
 
 func newPrinter(w io.Writer, format string) (*printer, error) {
@@ -45,23 +59,67 @@ func newPrinter(w io.Writer, format string) (*printer, error) {
 
 // cells prints the cells of one row.
 func (p *printer) cells(cells []cell.Cell) error {
+	if p.keysOnly {
+		if len(cells) == 0 {
+			return nil
+		}
+		if p.json {
+			obj := map[string]any{}
+			p.putBytes(obj, "row", cells[0].Row)
+			return p.object(obj)
+		}
+		_, err := fmt.Fprintln(p.w, p.text(cells[0].Row))
+		return err
+	}
 	for i := range cells {
 		c := &cells[i]
 		var err error
 		if p.json {
 			obj := map[string]any{"family": c.Family, "timestamp": c.Timestamp}
-			putBytes(obj, "row", c.Row)
-			putBytes(obj, "qualifier", c.Qualifier)
-			putBytes(obj, "value", c.Value)
+			if p.rfc3339 {
+				obj["timestamp"] = rowfilter.FormatTime(c.Timestamp)
+			}
+			p.putBytes(obj, "row", c.Row)
+			p.putBytes(obj, "qualifier", c.Qualifier)
+			p.putBytes(obj, "value", c.Value)
+			if len(c.Labels) > 0 {
+				obj["labels"] = c.Labels
+			}
 			err = p.object(obj)
 		} else {
-			_, err = fmt.Fprintf(p.w, "%s\t%s:%s\t@%d\t%s\n", display(c.Row), c.Family, display(c.Qualifier), c.Timestamp, display(c.Value))
+			ts := strconv.FormatInt(c.Timestamp, 10)
+			if p.rfc3339 {
+				ts = rowfilter.FormatTime(c.Timestamp)
+			}
+			var labels string
+			if len(c.Labels) > 0 {
+				labels = "\t[" + strings.Join(c.Labels, ",") + "]"
+			}
+			_, err = fmt.Fprintf(p.w, "%s\t%s:%s\t@%s\t%s%s\n", p.text(c.Row), c.Family, p.text(c.Qualifier), ts, p.text(c.Value), labels)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// text shows bytes in a text line: display's form, or hex.
+func (p *printer) text(b []byte) string {
+	if p.hex && len(b) > 0 {
+		return hex.EncodeToString(b)
+	}
+	return display(b)
+}
+
+// putBytes stores b under key in hex with --hex, else as putBytes does.
+func (p *printer) putBytes(obj map[string]any, key string, b []byte) {
+	if p.hex {
+		obj[key] = hex.EncodeToString(b)
+		obj[key+"_encoding"] = "hex"
+		return
+	}
+	putBytes(obj, key, b)
 }
 
 // putBytes stores b under key as a string, or as base64 with a
@@ -141,17 +199,18 @@ func upper(s string) string {
 }
 
 // display shows bytes as they are when they are printable UTF-8 without
-// spaces or quotes, else Go-quoted.
+// spaces or quotes, else Go-quoted (rowfilter.Quote), the form
+// parseBytesArg reads back.
 func display(b []byte) string {
 	if len(b) == 0 {
 		return `""`
 	}
 	if !utf8.Valid(b) {
-		return strconv.Quote(string(b))
+		return rowfilter.Quote(b)
 	}
 	for _, r := range string(b) {
 		if !unicode.IsPrint(r) || unicode.IsSpace(r) || r == '"' || r == '\\' {
-			return strconv.Quote(string(b))
+			return rowfilter.Quote(b)
 		}
 	}
 	return string(b)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -46,14 +47,25 @@ type column struct {
 	whole     bool // the whole family
 }
 
-func parseColumns(items []string) ([]column, error) {
+// parseColumns parses --columns items. A qualifier is taken as
+// parseBytesArg takes a key: as it is, Go-quoted ("\xff") or, with hex,
+// in hex.
+func parseColumns(items []string, hex bool) ([]column, error) {
 	var out []column
 	for _, it := range items {
 		fam, q, hasQ := strings.Cut(it, ":")
 		if err := cell.ValidateFamilyName(fam); err != nil {
 			return nil, cell.Invalidf("--columns item %q: family %q must be 1 to 64 characters of A-Z a-z 0-9 _ . -; write FAMILY or FAMILY:QUALIFIER", it, fam)
 		}
-		out = append(out, column{family: fam, qualifier: []byte(q), whole: !hasQ})
+		c := column{family: fam, whole: !hasQ}
+		if hasQ && q != "" {
+			b, err := parseBytesArg("--columns item "+strconv.Quote(it)+": qualifier", q, hex)
+			if err != nil {
+				return nil, err
+			}
+			c.qualifier = b
+		}
+		out = append(out, c)
 	}
 	return out, nil
 }
@@ -63,28 +75,47 @@ func parseColumns(items []string) ([]column, error) {
 // argument, so a pattern may hold any byte (RE2 on bytes, as Bigtable's).
 type regexes struct{ row, qualifier, value string }
 
-// readFilter builds the filter of get/scan: the row key regex, the union
-// of the columns (every column when none), the qualifier and value
-// regexes, then the newest versions of each column (all when versions is
-// 0).
-func readFilter(cols []column, re regexes, versions int) (*rowfilter.Filter, error) {
-	if versions < 0 {
-		return nil, cell.Invalidf("--versions %d is negative; give N >= 1, or 0 for all versions", versions)
+// readSpec is what the read flags of get and scan select. filter turns it
+// into one chain, in this order (docs/OPERATIONS.md "Data commands"):
+// --row-regex, --columns, --qualifier-regex, --time-range, --value-regex,
+// --value-range, --filter, --versions, --cells-per-row, --keys-only.
+type readSpec struct {
+	cols        []column
+	re          regexes
+	timeRange   *rowfilter.Filter // a TimestampRange, or nil
+	valueRange  *rowfilter.Filter // a ValueRange, or nil
+	expr        *rowfilter.Filter // --filter, or nil
+	versions    int               // 0: every version
+	cellsPerRow int               // 0: no limit
+	keysOnly    bool              // one cell per row, without its value
+}
+
+// filter builds the read's filter; nil when nothing is selected.
+func (r readSpec) filter() (*rowfilter.Filter, error) {
+	if r.versions < 0 {
+		return nil, cell.Invalidf("--versions %d is negative; give N >= 1, or 0 for all versions", r.versions)
+	}
+	if r.cellsPerRow < 0 {
+		return nil, cell.Invalidf("--cells-per-row %d is negative; give N >= 1, or 0 for no limit", r.cellsPerRow)
 	}
 	var parts []*rowfilter.Filter
-	if re.row != "" {
-		parts = append(parts, rowfilter.RowKeyRegex(re.row))
+	if r.re.row != "" {
+		parts = append(parts, rowfilter.RowKeyRegex(r.re.row))
 	}
-	if len(cols) > 0 {
+	if len(r.cols) > 0 {
 		var branches []*rowfilter.Filter
-		for _, c := range cols {
+		for _, c := range r.cols {
 			if c.whole {
 				branches = append(branches, rowfilter.Family(c.family))
 				continue
 			}
+			q := c.qualifier
+			if q == nil {
+				q = []byte{} // the empty qualifier: a non-nil end bound
+			}
 			branches = append(branches, &rowfilter.Filter{
 				Kind: rowfilter.KindQualifierRange, Family: c.family,
-				Start: c.qualifier, End: c.qualifier, // closed at both ends: exactly this qualifier
+				Start: q, End: q, // closed at both ends: exactly this qualifier
 			})
 		}
 		if len(branches) == 1 {
@@ -93,22 +124,46 @@ func readFilter(cols []column, re regexes, versions int) (*rowfilter.Filter, err
 			parts = append(parts, rowfilter.Interleave(branches...))
 		}
 	}
-	if re.qualifier != "" {
-		parts = append(parts, rowfilter.QualifierRegex(re.qualifier))
+	if r.re.qualifier != "" {
+		parts = append(parts, rowfilter.QualifierRegex(r.re.qualifier))
 	}
-	if re.value != "" {
-		parts = append(parts, rowfilter.ValueRegex(re.value))
+	for _, f := range []*rowfilter.Filter{r.timeRange, r.valueRegex(), r.valueRange, r.expr} {
+		if f != nil {
+			parts = append(parts, f)
+		}
 	}
-	if versions > 0 {
-		parts = append(parts, rowfilter.CellsPerColumnLimit(versions))
+	if r.versions > 0 {
+		parts = append(parts, rowfilter.CellsPerColumnLimit(r.versions))
 	}
+	if r.cellsPerRow > 0 {
+		parts = append(parts, rowfilter.CellsPerRowLimit(r.cellsPerRow))
+	}
+	if r.keysOnly {
+		// One cell per row, without its value, is enough to see the row.
+		parts = append(parts, rowfilter.CellsPerRowLimit(1), rowfilter.StripValue())
+	}
+	var f *rowfilter.Filter
 	switch len(parts) {
 	case 0:
 		return nil, nil
 	case 1:
-		return parts[0], nil
+		f = parts[0]
+	default:
+		f = rowfilter.Chain(parts...)
 	}
-	return rowfilter.Chain(parts...), nil
+	// Checked here, so that a bad pattern fails before connecting, with
+	// the whole filter in view (the message's path is within it).
+	if _, err := rowfilter.Compile(f); err != nil {
+		return nil, fmt.Errorf("the read's filter %s: %w", f, err)
+	}
+	return f, nil
+}
+
+func (r readSpec) valueRegex() *rowfilter.Filter {
+	if r.re.value == "" {
+		return nil
+	}
+	return rowfilter.ValueRegex(r.re.value)
 }
 
 // parseSize parses a byte count: N, or N with a suffix k, m, g (also KB,

@@ -66,11 +66,11 @@ func TestReadFilterSelectsColumnsAndVersions(t *testing.T) {
 		{[]string{"b:y"}, 0, ""},
 	}
 	for _, c := range cases {
-		cols, err := parseColumns(c.cols)
+		cols, err := parseColumns(c.cols, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		f, err := readFilter(cols, regexes{}, c.versions)
+		f, err := readSpec{cols: cols, versions: c.versions}.filter()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,10 +90,10 @@ func TestReadFilterSelectsColumnsAndVersions(t *testing.T) {
 			t.Errorf("columns %v versions %d: got %q, want %q", c.cols, c.versions, s, c.want)
 		}
 	}
-	if _, err := parseColumns([]string{"bad fam"}); !errors.Is(err, cell.ErrInvalid) {
+	if _, err := parseColumns([]string{"bad fam"}, false); !errors.Is(err, cell.ErrInvalid) {
 		t.Errorf("bad family in --columns: err = %v", err)
 	}
-	if _, err := readFilter(nil, regexes{}, -1); !errors.Is(err, cell.ErrInvalid) {
+	if _, err := (readSpec{versions: -1}).filter(); !errors.Is(err, cell.ErrInvalid) {
 		t.Errorf("negative versions: err = %v", err)
 	}
 }
