@@ -125,15 +125,7 @@ func newGetCmd() *cobra.Command {
 			"  tabula get users alice --filter 'chain(family(\"log\"), value_regex(\"err.*\"))'",
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := readSpecFromFlags(cmd)
-			if err != nil {
-				return err
-			}
-			opts, err := readOptions(spec)
-			if err != nil {
-				return err
-			}
-			view, err := readView(cmd)
+			spec, opts, view, err := readFlags(cmd)
 			if err != nil {
 				return err
 			}
@@ -193,15 +185,7 @@ across every tablet of the table. With --reverse the rows come from the last dow
 			"  tabula scan users --filter 'condition(family(\"flags\"), block(), pass())' --cells-per-row 5",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := readSpecFromFlags(cmd)
-			if err != nil {
-				return err
-			}
-			opts, err := readOptions(spec)
-			if err != nil {
-				return err
-			}
-			view, err := readView(cmd)
+			spec, opts, view, err := readFlags(cmd)
 			if err != nil {
 				return err
 			}

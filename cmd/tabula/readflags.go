@@ -69,13 +69,23 @@ func readSpecFromFlags(cmd *cobra.Command) (readSpec, error) {
 	return r, nil
 }
 
-// readOptions builds the read options of get and scan from their flags.
-func readOptions(r readSpec) ([]client.ReadOption, error) {
-	f, err := r.filter()
-	if err != nil || f == nil {
-		return nil, err
+// readFlags reads every read flag of get and scan: what to select, the
+// read options that select it, and how to print it.
+func readFlags(cmd *cobra.Command) (readSpec, []client.ReadOption, cellView, error) {
+	spec, err := readSpecFromFlags(cmd)
+	if err != nil {
+		return spec, nil, cellView{}, err
 	}
-	return []client.ReadOption{client.WithFilter(f)}, nil
+	f, err := spec.filter()
+	if err != nil {
+		return spec, nil, cellView{}, err
+	}
+	var opts []client.ReadOption
+	if f != nil {
+		opts = append(opts, client.WithFilter(f))
+	}
+	view, err := readView(cmd)
+	return spec, opts, view, err
 }
 
 // parseFilterFlag parses --filter; a syntax error shows the expression
