@@ -118,5 +118,12 @@ func TestCLIReadFlags(t *testing.T) {
 			t.Errorf("--cells-per-row x: exit %d, want 2 (a command line that does not parse)", r.code)
 		}
 	})
+	t.Run("delete and count take quoted keys", func(t *testing.T) {
+		if got := strings.TrimSpace(ok(t, "count", "reads", "--prefix", `"\xff"`)); got != "1" {
+			t.Errorf(`count --prefix "\xff" = %s, want 1`, got)
+		}
+		ok(t, "delete", "reads", `"\xff\x01"`)
+		wantList(t, "scan --keys-only after the delete", lines("scan", "reads", "--keys-only"), "r1", "r2", "r3")
+	})
 	ok(t, "table", "delete", "reads")
 }
