@@ -149,7 +149,7 @@ func (a *adminServer) ListTables(ctx context.Context, req *btapb.ListTablesReque
 	if req.GetPageSize() < 0 {
 		return nil, invalidf("page_size must be >= 0, got %d", req.GetPageSize())
 	}
-	ns, err := a.s.ns.of(ctx, in.instance)
+	ns, err := a.s.ns.of(ctx, in)
 	if err != nil {
 		return nil, err
 	}

@@ -42,11 +42,16 @@ func (i *instanceServer) instance(n instanceName, display string) *btapb.Instanc
 
 // GetInstance describes an instance: its namespace, or the default
 // namespace for an instance id that is not one (as every id was before
-// namespaces).
+// namespaces), NOT_FOUND in strict mode (Options.Instances).
 func (i *instanceServer) GetInstance(ctx context.Context, req *btapb.GetInstanceRequest) (*btapb.Instance, error) {
 	n, err := parseInstance("name", req.GetName())
 	if err != nil {
 		return nil, err
+	}
+	if i.s.ns.strict {
+		if _, err := i.s.ns.of(ctx, n); err != nil {
+			return nil, err
+		}
 	}
 	return i.instance(n, ""), nil
 }

@@ -26,10 +26,15 @@ type Options struct {
 	// The default is WholeRowsForGo.
 	WholeRows func(userAgent string) bool
 	// InstanceID is the instance of the default namespace: ListInstances
-	// reports it first, and it always maps to the default namespace, as
-	// every instance that is not a namespace does (namespaces.go). The
-	// default is "tabula".
+	// reports it first, and it always maps to the default namespace
+	// (namespaces.go). The default is "tabula".
 	InstanceID string
+	// Instances says what an instance that is neither InstanceID,
+	// "default" nor an existing namespace is: the default namespace
+	// (InstancesAny), or NOT_FOUND (InstancesNamespaces, as Cloud
+	// Bigtable answers an instance never created), namespaces.go. The
+	// default is InstancesAny.
+	Instances InstanceMode
 	// ClusterID is the cluster id the instance admin API reports for every
 	// instance. The default is "tabula".
 	ClusterID string
@@ -94,7 +99,8 @@ type Server struct {
 // keeps ownership of c.
 func New(c *client.Client, opts Options) *Server {
 	s := &Server{c: c, opts: opts.withDefaults()}
-	s.ns = &namespaces{defaultID: s.opts.InstanceID, list: s.listNamespaces, ttl: namespaceTTL, now: time.Now}
+	s.ns = &namespaces{defaultID: s.opts.InstanceID, strict: s.opts.Instances == InstancesNamespaces,
+		list: s.listNamespaces, now: time.Now, missWait: anyMissWait}
 	s.data = dataServer{s: s}
 	s.admin = adminServer{s: s}
 	s.instance = instanceServer{s: s}
