@@ -23,6 +23,10 @@ import (
 // emulator's usual port, so BIGTABLE_EMULATOR_HOST=127.0.0.1:8086 works.
 const defaultGateway = "127.0.0.1:8086"
 
+// instancesUsage is the help of --instances (tabula gateway, and
+// tabletserver with --bigtable-addr).
+const instancesUsage = `what an instance that is neither --instance, "default" nor an existing namespace is: "any" maps it to the default namespace (emulator users' arbitrary ids keep working; a namespace created elsewhere is seen within 100 ms), "namespaces" answers NOT_FOUND as Cloud Bigtable does, after reading the namespaces again, so a namespace is never mapped wrong (docs/GATEWAY.md "Names and instances")`
+
 func newGatewayCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "gateway [--listen HOST:PORT]",
@@ -30,8 +34,10 @@ func newGatewayCmd() *cobra.Command {
 		Long: `Serve google.bigtable.v2 and the Bigtable table admin API on --listen for
 the cluster whose masters --master names, so the official Bigtable clients,
 cbt and the HBase adapter work against Tabula unchanged: point them at it
-with BIGTABLE_EMULATOR_HOST=HOST:PORT. Every project and instance name maps
-to this one cluster, and the table id is the Tabula table name. The gateway
+with BIGTABLE_EMULATOR_HOST=HOST:PORT. Every project maps to this one
+cluster; an instance is a Tabula namespace (instance I, table T is the
+table I:T), and an instance that is no namespace is the default namespace
+(--instances=any) or NOT_FOUND (--instances=namespaces). The gateway
 keeps no state: run as many as you like. It listens in plaintext, as the
 emulator does; it talks to the cluster with the --tls-* and --token
 settings. With --auth each call runs as its caller instead: Bigtable
@@ -58,9 +64,14 @@ cluster checks that caller's roles. "tabula dev" starts one on ` + defaultGatewa
 				return wrapf(err, "connecting to master %s", strings.Join(addrs, ","))
 			}
 			defer cli.Close()
+			instances, err := gateway.ParseInstanceMode(v.GetString("instances"))
+			if err != nil {
+				return fmt.Errorf("--instances: %w", err)
+			}
 			reg, routes := opsMetrics(v)
 			p, err := gateway.Start(v.GetString("listen"), cli, gateway.Options{
 				InstanceID: v.GetString("instance"),
+				Instances:  instances,
 				ClusterID:  v.GetString("cluster-id"),
 				CallerAuth: v.GetBool("auth"),
 				Metrics:    reg,
@@ -82,7 +93,8 @@ cluster checks that caller's roles. "tabula dev" starts one on ` + defaultGatewa
 	}
 	f := c.Flags()
 	f.String("listen", defaultGateway, "address to serve the Bigtable API on (port 0 picks one)")
-	f.String("instance", "tabula", "instance id of the default namespace, listed first by ListInstances (an instance that is a namespace is that namespace; any other is the default one)")
+	f.String("instance", "tabula", "instance id of the default namespace, listed first by ListInstances (an instance that is a namespace is that namespace; any other, see --instances)")
+	f.String("instances", "any", instancesUsage)
 	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
 	f.Bool("auth", false, "run every call as its caller: each Bigtable client must send a Tabula token (authorization: Bearer TOKEN; UNAUTHENTICATED without), which is presented to the cluster instead of --token, so the caller's own roles apply (docs/GATEWAY.md \"Security\")")
 	addHTTPFlag(c, "")
@@ -109,12 +121,17 @@ func startServerGateway(ctx context.Context, v *viper.Viper, s *tabletserver.Ser
 	if err != nil {
 		return nil, err
 	}
+	instances, err := gateway.ParseInstanceMode(v.GetString("instances"))
+	if err != nil {
+		return nil, fmt.Errorf("--instances: %w", err)
+	}
 	cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: addrs, TLS: tlsCfg, Token: token, Local: []client.LocalServer{s}})
 	if err != nil {
 		return nil, wrapf(err, "connecting the Bigtable gateway to master %s", strings.Join(addrs, ","))
 	}
 	p, err := gateway.Start(addr, cli, gateway.Options{
 		InstanceID: v.GetString("instance"),
+		Instances:  instances,
 		ClusterID:  v.GetString("cluster-id"),
 		// A server that checks its callers serves Bigtable calls as
 		// theirs too: never with the gateway client's rights.

@@ -421,6 +421,7 @@ func newTabletServerCmd() *cobra.Command {
 	addLoadFlags(c)
 	f.String("bigtable-addr", "", "also serve the Cloud Bigtable API (as tabula gateway does) on this address, reaching this server's tablets in process and the others' over gRPC; needs --master (the gateway's client uses --tls-* and --token; with --auth every Bigtable call runs as its caller, whose token it must carry)")
 	f.String("instance", "tabula", "with --bigtable-addr: instance id of the default namespace, listed first by ListInstances")
+	f.String("instances", "any", "with --bigtable-addr: "+instancesUsage)
 	f.String("cluster-id", "tabula", "with --bigtable-addr: cluster id the instance admin API reports")
 	f.Int("load-parallelism", tabletserver.DefaultLoadParallelism, "tablets of the master's batched loads (LoadTablets) opened at once, e.g. when a dead server's tablets are handed on")
 	f.Int("metrics-top-tablets", tabletserver.DefaultTopTablets, "per-tablet metrics (tabula_tablet_*) for this many of the server's largest tablets and as many of its busiest only; -1: none")
