@@ -20,14 +20,30 @@ import (
 const (
 	ByToken       = "token"
 	ByCertificate = "certificate"
-	ByNothing     = "none"
+	// ByGateway is a principal the gateway identity acts for
+	// (ActingForKey): the gateway verified the principal's certificate.
+	ByGateway = "gateway"
+	ByNothing = "none"
 )
+
+// ActingForKey is the gRPC metadata key of a delegated call: a caller
+// whose verified certificate names GatewayName sends
+// "tabula-acting-for: <principal>" to run the call as that principal,
+// whose roles alone then apply, exactly as for a native caller (the
+// Bigtable gateway does, for a Bigtable client that authenticated to it
+// with a certificate, as HBase's gateways do with proxy users). From any
+// other caller (another certificate, a token, a caller with both, a
+// plaintext port) the call is refused, never run as the caller itself.
+const ActingForKey = "tabula-acting-for"
 
 // Identity is who a call comes from. Name is empty for a caller that gave
 // no credentials.
 type Identity struct {
 	Name   string
 	Method string
+	// Via is the identity that acts for Name (GatewayName), when Method is
+	// ByGateway; empty otherwise.
+	Via string
 }
 
 // GuardConfig configures a Guard.
@@ -190,9 +206,15 @@ func (g *Guard) check(ctx context.Context, method string, req any) (context.Cont
 	return ctx, rule, nil
 }
 
-// identify finds the caller: a bearer token when the call carries one
-// (when auth is on), else the verified client certificate's common name.
+// identify finds the caller: the principal a trusted gateway acts for
+// when the call says so (delegated), else a bearer token when the call
+// carries one (when auth is on), else the verified client certificate's
+// common name.
 func (g *Guard) identify(ctx context.Context) (Identity, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if asserted := md.Get(ActingForKey); len(asserted) > 0 {
+		return g.delegated(ctx, md, asserted)
+	}
 	if g.cfg.Cache != nil {
 		if tok, ok := bearer(ctx); ok {
 			name, err := g.cfg.Cache.Authenticate(tok)
@@ -209,14 +231,61 @@ func (g *Guard) identify(ctx context.Context) (Identity, error) {
 			return Identity{Name: name, Method: ByToken}, nil
 		}
 	}
+	if name, ok := certName(ctx); ok {
+		return Identity{Name: name, Method: ByCertificate}, nil
+	}
+	return Identity{Method: ByNothing}, nil
+}
+
+// certName returns the common name of the caller's verified client
+// certificate.
+func certName(ctx context.Context) (string, bool) {
 	if p, ok := peer.FromContext(ctx); ok {
 		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok {
 			if chains := ti.State.VerifiedChains; len(chains) > 0 && len(chains[0]) > 0 {
-				return Identity{Name: chains[0][0].Subject.CommonName, Method: ByCertificate}, nil
+				return chains[0][0].Subject.CommonName, true
 			}
 		}
 	}
-	return Identity{Method: ByNothing}, nil
+	return "", false
+}
+
+// delegated checks a call that asserts the principal it acts for
+// (ActingForKey): only the gateway identity may, proven by its verified
+// certificate on a port that verifies certificates, with no token (a
+// token is someone else's credential: the two together are refused, not
+// resolved), and only for one valid principal that is not one of the
+// cluster's own identities (so that no assertion reaches the master-only
+// calls or another gateway's rights). Everything else is refused with
+// PERMISSION_DENIED: an assertion is never ignored, so a caller can
+// never take a refusal of it for its own identity's answer.
+func (g *Guard) delegated(ctx context.Context, md metadata.MD, asserted []string) (Identity, error) {
+	cn, hasCert := certName(ctx)
+	caller := Identity{Method: ByNothing}
+	if hasCert {
+		caller = Identity{Name: cn, Method: ByCertificate}
+	}
+	deny := func(why string) (Identity, error) {
+		return caller, status.Error(codes.PermissionDenied, "auth: "+ActingForKey+" refused: "+why)
+	}
+	switch {
+	case len(md.Get("authorization")) > 0:
+		return deny("a call that carries a token cannot act for another principal")
+	case !g.cfg.MutualTLS || !hasCert:
+		return deny("only the gateway identity (a verified client certificate with common name " + GatewayName + ", over TLS) may act for another principal")
+	case cn != GatewayName:
+		return deny(cn + " may not act for another principal: only the gateway identity (" + GatewayName + ") may")
+	case len(asserted) != 1:
+		return deny("a call acts for one principal")
+	}
+	name := asserted[0]
+	if err := ValidatePrincipal(name); err != nil {
+		return deny(err.Error())
+	}
+	if reserved(name) {
+		return deny(name + " is one of the cluster's own identities; no one acts for it")
+	}
+	return Identity{Name: name, Method: ByGateway, Via: cn}, nil
 }
 
 // bearer returns the token of an "authorization: Bearer <token>" header.
@@ -250,7 +319,7 @@ func (g *Guard) refuse(ctx context.Context, method string, id Identity, code cod
 	}
 	g.mu.Unlock()
 	if logIt {
-		g.cfg.Log.Warn("auth: refused", "principal", id.Name, "by", id.Method, "call", method, "code", code.String(), "peer", peerAddr(ctx), "why", msg)
+		g.cfg.Log.Warn("auth: refused", "principal", id.Name, "by", id.Method, "via", id.Via, "call", method, "code", code.String(), "peer", peerAddr(ctx), "why", msg)
 	}
 	return status.Error(code, msg)
 }
@@ -263,7 +332,7 @@ func (g *Guard) audit(ctx context.Context, method string, req any, rule Rule, er
 	if !rule.Cluster && rule.Tables != nil {
 		target = strings.Join(rule.Tables(req), ",")
 	}
-	g.cfg.Log.Info("audit", "principal", id.Name, "by", id.Method, "call", shortMethod(method), "table", target,
+	g.cfg.Log.Info("audit", "principal", id.Name, "by", id.Method, "via", id.Via, "call", shortMethod(method), "table", target,
 		"code", status.Code(err).String(), "peer", peerAddr(ctx))
 }
 

@@ -30,10 +30,18 @@ const AllTables = "*"
 func NamespaceGrant(ns string) string { return ns + ":*" }
 
 // Reserved identities: the common names in the certificates of the
-// cluster's own processes. A token can never be issued for them.
+// cluster's own processes. A token can never be issued for them, and no
+// caller can act for them (ActingForKey).
 const (
 	MasterName       = "tabula-master"
 	TabletServerName = "tabula-tabletserver"
+	// GatewayName is the Bigtable gateway's identity: a caller whose
+	// verified certificate has this common name may act for another
+	// principal (ActingForKey; docs/OPERATIONS.md "Security"), so the
+	// gateway can run a call as the Bigtable client whose certificate it
+	// verified. Whoever holds such a certificate can act as any
+	// principal that is not reserved: the CA issues it to gateways only.
+	GatewayName = "tabula-gateway"
 )
 
 func (r Role) String() string {
@@ -74,4 +82,6 @@ func ValidatePrincipal(name string) error {
 }
 
 // reserved reports whether name is one of the cluster's own identities.
-func reserved(name string) bool { return name == MasterName || name == TabletServerName }
+func reserved(name string) bool {
+	return name == MasterName || name == TabletServerName || name == GatewayName
+}
