@@ -24,7 +24,10 @@ func (o Options) checkSecurity() error {
 // credentials are installed even without Options.Token, so that a call
 // made under WithToken carries its own caller's token.
 func (o Options) securityDialOptions() []grpc.DialOption {
-	var d []grpc.DialOption
+	// The assertion goes on every connection, plaintext too, so that a
+	// client that cannot delegate (no TLS, no gateway certificate) is
+	// refused by the servers rather than run as itself.
+	d := []grpc.DialOption{grpc.WithPerRPCCredentials(actingForCreds{})}
 	if o.TLS != nil {
 		d = append(d, grpc.WithTransportCredentials(credentials.NewTLS(o.TLS)),
 			grpc.WithPerRPCCredentials(bearerToken(o.Token)))
@@ -53,6 +56,48 @@ func callToken(ctx context.Context) (string, bool) {
 	return tok, ok
 }
 
+type actingForKey struct{}
+
+// WithActingFor returns a context whose calls run as principal instead of
+// as this client: every call made with it, to masters and tablet servers,
+// over gRPC or in process, carries "tabula-acting-for: <principal>"
+// (auth.ActingForKey), and the servers' guards then check principal's
+// roles, as for a native caller with principal's own certificate. The
+// servers accept that only from a client whose TLS client certificate is
+// the gateway identity (common name tabula-gateway) and which sends no
+// token: from any other client every such call is refused with
+// PERMISSION_DENIED, never run with the client's own rights. The Bigtable
+// gateway uses it for a Bigtable client that authenticated to it with a
+// certificate (docs/GATEWAY.md "Security").
+func WithActingFor(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, actingForKey{}, principal)
+}
+
+// actingFor returns the principal WithActingFor put in ctx, if any.
+func actingFor(ctx context.Context) (string, bool) {
+	p, ok := ctx.Value(actingForKey{}).(string)
+	return p, ok
+}
+
+// actingForMetadataKey is auth.ActingForKey: the client does not import
+// the server packages.
+const actingForMetadataKey = "tabula-acting-for"
+
+// actingForCreds sends the principal of WithActingFor with every call
+// made under it; nothing otherwise.
+type actingForCreds struct{}
+
+func (actingForCreds) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+	if p, ok := actingFor(ctx); ok {
+		return map[string]string{actingForMetadataKey: p}, nil
+	}
+	return nil, nil
+}
+
+// RequireTransportSecurity is false: the servers refuse the assertion
+// over plaintext themselves, and must see it to refuse it.
+func (actingForCreds) RequireTransportSecurity() bool { return false }
+
 // bearerToken sends "authorization: Bearer <token>" with every call: the
 // call's own token (WithToken) if it has one, else the client's (none if
 // empty).
@@ -74,13 +119,17 @@ func (bearerToken) RequireTransportSecurity() bool { return true }
 // callTokenConn is an in-process connection (Options.Local) that gives a
 // call made under WithToken its caller's token as outgoing metadata, which
 // the local connection presents instead of the client's own token, as the
-// per-call credentials do over gRPC.
+// per-call credentials do over gRPC; and a call made under WithActingFor
+// its assertion, beside the connection's own credentials.
 type callTokenConn struct {
 	grpc.ClientConnInterface
 	tls bool // the client uses TLS: tokens are sent only then
 }
 
 func (c callTokenConn) withToken(ctx context.Context) context.Context {
+	if p, ok := actingFor(ctx); ok {
+		ctx = metadata.AppendToOutgoingContext(ctx, actingForMetadataKey, p)
+	}
 	if tok, ok := callToken(ctx); ok && c.tls && tok != "" {
 		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
 	}

@@ -23,6 +23,9 @@ const (
 	TabletServerName = "tabula-tabletserver"
 	EtcdName         = "tabula-etcd"
 	AdminName        = "tabula-admin"
+	// GatewayName is the Bigtable gateway's: the cluster lets a caller
+	// with this certificate act for other principals (auth.GatewayName).
+	GatewayName = "tabula-gateway"
 )
 
 // DevPKI is what GenerateDev writes into a directory.
@@ -32,7 +35,7 @@ type DevPKI struct {
 	// One Files per identity, all signed by the CA, each certificate valid
 	// for server and client authentication with the SANs 127.0.0.1, ::1
 	// and localhost; CA is the ca.pem path in each.
-	Master, TabletServer, Etcd, Admin Files
+	Master, TabletServer, Etcd, Admin, Gateway Files
 }
 
 const (
@@ -46,7 +49,7 @@ const (
 )
 
 // GenerateDev creates a CA and certificates for MasterName,
-// TabletServerName, EtcdName and AdminName in dir (created 0700; keys are
+// TabletServerName, EtcdName, AdminName and GatewayName in dir (created 0700; keys are
 // 0600), as ca.pem, ca-key.pem, <name>.pem and <name>-key.pem. If all the
 // files already exist, the CA still verifies every certificate, each key
 // matches its certificate and all are valid for at least 24 more hours, it
@@ -82,6 +85,7 @@ func devPaths(dir string) DevPKI {
 		TabletServer: files(TabletServerName),
 		Etcd:         files(EtcdName),
 		Admin:        files(AdminName),
+		Gateway:      files(GatewayName),
 	}
 }
 
@@ -92,7 +96,7 @@ type identity struct {
 }
 
 func (p DevPKI) identities() []identity {
-	return []identity{{MasterName, p.Master}, {TabletServerName, p.TabletServer}, {EtcdName, p.Etcd}, {AdminName, p.Admin}}
+	return []identity{{MasterName, p.Master}, {TabletServerName, p.TabletServer}, {EtcdName, p.Etcd}, {AdminName, p.Admin}, {GatewayName, p.Gateway}}
 }
 
 // reusable reports whether the files in p make a complete PKI that stays
@@ -175,31 +179,71 @@ func writeDev(p DevPKI, now time.Time) error {
 		return err
 	}
 	for _, id := range p.identities() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return fmt.Errorf("tlsconf: generating a key for %s: %w", id.name, err)
-		}
-		tmpl := &x509.Certificate{
-			Subject:     pkix.Name{CommonName: id.name},
-			NotBefore:   now.Add(-backdate),
-			NotAfter:    now.AddDate(leafYears, 0, 0),
-			KeyUsage:    x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			DNSNames:    []string{"localhost"},
-			IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		}
-		der, err := sign(tmpl, caCert, &key.PublicKey, caKey)
-		if err != nil {
-			return err
-		}
-		if err := writePEM(id.files.Cert, "CERTIFICATE", der, 0o644); err != nil {
-			return err
-		}
-		if err := writeKey(id.files.Key, key); err != nil {
+		if err := writeLeaf(id, caCert, caKey, now); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeLeaf makes and writes the certificate and key of id, signed by the
+// CA.
+func writeLeaf(id identity, caCert *x509.Certificate, caKey *ecdsa.PrivateKey, now time.Time) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("tlsconf: generating a key for %s: %w", id.name, err)
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: id.name},
+		NotBefore:   now.Add(-backdate),
+		NotAfter:    now.AddDate(leafYears, 0, 0),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := sign(tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	if err := writePEM(id.files.Cert, "CERTIFICATE", der, 0o644); err != nil {
+		return err
+	}
+	return writeKey(id.files.Key, key)
+}
+
+// Issue signs a client certificate for principal name (its common name)
+// with the dev CA, written as <name>.pem and <name>-key.pem in p.Dir (an
+// existing pair is replaced): what a user of a dev cluster with auth
+// presents to authenticate by certificate, natively or through the
+// Bigtable gateway. Name must not be one of the dev cluster's own
+// identities.
+func (p DevPKI) Issue(name string) (Files, error) {
+	if name == "" || filepath.Base(name) != name || name == "ca" {
+		return Files{}, fmt.Errorf("tlsconf: %q cannot name a certificate file", name)
+	}
+	for _, id := range p.identities() {
+		if id.name == name {
+			return Files{}, fmt.Errorf("tlsconf: %s is one of the dev cluster's own identities", name)
+		}
+	}
+	pair, err := tls.LoadX509KeyPair(p.CA, caKeyPath(p))
+	if err != nil {
+		return Files{}, fmt.Errorf("tlsconf: loading the dev CA: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		return Files{}, fmt.Errorf("tlsconf: parsing the dev CA: %w", err)
+	}
+	caKey, ok := pair.PrivateKey.(*ecdsa.PrivateKey)
+	if !ok {
+		return Files{}, fmt.Errorf("tlsconf: the dev CA key is not an ECDSA key")
+	}
+	f := Files{CA: p.CA, Cert: filepath.Join(p.Dir, name+".pem"), Key: filepath.Join(p.Dir, name+"-key.pem")}
+	if err := writeLeaf(identity{name: name, files: f}, caCert, caKey, time.Now()); err != nil {
+		return Files{}, err
+	}
+	return f, nil
 }
 
 // sign fills in a random serial number and signs tmpl with parent's key.

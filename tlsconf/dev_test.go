@@ -2,6 +2,7 @@ package tlsconf
 
 import (
 	"bytes"
+	"crypto/x509"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,7 +42,7 @@ func TestGenerateDevWritesThePKI(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"ca.pem", "ca-key.pem"}
-	for _, n := range []string{MasterName, TabletServerName, EtcdName, AdminName} {
+	for _, n := range []string{MasterName, TabletServerName, EtcdName, AdminName, GatewayName} {
 		want = append(want, n+".pem", n+"-key.pem")
 	}
 	got := snapshot(t, dir)
@@ -56,7 +57,7 @@ func TestGenerateDevWritesThePKI(t *testing.T) {
 	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("dir: %v %v, want mode 0700", fi.Mode(), err)
 	}
-	for _, k := range []string{filepath.Join(dir, "ca-key.pem"), p.Master.Key, p.TabletServer.Key, p.Etcd.Key, p.Admin.Key} {
+	for _, k := range []string{filepath.Join(dir, "ca-key.pem"), p.Master.Key, p.TabletServer.Key, p.Etcd.Key, p.Admin.Key, p.Gateway.Key} {
 		if fi, err := os.Stat(k); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v, want mode 0600", k, fi.Mode(), err)
 		}
@@ -134,5 +135,43 @@ func TestGenerateDevRegeneratesBeforeExpiry(t *testing.T) {
 	}
 	if sameFiles(before, snapshot(t, dir)) {
 		t.Error("kept certificates valid for only 23 more hours")
+	}
+}
+
+// TestIssueSignsAClientCertificate: Issue makes a certificate for a
+// principal that the dev CA verifies for client authentication, with the
+// principal as its common name, and refuses the cluster's own names.
+func TestIssueSignsAClientCertificate(t *testing.T) {
+	p, err := GenerateDev(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := p.Issue("reader")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := readCert(f.Cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := readCert(p.CA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca)
+	if _, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Fatalf("the dev CA does not verify the issued certificate: %v", err)
+	}
+	if c.Subject.CommonName != "reader" || f.CA != p.CA {
+		t.Fatalf("common name %q, files %+v", c.Subject.CommonName, f)
+	}
+	if fi, err := os.Stat(f.Key); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key %v %v, want mode 0600", fi.Mode(), err)
+	}
+	for _, bad := range []string{GatewayName, MasterName, "", "../x", "ca"} {
+		if _, err := p.Issue(bad); err == nil {
+			t.Errorf("Issue(%q) succeeded", bad)
+		}
 	}
 }
