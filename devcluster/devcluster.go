@@ -112,6 +112,14 @@ type Config struct {
 	// roles (gateway.Options.CallerAuth). The default is no gateway; the
 	// CLI starts one.
 	GatewayAddr string
+	// GatewayTLS (with TLS or Auth) makes the gateway serve TLS with the
+	// dev CA's gateway certificate (tabula-gateway, valid for 127.0.0.1,
+	// ::1 and localhost) and verify callers' client certificates against
+	// the dev CA: with Auth, a caller may then authenticate with a
+	// certificate (PKI().Issue makes one for a principal), whose common
+	// name the gateway acts for. The default is plaintext, as the
+	// emulator.
+	GatewayTLS bool
 	// Metrics, when set, receives every component's Prometheus series,
 	// each with the constant label server="master", "ts-1".."ts-N" or
 	// "gateway" (metrics.ForServer), so that one /metrics serves the
@@ -318,15 +326,20 @@ func (c *Cluster) startGateway(ctx context.Context, cfg Config) (err error) {
 	for i, s := range c.servers {
 		local[i] = s
 	}
-	c.gwConn, err = client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.master.Addr()}, TLS: c.sec.client, Local: local})
+	// With TLS the gateway's client presents the gateway identity's
+	// certificate, which lets it act for a caller that authenticated with
+	// a certificate of its own (and gives it no rights of its own).
+	c.gwConn, err = client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.master.Addr()}, TLS: c.sec.gateway.dial, Local: local})
 	if err != nil {
 		return fmt.Errorf("devcluster: connecting the gateway: %w", err)
 	}
 	c.gateway, err = gateway.Start(cfg.GatewayAddr, c.gwConn, gateway.Options{
 		Metrics: metrics.ForServer(cfg.Metrics, "gateway"),
 		// With Auth the gateway's client has TLS and no credentials of
-		// its own: every call runs with its caller's token.
+		// its own: every call runs with its caller's token or as its
+		// caller's certificate.
 		CallerAuth: cfg.Auth,
+		TLS:        c.sec.gateway.server,
 	})
 	if err != nil {
 		return fmt.Errorf("devcluster: starting the Bigtable gateway: %w", err)

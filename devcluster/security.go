@@ -25,6 +25,10 @@ type security struct {
 	master struct{ server, dial, etcd *tls.Config }
 	server struct{ server, etcd *tls.Config }
 	client *tls.Config // trusts the CA, presents no certificate
+	// gateway: dial presents the gateway identity's certificate (nil for
+	// a plaintext cluster); server is the gateway's port's with
+	// Config.GatewayTLS, else nil.
+	gateway struct{ dial, server *tls.Config }
 	token  string
 	tokenF string
 }
@@ -32,6 +36,9 @@ type security struct {
 func newSecurity(cfg Config) (security, error) {
 	var s security
 	if !cfg.TLS && !cfg.Auth {
+		if cfg.GatewayTLS {
+			return s, fmt.Errorf("devcluster: GatewayTLS needs TLS or Auth (the dev CA)")
+		}
 		return s, nil
 	}
 	var err error
@@ -50,8 +57,14 @@ func newSecurity(cfg Config) (security, error) {
 		{&s.server.server, s.pki.TabletServer, tlsconf.ServerConfig},
 		{&s.server.etcd, s.pki.TabletServer, tlsconf.ClientConfig},
 		{&s.client, tlsconf.Files{CA: s.pki.CA}, tlsconf.ClientConfig},
+		{&s.gateway.dial, s.pki.Gateway, tlsconf.ClientConfig},
 	} {
 		if *c.dst, err = c.mk(c.files); err != nil {
+			return s, fmt.Errorf("devcluster: %w", err)
+		}
+	}
+	if cfg.GatewayTLS {
+		if s.gateway.server, err = tlsconf.ServerConfig(s.pki.Gateway); err != nil {
 			return s, fmt.Errorf("devcluster: %w", err)
 		}
 	}
@@ -105,7 +118,8 @@ func (s *security) bootstrap(ctx context.Context, cfg Config, endpoints []string
 func (c *Cluster) ClientTLS() *tls.Config { return c.sec.client }
 
 // PKI returns the dev CA's files (empty for a plaintext cluster): its
-// Admin files are a client certificate for AdminName.
+// Admin files are a client certificate for AdminName, and its Issue
+// signs one for any principal.
 func (c *Cluster) PKI() tlsconf.DevPKI { return c.sec.pki }
 
 // AdminToken returns the admin's token ("" without Auth).

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
@@ -42,6 +43,9 @@ func Start(addr string, c *client.Client, opts Options) (*Process, error) {
 	group := metrics.Track(opts.Metrics)
 	gm := metrics.NewGRPC(group)
 	sopts := append(gm.ServerOptions(), opts.ServerOptions()...)
+	if opts.TLS != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
 	srv := grpc.NewServer(append(sopts,
 		grpc.MaxRecvMsgSize(MaxRequestBytes),
 		grpc.MaxSendMsgSize(MaxRequestBytes),

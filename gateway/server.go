@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,7 +53,20 @@ type Options struct {
 	// embedder of Register adds the interceptors of
 	// Options.ServerOptions. The default is off: every call acts with the
 	// gateway client's credentials, as the emulator asks for none.
+	//
+	// With TLS, a caller may present a client certificate instead: the
+	// gateway's client then asserts its common name to the cluster
+	// (client.WithActingFor), which the servers accept only when that
+	// client's own certificate is the gateway identity (common name
+	// tabula-gateway) and it has no token of its own.
 	CallerAuth bool
+	// TLS, when set, makes Start serve TLS with it instead of plaintext:
+	// a server certificate, and, to take callers' client certificates,
+	// ClientCAs (the cluster's CA) with ClientAuth
+	// tls.VerifyClientCertIfGiven, as tlsconf.ServerConfig makes it.
+	// Only Start uses it. The default is nil: plaintext, as the emulator
+	// and its clients speak.
+	TLS *tls.Config
 	// Metrics, when set, receives the gateway's Prometheus series: its
 	// gRPC calls by method and code (docs/OPERATIONS.md "Metrics"),
 	// unregistered by Process.Close. The default is nil: none, and no
