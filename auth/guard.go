@@ -319,7 +319,7 @@ func (g *Guard) refuse(ctx context.Context, method string, id Identity, code cod
 	}
 	g.mu.Unlock()
 	if logIt {
-		g.cfg.Log.Warn("auth: refused", "principal", id.Name, "by", id.Method, "via", id.Via, "call", method, "code", code.String(), "peer", peerAddr(ctx), "why", msg)
+		g.cfg.Log.Warn("auth: refused", append(who(id), "call", method, "code", code.String(), "peer", peerAddr(ctx), "why", msg)...)
 	}
 	return status.Error(code, msg)
 }
@@ -332,8 +332,17 @@ func (g *Guard) audit(ctx context.Context, method string, req any, rule Rule, er
 	if !rule.Cluster && rule.Tables != nil {
 		target = strings.Join(rule.Tables(req), ",")
 	}
-	g.cfg.Log.Info("audit", "principal", id.Name, "by", id.Method, "via", id.Via, "call", shortMethod(method), "table", target,
-		"code", status.Code(err).String(), "peer", peerAddr(ctx))
+	g.cfg.Log.Info("audit", append(who(id), "call", shortMethod(method), "table", target,
+		"code", status.Code(err).String(), "peer", peerAddr(ctx))...)
+}
+
+// who are the log attributes naming a caller: principal and method, and
+// the identity it came through for a delegated call.
+func who(id Identity) []any {
+	if id.Via != "" {
+		return []any{"principal", id.Name, "by", id.Method, "via", id.Via}
+	}
+	return []any{"principal", id.Name, "by", id.Method}
 }
 
 func peerAddr(ctx context.Context) string {

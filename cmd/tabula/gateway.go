@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/tabuladb/tabula/gateway"
 	"github.com/tabuladb/tabula/metrics"
 	"github.com/tabuladb/tabula/tabletserver"
+	"github.com/tabuladb/tabula/tlsconf"
 )
 
 // defaultGateway is where the Bigtable gateway listens: the Bigtable
@@ -39,10 +41,13 @@ cluster; an instance is a Tabula namespace (instance I, table T is the
 table I:T), and an instance that is no namespace is the default namespace
 (--instances=any) or NOT_FOUND (--instances=namespaces). The gateway
 keeps no state: run as many as you like. It listens in plaintext, as the
-emulator does; it talks to the cluster with the --tls-* and --token
-settings. With --auth each call runs as its caller instead: Bigtable
-clients send their own Tabula token (authorization: Bearer TOKEN) and the
-cluster checks that caller's roles. "tabula dev" starts one on ` + defaultGateway + `.`,
+emulator does, or TLS with --serve-tls; it talks to the cluster with the
+--tls-* and --token settings. With --auth each call runs as its caller
+instead: Bigtable clients send their own Tabula token (authorization:
+Bearer TOKEN), or, with --serve-tls, a client certificate signed by the
+cluster's CA, and the cluster checks that caller's roles (for a
+certificate, --tls-cert must be the gateway identity's, common name
+tabula-gateway, and --token unset). "tabula dev" starts one on ` + defaultGateway + `.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			v, err := settings(cmd)
@@ -68,8 +73,13 @@ cluster checks that caller's roles. "tabula dev" starts one on ` + defaultGatewa
 			if err != nil {
 				return fmt.Errorf("--instances: %w", err)
 			}
+			serveTLS, err := gatewayServeTLS(v)
+			if err != nil {
+				return err
+			}
 			reg, routes := opsMetrics(v)
 			p, err := gateway.Start(v.GetString("listen"), cli, gateway.Options{
+				TLS:        serveTLS,
 				InstanceID: v.GetString("instance"),
 				Instances:  instances,
 				ClusterID:  v.GetString("cluster-id"),
@@ -96,9 +106,23 @@ cluster checks that caller's roles. "tabula dev" starts one on ` + defaultGatewa
 	f.String("instance", "tabula", "instance id of the default namespace, listed first by ListInstances (an instance that is a namespace is that namespace; any other, see --instances)")
 	f.String("instances", "any", instancesUsage)
 	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
-	f.Bool("auth", false, "run every call as its caller: each Bigtable client must send a Tabula token (authorization: Bearer TOKEN; UNAUTHENTICATED without), which is presented to the cluster instead of --token, so the caller's own roles apply (docs/GATEWAY.md \"Security\")")
+	f.Bool("serve-tls", false, "serve the Bigtable API over TLS with --tls-cert and --tls-key as the server certificate, taking client certificates signed by --tls-ca (with --auth a certificate's common name is the caller)")
+	f.Bool("auth", false, "run every call as its caller: each Bigtable client must send a Tabula token (authorization: Bearer TOKEN), presented to the cluster instead of --token, or with --serve-tls a client certificate, whose common name the gateway acts for (UNAUTHENTICATED with neither), so the caller's own roles apply (docs/GATEWAY.md \"Security\")")
 	addHTTPFlag(c, "")
 	return c
+}
+
+// gatewayServeTLS returns the TLS configuration of the gateway's own port
+// with --serve-tls (nil without): the --tls-* files as a server's.
+func gatewayServeTLS(v *viper.Viper) (*tls.Config, error) {
+	if !v.GetBool("serve-tls") {
+		return nil, nil
+	}
+	files := tlsFiles(v)
+	if err := files.Check("server"); err != nil {
+		return nil, fmt.Errorf("--serve-tls: %w (flags --tls-ca, --tls-cert, --tls-key)", err)
+	}
+	return tlsconf.ServerConfig(files)
 }
 
 // startServerGateway serves the Bigtable API on addr from the tablet

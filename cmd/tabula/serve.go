@@ -103,7 +103,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 			}
 			dir := v.GetString("data")
 			gw := v.GetString("gateway")
-			if v.GetBool("auth") && !cmd.Flags().Changed("gateway") {
+			if v.GetBool("auth") && !cmd.Flags().Changed("gateway") && !v.GetBool("gateway-tls") {
 				// Opt in: the port is plaintext, and with auth the
 				// Bigtable clients' tokens would cross it in the clear.
 				gw = ""
@@ -131,6 +131,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 				Auth:             v.GetBool("auth"),
 				Storage:          v.GetString("storage"),
 				GatewayAddr:      gw,
+				GatewayTLS:       v.GetBool("gateway-tls"),
 				Metrics:          reg,
 				LoadInterval:     v.GetDuration("load-interval"),
 				BalanceInterval:  balanceInterval(v),
@@ -155,7 +156,11 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 					cl.Close()
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Cloud Bigtable API on %s: export BIGTABLE_EMULATOR_HOST=%s\n", a, a)
+				if v.GetBool("gateway-tls") {
+					fmt.Fprintf(cmd.OutOrStdout(), "Cloud Bigtable API on %s over TLS (its certificate: %s; clients trust %s and may present a client certificate it signed: docs/GATEWAY.md \"Security\")\n", a, cl.PKI().Gateway.Cert, cl.PKI().CA)
+				} else {
+					fmt.Fprintf(cmd.OutOrStdout(), "Cloud Bigtable API on %s: export BIGTABLE_EMULATOR_HOST=%s\n", a, a)
+				}
 			}
 			// One set of health endpoints and one /metrics for the whole
 			// dev process: ready when the master leads and every server is
@@ -206,7 +211,8 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.String("storage", "", "keep tablets on an object store, s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT (credentials from AWS_*), instead of DIR/data; \"s3\" starts a SeaweedFS for the cluster in DIR/seaweed (make tools builds it)")
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
-	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given; with --auth every call needs its caller's token)")
+	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given or --gateway-tls; with --auth every call needs its caller's token or client certificate)")
+	f.Bool("gateway-tls", false, "the gateway serves TLS with DIR/tls/tabula-gateway.pem and takes client certificates signed by the dev CA (needs --tls or --auth): with --auth a certificate's common name is the caller (docs/GATEWAY.md \"Security\")")
 	addLoadFlags(c)
 	addBalancerFlags(c)
 	addHTTPFlag(c, defaultDevHTTP)
