@@ -112,7 +112,7 @@ type Config struct {
 	// roles (gateway.Options.CallerAuth). The default is no gateway; the
 	// CLI starts one.
 	GatewayAddr string
-	// GatewayTLS (with TLS or Auth) makes the gateway serve TLS with the
+	// GatewayTLS (implies TLS) makes the gateway serve TLS with the
 	// dev CA's gateway certificate (tabula-gateway, valid for 127.0.0.1,
 	// ::1 and localhost) and verify callers' client certificates against
 	// the dev CA: with Auth, a caller may then authenticate with a

@@ -95,16 +95,25 @@ func TestGatewayRunsEachCallAsItsCaller(t *testing.T) {
 	if err := admin.Admin().RevokeToken(ctx, info.ID); err != nil {
 		t.Fatal(err)
 	}
-	// A revocation reaches the servers' caches by etcd watch
-	// (docs/OPERATIONS.md "Security": milliseconds); allow 10 seconds.
+	waitRefused(t, "a revoked token", codes.Unauthenticated, func() error {
+		_, err := reader.ReadRow(ctx, "r")
+		return err
+	})
+}
+
+// waitRefused waits until read fails with code: a revocation reaches the
+// servers' caches by etcd watch (docs/OPERATIONS.md "Security":
+// milliseconds); it allows 10 seconds.
+func waitRefused(t *testing.T, what string, code codes.Code, read func() error) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, err := reader.ReadRow(ctx, "r")
-		if status.Code(err) == codes.Unauthenticated {
-			break
+		err := read()
+		if status.Code(err) == code {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("a revoked token still reads through the gateway after 10s: %v", err)
+			t.Fatalf("%s still reads through the gateway after 10s: %v, want %v", what, err, code)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

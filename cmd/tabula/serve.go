@@ -212,7 +212,7 @@ master address, writes it to DIR/master.addr, and runs until Ctrl-C or SIGTERM.`
 	f.Bool("tls", false, "TLS on every port (etcd, master, tablet servers) with a local CA made in DIR/tls")
 	f.Bool("auth", false, "require authentication and check roles (implies --tls); the admin token goes to DIR/admin.token")
 	f.String("gateway", defaultGateway, "serve the Cloud Bigtable API (tabula gateway) on this address; \"\" for none (off with --auth unless given or --gateway-tls; with --auth every call needs its caller's token or client certificate)")
-	f.Bool("gateway-tls", false, "the gateway serves TLS with DIR/tls/tabula-gateway.pem and takes client certificates signed by the dev CA (needs --tls or --auth): with --auth a certificate's common name is the caller (docs/GATEWAY.md \"Security\")")
+	f.Bool("gateway-tls", false, "the gateway serves TLS with DIR/tls/tabula-gateway.pem and takes client certificates signed by the dev CA (implies --tls): with --auth a certificate's common name is the caller (docs/GATEWAY.md \"Security\")")
 	addLoadFlags(c)
 	addBalancerFlags(c)
 	addHTTPFlag(c, defaultDevHTTP)
