@@ -24,6 +24,12 @@
 // whose verified certificate names the master (MasterName), never a
 // token, so no client credential can unload a tablet or change a schema.
 //
+// A caller whose verified certificate names the gateway identity
+// (GatewayName) may run a call as another principal by sending its name
+// under ActingForKey; the call then has that principal's roles only.
+// From anyone else the assertion is refused (docs/OPERATIONS.md "The
+// gateway identity").
+//
 // Guard is the gRPC side: interceptors that run the check before every
 // handler, refuse with UNAUTHENTICATED or PERMISSION_DENIED, and write an
 // audit log line for every administrative call.

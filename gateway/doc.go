@@ -8,9 +8,13 @@
 //
 // The gateway is stateless: it maps each request to client calls and their
 // answers back to the Bigtable protos, so any number of gateways can serve
-// one cluster. Every project and instance name maps to the one Tabula
-// cluster the gateway's client talks to; the table id in a resource name is
-// the Tabula table name.
+// one cluster. Every project maps to the one Tabula cluster the gateway's
+// client talks to; an instance is a Tabula namespace, and an instance that
+// is none is the default namespace or NOT_FOUND (Options.Instances,
+// namespaces.go); the table id in a resource name is the Tabula table name
+// in the instance's namespace. With Options.CallerAuth each call runs as
+// its caller, identified by its token or, over TLS (Options.TLS), its
+// client certificate (callers.go).
 //
 // What the API needs from the engine (reversed scans, labels and sinks in
 // filters, nested GC rules, aggregate families, fast row-range drops) lives
