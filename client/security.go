@@ -26,8 +26,18 @@ func (o Options) checkSecurity() error {
 func (o Options) securityDialOptions() []grpc.DialOption {
 	// The assertion goes on every connection, plaintext too, so that a
 	// client that cannot delegate (no TLS, no gateway certificate) is
-	// refused by the servers rather than run as itself.
-	d := []grpc.DialOption{grpc.WithPerRPCCredentials(actingForCreds{})}
+	// refused by the servers rather than run as itself. Interceptors, not
+	// per-call credentials: a call without an assertion costs a context
+	// lookup, where credentials would make gRPC build each call's
+	// audience string.
+	d := []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+			return invoker(withActingFor(ctx), method, req, reply, cc, opts...)
+		}),
+		grpc.WithChainStreamInterceptor(func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return streamer(withActingFor(ctx), desc, cc, method, opts...)
+		}),
+	}
 	if o.TLS != nil {
 		d = append(d, grpc.WithTransportCredentials(credentials.NewTLS(o.TLS)),
 			grpc.WithPerRPCCredentials(bearerToken(o.Token)))
@@ -83,20 +93,14 @@ func actingFor(ctx context.Context) (string, bool) {
 // the server packages.
 const actingForMetadataKey = "tabula-acting-for"
 
-// actingForCreds sends the principal of WithActingFor with every call
-// made under it; nothing otherwise.
-type actingForCreds struct{}
-
-func (actingForCreds) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
+// withActingFor adds the principal of WithActingFor, if any, to ctx's
+// outgoing metadata.
+func withActingFor(ctx context.Context) context.Context {
 	if p, ok := actingFor(ctx); ok {
-		return map[string]string{actingForMetadataKey: p}, nil
+		return metadata.AppendToOutgoingContext(ctx, actingForMetadataKey, p)
 	}
-	return nil, nil
+	return ctx
 }
-
-// RequireTransportSecurity is false: the servers refuse the assertion
-// over plaintext themselves, and must see it to refuse it.
-func (actingForCreds) RequireTransportSecurity() bool { return false }
 
 // bearerToken sends "authorization: Bearer <token>" with every call: the
 // call's own token (WithToken) if it has one, else the client's (none if
@@ -127,9 +131,7 @@ type callTokenConn struct {
 }
 
 func (c callTokenConn) withToken(ctx context.Context) context.Context {
-	if p, ok := actingFor(ctx); ok {
-		ctx = metadata.AppendToOutgoingContext(ctx, actingForMetadataKey, p)
-	}
+	ctx = withActingFor(ctx)
 	if tok, ok := callToken(ctx); ok && c.tls && tok != "" {
 		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
 	}
