@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/bigtable"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -47,38 +46,12 @@ func TestGatewayRunsEachCallAsItsCaller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	plain := grpc.WithTransportCredentials(insecure.NewCredentials())
 	bt := func(token string) *bigtable.Table {
-		conn, err := grpc.NewClient(c.GatewayAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-			grpc.WithPerRPCCredentials(staticToken(token)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// No built-in metrics: outside emulator mode the client would
-		// export them to Cloud Monitoring, over HTTP connections that
-		// outlive the test (goleak).
-		cli, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}, option.WithGRPCConn(conn))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cli.Close(); conn.Close() })
-		return cli.Open("gw")
+		return openBigtable(ctx, t, c.GatewayAddr(), plain, staticToken(token), "gw")
 	}
-	set := func() *bigtable.Mutation {
-		m := bigtable.NewMutation()
-		m.Set("cf", "q", 1000, []byte("v"))
-		return m
-	}
-	writer := bt(c.AdminToken())
-	for { // until the new tablet serves
-		err = writer.Apply(ctx, "r", set())
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("the admin's write through the gateway: %v", err)
-	}
+	set := btSet
+	firstWrite(ctx, t, "the admin's write through the gateway", bt(c.AdminToken()))
 	reader := bt(readerToken)
 	if row, err := reader.ReadRow(ctx, "r"); err != nil || len(row["cf"]) != 1 {
 		t.Fatalf("the reader's read through the gateway: %v, %v", row, err)

@@ -37,16 +37,42 @@ func tlsBigtable(ctx context.Context, t *testing.T, addr string, files tlsconf.F
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), grpc.WithPerRPCCredentials(md))
+	return openBigtable(ctx, t, addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)), md, table)
+}
+
+// openBigtable opens table of a Go Bigtable client that dials addr with
+// transport, sending md's metadata with every call.
+func openBigtable(ctx context.Context, t *testing.T, addr string, transport grpc.DialOption, md credentials.PerRPCCredentials, table string) *bigtable.Table {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, transport, grpc.WithPerRPCCredentials(md))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// No built-in metrics: outside emulator mode the client would export
+	// them to Cloud Monitoring, over HTTP connections that outlive the
+	// test (goleak).
 	cli, err := bigtable.NewClientWithConfig(ctx, "p", "i", bigtable.ClientConfig{MetricsProvider: bigtable.NoopMetricsProvider{}}, option.WithGRPCConn(conn))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close(); conn.Close() })
 	return cli.Open(table)
+}
+
+// firstWrite writes row "r" through tbl, again until the new table's
+// tablet serves.
+func firstWrite(ctx context.Context, t *testing.T, what string, tbl *bigtable.Table) {
+	t.Helper()
+	for {
+		err := tbl.Apply(ctx, "r", btSet())
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func btSet() *bigtable.Mutation {
@@ -81,17 +107,8 @@ func TestGatewayRunsCertificateCallersAsThemselves(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := c.GatewayAddr()
-	writer := tlsBigtable(ctx, t, addr, c.PKI().Admin, nil, "gw") // tabula-admin's certificate
-	for {                                                         // until the new tablet serves
-		err = writer.Apply(ctx, "r", btSet())
-		if err == nil || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("the admin certificate's write through the gateway: %v", err)
-	}
+	// tabula-admin's certificate writes.
+	firstWrite(ctx, t, "the admin certificate's write through the gateway", tlsBigtable(ctx, t, addr, c.PKI().Admin, nil, "gw"))
 	reader := tlsBigtable(ctx, t, addr, readerCert, nil, "gw")
 	if row, err := reader.ReadRow(ctx, "r"); err != nil || len(row["cf"]) != 1 {
 		t.Fatalf("the reader certificate's read through the gateway: %v, %v", row, err)
