@@ -188,6 +188,11 @@ func TestEveryMethodHasARule(t *testing.T) {
 		ns = append(ns, m.MethodName)
 	}
 	check(pb.Namespaces_ServiceDesc.ServiceName, ns, MasterRules())
+	var qs []string
+	for _, m := range pb.Quotas_ServiceDesc.Methods {
+		qs = append(qs, m.MethodName)
+	}
+	check(pb.Quotas_ServiceDesc.ServiceName, qs, MasterRules())
 }
 
 // countingHandler counts the log records of each message.

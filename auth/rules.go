@@ -69,6 +69,7 @@ func MasterRules() map[string]Rule {
 	}
 	maps.Copy(rules, HealthRules())
 	maps.Copy(rules, NamespaceRules())
+	maps.Copy(rules, QuotaRules())
 	return rules
 }
 
@@ -85,6 +86,36 @@ func NamespaceRules() map[string]Rule {
 		svc + "DeleteNamespace":   clusterAdmin,
 		svc + "ListNamespaces":    {},
 		svc + "DescribeNamespace": {},
+	}
+}
+
+// QuotaRules are the rules of the Quotas service, which the master serves
+// beside Master (docs/OPERATIONS.md "Quotas"), as HBase's AccessController
+// has them for set_quota: a table's quota needs admin on the table (which
+// an admin of its namespace, "ns:*", or of the cluster has); a
+// namespace's or a principal's needs the cluster's admin role (an admin
+// of "ns:*" administers the tables in it, not its limits, as with
+// UpdateNamespace), so a tenant cannot lift the limits the operator set
+// on it. Listing needs read on the cluster, as ListServers: the list
+// names every table, namespace and principal with a quota.
+func QuotaRules() map[string]Rule {
+	const svc = "/" + "tabula.v1.Quotas/"
+	on := func(scope, name string) []string {
+		if scope == "table" {
+			return one(name)
+		}
+		return one(AllTables)
+	}
+	return map[string]Rule{
+		svc + "SetQuota": {Role: Admin, Audit: true, Tables: func(r any) []string {
+			q := r.(*pb.SetQuotaRequest)
+			return on(q.GetScope(), q.GetName())
+		}},
+		svc + "RemoveQuota": {Role: Admin, Audit: true, Tables: func(r any) []string {
+			q := r.(*pb.RemoveQuotaRequest)
+			return on(q.GetScope(), q.GetName())
+		}},
+		svc + "ListQuotas": {Role: Read, Cluster: true},
 	}
 }
 

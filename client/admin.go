@@ -13,11 +13,12 @@ import (
 // the context and Options.RetryTimeout) for a leader. It is safe for
 // concurrent use.
 //
-// Its methods fall into four concerns, each named by an interface that
+// Its methods fall into concerns, each named by an interface that
 // AdminClient implements: TableAdmin (tables and their rows), FamilyAdmin
 // (a table's column families), ClusterAdmin (tablets, servers, splits,
 // merges, compactions, the balancer) and SecurityAdmin (tokens and
-// grants), plus NamespaceAdmin (namespaces). Code that needs only one concern can take that interface, so
+// grants), plus NamespaceAdmin (namespaces) and QuotaAdmin (quotas). Code
+// that needs only one concern can take that interface, so
 // that a reader sees what it may do and a test can hand it a small fake;
 // every exported method belongs to exactly one of them
 // (TestAdminConcernsCoverEveryMethod).

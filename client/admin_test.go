@@ -16,6 +16,7 @@ func TestAdminConcernsCoverEveryMethod(t *testing.T) {
 		reflect.TypeFor[ClusterAdmin](),
 		reflect.TypeFor[SecurityAdmin](),
 		reflect.TypeFor[NamespaceAdmin](),
+		reflect.TypeFor[QuotaAdmin](),
 	}
 	in := map[string][]string{}
 	for _, c := range concerns {

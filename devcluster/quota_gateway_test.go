@@ -28,7 +28,7 @@ func TestQuotaRefusalReachesBigtableClientsWithRetryInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One row a second: the first write passes, the next waits ~1s.
-	setQuota(ctx, t, c, quotaEtcd(ctx, t, c), quota.Key{Scope: quota.Table, Name: "g"}, meta.QuotaRecord{WriteRequests: 1})
+	setQuota(ctx, t, c, admin, quota.Key{Scope: quota.Table, Name: "g"}, meta.QuotaRecord{WriteRequests: 1})
 	conn, err := grpc.NewClient(c.GatewayAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)

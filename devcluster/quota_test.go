@@ -20,32 +20,16 @@ import (
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/quota"
 	"github.com/tabuladb/tabula/statuspage"
-	"github.com/tabuladb/tabula/tlsconf"
 )
 
-// quotaEtcd connects to c's etcd as "tabula quota" does (with the admin's
-// certificate on a secured cluster).
-func quotaEtcd(ctx context.Context, t *testing.T, c *Cluster) meta.Store {
+// setQuota sets a quota as "tabula quota set" does (the master's
+// Quotas service, as the cluster's admin) and waits until every server
+// enforces it.
+func setQuota(ctx context.Context, t *testing.T, c *Cluster, admin *client.Client, k quota.Key, r meta.QuotaRecord) {
 	t.Helper()
-	cfg, err := tlsconf.ClientConfig(c.PKI().Admin)
-	if c.ClientTLS() == nil {
-		cfg, err = nil, nil
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	cli, err := meta.NewClient(ctx, c.EtcdEndpoints(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
-// setQuota writes a quota and waits until every server enforces it.
-func setQuota(ctx context.Context, t *testing.T, c *Cluster, s meta.Store, k quota.Key, r meta.QuotaRecord) {
-	t.Helper()
-	if err := meta.PutQuota(ctx, s, meta.NewLayout(""), string(k.Scope), k.Name, r); err != nil {
+	q := client.QuotaInfo{Scope: string(k.Scope), Name: k.Name, ReadRequests: r.ReadRequests, ReadBytes: r.ReadBytes,
+		WriteRequests: r.WriteRequests, WriteBytes: r.WriteBytes, SpaceBytes: r.SpaceBytes}
+	if err := admin.Admin().SetQuota(ctx, q); err != nil {
 		t.Fatal(err)
 	}
 	for _, ts := range c.Servers() {
@@ -122,7 +106,7 @@ func TestQuotaThrottledPrincipalLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	const rate = 5 // writes a second: a burst of 5
-	setQuota(ctx, t, c, quotaEtcd(ctx, t, c), quota.Key{Scope: quota.Principal, Name: "batch"}, meta.QuotaRecord{WriteRequests: rate})
+	setQuota(ctx, t, c, admin, quota.Key{Scope: quota.Principal, Name: "batch"}, meta.QuotaRecord{WriteRequests: rate})
 	connect := func(token string, r *refusals) *client.Table {
 		cli, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.MasterAddr()}, TLS: c.ClientTLS(), Token: token,
 			RetryTimeout: time.Minute, DialOptions: []grpc.DialOption{grpc.WithChainUnaryInterceptor(r.interceptor())}})
@@ -134,6 +118,25 @@ func TestQuotaThrottledPrincipalLosesNothing(t *testing.T) {
 	}
 	var batchRefused, appRefused refusals
 	batch, app := connect(token, &batchRefused), connect(c.AdminToken(), &appRefused)
+	// The throttled principal cannot lift its own quota, nor set its
+	// table's: that needs admin (the cluster's for a principal's quota).
+	self, err := client.NewClientWithOptions(ctx, client.Options{Masters: []string{c.MasterAddr()}, TLS: c.ClientTLS(), Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { self.Close() })
+	for what, err := range map[string]error{
+		"raises its quota":       self.Admin().SetQuota(ctx, client.QuotaInfo{Scope: "principal", Name: "batch", WriteRequests: 1e6}),
+		"removes its quota":      self.Admin().RemoveQuota(ctx, "principal", "batch"),
+		"sets its table's quota": self.Admin().SetQuota(ctx, client.QuotaInfo{Scope: "table", Name: "q", WriteRequests: 1e6}),
+	} {
+		if status.Code(err) != codes.PermissionDenied {
+			t.Errorf("the throttled principal %s: %v, want PERMISSION_DENIED", what, err)
+		}
+	}
+	if qs, err := self.Admin().ListQuotas(ctx); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("the throttled principal (write on one table) lists quotas: %v %v, want PERMISSION_DENIED (read on the cluster needed)", qs, err)
+	}
 
 	// 4 writers of 5 rows each (20 > the burst of 5 in well under the
 	// 3s 20 writes take at 5/s), then a MutateRows of 10 rows; the
@@ -226,7 +229,7 @@ func TestQuotaSpaceRefusesThenAcceptsAfterDeleteAndCompaction(t *testing.T) {
 	}
 	const limit, value = 64 << 10, 8 << 10
 	k := quota.Key{Scope: quota.Table, Name: "s"}
-	setQuota(ctx, t, c, quotaEtcd(ctx, t, c), k, meta.QuotaRecord{SpaceBytes: limit})
+	setQuota(ctx, t, c, admin, k, meta.QuotaRecord{SpaceBytes: limit})
 	tbl := admin.Open("s")
 	put := func(i int) error {
 		wctx, cancel := context.WithTimeout(ctx, 2*time.Second) // shorter than the refusal's delay: it comes back at once

@@ -138,6 +138,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 	m.srv = grpc.NewServer(append(m.setupMetrics(), m.serverOptions()...)...)
 	tabulapb.RegisterMasterServer(m.srv, m)
 	tabulapb.RegisterNamespacesServer(m.srv, namespaceServer{m: m})
+	tabulapb.RegisterQuotasServer(m.srv, quotaServer{m: m})
 	m.health = opshttp.NewHealth(m.Ready)
 	m.health.Register(m.srv)
 	m.grpcMetrics.Init(m.srv)

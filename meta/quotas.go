@@ -90,20 +90,29 @@ func DecodeQuota(l Layout, key, value []byte, deleted bool) QuotaEntry {
 	return e
 }
 
-// PutQuota writes the limits of scope/name, replacing those there.
-func PutQuota(ctx context.Context, kv clientv3.KV, l Layout, scope, name string, r QuotaRecord) error {
-	if _, err := kv.Put(ctx, l.QuotaKey(scope, name), mustJSON(r)); err != nil {
+// PutQuota writes the limits of scope/name, replacing those there, if
+// every guard holds (the master passes its term's LeaderGuard); else
+// ErrConflict.
+func PutQuota(ctx context.Context, kv clientv3.KV, l Layout, scope, name string, r QuotaRecord, guards ...Guard) error {
+	resp, err := kv.Txn(ctx).If(cmps(nil, guards...)...).Then(clientv3.OpPut(l.QuotaKey(scope, name), mustJSON(r))).Commit()
+	if err != nil {
 		return fmt.Errorf("meta: writing the quota of %s %s: %w", scope, name, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: writing the quota of %s %s: the guard no longer holds", ErrConflict, scope, name)
 	}
 	return nil
 }
 
-// DeleteQuota deletes the limits of scope/name and their usage;
-// ErrNotFound if there were no limits.
-func DeleteQuota(ctx context.Context, kv clientv3.KV, l Layout, scope, name string) error {
-	resp, err := kv.Txn(ctx).Then(clientv3.OpDelete(l.QuotaKey(scope, name)), clientv3.OpDelete(l.QuotaUsageKey(scope, name))).Commit()
+// DeleteQuota deletes the limits of scope/name and their usage if every
+// guard holds (else ErrConflict); ErrNotFound if there were no limits.
+func DeleteQuota(ctx context.Context, kv clientv3.KV, l Layout, scope, name string, guards ...Guard) error {
+	resp, err := kv.Txn(ctx).If(cmps(nil, guards...)...).Then(clientv3.OpDelete(l.QuotaKey(scope, name)), clientv3.OpDelete(l.QuotaUsageKey(scope, name))).Commit()
 	if err != nil {
 		return fmt.Errorf("meta: deleting the quota of %s %s: %w", scope, name, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: deleting the quota of %s %s: the guard no longer holds", ErrConflict, scope, name)
 	}
 	if resp.Responses[0].GetResponseDeleteRange().Deleted == 0 {
 		return fmt.Errorf("%w: quota of %s %s", ErrNotFound, scope, name)

@@ -2,11 +2,13 @@ package quota
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/meta"
 )
 
@@ -317,4 +319,26 @@ func (l *Limiter) Quotas() []Info {
 		return out[i].Key.Name < out[j].Key.Name
 	})
 	return out
+}
+
+// ValidateLimits checks a quota's limits before they are stored: rates
+// and sizes finite and not negative, at least one set, and a space limit
+// only on a table or namespace (a principal stores nothing of its own).
+// The errors wrap cell.ErrInvalid and say what to do instead.
+func ValidateLimits(k Key, r meta.QuotaRecord) error {
+	for i, v := range rates(r) {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return cell.Invalidf("quota %s: %s %g is not a rate: give a finite number >= 0 a second (0 or unset: no limit)", k, dims[i], v)
+		}
+	}
+	if r.SpaceBytes < 0 {
+		return cell.Invalidf("quota %s: %s %d is negative: give a size >= 0 (0 or unset: no limit)", k, SpaceBytes, r.SpaceBytes)
+	}
+	if r == (meta.QuotaRecord{}) {
+		return cell.Invalidf("quota %s: no limit given: set at least one of %s, %s, %s, %s, %s; to drop a quota, remove it", k, ReadRequests, ReadBytes, WriteRequests, WriteBytes, SpaceBytes)
+	}
+	if r.SpaceBytes > 0 && k.Scope == Principal {
+		return cell.Invalidf("quota %s: %s applies to tables and namespaces, not principals: limit the namespace or tables the principal writes", k, SpaceBytes)
+	}
+	return nil
 }

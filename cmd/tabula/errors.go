@@ -57,6 +57,9 @@ func explain(err error) (msg, hint string) {
 		}
 	case codes.ResourceExhausted:
 		hint = "the server is overloaded (flushes are behind); retry later or write in smaller batches"
+		if strings.HasPrefix(st.Message(), "quota: ") { // quota.Refusal
+			hint = "a quota refused it (the message names it; `tabula quota list` lists them): retry after the delay, or ask an admin to raise it"
+		}
 	case codes.Unauthenticated:
 		hint = "this cluster requires credentials: pass --token (or TABULA_TOKEN) from `tabula auth token create`, or --tls-cert/--tls-key; see docs/OPERATIONS.md \"Security\""
 	case codes.PermissionDenied:

@@ -1,26 +1,26 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/quota"
 )
 
-// Quota commands (docs/OPERATIONS.md "Quotas"). They write the quota
-// records of etcd directly, as "auth bootstrap" does: whoever can write
-// etcd controls the cluster anyway, and the tablet servers follow the
-// records by watch.
+// Quota commands (docs/OPERATIONS.md "Quotas"). They call the master's
+// Quotas service, like "tabula namespace": the master checks the
+// caller's role and validates the quota, then writes its etcd record,
+// which the tablet servers follow by watch.
 
 func newQuotaCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "quota",
-		Short: "Set, list and remove request, bandwidth and space quotas (written straight to etcd)",
+		Short: "Set, list and remove request, bandwidth and space quotas",
 		Long: `Quotas limit what a table, a namespace (the NS of tables named NS:TABLE;
 unqualified names are in namespace "default") or a principal (a token's or
 certificate's name) may do across the whole cluster: read and write
@@ -31,50 +31,14 @@ a principal's as one over the live servers. A refused call gets
 RESOURCE_EXHAUSTED naming the quota, with a RetryInfo delay; nothing of it was
 applied, and Tabula's client waits the delay and sends it again.
 
-These commands write etcd directly (like "auth bootstrap"): they need etcd's
-address and, if etcd uses TLS, a client certificate etcd accepts.`,
+These commands call the master (--master, --token, TLS flags as every client
+command). Setting or removing a table's quota needs the admin role on the
+table (or its namespace, "NS:*", or the cluster); a namespace's or a
+principal's needs the cluster's admin role; listing needs read on the
+cluster.`,
 	}
 	c.AddCommand(newQuotaSetCmd(), newQuotaListCmd(), newQuotaRemoveCmd())
 	return c
-}
-
-// etcdFlags are the flags of a command that writes etcd directly.
-func etcdFlags(c *cobra.Command) {
-	addEtcdTLSFlags(c)
-	c.Flags().String("etcd", "127.0.0.1:2379", "etcd endpoints host:port, comma-separated")
-	c.Flags().String("cluster", "default", "cluster name: etcd keys live under /tabula/<cluster>/")
-}
-
-// etcdSession is what a command that writes etcd directly works with.
-type etcdSession struct {
-	ctx    context.Context
-	store  meta.Store
-	layout meta.Layout
-	out    *printer
-}
-
-// withEtcd runs fn with an etcd client of the command's flags (etcdFlags).
-func withEtcd(cmd *cobra.Command, fn func(s etcdSession) error) error {
-	v, err := settings(cmd)
-	if err != nil {
-		return err
-	}
-	etls, err := etcdTLS(v)
-	if err != nil {
-		return err
-	}
-	out, err := newPrinter(cmd.OutOrStdout(), v.GetString("output"))
-	if err != nil {
-		return err
-	}
-	ctx, end := commandContext(cmd, v)
-	defer end()
-	cli, err := meta.NewClient(ctx, stringList(v, "etcd"), etls)
-	if err != nil {
-		return wrapf(err, "connecting to etcd")
-	}
-	defer cli.Close()
-	return fn(etcdSession{ctx: ctx, store: cli, layout: meta.NewLayout(v.GetString("cluster")), out: out})
 }
 
 func quotaKey(cmd string, args []string) (quota.Key, error) {
@@ -146,14 +110,19 @@ accepted, and writes again once deletes and a compaction bring it under.`,
 				return &usageError{cmd: "quota set", err: errors.New("no limit given; to drop a quota use \"tabula quota remove\"")}
 			}
 			if r.SpaceBytes > 0 && k.Scope == quota.Principal {
-				return &usageError{cmd: "quota set", err: errors.New("--space applies to tables and namespaces, not principals")}
+				return &usageError{cmd: "quota set", err: errors.New("--space applies to tables and namespaces, not principals: limit the namespace or the tables the principal writes")}
 			}
-			return withEtcd(cmd, func(s etcdSession) error {
-				if err := meta.PutQuota(s.ctx, s.store, s.layout, string(k.Scope), k.Name, r); err != nil {
-					return wrapf(err, "setting the quota of %s", k)
-				}
-				return s.out.message("set the quota of "+k.String(), "set", k.String())
-			})
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			q := client.QuotaInfo{Scope: string(k.Scope), Name: k.Name, ReadRequests: r.ReadRequests, ReadBytes: r.ReadBytes,
+				WriteRequests: r.WriteRequests, WriteBytes: r.WriteBytes, SpaceBytes: r.SpaceBytes}
+			if err := s.cli.Admin().SetQuota(s.ctx, q); err != nil {
+				return wrapf(err, "setting the quota of %s", k)
+			}
+			return s.out.message("set the quota of "+k.String(), "set", k.String())
 		},
 	}
 	for _, fl := range []struct{ name, help string }{
@@ -165,7 +134,6 @@ accepted, and writes again once deletes and a compaction bring it under.`,
 	} {
 		c.Flags().String(fl.name, "", fl.help+"; unset: no limit")
 	}
-	etcdFlags(c)
 	return c
 }
 
@@ -175,40 +143,32 @@ func newQuotaListCmd() *cobra.Command {
 		Short: "List every quota with its limits and the space usage the master last published",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEtcd(cmd, func(s etcdSession) error {
-				entries, _, err := meta.LoadQuotas(s.ctx, s.store, s.layout)
-				if err != nil {
-					return wrapf(err, "listing quotas")
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			qs, err := s.cli.Admin().ListQuotas(s.ctx)
+			if err != nil {
+				return wrapf(err, "listing quotas")
+			}
+			num := func(f float64) any {
+				if f == 0 {
+					return "-"
 				}
-				usage := map[quota.Key]int64{}
-				for _, e := range entries {
-					if e.IsUsage && e.Err == nil {
-						usage[quota.Key{Scope: quota.Scope(e.Scope), Name: e.Name}] = e.Usage.Bytes
-					}
+				return f
+			}
+			var rows [][]any
+			for _, q := range qs {
+				used := any("-")
+				if q.HasUsage {
+					used = q.Used
 				}
-				num := func(f float64) any {
-					if f == 0 {
-						return "-"
-					}
-					return f
-				}
-				var rows [][]any
-				for _, e := range entries {
-					if e.IsUsage || e.Err != nil {
-						continue
-					}
-					r := e.Limits
-					used := any("-")
-					if u, ok := usage[quota.Key{Scope: quota.Scope(e.Scope), Name: e.Name}]; ok {
-						used = u
-					}
-					rows = append(rows, []any{e.Scope, e.Name, num(r.ReadRequests), num(r.ReadBytes), num(r.WriteRequests), num(r.WriteBytes), num(float64(r.SpaceBytes)), used})
-				}
-				return s.out.table([]string{"scope", "name", "read_requests", "read_bytes", "write_requests", "write_bytes", "space_bytes", "used_bytes"}, rows)
-			})
+				rows = append(rows, []any{q.Scope, q.Name, num(q.ReadRequests), num(q.ReadBytes), num(q.WriteRequests), num(q.WriteBytes), num(float64(q.SpaceBytes)), used})
+			}
+			return s.out.table([]string{"scope", "name", "read_requests", "read_bytes", "write_requests", "write_bytes", "space_bytes", "used_bytes"}, rows)
 		},
 	}
-	etcdFlags(c)
 	return c
 }
 
@@ -223,14 +183,16 @@ func newQuotaRemoveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withEtcd(cmd, func(s etcdSession) error {
-				if err := meta.DeleteQuota(s.ctx, s.store, s.layout, string(k.Scope), k.Name); err != nil {
-					return wrapf(err, "removing the quota of %s", k)
-				}
-				return s.out.message("removed the quota of "+k.String(), "removed", k.String())
-			})
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Admin().RemoveQuota(s.ctx, string(k.Scope), k.Name); err != nil {
+				return wrapf(err, "removing the quota of %s", k)
+			}
+			return s.out.message("removed the quota of "+k.String(), "removed", k.String())
 		},
 	}
-	etcdFlags(c)
 	return c
 }
