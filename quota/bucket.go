@@ -13,7 +13,7 @@ import (
 // afterwards (the bytes a read returned) is charged with Charge, which
 // may also leave a debt: further requests wait until it is repaid.
 //
-// A Bucket is not safe for concurrent use (the Limiter locks); time comes
+// A Bucket is not safe for concurrent use (the Limiter locks its quota); time comes
 // from the caller, so that tests inject it.
 type Bucket struct {
 	rate, burst float64

@@ -1,8 +1,11 @@
 package quota
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -60,8 +63,13 @@ func rates(r meta.QuotaRecord) [4]float64 {
 // master's load interval, after which a new size may have been published.
 const SpaceRetryDelay = 10 * time.Second
 
-// limit is one quota as this server enforces it.
+// limit is one quota as this server enforces it. Its mutex guards the
+// fields below it: calls that meet different quotas never wait for each
+// other.
 type limit struct {
+	id uint64 // creation order: requests lock several limits in this order
+
+	mu      sync.Mutex
 	rec     meta.QuotaRecord
 	share   float64    // of the cluster-wide rates, in (0, 1]
 	buckets [4]*Bucket // by dims; nil where there is no limit
@@ -72,14 +80,22 @@ type limit struct {
 // Limiter holds the quotas a server enforces and their buckets. Its
 // methods are safe for concurrent use; Admit and Charge of a nil Limiter
 // do nothing.
+//
+// The data path takes no lock of its own: Admit and Charge read an
+// immutable map of the quotas (an atomic pointer, replaced whole when a
+// quota is added or removed, which is rare) and lock only the quotas the
+// call meets. A call that meets no quota (the unthrottled caller beside a
+// throttled one) locks nothing.
 type Limiter struct {
 	now func() time.Time
 	// some says a rate or space quota exists: without one, Admit and
-	// Charge return at once without taking the lock.
+	// Charge return at once.
 	some atomic.Bool
+	// quotas is the current map; never changed once stored.
+	quotas atomic.Pointer[map[Key]*limit]
 
-	mu     sync.Mutex // protects quotas and the buckets in it
-	quotas map[Key]*limit
+	mu     sync.Mutex // serializes the writers of quotas
+	nextID uint64     // under mu
 }
 
 // NewLimiter returns a limiter without quotas; now is its clock (nil:
@@ -88,21 +104,34 @@ func NewLimiter(now func() time.Time) *Limiter {
 	if now == nil {
 		now = time.Now
 	}
-	return &Limiter{now: now, quotas: map[Key]*limit{}}
+	l := &Limiter{now: now}
+	l.quotas.Store(&map[Key]*limit{})
+	return l
 }
+
+func (l *Limiter) get(k Key) *limit { return (*l.quotas.Load())[k] }
 
 // Set installs or replaces the limits of k, keeping its share, usage and
 // the tokens of its buckets.
 func (l *Limiter) Set(k Key, r meta.QuotaRecord) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	q := l.quotas[k]
+	q := l.get(k)
 	if q == nil {
-		q = &limit{share: 1}
-		l.quotas[k] = q
+		l.nextID++
+		q = &limit{id: l.nextID, share: 1}
+		old := *l.quotas.Load()
+		m := make(map[Key]*limit, len(old)+1)
+		maps.Copy(m, old)
+		m[k] = q
+		q.mu.Lock() // published below; set before any call can lock it
+		l.quotas.Store(&m)
+	} else {
+		q.mu.Lock()
 	}
 	q.rec = r
 	l.rebucketLocked(q)
+	q.mu.Unlock()
 	l.some.Store(true)
 }
 
@@ -110,30 +139,40 @@ func (l *Limiter) Set(k Key, r meta.QuotaRecord) {
 func (l *Limiter) Remove(k Key) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.quotas, k)
-	l.some.Store(len(l.quotas) > 0)
+	old := *l.quotas.Load()
+	if old[k] == nil {
+		return
+	}
+	m := maps.Clone(old)
+	delete(m, k)
+	l.quotas.Store(&m)
+	l.some.Store(len(m) > 0)
 }
 
 // SetShare sets the part of k's cluster-wide rates this server enforces.
 func (l *Limiter) SetShare(k Key, share float64) {
 	share = min(max(share, 1e-6), 1)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if q := l.quotas[k]; q != nil && q.share != share {
-		q.share = share
-		l.rebucketLocked(q)
+	if q := l.get(k); q != nil {
+		q.mu.Lock()
+		if q.share != share {
+			q.share = share
+			l.rebucketLocked(q)
+		}
+		q.mu.Unlock()
 	}
 }
 
 // SetUsage records the stored bytes of k (a table or namespace).
 func (l *Limiter) SetUsage(k Key, bytes int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if q := l.quotas[k]; q != nil {
+	if q := l.get(k); q != nil {
+		q.mu.Lock()
 		q.usage, q.used = bytes, true
+		q.mu.Unlock()
 	}
 }
 
+// rebucketLocked makes q's buckets follow its record and share; q.mu is
+// held.
 func (l *Limiter) rebucketLocked(q *limit) {
 	now := l.now()
 	for i, r := range rates(q.rec) {
@@ -196,42 +235,71 @@ type charge struct {
 	cost float64
 }
 
-// Admit lets req in, taking its costs from every bucket it meets (its
-// tables', their namespaces', its principal's), or refuses it with the
-// *Refusal of the longest wait, taking nothing.
 // Active reports whether any quota is set: callers skip building a
 // Request (allocations on every data call) when none is.
 func (l *Limiter) Active() bool { return l != nil && l.some.Load() }
 
+// Admit lets req in, taking its costs from every bucket it meets (its
+// tables', their namespaces', its principal's), or refuses it with the
+// *Refusal of the longest wait, taking nothing.
 func (l *Limiter) Admit(req Request) error {
 	if l == nil || !l.some.Load() {
 		return nil
 	}
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var charges []charge
-	var worst *Refusal
+	quotas := *l.quotas.Load()
+	// The quotas the request meets, each once, locked in id order (so
+	// that two requests meeting the same quotas cannot deadlock) and all
+	// at once (so that a refusal takes nothing from any of them).
+	var metBuf [8]met
+	mets := metBuf[:0]
 	var total Cost
-	for _, c := range req.Tables {
+	for i, c := range req.Tables {
 		total.Requests += c.Requests
 		total.Bytes += c.Bytes
 		for _, k := range [2]Key{{Table, c.Table}, {Namespace, NamespaceOf(c.Table)}} {
-			q := l.quotas[k]
-			if q == nil {
-				continue
+			if q := quotas[k]; q != nil {
+				mets = append(mets, met{q: q, key: k, cost: i})
 			}
-			if req.Write && req.Grows && q.rec.SpaceBytes > 0 && q.used && q.usage >= q.rec.SpaceBytes {
-				worst = longer(worst, &Refusal{Key: k, Limit: SpaceBytes, Value: float64(q.rec.SpaceBytes), Share: 1, Used: q.usage, Delay: SpaceRetryDelay})
-			}
-			charges = appendCharges(charges, q, k, req.Write, c)
 		}
 	}
 	if req.Principal != "" {
 		k := Key{Principal, req.Principal}
-		if q := l.quotas[k]; q != nil {
-			charges = appendCharges(charges, q, k, req.Write, total)
+		if q := quotas[k]; q != nil {
+			mets = append(mets, met{q: q, key: k, cost: -1})
 		}
+	}
+	if len(mets) == 0 {
+		return nil
+	}
+	if len(mets) > 1 {
+		slices.SortFunc(mets, func(a, b met) int { return cmp.Compare(a.q.id, b.q.id) })
+	}
+	for i, m := range mets {
+		if i == 0 || mets[i-1].q != m.q {
+			m.q.mu.Lock()
+		}
+	}
+	defer func() {
+		for i, m := range mets {
+			if i == 0 || mets[i-1].q != m.q {
+				m.q.mu.Unlock()
+			}
+		}
+	}()
+	now := l.now()
+	var chargeBuf [16]charge
+	charges := chargeBuf[:0]
+	var worst *Refusal
+	for _, m := range mets {
+		q, k := m.q, m.key
+		c := total
+		if m.cost >= 0 {
+			c = req.Tables[m.cost]
+			if req.Write && req.Grows && q.rec.SpaceBytes > 0 && q.used && q.usage >= q.rec.SpaceBytes {
+				worst = longer(worst, &Refusal{Key: k, Limit: SpaceBytes, Value: float64(q.rec.SpaceBytes), Share: 1, Used: q.usage, Delay: SpaceRetryDelay})
+			}
+		}
+		charges = appendCharges(charges, q, k, req.Write, c)
 	}
 	for _, ch := range charges {
 		if d := ch.q.buckets[ch.i].Wait(now, ch.cost); d > 0 {
@@ -245,6 +313,15 @@ func (l *Limiter) Admit(req Request) error {
 		ch.q.buckets[ch.i].Take(ch.cost)
 	}
 	return nil
+}
+
+// met is a quota a request meets, with the cost it is charged: the
+// index of a table's Cost in Request.Tables, or -1 for the request's
+// total (a principal's quota).
+type met struct {
+	q    *limit
+	key  Key
+	cost int
 }
 
 // appendCharges adds c's costs against q's buckets: requests and bytes
@@ -279,12 +356,14 @@ func (l *Limiter) Charge(principal, table string, bytes int64) {
 	if l == nil || !l.some.Load() || bytes <= 0 {
 		return
 	}
-	now := l.now()
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	quotas := *l.quotas.Load()
 	for _, k := range [3]Key{{Table, table}, {Namespace, NamespaceOf(table)}, {Principal, principal}} {
-		if q := l.quotas[k]; q != nil && q.buckets[1] != nil && k.Name != "" {
-			q.buckets[1].Charge(now, float64(bytes))
+		if q := quotas[k]; q != nil && k.Name != "" {
+			q.mu.Lock()
+			if q.buckets[1] != nil {
+				q.buckets[1].Charge(l.now(), float64(bytes))
+			}
+			q.mu.Unlock()
 		}
 	}
 }
@@ -302,14 +381,15 @@ func (l *Limiter) Quotas() []Info {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := make([]Info, 0, len(l.quotas))
-	for k, q := range l.quotas {
+	quotas := *l.quotas.Load()
+	out := make([]Info, 0, len(quotas))
+	for k, q := range quotas {
+		q.mu.Lock()
 		in := Info{Key: k, Limits: q.rec, Share: q.share, Usage: -1}
 		if q.used {
 			in.Usage = q.usage
 		}
+		q.mu.Unlock()
 		out = append(out, in)
 	}
 	sort.Slice(out, func(i, j int) bool {
