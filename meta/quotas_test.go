@@ -1,7 +1,11 @@
 package meta
 
 import (
+	"context"
+	"fmt"
 	"testing"
+
+	"github.com/tabuladb/tabula/meta/memstore"
 )
 
 func TestQuotaKeysRoundTrip(t *testing.T) {
@@ -49,4 +53,37 @@ func FuzzDecodeQuota(f *testing.F) {
 			t.Fatalf("re-encoding %+v: %+v", e.Limits, again)
 		}
 	})
+}
+
+// CountDefaultNamespaceTablets counts the tablets of the tables named
+// without a namespace as every tablet less each namespace's, across more
+// namespaces than one transaction holds (CountKeys chunks them).
+func TestCountDefaultNamespaceTablets(t *testing.T) {
+	s := memstore.New(memstore.Options{Clock: memstore.NewManualClock()})
+	defer s.Close()
+	ctx := context.Background()
+	l := NewLayout("c")
+	put := func(k string) {
+		if _, err := s.Put(ctx, k, "{}"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 150 {
+		ns := fmt.Sprintf("ns%03d", i)
+		put(l.NamespaceKey(ns))
+		put(l.TabletKey(ns+":t", "1"))
+		put(l.TabletKey(ns+":t", "2"))
+	}
+	for i := range 7 {
+		put(l.TabletKey(fmt.Sprintf("plain%d", i%3), fmt.Sprint(i)))
+	}
+	put(l.TabletKey("ns0", "1")) // a default table named like a namespace
+	n, err := CountDefaultNamespaceTablets(ctx, s, l)
+	if err != nil || n != 8 {
+		t.Fatalf("CountDefaultNamespaceTablets = %d, %v; want 8", n, err)
+	}
+	counts, err := CountKeys(ctx, s, l.NamespaceTabletsPrefix("ns149"), l.TabletsPrefix("plain0"))
+	if err != nil || len(counts) != 2 || counts[0] != 2 || counts[1] != 3 {
+		t.Fatalf("CountKeys = %v, %v; want [2 3]", counts, err)
+	}
 }

@@ -143,38 +143,76 @@ func (f *Follower) shareLoop(ctx context.Context) {
 // shares sets this server's share of every quota: for a table, the part
 // of its tablets held here; for a namespace, the part of its tables'
 // tablets; for a principal, one over the live servers (a principal's
-// calls are not tied to tablets).
+// calls are not tied to tablets). The totals come from etcd count-only
+// ranges, all in one transaction (meta.CountKeys): a table's tablets, a
+// namespace's ("tablets/NS:"), the servers; the default namespace's
+// tables share no prefix, so its total is every tablet less the created
+// namespaces' (meta.CountDefaultNamespaceTablets: one more keys-only read
+// of the namespace records and a count per namespace). No tablet key is
+// read, whatever the cluster's size.
 func (f *Follower) shares(ctx context.Context) error {
 	held := f.Held()
+	var keys []Key
+	var prefixes []string
+	defaultAt := -1 // index in keys of the default namespace's quota
 	for _, in := range f.Limiter.Quotas() {
 		if rates(in.Limits) == [4]float64{} {
 			continue // a space quota only: no share to compute
 		}
+		switch {
+		case in.Key.Scope == Table:
+			prefixes = append(prefixes, f.Layout.TabletsPrefix(in.Key.Name))
+		case in.Key.Scope == Namespace && in.Key.Name == cell.DefaultNamespace:
+			defaultAt = len(keys)
+			prefixes = append(prefixes, "") // counted below
+		case in.Key.Scope == Namespace:
+			prefixes = append(prefixes, f.Layout.NamespaceTabletsPrefix(in.Key.Name))
+		case in.Key.Scope == Principal:
+			prefixes = append(prefixes, f.Layout.ServersPrefix())
+		default:
+			continue
+		}
+		keys = append(keys, in.Key)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	var counted []string
+	for _, p := range prefixes {
+		if p != "" {
+			counted = append(counted, p)
+		}
+	}
+	counts, err := meta.CountKeys(ctx, f.Store, counted...)
+	if err != nil {
+		return err
+	}
+	var defaultTotal int64
+	if defaultAt >= 0 {
+		if defaultTotal, err = meta.CountDefaultNamespaceTablets(ctx, f.Store, f.Layout); err != nil {
+			return err
+		}
+	}
+	for i, k := range keys {
 		var mine, total int64
-		var err error
-		switch in.Key.Scope {
+		if i == defaultAt {
+			total = defaultTotal
+		} else {
+			total, counts = counts[0], counts[1:]
+		}
+		switch k.Scope {
 		case Table:
-			mine = int64(held[in.Key.Name])
-			total, err = meta.CountKeys(ctx, f.Store, f.Layout.TabletsPrefix(in.Key.Name))
+			mine = int64(held[k.Name])
 		case Namespace:
 			for t, n := range held {
-				if NamespaceOf(t) == in.Key.Name {
+				if NamespaceOf(t) == k.Name {
 					mine += int64(n)
 				}
 			}
-			if in.Key.Name == cell.DefaultNamespace {
-				total, err = meta.CountTablets(ctx, f.Store, f.Layout, func(t string) bool { return NamespaceOf(t) == cell.DefaultNamespace })
-			} else {
-				total, err = meta.CountKeys(ctx, f.Store, f.Layout.AllTabletsPrefix()+in.Key.Name+":")
-			}
 		case Principal:
 			mine = 1
-			total, err = meta.CountKeys(ctx, f.Store, f.Layout.ServersPrefix())
 		}
-		if err != nil {
-			return err
-		}
-		f.Limiter.SetShare(in.Key, Share(mine, total))
+		f.Limiter.SetShare(k, Share(mine, total))
 	}
 	return nil
 }

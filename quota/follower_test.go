@@ -20,7 +20,7 @@ func TestFollowerFollowsQuotasAndShares(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, k := range []string{l.TabletKey("t", "1"), l.TabletKey("t", "2"), l.TabletKey("t", "3"), l.TabletKey("t", "4"),
-		l.TabletKey("ns:a", "1"), l.TabletKey("ns:b", "1"), l.ServerKey("s1"), l.ServerKey("s2")} {
+		l.TabletKey("ns:a", "1"), l.TabletKey("ns:b", "1"), l.ServerKey("s1"), l.ServerKey("s2"), l.NamespaceKey("ns")} {
 		if _, err := s.Put(ctx, k, "{}"); err != nil {
 			t.Fatal(err)
 		}
@@ -59,6 +59,10 @@ func TestFollowerFollowsQuotasAndShares(t *testing.T) {
 	want(Key{Namespace, "ns"}, 0.5)
 	put("principal", "p", meta.QuotaRecord{ReadBytes: 10})
 	want(Key{Principal, "p"}, 0.5)
+	// The default namespace's tablets (t's 4 of the 6) are counted
+	// without reading tablet keys: all less namespace ns's.
+	put("namespace", "default", meta.QuotaRecord{WriteBytes: 10})
+	want(Key{Namespace, "default"}, 0.25)
 	// A tablet of t moves here: the next computation (here, the one a
 	// quota change triggers) gives t half.
 	<-held
