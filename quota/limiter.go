@@ -204,7 +204,12 @@ type Request struct {
 	Write     bool
 	// Grows says a write stores data (it sets cells): a table or
 	// namespace past its space quota refuses it. Deletions do not grow.
-	Grows  bool
+	Grows bool
+	// Reads says a write reads the row first (CheckAndMutateRow's
+	// predicate): it also counts as a read request, and waits out a
+	// read-bytes debt as a read does, as HBase meters checkAndMutate (one
+	// read and one write).
+	Reads  bool
 	Tables []Cost
 }
 
@@ -300,6 +305,9 @@ func (l *Limiter) Admit(req Request) error {
 			}
 		}
 		charges = appendCharges(charges, q, k, req.Write, c)
+		if req.Write && req.Reads {
+			charges = appendCharges(charges, q, k, false, c)
+		}
 	}
 	for _, ch := range charges {
 		if d := ch.q.buckets[ch.i].Wait(now, ch.cost); d > 0 {

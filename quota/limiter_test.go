@@ -174,3 +174,26 @@ func TestShare(t *testing.T) {
 		}
 	}
 }
+
+// A write that reads first (CheckAndMutateRow) takes a read request and a
+// write request: a read quota refuses it once spent, and a write quota
+// too.
+func TestLimiterCheckAndMutateIsAReadAndAWrite(t *testing.T) {
+	c := newClock()
+	l := NewLimiter(c.now)
+	l.Set(Key{Table, "t"}, meta.QuotaRecord{ReadRequests: 2, WriteRequests: 100})
+	cam := Request{Write: true, Reads: true, Grows: true, Tables: []Cost{{Table: "t", Requests: 1, Bytes: 10}}}
+	for range 2 {
+		if err := l.Admit(cam); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := refusal(t, l.Admit(cam))
+	if r.Limit != ReadRequests {
+		t.Fatalf("the third check-and-mutate on 2 reads a second: refused by %s, want %s", r.Limit, ReadRequests)
+	}
+	// Plain writes do not take read requests.
+	if err := l.Admit(write("", "t", 1, 10)); err != nil {
+		t.Fatalf("a plain write: %v", err)
+	}
+}

@@ -86,8 +86,13 @@ func (st *quotaStream) RecvMsg(m any) error {
 // a write counts one request per row it mutates and the bytes of its row
 // keys and cells (the load meter's count: family, qualifier and value of
 // each cell set; 8 for an aggregate input); a read counts one request per
-// call, its bytes charged as they are sent. Calls that are not data calls
-// are not metered.
+// call, its bytes charged as they are sent. CheckAndMutateRow is a write
+// that also counts one read request (its predicate reads the row; HBase
+// meters checkAndMutate as one read and one write); ReadModifyWriteRow a
+// write only (HBase's increment and append are mutations). SampleRowKeys
+// is not metered: it reads no rows (the keys come from the tablet's
+// index) and is what clients plan their scans with, like a location
+// lookup. Calls that are not data calls are not metered.
 func quotaRequest(req any) (quota.Request, bool) {
 	switch r := req.(type) {
 	case *tabulapb.MutateRowRequest:
@@ -112,7 +117,7 @@ func quotaRequest(req any) (quota.Request, bool) {
 		return q, true
 	case *tabulapb.CheckAndMutateRowRequest:
 		ms := append(append([]*tabulapb.Mutation(nil), r.GetTrueMutations()...), r.GetFalseMutations()...)
-		return quota.Request{Write: true, Grows: grows(ms), Tables: []quota.Cost{{Table: r.GetTablet().GetTable(), Requests: 1,
+		return quota.Request{Write: true, Reads: true, Grows: grows(ms), Tables: []quota.Cost{{Table: r.GetTablet().GetTable(), Requests: 1,
 			Bytes: int64(len(r.GetRowKey()) + mutationBytes(ms))}}}, true
 	case *tabulapb.ReadModifyWriteRowRequest:
 		return quota.Request{Write: true, Grows: true, Tables: []quota.Cost{{Table: r.GetTablet().GetTable(), Requests: 1,
