@@ -27,9 +27,11 @@ certificate's name) may do across the whole cluster: read and write
 requests per second, read and write bytes per second, and (tables and
 namespaces) stored bytes. Each tablet server enforces its share of a rate
 limit: a table's by the part of its tablets it holds, a namespace's likewise,
-a principal's as one over the live servers. A refused call gets
-RESOURCE_EXHAUSTED naming the quota, with a RetryInfo delay; nothing of it was
-applied, and Tabula's client waits the delay and sends it again.
+a principal's as one over the live servers (so a principal that calls only k of
+n servers gets k/n of its limit: size its quota as the rate wanted × n / k).
+A refused call gets RESOURCE_EXHAUSTED naming the quota, with a RetryInfo
+delay; nothing of it was applied, and Tabula's client waits the delay and
+sends it again.
 
 These commands call the master (--master, --token, TLS flags as every client
 command). Setting or removing a table's quota needs the admin role on the
@@ -59,7 +61,8 @@ func newQuotaSetCmd() *cobra.Command {
 		Long: `Set the limits of one quota, replacing all of its previous limits: a limit
 not given is no limit. Rates are per second across the whole cluster; sizes
 take suffixes (64KiB, 10MiB, 1GiB). A write request is one row mutated (a
-MutateRows of 100 rows counts 100); a read request is one call. --space
+MutateRows of 100 rows counts 100); a read request is one call; a
+CheckAndMutateRow counts one of each (as HBase's checkAndMutate). --space
 (tables and namespaces only) refuses writes that store data while the stored
 size, as the master last measured it, is at or past SIZE; deletes are still
 accepted, and writes again once deletes and a compaction bring it under.`,
