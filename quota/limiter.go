@@ -310,8 +310,9 @@ func (l *Limiter) Admit(req Request) error {
 		}
 	}
 	for _, ch := range charges {
-		if d := ch.q.buckets[ch.i].Wait(now, ch.cost); d > 0 {
-			worst = longer(worst, &Refusal{Key: ch.key, Limit: dims[ch.i], Value: rates(ch.q.rec)[ch.i], Share: ch.q.share, Delay: d})
+		b := ch.q.buckets[ch.i]
+		if d := b.Wait(now, ch.cost); d > 0 {
+			worst = longer(worst, &Refusal{Key: ch.key, Limit: dims[ch.i], Value: rates(ch.q.rec)[ch.i], Share: ch.q.share, Delay: b.Refuse(now, ch.cost, d)})
 		}
 	}
 	if worst != nil {

@@ -197,3 +197,42 @@ func TestLimiterCheckAndMutateIsAReadAndAWrite(t *testing.T) {
 		t.Fatalf("a plain write: %v", err)
 	}
 }
+
+// Callers refused together are told to come back one after the other,
+// each when the bucket will hold its cost again: coming back at its
+// delay, each is admitted, none refused twice. The spread is bounded.
+func TestLimiterSpreadsTheRetriesOfRefusedCallers(t *testing.T) {
+	c := newClock()
+	l := NewLimiter(c.now)
+	l.Set(Key{Table, "t"}, meta.QuotaRecord{WriteRequests: 2000}) // burst 2,000 rows
+	batch := write("", "t", 100, 0)                               // 100 rows: 50ms of the rate
+	for range 20 {
+		if err := l.Admit(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const callers = 16
+	var delays []time.Duration
+	for range callers {
+		delays = append(delays, refusal(t, l.Admit(batch)).Delay)
+	}
+	for i, d := range delays {
+		if want := time.Duration(i+1) * 50 * time.Millisecond; d != want {
+			t.Fatalf("refused caller %d is told to come back in %s, want %s (delays %v)", i, d, want, delays)
+		}
+	}
+	for i, d := range delays {
+		c.t = time.Unix(1_000_000, 0).Add(d)
+		if err := l.Admit(batch); err != nil {
+			t.Fatalf("caller %d, back after its %s: %v", i, d, err)
+		}
+	}
+	// Callers that never come back leave slots behind; later refusals
+	// wait at most MaxSpread past the bucket's own wait.
+	for range 100 {
+		l.Admit(batch)
+	}
+	if d := refusal(t, l.Admit(batch)).Delay; d > 50*time.Millisecond+MaxSpread {
+		t.Fatalf("after 100 abandoned slots a refusal waits %s, more than the wait plus MaxSpread", d)
+	}
+}
