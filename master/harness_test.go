@@ -107,12 +107,19 @@ func (c *cluster) startMaster(opts Options) *Master {
 // dial returns a Master client for addr.
 func (c *cluster) dial(addr string) tabulapb.MasterClient {
 	c.t.Helper()
+	return tabulapb.NewMasterClient(c.conn(addr))
+}
+
+// conn returns a plaintext connection to addr, closed when the test ends:
+// the master serves Master, Namespaces and Quotas on it.
+func (c *cluster) conn(addr string) *grpc.ClientConn {
+	c.t.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	c.t.Cleanup(func() { cc.Close() })
-	return tabulapb.NewMasterClient(cc)
+	return cc
 }
 
 // waitLeader waits until exactly one of ms leads and returns it.

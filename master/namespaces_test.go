@@ -7,9 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/internal/testkit"
@@ -17,12 +15,7 @@ import (
 
 func (c *cluster) dialNamespaces(addr string) tabulapb.NamespacesClient {
 	c.t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(func() { cc.Close() })
-	return tabulapb.NewNamespacesClient(cc)
+	return tabulapb.NewNamespacesClient(c.conn(addr))
 }
 
 // TestNamespaceAdmin: a table in a missing namespace is NOT_FOUND naming

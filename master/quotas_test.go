@@ -5,24 +5,12 @@ import (
 	"math"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/internal/testkit"
 	"github.com/tabuladb/tabula/meta"
 )
-
-func (c *cluster) dialQuotas(addr string) tabulapb.QuotasClient {
-	c.t.Helper()
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(func() { cc.Close() })
-	return tabulapb.NewQuotasClient(cc)
-}
 
 // TestQuotaAdmin: the master's Quotas service writes the etcd records the
 // tablet servers follow (docs/CONTRACTS.md §4), refuses what is not a
@@ -32,7 +20,7 @@ func TestQuotaAdmin(t *testing.T) {
 	c := newCluster(t)
 	m := c.startMaster(Options{})
 	c.waitLeader(m)
-	qc := c.dialQuotas(m.Addr())
+	qc := tabulapb.NewQuotasClient(c.conn(m.Addr()))
 	ctx := context.Background()
 	set := func(scope, name string, l *tabulapb.QuotaLimits) error {
 		_, err := qc.SetQuota(ctx, &tabulapb.SetQuotaRequest{Scope: scope, Name: name, Limits: l})
