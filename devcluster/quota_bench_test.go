@@ -95,14 +95,27 @@ func quotaRound(ctx context.Context, b *testing.B, dc *devcluster.Cluster, etcd 
 			}
 			jctx, stop := context.WithCancel(ctx)
 			var wg sync.WaitGroup
+			calls.ok.Store(0)
+			calls.refused.Store(0)
 			if mode != "unloaded" {
 				for w := range 16 {
 					wg.Go(func() { batchJob(jctx, batch, w) })
 				}
+				// Measure while the job saturates its quota, not during
+				// the burst a full bucket lets in at once (one second of
+				// the quota: 2 MiB here, longer than 2,000 reads take):
+				// wait for its first refusal (throttled) or its first
+				// admitted batches (unthrottled).
+				for (mode == "throttled" && calls.refused.Load() == 0) || calls.ok.Load() < 16 {
+					if ctx.Err() != nil {
+						b.Fatal(ctx.Err())
+					}
+					time.Sleep(time.Millisecond)
+				}
+				calls.ok.Store(0)
+				calls.refused.Store(0)
 			}
 			lat := make([]time.Duration, 0, b.N)
-			calls.ok.Store(0)
-			calls.refused.Store(0)
 			b.ResetTimer()
 			for i := range b.N {
 				start := time.Now()
