@@ -11,18 +11,22 @@ import (
 	"github.com/tabuladb/tabula/vfs"
 )
 
-// Frozen fixtures: the MANIFEST files under testdata/v1/<name>/ were written
-// once by Save of format version 1 and stand for tablet folders already on
-// disks, so every later release must load them to manifestFixtures. A
-// failure means old tablets no longer open: fix the code, never the
-// fixture. A new format version (or a new file name) gets fixtures of its
-// own beside these, and these stay: Load keeps reading a folder whose
-// manifest is the file "MANIFEST" in this format.
+// Frozen fixtures: the MANIFEST files under testdata/v<N>/<name>/ were
+// written once by Save of format version N and stand for tablet folders
+// already on disks, so every later release must load them to
+// manifestFixtures (v1) and manifestFixturesV2. A failure means old
+// tablets no longer open: fix the code, never the fixture. A new format
+// version (or a new file name) gets fixtures of its own beside these, and
+// these stay: Load keeps reading a folder whose manifest is the file
+// "MANIFEST" in any of these formats.
 //
-// The comparison is field by field over the fields format version 1 has, so
-// that fields added later (absent from these files) do not break it.
+// The comparison is field by field over the fields the fixture's format
+// version has, so that fields added later (absent from these files) do
+// not break it; a version 1 file reads with no file's keys recorded
+// (FileRef.HasKeys false: the engine opens such files at load).
 //
-// To write the fixtures that do not exist yet (it never overwrites one):
+// To write the fixtures of the current format version that do not exist
+// yet (it never overwrites one):
 //
 //	go test ./manifest -run TestFrozenManifests -update-fixtures
 var updateFixtures = flag.Bool("update-fixtures", false, "write missing frozen fixtures under testdata/")
@@ -64,21 +68,83 @@ var manifestFixtures = []struct {
 	}},
 }
 
+// manifestFixturesV2 are saved by format version 2: files with their
+// keys and entry counts recorded (a split child's reference records its
+// parent file's whole key range), beside one without (a state built
+// without them, which version 2 still allows).
+var manifestFixturesV2 = []struct {
+	name  string
+	state State
+}{
+	{"flushed", State{
+		Files: []FileRef{
+			{Family: "cf1", Path: "cf1/000012.sst", FileNum: 12, Size: 1<<20 + 17, NumCells: 9000, NumTombstones: 12,
+				MinTimestamp: 1_700_000_000_000_000, MaxTimestamp: 1_700_000_500_000_000, MinSeq: 4001, MaxSeq: 9000,
+				NumEntries: 9012, SmallestKey: []byte("user\x00042\x00\x01cf1"), LargestKey: []byte("user\x00999\x00\xff")},
+			{Family: "cf1", Path: "cf1/000007.sst", FileNum: 7, Size: 1 << 40, NumCells: 1, MinSeq: 1, MaxSeq: 4000},
+			{Family: "meta", Path: "meta/000013.sst", FileNum: 13, Size: 200, NumTombstones: 3, MinSeq: 8999, MaxSeq: 9000,
+				NumEntries: 3, SmallestKey: []byte{0}, LargestKey: []byte{0}},
+		},
+		ReplayPoint: 5,
+		LastSeq:     9000,
+		NextFileNum: 14,
+		RangeStart:  []byte("user\x00042"),
+		RangeEnd:    []byte{0xff, 0xfe, 0x00},
+	}},
+	{"split-child", State{
+		Files: []FileRef{
+			{Family: "cf1", Path: "../0123456789abcdef/cf1/000012.sst", FileNum: 12, Size: 4096, NumCells: 100,
+				MinTimestamp: -5, MaxTimestamp: 42, MinSeq: 40, MaxSeq: 90,
+				Lower: []byte("m\x00\x01"), Upper: []byte("t\x00\xff\x00\x01"),
+				NumEntries: 100, SmallestKey: []byte("a\x00\x01"), LargestKey: []byte("z\x00\x01")},
+		},
+		LastSeq:     90,
+		NextFileNum: 13,
+		RangeStart:  []byte("m"),
+		RangeEnd:    []byte("t\x00"),
+		Parent:      "0123456789abcdef",
+	}},
+}
+
 func TestFrozenManifests(t *testing.T) {
 	for _, fx := range manifestFixtures {
-		t.Run(fx.name, func(t *testing.T) {
-			dir := filepath.Join("testdata", "v1", fx.name)
+		t.Run("v1/"+fx.name, func(t *testing.T) {
+			got := loadFixture(t, filepath.Join("testdata", "v1", fx.name))
+			checkStateV1(t, got, fx.state)
+			for _, f := range got.Files {
+				if f.HasKeys() || f.SmallestKey != nil || f.LargestKey != nil {
+					t.Errorf("file %s of a version 1 manifest reads with keys recorded: %+v", f.Path, f)
+				}
+			}
+		})
+	}
+	for _, fx := range manifestFixturesV2 {
+		t.Run("v2/"+fx.name, func(t *testing.T) {
+			dir := filepath.Join("testdata", "v2", fx.name)
 			if *updateFixtures {
 				writeFixtureManifest(t, dir, fx.state)
 			}
-			// Load only reads: it runs on testdata itself.
-			got, found, err := Load(vfs.Default, dir)
-			if err != nil || !found {
-				t.Fatalf("Load(%s): found %v, %v (tablet folders of today hold a file named MANIFEST)", dir, found, err)
-			}
+			got := loadFixture(t, dir)
 			checkStateV1(t, got, fx.state)
+			for i, g := range got.Files {
+				w := fx.state.Files[i]
+				if g.NumEntries != w.NumEntries || !bytes.Equal(g.SmallestKey, w.SmallestKey) || !bytes.Equal(g.LargestKey, w.LargestKey) {
+					t.Errorf("file %d keys: %d [%q, %q], want %d [%q, %q]", i, g.NumEntries, g.SmallestKey, g.LargestKey, w.NumEntries, w.SmallestKey, w.LargestKey)
+				}
+			}
 		})
 	}
+}
+
+// loadFixture loads the fixture manifest in dir. Load only reads: it runs
+// on testdata itself.
+func loadFixture(t *testing.T, dir string) State {
+	t.Helper()
+	got, found, err := Load(vfs.Default, dir)
+	if err != nil || !found {
+		t.Fatalf("Load(%s): found %v, %v (tablet folders of today hold such a file)", dir, found, err)
+	}
+	return got
 }
 
 // checkStateV1 compares the fields of format version 1, one by one.
@@ -107,10 +173,11 @@ func checkStateV1(t *testing.T, got, want State) {
 	}
 }
 
-// writeFixtureManifest saves s as the fixture in dir, unless it exists.
+// writeFixtureManifest saves s as the fixture in dir (as Save names it:
+// MANIFEST-0-v1), unless dir exists.
 func writeFixtureManifest(t *testing.T, dir string, s State) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(dir, "MANIFEST")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Logf("%s exists; not overwriting it", dir)
 		return
 	}

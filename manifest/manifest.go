@@ -56,7 +56,26 @@ type FileRef struct {
 	MaxTimestamp  int64  `json:"max_timestamp"`
 	MinSeq        uint64 `json:"min_seq"`
 	MaxSeq        uint64 `json:"max_seq"`
+
+	// NumEntries, SmallestKey and LargestKey are the file's properties
+	// (sstable.Properties) that a load needs to place the file without
+	// opening it: its key range decides the family's sorted runs, which
+	// files a read or a split's reference needs, and its entries size a
+	// compaction's output. Recorded since format version 2, so that a load
+	// on an object store reads no file's tail (the file is opened on its
+	// first read). NumEntries 0 means not recorded (format version 1, or
+	// a state built without them): the engine opens the file at load to
+	// learn them, as before. A written SSTable holds at least one entry.
+	// The keys are the whole file's, whatever Lower and Upper say.
+	NumEntries  uint64 `json:"num_entries,omitempty"`
+	SmallestKey []byte `json:"smallest_key,omitempty"`
+	LargestKey  []byte `json:"largest_key,omitempty"`
 }
+
+// HasKeys reports whether the record holds the file's key range and
+// entry count (NumEntries, SmallestKey, LargestKey), so that the file
+// need not be opened to learn them.
+func (f FileRef) HasKeys() bool { return f.NumEntries > 0 }
 
 // State is everything a manifest records.
 type State struct {
@@ -85,14 +104,22 @@ const FileName = "MANIFEST"
 
 // MANIFEST layout (text, so operators can read it):
 //
-//	tabula-manifest 1\n          magic word and format version
+//	tabula-manifest 2\n          magic word and format version
 //	{...state as JSON...}\n      one line; []byte fields are base64
 //	crc32c 1a2b3c4d\n            CRC32C (Castagnoli) of every byte above, 8 hex digits
+//
+// Format version 2 added each file's num_entries, smallest_key and
+// largest_key (FileRef.HasKeys); version 1 has no such fields and is
+// still read, its files opened at load to learn them. Save writes
+// version 2, which releases before it refuse ("unknown format version").
 const (
 	magic         = "tabula-manifest"
-	formatVersion = 1
+	formatVersion = 2
 	crcPrefix     = "crc32c "
 )
+
+// formatKeys is the first format version whose files record their keys.
+const formatKeys = 2
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -146,7 +173,8 @@ func decode(name string, b []byte) (State, error) {
 	if !ok || string(word) != magic {
 		return bad("bad magic line %q", header)
 	}
-	if string(ver) != strconv.Itoa(formatVersion) {
+	version, err := strconv.Atoi(string(ver))
+	if err != nil || version < 1 || version > formatVersion || strconv.Itoa(version) != string(ver) {
 		return bad("unknown format version %q", ver)
 	}
 	var s State
@@ -161,6 +189,13 @@ func decode(name string, b []byte) (State, error) {
 	if err := s.check(); err != nil {
 		return bad("%v", err)
 	}
+	if version < formatKeys {
+		for _, f := range s.Files {
+			if f.NumEntries != 0 || len(f.SmallestKey) != 0 || len(f.LargestKey) != 0 {
+				return bad("file %s records keys, which format version %d has not", f.Path, version)
+			}
+		}
+	}
 	s.normalize()
 	return s, nil
 }
@@ -173,7 +208,9 @@ func (s *State) normalize() {
 		s.Files = nil
 	}
 	for i := range s.Files {
-		s.Files[i].Lower, s.Files[i].Upper = nilIfEmpty(s.Files[i].Lower), nilIfEmpty(s.Files[i].Upper)
+		f := &s.Files[i]
+		f.Lower, f.Upper = nilIfEmpty(f.Lower), nilIfEmpty(f.Upper)
+		f.SmallestKey, f.LargestKey = nilIfEmpty(f.SmallestKey), nilIfEmpty(f.LargestKey)
 	}
 }
 
@@ -192,6 +229,16 @@ func (s *State) check() error {
 		}
 		if f.MinSeq > f.MaxSeq {
 			return fmt.Errorf("file %s: min seq %d > max seq %d", f.Path, f.MinSeq, f.MaxSeq)
+		}
+		// Keys are recorded with the count or not at all: a load trusts
+		// them in place of the file's own properties.
+		switch {
+		case f.NumEntries == 0 && (len(f.SmallestKey) != 0 || len(f.LargestKey) != 0):
+			return fmt.Errorf("file %s: keys recorded without an entry count", f.Path)
+		case f.NumEntries > 0 && (len(f.SmallestKey) == 0 || len(f.LargestKey) == 0):
+			return fmt.Errorf("file %s: %d entries recorded without their keys", f.Path, f.NumEntries)
+		case f.NumEntries > 0 && bytes.Compare(f.SmallestKey, f.LargestKey) > 0:
+			return fmt.Errorf("file %s: smallest key above the largest", f.Path)
 		}
 	}
 	return nil

@@ -16,7 +16,8 @@ func sampleState() State {
 	return State{
 		Files: []FileRef{
 			{Family: "cf1", Path: "cf1/000012.sst", FileNum: 12, Size: 4096, NumCells: 100, NumTombstones: 3,
-				MinTimestamp: -5, MaxTimestamp: 1700000000000000, MinSeq: 40, MaxSeq: 90},
+				MinTimestamp: -5, MaxTimestamp: 1700000000000000, MinSeq: 40, MaxSeq: 90,
+				NumEntries: 103, SmallestKey: []byte("a\x00\x01q"), LargestKey: []byte("z\x00\xff")},
 			{Family: "cf1", Path: "cf1/000007.sst", FileNum: 7, Size: 1 << 40, NumCells: 1, MinSeq: 1, MaxSeq: 39},
 			{Family: "cf2", Path: "../t-parent/cf2/000003.sst", FileNum: 3,
 				Lower: []byte{0, 'a', 0xff, 0}, Upper: []byte("m\x00\x01"), MinSeq: 2, MaxSeq: 2},
@@ -233,11 +234,18 @@ func TestWrongVersionAndMagic(t *testing.T) {
 	s := sampleState()
 	b, _ := encode(s)
 	for name, d := range map[string][]byte{
-		"version": reseal(bytes.Replace(b, []byte("tabula-manifest 1"), []byte("tabula-manifest 2"), 1)),
-		"magic":   reseal(bytes.Replace(b, []byte("tabula-manifest"), []byte("tabula-manifesx"), 1)),
-		"unknown": reseal(bytes.Replace(b, []byte(`"parent"`), []byte(`"parrot"`), 1)),
-		"invalid": reseal(bytes.Replace(b, []byte(`"path":"cf1/000007.sst"`), []byte(`"path":""`), 1)),
-		"extra":   reseal(bytes.Replace(b, []byte("}\n"), []byte("}{}\n"), 1)),
+		"version":    reseal(bytes.Replace(b, []byte("tabula-manifest 2"), []byte("tabula-manifest 3"), 1)),
+		"version 0":  reseal(bytes.Replace(b, []byte("tabula-manifest 2"), []byte("tabula-manifest 0"), 1)),
+		"version 02": reseal(bytes.Replace(b, []byte("tabula-manifest 2"), []byte("tabula-manifest 02"), 1)),
+		// Version 1 has no keys: a file that records them is not one.
+		"keys in version 1":  reseal(bytes.Replace(b, []byte("tabula-manifest 2"), []byte("tabula-manifest 1"), 1)),
+		"keys without count": reseal(bytes.Replace(b, []byte(`"num_entries":103,`), nil, 1)),
+		"count without keys": reseal(bytes.Replace(b, []byte(`"largest_key":"egD/"`), []byte(`"largest_key":""`), 1)),
+		"keys reversed":      reseal(bytes.Replace(b, []byte(`"largest_key":"egD/"`), []byte(`"largest_key":"AA=="`), 1)),
+		"magic":              reseal(bytes.Replace(b, []byte("tabula-manifest"), []byte("tabula-manifesx"), 1)),
+		"unknown":            reseal(bytes.Replace(b, []byte(`"parent"`), []byte(`"parrot"`), 1)),
+		"invalid":            reseal(bytes.Replace(b, []byte(`"path":"cf1/000007.sst"`), []byte(`"path":""`), 1)),
+		"extra":              reseal(bytes.Replace(b, []byte("}\n"), []byte("}{}\n"), 1)),
 	} {
 		if _, err := decode("MANIFEST", d); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s: %v, want ErrCorrupt", name, err)
