@@ -294,7 +294,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, pick picker) (b
 			// Never published: remove it directly (the guarded deletion
 			// of obsolete files is for files a manifest listed), unless
 			// a manifest that may have been saved names it.
-			_ = out.reader.Close()
+			out.close()
 			if !errors.Is(err, manifest.ErrMaybeSaved) {
 				_ = t.opts.FS.Remove(out.path)
 			}
@@ -362,7 +362,14 @@ func mergeInputs(ctx context.Context, inputs []*tableFile, p families.Policy, ag
 			continue
 		}
 		f := r.files[0]
-		it := f.reader.NewIter(f.lower(), f.upper())
+		rd, err := f.reader()
+		if err != nil {
+			for _, s := range srcs {
+				_ = s.Close()
+			}
+			return err
+		}
+		it := rd.NewIter(f.lower(), f.upper())
 		it.DontFillCache()
 		it.SetPins(pins)
 		srcs = append(srcs, it)
@@ -434,7 +441,8 @@ func mergeEntries(ctx context.Context, m internalIter, p families.Policy, agg ag
 func entriesOf(files []*tableFile) uint64 {
 	var n uint64
 	for _, f := range files {
-		n += f.reader.Properties().NumEntries
+		e, _, _ := f.keys()
+		n += e
 	}
 	return n
 }

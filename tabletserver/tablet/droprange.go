@@ -103,7 +103,7 @@ func (t *Tablet) DropRange(ctx context.Context, start, end []byte) error {
 				if fam == nil {
 					continue // dropped family: SetFamilies removes its files
 				}
-				out, err := t.writeTable(fam, f.reader.Properties().NumEntries, func(add func(k, v []byte) error) error {
+				out, err := t.writeTable(fam, entriesOf([]*tableFile{f}), func(add func(k, v []byte) error) error {
 					return copyOutside(ctx, f, klo, khi, add)
 				})
 				if err != nil {
@@ -153,7 +153,7 @@ func (t *Tablet) DropRange(ctx context.Context, start, end []byte) error {
 			// Only SetFamilies removes files while compactMu is held:
 			// the family is gone, and its rewritten copies with it.
 			for _, f := range outs[name] {
-				_ = f.reader.Close()
+				f.close()
 				_ = t.opts.FS.Remove(f.path)
 				made = removeFile(made, f)
 			}
@@ -187,24 +187,24 @@ const (
 )
 
 // overlapOf tells how the encoded-key range [lo, hi) (nil = unbounded)
-// covers the keys file f holds within its bounds, from its properties and
-// bounds alone: the file is not read.
+// covers the keys file f holds within its bounds, from its keys
+// (tableFile.keys) and bounds alone: the file is not read.
 func overlapOf(f *tableFile, lo, hi []byte) overlap {
-	p := f.reader.Properties()
-	if p.NumEntries == 0 {
+	entries, smallest, largest := f.keys()
+	if entries == 0 {
 		return overlapWhole // an empty file: nothing to keep
 	}
-	if len(p.SmallestKey) == 0 || len(p.LargestKey) == 0 {
+	if len(smallest) == 0 || len(largest) == 0 {
 		return overlapPartial // bounds unknown: read it rather than guess
 	}
 	// The file's keys lie in [first, end): its smallest key or lower
 	// bound, and the successor of its largest key (largest+0x00) or its
 	// upper bound.
-	first := p.SmallestKey
+	first := smallest
 	if l := f.lower(); l != nil && bytes.Compare(l, first) > 0 {
 		first = l
 	}
-	end := append(bytes.Clone(p.LargestKey), 0)
+	end := append(bytes.Clone(largest), 0)
 	if u := f.upper(); u != nil && bytes.Compare(u, end) < 0 {
 		end = u
 	}
@@ -227,9 +227,13 @@ func hasKeysIn(f *tableFile, lo, hi []byte) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	it := f.reader.NewIter(l, u)
+	rd, err := f.reader()
+	if err != nil {
+		return false, fmt.Errorf("tablet: drop range: %w", err)
+	}
+	it := rd.NewIter(l, u)
 	found := it.First()
-	err := it.Err()
+	err = it.Err()
 	if cerr := it.Close(); err == nil {
 		err = cerr
 	}
@@ -253,9 +257,13 @@ func copyOutside(ctx context.Context, f *tableFile, lo, hi []byte, add func(k, v
 			parts = append(parts, [2][]byte{l, u})
 		}
 	}
+	rd, err := f.reader()
+	if err != nil {
+		return err
+	}
 	n := 0
 	for _, b := range parts {
-		it := f.reader.NewIter(b[0], b[1])
+		it := rd.NewIter(b[0], b[1])
 		for ok := it.First(); ok; ok = it.Next() {
 			if n++; n%4096 == 0 {
 				if err := ctx.Err(); err != nil {

@@ -289,8 +289,17 @@ func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(a
 		NumCells: p.NumCells, NumTombstones: p.NumDeleteFamily + p.NumDeleteColumn,
 		MinTimestamp: p.MinTimestamp, MaxTimestamp: p.MaxTimestamp, MinSeq: p.MinSeq, MaxSeq: p.MaxSeq,
 	}
+	setKeys(&ref, &p)
+	// Opened now, not on first use: a file that does not open is never
+	// published.
 	f, err := t.openFile(ref)
+	if err == nil {
+		_, err = f.reader()
+	}
 	if err != nil {
+		if f != nil {
+			f.close()
+		}
 		_ = fsys.Remove(path)
 		return nil, err
 	}
@@ -320,7 +329,7 @@ func familyFolder(name string) string {
 func (t *Tablet) abandon(made []*tableFile, err error) error {
 	keep := errors.Is(err, manifest.ErrMaybeSaved)
 	for _, f := range made {
-		_ = f.reader.Close()
+		f.close()
 		if !keep {
 			_ = t.opts.FS.Remove(f.path)
 		}

@@ -16,7 +16,7 @@ func (t *Tablet) FileMetadataBytes() int64 {
 	var n int64
 	for _, fs := range v.files {
 		for _, f := range fs {
-			n += f.reader.MetadataBytes()
+			n += f.metadataBytes()
 		}
 	}
 	return n

@@ -151,7 +151,7 @@ func checkFileEstimates(t *testing.T, tb *Tablet) {
 			runtime.ReadMemStats(&after)
 			p := r.Properties()
 			t.Logf("%s: %d data blocks, a reader holds %d KiB of heap, reports %d KiB",
-				filepath.Base(f.path), p.NumDataBlocks, (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10, f.reader.MetadataBytes()>>10)
+				filepath.Base(f.path), p.NumDataBlocks, (int64(after.HeapAlloc)-int64(before.HeapAlloc))>>10, f.metadataBytes()>>10)
 			if err := r.Close(); err != nil {
 				t.Fatal(err)
 			}

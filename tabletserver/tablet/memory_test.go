@@ -25,7 +25,7 @@ func TestFileMetadataBytesFollowsTheFiles(t *testing.T) {
 		var n int64
 		for _, fs := range v.files {
 			for _, f := range fs {
-				n += f.reader.MetadataBytes()
+				n += f.metadataBytes()
 			}
 		}
 		return n

@@ -17,8 +17,9 @@ type MemoryStats struct {
 	// its chunks (memtable.go), so this equals Memtable; it is kept apart
 	// so that a change of that accounting shows.
 	MemtableArena int64
-	// OpenFiles counts the SSTables of the current version, each held
-	// open with its index and bloom filter in memory.
+	// OpenFiles counts the SSTables of the current version that are
+	// open, each with its index and bloom filter in memory (a file is
+	// opened on its first read, not at load: tablefile.go).
 	OpenFiles int
 	// FileMetadata is the memory those open SSTables hold for as long as
 	// they are open, outside the block cache: their decoded indexes,

@@ -201,7 +201,13 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch, pin
 			if !ok {
 				continue
 			}
-			if sp.point && !f.reader.MayContainRow(sp.lo) {
+			rd, err := f.reader()
+			if err != nil {
+				// Reported by the family's merge at its first seek.
+				srcs = append(srcs, errIter{err})
+				continue
+			}
+			if sp.point && !rd.MayContainRow(sp.lo) {
 				continue
 			}
 			if p != nil {
@@ -209,11 +215,11 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch, pin
 				// reuses the element's buffers (openSpan made room).
 				p.ssts = p.ssts[:len(p.ssts)+1]
 				it := &p.ssts[len(p.ssts)-1]
-				f.reader.InitIter(it, lo, hi)
+				rd.InitIter(it, lo, hi)
 				it.SetPins(pins)
 				srcs = append(srcs, it)
 			} else {
-				it := f.reader.NewIter(lo, hi)
+				it := rd.NewIter(lo, hi)
 				it.SetPins(pins)
 				srcs = append(srcs, it)
 			}

@@ -244,7 +244,12 @@ func (s *readState) openSpanReverse(sp span, fams map[string]bool) []*familyCurs
 				if !ok {
 					continue
 				}
-				srcs = append(srcs, f.reader.NewReverseIter(lo, hi))
+				rd, err := f.reader()
+				if err != nil {
+					srcs = append(srcs, errIter{err})
+					continue
+				}
+				srcs = append(srcs, rd.NewReverseIter(lo, hi))
 			}
 		}
 		if len(srcs) == 0 {

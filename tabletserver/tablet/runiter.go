@@ -8,8 +8,9 @@ import (
 )
 
 // runIter reads a sorted run's files (see runs.go) one after another over
-// a span, as if they were one file: it opens a file's iterator only when
-// the read reaches the file, and one at a time. A scan over a run of a
+// a span, as if they were one file: it opens a file's iterator (and the
+// file itself, if no read has yet: tablefile.go) only when the read
+// reaches the file, and one at a time. A scan over a run of a
 // hundred files then costs what a scan of one file costs, where a merge of
 // a hundred iterators would compare keys across all of them at each entry
 // and read the first block of every file up front.
@@ -41,7 +42,12 @@ func (r *runIter) open(i int, k []byte) bool {
 		if !ok {
 			continue
 		}
-		f.reader.InitIter(&r.it, lo, hi)
+		rd, err := f.reader()
+		if err != nil {
+			r.err = err
+			return false
+		}
+		rd.InitIter(&r.it, lo, hi)
 		if r.noFill {
 			r.it.DontFillCache()
 		}
@@ -78,7 +84,8 @@ func (r *runIter) closeFile() {
 func (r *runIter) SeekGE(k []byte) bool {
 	r.err = nil
 	i := sort.Search(len(r.files), func(i int) bool {
-		return bytes.Compare(r.files[i].reader.Properties().LargestKey, k) >= 0
+		_, _, largest := r.files[i].keys()
+		return bytes.Compare(largest, k) >= 0
 	})
 	return r.open(i, k)
 }

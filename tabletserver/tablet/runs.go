@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/sstable"
+	"github.com/tabuladb/tabula/manifest"
 )
 
 // Sorted runs (docs/CONTRACTS.md §3, "Compaction").
@@ -33,19 +33,19 @@ type rowSpan struct {
 	first, last []byte
 }
 
-// fileRowSpan returns the rows r's entries span, nil when it has none (or
-// its properties do not decode, which opening the file would have
-// refused): such a file makes a run of its own.
-func fileRowSpan(r *sstable.Reader) *rowSpan {
-	p := r.Properties()
-	if p.NumEntries == 0 {
+// fileRowSpan returns the rows a file's entries span, from the keys its
+// manifest record holds (taken from its properties when the manifest had
+// none: tablefile.go), nil when it has none (or its keys do not decode):
+// such a file makes a run of its own.
+func fileRowSpan(ref manifest.FileRef) *rowSpan {
+	if !ref.HasKeys() {
 		return nil
 	}
-	first, err := cell.RowPrefix(p.SmallestKey)
+	first, err := cell.RowPrefix(ref.SmallestKey)
 	if err != nil {
 		return nil
 	}
-	last, err := cell.RowPrefix(p.LargestKey)
+	last, err := cell.RowPrefix(ref.LargestKey)
 	if err != nil {
 		return nil
 	}
@@ -137,13 +137,15 @@ func (r *run) within(lo, hi []byte) []*tableFile {
 	start := 0
 	if lo != nil {
 		start = sort.Search(len(fs), func(i int) bool {
-			return bytes.Compare(fs[i].reader.Properties().LargestKey, lo) >= 0
+			_, _, largest := fs[i].keys()
+			return bytes.Compare(largest, lo) >= 0
 		})
 	}
 	end := len(fs)
 	if hi != nil {
 		end = start + sort.Search(len(fs)-start, func(i int) bool {
-			return bytes.Compare(fs[start+i].reader.Properties().SmallestKey, hi) >= 0
+			_, smallest, _ := fs[start+i].keys()
+			return bytes.Compare(smallest, hi) >= 0
 		})
 	}
 	return fs[start:end]

@@ -32,7 +32,11 @@ func (t *Tablet) SplitKey() ([]byte, error) {
 	var minRow []byte
 	for _, name := range t.schema.Load().names {
 		for _, f := range v.files[name] {
-			for _, e := range f.reader.IndexEntries(f.lower(), f.upper()) {
+			rd, err := f.reader()
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range rd.IndexEntries(f.lower(), f.upper()) {
 				row, ok := rowOfKey(e.LastKey)
 				if !ok {
 					continue
@@ -42,7 +46,7 @@ func (t *Tablet) SplitKey() ([]byte, error) {
 			}
 			// The file's first row within its bounds, to rule out a split
 			// that leaves the left child empty.
-			it := f.reader.NewIter(f.lower(), f.upper())
+			it := rd.NewIter(f.lower(), f.upper())
 			if it.First() {
 				if r, ok := rowOfKey(it.Key()); ok && (minRow == nil || bytes.Compare(r, minRow) < 0) {
 					minRow = bytes.Clone(r)
@@ -233,9 +237,10 @@ func boundedRefs(absParent, absDir string, v *version, start, end []byte) ([]man
 			}
 		}
 		if f != nil {
-			// Skip files with no key in the child's part.
-			p := f.reader.Properties()
-			if (u != nil && bytes.Compare(p.SmallestKey, u) >= 0) || (l != nil && bytes.Compare(p.LargestKey, l) < 0) {
+			// Skip files with no key in the child's part (the keys of
+			// its record, which the split child's reference keeps).
+			_, smallest, largest := f.keys()
+			if (u != nil && bytes.Compare(smallest, u) >= 0) || (l != nil && bytes.Compare(largest, l) < 0) {
 				continue
 			}
 		}

@@ -55,8 +55,10 @@ func (t *Tablet) Stats() Stats {
 				fs.SSTables++
 				fs.Cells += f.ref.NumCells
 				fs.Tombstones += f.ref.NumTombstones
-				s.Memory.OpenFiles++
-				s.Memory.FileMetadata += f.reader.MetadataBytes()
+				if f.opened() != nil {
+					s.Memory.OpenFiles++
+				}
+				s.Memory.FileMetadata += f.metadataBytes()
 				if !f.own || f.ref.Lower != nil || f.ref.Upper != nil {
 					refs++
 				}

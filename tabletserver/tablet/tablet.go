@@ -13,7 +13,6 @@ import (
 
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
-	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/wal"
 )
 
@@ -144,8 +143,9 @@ func Open(opts Options) (_ *Tablet, err error) {
 	// One listing of the folder answers every question of the open (the
 	// newest version, saves to skip, the older manifests to delete,
 	// whether there is an own log/ folder): on an object store a load
-	// costs four requests, and a GET per SSTable
-	// (TestLoadOnAnObjectStoreCostsFourRequestsAndOnePerSSTable).
+	// costs four requests and no GET of an SSTable, which opens on its
+	// first read (tablefile.go,
+	// TestLoadOnAnObjectStoreCostsTheSameWithAnySSTables).
 	began := time.Now()
 	folder, err := manifest.ReadFolder(opts.FS, opts.Dir)
 	if err != nil {
@@ -219,7 +219,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 			} else {
 				for _, fs := range files {
 					for _, f := range fs {
-						_ = f.reader.Close()
+						f.close()
 					}
 				}
 			}
@@ -295,23 +295,6 @@ func Open(opts Options) (_ *Tablet, err error) {
 		"replay", replayed.Sub(opened).Round(time.Millisecond),
 		"seal", time.Since(replayed).Round(time.Millisecond))
 	return t, nil
-}
-
-// openFile opens the SSTable a manifest record names.
-func (t *Tablet) openFile(ref manifest.FileRef) (*tableFile, error) {
-	path := filepath.Join(t.dir, filepath.FromSlash(ref.Path))
-	// A file keeps the InMemory hint its family had when it was opened;
-	// after a schema change, files written later (flush, compaction) get
-	// the new one.
-	fam := t.schema.Load().byName[ref.Family]
-	inMemory := fam != nil && fam.InMemory
-	// The size the manifest recorded spares an object store's LIST of the
-	// file's parts (sstable.ReaderOptions.Size).
-	r, err := sstable.Open(path, sstable.ReaderOptions{Cache: t.opts.Cache, InMemory: inMemory, FS: t.opts.FS, Size: int64(ref.Size)})
-	if err != nil {
-		return nil, fmt.Errorf("tablet: open sstable of family %s: %w", ref.Family, err)
-	}
-	return &tableFile{ref: ref, path: path, own: manifest.IsOwnPath(ref.Path), reader: r, rows: fileRowSpan(r), t: t}, nil
 }
 
 // replay inserts the commit log records after the manifest's LastSeq into

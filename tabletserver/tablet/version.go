@@ -1,56 +1,11 @@
 package tablet
 
 import (
-	"errors"
-	"io/fs"
 	"sort"
 	"sync/atomic"
 
-	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
-	"github.com/tabuladb/tabula/sstable"
 )
-
-// tableFile is one open SSTable of a version: the manifest's record of it
-// and its reader. It is shared by every version that lists it and
-// refcounted: when the last version holding it goes, the reader is closed,
-// and if the file has become obsolete and lives in the tablet's own folder
-// it is deleted.
-type tableFile struct {
-	ref  manifest.FileRef
-	path string // absolute path
-	own  bool   // inside the tablet's own folder (not a split reference)
-	// majorOf is the family schema of the major compaction that wrote the
-	// file, nil for any other file (see nothingToDrop).
-	majorOf *families.Family
-	// rows are the rows the file's entries span, nil if none (runs.go).
-	rows     *rowSpan
-	reader   *sstable.Reader
-	refs     atomic.Int32
-	obsolete atomic.Bool
-	t        *Tablet
-}
-
-func (f *tableFile) unref() {
-	if f.refs.Add(-1) != 0 {
-		return
-	}
-	_ = f.reader.Close()
-	if f.obsolete.Load() && f.own {
-		// Another owner's manifest may list the file (see guard.go): leave
-		// it behind when the guard refuses.
-		if !f.t.mayDelete("remove obsolete sstable") {
-			return
-		}
-		if err := f.t.opts.FS.Remove(f.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			f.t.logger.Warn("removing obsolete sstable", "path", f.path, "err", err)
-		}
-	}
-}
-
-// lower and upper are the encoded-key bounds this tablet reads the file in.
-func (f *tableFile) lower() []byte { return f.ref.Lower }
-func (f *tableFile) upper() []byte { return f.ref.Upper }
 
 // version is an immutable set of SSTables per family (newest first, by
 // MaxSeq). Readers hold a reference for as long as they read its files.
