@@ -175,9 +175,10 @@ func (s *readState) openSpan(sp span, fams map[string]bool, p *pointScratch, pin
 			r := &s.v.runs[name][i]
 			var f *tableFile
 			switch {
-			case sp.point && len(r.files) > 1:
+			case sp.point && len(r.spans) > 0:
 				// A point read needs the one file whose rows may hold
-				// its row.
+				// its row, and none outside its rows: such a file is
+				// not even opened (tablefile.go).
 				j := r.fileOf(sp.lo)
 				if j < 0 {
 					continue
