@@ -72,6 +72,20 @@ type FileRef struct {
 	LargestKey  []byte `json:"largest_key,omitempty"`
 }
 
+// WithoutKeys returns s with no file's keys recorded (a copy: s is not
+// changed), which Save writes as format version 1.
+func (s State) WithoutKeys() State {
+	files := make([]FileRef, len(s.Files))
+	for i, f := range s.Files {
+		f.NumEntries, f.SmallestKey, f.LargestKey = 0, nil, nil
+		files[i] = f
+	}
+	if s.Files != nil {
+		s.Files = files
+	}
+	return s
+}
+
 // HasKeys reports whether the record holds the file's key range and
 // entry count (NumEntries, SmallestKey, LargestKey), so that the file
 // need not be opened to learn them.
@@ -110,8 +124,12 @@ const FileName = "MANIFEST"
 //
 // Format version 2 added each file's num_entries, smallest_key and
 // largest_key (FileRef.HasKeys); version 1 has no such fields and is
-// still read, its files opened at load to learn them. Save writes
-// version 2, which releases before it refuse ("unknown format version").
+// still read, its files opened at load to learn them. Save writes the
+// lowest version that holds the state: 1 when no file records its keys
+// (State.WithoutKeys), so that a cluster whose older servers may still
+// load its tablets (releases before version 2 refuse it: "unknown format
+// version") can keep writing what they read (docs/OPERATIONS.md
+// "Upgrading in place").
 const (
 	magic         = "tabula-manifest"
 	formatVersion = 2
@@ -129,7 +147,14 @@ func encode(s State) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manifest: encode: %w", err)
 	}
-	b := fmt.Appendf(nil, "%s %d\n", magic, formatVersion)
+	version := 1
+	for _, f := range s.Files {
+		if f.HasKeys() {
+			version = formatKeys
+			break
+		}
+	}
+	b := fmt.Appendf(nil, "%s %d\n", magic, version)
 	b = append(b, body...)
 	b = append(b, '\n')
 	return seal(b), nil

@@ -305,3 +305,40 @@ func TestNewestEpochWins(t *testing.T) {
 		t.Fatalf("damaged newest manifest: %v, want ErrCorrupt", err)
 	}
 }
+
+// Save writes the lowest format version that holds the state: 1 when no
+// file records its keys (State.WithoutKeys: what a tablet server with
+// --manifest-format 1 saves, for releases before version 2 to read), 2
+// when one does.
+func TestEncodeWritesTheLowestVersionThatHoldsTheState(t *testing.T) {
+	s := sampleState()
+	without := s.WithoutKeys()
+	if !s.Files[0].HasKeys() {
+		t.Fatal("WithoutKeys changed the files of the state it was called on")
+	}
+	for _, c := range []struct {
+		name string
+		s    State
+		want string
+	}{{"with keys", s, "tabula-manifest 2\n"}, {"without keys", without, "tabula-manifest 1\n"}} {
+		b, err := encode(c.s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte(c.want)) {
+			t.Errorf("%s: header %q, want %q", c.name, b[:bytes.IndexByte(b, '\n')+1], c.want)
+		}
+		got, err := decode("MANIFEST", b)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !reflect.DeepEqual(got, c.s) {
+			t.Errorf("%s: decoded %+v, want %+v", c.name, got, c.s)
+		}
+	}
+	for _, f := range without.Files {
+		if f.NumEntries != 0 || f.SmallestKey != nil || f.LargestKey != nil {
+			t.Errorf("WithoutKeys kept the keys of %s", f.Path)
+		}
+	}
+}

@@ -192,6 +192,11 @@ type Options struct {
 	// batches").
 	LoadParallelism int
 
+	// ManifestFormat is the manifest format version the server's tablets
+	// write (tablet.Options.ManifestFormat): 0 or 2 the newest, 1 what
+	// releases before format 2 read, for a rolling upgrade from one.
+	ManifestFormat int
+
 	// testHookBatchLoad, set by tests, runs in each tablet's load of a
 	// batch once it holds its slot of LoadParallelism.
 	testHookBatchLoad func()
@@ -216,6 +221,9 @@ func (o Options) withDefaults() (Options, error) {
 		o.CacheBytes < 0 || o.Compactions < 0 || o.SplitThreshold < 0 || o.ShutdownTimeout < 0 ||
 		o.HotSplitWindows < 0 || o.HotSplitCooldown < 0 || o.EtcdPageSize < 0 || o.LoadParallelism < 0 {
 		return o, cell.Invalidf("tabletserver: negative size, count or duration in Options")
+	}
+	if o.ManifestFormat < 0 || o.ManifestFormat > 2 {
+		return o, cell.Invalidf("tabletserver: manifest format %d: this release writes 1 or 2 (--manifest-format)", o.ManifestFormat)
 	}
 	if o.Auth && o.ServerTLS == nil {
 		return o, cell.Invalidf("tabletserver: authentication needs TLS (ServerTLS): tokens sent in plaintext can be read off the network")

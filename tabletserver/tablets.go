@@ -112,7 +112,7 @@ func (s *Server) tabletPath(table, id string) (string, error) {
 func (s *Server) engineOptions(dir string, fams []families.Family, start, end []byte, epoch int64) tablet.Options {
 	return tablet.Options{
 		Dir: dir, FS: s.opts.FS, Families: fams, Start: nilIfEmpty(start), End: nilIfEmpty(end), Epoch: epoch,
-		SyncMode: s.syncMode, MemtableSize: s.opts.MemtableSize,
+		SyncMode: s.syncMode, MemtableSize: s.opts.MemtableSize, ManifestFormat: s.opts.ManifestFormat,
 		Cache: s.cache, Memory: s.memory, Compactions: s.limiter,
 		DisableBackgroundWork: s.opts.DisableBackgroundWork,
 		Logger:                s.logger.With("table", filepath.Base(filepath.Dir(dir)), "tablet", filepath.Base(dir)),

@@ -373,6 +373,7 @@ func newTabletServerCmd() *cobra.Command {
 				Metrics:           reg,
 				MetricsTopTablets: v.GetInt("metrics-top-tablets"),
 				LoadParallelism:   v.GetInt("load-parallelism"),
+				ManifestFormat:    v.GetInt("manifest-format"),
 			}
 			bt := v.GetString("bigtable-addr")
 			if bt != "" {
@@ -430,6 +431,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("instances", "any", "with --bigtable-addr: "+instancesUsage)
 	f.String("cluster-id", "tabula", "with --bigtable-addr: cluster id the instance admin API reports")
 	f.Int("load-parallelism", tabletserver.DefaultLoadParallelism, "tablets of the master's batched loads (LoadTablets) opened at once, e.g. when a dead server's tablets are handed on")
+	f.Int("manifest-format", 2, "manifest format version to write: 2 records each SSTable's keys, so a tablet loads without opening its files; 1 is what releases before it read: use it while such servers may still load this cluster's tablets (a rolling upgrade, see docs/OPERATIONS.md)")
 	f.Int("metrics-top-tablets", tabletserver.DefaultTopTablets, "per-tablet metrics (tabula_tablet_*) for this many of the server's largest tablets and as many of its busiest only; -1: none")
 	addHTTPFlag(c, "")
 	addLogFlag(c, "info")

@@ -114,7 +114,7 @@ func Merge(ctx context.Context, left, right *Tablet, dir string) (err error) {
 			return err
 		}
 	}
-	if err := manifest.SaveEpoch(left.opts.FS, dir, epoch, st); err != nil {
+	if err := manifest.SaveEpoch(left.opts.FS, dir, epoch, left.opts.manifestState(st)); err != nil {
 		_ = manifest.Remove(left.opts.FS, dir, epoch)
 		return fmt.Errorf("tablet: merge: write merged manifest: %w", err)
 	}

@@ -307,3 +307,56 @@ func TestLazyOpenOfABadSSTableFailsAsTheLoadDid(t *testing.T) {
 		})
 	}
 }
+
+// With ManifestFormat 1 (a rolling upgrade from a release before format
+// 2) the tablet saves manifests of format version 1, which that release
+// reads, and its next load opens every file, as that release did; a
+// tablet of the newest format then records the keys again at its next
+// save, and its next load opens none.
+func TestManifestFormat1IsWhatOlderReleasesRead(t *testing.T) {
+	dir := t.TempDir()
+	opts := testOptions(dir)
+	opts.ManifestFormat = 1
+	tb := openTablet(t, opts)
+	writeRuns(t, tb, 2)
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := newestManifestHeader(t, dir); got != "tabula-manifest 1" {
+		t.Fatalf("ManifestFormat 1 saved %q, want tabula-manifest 1", got)
+	}
+
+	opts = testOptions(dir)
+	opts.Create = false
+	tb = openTablet(t, opts)
+	if n := tb.Stats().Memory.OpenFiles; n != 4 {
+		t.Fatalf("a load of a format 1 manifest opened %d files, want all 4", n)
+	}
+	writeRuns(t, tb, 1) // a flush saves the manifest
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := newestManifestHeader(t, dir); got != "tabula-manifest 2" {
+		t.Fatalf("the newest format saved %q, want tabula-manifest 2", got)
+	}
+	tb = openTablet(t, opts)
+	if n := tb.Stats().Memory.OpenFiles; n != 0 {
+		t.Fatalf("a load of a format 2 manifest opened %d files, want none", n)
+	}
+}
+
+// newestManifestHeader returns the first line of the newest manifest
+// version in dir.
+func newestManifestHeader(t *testing.T, dir string) string {
+	t.Helper()
+	ids, err := manifest.List(vfs.Default, dir)
+	if err != nil || len(ids) == 0 {
+		t.Fatalf("listing the manifests of %s: %v (%d)", dir, err, len(ids))
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ids[len(ids)-1].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return line
+}

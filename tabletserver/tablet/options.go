@@ -9,6 +9,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sharedlog"
 	"github.com/tabuladb/tabula/sstable"
 	"github.com/tabuladb/tabula/vfs"
@@ -59,6 +60,14 @@ type Options struct {
 	// pickTiered). The default is 8: fewer makes compactions rewrite data
 	// more often than the log of its size.
 	L0Trigger int
+	// ManifestFormat is the manifest format version the tablet writes:
+	// 0 (the default) the newest, 2, whose files record their key ranges
+	// so that a load opens none of them; 1 what releases before it read
+	// (every file is then opened at load, as they did). Set 1 while
+	// servers of such a release may still load this cluster's tablets: a
+	// rolling upgrade, or before a rollback (docs/OPERATIONS.md "Upgrading
+	// in place").
+	ManifestFormat int
 	// Clock returns microseconds since the epoch; it stamps server
 	// timestamps and evaluates TTLs. The default is time.Now().UnixMicro.
 	Clock func() int64
@@ -130,6 +139,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MemtableSize < 0 || o.L0Trigger < 0 || o.SyncInterval < 0 {
 		return o, cell.Invalidf("tablet: negative MemtableSize, L0Trigger or SyncInterval")
 	}
+	if o.ManifestFormat < 0 || o.ManifestFormat > 2 {
+		return o, cell.Invalidf("tablet: manifest format %d: this release writes 1 or 2 (0: the newest)", o.ManifestFormat)
+	}
 	if o.Start != nil && o.End != nil && bytes.Compare(o.Start, o.End) >= 0 {
 		return o, cell.Invalidf("tablet: range start %q is not before end %q", o.Start, o.End)
 	}
@@ -193,4 +205,13 @@ func writerOptions(f *families.Family) sstable.WriterOptions {
 
 // seals reports whether Open seals the tablet (fence.go): an owner at an
 // epoch, or on a shared log.
+// manifestState is st as the tablet saves it: without its files' keys
+// when ManifestFormat is 1.
+func (o Options) manifestState(st manifest.State) manifest.State {
+	if o.ManifestFormat == 1 {
+		return st.WithoutKeys()
+	}
+	return st
+}
+
 func (o Options) seals() bool { return o.Epoch > 0 || o.Log != nil }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/manifest"
-	"github.com/tabuladb/tabula/vfs"
 )
 
 // SplitKey returns a middle row of the tablet, taken from the SSTable
@@ -166,7 +165,7 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 		defer v.unref()
 		for _, c := range children {
 			guard := func() error { return t.checkGuard("write split child manifest") }
-			if err := writeChild(t.opts.FS, absParent, c.dir, c.start, c.end, v, lastSeq, nextFile, t.opts.Epoch, guard); err != nil {
+			if err := writeChild(t.opts, absParent, c.dir, c.start, c.end, v, lastSeq, nextFile, guard); err != nil {
 				return err
 			}
 		}
@@ -189,7 +188,8 @@ func (t *Tablet) Split(ctx context.Context, row []byte, leftDir, rightDir string
 // writeChild writes a split child's manifest referencing the parent's
 // files, at the parent's epoch (the child is opened at a later one, which
 // seals it); guard is asked right before the manifest is saved.
-func writeChild(fsys vfs.FS, absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64, epoch int64, guard func() error) error {
+func writeChild(opts Options, absParent, dir string, start, end []byte, v *version, lastSeq, nextFile uint64, guard func() error) error {
+	fsys, epoch := opts.FS, opts.Epoch
 	if err := fsys.MkdirAll(dir); err != nil {
 		return fmt.Errorf("tablet: split: %w", err)
 	}
@@ -205,7 +205,7 @@ func writeChild(fsys vfs.FS, absParent, dir string, start, end []byte, v *versio
 	if err := guard(); err != nil {
 		return err
 	}
-	if err := manifest.SaveEpoch(fsys, dir, epoch, st); err != nil {
+	if err := manifest.SaveEpoch(fsys, dir, epoch, opts.manifestState(st)); err != nil {
 		return fmt.Errorf("tablet: split: write child manifest: %w", err)
 	}
 	return nil

@@ -178,7 +178,7 @@ func Open(opts Options) (_ *Tablet, err error) {
 		// save failed, and is created again by its next open.
 		if !opts.seals() {
 			mID.Version = 1
-			if err := manifest.SaveVersion(opts.FS, opts.Dir, mID, st); err != nil {
+			if err := manifest.SaveVersion(opts.FS, opts.Dir, mID, opts.manifestState(st)); err != nil {
 				return nil, fmt.Errorf("tablet: create %s: %w", opts.Dir, err)
 			}
 		}
@@ -494,7 +494,7 @@ func (t *Tablet) installLocked(files map[string][]*tableFile, flushed *immutable
 	// attempt's version is not reused (it may exist: ErrMaybeSaved).
 	t.manifestVer++
 	id := manifest.ID{Epoch: t.opts.Epoch, Version: t.manifestVer}
-	if err := manifest.SaveVersion(t.opts.FS, t.dir, id, st); err != nil {
+	if err := manifest.SaveVersion(t.opts.FS, t.dir, id, t.opts.manifestState(st)); err != nil {
 		err = fmt.Errorf("tablet: save manifest: %w", err)
 		// Like a failed log: the tablet takes no more writes, and its
 		// owner hands it on (OnFailure).
