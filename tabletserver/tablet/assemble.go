@@ -240,7 +240,8 @@ type rowBuffer struct {
 	arena   []byte
 	entries []rawEntry
 	// reuse lets startRow recycle the arena; only when nothing emitted
-	// from a row outlives the next row (compaction, whose writer copies).
+	// from a row outlives the next row (compaction, whose writer copies;
+	// a scan with ReadOptions.ReuseCells).
 	reuse bool
 	// keepEnc keeps each entry's encoded key (rawEntry.enc), which only a
 	// compaction, writing entries out again, needs.
