@@ -401,9 +401,11 @@ func (s *readState) initPointScanner(p *pointScratch, sp span, filter *rowfilter
 	return &p.sc
 }
 
-// appendCell adds a cell to the current row, moving the row's cells to a
-// new slab when the current one is full.
-func (r *rowScanner) appendCell(c cell.Cell) {
+// appendCell adds the cell of entry e to the current row, moving the row's
+// cells to a new slab when the current one is full. The cell's fields are
+// set in the slab's slot, not built and copied there: a cell is 120 bytes,
+// and a scan writes one per row.
+func (r *rowScanner) appendCell(row []byte, family string, e *rawEntry) {
 	if len(r.slab) == cap(r.slab) {
 		cur := r.slab[r.rowStart:]
 		n := min(max(2*cap(r.slab), minCellSlab), maxCellSlab)
@@ -411,7 +413,11 @@ func (r *rowScanner) appendCell(c cell.Cell) {
 		copy(next, cur)
 		r.slab, r.rowStart = next, 0
 	}
-	r.slab = append(r.slab, c)
+	r.slab = r.slab[:len(r.slab)+1]
+	c := &r.slab[len(r.slab)-1]
+	c.Row, c.Family, c.Qualifier, c.Timestamp, c.Value = row, family, e.key.Qualifier, e.key.Timestamp, e.value
+	// A reused slot may hold a filter's labels from an earlier row.
+	c.Labels = nil
 }
 
 // next returns the next row with cells left after GC and the filter: the
@@ -435,9 +441,10 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 			}
 		}
 		// rowKey is a key of the next row: any of its encoded keys, or
-		// its prefix alone.
+		// its prefix alone; from is the forward cursor it came from.
 		var rowKey []byte
-		for _, c := range r.cs {
+		from := -1
+		for i, c := range r.cs {
 			if r.reverse {
 				if err := c.rev.Err(); err != nil {
 					r.err = err
@@ -453,7 +460,7 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 				return nil, nil, false
 			}
 			if c.it.Valid() && (rowKey == nil || bytes.Compare(c.it.Key(), rowKey) < 0) {
-				rowKey = c.it.Key()
+				rowKey, from = c.it.Key(), i
 			}
 		}
 		if rowKey == nil {
@@ -475,7 +482,7 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 			r.slab = r.slab[:0]
 		}
 		r.rowStart = len(r.slab)
-		for _, c := range r.cs {
+		for i, c := range r.cs {
 			var it *mergeIter
 			if r.reverse {
 				if !bytes.Equal(c.rev.prefix(), rp) {
@@ -483,12 +490,14 @@ func (r *rowScanner) next(ctx context.Context) (row []byte, cells []cell.Cell, o
 				}
 				it = c.rev.entries(rp)
 			} else {
-				if !c.it.Valid() || !bytes.HasPrefix(c.it.Key(), rp) {
+				// The cursor rowKey came from is at the row: rp is its
+				// key's prefix.
+				if i != from && (!c.it.Valid() || !bytes.HasPrefix(c.it.Key(), rp)) {
 					continue
 				}
 				it = c.it
 			}
-			if !r.addFamily(c, it, rp, row) {
+			if !r.addFamily(c, it, rp, row, !r.reverse) {
 				return nil, nil, false
 			}
 			if r.reverse {
@@ -528,11 +537,14 @@ func (r *rowScanner) skipRow(rp []byte) {
 // addFamily reads family c's entries of the row (prefix rp) from it, which
 // stands at the row's first entry, and appends the cells left after
 // deletes and the GC policy. It is the one assembly of a row's family for
-// forward and reversed reads. False (r.err set) on error: the row may be
-// incomplete and must not be returned.
-func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) bool {
+// forward and reversed reads. atRow says that it is known to be valid at
+// an entry of the row (the forward scan checked), so that the first entry
+// is not compared with rp again. False (r.err set) on error: the row may
+// be incomplete and must not be returned.
+func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte, atRow bool) bool {
 	r.buf.startFamily()
-	for it.Valid() && bytes.HasPrefix(it.Key(), rp) {
+	for atRow || (it.Valid() && bytes.HasPrefix(it.Key(), rp)) {
+		atRow = false
 		if err := r.buf.add(it.Key(), it.Value()); err != nil {
 			r.err = err
 			return false
@@ -548,13 +560,13 @@ func (r *rowScanner) addFamily(c *familyCursor, it *mergeIter, rp, row []byte) b
 		if simple, visible := assembleOne(&es[0], r.st.seq, &c.policy, c.agg, modeRead); simple {
 			if visible {
 				e := &es[0]
-				r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
+				r.appendCell(row, name, e)
 			}
 			return true
 		}
 	}
 	assembleFamily(r.buf.entries, r.st.seq, c.policy, c.agg, modeRead, func(e *rawEntry) {
-		r.appendCell(cell.Cell{Row: row, Family: name, Qualifier: e.key.Qualifier, Timestamp: e.key.Timestamp, Value: e.value})
+		r.appendCell(row, name, e)
 	})
 	return true
 }
