@@ -364,3 +364,33 @@ func putBytes(c *Cache, id, offset uint64, block []byte, inMemory bool) {
 	c.put(id, offset, b, inMemory)
 	b.release()
 }
+
+// TestCachePutIntoAFullCacheDoesNotAllocate: a put that evicts a block
+// reuses the evicted block's entry (a scan larger than the cache puts
+// and evicts a block for every block it reads).
+func TestCachePutIntoAFullCacheDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocations")
+	}
+	const capacity, blockLen = 64 << 10, 1 << 10
+	c := NewCache(capacity)
+	bufs := make([]*blockBuf, 256)
+	for i := range bufs {
+		bufs[i] = ownBlockBuf(chargedBlock(byte(i), blockLen))
+		bufs[i].ref() // the test's own: never recycled
+	}
+	off := uint64(0)
+	put := func() {
+		c.put(1, off, bufs[off%uint64(len(bufs))], false)
+		off++
+	}
+	for range 2 * capacity / blockLen {
+		put() // full, and the map at its size
+	}
+	if n := testing.AllocsPerRun(1000, put); n != 0 {
+		t.Fatalf("a put into a full cache allocates %v times", n)
+	}
+	if st := c.Stats(); st.Bytes > capacity || st.Bytes < capacity-blockLen {
+		t.Fatalf("cache holds %d bytes, want about %d", st.Bytes, capacity)
+	}
+}
