@@ -98,8 +98,13 @@ func readEscaped(b []byte) (s, rest []byte, err error) {
 	var out []byte
 	copied := false
 	for {
-		i := bytes.IndexByte(b, 0)
-		if i < 0 || i+1 >= len(b) {
+		// A byte loop rather than bytes.IndexByte: qualifiers are short
+		// (often empty), and a scan decodes one per entry (escapedLen).
+		i := 0
+		for i < len(b) && b[i] != 0 {
+			i++
+		}
+		if i+1 >= len(b) {
 			return nil, nil, ErrCorruptKey
 		}
 		switch b[i+1] {
@@ -186,7 +191,9 @@ func DecodeKeyInRow(b []byte, prefixLen int, row []byte) (Key, error) {
 // of its own: a Key is too large to copy twice per entry. On error *k is
 // zeroed.
 func DecodeKeyInRowTo(k *Key, b []byte, prefixLen int, row []byte) error {
-	*k = Key{Row: row}
+	// Every field is set (decodeAfterRow sets all but Row): *k is not
+	// zeroed first, which a scan would pay once per entry.
+	k.Row = row
 	if prefixLen < 2 || prefixLen > len(b) {
 		*k = Key{}
 		return ErrCorruptKey
@@ -234,14 +241,15 @@ func DecodeKeyKind(b []byte) (kind Kind, timestamp int64, seq uint64, err error)
 	return kind, int64(^binary.BigEndian.Uint64(rest)), ^binary.BigEndian.Uint64(rest[8:]), nil
 }
 
-// decodeAfterRow decodes what follows the row prefix of a key into k.
+// decodeAfterRow decodes what follows the row prefix of a key into k,
+// setting every field but Row.
 func decodeAfterRow(k *Key, rest []byte) error {
 	if len(rest) < 1 {
 		return ErrCorruptKey
 	}
 	switch rest[0] {
 	case classFamily:
-		k.Kind = KindDeleteFamily
+		k.Kind, k.Qualifier = KindDeleteFamily, nil
 		rest = rest[1:]
 	case classColumn:
 		q, r, err := readEscaped(rest[1:])

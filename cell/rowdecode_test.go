@@ -43,6 +43,14 @@ func checkRowDecoders(t *testing.T, b []byte) {
 	if compareKeys(got, want) != 0 || got.Kind != want.Kind || !bytes.Equal(got.Qualifier, want.Qualifier) {
 		t.Fatalf("DecodeKeyInRow(%x) = %+v, want %+v", b, got, want)
 	}
+	// DecodeKeyInRowTo into a key left over from another decode (a
+	// scan's reused entry) sets every field.
+	dirty := Key{Row: []byte("old"), Qualifier: []byte("old"), Timestamp: 42, Seq: 42, Kind: KindSet}
+	if err := DecodeKeyInRowTo(&dirty, b, len(p), row[1:]); err != nil ||
+		compareKeys(dirty, want) != 0 || dirty.Kind != want.Kind || !bytes.Equal(dirty.Qualifier, want.Qualifier) ||
+		(dirty.Qualifier == nil) != (want.Qualifier == nil) {
+		t.Fatalf("DecodeKeyInRowTo(%x) over a used key = %+v, %v; want %+v", b, dirty, err, want)
+	}
 }
 
 func TestRowDecodersMatchDecodeKey(t *testing.T) {
@@ -51,6 +59,11 @@ func TestRowDecodersMatchDecodeKey(t *testing.T) {
 		{Row: []byte("r\x00w\x00"), Qualifier: []byte("q\x00"), Timestamp: 1, Seq: 2, Kind: KindDeleteColumn},
 		{Row: []byte("\x00"), Seq: 1, Kind: KindDeleteFamily},
 		{Row: []byte("tabulake\x00\x00\x00\x00\x00\x01\x86\xa0"), Timestamp: 1, Seq: 7, Kind: KindSet},
+		// Rows whose 8-byte words hold no 0x00 (AppendKeyRow copies
+		// those whole) and end anywhere in a word.
+		{Row: []byte("abcdefgh"), Qualifier: []byte("qualifier-long"), Timestamp: 3, Seq: 4, Kind: KindSet},
+		{Row: []byte("abcdefghijklmnopq\x00rstuvwxyz0123456"), Seq: 5, Kind: KindDeleteFamily},
+		{Row: []byte("abcdefg"), Seq: 6, Kind: KindDeleteColumn, Qualifier: []byte("12345678\x00")},
 	}
 	for _, k := range keys {
 		checkRowDecoders(t, AppendKey(nil, k))

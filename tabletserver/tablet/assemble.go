@@ -307,9 +307,16 @@ func (b *rowBuffer) startFamily() { b.entries = b.entries[:0] }
 func (b *rowBuffer) add(key, value []byte) error {
 	if !b.keepEnc {
 		// Decode straight into the entry: a rawEntry is too large to
-		// build and then copy once per cell of a scan.
-		b.entries = append(b.entries, rawEntry{value: value[:len(value):len(value)]})
-		e := &b.entries[len(b.entries)-1]
+		// build and then copy once per cell of a scan, or to zero first
+		// (DecodeKeyInRowTo sets every field of the key).
+		n := len(b.entries)
+		if n < cap(b.entries) {
+			b.entries = b.entries[:n+1]
+		} else {
+			b.entries = append(b.entries, rawEntry{})
+		}
+		e := &b.entries[n]
+		e.enc, e.value = nil, value[:len(value):len(value)]
 		if err := cell.DecodeKeyInRowTo(&e.key, key, b.rowLen, b.row); err != nil {
 			b.entries = b.entries[:len(b.entries)-1]
 			return err
