@@ -59,8 +59,8 @@ func TestRowDecodersMatchDecodeKey(t *testing.T) {
 		{Row: []byte("r\x00w\x00"), Qualifier: []byte("q\x00"), Timestamp: 1, Seq: 2, Kind: KindDeleteColumn},
 		{Row: []byte("\x00"), Seq: 1, Kind: KindDeleteFamily},
 		{Row: []byte("tabulake\x00\x00\x00\x00\x00\x01\x86\xa0"), Timestamp: 1, Seq: 7, Kind: KindSet},
-		// Rows whose 8-byte words hold no 0x00 (AppendKeyRow copies
-		// those whole) and end anywhere in a word.
+		// Longer rows and qualifiers, and a family tombstone, whose
+		// decode over a used key must clear its qualifier.
 		{Row: []byte("abcdefgh"), Qualifier: []byte("qualifier-long"), Timestamp: 3, Seq: 4, Kind: KindSet},
 		{Row: []byte("abcdefghijklmnopq\x00rstuvwxyz0123456"), Seq: 5, Kind: KindDeleteFamily},
 		{Row: []byte("abcdefg"), Seq: 6, Kind: KindDeleteColumn, Qualifier: []byte("12345678\x00")},
