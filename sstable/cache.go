@@ -158,6 +158,7 @@ func (c *Cache) shard(k cacheKey) *cacheShard {
 func (c *Cache) get(id, offset uint64) *blockBuf {
 	k := cacheKey{id, offset}
 	s := c.shard(k)
+	var block *blockBuf
 	s.mu.Lock()
 	e, ok := s.items[k]
 	if ok {
@@ -165,8 +166,11 @@ func (c *Cache) get(id, offset uint64) *blockBuf {
 		l.unlink(e)
 		l.pushFront(e)
 		// Under the lock: an eviction cannot release the cache's
-		// reference between the lookup and this one.
-		e.block.ref()
+		// reference between the lookup and this one. The block is read
+		// under it too: once unlocked, the entry may be evicted and
+		// reused by another put.
+		block = e.block
+		block.ref()
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -174,7 +178,7 @@ func (c *Cache) get(id, offset uint64) *blockBuf {
 		return nil
 	}
 	c.hits.Add(1)
-	return e.block
+	return block
 }
 
 // put adds a block, which must not be modified afterwards, to the normal
