@@ -30,6 +30,9 @@ type Iter struct {
 	// fileClosed: the Reader was closed before the iterator was made
 	// (its index is gone); every seek fails with ErrClosed.
 	fileClosed bool
+	// loadErr: the Reader's index could not be loaded again (see
+	// Reader.Unload); every seek fails with it.
+	loadErr error
 	// noFill: blocks read from the file are not added to the cache (see
 	// DontFillCache).
 	noFill bool
@@ -57,6 +60,9 @@ func (r *Reader) NewIter(lower, upper []byte) *Iter {
 func (r *Reader) InitIter(it *Iter, lower, upper []byte) {
 	bounds := it.bounds[:0]
 	*it = Iter{r: r, fileClosed: r.closed.Load()}
+	if !it.fileClosed {
+		it.loadErr = r.ensure()
+	}
 	it.blk.key = it.keyBuf[:0]
 	// One buffer holds both bounds' copies.
 	buf := bounds
@@ -117,6 +123,10 @@ func (it *Iter) start(i int, key []byte) bool {
 	it.valid = false
 	if it.closed || it.fileClosed {
 		it.err = ErrClosed
+		return false
+	}
+	if it.loadErr != nil {
+		it.err = it.loadErr
 		return false
 	}
 	for ; i < it.r.index.len(); i++ {

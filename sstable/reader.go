@@ -104,8 +104,12 @@ type Reader struct {
 	filter  filter // nil when the file has none
 	props   Properties
 	// metaBytes is the memory index, filter and properties hold, set by
-	// load.
-	metaBytes int64
+	// load (0 while unloaded).
+	metaBytes atomic.Int64
+	// unloaded: Unload gave the index and filter back; ensure loads them
+	// again, under loadMu, before their next use.
+	unloaded atomic.Bool
+	loadMu   sync.Mutex
 	// blockReads counts data blocks read from the file (cache misses).
 	blockReads atomic.Int64
 
@@ -147,14 +151,62 @@ func open(path string, f vfs.Readable, opts ReaderOptions) (_ *Reader, err error
 	if r.cacheID == 0 {
 		r.cacheID = nextCacheID.Add(1)
 	}
-	if err := r.load(uint64(f.Size())); err != nil {
+	if err := r.load(uint64(f.Size()), false); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// load reads the metadata of a file of the given size.
-func (r *Reader) load(size uint64) error {
+// Unload gives the memory of the file's index and filter back (the
+// largest part of what an open file holds: megabytes per 4M keys); the
+// next use of either (an iterator, a filter probe, IndexEntries,
+// ApproximateSize) reads them from the file again. A tablet unloads a
+// compaction's outputs as it writes them, so that they are not held
+// beside the inputs' until the compaction is published and the inputs are
+// closed (docs/BENCHMARKS.md "Compaction outputs cut into files of a
+// target size"). It must be called while no other goroutine uses the
+// Reader and no iterator of it is open: before the Reader is shared.
+func (r *Reader) Unload() {
+	r.loadMu.Lock()
+	defer r.loadMu.Unlock()
+	if r.closed.Load() || r.unloaded.Load() {
+		return
+	}
+	r.index.mem.Free()
+	if f, ok := r.filter.(*hashFilter); ok {
+		f.mem.Free()
+	}
+	r.index, r.filter = blockIndex{}, nil
+	r.metaBytes.Store(0)
+	r.unloaded.Store(true)
+}
+
+// ensure loads the index and filter again after Unload. An error (the
+// file damaged or gone since it was opened) is returned to the caller
+// and the next use tries again.
+func (r *Reader) ensure() error {
+	if !r.unloaded.Load() {
+		return nil
+	}
+	r.loadMu.Lock()
+	defer r.loadMu.Unlock()
+	if !r.unloaded.Load() {
+		return nil
+	}
+	if r.closed.Load() {
+		return ErrClosed
+	}
+	if err := r.load(r.props.FileSize, true); err != nil {
+		r.index, r.filter = blockIndex{}, nil
+		return err
+	}
+	r.unloaded.Store(false)
+	return nil
+}
+
+// load reads the metadata of a file of the given size; again (ensure)
+// leaves the properties as they are, since other goroutines read them.
+func (r *Reader) load(size uint64, again bool) error {
 	if size < footerLen {
 		return corruptf(r.path, kindFooter, 0, "file of %d bytes is shorter than a footer", size)
 	}
@@ -224,10 +276,14 @@ func (r *Reader) load(size uint64) error {
 	if err != nil {
 		return err
 	}
-	if r.props, err = decodeProperties(b); err != nil {
+	props, err := decodeProperties(b)
+	if err != nil {
 		return corruptf(r.path, kindProperties, ft.properties.offset, "%v", err)
 	}
-	r.props.FileSize = size
+	if !again {
+		r.props = props
+		r.props.FileSize = size
+	}
 	// keepTail: the filter opens the tail and keeps the tail's memory,
 	// cut to the filter once the index is decoded (offheap.Buf.Shrink).
 	keepTail := false
@@ -289,7 +345,7 @@ func (r *Reader) load(size uint64) error {
 		tail.mem.Shrink(int(ft.filter.length + trailerLen))
 		tail.mem = nil // the filter's now: the deferred Free leaves it
 	}
-	r.metaBytes = r.metadataBytes()
+	r.metaBytes.Store(r.metadataBytes())
 	return nil
 }
 
@@ -344,7 +400,7 @@ func (r *Reader) metadataBytes() int64 {
 // handle), its bloom filter and its properties. They are kept decoded for
 // as long as the Reader is open, so that a point read consults the filter
 // and the index without a cache lookup; their memory is reported here.
-func (r *Reader) MetadataBytes() int64 { return r.metaBytes }
+func (r *Reader) MetadataBytes() int64 { return r.metaBytes.Load() }
 
 // decodeIndex decodes the index block and checks that the data blocks
 // follow each other from offset 0 up to dataEnd, in increasing key order.
@@ -619,6 +675,9 @@ func (r *Reader) MayContainRow(encodedRow []byte) bool {
 	if r.props.NumEntries == 0 {
 		return false
 	}
+	if r.ensure() != nil {
+		return true // the read that follows reports the error
+	}
 	return r.filter == nil || r.filter.mayContain(encodedRow)
 }
 
@@ -631,7 +690,7 @@ func (r *Reader) MayContainColumn(encodedColumn []byte) bool {
 	if r.props.NumEntries == 0 {
 		return false
 	}
-	if r.filter == nil {
+	if r.ensure() != nil || r.filter == nil {
 		return true
 	}
 	if r.props.Bloom == families.BloomRowColumn {
@@ -645,8 +704,11 @@ func (r *Reader) MayContainColumn(encodedColumn []byte) bool {
 }
 
 // blocksFor returns the range [lo, hi) of data blocks that may hold keys in
-// [lower, upper).
+// [lower, upper); none when the index cannot be loaded again (see Unload).
 func (r *Reader) blocksFor(lower, upper []byte) (lo, hi int) {
+	if r.ensure() != nil {
+		return 0, 0
+	}
 	n := r.index.len()
 	if lower != nil {
 		lo = sort.Search(n, func(i int) bool { return bytes.Compare(r.index.lastKey(i), lower) >= 0 })
@@ -687,8 +749,9 @@ func (r *Reader) ApproximateSize(lower, upper []byte) uint64 {
 	return s
 }
 
-// Close closes the file and drops the index and filter (MetadataBytes
-// still reports what they were). Iterators must be closed first; an
+// Close closes the file and frees the index and filter (MetadataBytes
+// still reports what they were). Iterators must be closed first, and no
+// other call may be in flight (a filter probe would read freed memory); an
 // iterator made after Close fails with ErrClosed, and MayContainRow and
 // MayContainColumn answer true. Calling it again returns the same result.
 //
@@ -699,8 +762,19 @@ func (r *Reader) ApproximateSize(lower, upper []byte) uint64 {
 // (docs/BENCHMARKS.md, "Where the memory goes at 4M keys").
 func (r *Reader) Close() error {
 	r.closeOnce.Do(func() {
+		r.loadMu.Lock()
+		defer r.loadMu.Unlock()
 		r.closed.Store(true)
 		r.closeErr = r.f.Close()
+		// Their memory goes back now, not when a collection finds the
+		// Reader unreachable: the inputs of a compaction are closed as
+		// it is published, and the reads that follow load its outputs'
+		// (docs/BENCHMARKS.md "Compaction outputs cut into files of a
+		// target size"). No iterator is open (see above).
+		r.index.mem.Free()
+		if f, ok := r.filter.(*hashFilter); ok {
+			f.mem.Free()
+		}
 		r.index = blockIndex{}
 		r.filter = nil
 	})

@@ -75,6 +75,10 @@ func (r *Reader) NewReverseIter(lower, upper []byte) *ReverseIter {
 		it.err = ErrClosed // its index is gone: PrevRow fails
 		return it
 	}
+	if err := r.ensure(); err != nil {
+		it.err = err
+		return it
+	}
 	it.loBlock, it.hiBlock = r.blocksFor(lower, upper)
 	it.memo[0].idx, it.memo[1].idx = -1, -1
 	return it

@@ -162,6 +162,15 @@ func (w *Writer) addToFilter(key []byte) {
 	}
 }
 
+// LastKey returns the last key added (nil before the first); it is valid
+// until the next Add and must not be modified.
+func (w *Writer) LastKey() []byte {
+	if w.props.NumEntries == 0 {
+		return nil
+	}
+	return w.props.LargestKey
+}
+
 // EstimatedSize returns the bytes written so far plus the pending block.
 func (w *Writer) EstimatedSize() uint64 {
 	if w.data.entries == 0 {
