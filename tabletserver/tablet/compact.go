@@ -161,13 +161,13 @@ func (t *Tablet) dropExpiredLocked(name string, p families.Policy) error {
 	if len(drop) == 0 {
 		return nil
 	}
-	return t.replaceFiles(name, drop, nil)
+	return t.replaceFiles(name, drop)
 }
 
-// replaceFiles removes the files in drop from the family and adds out (if
-// not nil), saving the manifest. Files no longer listed are deleted once
+// replaceFiles removes the files in drop from the family and adds outs,
+// saving the manifest. Files no longer listed are deleted once
 // unreferenced (only those in the tablet's own folder).
-func (t *Tablet) replaceFiles(name string, drop map[*tableFile]bool, out *tableFile) error {
+func (t *Tablet) replaceFiles(name string, drop map[*tableFile]bool, outs ...*tableFile) error {
 	t.editMu.Lock()
 	defer t.editMu.Unlock()
 	v := t.head()
@@ -187,10 +187,7 @@ func (t *Tablet) replaceFiles(name string, drop map[*tableFile]bool, out *tableF
 		// The dropped files must not stay reachable past kept's length:
 		// the version would keep their indexes and filters alive.
 		clear(fs[len(kept):])
-		if out != nil {
-			kept = append(kept, out)
-		}
-		return kept
+		return append(kept, outs...)
 	})
 	if len(obsolete) != len(drop) {
 		// The family changed under us (SetFamilies dropped it): discard.
@@ -250,7 +247,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, pick picker) (b
 	mode := modeMerge
 	if len(inputs) == len(files) {
 		mode = modeMajor
-		if len(inputs) == 1 && nothingToDrop(inputs[0], fam, policy, now) {
+		if alreadyCompact(inputs, fam, policy, now) {
 			return false, nil // already as compact as it gets
 		}
 	} else if len(inputs) < 2 {
@@ -276,27 +273,33 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, pick picker) (b
 	if err := t.waitVisible(ctx, maxSeq); err != nil {
 		return false, err
 	}
-	out, err := t.writeTable(fam, entriesOf(inputs), func(add func(k, v []byte) error) error {
+	cut := tableCut{inBytes: filesSize(inputs), unload: true}
+	if t.opts.TargetFileSize > 0 {
+		cut.size = uint64(t.opts.TargetFileSize)
+	}
+	outs, err := t.writeTables(fam, entriesOf(inputs), cut, func(add func(k, v []byte) error) error {
 		return mergeInputs(ctx, inputs, policy, agg, mode, add)
 	})
 	if err != nil {
 		return false, err
 	}
-	if out != nil && mode == modeMajor {
-		out.majorOf = fam
+	if mode == modeMajor {
+		for _, f := range outs {
+			f.majorOf = fam
+		}
 	}
 	drop := map[*tableFile]bool{}
 	for _, f := range inputs {
 		drop[f] = true
 	}
-	if err := t.replaceFiles(name, drop, out); err != nil {
-		if out != nil {
-			// Never published: remove it directly (the guarded deletion
-			// of obsolete files is for files a manifest listed), unless
-			// a manifest that may have been saved names it.
-			out.close()
+	if err := t.replaceFiles(name, drop, outs...); err != nil {
+		// Never published: remove them directly (the guarded deletion
+		// of obsolete files is for files a manifest listed), unless a
+		// manifest that may have been saved names them.
+		for _, f := range outs {
+			f.close()
 			if !errors.Is(err, manifest.ErrMaybeSaved) {
-				_ = t.opts.FS.Remove(out.path)
+				_ = t.opts.FS.Remove(f.path)
 			}
 		}
 		if err == errCompactionRace {
@@ -304,10 +307,7 @@ func (t *Tablet) compactFamily(ctx context.Context, name string, pick picker) (b
 		}
 		return false, err
 	}
-	var outBytes uint64
-	if out != nil {
-		outBytes = out.ref.Size
-	}
+	outBytes := filesSize(outs)
 	ev := CompactionEvent{Family: name, Major: mode == modeMajor, Inputs: len(inputs),
 		BytesIn: filesSize(inputs), BytesOut: outBytes, Duration: time.Since(start)}
 	t.logger.Info("compacted", "event", "compaction", "dir", t.dir, "family", name, "major", ev.Major, "inputs", ev.Inputs,

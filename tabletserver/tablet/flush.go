@@ -1,6 +1,7 @@
 package tablet
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/sstable"
-	"github.com/tabuladb/tabula/vfs"
 )
 
 // Flush writes the memtable to SSTables (one per non-empty family), records
@@ -226,21 +227,145 @@ func (t *Tablet) allocFileNum() uint64 {
 // writeTable writes one SSTable of family fam from the entries fill adds
 // (in key order), fsyncs it and opens it. It returns nil when fill added
 // nothing (the file is removed).
-func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(add func(k, v []byte) error) error) (_ *tableFile, err error) {
+func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(add func(k, v []byte) error) error) (*tableFile, error) {
+	made, err := t.writeTables(fam, maxEntries, tableCut{}, fill)
+	if err != nil || len(made) == 0 {
+		return nil, err
+	}
+	return made[0], nil
+}
+
+// tableCut says where writeTables ends one SSTable and starts the next:
+// at the first row that starts once the file holds size bytes (0: never).
+// inBytes are the bytes the entries are read from (a compaction's inputs),
+// which with the entries' count estimate each file's entries for its
+// bloom filter. unload gives each file's index and filter back once it is
+// opened (sstable.Reader.Unload): a compaction's outputs are not read
+// before it is published, and held meanwhile they would double what the
+// files being merged hold already; the first read after loads them.
+type tableCut struct {
+	size, inBytes uint64
+	unload        bool
+}
+
+// filterEntries bounds the entries of one file of a cut from above, for
+// its filter (sstable.WriterOptions.MaxEntries): its share of max, the
+// entries of inBytes, plus a quarter, since entries need not be spread
+// evenly. A bound too large costs filter bits (the builder folds its
+// filter only by whole factors: a bound of up to twice the count keeps
+// it), one too small costs false positives in that file.
+func (c tableCut) filterEntries(max uint64) uint64 {
+	if c.size == 0 || c.inBytes <= c.size {
+		return max
+	}
+	return min(max, uint64(float64(max)*1.25*float64(c.size)/float64(c.inBytes))+1)
+}
+
+// writeTables writes the entries fill adds (in key order) into SSTables
+// of family fam, cut as cut says, each fsynced and opened; they are in key
+// order, and no row spans two of them (runs.go). It returns none when fill
+// added nothing. On an error every file it made is closed and removed.
+//
+// Cutting bounds what one file costs while it is written (its filter's
+// bits and index block grow with its entries) and what it holds once open
+// (docs/BENCHMARKS.md "Compaction outputs cut into files of a target
+// size").
+func (t *Tablet) writeTables(fam *families.Family, maxEntries uint64, cut tableCut, fill func(add func(k, v []byte) error) error) (made []*tableFile, err error) {
+	var cur *tableOut
+	defer func() {
+		if err == nil {
+			return
+		}
+		if cur != nil {
+			cur.abort(t)
+		}
+		for _, f := range made {
+			f.close()
+			_ = t.opts.FS.Remove(f.path)
+		}
+		made = nil
+	}()
+	per := cut.filterEntries(maxEntries)
+	err = fill(func(k, v []byte) error {
+		if t.closed.Load() && t.bgCtx.Err() != nil {
+			return ErrClosed
+		}
+		if cur != nil && cut.size > 0 && cur.w.EstimatedSize() >= cut.size && newRow(cur.w.LastKey(), k) {
+			f, err := t.finishTable(fam, cur)
+			cur = nil
+			if err != nil {
+				return err
+			}
+			if cut.unload {
+				f.unload()
+			}
+			made = append(made, f)
+		}
+		if cur == nil {
+			var err error
+			if cur, err = t.createTable(fam, per); err != nil {
+				return err
+			}
+		}
+		cur.n++
+		return cur.w.Add(k, v)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tablet: write sstable: %w", err)
+	}
+	if cur != nil {
+		f, err := t.finishTable(fam, cur)
+		cur = nil
+		if err != nil {
+			return nil, err
+		}
+		if cut.unload {
+			f.unload()
+		}
+		made = append(made, f)
+	}
+	return made, nil
+}
+
+// newRow reports whether key starts another row than last (a key that is
+// not a cell key never starts one: the cut waits).
+func newRow(last, key []byte) bool {
+	a, err := cell.RowPrefix(last)
+	if err != nil {
+		return false
+	}
+	b, err := cell.RowPrefix(key)
+	if err != nil {
+		return false
+	}
+	return !bytes.Equal(a, b)
+}
+
+// tableOut is an SSTable writeTables is writing.
+type tableOut struct {
+	w         *sstable.Writer
+	num       uint64
+	rel, path string
+	n         int // entries added
+}
+
+// createTable creates the next SSTable file of fam and its writer.
+func (t *Tablet) createTable(fam *families.Family, maxEntries uint64) (*tableOut, error) {
 	fsys := t.opts.FS
-	var num uint64
-	var rel, path string
-	var fh vfs.Writable
 	for taken := 0; ; taken++ {
-		num = t.allocFileNum()
-		rel = fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
-		path = filepath.Join(t.dir, filepath.FromSlash(rel))
+		num := t.allocFileNum()
+		rel := fmt.Sprintf("%s/%06d.sst", familyFolder(fam.Name), num)
+		path := filepath.Join(t.dir, filepath.FromSlash(rel))
 		if err := fsys.MkdirAll(filepath.Dir(path)); err != nil {
 			return nil, fmt.Errorf("tablet: %w", err)
 		}
-		fh, err = fsys.Create(path)
+		fh, err := fsys.Create(path)
 		if err == nil {
-			break
+			wo := writerOptions(fam)
+			wo.MaxEntries = maxEntries
+			w := sstable.NewWriter(fh, wo)
+			t.writing.add(w)
+			return &tableOut{w: w, num: num, rel: rel, path: path}, nil
 		}
 		// A file of that number is left by a process of this folder that
 		// died before a manifest named it (the same epoch, or Epoch 0:
@@ -254,38 +379,31 @@ func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(a
 		}
 		t.logger.Warn("an SSTable of this number exists already, not named by the manifest: using the next number", "dir", t.dir, "path", path)
 	}
-	wo := writerOptions(fam)
-	wo.MaxEntries = maxEntries
-	w := sstable.NewWriter(fh, wo)
-	t.writing.add(w)
-	defer t.writing.remove(w)
-	n := 0
-	err = fill(func(k, v []byte) error {
-		n++
-		if t.closed.Load() && t.bgCtx.Err() != nil {
-			return ErrClosed
-		}
-		return w.Add(k, v)
-	})
-	if err != nil || n == 0 {
-		w.Abort()
-		_ = fsys.Remove(path)
-		if err != nil {
-			return nil, fmt.Errorf("tablet: write sstable %s: %w", path, err)
-		}
-		return nil, nil
+}
+
+// abort gives up the file: its writer is aborted and the file removed.
+func (o *tableOut) abort(t *Tablet) {
+	o.w.Abort()
+	t.writing.remove(o.w)
+	_ = t.opts.FS.Remove(o.path)
+}
+
+// finishTable closes o's writer, syncs the folder and opens the file; on
+// an error the file is removed.
+func (t *Tablet) finishTable(fam *families.Family, o *tableOut) (*tableFile, error) {
+	fsys := t.opts.FS
+	defer t.writing.remove(o.w)
+	if err := o.w.Close(); err != nil {
+		_ = fsys.Remove(o.path)
+		return nil, fmt.Errorf("tablet: finish sstable %s: %w", o.path, err)
 	}
-	if err := w.Close(); err != nil {
-		_ = fsys.Remove(path)
-		return nil, fmt.Errorf("tablet: finish sstable %s: %w", path, err)
+	if err := fsys.SyncDir(filepath.Dir(o.path)); err != nil {
+		_ = fsys.Remove(o.path)
+		return nil, fmt.Errorf("tablet: sync folder %s: %w", filepath.Dir(o.path), err)
 	}
-	if err := fsys.SyncDir(filepath.Dir(path)); err != nil {
-		_ = fsys.Remove(path)
-		return nil, fmt.Errorf("tablet: sync folder %s: %w", filepath.Dir(path), err)
-	}
-	p := w.Properties()
+	p := o.w.Properties()
 	ref := manifest.FileRef{
-		Family: fam.Name, Path: rel, FileNum: num, Size: p.FileSize,
+		Family: fam.Name, Path: o.rel, FileNum: o.num, Size: p.FileSize,
 		NumCells: p.NumCells, NumTombstones: p.NumDeleteFamily + p.NumDeleteColumn,
 		MinTimestamp: p.MinTimestamp, MaxTimestamp: p.MaxTimestamp, MinSeq: p.MinSeq, MaxSeq: p.MaxSeq,
 	}
@@ -300,7 +418,7 @@ func (t *Tablet) writeTable(fam *families.Family, maxEntries uint64, fill func(a
 		if f != nil {
 			f.close()
 		}
-		_ = fsys.Remove(path)
+		_ = fsys.Remove(o.path)
 		return nil, err
 	}
 	if t.testHookTableWritten != nil {

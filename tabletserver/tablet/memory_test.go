@@ -51,8 +51,15 @@ func TestFileMetadataBytesFollowsTheFiles(t *testing.T) {
 	if err := tb.Compact(bg, true); err != nil {
 		t.Fatal(err)
 	}
+	// A compaction's outputs hold nothing until their first read.
+	if n := tb.FileMetadataBytes(); n != 0 || n != sum() {
+		t.Fatalf("after a major compaction: %d bytes reported, readers hold %d, want 0 until a read", n, sum())
+	}
+	if _, err := tb.ReadRow(bg, []byte("row000001-1"), nil); err != nil {
+		t.Fatal(err)
+	}
 	if n := tb.FileMetadataBytes(); n <= 0 || n >= prev || n != sum() {
-		t.Fatalf("after a major compaction: %d bytes reported, %d before, readers hold %d", n, prev, sum())
+		t.Fatalf("after a major compaction and a read: %d bytes reported, %d before, readers hold %d", n, prev, sum())
 	}
 	if err := tb.Close(); err != nil {
 		t.Fatal(err)

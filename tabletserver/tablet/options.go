@@ -68,6 +68,15 @@ type Options struct {
 	// rolling upgrade, or before a rollback (docs/OPERATIONS.md "Upgrading
 	// in place").
 	ManifestFormat int
+	// TargetFileSize is where a compaction ends an output SSTable and
+	// starts another (at the next row once the file holds this many
+	// bytes), as pebble's TargetFileSize does: a file's bloom filter and
+	// index, built in memory while it is written and held while it is
+	// open, then grow with this size and not with the family's data
+	// (docs/BENCHMARKS.md "Compaction outputs cut into files of a target
+	// size"). The outputs have disjoint rows and make one sorted run. The
+	// default is 64 MiB; a negative size never cuts (one output file).
+	TargetFileSize int64
 	// Clock returns microseconds since the epoch; it stamps server
 	// timestamps and evaluates TTLs. The default is time.Now().UnixMicro.
 	Clock func() int64
@@ -167,6 +176,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.L0Trigger == 0 {
 		o.L0Trigger = defaultL0Trigger
 	}
+	if o.TargetFileSize == 0 {
+		o.TargetFileSize = defaultTargetFileSize
+	}
 	if o.Clock == nil {
 		o.Clock = func() int64 { return time.Now().UnixMicro() }
 	}
@@ -175,6 +187,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	return o, nil
 }
+
+// defaultTargetFileSize is Options.TargetFileSize's default.
+const defaultTargetFileSize = 64 << 20
 
 // schema is an immutable view of the table's families.
 type schema struct {

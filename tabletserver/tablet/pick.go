@@ -161,6 +161,24 @@ func nothingToDrop(f *tableFile, fam *families.Family, p families.Policy, now in
 	return now < math.MinInt64+age || f.ref.MinTimestamp >= now-age
 }
 
+// alreadyCompact reports whether a major compaction of files, all of the
+// family's, would write the same cells again: one file with nothing to
+// drop, or the files one major compaction cut (Options.TargetFileSize)
+// under this same schema, still one sorted run, none with anything to
+// drop. Without the second case every major compaction after the first
+// would rewrite its outputs again.
+func alreadyCompact(files []*tableFile, fam *families.Family, p families.Policy, now int64) bool {
+	if len(files) == 1 {
+		return nothingToDrop(files[0], fam, p, now)
+	}
+	for _, f := range files {
+		if f.majorOf != fam || !nothingToDrop(f, fam, p, now) {
+			return false
+		}
+	}
+	return len(sortedRuns(files)) == 1
+}
+
 // minAge returns the smallest age (microseconds) past which the family's
 // GC rule condemns cells, and whether it has one.
 func minAge(fam *families.Family) (int64, bool) {

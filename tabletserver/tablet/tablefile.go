@@ -180,6 +180,15 @@ func (f *tableFile) metadataBytes() int64 {
 	return 0
 }
 
+// unload gives the open file's index and filter back until their next use
+// (sstable.Reader.Unload), which loads them again; the file stays open. A
+// file not open holds none: nothing to do.
+func (f *tableFile) unload() {
+	if r := f.opened(); r != nil {
+		r.Unload()
+	}
+}
+
 // close closes the reader, if the file was opened, and lets no open
 // follow. The caller holds the last reference.
 func (f *tableFile) close() {
