@@ -113,7 +113,8 @@ hex. The selection flags become one filter, a chain in this order:
 --value-range, --filter, --versions, --cells-per-row, --keys-only. So --filter
 sees the cells the flags before it let through, and --versions and
 --cells-per-row count what it lets through. The filter language (--filter) is
-in docs/FILTERS.md.`
+in docs/FILTERS.md. Cells of an aggregate family (type=sum|min|max) print their
+value as a number (with --hex, their 8 bytes).`
 
 func newGetCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -142,7 +143,7 @@ func newGetCmd() *cobra.Command {
 			}
 			defer s.close()
 			s.out.cellView = view
-			if err := checkColumns(s.ctx, s.cli, args[0], spec.cols); err != nil {
+			if err := describeForRead(s.ctx, s.cli, args[0], spec.cols, &s.out.cellView); err != nil {
 				return err
 			}
 			r, err := s.cli.Open(args[0]).ReadRow(s.ctx, row, opts...)
@@ -209,7 +210,7 @@ across every tablet of the table. With --reverse the rows come from the last dow
 			}
 			defer s.close()
 			s.out.cellView = view
-			if err := checkColumns(s.ctx, s.cli, args[0], spec.cols); err != nil {
+			if err := describeForRead(s.ctx, s.cli, args[0], spec.cols, &s.out.cellView); err != nil {
 				return err
 			}
 			// Each row is printed before the next is read.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/rowfilter"
 )
 
@@ -45,6 +46,10 @@ type cellView struct {
 	hex      bool // row, qualifier and value in hex (JSON: with *_encoding "hex")
 	rfc3339  bool // timestamps as RFC 3339 in UTC (JSON: a string)
 	keysOnly bool // only each row's key, once
+	// numeric holds the families of an int64 aggregate type: their 8-byte
+	// values print as decimal numbers (JSON: a string with
+	// "value_encoding": "int64"), as `tabula add` takes them.
+	numeric map[string]bool
 }
 
 func newPrinter(w io.Writer, format string) (*printer, error) {
@@ -81,7 +86,11 @@ func (p *printer) cells(cells []cell.Cell) error {
 			}
 			p.putBytes(obj, "row", c.Row)
 			p.putBytes(obj, "qualifier", c.Qualifier)
-			p.putBytes(obj, "value", c.Value)
+			if n, ok := p.number(c); ok {
+				obj["value"], obj["value_encoding"] = n, "int64"
+			} else {
+				p.putBytes(obj, "value", c.Value)
+			}
 			if len(c.Labels) > 0 {
 				obj["labels"] = c.Labels
 			}
@@ -95,13 +104,30 @@ func (p *printer) cells(cells []cell.Cell) error {
 			if len(c.Labels) > 0 {
 				labels = "\t[" + strings.Join(c.Labels, ",") + "]"
 			}
-			_, err = fmt.Fprintf(p.w, "%s\t%s:%s\t@%s\t%s%s\n", p.text(c.Row), c.Family, p.text(c.Qualifier), ts, p.text(c.Value), labels)
+			value, ok := p.number(c)
+			if !ok {
+				value = p.text(c.Value)
+			}
+			_, err = fmt.Fprintf(p.w, "%s\t%s:%s\t@%s\t%s%s\n", p.text(c.Row), c.Family, p.text(c.Qualifier), ts, value, labels)
 		}
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// number returns the decimal form of an aggregate family's cell, whose
+// value is an 8-byte big-endian int64; false for any other cell.
+func (p *printer) number(c *cell.Cell) (string, bool) {
+	if !p.numeric[c.Family] {
+		return "", false
+	}
+	n, ok := families.DecodeAggregate(c.Value)
+	if !ok {
+		return "", false
+	}
+	return strconv.FormatInt(n, 10), true
 }
 
 // text shows bytes in a text line: display's form, or hex.

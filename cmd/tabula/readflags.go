@@ -12,6 +12,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/families"
 	"github.com/tabuladb/tabula/rowfilter"
 )
 
@@ -216,15 +217,14 @@ func readView(cmd *cobra.Command) (cellView, error) {
 	return v, nil
 }
 
-// checkColumns fails when --columns names a family the table does not
-// have, naming those it has: a filter on a missing family reads nothing,
-// which looks like missing data. It costs one admin call; when that call
-// fails (no such table, or no right to describe it) the read goes ahead
-// and reports what it meets.
-func checkColumns(ctx context.Context, cli *client.Client, table string, cols []column) error {
-	if len(cols) == 0 {
-		return nil
-	}
+// describeForRead reads the table's schema once for get and scan (one
+// admin call): a family named in --columns that the table lacks is an
+// error naming the families it has (a filter on a missing family reads
+// nothing, which looks like missing data), and the
+// families of an int64 aggregate type (sum, min, max) are printed as
+// numbers (unless --hex). A table the caller may not describe is read as
+// before: the read itself says what is wrong.
+func describeForRead(ctx context.Context, cli *client.Client, table string, cols []column, view *cellView) error {
 	ti, err := cli.Admin().DescribeTable(ctx, table)
 	if err != nil {
 		return nil
@@ -232,6 +232,12 @@ func checkColumns(ctx context.Context, cli *client.Client, table string, cols []
 	var names []string
 	for _, f := range ti.Families {
 		names = append(names, f.Name)
+		if f.ValueType != families.Bytes && !view.hex {
+			if view.numeric == nil {
+				view.numeric = map[string]bool{}
+			}
+			view.numeric[f.Name] = true
+		}
 	}
 	for _, c := range cols {
 		if !slices.Contains(names, c.family) {
