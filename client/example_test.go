@@ -218,3 +218,27 @@ func ExampleAdminClient_Servers() {
 		fmt.Println(s.ID, s.Address, s.Tablets)
 	}
 }
+
+// A state change applied once however often it is retried: the mutation
+// applies only while the order's newest state is "paid" (docs/SCHEMA-DESIGN.md).
+func ExampleTable_CheckAndMutate_stateTransition() {
+	ctx := context.Background()
+	c, err := client.NewClient(ctx, "127.0.0.1:7000")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	orders := c.Open("orders")
+	paid := rowfilter.Chain(rowfilter.Family("o"), rowfilter.QualifierRegex("state"),
+		rowfilter.CellsPerColumnLimit(1), rowfilter.ValueRegex("paid"))
+	ship := client.NewMutation().
+		Set("o", []byte("state"), client.ServerTime, []byte("shipped")).
+		Set("o", []byte("tracking"), client.ServerTime, []byte("1Z999"))
+	moved, err := orders.CheckAndMutate(ctx, []byte("order#1001"), paid, ship, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// moved is false when the order was not "paid" any more (shipped by an
+	// earlier try, or cancelled): nothing was written.
+	fmt.Println("shipped now:", moved)
+}
