@@ -33,13 +33,24 @@ func (t *Tablet) Flush(ctx context.Context) error {
 
 // flushLocked flushes with flushMu held. force rotates the log and saves the
 // manifest even when the memtable is empty.
-func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
+func (t *Tablet) flushLocked(ctx context.Context, force bool) error {
+	_, err := t.flushReserving(ctx, force, false)
+	return err
+}
+
+// flushReserving is flushLocked; with reserve it also takes the next
+// sequence number for the caller (Ingest), in the same commit critical
+// section as the memtable swap, so that every write before it is in the
+// flushed memtable and every write after it gets a greater number. With
+// memtables frozen by an earlier failed flush pending, it flushes those
+// and reserves nothing (seq 0): the caller flushes again.
+func (t *Tablet) flushReserving(ctx context.Context, force, reserve bool) (seq uint64, err error) {
 	t.flushStarted()
 	defer func() { t.flushEnded(err) }()
 	// A cheap early exit: a refused flush leaves the memtable and the log
 	// as they are (the manifest save is checked again below).
 	if err := t.checkGuard("flush"); err != nil {
-		return err
+		return 0, err
 	}
 	t.mu.Lock()
 	pending := len(t.imm) > 0
@@ -51,11 +62,15 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
 		t.commitMu.Lock()
 		if t.failErr != nil {
 			t.commitMu.Unlock()
-			return fmt.Errorf("%w: %w", ErrFailed, t.failErr)
+			return 0, fmt.Errorf("%w: %w", ErrFailed, t.failErr)
 		}
 		if t.mem.empty() && !force {
+			if reserve {
+				t.lastSeq++
+				seq = t.lastSeq
+			}
 			t.commitMu.Unlock()
-			return nil
+			return seq, nil
 		}
 		seg, err := t.log.Rotate()
 		if err != nil {
@@ -63,9 +78,13 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
 			t.commitMu.Unlock()
 			err = fmt.Errorf("tablet: rotate commit log: %w", err)
 			t.failed(err)
-			return err
+			return 0, err
 		}
 		im := &immutable{m: t.mem, replayPoint: seg, lastSeq: t.lastSeq}
+		if reserve {
+			t.lastSeq++
+			seq = t.lastSeq
+		}
 		t.mu.Lock()
 		t.mem = newMemtable()
 		t.active.Store(t.mem)
@@ -83,11 +102,11 @@ func (t *Tablet) flushLocked(ctx context.Context, force bool) (err error) {
 		im := t.imm[0]
 		t.mu.Unlock()
 		if err := t.flushImmutable(ctx, im); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	t.requestCompaction()
-	return nil
+	return seq, nil
 }
 
 // flushAllLocked flushes with flushMu held until every write made before
