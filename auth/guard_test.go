@@ -193,6 +193,11 @@ func TestEveryMethodHasARule(t *testing.T) {
 		qs = append(qs, m.MethodName)
 	}
 	check(pb.Quotas_ServiceDesc.ServiceName, qs, MasterRules())
+	var bl []string
+	for _, m := range pb.BulkLoad_ServiceDesc.Streams {
+		bl = append(bl, m.StreamName)
+	}
+	check(pb.BulkLoad_ServiceDesc.ServiceName, bl, TabletServerRules())
 }
 
 // countingHandler counts the log records of each message.

@@ -122,6 +122,7 @@ func QuotaRules() map[string]Rule {
 // TabletServerRules are the rules of the TabletServer service.
 func TabletServerRules() map[string]Rule {
 	const svc = "/" + "tabula.v1.TabletServer/"
+	const bulk = "/" + "tabula.v1.BulkLoad/"
 	on := func(role Role, f func(req any) *pb.TabletRef) Rule {
 		return Rule{Role: role, Tables: func(r any) []string { return one(f(r).GetTable()) }}
 	}
@@ -134,6 +135,7 @@ func TabletServerRules() map[string]Rule {
 		svc + "CheckAndMutateRow":  on(Write, func(r any) *pb.TabletRef { return r.(*pb.CheckAndMutateRowRequest).GetTablet() }),
 		svc + "ReadModifyWriteRow": on(Write, func(r any) *pb.TabletRef { return r.(*pb.ReadModifyWriteRowRequest).GetTablet() }),
 		svc + "MutateRows":         {Role: Write, Tables: mutateRowsTables},
+		bulk + "IngestRows":        on(Write, func(r any) *pb.TabletRef { return r.(*pb.IngestRowsRequest).GetTablet() }),
 		svc + "LoadTablet":         master,
 		svc + "LoadTablets":        master,
 		svc + "UnloadTablet":       master,

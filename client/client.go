@@ -328,16 +328,41 @@ func (p *pool) server(addr string) (tabulapb.TabletServerClient, error) {
 	if ts, ok, err := p.local.server(addr); ok {
 		return ts, err
 	}
-	conn, ok := p.conns[addr]
-	if !ok {
-		var err error
-		conn, err = grpc.NewClient(addr, p.dial...)
-		if err != nil {
-			return nil, status.Errorf(codes.Unavailable, "client: tablet server address %q: %v", addr, err)
-		}
-		p.conns[addr] = conn
+	conn, err := p.connLocked(addr)
+	if err != nil {
+		return nil, err
 	}
 	return tabulapb.NewTabletServerClient(conn), nil
+}
+
+// connLocked returns the gRPC connection to addr, made on first use. p.mu
+// held.
+func (p *pool) connLocked(addr string) (*grpc.ClientConn, error) {
+	if conn, ok := p.conns[addr]; ok {
+		return conn, nil
+	}
+	conn, err := grpc.NewClient(addr, p.dial...)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "client: tablet server address %q: %v", addr, err)
+	}
+	p.conns[addr] = conn
+	return conn, nil
+}
+
+// bulkLoad returns a client of the BulkLoad service of the tablet server
+// at addr, always over gRPC: the in-process connections of Options.Local
+// carry the TabletServer service only.
+func (p *pool) bulkLoad(addr string) (tabulapb.BulkLoadClient, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, status.Error(codes.Canceled, "client: closed")
+	}
+	conn, err := p.connLocked(addr)
+	if err != nil {
+		return nil, err
+	}
+	return tabulapb.NewBulkLoadClient(conn), nil
 }
 
 func (p *pool) close() error {

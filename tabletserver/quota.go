@@ -122,6 +122,17 @@ func quotaRequest(req any) (quota.Request, bool) {
 	case *tabulapb.ReadModifyWriteRowRequest:
 		return quota.Request{Write: true, Grows: true, Tables: []quota.Cost{{Table: r.GetTablet().GetTable(), Requests: 1,
 			Bytes: int64(len(r.GetRowKey()) + 16*len(r.GetRules()))}}}, true
+	case *tabulapb.IngestRowsRequest:
+		// A bulk load's message: each row a request, its bytes as a
+		// MutateRows entry's.
+		c := quota.Cost{Table: r.GetTablet().GetTable(), Requests: int64(len(r.GetRows()))}
+		for _, row := range r.GetRows() {
+			c.Bytes += int64(len(row.GetKey()))
+			for _, cl := range row.GetCells() {
+				c.Bytes += int64(len(cl.GetFamily()) + len(cl.GetQualifier()) + len(cl.GetValue()))
+			}
+		}
+		return quota.Request{Write: true, Grows: true, Tables: []quota.Cost{c}}, true
 	case *tabulapb.ReadRowRequest:
 		return quota.Request{Tables: []quota.Cost{{Table: r.GetTablet().GetTable(), Requests: 1}}}, true
 	case *tabulapb.ReadRowsRequest:

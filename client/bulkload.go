@@ -1,0 +1,198 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/tabuladb/tabula/api/convert"
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/locator"
+)
+
+// BulkLoadStats says what a BulkLoad added.
+type BulkLoadStats struct {
+	Rows, Cells int64
+	// Calls is the IngestRows calls that succeeded: one per tablet, more
+	// when a tablet split or moved during the load.
+	Calls int
+	// Files and Bytes are the SSTables the tablets published.
+	Files int64
+	Bytes int64
+}
+
+// bulkLoadMessageBytes bounds the rows of one IngestRows message, well
+// under gRPC's default 4 MiB message limit.
+const bulkLoadMessageBytes = 1 << 20
+
+// bulkLoadParallelism bounds the tablets loaded at once.
+const bulkLoadParallelism = 4
+
+// BulkLoad loads rows, in strictly ascending key order, as new SSTables of
+// the tablets that hold them (docs/OPERATIONS.md "Bulk load"): without the
+// tablets' commit logs or memtables, each tablet's share published whole
+// or not at all (HBase's bulk load). Cells need explicit timestamps and
+// bytes families (an aggregate family's cells go through AddToCell), and a
+// row holds a column and timestamp once. A load orders, in each tablet, as
+// one write made when that tablet's share began: it replaces older cells
+// of the same column and timestamp, and later writes replace it.
+//
+// A share whose tablet split, merged or moved meanwhile is located again
+// and sent again, cut at the new boundaries; other errors stop the load.
+// Then the shares already loaded stay, and loading the same rows again
+// writes the same cells (with explicit timestamps, nothing changes): a
+// failed BulkLoad can be rerun whole.
+func (t *Table) BulkLoad(ctx context.Context, rows []Row) (BulkLoadStats, error) {
+	for i := range rows {
+		if i > 0 && bytes.Compare(rows[i-1].Key, rows[i].Key) >= 0 {
+			return BulkLoadStats{}, invalid("BulkLoad: row %d (%q) is not after row %d (%q); give rows in strictly ascending key order", i, rows[i].Key, i-1, rows[i-1].Key)
+		}
+	}
+	var (
+		mu    sync.Mutex
+		stats BulkLoadStats
+		first error
+		wg    sync.WaitGroup
+		slots = make(chan struct{}, bulkLoadParallelism)
+	)
+	// Shares are cut at the boundaries the locator knows now; a share
+	// whose tablet changed is cut again inside loadShare.
+	for len(rows) > 0 {
+		tab, err := t.locateForLoad(ctx, rows[0].Key)
+		if err != nil {
+			return stats, err
+		}
+		n := shareLen(rows, tab)
+		share := rows[:n]
+		rows = rows[n:]
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return stats, contextStatus(ctx, first)
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			s, err := t.loadShare(ctx, share)
+			mu.Lock()
+			defer mu.Unlock()
+			stats.Rows += s.Rows
+			stats.Cells += s.Cells
+			stats.Calls += s.Calls
+			stats.Files += s.Files
+			stats.Bytes += s.Bytes
+			if err != nil && first == nil {
+				first = err
+			}
+		}()
+	}
+	wg.Wait()
+	return stats, first
+}
+
+// locateForLoad locates the tablet of row, retrying while it is
+// unassigned.
+func (t *Table) locateForLoad(ctx context.Context, row []byte) (locator.Tablet, error) {
+	r := t.c.newRetrier()
+	for {
+		tab, err := t.c.loc.Locate(ctx, t.name, row)
+		if err == nil {
+			return tab, nil
+		}
+		again, st := locateError(err)
+		if !again || ctx.Err() != nil {
+			return tab, st
+		}
+		if werr := r.wait(ctx, st); werr != nil {
+			return tab, werr
+		}
+	}
+}
+
+// shareLen returns how many of rows (ascending, the first in tab) tab
+// holds.
+func shareLen(rows []Row, tab locator.Tablet) int {
+	if len(tab.End) == 0 {
+		return len(rows)
+	}
+	n := 0
+	for n < len(rows) && bytes.Compare(rows[n].Key, tab.End) < 0 {
+		n++
+	}
+	return max(n, 1)
+}
+
+// loadShare loads rows, all in one tablet when they were cut, in one
+// IngestRows call; if the tablet changed, in as many calls as the tablets
+// now holding them.
+func (t *Table) loadShare(ctx context.Context, rows []Row) (BulkLoadStats, error) {
+	var stats BulkLoadStats
+	r := t.c.newRetrier()
+	for len(rows) > 0 {
+		tab, err := t.locateForLoad(ctx, rows[0].Key)
+		if err != nil {
+			return stats, err
+		}
+		n := shareLen(rows, tab)
+		resp, err := t.ingest(ctx, tab, rows[:n])
+		if err == nil {
+			r.progress()
+			stats.Rows += resp.GetRows()
+			stats.Cells += resp.GetCells()
+			stats.Files += resp.GetFiles()
+			stats.Bytes += resp.GetBytes()
+			stats.Calls++
+			rows = rows[n:]
+			continue
+		}
+		// Nothing of the call was published unless its answer was lost
+		// after it was: loading the rows again writes the same cells.
+		again, evict := serverError(err, true)
+		if evict {
+			t.c.loc.Invalidate(tab)
+		}
+		if !again || ctx.Err() != nil {
+			return stats, fmt.Errorf("bulk load of %s rows [%q, %q]: %w", t.name, rows[0].Key, rows[n-1].Key, err)
+		}
+		if werr := r.wait(ctx, err); werr != nil {
+			return stats, werr
+		}
+	}
+	return stats, nil
+}
+
+// ingest sends rows to tab in one IngestRows call.
+func (t *Table) ingest(ctx context.Context, tab locator.Tablet, rows []Row) (*tabulapb.IngestRowsResponse, error) {
+	bl, err := t.c.pool.bulkLoad(tab.Address)
+	if err != nil {
+		return nil, err
+	}
+	stream, err := bl.IngestRows(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ref := tab.Ref()
+	msg := &tabulapb.IngestRowsRequest{Tablet: ref}
+	size := 0
+	for _, row := range rows {
+		pr := convert.CellsToProtoRow(row.Key, row.Cells)
+		sz := len(row.Key) + 16
+		for _, c := range row.Cells {
+			sz += len(c.Family) + len(c.Qualifier) + len(c.Value) + 16
+		}
+		if size > 0 && size+sz > bulkLoadMessageBytes {
+			if err := stream.Send(msg); err != nil {
+				break // the answer below says why
+			}
+			msg, size = &tabulapb.IngestRowsRequest{Tablet: ref}, 0
+		}
+		msg.Rows = append(msg.Rows, pr)
+		size += sz
+	}
+	if len(msg.Rows) > 0 {
+		_ = stream.Send(msg) // an error shows in the answer
+	}
+	return stream.CloseAndRecv()
+}

@@ -1,0 +1,76 @@
+package tabletserver
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tabuladb/tabula/api/convert"
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/tabletserver/load"
+)
+
+// bulkLoadServer serves the BulkLoad service (api/tabulapb/bulkload.proto)
+// on the tablet server's port: one call streams one tablet's share of a
+// bulk load into tablet.Ingest (docs/CONTRACTS.md §3 "Bulk load").
+type bulkLoadServer struct {
+	tabulapb.UnimplementedBulkLoadServer
+	s *Server
+}
+
+// errTabletChanged fails a call whose later message names another tablet.
+var errTabletChanged = errors.New("bulk load: a message names another tablet than the call's first; one call loads one tablet")
+
+// IngestRows ingests the rows of every message of the call in one
+// tablet.Ingest, which takes its cut when the first message has arrived
+// and publishes when the client closes its side.
+func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) error {
+	s, ctx := b.s, stream.Context()
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return toStatus(ctx, cell.Invalidf("bulk load: the call sent no message; each names the tablet and carries rows"), "", "", nil)
+	}
+	if err != nil {
+		return err
+	}
+	ref := first.GetTablet()
+	h, err := s.resolve(ref, nil)
+	if err != nil {
+		return toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	start := time.Now()
+	var sent int
+	res, err := h.t.Ingest(ctx, func(yield func([]byte, []cell.Cell) error) error {
+		for msg := first; ; {
+			for _, r := range msg.GetRows() {
+				sent += len(r.GetKey())
+				for _, c := range r.GetCells() {
+					sent += len(c.GetFamily()) + len(c.GetQualifier()) + len(c.GetValue())
+				}
+				if err := yield(r.GetKey(), convert.CellsFromProtoRow(r)); err != nil {
+					return err
+				}
+			}
+			var err error
+			if msg, err = stream.Recv(); errors.Is(err, io.EOF) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+			if !proto.Equal(msg.GetTablet(), ref) {
+				return cell.Invalidf("%v (first %s/%s, then %s/%s)", errTabletChanged,
+					ref.GetTable(), ref.GetTabletId(), msg.GetTablet().GetTable(), msg.GetTablet().GetTabletId())
+			}
+		}
+	})
+	record(h, load.Write, nil, sent, start)
+	if err = s.ackFor(h, err); err != nil {
+		return toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	return stream.SendAndClose(&tabulapb.IngestRowsResponse{
+		Rows: res.Rows, Cells: res.Cells, Files: int64(res.Files), Bytes: int64(res.Bytes),
+	})
+}
