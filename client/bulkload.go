@@ -17,6 +17,9 @@ type BulkLoadStats struct {
 	// Calls is the IngestRows calls that succeeded: one per tablet, more
 	// when a tablet split or moved during the load.
 	Calls int
+	// Resent counts the calls sent again after a retryable failure (the
+	// tablet moved, split or merged, or its server went away).
+	Resent int
 	// Files and Bytes are the SSTables the tablets published.
 	Files int64
 	Bytes int64
@@ -81,6 +84,7 @@ func (t *Table) BulkLoad(ctx context.Context, rows []Row) (BulkLoadStats, error)
 			stats.Rows += s.Rows
 			stats.Cells += s.Cells
 			stats.Calls += s.Calls
+			stats.Resent += s.Resent
 			stats.Files += s.Files
 			stats.Bytes += s.Bytes
 			if err != nil && first == nil {
@@ -159,6 +163,7 @@ func (t *Table) loadShare(ctx context.Context, rows []Row) (BulkLoadStats, error
 		if werr := r.wait(ctx, err); werr != nil {
 			return stats, werr
 		}
+		stats.Resent++
 	}
 	return stats, nil
 }
