@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -265,36 +266,60 @@ func scanRowSet(cmd *cobra.Command) (client.RowSet, error) {
 }
 
 func newDeleteCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "delete TABLE ROW [FAMILY[:QUALIFIER]]",
-		Short: "Delete a whole row, a family of a row, or one column of a row",
+	c := &cobra.Command{
+		Use:   "delete TABLE ROW [FAMILY[:QUALIFIER]] [--timestamp T | --time-range FROM,TO] [--hex]",
+		Short: "Delete a whole row, a family of a row, one column of a row, or versions of a column",
+		Long: `Delete a whole row, one family of it, or one column (every version written
+before the delete). With a column, --timestamp T deletes only the version at T
+(HBase shell's delete with a timestamp) and --time-range FROM,TO the versions
+with a timestamp in [FROM, TO) (leave TO out for no upper bound); T, FROM and
+TO are microseconds since the Unix epoch or RFC 3339 (2026-12-06T19:00:00Z),
+as get and scan print them with --time-format.
+
+ROW and QUALIFIER are typed as get and scan print them: as they are, or
+Go-quoted when they start and end with '"' ('"\xff\x01"' in the shell is the
+bytes FF 01); with --hex each is hex (ff01).`,
 		Example: `  tabula delete users alice                 # the whole row
   tabula delete users alice profile         # the family profile of the row
-  tabula delete users alice profile:name    # one column`,
+  tabula delete users alice profile:name    # one column
+  tabula delete users alice profile:name --timestamp 1700000000000000           # one version
+  tabula delete users alice profile:name --time-range 2026-12-01T00:00:00Z,     # versions from then on`,
 		Args: cobra.RangeArgs(2, 3),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			row, err := parseBytesArg("ROW", args[1], false)
+			hexKeys, _ := cmd.Flags().GetBool("hex")
+			row, err := rowArg(args[1], hexKeys)
 			if err != nil {
 				return err
 			}
-			if err := cell.ValidateRow(row); err != nil {
+			from, to, timed, err := deleteTimes(cmd)
+			if err != nil {
 				return err
 			}
 			m := client.NewMutation()
 			what := "row " + display(row)
-			if len(args) == 3 {
-				fam, q, hasQ := strings.Cut(args[2], ":")
+			switch {
+			case len(args) == 3 && strings.Contains(args[2], ":"):
+				fam, q, err := parseColumnArg("column", args[2], hexKeys)
+				if err != nil {
+					return err
+				}
+				what = fmt.Sprintf("column %s:%s of row %s", fam, display(q), display(row))
+				if timed {
+					m.DeleteColumnRange(fam, q, from, to)
+					what = timeRangeText(from, to) + " of " + what
+				} else {
+					m.DeleteColumn(fam, q)
+				}
+			case timed:
+				return cell.Invalidf("--timestamp and --time-range delete versions of one column; name it as FAMILY:QUALIFIER (a row or family delete removes every version)")
+			case len(args) == 3:
+				fam := args[2]
 				if err := cell.ValidateFamilyName(fam); err != nil {
 					return cell.Invalidf("%q: family %q must be 1 to 64 characters of A-Z a-z 0-9 _ . -; write FAMILY or FAMILY:QUALIFIER", args[2], fam)
 				}
-				if hasQ {
-					m.DeleteColumn(fam, []byte(q))
-					what = fmt.Sprintf("column %s:%s of row %s", fam, display([]byte(q)), display(row))
-				} else {
-					m.DeleteFamily(fam)
-					what = fmt.Sprintf("family %s of row %s", fam, display(row))
-				}
-			} else {
+				m.DeleteFamily(fam)
+				what = fmt.Sprintf("family %s of row %s", fam, display(row))
+			default:
 				m.DeleteRow()
 			}
 			s, err := connect(cmd)
@@ -308,6 +333,48 @@ func newDeleteCmd() *cobra.Command {
 			return s.out.message("deleted "+what, "deleted", what)
 		},
 	}
+	c.Flags().String("timestamp", "", "delete only the version at this timestamp (microseconds or RFC 3339); needs FAMILY:QUALIFIER")
+	c.Flags().String("time-range", "", "delete the versions with a timestamp in [FROM,TO) (each microseconds or RFC 3339; leave TO out for no upper bound); needs FAMILY:QUALIFIER")
+	c.Flags().Bool("hex", false, "ROW and QUALIFIER are typed in hex (ff01)")
+	return c
+}
+
+// deleteTimes reads delete's --timestamp or --time-range as [from, to);
+// to 0 is no upper bound (DeleteColumnRange's convention).
+func deleteTimes(cmd *cobra.Command) (from, to int64, timed bool, err error) {
+	tsFlag, _ := cmd.Flags().GetString("timestamp")
+	tr, _ := cmd.Flags().GetString("time-range")
+	switch {
+	case tsFlag != "" && tr != "":
+		return 0, 0, false, cell.Invalidf("give --timestamp or --time-range, not both")
+	case tsFlag != "":
+		t, err := rowfilter.ParseTime(tsFlag)
+		if err != nil {
+			return 0, 0, false, cell.Invalidf("--timestamp %q: %v", tsFlag, err)
+		}
+		if t == math.MaxInt64 {
+			return t, 0, true, nil // [MaxInt64, no bound): only that version
+		}
+		return t, t + 1, true, nil
+	case tr != "":
+		f, err := parseTimeRange(tr)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		return f.TimeStart, f.TimeEnd, true, nil
+	}
+	return 0, 0, false, nil
+}
+
+// timeRangeText names the versions a timed delete removes.
+func timeRangeText(from, to int64) string {
+	switch {
+	case to == from+1:
+		return fmt.Sprintf("the version at %d", from)
+	case to == 0:
+		return fmt.Sprintf("the versions from %d on", from)
+	}
+	return fmt.Sprintf("the versions in [%d, %d)", from, to)
 }
 
 func newCountCmd() *cobra.Command {

@@ -63,7 +63,7 @@ func readSpecFromFlags(cmd *cobra.Command) (readSpec, error) {
 		}
 	}
 	if s, _ := fl.GetString("filter"); s != "" {
-		if r.expr, err = parseFilterFlag(s); err != nil {
+		if r.expr, err = parseFilterFlag("--filter", s); err != nil {
 			return r, err
 		}
 	}
@@ -89,19 +89,20 @@ func readFlags(cmd *cobra.Command) (readSpec, []client.ReadOption, cellView, err
 	return spec, opts, view, err
 }
 
-// parseFilterFlag parses --filter; a syntax error shows the expression
-// with a caret under the position.
-func parseFilterFlag(s string) (*rowfilter.Filter, error) {
+// parseFilterFlag parses a filter flag (--filter, checkandput's
+// --if-filter); a syntax error shows the expression with a caret under the
+// position.
+func parseFilterFlag(flag, s string) (*rowfilter.Filter, error) {
 	f, err := rowfilter.Parse(s)
 	if err != nil {
 		var caret string
 		if pe, ok := err.(*rowfilter.ParseError); ok && !strings.ContainsAny(s, "\n\r\t") {
 			caret = fmt.Sprintf("\n  %s\n  %s^", s, strings.Repeat(" ", pe.Pos-1))
 		}
-		return nil, cell.Invalidf("--filter: %v (the language is in docs/FILTERS.md)%s", err, caret)
+		return nil, cell.Invalidf("%s: %v (the language is in docs/FILTERS.md)%s", flag, err, caret)
 	}
 	if _, err := rowfilter.Compile(f); err != nil {
-		return nil, fmt.Errorf("--filter %s: %w", s, err)
+		return nil, fmt.Errorf("%s %s: %w", flag, s, err)
 	}
 	return f, nil
 }

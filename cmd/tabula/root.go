@@ -57,6 +57,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newDevCmd(), newMasterCmd(), newTabletServerCmd(),
 		newNamespaceCmd(), newTableCmd(), newFamilyCmd(), newServersCmd(),
 		newPutCmd(), newAddCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
+		newIncrCmd(), newAppendCmd(), newCheckAndPutCmd(),
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
