@@ -6,8 +6,10 @@ export PATH := /usr/local/go/bin:$(PATH)
 
 all: build
 
+# -buildvcs=true stamps the git commit into the binary (`tabula version`),
+# whatever GOFLAGS says; outside a git checkout the commit is unknown.
 build:
-	$(GO) build -o bin/tabula ./cmd/tabula
+	$(GO) build -buildvcs=true -o bin/tabula ./cmd/tabula
 
 run: build
 	./bin/tabula dev

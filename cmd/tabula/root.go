@@ -43,7 +43,9 @@ Every setting can come from a flag, a TABULA_* environment variable
 (TABULA_MASTER=host:port) or a YAML file given with --config.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       readBuildVersion().String(),
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.String("config", "", "YAML config file; its keys are flag names (see configs/)")
 	pf.String("master", defaultMaster, "master address(es), comma-separated (env TABULA_MASTER)")
@@ -64,6 +66,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newTopCmd(),
 		newBalanceCmd(), newTabletCmd(), newBalancerCmd(),
 		newQuotaCmd(),
+		newVersionCmd(),
 	)
 	wrapArgs(root)
 	return root

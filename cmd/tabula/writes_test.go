@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -138,4 +140,28 @@ func TestCLIWrites(t *testing.T) {
 		}
 	})
 	ok(t, "table", "delete", "writes")
+}
+
+// TestCLIVersion checks `tabula version` and `tabula --version`: the
+// module, the Go version the binary was built with, and the commit line
+// (unknown here: the test builds without VCS stamping).
+func TestCLIVersion(t *testing.T) {
+	r := tabulaEnv(t, nil, "--version")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "tabula ") || !strings.Contains(r.stdout, " commit ") || !strings.HasSuffix(r.stdout, " "+runtime.Version()+"\n") {
+		t.Errorf("--version: exit %d, %q", r.code, r.stdout)
+	}
+	r = tabulaEnv(t, nil, "version")
+	for _, w := range []string{"module: github.com/tabuladb/tabula\n", "commit: ", "go: " + runtime.Version() + "\n"} {
+		if r.code != 0 || !strings.Contains(r.stdout, w) {
+			t.Errorf("version: exit %d, output lacks %q:\n%s", r.code, w, r.stdout)
+		}
+	}
+	r = tabulaEnv(t, nil, "version", "-o", "json")
+	var v buildVersion
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Go != runtime.Version() || v.Module != "github.com/tabuladb/tabula" {
+		t.Errorf("version -o json: %v %+v %q", err, v, r.stdout)
+	}
+	if r := tabulaEnv(t, nil, "version", "extra"); r.code != 2 {
+		t.Errorf("version extra: exit %d, want 2", r.code)
+	}
 }
