@@ -107,7 +107,7 @@ func (r *GCRule) validate(depth int, nodes *int) error {
 			return cell.Invalidf("gc rule age=%v is not a whole number of microseconds; timestamps are in microseconds", r.MaxAge)
 		}
 		if r.MaxVersions != 0 || len(r.Rules) != 0 {
-			return cell.Invalidf("gc rule age=%v also has versions or nested rules; a leaf has one value", formatDuration(r.MaxAge))
+			return cell.Invalidf("gc rule age=%v also has versions or nested rules; a leaf has one value", FormatDuration(r.MaxAge))
 		}
 	case RuleUnion, RuleIntersection:
 		if r.MaxVersions != 0 || r.MaxAge != 0 {
@@ -156,7 +156,7 @@ func (r *GCRule) format(b *strings.Builder) {
 		b.WriteString(strconv.Itoa(r.MaxVersions))
 	case RuleMaxAge:
 		b.WriteString("age=")
-		b.WriteString(formatDuration(r.MaxAge))
+		b.WriteString(FormatDuration(r.MaxAge))
 	case RuleUnion, RuleIntersection:
 		b.WriteString(r.Kind.String())
 		b.WriteByte('(')

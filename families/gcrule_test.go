@@ -346,8 +346,8 @@ func TestEffectiveGCRule(t *testing.T) {
 		{Family{Name: "cf"}, ""},
 		{Family{Name: "cf", MaxVersions: 2}, "versions=2"},
 		{Family{Name: "cf", TTL: 48 * time.Hour}, "age=2d"},
-		{Family{Name: "cf", MaxVersions: 2, TTL: time.Hour}, "union(versions=2,age=1h0m0s)"},
-		{Family{Name: "cf", MaxVersions: 2, TTL: time.Hour, GC: GCIntersection}, "intersection(versions=2,age=1h0m0s)"},
+		{Family{Name: "cf", MaxVersions: 2, TTL: time.Hour}, "union(versions=2,age=1h)"},
+		{Family{Name: "cf", MaxVersions: 2, TTL: time.Hour, GC: GCIntersection}, "intersection(versions=2,age=1h)"},
 		{Family{Name: "cf", GCRule: UnionRule()}, "union()"},
 	} {
 		if got := tc.f.EffectiveGCRule().String(); got != tc.want {

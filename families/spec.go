@@ -83,7 +83,7 @@ func (f Family) Spec() string {
 		opts = append(opts, "versions="+strconv.Itoa(f.MaxVersions))
 	}
 	if f.TTL != 0 {
-		opts = append(opts, "ttl="+formatDuration(f.TTL))
+		opts = append(opts, "ttl="+FormatDuration(f.TTL))
 	}
 	if f.GC != GCUnion {
 		opts = append(opts, "gc="+f.GC.String())
@@ -256,9 +256,21 @@ func parseDuration(s string) (time.Duration, error) {
 
 var errInvalidDuration = errors.New(`not a duration; write e.g. "90m", "36h", "7d" or 0`)
 
-func formatDuration(d time.Duration) string {
-	if d > 0 && d%day == 0 {
-		return strconv.FormatInt(int64(d/day), 10) + "d"
+// FormatDuration writes a TTL or a GC rule's age the way a user types it
+// and parseDuration reads it back: in the largest one unit that is exact
+// ("30d", "36h", "90m", "45s", "250ms"), else as Go prints durations
+// ("1.5s"); 0 is "0".
+func FormatDuration(d time.Duration) string {
+	if d <= 0 {
+		return d.String()
+	}
+	for _, u := range []struct {
+		unit time.Duration
+		name string
+	}{{day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}} {
+		if d%u.unit == 0 {
+			return strconv.FormatInt(int64(d/u.unit), 10) + u.name
+		}
 	}
 	return d.String()
 }

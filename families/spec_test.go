@@ -19,12 +19,12 @@ func TestParse(t *testing.T) {
 		{" cf: ", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
 		{"cf:versions=3", Family{Name: "cf", MaxVersions: 3, Compression: CompressionSnappy, Bloom: BloomRow}, ""},
 		{"cf:ttl=7d", Family{Name: "cf", TTL: 7 * day, Compression: CompressionSnappy, Bloom: BloomRow}, ""},
-		{"cf:ttl=36h", Family{Name: "cf", TTL: 36 * time.Hour, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=36h0m0s"},
+		{"cf:ttl=36h", Family{Name: "cf", TTL: 36 * time.Hour, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=36h"},
 		{"cf:ttl=48h", Family{Name: "cf", TTL: 48 * time.Hour, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=2d"},
-		{"cf:ttl=1500us", Family{Name: "cf", TTL: 1500 * time.Microsecond, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=1.5ms"},
+		{"cf:ttl=1500us", Family{Name: "cf", TTL: 1500 * time.Microsecond, Compression: CompressionSnappy, Bloom: BloomRow}, "cf:ttl=1500us"},
 		{"cf:ttl=never", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow}, "cf"},
 		{"cf:versions=1,ttl=1h,gc=intersection", Family{Name: "cf", MaxVersions: 1, TTL: time.Hour, GC: GCIntersection,
-			Compression: CompressionSnappy, Bloom: BloomRow}, "cf:versions=1,ttl=1h0m0s,gc=intersection"},
+			Compression: CompressionSnappy, Bloom: BloomRow}, "cf:versions=1,ttl=1h,gc=intersection"},
 		{"cf:compression=none,bloom=none", Family{Name: "cf"}, ""},
 		{"cf:compression=zstd,bloom=row+column", Family{Name: "cf", Compression: CompressionZstd, Bloom: BloomRowColumn}, ""},
 		{"cf:blocksize=64k", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, BlockSize: 64 << 10}, ""},
@@ -40,9 +40,9 @@ func TestParse(t *testing.T) {
 		{"cf:gc=union(versions=3,intersection(age=7d,versions=1)),compression=zstd", Family{Name: "cf", Compression: CompressionZstd, Bloom: BloomRow,
 			GCRule: UnionRule(MaxVersionsRule(3), IntersectionRule(MaxAgeRule(7*day), MaxVersionsRule(1)))}, ""},
 		{"cf: GC = Intersection ( Age = 36h , union ( ) ) ", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow,
-			GCRule: IntersectionRule(MaxAgeRule(36*time.Hour), UnionRule())}, "cf:gc=intersection(age=36h0m0s,union())"},
+			GCRule: IntersectionRule(MaxAgeRule(36*time.Hour), UnionRule())}, "cf:gc=intersection(age=36h,union())"},
 		{"cf:gc=versions=2", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, GCRule: MaxVersionsRule(2)}, ""},
-		{"cf:gc=age=1500us", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, GCRule: MaxAgeRule(1500 * time.Microsecond)}, "cf:gc=age=1.5ms"},
+		{"cf:gc=age=1500us", Family{Name: "cf", Compression: CompressionSnappy, Bloom: BloomRow, GCRule: MaxAgeRule(1500 * time.Microsecond)}, "cf:gc=age=1500us"},
 		{"cf:bloom=none,gc=union(),inmemory=true", Family{Name: "cf", Compression: CompressionSnappy, GCRule: UnionRule(), InMemory: true}, "cf:gc=union(),bloom=none,inmemory=true"},
 	}
 	for _, tc := range tests {
@@ -149,7 +149,7 @@ func TestApplyOptions(t *testing.T) {
 	}
 	// One form of GC policy replaces the other.
 	got, err = ApplyOptions(base, "gc=union(versions=2,age=1h)")
-	if err != nil || got.MaxVersions != 0 || got.TTL != 0 || got.GCRule.String() != "union(versions=2,age=1h0m0s)" {
+	if err != nil || got.MaxVersions != 0 || got.TTL != 0 || got.GCRule.String() != "union(versions=2,age=1h)" {
 		t.Errorf("nested over simple: %+v, %v", got, err)
 	}
 	got, err = ApplyOptions(got, "ttl=2h")
@@ -264,4 +264,25 @@ func FuzzParseGCRule(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFormatDurationInvertsParse checks that a duration is printed in the
+// unit a user types and that parsing the text gives the duration back.
+func TestFormatDurationInvertsParse(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{30 * day, "30d"}, {36 * time.Hour, "36h"}, {48 * time.Hour, "2d"}, {90 * time.Minute, "90m"},
+		{time.Hour, "1h"}, {45 * time.Second, "45s"}, {1500 * time.Millisecond, "1500ms"}, {7 * time.Microsecond, "7us"},
+		{1500 * time.Nanosecond, "1.5µs"}, {0, "0s"}, {time.Duration(1<<63 - 1), "2562047h47m16.854775807s"},
+	} {
+		got := FormatDuration(c.d)
+		if got != c.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", c.d, got, c.want)
+		}
+		if back, err := parseDuration(got); err != nil || back != c.d {
+			t.Errorf("parseDuration(%q) = %v, %v; want %v", got, back, err, c.d)
+		}
+	}
 }

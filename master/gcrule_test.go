@@ -74,7 +74,7 @@ func TestNestedGCRuleIsStoredChangedAndPushed(t *testing.T) {
 	}
 	// The decoded family evaluates the new rule.
 	f, err := convert.FamilyFromProto(stored())
-	if err != nil || f.GCRule.String() != "intersection(age=1h0m0s,union(versions=2,age=2d))" {
+	if err != nil || f.GCRule.String() != "intersection(age=1h,union(versions=2,age=2d))" {
 		t.Fatalf("stored family %s, %v", f.Spec(), err)
 	}
 
