@@ -43,6 +43,7 @@ func MasterRules() map[string]Rule {
 		svc + "DeleteFamily":  adminOn(func(r any) string { return r.(*pb.DeleteFamilyRequest).GetTable() }),
 		svc + "SplitTablet":   adminOn(func(r any) string { return r.(*pb.SplitTabletRequest).GetTable() }),
 		svc + "CompactTable":  adminOn(func(r any) string { return r.(*pb.CompactTableRequest).GetTable() }),
+		svc + "FlushTable":    adminOn(func(r any) string { return r.(*pb.FlushTableRequest).GetTable() }),
 		svc + "DropRowRange":  adminOn(func(r any) string { return r.(*pb.DropRowRangeRequest).GetTable() }),
 		svc + "MergeTablets":  adminOn(func(r any) string { return r.(*pb.MergeTabletsRequest).GetTable() }),
 		svc + "ListTables":    {},

@@ -56,16 +56,18 @@ type FamilyAdmin interface {
 }
 
 // ClusterAdmin inspects and steers where data lives: tablets and servers,
-// splits, merges and compactions, the balancer and the busiest tablets
-// (tabula table tablets, split, merge, auto-merge, compact; tabula
+// splits, merges, flushes and compactions, the balancer and the busiest tablets
+// (tabula table tablets, split, merge, auto-merge, flush, compact; tabula
 // servers, top, balance, balancer, tablet move).
 type ClusterAdmin interface {
 	Tablets(ctx context.Context, table string) ([]TabletInfo, error)
 	Servers(ctx context.Context) ([]ServerInfo, error)
 	TopTablets(ctx context.Context, by string, n int) (TopTablets, error)
 	SplitTablet(ctx context.Context, table string, row []byte) error
+	SplitTabletMidpoint(ctx context.Context, table, tabletID string, row []byte) ([]TabletInfo, error)
 	MergeTablets(ctx context.Context, table string, start, end []byte) (TabletInfo, int, error)
 	CompactTable(ctx context.Context, table string, major bool) error
+	FlushTable(ctx context.Context, table string) error
 	SetAutoMerge(ctx context.Context, table string, on bool) error
 	Balance(ctx context.Context) (int, error)
 	BalancePlan(ctx context.Context, dryRun bool) (int, []PlannedMove, error)

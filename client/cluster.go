@@ -130,6 +130,48 @@ func (a *AdminClient) SplitTablet(ctx context.Context, table string, row []byte)
 	return nil
 }
 
+// SplitTabletMidpoint splits one tablet of table at its size midpoint
+// (the row its server picks from its SSTable indexes, flushing first when
+// they hold nothing): the tablet with id tabletID, else the one holding
+// row, else the table's only tablet (INVALID_ARGUMENT when it has
+// several). It returns the two children once they serve.
+// FAILED_PRECONDITION "no split key" means the tablet holds too little
+// (one row, say) to be cut in two.
+func (a *AdminClient) SplitTabletMidpoint(ctx context.Context, table, tabletID string, row []byte) ([]TabletInfo, error) {
+	table = cell.CanonicalTableName(table) // "default:T" is T
+	if len(row) > 0 {
+		if err := cell.ValidateRow(row); err != nil {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
+		}
+	}
+	var resp *tabulapb.SplitTabletResponse
+	err := a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) (err error) {
+		resp, err = m.SplitTablet(ctx, &tabulapb.SplitTabletRequest{Table: table, TabletId: tabletID, RowKey: row, Midpoint: true})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range resp.GetTablets() {
+		t := locator.TabletFromProto(p)
+		if t.Table == "" {
+			t.Table = table
+		}
+		a.c.loc.Insert(t)
+	}
+	return tabletInfos(resp.GetTablets()), nil
+}
+
+// FlushTable writes the memtable of every tablet of table to SSTables
+// (what a restart would otherwise replay from the commit log).
+func (a *AdminClient) FlushTable(ctx context.Context, table string) error {
+	table = cell.CanonicalTableName(table) // "default:T" is T
+	return a.call(ctx, func(ctx context.Context, m tabulapb.MasterClient) error {
+		_, err := m.FlushTable(ctx, &tabulapb.FlushTableRequest{Table: table})
+		return err
+	})
+}
+
 // CompactTable compacts every tablet of table; major first flushes each
 // tablet's memtable, then rewrites each family into one file, dropping
 // deleted and condemned cells.

@@ -21,6 +21,9 @@ type TableInfo struct {
 	// SplitThreshold is the size in bytes past which a tablet splits; 0
 	// means the cluster default.
 	SplitThreshold int64
+	// SplitThresholdInForce is SplitThreshold, or the cluster's default
+	// when that is 0; filled by DescribeTable only.
+	SplitThresholdInForce int64
 	// State is "enabled" or "deleting".
 	State string
 	// AutoMergeDisabled keeps the automatic merge away from the table's
@@ -105,7 +108,8 @@ func (a *AdminClient) ListTables(ctx context.Context) ([]TableInfo, error) {
 	return out, nil
 }
 
-// DescribeTable returns a table's schema and tablets.
+// DescribeTable returns a table's schema and tablets (with their sizes
+// and load from the leader's latest load report).
 func (a *AdminClient) DescribeTable(ctx context.Context, name string) (TableInfo, error) {
 	name = cell.CanonicalTableName(name) // "default:T" is T
 	var resp *tabulapb.DescribeTableResponse
@@ -121,6 +125,7 @@ func (a *AdminClient) DescribeTable(ctx context.Context, name string) (TableInfo
 		return TableInfo{}, err
 	}
 	ti.Tablets = tabletInfos(resp.GetTablets())
+	ti.SplitThresholdInForce = resp.GetSplitThresholdBytes()
 	return ti, nil
 }
 

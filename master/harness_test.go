@@ -199,6 +199,10 @@ type fakeServer struct {
 	unloads   []*tabulapb.TabletRef
 	schemas   []*tabulapb.TableSchema
 	compacts  []*tabulapb.CompactTabletRequest
+	flushes   []*tabulapb.TabletRef
+	// midpoint is where SplitTablet without a row splits (a real server's
+	// SplitKey); nil answers "no split key", as a tablet too small to cut.
+	midpoint []byte
 	failLoad  bool
 	// loadCode, when set, is the status code every LoadTablet answers.
 	loadCode codes.Code
@@ -485,6 +489,16 @@ func (f *fakeServer) UpdateSchema(_ context.Context, req *tabulapb.UpdateSchemaR
 	return &tabulapb.UpdateSchemaResponse{}, nil
 }
 
+func (f *fakeServer) FlushTablet(_ context.Context, ref *tabulapb.TabletRef) (*tabulapb.FlushTabletResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.held[ref.GetTabletId()]; !ok || e != ref.GetEpoch() {
+		return nil, status.Errorf(codes.FailedPrecondition, "not serving %s at epoch %d", ref.GetTabletId(), ref.GetEpoch())
+	}
+	f.flushes = append(f.flushes, proto.Clone(ref).(*tabulapb.TabletRef))
+	return &tabulapb.FlushTabletResponse{}, nil
+}
+
 func (f *fakeServer) CompactTablet(_ context.Context, req *tabulapb.CompactTabletRequest) (*tabulapb.CompactTabletResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -522,9 +536,18 @@ func (f *fakeServer) SplitTablet(ctx context.Context, req *tabulapb.SplitRequest
 	if p.Server != f.id || p.Epoch != ref.GetEpoch() {
 		return nil, fmt.Errorf("not serving %s at epoch %d", ref.GetTabletId(), ref.GetEpoch())
 	}
+	row := req.GetRowKey()
+	if len(row) == 0 {
+		f.mu.Lock()
+		row = f.midpoint
+		f.mu.Unlock()
+		if row == nil {
+			return nil, status.Error(codes.FailedPrecondition, "tablet: no split key")
+		}
+	}
 	left, right := p.TabletRecord, p.TabletRecord
 	left.ID, right.ID = meta.NewTabletID(), meta.NewTabletID()
-	left.End, right.Start = req.GetRowKey(), req.GetRowKey()
+	left.End, right.Start = row, row
 	left.Epoch, right.Epoch = p.Epoch+1, p.Epoch+1
 	left.Parent, right.Parent = p.ID, p.ID
 	if err := meta.CommitSplit(ctx, f.cli, f.c.layout, p.ModRevision, p.TabletRecord, left, right); err != nil {

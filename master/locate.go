@@ -41,7 +41,9 @@ func (m *Master) DescribeTable(ctx context.Context, req *tabulapb.DescribeTableR
 	if err != nil {
 		return nil, toStatus(ctx, err)
 	}
-	return &tabulapb.DescribeTableResponse{Schema: schema, Tablets: toProtos(tablets)}, nil
+	out := &tabulapb.DescribeTableResponse{Schema: schema, Tablets: toProtos(tablets), SplitThresholdBytes: m.splitThresholdOf(schema)}
+	m.addTabletLoads(out.Tablets)
+	return out, nil
 }
 
 // ListTablets lists a table's tablets in key order.

@@ -3,6 +3,7 @@ package master
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -10,14 +11,25 @@ import (
 	"github.com/tabuladb/tabula/meta"
 )
 
-// SplitTablet splits the tablet holding row at row. The tablet's server
-// does the work and commits the new map (meta.CommitSplit); the answer is
-// its two children. Splitting at an existing boundary changes nothing and
+// SplitTablet splits the tablet holding row at row, or with midpoint a
+// tablet (named by id, by a row inside it, or the table's only one) at
+// the row its server picks as its size midpoint. The tablet's server does
+// the work and commits the new map (meta.CommitSplit); the answer is its
+// two children. Splitting at an existing boundary changes nothing and
 // answers the two tablets that meet there.
 func (m *Master) SplitTablet(ctx context.Context, req *tabulapb.SplitTabletRequest) (*tabulapb.SplitTabletResponse, error) {
-	resp, err := m.splitTablet(ctx, req.GetTable(), req.GetRowKey())
+	var resp *tabulapb.SplitTabletResponse
+	var err error
+	if req.GetMidpoint() {
+		resp, err = m.splitMidpoint(ctx, req.GetTable(), req.GetTabletId(), req.GetRowKey())
+	} else {
+		resp, err = m.splitTablet(ctx, req.GetTable(), req.GetRowKey())
+	}
 	if err == nil {
-		m.noteUserSplit(ctx, req.GetTable(), req.GetRowKey()) // the automatic merge keeps this boundary
+		// The automatic merge keeps this boundary: the user asked for it.
+		if ts := resp.GetTablets(); len(ts) == 2 {
+			m.noteUserSplit(ctx, req.GetTable(), ts[1].GetStartKey())
+		}
 	}
 	return resp, toStatus(ctx, err)
 }
@@ -33,19 +45,66 @@ func (m *Master) splitTablet(ctx context.Context, table string, row []byte) (*ta
 	if err != nil {
 		return nil, err
 	}
-	i := sort.Search(len(tablets), func(i int) bool { return bytes.Compare(tablets[i].Start, row) > 0 }) - 1
-	if i < 0 || !tablets[i].Contains(row) {
-		return nil, notReadyf("no tablet of table %s holds row %q (the tablet map is changing); retry", table, row)
+	i, err := tabletHolding(table, tablets, row)
+	if err != nil {
+		return nil, err
 	}
 	t := tablets[i]
 	if bytes.Equal(t.Start, row) && i > 0 {
 		return &tabulapb.SplitTabletResponse{Tablets: []*tabulapb.TabletInfo{tablets[i-1].ToProto(), t.ToProto()}}, nil
 	}
+	return m.splitOn(ctx, t, row)
+}
+
+// splitMidpoint splits one tablet of table at its size midpoint: the
+// tablet with id tabletID, else the one holding row, else the only one.
+func (m *Master) splitMidpoint(ctx context.Context, table, tabletID string, row []byte) (*tabulapb.SplitTabletResponse, error) {
+	if _, err := m.lead(ctx); err != nil {
+		return nil, err
+	}
+	_, tablets, err := m.tableAndTablets(ctx, table)
+	if err != nil {
+		return nil, err
+	}
+	i := -1
+	switch {
+	case tabletID != "":
+		for j := range tablets {
+			if tablets[j].ID == tabletID {
+				i = j
+			}
+		}
+		if i < 0 {
+			return nil, fmt.Errorf("table %s has no tablet %s (it may have split or merged since it was listed; list them again): %w", table, tabletID, ErrNotFound)
+		}
+	case len(row) > 0:
+		if i, err = tabletHolding(table, tablets, row); err != nil {
+			return nil, err
+		}
+	case len(tablets) == 1:
+		i = 0
+	default:
+		return nil, cell.Invalidf("table %s has %d tablets; name the one to split at its midpoint by tablet_id or by a row_key inside it", table, len(tablets))
+	}
+	return m.splitOn(ctx, tablets[i], nil)
+}
+
+// tabletHolding returns the index of the tablet holding row.
+func tabletHolding(table string, tablets []meta.VersionedTablet, row []byte) (int, error) {
+	i := sort.Search(len(tablets), func(i int) bool { return bytes.Compare(tablets[i].Start, row) > 0 }) - 1
+	if i < 0 || !tablets[i].Contains(row) {
+		return 0, notReadyf("no tablet of table %s holds row %q (the tablet map is changing); retry", table, row)
+	}
+	return i, nil
+}
+
+// splitOn asks t's server to split it at row (empty: at its SplitKey).
+func (m *Master) splitOn(ctx context.Context, t meta.VersionedTablet, row []byte) (*tabulapb.SplitTabletResponse, error) {
 	if t.Address == "" || t.State == meta.StateUnassigned {
-		return nil, notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, table)
+		return nil, notReadyf("tablet %s of table %s is not assigned to a server yet; retry", t.ID, t.Table)
 	}
 	var resp *tabulapb.SplitTabletResponse
-	err = m.callServer(ctx, t.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
+	err := m.callServer(ctx, t.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
 		var err error
 		resp, err = c.SplitTablet(ctx, &tabulapb.SplitRequest{Tablet: ref(&t.TabletRecord), RowKey: row})
 		return err
@@ -53,7 +112,11 @@ func (m *Master) splitTablet(ctx context.Context, table string, row []byte) (*ta
 	if err != nil {
 		return nil, err
 	}
-	m.log.Info("split tablet", "table", table, "tablet", t.ID, "row", string(row))
+	at := row
+	if ts := resp.GetTablets(); len(ts) == 2 {
+		at = ts[1].GetStartKey()
+	}
+	m.log.Info("split tablet", "table", t.Table, "tablet", t.ID, "row", string(at), "midpoint", len(row) == 0)
 	return resp, nil
 }
 
@@ -63,6 +126,16 @@ func (m *Master) CompactTable(ctx context.Context, req *tabulapb.CompactTableReq
 }
 
 func (m *Master) compactTable(ctx context.Context, table string, major bool) error {
+	return m.eachTablet(ctx, table, func(ctx context.Context, t meta.VersionedTablet, c tabulapb.TabletServerClient) error {
+		_, err := c.CompactTablet(ctx, &tabulapb.CompactTabletRequest{Tablet: ref(&t.TabletRecord), Major: major})
+		return err
+	})
+}
+
+// eachTablet calls call on the server of every tablet of table, one after
+// the other, and returns the first error (its status code kept) after
+// trying them all.
+func (m *Master) eachTablet(ctx context.Context, table string, call func(context.Context, meta.VersionedTablet, tabulapb.TabletServerClient) error) error {
 	if _, err := m.lead(ctx); err != nil {
 		return err
 	}
@@ -77,8 +150,7 @@ func (m *Master) compactTable(ctx context.Context, table string, major bool) err
 			continue
 		}
 		err := m.callServer(ctx, t.Address, func(ctx context.Context, c tabulapb.TabletServerClient) error {
-			_, err := c.CompactTablet(ctx, &tabulapb.CompactTabletRequest{Tablet: ref(&t.TabletRecord), Major: major})
-			return err
+			return call(ctx, t, c)
 		})
 		if err != nil {
 			errs = append(errs, err)
@@ -88,6 +160,19 @@ func (m *Master) compactTable(ctx context.Context, table string, major bool) err
 		return errs[0] // keeps the first error's status code
 	}
 	return nil
+}
+
+// FlushTable asks the server of every tablet of the table to flush its
+// memtable to SSTables, as CompactTable asks them to compact.
+func (m *Master) FlushTable(ctx context.Context, req *tabulapb.FlushTableRequest) (*tabulapb.FlushTableResponse, error) {
+	return &tabulapb.FlushTableResponse{}, toStatus(ctx, m.flushTable(ctx, req.GetTable()))
+}
+
+func (m *Master) flushTable(ctx context.Context, table string) error {
+	return m.eachTablet(ctx, table, func(ctx context.Context, t meta.VersionedTablet, c tabulapb.TabletServerClient) error {
+		_, err := c.FlushTablet(ctx, ref(&t.TabletRecord))
+		return err
+	})
 }
 
 // move unloads t from its server and assigns it to to at epoch+1. If the

@@ -2291,11 +2291,16 @@ func (x *DescribeTableRequest) GetTable() string {
 }
 
 type DescribeTableResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Schema        *TableSchema           `protobuf:"bytes,1,opt,name=schema,proto3" json:"schema,omitempty"`
-	Tablets       []*TabletInfo          `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Schema *TableSchema           `protobuf:"bytes,1,opt,name=schema,proto3" json:"schema,omitempty"`
+	// The tablets, with their sizes and load from the leader's latest load
+	// report (zero when it has none, or a standby answered).
+	Tablets []*TabletInfo `protobuf:"bytes,2,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	// The split threshold in force: the schema's split_threshold_bytes, or
+	// the cluster's default when that is 0.
+	SplitThresholdBytes int64 `protobuf:"varint,3,opt,name=split_threshold_bytes,json=splitThresholdBytes,proto3" json:"split_threshold_bytes,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *DescribeTableResponse) Reset() {
@@ -2340,6 +2345,13 @@ func (x *DescribeTableResponse) GetTablets() []*TabletInfo {
 		return x.Tablets
 	}
 	return nil
+}
+
+func (x *DescribeTableResponse) GetSplitThresholdBytes() int64 {
+	if x != nil {
+		return x.SplitThresholdBytes
+	}
+	return 0
 }
 
 type FamilyRequest struct {
@@ -2781,9 +2793,16 @@ func (x *ListServersResponse) GetServers() []*ServerInfo {
 }
 
 type SplitTabletRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
-	RowKey        []byte                 `protobuf:"bytes,2,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	// Without midpoint: the split row (required).
+	RowKey []byte `protobuf:"bytes,2,opt,name=row_key,json=rowKey,proto3" json:"row_key,omitempty"`
+	// With midpoint, the tablet to split at its size midpoint (the row its
+	// server's SplitKey picks from its SSTable indexes): the one with
+	// tablet_id, else the one holding row_key, else the table's only tablet
+	// (INVALID_ARGUMENT when it has several).
+	TabletId      string `protobuf:"bytes,3,opt,name=tablet_id,json=tabletId,proto3" json:"tablet_id,omitempty"`
+	Midpoint      bool   `protobuf:"varint,4,opt,name=midpoint,proto3" json:"midpoint,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2830,6 +2849,20 @@ func (x *SplitTabletRequest) GetRowKey() []byte {
 		return x.RowKey
 	}
 	return nil
+}
+
+func (x *SplitTabletRequest) GetTabletId() string {
+	if x != nil {
+		return x.TabletId
+	}
+	return ""
+}
+
+func (x *SplitTabletRequest) GetMidpoint() bool {
+	if x != nil {
+		return x.Midpoint
+	}
+	return false
 }
 
 type SplitTabletResponse struct {
@@ -2964,6 +2997,86 @@ func (*CompactTableResponse) Descriptor() ([]byte, []int) {
 	return file_tabula_proto_rawDescGZIP(), []int{35}
 }
 
+type FlushTableRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushTableRequest) Reset() {
+	*x = FlushTableRequest{}
+	mi := &file_tabula_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushTableRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushTableRequest) ProtoMessage() {}
+
+func (x *FlushTableRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushTableRequest.ProtoReflect.Descriptor instead.
+func (*FlushTableRequest) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *FlushTableRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type FlushTableResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlushTableResponse) Reset() {
+	*x = FlushTableResponse{}
+	mi := &file_tabula_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlushTableResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlushTableResponse) ProtoMessage() {}
+
+func (x *FlushTableResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tabula_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlushTableResponse.ProtoReflect.Descriptor instead.
+func (*FlushTableResponse) Descriptor() ([]byte, []int) {
+	return file_tabula_proto_rawDescGZIP(), []int{37}
+}
+
 type CreateTokenRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The principal the token authenticates as.
@@ -2975,7 +3088,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_tabula_proto_msgTypes[36]
+	mi := &file_tabula_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3100,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[36]
+	mi := &file_tabula_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3113,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{36}
+	return file_tabula_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -3028,7 +3141,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_tabula_proto_msgTypes[37]
+	mi := &file_tabula_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +3153,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[37]
+	mi := &file_tabula_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +3166,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{37}
+	return file_tabula_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -3082,7 +3195,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_tabula_proto_msgTypes[38]
+	mi := &file_tabula_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3207,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[38]
+	mi := &file_tabula_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3220,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{38}
+	return file_tabula_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -3148,7 +3261,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_tabula_proto_msgTypes[39]
+	mi := &file_tabula_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3160,7 +3273,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[39]
+	mi := &file_tabula_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3173,7 +3286,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{39}
+	return file_tabula_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListTokensRequest) GetPrincipal() string {
@@ -3192,7 +3305,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_tabula_proto_msgTypes[40]
+	mi := &file_tabula_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3204,7 +3317,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[40]
+	mi := &file_tabula_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3217,7 +3330,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{40}
+	return file_tabula_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -3236,7 +3349,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_tabula_proto_msgTypes[41]
+	mi := &file_tabula_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3248,7 +3361,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[41]
+	mi := &file_tabula_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3261,7 +3374,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{41}
+	return file_tabula_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -3279,7 +3392,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_tabula_proto_msgTypes[42]
+	mi := &file_tabula_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3404,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[42]
+	mi := &file_tabula_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3417,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{42}
+	return file_tabula_proto_rawDescGZIP(), []int{44}
 }
 
 // GrantInfo gives principal a role on table; table "*" means every table
@@ -3321,7 +3434,7 @@ type GrantInfo struct {
 
 func (x *GrantInfo) Reset() {
 	*x = GrantInfo{}
-	mi := &file_tabula_proto_msgTypes[43]
+	mi := &file_tabula_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3333,7 +3446,7 @@ func (x *GrantInfo) String() string {
 func (*GrantInfo) ProtoMessage() {}
 
 func (x *GrantInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[43]
+	mi := &file_tabula_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3346,7 +3459,7 @@ func (x *GrantInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantInfo.ProtoReflect.Descriptor instead.
 func (*GrantInfo) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{43}
+	return file_tabula_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *GrantInfo) GetPrincipal() string {
@@ -3379,7 +3492,7 @@ type GrantRequest struct {
 
 func (x *GrantRequest) Reset() {
 	*x = GrantRequest{}
-	mi := &file_tabula_proto_msgTypes[44]
+	mi := &file_tabula_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3391,7 +3504,7 @@ func (x *GrantRequest) String() string {
 func (*GrantRequest) ProtoMessage() {}
 
 func (x *GrantRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[44]
+	mi := &file_tabula_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3404,7 +3517,7 @@ func (x *GrantRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantRequest.ProtoReflect.Descriptor instead.
 func (*GrantRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{44}
+	return file_tabula_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GrantRequest) GetGrant() *GrantInfo {
@@ -3422,7 +3535,7 @@ type GrantResponse struct {
 
 func (x *GrantResponse) Reset() {
 	*x = GrantResponse{}
-	mi := &file_tabula_proto_msgTypes[45]
+	mi := &file_tabula_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3434,7 +3547,7 @@ func (x *GrantResponse) String() string {
 func (*GrantResponse) ProtoMessage() {}
 
 func (x *GrantResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[45]
+	mi := &file_tabula_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3447,7 +3560,7 @@ func (x *GrantResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantResponse.ProtoReflect.Descriptor instead.
 func (*GrantResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{45}
+	return file_tabula_proto_rawDescGZIP(), []int{47}
 }
 
 type RevokeRequest struct {
@@ -3460,7 +3573,7 @@ type RevokeRequest struct {
 
 func (x *RevokeRequest) Reset() {
 	*x = RevokeRequest{}
-	mi := &file_tabula_proto_msgTypes[46]
+	mi := &file_tabula_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3472,7 +3585,7 @@ func (x *RevokeRequest) String() string {
 func (*RevokeRequest) ProtoMessage() {}
 
 func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[46]
+	mi := &file_tabula_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3485,7 +3598,7 @@ func (x *RevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeRequest.ProtoReflect.Descriptor instead.
 func (*RevokeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{46}
+	return file_tabula_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *RevokeRequest) GetPrincipal() string {
@@ -3510,7 +3623,7 @@ type RevokeResponse struct {
 
 func (x *RevokeResponse) Reset() {
 	*x = RevokeResponse{}
-	mi := &file_tabula_proto_msgTypes[47]
+	mi := &file_tabula_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3522,7 +3635,7 @@ func (x *RevokeResponse) String() string {
 func (*RevokeResponse) ProtoMessage() {}
 
 func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[47]
+	mi := &file_tabula_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3535,7 +3648,7 @@ func (x *RevokeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeResponse.ProtoReflect.Descriptor instead.
 func (*RevokeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{47}
+	return file_tabula_proto_rawDescGZIP(), []int{49}
 }
 
 type ListGrantsRequest struct {
@@ -3549,7 +3662,7 @@ type ListGrantsRequest struct {
 
 func (x *ListGrantsRequest) Reset() {
 	*x = ListGrantsRequest{}
-	mi := &file_tabula_proto_msgTypes[48]
+	mi := &file_tabula_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3561,7 +3674,7 @@ func (x *ListGrantsRequest) String() string {
 func (*ListGrantsRequest) ProtoMessage() {}
 
 func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[48]
+	mi := &file_tabula_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3574,7 +3687,7 @@ func (x *ListGrantsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsRequest.ProtoReflect.Descriptor instead.
 func (*ListGrantsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{48}
+	return file_tabula_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListGrantsRequest) GetPrincipal() string {
@@ -3600,7 +3713,7 @@ type ListGrantsResponse struct {
 
 func (x *ListGrantsResponse) Reset() {
 	*x = ListGrantsResponse{}
-	mi := &file_tabula_proto_msgTypes[49]
+	mi := &file_tabula_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3612,7 +3725,7 @@ func (x *ListGrantsResponse) String() string {
 func (*ListGrantsResponse) ProtoMessage() {}
 
 func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[49]
+	mi := &file_tabula_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3625,7 +3738,7 @@ func (x *ListGrantsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGrantsResponse.ProtoReflect.Descriptor instead.
 func (*ListGrantsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{49}
+	return file_tabula_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListGrantsResponse) GetGrants() []*GrantInfo {
@@ -3643,7 +3756,7 @@ type WhoAmIRequest struct {
 
 func (x *WhoAmIRequest) Reset() {
 	*x = WhoAmIRequest{}
-	mi := &file_tabula_proto_msgTypes[50]
+	mi := &file_tabula_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3655,7 +3768,7 @@ func (x *WhoAmIRequest) String() string {
 func (*WhoAmIRequest) ProtoMessage() {}
 
 func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[50]
+	mi := &file_tabula_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3668,7 +3781,7 @@ func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
 func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{50}
+	return file_tabula_proto_rawDescGZIP(), []int{52}
 }
 
 type WhoAmIResponse struct {
@@ -3685,7 +3798,7 @@ type WhoAmIResponse struct {
 
 func (x *WhoAmIResponse) Reset() {
 	*x = WhoAmIResponse{}
-	mi := &file_tabula_proto_msgTypes[51]
+	mi := &file_tabula_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3697,7 +3810,7 @@ func (x *WhoAmIResponse) String() string {
 func (*WhoAmIResponse) ProtoMessage() {}
 
 func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[51]
+	mi := &file_tabula_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3710,7 +3823,7 @@ func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
 func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{51}
+	return file_tabula_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WhoAmIResponse) GetPrincipal() string {
@@ -3751,7 +3864,7 @@ type BalanceRequest struct {
 
 func (x *BalanceRequest) Reset() {
 	*x = BalanceRequest{}
-	mi := &file_tabula_proto_msgTypes[52]
+	mi := &file_tabula_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3763,7 +3876,7 @@ func (x *BalanceRequest) String() string {
 func (*BalanceRequest) ProtoMessage() {}
 
 func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[52]
+	mi := &file_tabula_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3776,7 +3889,7 @@ func (x *BalanceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceRequest.ProtoReflect.Descriptor instead.
 func (*BalanceRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{52}
+	return file_tabula_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *BalanceRequest) GetDryRun() bool {
@@ -3798,7 +3911,7 @@ type BalanceResponse struct {
 
 func (x *BalanceResponse) Reset() {
 	*x = BalanceResponse{}
-	mi := &file_tabula_proto_msgTypes[53]
+	mi := &file_tabula_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3810,7 +3923,7 @@ func (x *BalanceResponse) String() string {
 func (*BalanceResponse) ProtoMessage() {}
 
 func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[53]
+	mi := &file_tabula_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3823,7 +3936,7 @@ func (x *BalanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalanceResponse.ProtoReflect.Descriptor instead.
 func (*BalanceResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{53}
+	return file_tabula_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *BalanceResponse) GetMoved() int32 {
@@ -3854,7 +3967,7 @@ type TabletRef struct {
 
 func (x *TabletRef) Reset() {
 	*x = TabletRef{}
-	mi := &file_tabula_proto_msgTypes[54]
+	mi := &file_tabula_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3866,7 +3979,7 @@ func (x *TabletRef) String() string {
 func (*TabletRef) ProtoMessage() {}
 
 func (x *TabletRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[54]
+	mi := &file_tabula_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3879,7 +3992,7 @@ func (x *TabletRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletRef.ProtoReflect.Descriptor instead.
 func (*TabletRef) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{54}
+	return file_tabula_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *TabletRef) GetTable() string {
@@ -3919,7 +4032,7 @@ type ReadRowsRequest struct {
 
 func (x *ReadRowsRequest) Reset() {
 	*x = ReadRowsRequest{}
-	mi := &file_tabula_proto_msgTypes[55]
+	mi := &file_tabula_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3931,7 +4044,7 @@ func (x *ReadRowsRequest) String() string {
 func (*ReadRowsRequest) ProtoMessage() {}
 
 func (x *ReadRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[55]
+	mi := &file_tabula_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3944,7 +4057,7 @@ func (x *ReadRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowsRequest.ProtoReflect.Descriptor instead.
 func (*ReadRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{55}
+	return file_tabula_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReadRowsRequest) GetTablet() *TabletRef {
@@ -3991,7 +4104,7 @@ type ReadRowsResponse struct {
 
 func (x *ReadRowsResponse) Reset() {
 	*x = ReadRowsResponse{}
-	mi := &file_tabula_proto_msgTypes[56]
+	mi := &file_tabula_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4003,7 +4116,7 @@ func (x *ReadRowsResponse) String() string {
 func (*ReadRowsResponse) ProtoMessage() {}
 
 func (x *ReadRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[56]
+	mi := &file_tabula_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4016,7 +4129,7 @@ func (x *ReadRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowsResponse.ProtoReflect.Descriptor instead.
 func (*ReadRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{56}
+	return file_tabula_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ReadRowsResponse) GetRows() []*Row {
@@ -4037,7 +4150,7 @@ type ReadRowRequest struct {
 
 func (x *ReadRowRequest) Reset() {
 	*x = ReadRowRequest{}
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4049,7 +4162,7 @@ func (x *ReadRowRequest) String() string {
 func (*ReadRowRequest) ProtoMessage() {}
 
 func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[57]
+	mi := &file_tabula_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4062,7 +4175,7 @@ func (x *ReadRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{57}
+	return file_tabula_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ReadRowRequest) GetTablet() *TabletRef {
@@ -4100,7 +4213,7 @@ type ReadRowResponse struct {
 
 func (x *ReadRowResponse) Reset() {
 	*x = ReadRowResponse{}
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4112,7 +4225,7 @@ func (x *ReadRowResponse) String() string {
 func (*ReadRowResponse) ProtoMessage() {}
 
 func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[58]
+	mi := &file_tabula_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4125,7 +4238,7 @@ func (x *ReadRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{58}
+	return file_tabula_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ReadRowResponse) GetRow() *Row {
@@ -4153,7 +4266,7 @@ type MutateRowRequest struct {
 
 func (x *MutateRowRequest) Reset() {
 	*x = MutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4165,7 +4278,7 @@ func (x *MutateRowRequest) String() string {
 func (*MutateRowRequest) ProtoMessage() {}
 
 func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[59]
+	mi := &file_tabula_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4178,7 +4291,7 @@ func (x *MutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{59}
+	return file_tabula_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *MutateRowRequest) GetTablet() *TabletRef {
@@ -4210,7 +4323,7 @@ type MutateRowResponse struct {
 
 func (x *MutateRowResponse) Reset() {
 	*x = MutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4222,7 +4335,7 @@ func (x *MutateRowResponse) String() string {
 func (*MutateRowResponse) ProtoMessage() {}
 
 func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[60]
+	mi := &file_tabula_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4235,7 +4348,7 @@ func (x *MutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{60}
+	return file_tabula_proto_rawDescGZIP(), []int{62}
 }
 
 type MutateRowsRequest struct {
@@ -4247,7 +4360,7 @@ type MutateRowsRequest struct {
 
 func (x *MutateRowsRequest) Reset() {
 	*x = MutateRowsRequest{}
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4259,7 +4372,7 @@ func (x *MutateRowsRequest) String() string {
 func (*MutateRowsRequest) ProtoMessage() {}
 
 func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[61]
+	mi := &file_tabula_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4272,7 +4385,7 @@ func (x *MutateRowsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{61}
+	return file_tabula_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *MutateRowsRequest) GetEntries() []*MutateRowsRequest_Entry {
@@ -4291,7 +4404,7 @@ type MutateRowsResponse struct {
 
 func (x *MutateRowsResponse) Reset() {
 	*x = MutateRowsResponse{}
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4303,7 +4416,7 @@ func (x *MutateRowsResponse) String() string {
 func (*MutateRowsResponse) ProtoMessage() {}
 
 func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[62]
+	mi := &file_tabula_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4316,7 +4429,7 @@ func (x *MutateRowsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{62}
+	return file_tabula_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *MutateRowsResponse) GetEntries() []*MutateRowsResponse_Entry {
@@ -4339,7 +4452,7 @@ type CheckAndMutateRowRequest struct {
 
 func (x *CheckAndMutateRowRequest) Reset() {
 	*x = CheckAndMutateRowRequest{}
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4351,7 +4464,7 @@ func (x *CheckAndMutateRowRequest) String() string {
 func (*CheckAndMutateRowRequest) ProtoMessage() {}
 
 func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[63]
+	mi := &file_tabula_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4364,7 +4477,7 @@ func (x *CheckAndMutateRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowRequest.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{63}
+	return file_tabula_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *CheckAndMutateRowRequest) GetTablet() *TabletRef {
@@ -4411,7 +4524,7 @@ type CheckAndMutateRowResponse struct {
 
 func (x *CheckAndMutateRowResponse) Reset() {
 	*x = CheckAndMutateRowResponse{}
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4423,7 +4536,7 @@ func (x *CheckAndMutateRowResponse) String() string {
 func (*CheckAndMutateRowResponse) ProtoMessage() {}
 
 func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[64]
+	mi := &file_tabula_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4436,7 +4549,7 @@ func (x *CheckAndMutateRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckAndMutateRowResponse.ProtoReflect.Descriptor instead.
 func (*CheckAndMutateRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{64}
+	return file_tabula_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CheckAndMutateRowResponse) GetPredicateMatched() bool {
@@ -4457,7 +4570,7 @@ type ReadModifyWriteRowRequest struct {
 
 func (x *ReadModifyWriteRowRequest) Reset() {
 	*x = ReadModifyWriteRowRequest{}
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4469,7 +4582,7 @@ func (x *ReadModifyWriteRowRequest) String() string {
 func (*ReadModifyWriteRowRequest) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[65]
+	mi := &file_tabula_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4482,7 +4595,7 @@ func (x *ReadModifyWriteRowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowRequest.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{65}
+	return file_tabula_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ReadModifyWriteRowRequest) GetTablet() *TabletRef {
@@ -4515,7 +4628,7 @@ type ReadModifyWriteRowResponse struct {
 
 func (x *ReadModifyWriteRowResponse) Reset() {
 	*x = ReadModifyWriteRowResponse{}
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4527,7 +4640,7 @@ func (x *ReadModifyWriteRowResponse) String() string {
 func (*ReadModifyWriteRowResponse) ProtoMessage() {}
 
 func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[66]
+	mi := &file_tabula_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4540,7 +4653,7 @@ func (x *ReadModifyWriteRowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadModifyWriteRowResponse.ProtoReflect.Descriptor instead.
 func (*ReadModifyWriteRowResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{66}
+	return file_tabula_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ReadModifyWriteRowResponse) GetRow() *Row {
@@ -4559,7 +4672,7 @@ type SampleRowKeysRequest struct {
 
 func (x *SampleRowKeysRequest) Reset() {
 	*x = SampleRowKeysRequest{}
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4571,7 +4684,7 @@ func (x *SampleRowKeysRequest) String() string {
 func (*SampleRowKeysRequest) ProtoMessage() {}
 
 func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[67]
+	mi := &file_tabula_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4584,7 +4697,7 @@ func (x *SampleRowKeysRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysRequest.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{67}
+	return file_tabula_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *SampleRowKeysRequest) GetTablet() *TabletRef {
@@ -4603,7 +4716,7 @@ type SampleRowKeysResponse struct {
 
 func (x *SampleRowKeysResponse) Reset() {
 	*x = SampleRowKeysResponse{}
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4615,7 +4728,7 @@ func (x *SampleRowKeysResponse) String() string {
 func (*SampleRowKeysResponse) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[68]
+	mi := &file_tabula_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4628,7 +4741,7 @@ func (x *SampleRowKeysResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{68}
+	return file_tabula_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *SampleRowKeysResponse) GetSamples() []*SampleRowKeysResponse_Sample {
@@ -4648,7 +4761,7 @@ type LoadTabletRequest struct {
 
 func (x *LoadTabletRequest) Reset() {
 	*x = LoadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4660,7 +4773,7 @@ func (x *LoadTabletRequest) String() string {
 func (*LoadTabletRequest) ProtoMessage() {}
 
 func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[69]
+	mi := &file_tabula_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4673,7 +4786,7 @@ func (x *LoadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{69}
+	return file_tabula_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *LoadTabletRequest) GetTablet() *TabletInfo {
@@ -4698,7 +4811,7 @@ type LoadTabletResponse struct {
 
 func (x *LoadTabletResponse) Reset() {
 	*x = LoadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4710,7 +4823,7 @@ func (x *LoadTabletResponse) String() string {
 func (*LoadTabletResponse) ProtoMessage() {}
 
 func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[70]
+	mi := &file_tabula_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4723,7 +4836,7 @@ func (x *LoadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{70}
+	return file_tabula_proto_rawDescGZIP(), []int{72}
 }
 
 type LoadTabletsRequest struct {
@@ -4735,7 +4848,7 @@ type LoadTabletsRequest struct {
 
 func (x *LoadTabletsRequest) Reset() {
 	*x = LoadTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4747,7 +4860,7 @@ func (x *LoadTabletsRequest) String() string {
 func (*LoadTabletsRequest) ProtoMessage() {}
 
 func (x *LoadTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[71]
+	mi := &file_tabula_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4760,7 +4873,7 @@ func (x *LoadTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletsRequest.ProtoReflect.Descriptor instead.
 func (*LoadTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{71}
+	return file_tabula_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *LoadTabletsRequest) GetLoads() []*LoadTabletRequest {
@@ -4784,7 +4897,7 @@ type LoadTabletsResponse struct {
 
 func (x *LoadTabletsResponse) Reset() {
 	*x = LoadTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4796,7 +4909,7 @@ func (x *LoadTabletsResponse) String() string {
 func (*LoadTabletsResponse) ProtoMessage() {}
 
 func (x *LoadTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[72]
+	mi := &file_tabula_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4809,7 +4922,7 @@ func (x *LoadTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTabletsResponse.ProtoReflect.Descriptor instead.
 func (*LoadTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{72}
+	return file_tabula_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *LoadTabletsResponse) GetIndex() uint32 {
@@ -4842,7 +4955,7 @@ type UnloadTabletRequest struct {
 
 func (x *UnloadTabletRequest) Reset() {
 	*x = UnloadTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4854,7 +4967,7 @@ func (x *UnloadTabletRequest) String() string {
 func (*UnloadTabletRequest) ProtoMessage() {}
 
 func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[73]
+	mi := &file_tabula_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4867,7 +4980,7 @@ func (x *UnloadTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletRequest.ProtoReflect.Descriptor instead.
 func (*UnloadTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{73}
+	return file_tabula_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UnloadTabletRequest) GetTablet() *TabletRef {
@@ -4885,7 +4998,7 @@ type UnloadTabletResponse struct {
 
 func (x *UnloadTabletResponse) Reset() {
 	*x = UnloadTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4897,7 +5010,7 @@ func (x *UnloadTabletResponse) String() string {
 func (*UnloadTabletResponse) ProtoMessage() {}
 
 func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[74]
+	mi := &file_tabula_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4910,7 +5023,7 @@ func (x *UnloadTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnloadTabletResponse.ProtoReflect.Descriptor instead.
 func (*UnloadTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{74}
+	return file_tabula_proto_rawDescGZIP(), []int{76}
 }
 
 type FlushTabletResponse struct {
@@ -4921,7 +5034,7 @@ type FlushTabletResponse struct {
 
 func (x *FlushTabletResponse) Reset() {
 	*x = FlushTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4933,7 +5046,7 @@ func (x *FlushTabletResponse) String() string {
 func (*FlushTabletResponse) ProtoMessage() {}
 
 func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[75]
+	mi := &file_tabula_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4946,7 +5059,7 @@ func (x *FlushTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FlushTabletResponse.ProtoReflect.Descriptor instead.
 func (*FlushTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{75}
+	return file_tabula_proto_rawDescGZIP(), []int{77}
 }
 
 type CompactTabletRequest struct {
@@ -4959,7 +5072,7 @@ type CompactTabletRequest struct {
 
 func (x *CompactTabletRequest) Reset() {
 	*x = CompactTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4971,7 +5084,7 @@ func (x *CompactTabletRequest) String() string {
 func (*CompactTabletRequest) ProtoMessage() {}
 
 func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[76]
+	mi := &file_tabula_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4984,7 +5097,7 @@ func (x *CompactTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletRequest.ProtoReflect.Descriptor instead.
 func (*CompactTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{76}
+	return file_tabula_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *CompactTabletRequest) GetTablet() *TabletRef {
@@ -5009,7 +5122,7 @@ type CompactTabletResponse struct {
 
 func (x *CompactTabletResponse) Reset() {
 	*x = CompactTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5021,7 +5134,7 @@ func (x *CompactTabletResponse) String() string {
 func (*CompactTabletResponse) ProtoMessage() {}
 
 func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[77]
+	mi := &file_tabula_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5034,7 +5147,7 @@ func (x *CompactTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompactTabletResponse.ProtoReflect.Descriptor instead.
 func (*CompactTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{77}
+	return file_tabula_proto_rawDescGZIP(), []int{79}
 }
 
 type SplitRequest struct {
@@ -5048,7 +5161,7 @@ type SplitRequest struct {
 
 func (x *SplitRequest) Reset() {
 	*x = SplitRequest{}
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5060,7 +5173,7 @@ func (x *SplitRequest) String() string {
 func (*SplitRequest) ProtoMessage() {}
 
 func (x *SplitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[78]
+	mi := &file_tabula_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5073,7 +5186,7 @@ func (x *SplitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SplitRequest.ProtoReflect.Descriptor instead.
 func (*SplitRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{78}
+	return file_tabula_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *SplitRequest) GetTablet() *TabletRef {
@@ -5099,7 +5212,7 @@ type UpdateSchemaRequest struct {
 
 func (x *UpdateSchemaRequest) Reset() {
 	*x = UpdateSchemaRequest{}
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5111,7 +5224,7 @@ func (x *UpdateSchemaRequest) String() string {
 func (*UpdateSchemaRequest) ProtoMessage() {}
 
 func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[79]
+	mi := &file_tabula_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5124,7 +5237,7 @@ func (x *UpdateSchemaRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaRequest.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{79}
+	return file_tabula_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *UpdateSchemaRequest) GetSchema() *TableSchema {
@@ -5142,7 +5255,7 @@ type UpdateSchemaResponse struct {
 
 func (x *UpdateSchemaResponse) Reset() {
 	*x = UpdateSchemaResponse{}
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5154,7 +5267,7 @@ func (x *UpdateSchemaResponse) String() string {
 func (*UpdateSchemaResponse) ProtoMessage() {}
 
 func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[80]
+	mi := &file_tabula_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5167,7 +5280,7 @@ func (x *UpdateSchemaResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateSchemaResponse.ProtoReflect.Descriptor instead.
 func (*UpdateSchemaResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{80}
+	return file_tabula_proto_rawDescGZIP(), []int{82}
 }
 
 type ServerStatsRequest struct {
@@ -5194,7 +5307,7 @@ type ServerStatsRequest struct {
 
 func (x *ServerStatsRequest) Reset() {
 	*x = ServerStatsRequest{}
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5206,7 +5319,7 @@ func (x *ServerStatsRequest) String() string {
 func (*ServerStatsRequest) ProtoMessage() {}
 
 func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[81]
+	mi := &file_tabula_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5219,7 +5332,7 @@ func (x *ServerStatsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsRequest.ProtoReflect.Descriptor instead.
 func (*ServerStatsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{81}
+	return file_tabula_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ServerStatsRequest) GetKeyQuantiles() int32 {
@@ -5294,7 +5407,7 @@ type TabletStats struct {
 
 func (x *TabletStats) Reset() {
 	*x = TabletStats{}
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5306,7 +5419,7 @@ func (x *TabletStats) String() string {
 func (*TabletStats) ProtoMessage() {}
 
 func (x *TabletStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[82]
+	mi := &file_tabula_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5319,7 +5432,7 @@ func (x *TabletStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TabletStats.ProtoReflect.Descriptor instead.
 func (*TabletStats) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{82}
+	return file_tabula_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *TabletStats) GetTablet() *TabletRef {
@@ -5500,7 +5613,7 @@ type ServerStatsResponse struct {
 
 func (x *ServerStatsResponse) Reset() {
 	*x = ServerStatsResponse{}
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5512,7 +5625,7 @@ func (x *ServerStatsResponse) String() string {
 func (*ServerStatsResponse) ProtoMessage() {}
 
 func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[83]
+	mi := &file_tabula_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5525,7 +5638,7 @@ func (x *ServerStatsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerStatsResponse.ProtoReflect.Descriptor instead.
 func (*ServerStatsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{83}
+	return file_tabula_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ServerStatsResponse) GetServerId() string {
@@ -5623,7 +5736,7 @@ type DropRowRangeRequest struct {
 
 func (x *DropRowRangeRequest) Reset() {
 	*x = DropRowRangeRequest{}
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5635,7 +5748,7 @@ func (x *DropRowRangeRequest) String() string {
 func (*DropRowRangeRequest) ProtoMessage() {}
 
 func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[84]
+	mi := &file_tabula_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5648,7 +5761,7 @@ func (x *DropRowRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRowRangeRequest.ProtoReflect.Descriptor instead.
 func (*DropRowRangeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{84}
+	return file_tabula_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *DropRowRangeRequest) GetTable() string {
@@ -5709,7 +5822,7 @@ type DropRowRangeResponse struct {
 
 func (x *DropRowRangeResponse) Reset() {
 	*x = DropRowRangeResponse{}
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5721,7 +5834,7 @@ func (x *DropRowRangeResponse) String() string {
 func (*DropRowRangeResponse) ProtoMessage() {}
 
 func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[85]
+	mi := &file_tabula_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5734,7 +5847,7 @@ func (x *DropRowRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRowRangeResponse.ProtoReflect.Descriptor instead.
 func (*DropRowRangeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{85}
+	return file_tabula_proto_rawDescGZIP(), []int{87}
 }
 
 // DropRangeRequest drops the rows [start_key, end_key) of one tablet
@@ -5750,7 +5863,7 @@ type DropRangeRequest struct {
 
 func (x *DropRangeRequest) Reset() {
 	*x = DropRangeRequest{}
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5762,7 +5875,7 @@ func (x *DropRangeRequest) String() string {
 func (*DropRangeRequest) ProtoMessage() {}
 
 func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[86]
+	mi := &file_tabula_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5775,7 +5888,7 @@ func (x *DropRangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRangeRequest.ProtoReflect.Descriptor instead.
 func (*DropRangeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{86}
+	return file_tabula_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *DropRangeRequest) GetTablet() *TabletRef {
@@ -5807,7 +5920,7 @@ type DropRangeResponse struct {
 
 func (x *DropRangeResponse) Reset() {
 	*x = DropRangeResponse{}
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5819,7 +5932,7 @@ func (x *DropRangeResponse) String() string {
 func (*DropRangeResponse) ProtoMessage() {}
 
 func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[87]
+	mi := &file_tabula_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5832,7 +5945,7 @@ func (x *DropRangeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DropRangeResponse.ProtoReflect.Descriptor instead.
 func (*DropRangeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{87}
+	return file_tabula_proto_rawDescGZIP(), []int{89}
 }
 
 // MergeTabletsRequest merges the tablets of table that overlap
@@ -5849,7 +5962,7 @@ type MergeTabletsRequest struct {
 
 func (x *MergeTabletsRequest) Reset() {
 	*x = MergeTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5861,7 +5974,7 @@ func (x *MergeTabletsRequest) String() string {
 func (*MergeTabletsRequest) ProtoMessage() {}
 
 func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[88]
+	mi := &file_tabula_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5874,7 +5987,7 @@ func (x *MergeTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsRequest.ProtoReflect.Descriptor instead.
 func (*MergeTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{88}
+	return file_tabula_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *MergeTabletsRequest) GetTable() string {
@@ -5910,7 +6023,7 @@ type MergeTabletsResponse struct {
 
 func (x *MergeTabletsResponse) Reset() {
 	*x = MergeTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5922,7 +6035,7 @@ func (x *MergeTabletsResponse) String() string {
 func (*MergeTabletsResponse) ProtoMessage() {}
 
 func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[89]
+	mi := &file_tabula_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5935,7 +6048,7 @@ func (x *MergeTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeTabletsResponse.ProtoReflect.Descriptor instead.
 func (*MergeTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{89}
+	return file_tabula_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *MergeTabletsResponse) GetTablet() *TabletInfo {
@@ -5965,7 +6078,7 @@ type MergeRequest struct {
 
 func (x *MergeRequest) Reset() {
 	*x = MergeRequest{}
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5977,7 +6090,7 @@ func (x *MergeRequest) String() string {
 func (*MergeRequest) ProtoMessage() {}
 
 func (x *MergeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[90]
+	mi := &file_tabula_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5990,7 +6103,7 @@ func (x *MergeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeRequest.ProtoReflect.Descriptor instead.
 func (*MergeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{90}
+	return file_tabula_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *MergeRequest) GetLeft() *TabletRef {
@@ -6016,7 +6129,7 @@ type MergeResponse struct {
 
 func (x *MergeResponse) Reset() {
 	*x = MergeResponse{}
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6028,7 +6141,7 @@ func (x *MergeResponse) String() string {
 func (*MergeResponse) ProtoMessage() {}
 
 func (x *MergeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[91]
+	mi := &file_tabula_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6041,7 +6154,7 @@ func (x *MergeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MergeResponse.ProtoReflect.Descriptor instead.
 func (*MergeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{91}
+	return file_tabula_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *MergeResponse) GetTablet() *TabletInfo {
@@ -6070,7 +6183,7 @@ type ServerEvent struct {
 
 func (x *ServerEvent) Reset() {
 	*x = ServerEvent{}
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6082,7 +6195,7 @@ func (x *ServerEvent) String() string {
 func (*ServerEvent) ProtoMessage() {}
 
 func (x *ServerEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[92]
+	mi := &file_tabula_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6095,7 +6208,7 @@ func (x *ServerEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerEvent.ProtoReflect.Descriptor instead.
 func (*ServerEvent) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{92}
+	return file_tabula_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ServerEvent) GetTimeMicros() int64 {
@@ -6153,7 +6266,7 @@ type TopTabletsRequest struct {
 
 func (x *TopTabletsRequest) Reset() {
 	*x = TopTabletsRequest{}
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6165,7 +6278,7 @@ func (x *TopTabletsRequest) String() string {
 func (*TopTabletsRequest) ProtoMessage() {}
 
 func (x *TopTabletsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[93]
+	mi := &file_tabula_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6178,7 +6291,7 @@ func (x *TopTabletsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopTabletsRequest.ProtoReflect.Descriptor instead.
 func (*TopTabletsRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{93}
+	return file_tabula_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *TopTabletsRequest) GetLimit() int32 {
@@ -6210,7 +6323,7 @@ type TopTabletsResponse struct {
 
 func (x *TopTabletsResponse) Reset() {
 	*x = TopTabletsResponse{}
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6222,7 +6335,7 @@ func (x *TopTabletsResponse) String() string {
 func (*TopTabletsResponse) ProtoMessage() {}
 
 func (x *TopTabletsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[94]
+	mi := &file_tabula_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6235,7 +6348,7 @@ func (x *TopTabletsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopTabletsResponse.ProtoReflect.Descriptor instead.
 func (*TopTabletsResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{94}
+	return file_tabula_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *TopTabletsResponse) GetTablets() []*TabletInfo {
@@ -6274,7 +6387,7 @@ type PlannedMove struct {
 
 func (x *PlannedMove) Reset() {
 	*x = PlannedMove{}
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6286,7 +6399,7 @@ func (x *PlannedMove) String() string {
 func (*PlannedMove) ProtoMessage() {}
 
 func (x *PlannedMove) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[95]
+	mi := &file_tabula_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6299,7 +6412,7 @@ func (x *PlannedMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedMove.ProtoReflect.Descriptor instead.
 func (*PlannedMove) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{95}
+	return file_tabula_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *PlannedMove) GetTable() string {
@@ -6350,7 +6463,7 @@ type MoveTabletRequest struct {
 
 func (x *MoveTabletRequest) Reset() {
 	*x = MoveTabletRequest{}
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6362,7 +6475,7 @@ func (x *MoveTabletRequest) String() string {
 func (*MoveTabletRequest) ProtoMessage() {}
 
 func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[96]
+	mi := &file_tabula_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6375,7 +6488,7 @@ func (x *MoveTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveTabletRequest.ProtoReflect.Descriptor instead.
 func (*MoveTabletRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{96}
+	return file_tabula_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *MoveTabletRequest) GetTable() string {
@@ -6409,7 +6522,7 @@ type MoveTabletResponse struct {
 
 func (x *MoveTabletResponse) Reset() {
 	*x = MoveTabletResponse{}
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6421,7 +6534,7 @@ func (x *MoveTabletResponse) String() string {
 func (*MoveTabletResponse) ProtoMessage() {}
 
 func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[97]
+	mi := &file_tabula_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6434,7 +6547,7 @@ func (x *MoveTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoveTabletResponse.ProtoReflect.Descriptor instead.
 func (*MoveTabletResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{97}
+	return file_tabula_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *MoveTabletResponse) GetTablet() *TabletInfo {
@@ -6457,7 +6570,7 @@ type SetBalancerRequest struct {
 
 func (x *SetBalancerRequest) Reset() {
 	*x = SetBalancerRequest{}
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6469,7 +6582,7 @@ func (x *SetBalancerRequest) String() string {
 func (*SetBalancerRequest) ProtoMessage() {}
 
 func (x *SetBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[98]
+	mi := &file_tabula_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6482,7 +6595,7 @@ func (x *SetBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBalancerRequest.ProtoReflect.Descriptor instead.
 func (*SetBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{98}
+	return file_tabula_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *SetBalancerRequest) GetEnabled() bool {
@@ -6507,7 +6620,7 @@ type SetBalancerResponse struct {
 
 func (x *SetBalancerResponse) Reset() {
 	*x = SetBalancerResponse{}
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6519,7 +6632,7 @@ func (x *SetBalancerResponse) String() string {
 func (*SetBalancerResponse) ProtoMessage() {}
 
 func (x *SetBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[99]
+	mi := &file_tabula_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6532,7 +6645,7 @@ func (x *SetBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetBalancerResponse.ProtoReflect.Descriptor instead.
 func (*SetBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{99}
+	return file_tabula_proto_rawDescGZIP(), []int{101}
 }
 
 type GetBalancerRequest struct {
@@ -6543,7 +6656,7 @@ type GetBalancerRequest struct {
 
 func (x *GetBalancerRequest) Reset() {
 	*x = GetBalancerRequest{}
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6555,7 +6668,7 @@ func (x *GetBalancerRequest) String() string {
 func (*GetBalancerRequest) ProtoMessage() {}
 
 func (x *GetBalancerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[100]
+	mi := &file_tabula_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6568,7 +6681,7 @@ func (x *GetBalancerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalancerRequest.ProtoReflect.Descriptor instead.
 func (*GetBalancerRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{100}
+	return file_tabula_proto_rawDescGZIP(), []int{102}
 }
 
 // BalancerMove is a move made, and when.
@@ -6582,7 +6695,7 @@ type BalancerMove struct {
 
 func (x *BalancerMove) Reset() {
 	*x = BalancerMove{}
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6594,7 +6707,7 @@ func (x *BalancerMove) String() string {
 func (*BalancerMove) ProtoMessage() {}
 
 func (x *BalancerMove) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[101]
+	mi := &file_tabula_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6607,7 +6720,7 @@ func (x *BalancerMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BalancerMove.ProtoReflect.Descriptor instead.
 func (*BalancerMove) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{101}
+	return file_tabula_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *BalancerMove) GetMove() *PlannedMove {
@@ -6645,7 +6758,7 @@ type GetBalancerResponse struct {
 
 func (x *GetBalancerResponse) Reset() {
 	*x = GetBalancerResponse{}
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6657,7 +6770,7 @@ func (x *GetBalancerResponse) String() string {
 func (*GetBalancerResponse) ProtoMessage() {}
 
 func (x *GetBalancerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[102]
+	mi := &file_tabula_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6670,7 +6783,7 @@ func (x *GetBalancerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetBalancerResponse.ProtoReflect.Descriptor instead.
 func (*GetBalancerResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{102}
+	return file_tabula_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *GetBalancerResponse) GetEnabled() bool {
@@ -6725,7 +6838,7 @@ type SetAutoMergeRequest struct {
 
 func (x *SetAutoMergeRequest) Reset() {
 	*x = SetAutoMergeRequest{}
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6737,7 +6850,7 @@ func (x *SetAutoMergeRequest) String() string {
 func (*SetAutoMergeRequest) ProtoMessage() {}
 
 func (x *SetAutoMergeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[103]
+	mi := &file_tabula_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6750,7 +6863,7 @@ func (x *SetAutoMergeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAutoMergeRequest.ProtoReflect.Descriptor instead.
 func (*SetAutoMergeRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{103}
+	return file_tabula_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *SetAutoMergeRequest) GetTable() string {
@@ -6775,7 +6888,7 @@ type SetAutoMergeResponse struct {
 
 func (x *SetAutoMergeResponse) Reset() {
 	*x = SetAutoMergeResponse{}
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6787,7 +6900,7 @@ func (x *SetAutoMergeResponse) String() string {
 func (*SetAutoMergeResponse) ProtoMessage() {}
 
 func (x *SetAutoMergeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[104]
+	mi := &file_tabula_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6800,7 +6913,7 @@ func (x *SetAutoMergeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAutoMergeResponse.ProtoReflect.Descriptor instead.
 func (*SetAutoMergeResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{104}
+	return file_tabula_proto_rawDescGZIP(), []int{106}
 }
 
 type SetDeletionProtectionRequest struct {
@@ -6813,7 +6926,7 @@ type SetDeletionProtectionRequest struct {
 
 func (x *SetDeletionProtectionRequest) Reset() {
 	*x = SetDeletionProtectionRequest{}
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6825,7 +6938,7 @@ func (x *SetDeletionProtectionRequest) String() string {
 func (*SetDeletionProtectionRequest) ProtoMessage() {}
 
 func (x *SetDeletionProtectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[105]
+	mi := &file_tabula_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6838,7 +6951,7 @@ func (x *SetDeletionProtectionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDeletionProtectionRequest.ProtoReflect.Descriptor instead.
 func (*SetDeletionProtectionRequest) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{105}
+	return file_tabula_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *SetDeletionProtectionRequest) GetTable() string {
@@ -6863,7 +6976,7 @@ type SetDeletionProtectionResponse struct {
 
 func (x *SetDeletionProtectionResponse) Reset() {
 	*x = SetDeletionProtectionResponse{}
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6875,7 +6988,7 @@ func (x *SetDeletionProtectionResponse) String() string {
 func (*SetDeletionProtectionResponse) ProtoMessage() {}
 
 func (x *SetDeletionProtectionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[106]
+	mi := &file_tabula_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6888,7 +7001,7 @@ func (x *SetDeletionProtectionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDeletionProtectionResponse.ProtoReflect.Descriptor instead.
 func (*SetDeletionProtectionResponse) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{106}
+	return file_tabula_proto_rawDescGZIP(), []int{108}
 }
 
 type GCRule_Rules struct {
@@ -6900,7 +7013,7 @@ type GCRule_Rules struct {
 
 func (x *GCRule_Rules) Reset() {
 	*x = GCRule_Rules{}
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6912,7 +7025,7 @@ func (x *GCRule_Rules) String() string {
 func (*GCRule_Rules) ProtoMessage() {}
 
 func (x *GCRule_Rules) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[107]
+	mi := &file_tabula_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6948,7 +7061,7 @@ type Mutation_SetCell struct {
 
 func (x *Mutation_SetCell) Reset() {
 	*x = Mutation_SetCell{}
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6960,7 +7073,7 @@ func (x *Mutation_SetCell) String() string {
 func (*Mutation_SetCell) ProtoMessage() {}
 
 func (x *Mutation_SetCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[108]
+	mi := &file_tabula_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7017,7 +7130,7 @@ type Mutation_DeleteFromColumn struct {
 
 func (x *Mutation_DeleteFromColumn) Reset() {
 	*x = Mutation_DeleteFromColumn{}
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7029,7 +7142,7 @@ func (x *Mutation_DeleteFromColumn) String() string {
 func (*Mutation_DeleteFromColumn) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[109]
+	mi := &file_tabula_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7082,7 +7195,7 @@ type Mutation_DeleteFromFamily struct {
 
 func (x *Mutation_DeleteFromFamily) Reset() {
 	*x = Mutation_DeleteFromFamily{}
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7094,7 +7207,7 @@ func (x *Mutation_DeleteFromFamily) String() string {
 func (*Mutation_DeleteFromFamily) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromFamily) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[110]
+	mi := &file_tabula_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7125,7 +7238,7 @@ type Mutation_DeleteFromRow struct {
 
 func (x *Mutation_DeleteFromRow) Reset() {
 	*x = Mutation_DeleteFromRow{}
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7137,7 +7250,7 @@ func (x *Mutation_DeleteFromRow) String() string {
 func (*Mutation_DeleteFromRow) ProtoMessage() {}
 
 func (x *Mutation_DeleteFromRow) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[111]
+	mi := &file_tabula_proto_msgTypes[113]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7168,7 +7281,7 @@ type Mutation_AddToCell struct {
 
 func (x *Mutation_AddToCell) Reset() {
 	*x = Mutation_AddToCell{}
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7180,7 +7293,7 @@ func (x *Mutation_AddToCell) String() string {
 func (*Mutation_AddToCell) ProtoMessage() {}
 
 func (x *Mutation_AddToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[112]
+	mi := &file_tabula_proto_msgTypes[114]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7239,7 +7352,7 @@ type Mutation_MergeToCell struct {
 
 func (x *Mutation_MergeToCell) Reset() {
 	*x = Mutation_MergeToCell{}
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7251,7 +7364,7 @@ func (x *Mutation_MergeToCell) String() string {
 func (*Mutation_MergeToCell) ProtoMessage() {}
 
 func (x *Mutation_MergeToCell) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[113]
+	mi := &file_tabula_proto_msgTypes[115]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7304,7 +7417,7 @@ type RowFilter_Chain struct {
 
 func (x *RowFilter_Chain) Reset() {
 	*x = RowFilter_Chain{}
-	mi := &file_tabula_proto_msgTypes[114]
+	mi := &file_tabula_proto_msgTypes[116]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7316,7 +7429,7 @@ func (x *RowFilter_Chain) String() string {
 func (*RowFilter_Chain) ProtoMessage() {}
 
 func (x *RowFilter_Chain) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[114]
+	mi := &file_tabula_proto_msgTypes[116]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7348,7 +7461,7 @@ type RowFilter_Interleave struct {
 
 func (x *RowFilter_Interleave) Reset() {
 	*x = RowFilter_Interleave{}
-	mi := &file_tabula_proto_msgTypes[115]
+	mi := &file_tabula_proto_msgTypes[117]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7360,7 +7473,7 @@ func (x *RowFilter_Interleave) String() string {
 func (*RowFilter_Interleave) ProtoMessage() {}
 
 func (x *RowFilter_Interleave) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[115]
+	mi := &file_tabula_proto_msgTypes[117]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7394,7 +7507,7 @@ type RowFilter_Condition struct {
 
 func (x *RowFilter_Condition) Reset() {
 	*x = RowFilter_Condition{}
-	mi := &file_tabula_proto_msgTypes[116]
+	mi := &file_tabula_proto_msgTypes[118]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7406,7 +7519,7 @@ func (x *RowFilter_Condition) String() string {
 func (*RowFilter_Condition) ProtoMessage() {}
 
 func (x *RowFilter_Condition) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[116]
+	mi := &file_tabula_proto_msgTypes[118]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7454,7 +7567,7 @@ type MutateRowsRequest_Entry struct {
 
 func (x *MutateRowsRequest_Entry) Reset() {
 	*x = MutateRowsRequest_Entry{}
-	mi := &file_tabula_proto_msgTypes[117]
+	mi := &file_tabula_proto_msgTypes[119]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7466,7 +7579,7 @@ func (x *MutateRowsRequest_Entry) String() string {
 func (*MutateRowsRequest_Entry) ProtoMessage() {}
 
 func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[117]
+	mi := &file_tabula_proto_msgTypes[119]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7479,7 +7592,7 @@ func (x *MutateRowsRequest_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsRequest_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsRequest_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{61, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{63, 0}
 }
 
 func (x *MutateRowsRequest_Entry) GetTablet() *TabletRef {
@@ -7518,7 +7631,7 @@ type MutateRowsResponse_Entry struct {
 
 func (x *MutateRowsResponse_Entry) Reset() {
 	*x = MutateRowsResponse_Entry{}
-	mi := &file_tabula_proto_msgTypes[118]
+	mi := &file_tabula_proto_msgTypes[120]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7530,7 +7643,7 @@ func (x *MutateRowsResponse_Entry) String() string {
 func (*MutateRowsResponse_Entry) ProtoMessage() {}
 
 func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[118]
+	mi := &file_tabula_proto_msgTypes[120]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7543,7 +7656,7 @@ func (x *MutateRowsResponse_Entry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateRowsResponse_Entry.ProtoReflect.Descriptor instead.
 func (*MutateRowsResponse_Entry) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{62, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{64, 0}
 }
 
 func (x *MutateRowsResponse_Entry) GetIndex() int64 {
@@ -7584,7 +7697,7 @@ type SampleRowKeysResponse_Sample struct {
 
 func (x *SampleRowKeysResponse_Sample) Reset() {
 	*x = SampleRowKeysResponse_Sample{}
-	mi := &file_tabula_proto_msgTypes[119]
+	mi := &file_tabula_proto_msgTypes[121]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7596,7 +7709,7 @@ func (x *SampleRowKeysResponse_Sample) String() string {
 func (*SampleRowKeysResponse_Sample) ProtoMessage() {}
 
 func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
-	mi := &file_tabula_proto_msgTypes[119]
+	mi := &file_tabula_proto_msgTypes[121]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7609,7 +7722,7 @@ func (x *SampleRowKeysResponse_Sample) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SampleRowKeysResponse_Sample.ProtoReflect.Descriptor instead.
 func (*SampleRowKeysResponse_Sample) Descriptor() ([]byte, []int) {
-	return file_tabula_proto_rawDescGZIP(), []int{68, 0}
+	return file_tabula_proto_rawDescGZIP(), []int{70, 0}
 }
 
 func (x *SampleRowKeysResponse_Sample) GetRowKey() []byte {
@@ -7823,10 +7936,11 @@ const file_tabula_proto_rawDesc = "" +
 	"\x12ListTablesResponse\x12.\n" +
 	"\x06tables\x18\x01 \x03(\v2\x16.tabula.v1.TableSchemaR\x06tables\",\n" +
 	"\x14DescribeTableRequest\x12\x14\n" +
-	"\x05table\x18\x01 \x01(\tR\x05table\"x\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"\xac\x01\n" +
 	"\x15DescribeTableResponse\x12.\n" +
 	"\x06schema\x18\x01 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\x12/\n" +
-	"\atablets\x18\x02 \x03(\v2\x15.tabula.v1.TabletInfoR\atablets\"P\n" +
+	"\atablets\x18\x02 \x03(\v2\x15.tabula.v1.TabletInfoR\atablets\x122\n" +
+	"\x15split_threshold_bytes\x18\x03 \x01(\x03R\x13splitThresholdBytes\"P\n" +
 	"\rFamilyRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12)\n" +
 	"\x06family\x18\x02 \x01(\v2\x11.tabula.v1.FamilyR\x06family\"C\n" +
@@ -7849,16 +7963,21 @@ const file_tabula_proto_rawDesc = "" +
 	"\atablets\x18\x01 \x03(\v2\x15.tabula.v1.TabletInfoR\atablets\"\x14\n" +
 	"\x12ListServersRequest\"F\n" +
 	"\x13ListServersResponse\x12/\n" +
-	"\aservers\x18\x01 \x03(\v2\x15.tabula.v1.ServerInfoR\aservers\"C\n" +
+	"\aservers\x18\x01 \x03(\v2\x15.tabula.v1.ServerInfoR\aservers\"|\n" +
 	"\x12SplitTabletRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x17\n" +
-	"\arow_key\x18\x02 \x01(\fR\x06rowKey\"F\n" +
+	"\arow_key\x18\x02 \x01(\fR\x06rowKey\x12\x1b\n" +
+	"\ttablet_id\x18\x03 \x01(\tR\btabletId\x12\x1a\n" +
+	"\bmidpoint\x18\x04 \x01(\bR\bmidpoint\"F\n" +
 	"\x13SplitTabletResponse\x12/\n" +
 	"\atablets\x18\x01 \x03(\v2\x15.tabula.v1.TabletInfoR\atablets\"A\n" +
 	"\x13CompactTableRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x14\n" +
 	"\x05major\x18\x02 \x01(\bR\x05major\"\x16\n" +
-	"\x14CompactTableResponse\"T\n" +
+	"\x14CompactTableResponse\")\n" +
+	"\x11FlushTableRequest\x12\x14\n" +
+	"\x05table\x18\x01 \x01(\tR\x05table\"\x14\n" +
+	"\x12FlushTableResponse\"T\n" +
 	"\x12CreateTokenRequest\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\"U\n" +
@@ -8134,7 +8253,7 @@ const file_tabula_proto_rawDesc = "" +
 	"\x10VALUE_TYPE_BYTES\x10\x00\x12\x12\n" +
 	"\x0eVALUE_TYPE_SUM\x10\x01\x12\x12\n" +
 	"\x0eVALUE_TYPE_MIN\x10\x02\x12\x12\n" +
-	"\x0eVALUE_TYPE_MAX\x10\x032\x93\x11\n" +
+	"\x0eVALUE_TYPE_MAX\x10\x032\xde\x11\n" +
 	"\x06Master\x12D\n" +
 	"\vCreateTable\x12\x1d.tabula.v1.CreateTableRequest\x1a\x16.tabula.v1.TableSchema\x12L\n" +
 	"\vDeleteTable\x12\x1d.tabula.v1.DeleteTableRequest\x1a\x1e.tabula.v1.DeleteTableResponse\x12I\n" +
@@ -8149,7 +8268,9 @@ const file_tabula_proto_rawDesc = "" +
 	"\vListTablets\x12\x1d.tabula.v1.ListTabletsRequest\x1a\x1e.tabula.v1.ListTabletsResponse\x12L\n" +
 	"\vListServers\x12\x1d.tabula.v1.ListServersRequest\x1a\x1e.tabula.v1.ListServersResponse\x12L\n" +
 	"\vSplitTablet\x12\x1d.tabula.v1.SplitTabletRequest\x1a\x1e.tabula.v1.SplitTabletResponse\x12O\n" +
-	"\fCompactTable\x12\x1e.tabula.v1.CompactTableRequest\x1a\x1f.tabula.v1.CompactTableResponse\x12@\n" +
+	"\fCompactTable\x12\x1e.tabula.v1.CompactTableRequest\x1a\x1f.tabula.v1.CompactTableResponse\x12I\n" +
+	"\n" +
+	"FlushTable\x12\x1c.tabula.v1.FlushTableRequest\x1a\x1d.tabula.v1.FlushTableResponse\x12@\n" +
 	"\aBalance\x12\x19.tabula.v1.BalanceRequest\x1a\x1a.tabula.v1.BalanceResponse\x12L\n" +
 	"\vCreateToken\x12\x1d.tabula.v1.CreateTokenRequest\x1a\x1e.tabula.v1.CreateTokenResponse\x12I\n" +
 	"\n" +
@@ -8205,7 +8326,7 @@ func file_tabula_proto_rawDescGZIP() []byte {
 }
 
 var file_tabula_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 122)
+var file_tabula_proto_msgTypes = make([]protoimpl.MessageInfo, 124)
 var file_tabula_proto_goTypes = []any{
 	(Compression)(0),                      // 0: tabula.v1.Compression
 	(Bloom)(0),                            // 1: tabula.v1.Bloom
@@ -8247,92 +8368,94 @@ var file_tabula_proto_goTypes = []any{
 	(*SplitTabletResponse)(nil),           // 37: tabula.v1.SplitTabletResponse
 	(*CompactTableRequest)(nil),           // 38: tabula.v1.CompactTableRequest
 	(*CompactTableResponse)(nil),          // 39: tabula.v1.CompactTableResponse
-	(*CreateTokenRequest)(nil),            // 40: tabula.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),           // 41: tabula.v1.CreateTokenResponse
-	(*TokenInfo)(nil),                     // 42: tabula.v1.TokenInfo
-	(*ListTokensRequest)(nil),             // 43: tabula.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),            // 44: tabula.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),            // 45: tabula.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),           // 46: tabula.v1.RevokeTokenResponse
-	(*GrantInfo)(nil),                     // 47: tabula.v1.GrantInfo
-	(*GrantRequest)(nil),                  // 48: tabula.v1.GrantRequest
-	(*GrantResponse)(nil),                 // 49: tabula.v1.GrantResponse
-	(*RevokeRequest)(nil),                 // 50: tabula.v1.RevokeRequest
-	(*RevokeResponse)(nil),                // 51: tabula.v1.RevokeResponse
-	(*ListGrantsRequest)(nil),             // 52: tabula.v1.ListGrantsRequest
-	(*ListGrantsResponse)(nil),            // 53: tabula.v1.ListGrantsResponse
-	(*WhoAmIRequest)(nil),                 // 54: tabula.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),                // 55: tabula.v1.WhoAmIResponse
-	(*BalanceRequest)(nil),                // 56: tabula.v1.BalanceRequest
-	(*BalanceResponse)(nil),               // 57: tabula.v1.BalanceResponse
-	(*TabletRef)(nil),                     // 58: tabula.v1.TabletRef
-	(*ReadRowsRequest)(nil),               // 59: tabula.v1.ReadRowsRequest
-	(*ReadRowsResponse)(nil),              // 60: tabula.v1.ReadRowsResponse
-	(*ReadRowRequest)(nil),                // 61: tabula.v1.ReadRowRequest
-	(*ReadRowResponse)(nil),               // 62: tabula.v1.ReadRowResponse
-	(*MutateRowRequest)(nil),              // 63: tabula.v1.MutateRowRequest
-	(*MutateRowResponse)(nil),             // 64: tabula.v1.MutateRowResponse
-	(*MutateRowsRequest)(nil),             // 65: tabula.v1.MutateRowsRequest
-	(*MutateRowsResponse)(nil),            // 66: tabula.v1.MutateRowsResponse
-	(*CheckAndMutateRowRequest)(nil),      // 67: tabula.v1.CheckAndMutateRowRequest
-	(*CheckAndMutateRowResponse)(nil),     // 68: tabula.v1.CheckAndMutateRowResponse
-	(*ReadModifyWriteRowRequest)(nil),     // 69: tabula.v1.ReadModifyWriteRowRequest
-	(*ReadModifyWriteRowResponse)(nil),    // 70: tabula.v1.ReadModifyWriteRowResponse
-	(*SampleRowKeysRequest)(nil),          // 71: tabula.v1.SampleRowKeysRequest
-	(*SampleRowKeysResponse)(nil),         // 72: tabula.v1.SampleRowKeysResponse
-	(*LoadTabletRequest)(nil),             // 73: tabula.v1.LoadTabletRequest
-	(*LoadTabletResponse)(nil),            // 74: tabula.v1.LoadTabletResponse
-	(*LoadTabletsRequest)(nil),            // 75: tabula.v1.LoadTabletsRequest
-	(*LoadTabletsResponse)(nil),           // 76: tabula.v1.LoadTabletsResponse
-	(*UnloadTabletRequest)(nil),           // 77: tabula.v1.UnloadTabletRequest
-	(*UnloadTabletResponse)(nil),          // 78: tabula.v1.UnloadTabletResponse
-	(*FlushTabletResponse)(nil),           // 79: tabula.v1.FlushTabletResponse
-	(*CompactTabletRequest)(nil),          // 80: tabula.v1.CompactTabletRequest
-	(*CompactTabletResponse)(nil),         // 81: tabula.v1.CompactTabletResponse
-	(*SplitRequest)(nil),                  // 82: tabula.v1.SplitRequest
-	(*UpdateSchemaRequest)(nil),           // 83: tabula.v1.UpdateSchemaRequest
-	(*UpdateSchemaResponse)(nil),          // 84: tabula.v1.UpdateSchemaResponse
-	(*ServerStatsRequest)(nil),            // 85: tabula.v1.ServerStatsRequest
-	(*TabletStats)(nil),                   // 86: tabula.v1.TabletStats
-	(*ServerStatsResponse)(nil),           // 87: tabula.v1.ServerStatsResponse
-	(*DropRowRangeRequest)(nil),           // 88: tabula.v1.DropRowRangeRequest
-	(*DropRowRangeResponse)(nil),          // 89: tabula.v1.DropRowRangeResponse
-	(*DropRangeRequest)(nil),              // 90: tabula.v1.DropRangeRequest
-	(*DropRangeResponse)(nil),             // 91: tabula.v1.DropRangeResponse
-	(*MergeTabletsRequest)(nil),           // 92: tabula.v1.MergeTabletsRequest
-	(*MergeTabletsResponse)(nil),          // 93: tabula.v1.MergeTabletsResponse
-	(*MergeRequest)(nil),                  // 94: tabula.v1.MergeRequest
-	(*MergeResponse)(nil),                 // 95: tabula.v1.MergeResponse
-	(*ServerEvent)(nil),                   // 96: tabula.v1.ServerEvent
-	(*TopTabletsRequest)(nil),             // 97: tabula.v1.TopTabletsRequest
-	(*TopTabletsResponse)(nil),            // 98: tabula.v1.TopTabletsResponse
-	(*PlannedMove)(nil),                   // 99: tabula.v1.PlannedMove
-	(*MoveTabletRequest)(nil),             // 100: tabula.v1.MoveTabletRequest
-	(*MoveTabletResponse)(nil),            // 101: tabula.v1.MoveTabletResponse
-	(*SetBalancerRequest)(nil),            // 102: tabula.v1.SetBalancerRequest
-	(*SetBalancerResponse)(nil),           // 103: tabula.v1.SetBalancerResponse
-	(*GetBalancerRequest)(nil),            // 104: tabula.v1.GetBalancerRequest
-	(*BalancerMove)(nil),                  // 105: tabula.v1.BalancerMove
-	(*GetBalancerResponse)(nil),           // 106: tabula.v1.GetBalancerResponse
-	(*SetAutoMergeRequest)(nil),           // 107: tabula.v1.SetAutoMergeRequest
-	(*SetAutoMergeResponse)(nil),          // 108: tabula.v1.SetAutoMergeResponse
-	(*SetDeletionProtectionRequest)(nil),  // 109: tabula.v1.SetDeletionProtectionRequest
-	(*SetDeletionProtectionResponse)(nil), // 110: tabula.v1.SetDeletionProtectionResponse
-	(*GCRule_Rules)(nil),                  // 111: tabula.v1.GCRule.Rules
-	(*Mutation_SetCell)(nil),              // 112: tabula.v1.Mutation.SetCell
-	(*Mutation_DeleteFromColumn)(nil),     // 113: tabula.v1.Mutation.DeleteFromColumn
-	(*Mutation_DeleteFromFamily)(nil),     // 114: tabula.v1.Mutation.DeleteFromFamily
-	(*Mutation_DeleteFromRow)(nil),        // 115: tabula.v1.Mutation.DeleteFromRow
-	(*Mutation_AddToCell)(nil),            // 116: tabula.v1.Mutation.AddToCell
-	(*Mutation_MergeToCell)(nil),          // 117: tabula.v1.Mutation.MergeToCell
-	(*RowFilter_Chain)(nil),               // 118: tabula.v1.RowFilter.Chain
-	(*RowFilter_Interleave)(nil),          // 119: tabula.v1.RowFilter.Interleave
-	(*RowFilter_Condition)(nil),           // 120: tabula.v1.RowFilter.Condition
-	(*MutateRowsRequest_Entry)(nil),       // 121: tabula.v1.MutateRowsRequest.Entry
-	(*MutateRowsResponse_Entry)(nil),      // 122: tabula.v1.MutateRowsResponse.Entry
-	(*SampleRowKeysResponse_Sample)(nil),  // 123: tabula.v1.SampleRowKeysResponse.Sample
-	nil,                                   // 124: tabula.v1.TabletStats.FamilyBytesEntry
-	nil,                                   // 125: tabula.v1.ServerEvent.AttrsEntry
+	(*FlushTableRequest)(nil),             // 40: tabula.v1.FlushTableRequest
+	(*FlushTableResponse)(nil),            // 41: tabula.v1.FlushTableResponse
+	(*CreateTokenRequest)(nil),            // 42: tabula.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),           // 43: tabula.v1.CreateTokenResponse
+	(*TokenInfo)(nil),                     // 44: tabula.v1.TokenInfo
+	(*ListTokensRequest)(nil),             // 45: tabula.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),            // 46: tabula.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),            // 47: tabula.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),           // 48: tabula.v1.RevokeTokenResponse
+	(*GrantInfo)(nil),                     // 49: tabula.v1.GrantInfo
+	(*GrantRequest)(nil),                  // 50: tabula.v1.GrantRequest
+	(*GrantResponse)(nil),                 // 51: tabula.v1.GrantResponse
+	(*RevokeRequest)(nil),                 // 52: tabula.v1.RevokeRequest
+	(*RevokeResponse)(nil),                // 53: tabula.v1.RevokeResponse
+	(*ListGrantsRequest)(nil),             // 54: tabula.v1.ListGrantsRequest
+	(*ListGrantsResponse)(nil),            // 55: tabula.v1.ListGrantsResponse
+	(*WhoAmIRequest)(nil),                 // 56: tabula.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),                // 57: tabula.v1.WhoAmIResponse
+	(*BalanceRequest)(nil),                // 58: tabula.v1.BalanceRequest
+	(*BalanceResponse)(nil),               // 59: tabula.v1.BalanceResponse
+	(*TabletRef)(nil),                     // 60: tabula.v1.TabletRef
+	(*ReadRowsRequest)(nil),               // 61: tabula.v1.ReadRowsRequest
+	(*ReadRowsResponse)(nil),              // 62: tabula.v1.ReadRowsResponse
+	(*ReadRowRequest)(nil),                // 63: tabula.v1.ReadRowRequest
+	(*ReadRowResponse)(nil),               // 64: tabula.v1.ReadRowResponse
+	(*MutateRowRequest)(nil),              // 65: tabula.v1.MutateRowRequest
+	(*MutateRowResponse)(nil),             // 66: tabula.v1.MutateRowResponse
+	(*MutateRowsRequest)(nil),             // 67: tabula.v1.MutateRowsRequest
+	(*MutateRowsResponse)(nil),            // 68: tabula.v1.MutateRowsResponse
+	(*CheckAndMutateRowRequest)(nil),      // 69: tabula.v1.CheckAndMutateRowRequest
+	(*CheckAndMutateRowResponse)(nil),     // 70: tabula.v1.CheckAndMutateRowResponse
+	(*ReadModifyWriteRowRequest)(nil),     // 71: tabula.v1.ReadModifyWriteRowRequest
+	(*ReadModifyWriteRowResponse)(nil),    // 72: tabula.v1.ReadModifyWriteRowResponse
+	(*SampleRowKeysRequest)(nil),          // 73: tabula.v1.SampleRowKeysRequest
+	(*SampleRowKeysResponse)(nil),         // 74: tabula.v1.SampleRowKeysResponse
+	(*LoadTabletRequest)(nil),             // 75: tabula.v1.LoadTabletRequest
+	(*LoadTabletResponse)(nil),            // 76: tabula.v1.LoadTabletResponse
+	(*LoadTabletsRequest)(nil),            // 77: tabula.v1.LoadTabletsRequest
+	(*LoadTabletsResponse)(nil),           // 78: tabula.v1.LoadTabletsResponse
+	(*UnloadTabletRequest)(nil),           // 79: tabula.v1.UnloadTabletRequest
+	(*UnloadTabletResponse)(nil),          // 80: tabula.v1.UnloadTabletResponse
+	(*FlushTabletResponse)(nil),           // 81: tabula.v1.FlushTabletResponse
+	(*CompactTabletRequest)(nil),          // 82: tabula.v1.CompactTabletRequest
+	(*CompactTabletResponse)(nil),         // 83: tabula.v1.CompactTabletResponse
+	(*SplitRequest)(nil),                  // 84: tabula.v1.SplitRequest
+	(*UpdateSchemaRequest)(nil),           // 85: tabula.v1.UpdateSchemaRequest
+	(*UpdateSchemaResponse)(nil),          // 86: tabula.v1.UpdateSchemaResponse
+	(*ServerStatsRequest)(nil),            // 87: tabula.v1.ServerStatsRequest
+	(*TabletStats)(nil),                   // 88: tabula.v1.TabletStats
+	(*ServerStatsResponse)(nil),           // 89: tabula.v1.ServerStatsResponse
+	(*DropRowRangeRequest)(nil),           // 90: tabula.v1.DropRowRangeRequest
+	(*DropRowRangeResponse)(nil),          // 91: tabula.v1.DropRowRangeResponse
+	(*DropRangeRequest)(nil),              // 92: tabula.v1.DropRangeRequest
+	(*DropRangeResponse)(nil),             // 93: tabula.v1.DropRangeResponse
+	(*MergeTabletsRequest)(nil),           // 94: tabula.v1.MergeTabletsRequest
+	(*MergeTabletsResponse)(nil),          // 95: tabula.v1.MergeTabletsResponse
+	(*MergeRequest)(nil),                  // 96: tabula.v1.MergeRequest
+	(*MergeResponse)(nil),                 // 97: tabula.v1.MergeResponse
+	(*ServerEvent)(nil),                   // 98: tabula.v1.ServerEvent
+	(*TopTabletsRequest)(nil),             // 99: tabula.v1.TopTabletsRequest
+	(*TopTabletsResponse)(nil),            // 100: tabula.v1.TopTabletsResponse
+	(*PlannedMove)(nil),                   // 101: tabula.v1.PlannedMove
+	(*MoveTabletRequest)(nil),             // 102: tabula.v1.MoveTabletRequest
+	(*MoveTabletResponse)(nil),            // 103: tabula.v1.MoveTabletResponse
+	(*SetBalancerRequest)(nil),            // 104: tabula.v1.SetBalancerRequest
+	(*SetBalancerResponse)(nil),           // 105: tabula.v1.SetBalancerResponse
+	(*GetBalancerRequest)(nil),            // 106: tabula.v1.GetBalancerRequest
+	(*BalancerMove)(nil),                  // 107: tabula.v1.BalancerMove
+	(*GetBalancerResponse)(nil),           // 108: tabula.v1.GetBalancerResponse
+	(*SetAutoMergeRequest)(nil),           // 109: tabula.v1.SetAutoMergeRequest
+	(*SetAutoMergeResponse)(nil),          // 110: tabula.v1.SetAutoMergeResponse
+	(*SetDeletionProtectionRequest)(nil),  // 111: tabula.v1.SetDeletionProtectionRequest
+	(*SetDeletionProtectionResponse)(nil), // 112: tabula.v1.SetDeletionProtectionResponse
+	(*GCRule_Rules)(nil),                  // 113: tabula.v1.GCRule.Rules
+	(*Mutation_SetCell)(nil),              // 114: tabula.v1.Mutation.SetCell
+	(*Mutation_DeleteFromColumn)(nil),     // 115: tabula.v1.Mutation.DeleteFromColumn
+	(*Mutation_DeleteFromFamily)(nil),     // 116: tabula.v1.Mutation.DeleteFromFamily
+	(*Mutation_DeleteFromRow)(nil),        // 117: tabula.v1.Mutation.DeleteFromRow
+	(*Mutation_AddToCell)(nil),            // 118: tabula.v1.Mutation.AddToCell
+	(*Mutation_MergeToCell)(nil),          // 119: tabula.v1.Mutation.MergeToCell
+	(*RowFilter_Chain)(nil),               // 120: tabula.v1.RowFilter.Chain
+	(*RowFilter_Interleave)(nil),          // 121: tabula.v1.RowFilter.Interleave
+	(*RowFilter_Condition)(nil),           // 122: tabula.v1.RowFilter.Condition
+	(*MutateRowsRequest_Entry)(nil),       // 123: tabula.v1.MutateRowsRequest.Entry
+	(*MutateRowsResponse_Entry)(nil),      // 124: tabula.v1.MutateRowsResponse.Entry
+	(*SampleRowKeysResponse_Sample)(nil),  // 125: tabula.v1.SampleRowKeysResponse.Sample
+	nil,                                   // 126: tabula.v1.TabletStats.FamilyBytesEntry
+	nil,                                   // 127: tabula.v1.ServerEvent.AttrsEntry
 }
 var file_tabula_proto_depIdxs = []int32{
 	2,   // 0: tabula.v1.Family.gc:type_name -> tabula.v1.GCMode
@@ -8340,20 +8463,20 @@ var file_tabula_proto_depIdxs = []int32{
 	1,   // 2: tabula.v1.Family.bloom:type_name -> tabula.v1.Bloom
 	5,   // 3: tabula.v1.Family.gc_rule:type_name -> tabula.v1.GCRule
 	3,   // 4: tabula.v1.Family.value_type:type_name -> tabula.v1.ValueType
-	111, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
-	111, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
+	113, // 5: tabula.v1.GCRule.intersection:type_name -> tabula.v1.GCRule.Rules
+	113, // 6: tabula.v1.GCRule.union:type_name -> tabula.v1.GCRule.Rules
 	4,   // 7: tabula.v1.TableSchema.families:type_name -> tabula.v1.Family
 	10,  // 8: tabula.v1.Row.cells:type_name -> tabula.v1.Cell
 	12,  // 9: tabula.v1.RowSet.row_ranges:type_name -> tabula.v1.RowRange
-	112, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
-	113, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
-	114, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
-	115, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
-	116, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
-	117, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
-	118, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
-	119, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
-	120, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
+	114, // 10: tabula.v1.Mutation.set_cell:type_name -> tabula.v1.Mutation.SetCell
+	115, // 11: tabula.v1.Mutation.delete_from_column:type_name -> tabula.v1.Mutation.DeleteFromColumn
+	116, // 12: tabula.v1.Mutation.delete_from_family:type_name -> tabula.v1.Mutation.DeleteFromFamily
+	117, // 13: tabula.v1.Mutation.delete_from_row:type_name -> tabula.v1.Mutation.DeleteFromRow
+	118, // 14: tabula.v1.Mutation.add_to_cell:type_name -> tabula.v1.Mutation.AddToCell
+	119, // 15: tabula.v1.Mutation.merge_to_cell:type_name -> tabula.v1.Mutation.MergeToCell
+	120, // 16: tabula.v1.RowFilter.chain:type_name -> tabula.v1.RowFilter.Chain
+	121, // 17: tabula.v1.RowFilter.interleave:type_name -> tabula.v1.RowFilter.Interleave
+	122, // 18: tabula.v1.RowFilter.condition:type_name -> tabula.v1.RowFilter.Condition
 	17,  // 19: tabula.v1.RowFilter.column_range_filter:type_name -> tabula.v1.ColumnRange
 	18,  // 20: tabula.v1.RowFilter.timestamp_range_filter:type_name -> tabula.v1.TimestampRange
 	19,  // 21: tabula.v1.RowFilter.value_range_filter:type_name -> tabula.v1.ValueRange
@@ -8366,61 +8489,61 @@ var file_tabula_proto_depIdxs = []int32{
 	7,   // 28: tabula.v1.ListTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
 	8,   // 29: tabula.v1.ListServersResponse.servers:type_name -> tabula.v1.ServerInfo
 	7,   // 30: tabula.v1.SplitTabletResponse.tablets:type_name -> tabula.v1.TabletInfo
-	42,  // 31: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
-	42,  // 32: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
-	47,  // 33: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
-	47,  // 34: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
-	47,  // 35: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
-	99,  // 36: tabula.v1.BalanceResponse.moves:type_name -> tabula.v1.PlannedMove
-	58,  // 37: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
+	44,  // 31: tabula.v1.CreateTokenResponse.info:type_name -> tabula.v1.TokenInfo
+	44,  // 32: tabula.v1.ListTokensResponse.tokens:type_name -> tabula.v1.TokenInfo
+	49,  // 33: tabula.v1.GrantRequest.grant:type_name -> tabula.v1.GrantInfo
+	49,  // 34: tabula.v1.ListGrantsResponse.grants:type_name -> tabula.v1.GrantInfo
+	49,  // 35: tabula.v1.WhoAmIResponse.grants:type_name -> tabula.v1.GrantInfo
+	101, // 36: tabula.v1.BalanceResponse.moves:type_name -> tabula.v1.PlannedMove
+	60,  // 37: tabula.v1.ReadRowsRequest.tablet:type_name -> tabula.v1.TabletRef
 	13,  // 38: tabula.v1.ReadRowsRequest.rows:type_name -> tabula.v1.RowSet
 	16,  // 39: tabula.v1.ReadRowsRequest.filter:type_name -> tabula.v1.RowFilter
 	11,  // 40: tabula.v1.ReadRowsResponse.rows:type_name -> tabula.v1.Row
-	58,  // 41: tabula.v1.ReadRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	60,  // 41: tabula.v1.ReadRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 42: tabula.v1.ReadRowRequest.filter:type_name -> tabula.v1.RowFilter
 	11,  // 43: tabula.v1.ReadRowResponse.row:type_name -> tabula.v1.Row
-	58,  // 44: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	60,  // 44: tabula.v1.MutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 45: tabula.v1.MutateRowRequest.mutations:type_name -> tabula.v1.Mutation
-	121, // 46: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
-	122, // 47: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
-	58,  // 48: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	123, // 46: tabula.v1.MutateRowsRequest.entries:type_name -> tabula.v1.MutateRowsRequest.Entry
+	124, // 47: tabula.v1.MutateRowsResponse.entries:type_name -> tabula.v1.MutateRowsResponse.Entry
+	60,  // 48: tabula.v1.CheckAndMutateRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	16,  // 49: tabula.v1.CheckAndMutateRowRequest.predicate_filter:type_name -> tabula.v1.RowFilter
 	14,  // 50: tabula.v1.CheckAndMutateRowRequest.true_mutations:type_name -> tabula.v1.Mutation
 	14,  // 51: tabula.v1.CheckAndMutateRowRequest.false_mutations:type_name -> tabula.v1.Mutation
-	58,  // 52: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
+	60,  // 52: tabula.v1.ReadModifyWriteRowRequest.tablet:type_name -> tabula.v1.TabletRef
 	15,  // 53: tabula.v1.ReadModifyWriteRowRequest.rules:type_name -> tabula.v1.ReadModifyWriteRule
 	11,  // 54: tabula.v1.ReadModifyWriteRowResponse.row:type_name -> tabula.v1.Row
-	58,  // 55: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
-	123, // 56: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
+	60,  // 55: tabula.v1.SampleRowKeysRequest.tablet:type_name -> tabula.v1.TabletRef
+	125, // 56: tabula.v1.SampleRowKeysResponse.samples:type_name -> tabula.v1.SampleRowKeysResponse.Sample
 	7,   // 57: tabula.v1.LoadTabletRequest.tablet:type_name -> tabula.v1.TabletInfo
 	6,   // 58: tabula.v1.LoadTabletRequest.schema:type_name -> tabula.v1.TableSchema
-	73,  // 59: tabula.v1.LoadTabletsRequest.loads:type_name -> tabula.v1.LoadTabletRequest
-	58,  // 60: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 61: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	58,  // 62: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
+	75,  // 59: tabula.v1.LoadTabletsRequest.loads:type_name -> tabula.v1.LoadTabletRequest
+	60,  // 60: tabula.v1.UnloadTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	60,  // 61: tabula.v1.CompactTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	60,  // 62: tabula.v1.SplitRequest.tablet:type_name -> tabula.v1.TabletRef
 	6,   // 63: tabula.v1.UpdateSchemaRequest.schema:type_name -> tabula.v1.TableSchema
-	58,  // 64: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
-	124, // 65: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
-	86,  // 66: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
-	96,  // 67: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
-	58,  // 68: tabula.v1.ServerStatsResponse.removed:type_name -> tabula.v1.TabletRef
-	58,  // 69: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
+	60,  // 64: tabula.v1.TabletStats.tablet:type_name -> tabula.v1.TabletRef
+	126, // 65: tabula.v1.TabletStats.family_bytes:type_name -> tabula.v1.TabletStats.FamilyBytesEntry
+	88,  // 66: tabula.v1.ServerStatsResponse.tablets:type_name -> tabula.v1.TabletStats
+	98,  // 67: tabula.v1.ServerStatsResponse.events:type_name -> tabula.v1.ServerEvent
+	60,  // 68: tabula.v1.ServerStatsResponse.removed:type_name -> tabula.v1.TabletRef
+	60,  // 69: tabula.v1.DropRangeRequest.tablet:type_name -> tabula.v1.TabletRef
 	7,   // 70: tabula.v1.MergeTabletsResponse.tablet:type_name -> tabula.v1.TabletInfo
-	58,  // 71: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
-	58,  // 72: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
+	60,  // 71: tabula.v1.MergeRequest.left:type_name -> tabula.v1.TabletRef
+	60,  // 72: tabula.v1.MergeRequest.right:type_name -> tabula.v1.TabletRef
 	7,   // 73: tabula.v1.MergeResponse.tablet:type_name -> tabula.v1.TabletInfo
-	125, // 74: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
+	127, // 74: tabula.v1.ServerEvent.attrs:type_name -> tabula.v1.ServerEvent.AttrsEntry
 	7,   // 75: tabula.v1.TopTabletsResponse.tablets:type_name -> tabula.v1.TabletInfo
 	7,   // 76: tabula.v1.MoveTabletResponse.tablet:type_name -> tabula.v1.TabletInfo
-	99,  // 77: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
-	105, // 78: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
+	101, // 77: tabula.v1.BalancerMove.move:type_name -> tabula.v1.PlannedMove
+	107, // 78: tabula.v1.GetBalancerResponse.recent_moves:type_name -> tabula.v1.BalancerMove
 	5,   // 79: tabula.v1.GCRule.Rules.rules:type_name -> tabula.v1.GCRule
 	16,  // 80: tabula.v1.RowFilter.Chain.filters:type_name -> tabula.v1.RowFilter
 	16,  // 81: tabula.v1.RowFilter.Interleave.filters:type_name -> tabula.v1.RowFilter
 	16,  // 82: tabula.v1.RowFilter.Condition.predicate_filter:type_name -> tabula.v1.RowFilter
 	16,  // 83: tabula.v1.RowFilter.Condition.true_filter:type_name -> tabula.v1.RowFilter
 	16,  // 84: tabula.v1.RowFilter.Condition.false_filter:type_name -> tabula.v1.RowFilter
-	58,  // 85: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
+	60,  // 85: tabula.v1.MutateRowsRequest.Entry.tablet:type_name -> tabula.v1.TabletRef
 	14,  // 86: tabula.v1.MutateRowsRequest.Entry.mutations:type_name -> tabula.v1.Mutation
 	9,   // 87: tabula.v1.MutateRowsResponse.Entry.not_serving:type_name -> tabula.v1.NotServing
 	20,  // 88: tabula.v1.Master.CreateTable:input_type -> tabula.v1.CreateTableRequest
@@ -8436,87 +8559,89 @@ var file_tabula_proto_depIdxs = []int32{
 	34,  // 98: tabula.v1.Master.ListServers:input_type -> tabula.v1.ListServersRequest
 	36,  // 99: tabula.v1.Master.SplitTablet:input_type -> tabula.v1.SplitTabletRequest
 	38,  // 100: tabula.v1.Master.CompactTable:input_type -> tabula.v1.CompactTableRequest
-	56,  // 101: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
-	40,  // 102: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
-	43,  // 103: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
-	45,  // 104: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
-	48,  // 105: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
-	50,  // 106: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
-	52,  // 107: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
-	54,  // 108: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
-	88,  // 109: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
-	92,  // 110: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
-	100, // 111: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
-	102, // 112: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
-	104, // 113: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
-	97,  // 114: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
-	107, // 115: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
-	109, // 116: tabula.v1.Master.SetDeletionProtection:input_type -> tabula.v1.SetDeletionProtectionRequest
-	59,  // 117: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
-	63,  // 118: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
-	65,  // 119: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
-	67,  // 120: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
-	69,  // 121: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
-	71,  // 122: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
-	61,  // 123: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
-	73,  // 124: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
-	75,  // 125: tabula.v1.TabletServer.LoadTablets:input_type -> tabula.v1.LoadTabletsRequest
-	77,  // 126: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
-	58,  // 127: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
-	80,  // 128: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
-	82,  // 129: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
-	83,  // 130: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
-	85,  // 131: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
-	90,  // 132: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
-	94,  // 133: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
-	6,   // 134: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
-	22,  // 135: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
-	24,  // 136: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
-	26,  // 137: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
-	6,   // 138: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
-	6,   // 139: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
-	6,   // 140: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
-	7,   // 141: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
-	31,  // 142: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
-	33,  // 143: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
-	35,  // 144: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
-	37,  // 145: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	39,  // 146: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
-	57,  // 147: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
-	41,  // 148: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
-	44,  // 149: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
-	46,  // 150: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
-	49,  // 151: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
-	51,  // 152: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
-	53,  // 153: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
-	55,  // 154: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
-	89,  // 155: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
-	93,  // 156: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
-	101, // 157: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
-	103, // 158: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
-	106, // 159: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
-	98,  // 160: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
-	108, // 161: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
-	110, // 162: tabula.v1.Master.SetDeletionProtection:output_type -> tabula.v1.SetDeletionProtectionResponse
-	60,  // 163: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
-	64,  // 164: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
-	66,  // 165: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
-	68,  // 166: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
-	70,  // 167: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
-	72,  // 168: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
-	62,  // 169: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
-	74,  // 170: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
-	76,  // 171: tabula.v1.TabletServer.LoadTablets:output_type -> tabula.v1.LoadTabletsResponse
-	78,  // 172: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
-	79,  // 173: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
-	81,  // 174: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
-	37,  // 175: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
-	84,  // 176: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
-	87,  // 177: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
-	91,  // 178: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
-	95,  // 179: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
-	134, // [134:180] is the sub-list for method output_type
-	88,  // [88:134] is the sub-list for method input_type
+	40,  // 101: tabula.v1.Master.FlushTable:input_type -> tabula.v1.FlushTableRequest
+	58,  // 102: tabula.v1.Master.Balance:input_type -> tabula.v1.BalanceRequest
+	42,  // 103: tabula.v1.Master.CreateToken:input_type -> tabula.v1.CreateTokenRequest
+	45,  // 104: tabula.v1.Master.ListTokens:input_type -> tabula.v1.ListTokensRequest
+	47,  // 105: tabula.v1.Master.RevokeToken:input_type -> tabula.v1.RevokeTokenRequest
+	50,  // 106: tabula.v1.Master.Grant:input_type -> tabula.v1.GrantRequest
+	52,  // 107: tabula.v1.Master.Revoke:input_type -> tabula.v1.RevokeRequest
+	54,  // 108: tabula.v1.Master.ListGrants:input_type -> tabula.v1.ListGrantsRequest
+	56,  // 109: tabula.v1.Master.WhoAmI:input_type -> tabula.v1.WhoAmIRequest
+	90,  // 110: tabula.v1.Master.DropRowRange:input_type -> tabula.v1.DropRowRangeRequest
+	94,  // 111: tabula.v1.Master.MergeTablets:input_type -> tabula.v1.MergeTabletsRequest
+	102, // 112: tabula.v1.Master.MoveTablet:input_type -> tabula.v1.MoveTabletRequest
+	104, // 113: tabula.v1.Master.SetBalancer:input_type -> tabula.v1.SetBalancerRequest
+	106, // 114: tabula.v1.Master.GetBalancer:input_type -> tabula.v1.GetBalancerRequest
+	99,  // 115: tabula.v1.Master.TopTablets:input_type -> tabula.v1.TopTabletsRequest
+	109, // 116: tabula.v1.Master.SetAutoMerge:input_type -> tabula.v1.SetAutoMergeRequest
+	111, // 117: tabula.v1.Master.SetDeletionProtection:input_type -> tabula.v1.SetDeletionProtectionRequest
+	61,  // 118: tabula.v1.TabletServer.ReadRows:input_type -> tabula.v1.ReadRowsRequest
+	65,  // 119: tabula.v1.TabletServer.MutateRow:input_type -> tabula.v1.MutateRowRequest
+	67,  // 120: tabula.v1.TabletServer.MutateRows:input_type -> tabula.v1.MutateRowsRequest
+	69,  // 121: tabula.v1.TabletServer.CheckAndMutateRow:input_type -> tabula.v1.CheckAndMutateRowRequest
+	71,  // 122: tabula.v1.TabletServer.ReadModifyWriteRow:input_type -> tabula.v1.ReadModifyWriteRowRequest
+	73,  // 123: tabula.v1.TabletServer.SampleRowKeys:input_type -> tabula.v1.SampleRowKeysRequest
+	63,  // 124: tabula.v1.TabletServer.ReadRow:input_type -> tabula.v1.ReadRowRequest
+	75,  // 125: tabula.v1.TabletServer.LoadTablet:input_type -> tabula.v1.LoadTabletRequest
+	77,  // 126: tabula.v1.TabletServer.LoadTablets:input_type -> tabula.v1.LoadTabletsRequest
+	79,  // 127: tabula.v1.TabletServer.UnloadTablet:input_type -> tabula.v1.UnloadTabletRequest
+	60,  // 128: tabula.v1.TabletServer.FlushTablet:input_type -> tabula.v1.TabletRef
+	82,  // 129: tabula.v1.TabletServer.CompactTablet:input_type -> tabula.v1.CompactTabletRequest
+	84,  // 130: tabula.v1.TabletServer.SplitTablet:input_type -> tabula.v1.SplitRequest
+	85,  // 131: tabula.v1.TabletServer.UpdateSchema:input_type -> tabula.v1.UpdateSchemaRequest
+	87,  // 132: tabula.v1.TabletServer.ServerStats:input_type -> tabula.v1.ServerStatsRequest
+	92,  // 133: tabula.v1.TabletServer.DropRange:input_type -> tabula.v1.DropRangeRequest
+	96,  // 134: tabula.v1.TabletServer.MergeTablets:input_type -> tabula.v1.MergeRequest
+	6,   // 135: tabula.v1.Master.CreateTable:output_type -> tabula.v1.TableSchema
+	22,  // 136: tabula.v1.Master.DeleteTable:output_type -> tabula.v1.DeleteTableResponse
+	24,  // 137: tabula.v1.Master.ListTables:output_type -> tabula.v1.ListTablesResponse
+	26,  // 138: tabula.v1.Master.DescribeTable:output_type -> tabula.v1.DescribeTableResponse
+	6,   // 139: tabula.v1.Master.AddFamily:output_type -> tabula.v1.TableSchema
+	6,   // 140: tabula.v1.Master.ModifyFamily:output_type -> tabula.v1.TableSchema
+	6,   // 141: tabula.v1.Master.DeleteFamily:output_type -> tabula.v1.TableSchema
+	7,   // 142: tabula.v1.Master.LocateTablet:output_type -> tabula.v1.TabletInfo
+	31,  // 143: tabula.v1.Master.LocateRange:output_type -> tabula.v1.LocateRangeResponse
+	33,  // 144: tabula.v1.Master.ListTablets:output_type -> tabula.v1.ListTabletsResponse
+	35,  // 145: tabula.v1.Master.ListServers:output_type -> tabula.v1.ListServersResponse
+	37,  // 146: tabula.v1.Master.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	39,  // 147: tabula.v1.Master.CompactTable:output_type -> tabula.v1.CompactTableResponse
+	41,  // 148: tabula.v1.Master.FlushTable:output_type -> tabula.v1.FlushTableResponse
+	59,  // 149: tabula.v1.Master.Balance:output_type -> tabula.v1.BalanceResponse
+	43,  // 150: tabula.v1.Master.CreateToken:output_type -> tabula.v1.CreateTokenResponse
+	46,  // 151: tabula.v1.Master.ListTokens:output_type -> tabula.v1.ListTokensResponse
+	48,  // 152: tabula.v1.Master.RevokeToken:output_type -> tabula.v1.RevokeTokenResponse
+	51,  // 153: tabula.v1.Master.Grant:output_type -> tabula.v1.GrantResponse
+	53,  // 154: tabula.v1.Master.Revoke:output_type -> tabula.v1.RevokeResponse
+	55,  // 155: tabula.v1.Master.ListGrants:output_type -> tabula.v1.ListGrantsResponse
+	57,  // 156: tabula.v1.Master.WhoAmI:output_type -> tabula.v1.WhoAmIResponse
+	91,  // 157: tabula.v1.Master.DropRowRange:output_type -> tabula.v1.DropRowRangeResponse
+	95,  // 158: tabula.v1.Master.MergeTablets:output_type -> tabula.v1.MergeTabletsResponse
+	103, // 159: tabula.v1.Master.MoveTablet:output_type -> tabula.v1.MoveTabletResponse
+	105, // 160: tabula.v1.Master.SetBalancer:output_type -> tabula.v1.SetBalancerResponse
+	108, // 161: tabula.v1.Master.GetBalancer:output_type -> tabula.v1.GetBalancerResponse
+	100, // 162: tabula.v1.Master.TopTablets:output_type -> tabula.v1.TopTabletsResponse
+	110, // 163: tabula.v1.Master.SetAutoMerge:output_type -> tabula.v1.SetAutoMergeResponse
+	112, // 164: tabula.v1.Master.SetDeletionProtection:output_type -> tabula.v1.SetDeletionProtectionResponse
+	62,  // 165: tabula.v1.TabletServer.ReadRows:output_type -> tabula.v1.ReadRowsResponse
+	66,  // 166: tabula.v1.TabletServer.MutateRow:output_type -> tabula.v1.MutateRowResponse
+	68,  // 167: tabula.v1.TabletServer.MutateRows:output_type -> tabula.v1.MutateRowsResponse
+	70,  // 168: tabula.v1.TabletServer.CheckAndMutateRow:output_type -> tabula.v1.CheckAndMutateRowResponse
+	72,  // 169: tabula.v1.TabletServer.ReadModifyWriteRow:output_type -> tabula.v1.ReadModifyWriteRowResponse
+	74,  // 170: tabula.v1.TabletServer.SampleRowKeys:output_type -> tabula.v1.SampleRowKeysResponse
+	64,  // 171: tabula.v1.TabletServer.ReadRow:output_type -> tabula.v1.ReadRowResponse
+	76,  // 172: tabula.v1.TabletServer.LoadTablet:output_type -> tabula.v1.LoadTabletResponse
+	78,  // 173: tabula.v1.TabletServer.LoadTablets:output_type -> tabula.v1.LoadTabletsResponse
+	80,  // 174: tabula.v1.TabletServer.UnloadTablet:output_type -> tabula.v1.UnloadTabletResponse
+	81,  // 175: tabula.v1.TabletServer.FlushTablet:output_type -> tabula.v1.FlushTabletResponse
+	83,  // 176: tabula.v1.TabletServer.CompactTablet:output_type -> tabula.v1.CompactTabletResponse
+	37,  // 177: tabula.v1.TabletServer.SplitTablet:output_type -> tabula.v1.SplitTabletResponse
+	86,  // 178: tabula.v1.TabletServer.UpdateSchema:output_type -> tabula.v1.UpdateSchemaResponse
+	89,  // 179: tabula.v1.TabletServer.ServerStats:output_type -> tabula.v1.ServerStatsResponse
+	93,  // 180: tabula.v1.TabletServer.DropRange:output_type -> tabula.v1.DropRangeResponse
+	97,  // 181: tabula.v1.TabletServer.MergeTablets:output_type -> tabula.v1.MergeResponse
+	135, // [135:182] is the sub-list for method output_type
+	88,  // [88:135] is the sub-list for method input_type
 	88,  // [88:88] is the sub-list for extension type_name
 	88,  // [88:88] is the sub-list for extension extendee
 	0,   // [0:88] is the sub-list for field type_name
@@ -8568,7 +8693,7 @@ func file_tabula_proto_init() {
 		(*RowFilter_ApplyLabelTransformer)(nil),
 		(*RowFilter_RowSampleFilter)(nil),
 	}
-	file_tabula_proto_msgTypes[84].OneofWrappers = []any{
+	file_tabula_proto_msgTypes[86].OneofWrappers = []any{
 		(*DropRowRangeRequest_RowKeyPrefix)(nil),
 		(*DropRowRangeRequest_DeleteAllDataFromTable)(nil),
 	}
@@ -8578,7 +8703,7 @@ func file_tabula_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tabula_proto_rawDesc), len(file_tabula_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   122,
+			NumMessages:   124,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

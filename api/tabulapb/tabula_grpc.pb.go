@@ -39,6 +39,7 @@ const (
 	Master_ListServers_FullMethodName           = "/tabula.v1.Master/ListServers"
 	Master_SplitTablet_FullMethodName           = "/tabula.v1.Master/SplitTablet"
 	Master_CompactTable_FullMethodName          = "/tabula.v1.Master/CompactTable"
+	Master_FlushTable_FullMethodName            = "/tabula.v1.Master/FlushTable"
 	Master_Balance_FullMethodName               = "/tabula.v1.Master/Balance"
 	Master_CreateToken_FullMethodName           = "/tabula.v1.Master/CreateToken"
 	Master_ListTokens_FullMethodName            = "/tabula.v1.Master/ListTokens"
@@ -74,9 +75,12 @@ type MasterClient interface {
 	LocateRange(ctx context.Context, in *LocateRangeRequest, opts ...grpc.CallOption) (*LocateRangeResponse, error)
 	ListTablets(ctx context.Context, in *ListTabletsRequest, opts ...grpc.CallOption) (*ListTabletsResponse, error)
 	ListServers(ctx context.Context, in *ListServersRequest, opts ...grpc.CallOption) (*ListServersResponse, error)
-	// Splits the tablet holding row at row.
+	// Splits the tablet holding row at row, or (midpoint) a tablet at its
+	// size midpoint.
 	SplitTablet(ctx context.Context, in *SplitTabletRequest, opts ...grpc.CallOption) (*SplitTabletResponse, error)
 	CompactTable(ctx context.Context, in *CompactTableRequest, opts ...grpc.CallOption) (*CompactTableResponse, error)
+	// Flushes the memtable of every tablet of the table to SSTables.
+	FlushTable(ctx context.Context, in *FlushTableRequest, opts ...grpc.CallOption) (*FlushTableResponse, error)
 	Balance(ctx context.Context, in *BalanceRequest, opts ...grpc.CallOption) (*BalanceResponse, error)
 	// Security (docs/OPERATIONS.md "Security"): bearer tokens and roles.
 	// All but WhoAmI need the cluster-wide admin role when auth is on.
@@ -242,6 +246,16 @@ func (c *masterClient) CompactTable(ctx context.Context, in *CompactTableRequest
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CompactTableResponse)
 	err := c.cc.Invoke(ctx, Master_CompactTable_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *masterClient) FlushTable(ctx context.Context, in *FlushTableRequest, opts ...grpc.CallOption) (*FlushTableResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FlushTableResponse)
+	err := c.cc.Invoke(ctx, Master_FlushTable_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -425,9 +439,12 @@ type MasterServer interface {
 	LocateRange(context.Context, *LocateRangeRequest) (*LocateRangeResponse, error)
 	ListTablets(context.Context, *ListTabletsRequest) (*ListTabletsResponse, error)
 	ListServers(context.Context, *ListServersRequest) (*ListServersResponse, error)
-	// Splits the tablet holding row at row.
+	// Splits the tablet holding row at row, or (midpoint) a tablet at its
+	// size midpoint.
 	SplitTablet(context.Context, *SplitTabletRequest) (*SplitTabletResponse, error)
 	CompactTable(context.Context, *CompactTableRequest) (*CompactTableResponse, error)
+	// Flushes the memtable of every tablet of the table to SSTables.
+	FlushTable(context.Context, *FlushTableRequest) (*FlushTableResponse, error)
 	Balance(context.Context, *BalanceRequest) (*BalanceResponse, error)
 	// Security (docs/OPERATIONS.md "Security"): bearer tokens and roles.
 	// All but WhoAmI need the cluster-wide admin role when auth is on.
@@ -507,6 +524,9 @@ func (UnimplementedMasterServer) SplitTablet(context.Context, *SplitTabletReques
 }
 func (UnimplementedMasterServer) CompactTable(context.Context, *CompactTableRequest) (*CompactTableResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CompactTable not implemented")
+}
+func (UnimplementedMasterServer) FlushTable(context.Context, *FlushTableRequest) (*FlushTableResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FlushTable not implemented")
 }
 func (UnimplementedMasterServer) Balance(context.Context, *BalanceRequest) (*BalanceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Balance not implemented")
@@ -807,6 +827,24 @@ func _Master_CompactTable_Handler(srv interface{}, ctx context.Context, dec func
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(MasterServer).CompactTable(ctx, req.(*CompactTableRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Master_FlushTable_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FlushTableRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MasterServer).FlushTable(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Master_FlushTable_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MasterServer).FlushTable(ctx, req.(*FlushTableRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -1157,6 +1195,10 @@ var Master_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CompactTable",
 			Handler:    _Master_CompactTable_Handler,
+		},
+		{
+			MethodName: "FlushTable",
+			Handler:    _Master_FlushTable_Handler,
 		},
 		{
 			MethodName: "Balance",

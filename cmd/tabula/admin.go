@@ -12,9 +12,9 @@ import (
 )
 
 func newTableCmd() *cobra.Command {
-	c := &cobra.Command{Use: "table", Short: "Create, list, describe, protect, delete, split and compact tables, and drop rows in bulk"}
+	c := &cobra.Command{Use: "table", Short: "Create, list, describe, protect, delete, split, flush and compact tables, and drop rows in bulk"}
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
-		newTableTabletsCmd(), newTableSplitCmd(), newTableCompactCmd(), newTableDropRowsCmd())
+		newTableTabletsCmd(), newTableSplitCmd(), newTableFlushCmd(), newTableCompactCmd(), newTableDropRowsCmd())
 	c.AddCommand(newTableMergeCmd())
 	c.AddCommand(newTableAutoMergeCmd())
 	c.AddCommand(newTableProtectCmd(true), newTableProtectCmd(false))
@@ -122,8 +122,14 @@ func newTableListCmd() *cobra.Command {
 func newTableDescribeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe TABLE",
-		Short: "Show a table's families, split threshold and tablets",
-		Args:  cobra.ExactArgs(1),
+		Short: "Show a table's families, split threshold and tablets with their sizes",
+		Long: `Show a table's settings: its families with their options in the units they
+are typed in (ttl=30d, gc=union(versions=3,age=36h)), the split threshold in
+force (the table's, or the cluster's default), the switches, and its tablets
+with their key ranges, servers and sizes (from the leading master's latest
+load report, collected every master --load-interval: a new tablet shows 0B
+until then).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := connect(cmd)
 			if err != nil {
@@ -143,18 +149,26 @@ func newTableDescribeCmd() *cobra.Command {
 				for i, k := range t.UserSplitKeys {
 					keys[i] = string(k)
 				}
+				tablets := make([]map[string]any, 0, len(t.Tablets))
+				for _, tb := range t.Tablets {
+					tablets = append(tablets, map[string]any{"id": tb.ID, "start": string(tb.Start), "end": string(tb.End),
+						"server": tb.Server, "state": tb.State, "size_bytes": tb.Load.SizeBytes, "sstables": tb.Load.SSTables})
+				}
 				return s.out.object(map[string]any{
-					"name": t.Name, "families": fams, "split_threshold": t.SplitThreshold, "tablets": len(t.Tablets),
+					"name": t.Name, "families": fams, "split_threshold": t.SplitThreshold,
+					"split_threshold_in_force": t.SplitThresholdInForce, "tablets": len(t.Tablets), "tablet_list": tablets,
 					"balancer": !t.BalancerDisabled, "auto_merge": !t.AutoMergeDisabled, "user_split_keys": keys,
 					"deletion_protection": t.DeletionProtection,
 				})
 			}
 			w := s.out.w
 			fmt.Fprintf(w, "table %s\n", t.Name)
-			if t.SplitThreshold > 0 {
-				fmt.Fprintf(w, "split threshold: %d bytes\n", t.SplitThreshold)
+			switch {
+			case t.SplitThreshold > 0:
+				fmt.Fprintf(w, "split threshold: %s\n", exactSize(t.SplitThreshold))
+			case t.SplitThresholdInForce > 0:
+				fmt.Fprintf(w, "split threshold: %s (the cluster's default)\n", exactSize(t.SplitThresholdInForce))
 			}
-			fmt.Fprintf(w, "tablets: %d\n", len(t.Tablets))
 			fmt.Fprintf(w, "balancer: %s\nautomatic merge: %s\n", onOff(!t.BalancerDisabled), onOff(!t.AutoMergeDisabled))
 			fmt.Fprintf(w, "deletion protection: %s\n", onOff(t.DeletionProtection))
 			if len(t.UserSplitKeys) > 0 {
@@ -166,21 +180,44 @@ func newTableDescribeCmd() *cobra.Command {
 			}
 			fmt.Fprintln(w, "families:")
 			for _, f := range t.Families {
-				gc := fmt.Sprintf("versions=%d ttl=%s gc=%s", f.MaxVersions, f.TTL, f.GC)
+				gc := fmt.Sprintf("versions=%d ttl=%s gc=%s", f.MaxVersions, families.FormatDuration(f.TTL), f.GC)
 				if f.GCRule != nil {
 					gc = "gc=" + f.GCRule.String()
 				}
 				fmt.Fprintf(w, "  %s\t%s compression=%s bloom=%s blocksize=%d inmemory=%t type=%s\n",
 					f.Name, gc, f.Compression, f.Bloom, f.BlockSize, f.InMemory, f.ValueType)
 			}
-			return nil
+			var total int64
+			for _, tb := range t.Tablets {
+				total += tb.Load.SizeBytes
+			}
+			fmt.Fprintf(w, "tablets: %d, %s\n", len(t.Tablets), sizeText(total))
+			var rows [][]any
+			for _, tb := range t.Tablets {
+				rows = append(rows, []any{"  " + tb.ID, keyText(tb.Start, "-inf"), keyText(tb.End, "+inf"), tb.Server, tb.State, sizeText(tb.Load.SizeBytes), tb.Load.SSTables})
+			}
+			return s.out.table([]string{"  id", "start", "end", "server", "state", "size", "sstables"}, rows)
 		},
 	}
 }
 
+// exactSize prints a byte count in the largest binary unit that divides
+// it (256MiB), as parseSize reads it back; else in bytes.
+func exactSize(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n > 0 && n%u.size == 0 {
+			return fmt.Sprintf("%d%s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
 func familyJSON(f families.Family) map[string]any {
 	return map[string]any{
-		"name": f.Name, "versions": f.MaxVersions, "ttl": f.TTL.String(), "gc": f.GC.String(),
+		"name": f.Name, "versions": f.MaxVersions, "ttl": families.FormatDuration(f.TTL), "gc": f.GC.String(),
 		"compression": f.Compression.String(), "bloom": f.Bloom.String(), "blocksize": f.BlockSize,
 		"inmemory": f.InMemory, "gc_rule": f.GCRule.String(), "type": f.ValueType.String(), "spec": f.Spec(),
 	}
@@ -249,25 +286,6 @@ func newTableTabletsCmd() *cobra.Command {
 				return wrapf(err, "listing the tablets of %s", args[0])
 			}
 			return printTablets(s.out, ts)
-		},
-	}
-}
-
-func newTableSplitCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "split TABLE ROW",
-		Short: "Split the tablet holding ROW at ROW",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := connect(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			if err := s.cli.Admin().SplitTablet(s.ctx, args[0], []byte(args[1])); err != nil {
-				return wrapf(err, "splitting %s at %q", args[0], args[1])
-			}
-			return s.out.message(fmt.Sprintf("split %s at %s", args[0], display([]byte(args[1]))), "split", args[1])
 		},
 	}
 }

@@ -163,7 +163,7 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 
 	t.Run("describe", func(t *testing.T) {
 		out := ok(t, "table", "describe", "users")
-		for _, w := range []string{"table users", "tablets: 3", "profile", "versions=3", "log", "compression=zstd", "recent", "ttl=168h0m0s",
+		for _, w := range []string{"table users", "tablets: 3", "profile", "versions=3", "log", "compression=zstd", "recent", "ttl=7d",
 			"balancer: on", "automatic merge: on", "user split keys (kept by the automatic merge): g n"} {
 			if !strings.Contains(out, w) {
 				t.Errorf("describe lacks %q:\n%s", w, out)
