@@ -203,7 +203,7 @@ type fakeServer struct {
 	// midpoint is where SplitTablet without a row splits (a real server's
 	// SplitKey); nil answers "no split key", as a tablet too small to cut.
 	midpoint []byte
-	failLoad  bool
+	failLoad bool
 	// loadCode, when set, is the status code every LoadTablet answers.
 	loadCode codes.Code
 	// loadGate, when set, holds every LoadTablet until it is closed (or
