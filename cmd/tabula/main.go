@@ -1,7 +1,8 @@
 // Command tabula is Tabula's one binary: the dev cluster (`tabula dev`),
 // the server processes (`tabula master`, `tabula tabletserver`), the admin
 // commands (`tabula table ...`, `tabula family ...`, `tabula servers`), the
-// data commands (put, get, scan, delete, count, export, import) and
+// data commands (put, get, scan, delete, count, incr, append, checkandput,
+// export, import), `tabula version` and
 // `tabula bench`.
 //
 // Settings come, in order of precedence, from flags, TABULA_* environment
