@@ -2,8 +2,7 @@
 // the server processes (`tabula master`, `tabula tabletserver`), the admin
 // commands (`tabula table ...`, `tabula family ...`, `tabula servers`), the
 // data commands (put, get, scan, delete, count, incr, append, checkandput,
-// export, import), `tabula version` and
-// `tabula bench`.
+// export, import), `tabula version` and `tabula bench`.
 //
 // Settings come, in order of precedence, from flags, TABULA_* environment
 // variables (the flag name upper-cased with - turned into _, e.g.
