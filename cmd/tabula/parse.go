@@ -109,14 +109,7 @@ func (r readSpec) filter() (*rowfilter.Filter, error) {
 				branches = append(branches, rowfilter.Family(c.family))
 				continue
 			}
-			q := c.qualifier
-			if q == nil {
-				q = []byte{} // the empty qualifier: a non-nil end bound
-			}
-			branches = append(branches, &rowfilter.Filter{
-				Kind: rowfilter.KindQualifierRange, Family: c.family,
-				Start: q, End: q, // closed at both ends: exactly this qualifier
-			})
+			branches = append(branches, exactColumn(c.family, c.qualifier))
 		}
 		if len(branches) == 1 {
 			parts = append(parts, branches[0])
@@ -157,6 +150,15 @@ func (r readSpec) filter() (*rowfilter.Filter, error) {
 		return nil, fmt.Errorf("the read's filter %s: %w", f, err)
 	}
 	return f, nil
+}
+
+// exactColumn is the filter passing the cells of one column.
+func exactColumn(family string, qualifier []byte) *rowfilter.Filter {
+	if qualifier == nil {
+		qualifier = []byte{} // the empty qualifier: a non-nil end bound
+	}
+	// Closed at both ends: exactly this qualifier.
+	return &rowfilter.Filter{Kind: rowfilter.KindQualifierRange, Family: family, Start: qualifier, End: qualifier}
 }
 
 func (r readSpec) valueRegex() *rowfilter.Filter {

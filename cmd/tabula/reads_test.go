@@ -22,13 +22,7 @@ func TestCLIReadFlags(t *testing.T) {
 	// "ROW FAMILY:QUALIFIER @TS VALUE [LABELS]".
 	lines := func(args ...string) []string {
 		t.Helper()
-		var out []string
-		for _, l := range strings.Split(strings.TrimSuffix(ok(t, args...), "\n"), "\n") {
-			if l != "" {
-				out = append(out, strings.ReplaceAll(l, "\t", " "))
-			}
-		}
-		return out
+		return textLines(t, args...)
 	}
 
 	t.Run("binary keys round-trip", func(t *testing.T) {

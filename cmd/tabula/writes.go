@@ -311,12 +311,6 @@ func checkPredicate(cmd *cobra.Command, hexKeys bool) (pred *rowfilter.Filter, a
 	if n != 1 {
 		return nil, false, cell.Invalidf("give exactly one condition: --if-value FAMILY:QUALIFIER=V, --if-absent FAMILY:QUALIFIER or --if-filter EXPR (%d given)", n)
 	}
-	column := func(fam string, q []byte) *rowfilter.Filter {
-		if q == nil {
-			q = []byte{} // the empty qualifier: a non-nil end bound
-		}
-		return &rowfilter.Filter{Kind: rowfilter.KindQualifierRange, Family: fam, Start: q, End: q}
-	}
 	switch {
 	case fl.Changed("if-value"):
 		ca, err := parseCellArgTyped("--if-value", ifValue, hexKeys)
@@ -328,14 +322,14 @@ func checkPredicate(cmd *cobra.Command, hexKeys bool) (pred *rowfilter.Filter, a
 			v = []byte{}
 		}
 		// The newest version only, as HBase's checkAndPut compares it.
-		return rowfilter.Chain(column(ca.family, ca.qualifier), rowfilter.CellsPerColumnLimit(1),
+		return rowfilter.Chain(exactColumn(ca.family, ca.qualifier), rowfilter.CellsPerColumnLimit(1),
 			&rowfilter.Filter{Kind: rowfilter.KindValueRange, Start: v, End: v}), false, nil
 	case fl.Changed("if-absent"):
 		fam, q, err := parseColumnArg("--if-absent", ifAbsent, hexKeys)
 		if err != nil {
 			return nil, false, err
 		}
-		return rowfilter.Chain(column(fam, q), rowfilter.CellsPerColumnLimit(1)), true, nil
+		return rowfilter.Chain(exactColumn(fam, q), rowfilter.CellsPerColumnLimit(1)), true, nil
 	default:
 		f, err := parseFilterFlag("--if-filter", ifFilter)
 		return f, false, err

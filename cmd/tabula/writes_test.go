@@ -7,6 +7,19 @@ import (
 	"testing"
 )
 
+// textLines runs the binary (which must exit 0) and returns its non-empty
+// text lines with tabs turned into spaces: "ROW FAMILY:QUALIFIER @TS VALUE".
+func textLines(t *testing.T, args ...string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(strings.TrimSuffix(ok(t, args...), "\n"), "\n") {
+		if l != "" {
+			out = append(out, strings.ReplaceAll(l, "\t", " "))
+		}
+	}
+	return out
+}
+
 // TestCLIWrites runs incr, append, checkandput and the timed deletes
 // against the dev cluster, then their bad input (exit status, and a
 // message naming the problem and the fix).
@@ -15,13 +28,7 @@ func TestCLIWrites(t *testing.T) {
 	waitTabletsAssigned(t, "writes")
 	lines := func(args ...string) []string {
 		t.Helper()
-		var out []string
-		for _, l := range strings.Split(strings.TrimSuffix(ok(t, args...), "\n"), "\n") {
-			if l != "" {
-				out = append(out, strings.ReplaceAll(l, "\t", " "))
-			}
-		}
-		return out
+		return textLines(t, args...)
 	}
 	// cellsOf is a row's cells as "FAMILY:QUALIFIER=VALUE" (no timestamps,
 	// which the server's clock chose).
