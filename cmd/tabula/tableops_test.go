@@ -111,7 +111,7 @@ func TestCLITableOps(t *testing.T) {
 			t.Fatalf("split printed %q; want a midpoint row near r050", out)
 		}
 		waitTabletsAssigned(t, "ops")
-		r := fails(t, []string{"table", "split", "ops"}, "table ops has several tablets; name one with --tablet ID (`tabula table tablets ops` lists them) or --holding ROW")
+		r := fails(t, []string{"table", "split", "ops"}, "table ops has several tablets; name one with --tablet ID (`tabula table tablets ops` lists them) or --holding ROW, split them all with --all")
 		if r.code != 1 {
 			t.Errorf("split of a table of several tablets: exit %d, want 1", r.code)
 		}
@@ -135,6 +135,20 @@ func TestCLITableOps(t *testing.T) {
 		if got := strings.TrimSpace(ok(t, "count", "ops")); got != "100" {
 			t.Errorf("count after the splits = %s, want 100", got)
 		}
+		// --all: every tablet at its midpoint; [r099, +inf) holds one row
+		// and is left.
+		out = ok(t, "table", "split", "ops", "--all")
+		var n, of, small int
+		if _, err := fmt.Sscanf(out, "split %d of %d tablet(s) of ops at their size midpoints; %d too small to split", &n, &of, &small); err != nil || of != 5 || small < 1 || n+small != 5 || n < 1 {
+			t.Errorf("split --all printed %q", out)
+		}
+		waitTabletsAssigned(t, "ops")
+		if got := len(tabletsOf(t, "ops")); got != 5+n {
+			t.Errorf("%d tablets after split --all split %d of 5, want %d", got, n, 5+n)
+		}
+		if got := strings.TrimSpace(ok(t, "count", "ops")); got != "100" {
+			t.Errorf("count after split --all = %s, want 100", got)
+		}
 	})
 
 	t.Run("bad input", func(t *testing.T) {
@@ -150,6 +164,7 @@ func TestCLITableOps(t *testing.T) {
 			{[]string{"table", "split", "ops", "--tablet", "nope"}, []string{"table ops has no tablet nope"}, "hint: check the names"},
 			{[]string{"table", "split", "ops", "m", "--tablet", "x"}, []string{"give ROW to split at it, or --tablet / --holding"}, "hint: fix the argument"},
 			{[]string{"table", "split", "ops", "--tablet", "x", "--holding", "m"}, []string{"give --tablet ID or --holding ROW, not both"}, "hint: fix the argument"},
+			{[]string{"table", "split", "ops", "m", "--all"}, []string{"--all splits every tablet; give it without ROW, --tablet or --holding"}, "hint: fix the argument"},
 			{[]string{"table", "flush", "missing"}, []string{"flushing missing"}, "hint: check the names"},
 		} {
 			r := fails(t, c.args, append(c.want, c.hint)...)
