@@ -21,9 +21,10 @@ import (
 // (parseBytesArg: as they are, Go-quoted "\xff", or hex with --hex).
 
 // writeKeyHelp is the part of the write commands' help about typing bytes.
-const writeKeyHelp = `ROW, QUALIFIER and VALUE are typed as get and scan print them: as they
-are, or Go-quoted when they start and end with '"' ('"\xff\x01"' in the
-shell is the bytes FF 01); with --hex each is hex (ff01).`
+const writeKeyHelp = `ROW, QUALIFIER and VALUE (where the command takes them) are typed as get
+and scan print them: as they are, or Go-quoted when they start and end with
+'"' ('"\xff\x01"' in the shell is the bytes FF 01); with --hex each is hex
+(ff01).`
 
 // parseColumnArg parses FAMILY:QUALIFIER (the qualifier typed as a key
 // is, possibly empty).
@@ -235,7 +236,8 @@ is non-zero only for errors (1: the write failed or an argument is bad, 2: the
 command line does not parse). A checkandput whose outcome is unknown (a lost
 connection) is not retried. The cells get --timestamp, or the server's clock.
 
-` + writeKeyHelp + ` V and the --else cells are typed the same way.`,
+` + writeKeyHelp + `
+V and the --else cells are typed the same way.`,
 		Example: "  tabula checkandput users alice --if-absent profile:email profile:email=a@example.com\n" +
 			"  tabula checkandput users alice --if-value state:s=pending state:s=done --else log:conflict=1\n" +
 			"  tabula checkandput users alice --if-filter 'chain(family(\"state\"), value_regex(\"p.*\"))' state:s=done",
