@@ -2,13 +2,20 @@ package master
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/auth"
 	"github.com/tabuladb/tabula/internal/testkit"
+	"github.com/tabuladb/tabula/tlsconf"
 )
 
 // TestFlushTableReachesEveryTablet: FlushTable asks the server of each of
@@ -126,5 +133,72 @@ func TestSplitTabletMidpoint(t *testing.T) {
 	}
 	if keys := desc.GetSchema().GetUserSplitKeys(); len(keys) != 4 {
 		t.Errorf("user split keys %q, want the 4 asked for (the midpoints included)", keys)
+	}
+}
+
+// TestFlushTableNeedsAdmin: with authentication on, FlushTable from a
+// principal with only the write role on the table is refused
+// (PERMISSION_DENIED) and flushes nothing; from one with the admin role
+// it flushes every tablet.
+func TestFlushTableNeedsAdmin(t *testing.T) {
+	c := newCluster(t)
+	pki, err := tlsconf.GenerateDev(filepath.Join(t.TempDir(), "tls"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	serverTLS, err := tlsconf.ServerConfig(pki.Master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.startMaster(Options{StorageRoot: t.TempDir(), Auth: true, ServerTLS: serverTLS})
+	s1 := c.startServer("s1")
+	c.waitLeader(m)
+	ctx := context.Background()
+	token := func(principal, table string, role auth.Role) string {
+		tok, _, err := auth.CreateToken(ctx, c.cli, c.layout, principal, "", time.Now())
+		if err == nil {
+			err = auth.SetGrant(ctx, c.cli, c.layout, auth.Grant{Principal: principal, Table: table, Role: role})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	admin, writer := token("ops", "f", auth.Admin), token("etl", "f", auth.Write)
+	clientTLS, err := tlsconf.ClientConfig(tlsconf.Files{CA: pki.CA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient(m.Addr(), grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	mc := tabulapb.NewMasterClient(cc)
+	as := func(tok string) context.Context {
+		return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+tok)
+	}
+	if _, err := mc.CreateTable(as(admin), &tabulapb.CreateTableRequest{Schema: schema("f", "a"), SplitKeys: keys("m")}); err != nil {
+		t.Fatal(err)
+	}
+	waitAllLoaded(t, c, "f", 2, s1)
+	flushes := func() int {
+		s1.mu.Lock()
+		defer s1.mu.Unlock()
+		return len(s1.flushes)
+	}
+
+	_, err = mc.FlushTable(as(writer), &tabulapb.FlushTableRequest{Table: "f"})
+	testkit.WantCode(t, "FlushTable with the write role", err, codes.PermissionDenied, "")
+	_, err = mc.FlushTable(ctx, &tabulapb.FlushTableRequest{Table: "f"})
+	testkit.WantCode(t, "FlushTable without credentials", err, codes.Unauthenticated, "")
+	if n := flushes(); n != 0 {
+		t.Fatalf("%d tablets flushed by refused calls, want 0", n)
+	}
+	if _, err := mc.FlushTable(as(admin), &tabulapb.FlushTableRequest{Table: "f"}); err != nil {
+		t.Fatalf("FlushTable with the admin role: %v", err)
+	}
+	if n := flushes(); n != 2 {
+		t.Errorf("%d tablets flushed, want both", n)
 	}
 }
