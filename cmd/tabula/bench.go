@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -20,6 +22,14 @@ import (
 // The workloads of the Bigtable paper's per-server benchmark (§7), in the
 // order they run: the sequential writes load the rows the others use.
 var benchWorkloads = []string{"seqwrite", "randwrite", "seqread", "randread", "scan"}
+
+// benchExtraWorkloads run only when --workloads names them: tswrite writes
+// keys that grow with time, as a time series keyed by timestamp does
+// (every client takes the next key of one shared counter), so that all
+// writes go to the table's last tablet; with --salt N each key starts
+// with one of N buckets and the writes spread over N tablets
+// (docs/SCHEMA-DESIGN.md "Salting").
+var benchExtraWorkloads = []string{"tswrite"}
 
 const benchFamily = "cf"
 
@@ -75,7 +85,8 @@ API's granularity), so the three write the same rows and values the same way.`,
 	f.Int("batch", 1, "rows per write call (>1 uses a bulk call: ApplyBulk, or MutateRows through the Bigtable API)")
 	f.Int("value-size", 1000, "value size in bytes")
 	f.Int("tablets", 8, "tablets to pre-split a new table into")
-	f.String("workloads", strings.Join(benchWorkloads, ","), "workloads to run, comma-separated, in this order")
+	f.String("workloads", strings.Join(benchWorkloads, ","), "workloads to run, comma-separated, in this order; also tswrite (keys growing with time, all into the last tablet unless --salt)")
+	f.Int("salt", 0, "with tswrite: start each key with one of N buckets (a hash of its sequence number) and pre-split a new table at the buckets instead of --tablets; 0: no salt")
 	f.Bool("keep", false, "keep the table at the end")
 	f.Int64("seed", 0, "random seed (0: from the clock); printed for replay")
 	f.String("cpuprofile", "", "write a CPU profile of the bench process (the client side; with --api emulator the emulator too) to this file")
@@ -97,14 +108,18 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	seed, _ := f.GetInt64("seed")
 	wl, _ := f.GetString("workloads")
 	api, _ := f.GetString("api")
+	salt, _ := f.GetInt("salt")
+	if salt < 0 || salt > 100 {
+		return cell.Invalidf("--salt %d is out of range; give 0 (no salt) to 100 buckets", salt)
+	}
 	if rows < 1 || clients < 1 || batch < 1 || vsize < 0 || tablets < 1 {
 		return cell.Invalidf("--rows, --clients, --batch and --tablets must be >= 1 and --value-size >= 0")
 	}
 	var workloads []string
 	for w := range strings.SplitSeq(wl, ",") {
 		w = strings.TrimSpace(w)
-		if !slices.Contains(benchWorkloads, w) {
-			return cell.Invalidf("--workloads: %q is not one of %s", w, strings.Join(benchWorkloads, ", "))
+		if !slices.Contains(benchWorkloads, w) && !slices.Contains(benchExtraWorkloads, w) {
+			return cell.Invalidf("--workloads: %q is not one of %s", w, strings.Join(append(slices.Clone(benchWorkloads), benchExtraWorkloads...), ", "))
 		}
 		workloads = append(workloads, w)
 	}
@@ -136,6 +151,12 @@ func runBench(cmd *cobra.Command, _ []string) error {
 	var splits [][]byte
 	for i := 1; i < tablets; i++ {
 		splits = append(splits, benchKey(i*rows/tablets))
+	}
+	if salt > 0 {
+		splits = splits[:0]
+		for i := 1; i < salt; i++ {
+			splits = append(splits, fmt.Appendf(nil, "%02d#", i))
+		}
 	}
 	created, err := store.createTable(s.ctx, table, splits)
 	if err != nil {
@@ -177,7 +198,7 @@ func runBench(cmd *cobra.Command, _ []string) error {
 		}
 		defer stop()
 	}
-	b := &bencher{t: t, rows: rows, clients: clients, batch: batch, vsize: vsize, seed: seed}
+	b := &bencher{t: t, rows: rows, clients: clients, batch: batch, vsize: vsize, seed: seed, salt: salt}
 	for _, w := range workloads {
 		fmt.Fprintf(progress, "bench: %s...\n", w)
 		var before storeCounts
@@ -284,6 +305,19 @@ type bencher struct {
 	t                           benchTable
 	rows, clients, batch, vsize int
 	seed                        int64
+	salt                        int
+	tsNext                      atomic.Int64 // tswrite's shared key counter
+}
+
+// tsKey is tswrite's key of sequence number n: growing with n, behind one
+// of b.salt buckets when salted.
+func (b *bencher) tsKey(n int64) []byte {
+	if b.salt == 0 {
+		return fmt.Appendf(nil, "t%012d", n)
+	}
+	h := fnv.New32a()
+	fmt.Fprint(h, n)
+	return fmt.Appendf(nil, "%02d#t%012d", h.Sum32()%uint32(b.salt), n)
 }
 
 // run runs one workload with b.clients goroutines; each client works on
@@ -316,13 +350,16 @@ func (b *bencher) run(ctx context.Context, name string) (benchResult, error) {
 func (b *bencher) client(ctx context.Context, name string, lo, hi int, rng *rand.Rand, r *benchResult) error {
 	n := hi - lo
 	key := func(i int) []byte {
-		if name == "randwrite" || name == "randread" {
+		switch name {
+		case "randwrite", "randread":
 			return benchKey(rng.IntN(b.rows))
+		case "tswrite":
+			return b.tsKey(b.tsNext.Add(1))
 		}
 		return benchKey(lo + i)
 	}
 	switch name {
-	case "seqwrite", "randwrite":
+	case "seqwrite", "randwrite", "tswrite":
 		val := make([]byte, b.vsize)
 		for i := 0; i < n; i += b.batch {
 			m := min(b.batch, n-i)
