@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/vfs"
 )
 
 // sampleFixture writes n rows into a tablet of two families in 1 KiB
@@ -173,5 +176,66 @@ func TestSampleKeysOfAnEmptyTablet(t *testing.T) {
 	s, total, err := tb.SampleKeys(1)
 	if err != nil || len(s) != 0 || total != 0 {
 		t.Fatalf("SampleKeys = %v, %d, %v; want nothing (the memtable is not sampled)", s, total, err)
+	}
+}
+
+// TestSampleKeysReadsNoDataBlock: sampling a tablet loaded lazily opens
+// each of its files once (the tail read a first read would do) and reads
+// no data block: a second sampling reads nothing from any SSTable.
+func TestSampleKeysReadsNoDataBlock(t *testing.T) {
+	dir := t.TempDir()
+	tb, _ := sampleFixture(t, dir, 2000)
+	want, _, err := tb.SampleKeys(16 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	reads, opens := map[string]int{}, map[string]int{}
+	faulty := vfs.NewFaulty(vfs.Default)
+	faulty.Set(func(op vfs.Op, name string) error {
+		if strings.HasSuffix(name, ".sst") {
+			mu.Lock()
+			defer mu.Unlock()
+			switch op {
+			case vfs.OpRead:
+				reads[name]++
+			case vfs.OpOpen:
+				opens[name]++
+			}
+		}
+		return nil
+	})
+	opts := testOptions(dir)
+	opts.FS, opts.Create = faulty, false
+	tb = openTablet(t, opts)
+	total := func(m map[string]int) (n int) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range m {
+			n += c
+		}
+		return n
+	}
+	got, _, err := tb.SampleKeys(16 << 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("after a reload: %d samples, want %d", len(got), len(want))
+	}
+	files := tb.Stats().Families["a"].SSTables + tb.Stats().Families["b"].SSTables
+	if n := total(opens); len(opens) != files || n != files {
+		t.Fatalf("sampling opened %d of %d files (%d opens), want each once", len(opens), files, n)
+	}
+	first := total(reads)
+	t.Logf("first sampling: %d files opened, %d reads", files, first)
+	if _, _, err := tb.SampleKeys(16 << 10); err != nil {
+		t.Fatal(err)
+	}
+	if n := total(reads) - first; n != 0 {
+		t.Fatalf("a sampling of open files read %d times from SSTables, want none (no data block)", n)
 	}
 }
