@@ -441,26 +441,41 @@ func (s *Server) ReadModifyWriteRow(ctx context.Context, req *tabulapb.ReadModif
 	return &tabulapb.ReadModifyWriteRowResponse{Row: convert.CellsToProtoRow(row, cells)}, nil
 }
 
-// SampleRowKeys answers a few row keys of the tablet with the approximate
-// bytes before each: the middle key (when the tablet can be split) and the
-// tablet's end (empty for the end of the table), whose offset is the
-// tablet's size.
+// DefaultSampleBytes is SampleRowKeys' interval when a request names
+// none: about Cloud Bigtable's granularity (a sample every few hundred
+// MB), so that a job splitting a table by the samples gets pieces of a
+// size one worker reads in minutes.
+const DefaultSampleBytes = 256 << 20
+
+// SampleRowKeys answers row keys of the tablet about every target_bytes
+// (DefaultSampleBytes if 0) of its data, each with the approximate bytes
+// before it, then the tablet's end (empty for the end of the table) with
+// the tablet's size: its SSTable data blocks within its range plus its
+// memtable. The samples come from the SSTables' indexes
+// (tablet.SampleKeys); the memtable's bytes are not placed among them.
 func (s *Server) SampleRowKeys(ctx context.Context, req *tabulapb.SampleRowKeysRequest) (*tabulapb.SampleRowKeysResponse, error) {
 	ref := req.GetTablet()
+	target := req.GetTargetBytes()
+	if target < 0 {
+		return nil, toStatus(ctx, cell.Invalidf("target_bytes %d is negative (0 means the default, %d)", target, DefaultSampleBytes), ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	if target == 0 {
+		target = DefaultSampleBytes
+	}
 	h, err := s.resolve(ref, nil)
 	if err != nil {
 		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}
-	size := int64(h.t.Stats().SizeBytes)
-	resp := &tabulapb.SampleRowKeysResponse{}
-	mid, err := h.t.SplitKey()
-	switch {
-	case err == nil:
-		resp.Samples = append(resp.Samples, &tabulapb.SampleRowKeysResponse_Sample{RowKey: mid, OffsetBytes: size / 2})
-	case !errors.Is(err, tablet.ErrNoSplitKey):
+	samples, total, err := h.t.SampleKeys(uint64(target))
+	if err != nil {
 		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
 	}
+	resp := &tabulapb.SampleRowKeysResponse{Samples: make([]*tabulapb.SampleRowKeysResponse_Sample, 0, len(samples)+1)}
+	for _, sm := range samples {
+		resp.Samples = append(resp.Samples, &tabulapb.SampleRowKeysResponse_Sample{RowKey: sm.Row, OffsetBytes: int64(sm.Offset)})
+	}
 	_, end := h.t.Range()
+	size := int64(total) + h.t.Stats().MemtableBytes
 	resp.Samples = append(resp.Samples, &tabulapb.SampleRowKeysResponse_Sample{RowKey: end, OffsetBytes: size})
 	return resp, nil
 }

@@ -4664,8 +4664,12 @@ func (x *ReadModifyWriteRowResponse) GetRow() *Row {
 }
 
 type SampleRowKeysRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tablet        *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tablet *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
+	// target_bytes asks for a sample about every target_bytes of the
+	// tablet's data; 0 means the server's default (256 MiB, about Cloud
+	// Bigtable's granularity).
+	TargetBytes   int64 `protobuf:"varint,2,opt,name=target_bytes,json=targetBytes,proto3" json:"target_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4705,6 +4709,13 @@ func (x *SampleRowKeysRequest) GetTablet() *TabletRef {
 		return x.Tablet
 	}
 	return nil
+}
+
+func (x *SampleRowKeysRequest) GetTargetBytes() int64 {
+	if x != nil {
+		return x.TargetBytes
+	}
+	return 0
 }
 
 type SampleRowKeysResponse struct {
@@ -8075,9 +8086,10 @@ const file_tabula_proto_rawDesc = "" +
 	"\arow_key\x18\x02 \x01(\fR\x06rowKey\x124\n" +
 	"\x05rules\x18\x03 \x03(\v2\x1e.tabula.v1.ReadModifyWriteRuleR\x05rules\">\n" +
 	"\x1aReadModifyWriteRowResponse\x12 \n" +
-	"\x03row\x18\x01 \x01(\v2\x0e.tabula.v1.RowR\x03row\"D\n" +
+	"\x03row\x18\x01 \x01(\v2\x0e.tabula.v1.RowR\x03row\"g\n" +
 	"\x14SampleRowKeysRequest\x12,\n" +
-	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\"\xa0\x01\n" +
+	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12!\n" +
+	"\ftarget_bytes\x18\x02 \x01(\x03R\vtargetBytes\"\xa0\x01\n" +
 	"\x15SampleRowKeysResponse\x12A\n" +
 	"\asamples\x18\x01 \x03(\v2'.tabula.v1.SampleRowKeysResponse.SampleR\asamples\x1aD\n" +
 	"\x06Sample\x12\x17\n" +
