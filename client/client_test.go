@@ -479,6 +479,36 @@ func TestSampleRowKeysCoversEveryTablet(t *testing.T) {
 	}
 }
 
+// TestSampleRowKeysOptions: SampleTargetBytes reaches every tablet's
+// server (the fake answers 100 + target bytes), and SampleRange asks only
+// the tablets holding rows of the range (tablets [,g) [g,p) [p,)).
+func TestSampleRowKeysOptions(t *testing.T) {
+	c := newCluster(t, 2, "g", "p")
+	tbl := c.client(t).Open("t")
+	for _, tc := range []struct {
+		opts []SampleOption
+		want string
+	}{
+		{[]SampleOption{SampleTargetBytes(5)}, "tab@105 tabg@210 tabp@315"},
+		{[]SampleOption{SampleRange([]byte("h"), []byte("o"))}, "tabg@100"},
+		{[]SampleOption{SampleRange([]byte("g"), []byte("p"))}, "tabg@100"},
+		{[]SampleOption{SampleRange(nil, []byte("h")), SampleTargetBytes(1)}, "tab@101 tabg@202"},
+		{[]SampleOption{SampleRange([]byte("o"), nil)}, "tabg@100 tabp@200"},
+	} {
+		samples, err := tbl.SampleRowKeys(context.Background(), tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range samples {
+			got = append(got, fmt.Sprintf("%s@%d", s.Key, s.OffsetBytes))
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("samples = %v, want %s", got, tc.want)
+		}
+	}
+}
+
 func TestNewClientFailsWithoutMaster(t *testing.T) {
 	_, err := NewClientWithOptions(context.Background(), Options{Masters: []string{"127.0.0.1:1"}, ConnectTimeout: time.Second})
 	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "127.0.0.1:1") {

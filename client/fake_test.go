@@ -463,7 +463,7 @@ func (s *fakeServer) SampleRowKeys(ctx context.Context, req *tabulapb.SampleRowK
 		return nil, err
 	}
 	return &tabulapb.SampleRowKeysResponse{Samples: []*tabulapb.SampleRowKeysResponse_Sample{
-		{RowKey: []byte(req.GetTablet().GetTabletId()), OffsetBytes: 100}}}, nil
+		{RowKey: []byte(req.GetTablet().GetTabletId()), OffsetBytes: 100 + req.GetTargetBytes()}}}, nil
 }
 
 // split replaces the tablet holding at with two children split at at,
