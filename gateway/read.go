@@ -297,8 +297,9 @@ func (s *messageSink) send() error {
 }
 
 // SampleRowKeys streams keys that split the table into pieces of about
-// equal size, with the bytes before each; the last answer is the empty key
-// (the end of the table) with the table's whole size, as Bigtable's is.
+// Options.SampleBytes (every tablet's end is one too), with the bytes
+// before each; the last answer is the empty key (the end of the table)
+// with the table's whole size, as Bigtable's is.
 func (d *dataServer) SampleRowKeys(req *btpb.SampleRowKeysRequest, stream btpb.Bigtable_SampleRowKeysServer) error {
 	if err := viewsUnsupported(req.GetAuthorizedViewName(), req.GetMaterializedViewName()); err != nil {
 		return err
@@ -307,7 +308,7 @@ func (d *dataServer) SampleRowKeys(req *btpb.SampleRowKeysRequest, stream btpb.B
 	if err != nil {
 		return err
 	}
-	samples, err := tbl.SampleRowKeys(stream.Context())
+	samples, err := tbl.SampleRowKeys(stream.Context(), client.SampleTargetBytes(d.s.opts.SampleBytes))
 	if err != nil {
 		return toStatus(err)
 	}

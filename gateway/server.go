@@ -67,6 +67,11 @@ type Options struct {
 	// Only Start uses it. The default is nil: plaintext, as the emulator
 	// and its clients speak.
 	TLS *tls.Config
+	// SampleBytes is how finely SampleRowKeys cuts each tablet: a sample
+	// about every SampleBytes of its data (client.SampleTargetBytes). The
+	// default is 0: the tablet servers' default, 256 MiB, about Cloud
+	// Bigtable's granularity (docs/GATEWAY.md "SampleRowKeys").
+	SampleBytes int64
 	// Metrics, when set, receives the gateway's Prometheus series: its
 	// gRPC calls by method and code (docs/OPERATIONS.md "Metrics"),
 	// unregistered by Process.Close. The default is nil: none, and no
