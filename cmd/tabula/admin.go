@@ -16,6 +16,7 @@ func newTableCmd() *cobra.Command {
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
 		newTableTabletsCmd(), newTableSplitCmd(), newTableFlushCmd(), newTableCompactCmd(), newTableDropRowsCmd())
 	c.AddCommand(newTableMergeCmd())
+	c.AddCommand(newTableRangesCmd())
 	c.AddCommand(newTableAutoMergeCmd())
 	c.AddCommand(newTableProtectCmd(true), newTableProtectCmd(false))
 	return c
