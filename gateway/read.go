@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"strings"
 	"time"
@@ -299,7 +300,10 @@ func (s *messageSink) send() error {
 // SampleRowKeys streams keys that split the table into pieces of about
 // Options.SampleBytes (every tablet's end is one too), with the bytes
 // before each; the last answer is the empty key (the end of the table)
-// with the table's whole size, as Bigtable's is.
+// with the table's whole size, as Bigtable's is. With a row_range, only
+// the keys inside it, their offsets counted from the last sample before
+// its start, and the empty key only when the range reaches the table's
+// end (docs/GATEWAY.md "SampleRowKeys").
 func (d *dataServer) SampleRowKeys(req *btpb.SampleRowKeysRequest, stream btpb.Bigtable_SampleRowKeysServer) error {
 	if err := viewsUnsupported(req.GetAuthorizedViewName(), req.GetMaterializedViewName()); err != nil {
 		return err
@@ -308,19 +312,27 @@ func (d *dataServer) SampleRowKeys(req *btpb.SampleRowKeysRequest, stream btpb.B
 	if err != nil {
 		return err
 	}
-	samples, err := tbl.SampleRowKeys(stream.Context(), client.SampleTargetBytes(d.s.opts.SampleBytes))
+	start, end := rangeBounds(req.GetRowRange())
+	samples, err := tbl.SampleRowKeys(stream.Context(), client.SampleTargetBytes(d.s.opts.SampleBytes), client.SampleRange(start, end))
 	if err != nil {
 		return toStatus(err)
 	}
-	var last int64
+	var base, last int64
 	for _, s := range samples {
-		if len(s.Key) == 0 {
-			continue
+		switch {
+		case len(s.Key) == 0:
+			last = max(last, s.OffsetBytes-base)
+		case len(start) > 0 && bytes.Compare(s.Key, start) <= 0:
+			base = s.OffsetBytes
+		case end == nil || bytes.Compare(s.Key, end) < 0:
+			if err := stream.Send(&btpb.SampleRowKeysResponse{RowKey: s.Key, OffsetBytes: s.OffsetBytes - base}); err != nil {
+				return err
+			}
+			last = max(last, s.OffsetBytes-base)
 		}
-		if err := stream.Send(&btpb.SampleRowKeysResponse{RowKey: s.Key, OffsetBytes: s.OffsetBytes}); err != nil {
-			return err
-		}
-		last = max(last, s.OffsetBytes)
+	}
+	if end != nil {
+		return nil
 	}
 	return stream.Send(&btpb.SampleRowKeysResponse{RowKey: []byte{}, OffsetBytes: last})
 }

@@ -28,26 +28,31 @@ func rowSet(rs *btpb.RowSet) (client.RowSet, error) {
 		sets = append(sets, client.RowList(keys...))
 	}
 	for _, r := range rs.GetRowRanges() {
-		var start, end []byte
-		switch k := r.GetStartKey().(type) {
-		case *btpb.RowRange_StartKeyClosed:
-			start = k.StartKeyClosed
-		case *btpb.RowRange_StartKeyOpen:
-			start = successor(k.StartKeyOpen)
-		}
-		switch k := r.GetEndKey().(type) {
-		case *btpb.RowRange_EndKeyOpen:
-			if len(k.EndKeyOpen) > 0 {
-				end = k.EndKeyOpen
-			}
-		case *btpb.RowRange_EndKeyClosed:
-			if len(k.EndKeyClosed) > 0 {
-				end = successor(k.EndKeyClosed)
-			}
-		}
-		sets = append(sets, client.NewRange(start, end))
+		sets = append(sets, client.NewRange(rangeBounds(r)))
 	}
 	return client.Union(sets...), nil
+}
+
+// rangeBounds converts a Bigtable RowRange to [start, end) as rowSet
+// does (nil: unbounded).
+func rangeBounds(r *btpb.RowRange) (start, end []byte) {
+	switch k := r.GetStartKey().(type) {
+	case *btpb.RowRange_StartKeyClosed:
+		start = k.StartKeyClosed
+	case *btpb.RowRange_StartKeyOpen:
+		start = successor(k.StartKeyOpen)
+	}
+	switch k := r.GetEndKey().(type) {
+	case *btpb.RowRange_EndKeyOpen:
+		if len(k.EndKeyOpen) > 0 {
+			end = k.EndKeyOpen
+		}
+	case *btpb.RowRange_EndKeyClosed:
+		if len(k.EndKeyClosed) > 0 {
+			end = successor(k.EndKeyClosed)
+		}
+	}
+	return start, end
 }
 
 // successor returns the smallest key greater than k.

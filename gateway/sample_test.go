@@ -119,6 +119,45 @@ func TestSampleRowKeysCutsFinerThanTablets(t *testing.T) {
 	if n := len(keys); n < 9 || n > 13 || !strings.Contains(" "+strings.Join(keys, " ")+" ", " m ") {
 		t.Fatalf("samples %q: want about 5 a tablet and the boundary m", keys)
 	}
+	// A row range: the samples inside it, offsets from the last sample
+	// before its start, no end-of-table key before the table's end.
+	inRange := func(r *btpb.RowRange) []*btpb.SampleRowKeysResponse {
+		t.Helper()
+		ss, err := btpb.NewBigtableClient(conn).SampleRowKeys(ctx, &btpb.SampleRowKeysRequest{TableName: tablePath("samples"), RowRange: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*btpb.SampleRowKeysResponse
+		for {
+			r, err := ss.Recv()
+			if err == io.EOF {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+	}
+	lo, hi := got[1], got[len(got)-3] // two samples inside the first tablet and the second
+	sub := inRange(&btpb.RowRange{StartKey: &btpb.RowRange_StartKeyClosed{StartKeyClosed: lo.RowKey}, EndKey: &btpb.RowRange_EndKeyOpen{EndKeyOpen: hi.RowKey}})
+	var want []string
+	for _, r := range got[2 : len(got)-3] {
+		want = append(want, fmt.Sprintf("%s@%d", r.RowKey, r.OffsetBytes-lo.OffsetBytes))
+	}
+	var gotSub []string
+	for _, r := range sub {
+		gotSub = append(gotSub, fmt.Sprintf("%s@%d", r.RowKey, r.OffsetBytes))
+	}
+	if strings.Join(gotSub, " ") != strings.Join(want, " ") {
+		t.Fatalf("samples of [%q, %q) = %q, want %q", lo.RowKey, hi.RowKey, gotSub, want)
+	}
+	tail := inRange(&btpb.RowRange{StartKey: &btpb.RowRange_StartKeyOpen{StartKeyOpen: hi.RowKey}})
+	if n := len(tail); n != 2 || string(tail[0].RowKey) != string(got[len(got)-2].RowKey) || len(tail[1].RowKey) != 0 ||
+		tail[1].OffsetBytes != last.OffsetBytes-hi.OffsetBytes {
+		t.Fatalf("samples after %q = %v; want the last sample and the end of the table", hi.RowKey, tail)
+	}
+
 	official, err := tbl.SampleRowKeys(ctx)
 	if err != nil || strings.Join(official, " ") != strings.Join(keys, " ") {
 		t.Fatalf("official client's SampleRowKeys = %q, %v; want %q", official, err, keys)
