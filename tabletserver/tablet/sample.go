@@ -55,7 +55,9 @@ func (t *Tablet) SampleKeys(every uint64) ([]Sample, uint64, error) {
 			if err != nil {
 				return nil, 0, err
 			}
-			for _, e := range rd.IndexEntries(f.lower(), f.upper()) {
+			entries := rd.IndexEntries(f.lower(), f.upper())
+			pts = slices.Grow(pts, len(entries))
+			for _, e := range entries {
 				if row, ok := rowOfKey(e.LastKey); ok {
 					pts = append(pts, point{row, e.Size})
 				}

@@ -10,8 +10,9 @@ import (
 // BenchmarkSampleKeys samples a tablet of 64 MiB and of 1 GiB of data
 // (rows of one 1000-byte cell in 8 KiB blocks, flushed every 64 MiB) every
 // 256 MiB and every 1 MiB, its files open (a second sampling's cost: the
-// first adds one tail read per file). The fixture takes a while to write
-// (about 1 GiB on disk for the larger size).
+// first adds one tail read per file), beside SplitKey on the same tablet.
+// The fixture takes a while to write (about 1 GiB on disk for the larger
+// size). docs/BENCHMARKS.md "SampleRowKeys from the SSTable indexes".
 func BenchmarkSampleKeys(b *testing.B) {
 	for _, size := range []int{64 << 20, 1 << 30} {
 		tb := openTablet(b, testOptions(b.TempDir()))
@@ -33,24 +34,37 @@ func BenchmarkSampleKeys(b *testing.B) {
 				}
 			}
 		}
-		for _, every := range []uint64{256 << 20, 1 << 20} {
-			b.Run(fmt.Sprintf("tablet=%dMiB/every=%dMiB", size>>20, every>>20), func(b *testing.B) {
-				if _, _, err := tb.SampleKeys(every); err != nil { // open the files
-					b.Fatal(err)
-				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				var n int
-				var total uint64
-				for range b.N {
-					s, t, err := tb.SampleKeys(every)
-					if err != nil {
+		// Three rounds, the variants alternated within each (the machine is
+		// shared); SplitKey is what SampleRowKeys answered before: one
+		// middle row, from the same indexes plus each file's first row.
+		for range 3 {
+			for _, every := range []uint64{256 << 20, 1 << 20} {
+				b.Run(fmt.Sprintf("tablet=%dMiB/every=%dMiB", size>>20, every>>20), func(b *testing.B) {
+					if _, _, err := tb.SampleKeys(every); err != nil { // open the files
 						b.Fatal(err)
 					}
-					n, total = len(s), t
+					b.ReportAllocs()
+					b.ResetTimer()
+					var n int
+					var total uint64
+					for range b.N {
+						s, t, err := tb.SampleKeys(every)
+						if err != nil {
+							b.Fatal(err)
+						}
+						n, total = len(s), t
+					}
+					b.ReportMetric(float64(n), "samples")
+					b.ReportMetric(float64(total)/(1<<20), "MiB")
+				})
+			}
+			b.Run(fmt.Sprintf("tablet=%dMiB/SplitKey", size>>20), func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					if _, err := tb.SplitKey(); err != nil {
+						b.Fatal(err)
+					}
 				}
-				b.ReportMetric(float64(n), "samples")
-				b.ReportMetric(float64(total)/(1<<20), "MiB")
 			})
 		}
 		_ = tb.Close()
