@@ -122,19 +122,8 @@ func TestRawProtocol(t *testing.T) {
 	apply(t, bigClient(t).Open("raw"), "z", m)
 
 	raw := rawClient(t)
-	ss, err := raw.SampleRowKeys(ctx, &btpb.SampleRowKeysRequest{TableName: tablePath("raw")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var keys []string
-	for {
-		r, err := ss.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range sampleAll(t, raw, &btpb.SampleRowKeysRequest{TableName: tablePath("raw")}) {
 		keys = append(keys, string(r.RowKey))
 	}
 	if len(keys) == 0 || keys[len(keys)-1] != "" || !slices.IsSorted(keys[:len(keys)-1]) {

@@ -81,21 +81,8 @@ func TestSampleRowKeysCutsFinerThanTablets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	ss, err := btpb.NewBigtableClient(conn).SampleRowKeys(ctx, &btpb.SampleRowKeysRequest{TableName: tablePath("samples")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []*btpb.SampleRowKeysResponse
-	for {
-		r, err := ss.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, r)
-	}
+	raw := btpb.NewBigtableClient(conn)
+	got := sampleAll(t, raw, &btpb.SampleRowKeysRequest{TableName: tablePath("samples")})
 	last := got[len(got)-1]
 	if len(last.RowKey) != 0 || last.OffsetBytes < 400_000 || last.OffsetBytes > 480_000 {
 		t.Fatalf("last sample %q at %d: want the empty key at the table's size (about 400 KB)", last.RowKey, last.OffsetBytes)
@@ -122,22 +109,7 @@ func TestSampleRowKeysCutsFinerThanTablets(t *testing.T) {
 	// A row range: the samples inside it, offsets from the last sample
 	// before its start, no end-of-table key before the table's end.
 	inRange := func(r *btpb.RowRange) []*btpb.SampleRowKeysResponse {
-		t.Helper()
-		ss, err := btpb.NewBigtableClient(conn).SampleRowKeys(ctx, &btpb.SampleRowKeysRequest{TableName: tablePath("samples"), RowRange: r})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []*btpb.SampleRowKeysResponse
-		for {
-			r, err := ss.Recv()
-			if err == io.EOF {
-				return out
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, r)
-		}
+		return sampleAll(t, raw, &btpb.SampleRowKeysRequest{TableName: tablePath("samples"), RowRange: r})
 	}
 	lo, hi := got[1], got[len(got)-3] // two samples inside the first tablet and the second
 	sub := inRange(&btpb.RowRange{StartKey: &btpb.RowRange_StartKeyClosed{StartKeyClosed: lo.RowKey}, EndKey: &btpb.RowRange_EndKeyOpen{EndKeyOpen: hi.RowKey}})
@@ -161,5 +133,25 @@ func TestSampleRowKeysCutsFinerThanTablets(t *testing.T) {
 	official, err := tbl.SampleRowKeys(ctx)
 	if err != nil || strings.Join(official, " ") != strings.Join(keys, " ") {
 		t.Fatalf("official client's SampleRowKeys = %q, %v; want %q", official, err, keys)
+	}
+}
+
+// sampleAll returns every answer of a SampleRowKeys stream.
+func sampleAll(t *testing.T, c btpb.BigtableClient, req *btpb.SampleRowKeysRequest) []*btpb.SampleRowKeysResponse {
+	t.Helper()
+	ss, err := c.SampleRowKeys(testContext(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*btpb.SampleRowKeysResponse
+	for {
+		r, err := ss.Recv()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
 	}
 }
