@@ -12,7 +12,7 @@ import (
 )
 
 func newTableCmd() *cobra.Command {
-	c := &cobra.Command{Use: "table", Short: "Create, list, describe, protect, delete, split, flush and compact tables, and drop rows in bulk"}
+	c := &cobra.Command{Use: "table", Short: "Create, list, describe, protect, delete, split, flush and compact tables, drop rows in bulk, and cut them into key ranges"}
 	c.AddCommand(newTableCreateCmd(), newTableListCmd(), newTableDescribeCmd(), newTableDeleteCmd(),
 		newTableTabletsCmd(), newTableSplitCmd(), newTableFlushCmd(), newTableCompactCmd(), newTableDropRowsCmd())
 	c.AddCommand(newTableMergeCmd())
