@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"sync"
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
@@ -201,6 +202,35 @@ func ExampleTable_SampleRowKeys() {
 	for _, s := range samples {
 		fmt.Printf("%q at %d bytes\n", s.Key, s.OffsetBytes)
 	}
+}
+
+// One worker per key range of about 256 MiB, finer than the tablets.
+func ExampleTable_KeyRanges() {
+	ctx := context.Background()
+	c, err := client.NewClient(ctx, "127.0.0.1:7000")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	tbl := c.Open("users")
+	ranges, err := tbl.KeyRanges(ctx, nil, nil, 256<<20)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for _, r := range ranges {
+		wg.Go(func() {
+			it := tbl.ReadRows(ctx, client.NewRange(r.Start, r.End))
+			defer it.Close()
+			for it.Next() {
+				_ = it.Row() // work on the row
+			}
+			if err := it.Err(); err != nil {
+				log.Printf("range [%q, %q): %v", r.Start, r.End, err)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func ExampleAdminClient_Servers() {
