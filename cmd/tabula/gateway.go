@@ -54,6 +54,10 @@ tabula-gateway, and --token unset). "tabula dev" starts one on ` + defaultGatewa
 			if err != nil {
 				return err
 			}
+			sampleBytes, err := parseSize(v.GetString("sample-size"))
+			if err != nil {
+				return fmt.Errorf("--sample-size: %w", err)
+			}
 			addrs := stringList(v, "master")
 			if len(addrs) == 0 {
 				return fmt.Errorf("no master address; pass --master host:port or set TABULA_MASTER: %w", errUnreachable)
@@ -79,12 +83,13 @@ tabula-gateway, and --token unset). "tabula dev" starts one on ` + defaultGatewa
 			}
 			reg, routes := opsMetrics(v)
 			p, err := gateway.Start(v.GetString("listen"), cli, gateway.Options{
-				TLS:        serveTLS,
-				InstanceID: v.GetString("instance"),
-				Instances:  instances,
-				ClusterID:  v.GetString("cluster-id"),
-				CallerAuth: v.GetBool("auth"),
-				Metrics:    reg,
+				TLS:         serveTLS,
+				InstanceID:  v.GetString("instance"),
+				Instances:   instances,
+				ClusterID:   v.GetString("cluster-id"),
+				CallerAuth:  v.GetBool("auth"),
+				Metrics:     reg,
+				SampleBytes: sampleBytes,
 			})
 			if err != nil {
 				return err
@@ -106,6 +111,7 @@ tabula-gateway, and --token unset). "tabula dev" starts one on ` + defaultGatewa
 	f.String("instance", "tabula", "instance id of the default namespace, listed first by ListInstances (an instance that is a namespace is that namespace; any other, see --instances)")
 	f.String("instances", "any", instancesUsage)
 	f.String("cluster-id", "tabula", "cluster id the instance admin API reports")
+	f.String("sample-size", "256MiB", "SampleRowKeys answers a key about every this much of each tablet's data (Bigtable connectors split their work there): a byte count, or with a suffix KiB, MiB, GiB; 0: the tablet servers' default, 256MiB")
 	f.Bool("serve-tls", false, "serve the Bigtable API over TLS with --tls-cert and --tls-key as the server certificate, taking client certificates signed by --tls-ca (with --auth a certificate's common name is the caller)")
 	f.Bool("auth", false, "run every call as its caller: each Bigtable client must send a Tabula token (authorization: Bearer TOKEN), presented to the cluster instead of --token, or with --serve-tls a client certificate, whose common name the gateway acts for (UNAUTHENTICATED with neither), so the caller's own roles apply (docs/GATEWAY.md \"Security\")")
 	addHTTPFlag(c, "")

@@ -126,4 +126,5 @@ func TestTableRanges(t *testing.T) {
 	fails(t, []string{"table", "ranges", table, "--prefix", "a", "--start", "b"}, "--prefix cannot be combined")
 	fails(t, []string{"table", "ranges", table, "--start", "b", "--end", "a"}, "not before --end")
 	fails(t, []string{"table", "ranges", "no-such-table"}, "no-such-table")
+	fails(t, []string{"gateway", "--sample-size", "1XB"}, "--sample-size", "1XB")
 }
