@@ -738,6 +738,18 @@ func (r *Reader) IndexEntries(lower, upper []byte) []IndexEntry {
 	return out
 }
 
+// VisitIndex calls fn, in key order, with what IndexEntries returns for
+// each data block that may hold keys in [lower, upper), without copying
+// the keys: lastKey is valid only during the call (it lies in the index's
+// memory). For a caller that keeps a part of each key or none, such as
+// the tablet's sampling, which keeps each block's row.
+func (r *Reader) VisitIndex(lower, upper []byte, fn func(lastKey []byte, size uint64)) {
+	lo, hi := r.blocksFor(lower, upper)
+	for i := lo; i < hi; i++ {
+		fn(r.index.lastKey(i), r.index.handle(i).length+trailerLen)
+	}
+}
+
 // ApproximateSize sums the on-disk sizes of the data blocks that may hold
 // keys in [lower, upper).
 func (r *Reader) ApproximateSize(lower, upper []byte) uint64 {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/sstable"
 )
 
 // Sample is a row key of a tablet with the approximate number of bytes of
@@ -44,27 +45,58 @@ func (t *Tablet) SampleKeys(every uint64) ([]Sample, uint64, error) {
 		return nil, 0, err
 	}
 	defer v.unref()
+	// Each block's row is kept encoded (the row prefix of its last key,
+	// which sorts as the rows do) in one arena, and decoded only for the
+	// samples: no allocation per block (docs/BENCHMARKS.md "SampleRowKeys
+	// from the SSTable indexes").
 	type point struct {
-		row  []byte
-		size uint64
+		off, n int // the row prefix: arena[off : off+n]
+		size   uint64
 	}
-	var pts []point
+	type source struct {
+		f  *tableFile
+		rd *sstable.Reader
+	}
+	var srcs []source
+	var blocks, rowBytes uint64
 	for _, name := range t.schema.Load().names {
 		for _, f := range v.files[name] {
 			rd, err := f.reader()
 			if err != nil {
 				return nil, 0, err
 			}
-			entries := rd.IndexEntries(f.lower(), f.upper())
-			pts = slices.Grow(pts, len(entries))
-			for _, e := range entries {
-				if row, ok := rowOfKey(e.LastKey); ok {
-					pts = append(pts, point{row, e.Size})
-				}
+			srcs = append(srcs, source{f, rd})
+			// Sized once from the files' properties: grown by append, the
+			// two took five times their final size (docs/BENCHMARKS.md).
+			p := rd.Properties()
+			blocks += p.NumDataBlocks
+			if rp, err := cell.RowPrefix(p.LargestKey); err == nil {
+				rowBytes += p.NumDataBlocks * uint64(len(rp))
 			}
 		}
 	}
-	slices.SortFunc(pts, func(a, b point) int { return bytes.Compare(a.row, b.row) })
+	pts := make([]point, 0, blocks)
+	arena := make([]byte, 0, rowBytes+rowBytes/4)
+	prefix := func(p point) []byte { return arena[p.off : p.off+p.n] }
+	for _, src := range srcs {
+		f, rd := src.f, src.rd
+		first := len(pts)
+		rd.VisitIndex(f.lower(), f.upper(), func(lastKey []byte, size uint64) {
+			rp, err := cell.RowPrefix(lastKey)
+			if err != nil {
+				return
+			}
+			// A file's blocks come in key order: blocks of one row
+			// (a row larger than a block) are one point.
+			if n := len(pts); n > first && bytes.Equal(prefix(pts[n-1]), rp) {
+				pts[n-1].size += size
+				return
+			}
+			pts = append(pts, point{off: len(arena), n: len(rp), size: size})
+			arena = append(arena, rp...)
+		})
+	}
+	slices.SortFunc(pts, func(a, b point) int { return bytes.Compare(prefix(a), prefix(b)) })
 	inside := func(r []byte) bool {
 		return len(r) > 0 && (t.start == nil || bytes.Compare(r, t.start) > 0) && (t.end == nil || bytes.Compare(r, t.end) < 0)
 	}
@@ -72,14 +104,16 @@ func (t *Tablet) SampleKeys(every uint64) ([]Sample, uint64, error) {
 	var acc uint64
 	next := every
 	for i, p := range pts {
-		if i > 0 && bytes.Equal(p.row, pts[i-1].row) {
+		if i > 0 && bytes.Equal(prefix(p), prefix(pts[i-1])) {
 			acc += p.size
 			continue
 		}
-		// acc is the size of the blocks whose last row is before p.row.
-		if acc >= next && inside(p.row) {
-			out = append(out, Sample{Row: p.row, Offset: acc})
-			next = acc + every
+		// acc is the size of the blocks whose last row is before p's row.
+		if acc >= next {
+			if row, _, err := cell.AppendKeyRow(nil, prefix(p)); err == nil && inside(row) {
+				out = append(out, Sample{Row: row, Offset: acc})
+				next = acc + every
+			}
 		}
 		acc += p.size
 	}

@@ -10,7 +10,8 @@ import (
 // BenchmarkSampleKeys samples a tablet of 64 MiB and of 1 GiB of data
 // (rows of one 1000-byte cell in 8 KiB blocks, flushed every 64 MiB) every
 // 256 MiB and every 1 MiB, its files open (a second sampling's cost: the
-// first adds one tail read per file), beside SplitKey on the same tablet.
+// first adds one tail read per file), beside SplitKey on the same tablet
+// and sampleKeysByEntries (the first version: every index entry copied).
 // The fixture takes a while to write (about 1 GiB on disk for the larger
 // size). docs/BENCHMARKS.md "SampleRowKeys from the SSTable indexes".
 func BenchmarkSampleKeys(b *testing.B) {
@@ -58,6 +59,14 @@ func BenchmarkSampleKeys(b *testing.B) {
 					b.ReportMetric(float64(total)/(1<<20), "MiB")
 				})
 			}
+			b.Run(fmt.Sprintf("tablet=%dMiB/entries-every=1MiB", size>>20), func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					if _, _, err := sampleKeysByEntries(tb, 1<<20); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 			b.Run(fmt.Sprintf("tablet=%dMiB/SplitKey", size>>20), func(b *testing.B) {
 				b.ReportAllocs()
 				for range b.N {

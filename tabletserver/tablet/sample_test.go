@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,6 +70,9 @@ func checkSamples(t *testing.T, tb *Tablet, every uint64, first int, per []uint6
 	samples, total, err := tb.SampleKeys(every)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ref, refTotal, err := sampleKeysByEntries(tb, every); err != nil || refTotal != total || !reflect.DeepEqual(ref, samples) {
+		t.Fatalf("SampleKeys = %d samples, total %d; the reference (index entries copied) %d, %d, %v", len(samples), total, len(ref), refTotal, err)
 	}
 	// The total is the data blocks of every file, within the range.
 	var want uint64
@@ -237,5 +242,96 @@ func TestSampleKeysReadsNoDataBlock(t *testing.T) {
 	}
 	if n := total(reads) - first; n != 0 {
 		t.Fatalf("a sampling of open files read %d times from SSTables, want none (no data block)", n)
+	}
+}
+
+// sampleKeysByEntries is SampleKeys as first written: each block's index
+// entry copied (IndexEntries) and its row decoded, then sorted. It stays
+// as the reference the arena version must agree with, and as the "before"
+// of BenchmarkSampleKeys.
+func sampleKeysByEntries(t *Tablet, every uint64) ([]Sample, uint64, error) {
+	v, err := t.currentVersion()
+	if err != nil {
+		return nil, 0, err
+	}
+	defer v.unref()
+	type point struct {
+		row  []byte
+		size uint64
+	}
+	var pts []point
+	for _, name := range t.schema.Load().names {
+		for _, f := range v.files[name] {
+			rd, err := f.reader()
+			if err != nil {
+				return nil, 0, err
+			}
+			entries := rd.IndexEntries(f.lower(), f.upper())
+			pts = slices.Grow(pts, len(entries))
+			for _, e := range entries {
+				if row, ok := rowOfKey(e.LastKey); ok {
+					pts = append(pts, point{row, e.Size})
+				}
+			}
+		}
+	}
+	slices.SortFunc(pts, func(a, b point) int { return bytes.Compare(a.row, b.row) })
+	inside := func(r []byte) bool {
+		return len(r) > 0 && (t.start == nil || bytes.Compare(r, t.start) > 0) && (t.end == nil || bytes.Compare(r, t.end) < 0)
+	}
+	var out []Sample
+	var acc uint64
+	next := every
+	for i, p := range pts {
+		if i > 0 && bytes.Equal(p.row, pts[i-1].row) {
+			acc += p.size
+			continue
+		}
+		if acc >= next && inside(p.row) {
+			out = append(out, Sample{Row: p.row, Offset: acc})
+			next = acc + every
+		}
+		acc += p.size
+	}
+	return out, acc, nil
+}
+
+// TestSampleKeysOfRowsLargerThanABlock: rows spanning many blocks count
+// whole before the next row (their blocks are one point), as the
+// reference that keeps every block's entry counts them.
+func TestSampleKeysOfRowsLargerThanABlock(t *testing.T) {
+	opts := testOptions(t.TempDir())
+	opts.Families = []families.Family{{Name: "a", BlockSize: families.MinBlockSize}, {Name: "b", BlockSize: families.MinBlockSize}}
+	tb := openTablet(t, opts)
+	val := strings.Repeat("x", 500)
+	for i := range 300 {
+		var muts []cell.Mutation
+		cells := 1
+		if i%10 == 0 {
+			cells = 20 // 10 KB: about ten 1 KiB blocks
+		}
+		for c := range cells {
+			muts = append(muts, set([]string{"a", "b"}[i%2], fmt.Sprintf("q%02d", c), 1, val))
+		}
+		apply(t, tb, fmt.Sprintf("row%03d", i), muts...)
+		if i == 150 {
+			if err := tb.Flush(bg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tb.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	for _, every := range []uint64{1, 2 << 10, 8 << 10, 32 << 10} {
+		got, total, err := tb.SampleKeys(every)
+		ref, refTotal, rerr := sampleKeysByEntries(tb, every)
+		if err != nil || rerr != nil || total != refTotal || !reflect.DeepEqual(got, ref) {
+			t.Fatalf("every %d: %d samples, total %d, %v; reference %d, %d, %v", every, len(got), total, err, len(ref), refTotal, rerr)
+		}
+		// Every row that ends a block (of about two rows' cells) is one.
+		if every == 1 && len(got) < 100 {
+			t.Fatalf("every byte: %d samples of 300 rows, want one per row ending a block", len(got))
+		}
 	}
 }
