@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/export"
 )
 
 // errUnreachable marks a master that could not be reached at all.
@@ -20,8 +21,11 @@ func explain(err error) (msg, hint string) {
 	if errors.Is(err, errUnreachable) {
 		return err.Error(), "start a dev cluster with `tabula dev` (or `make run`), or point --master / TABULA_MASTER at a running master"
 	}
-	if errors.Is(err, errBadInput) {
-		return err.Error(), "each line must be one cell as `tabula export` (or --output json) prints it; fix the line and rerun: rows already written are written again unchanged"
+	if errors.Is(err, export.ErrBadInput) {
+		return err.Error(), "each line must be a row as `tabula export` writes it (or a cell line of an earlier release's export); fix the line and rerun: rows already written are written again unchanged"
+	}
+	if errors.Is(err, export.ErrNoTable) {
+		return err.Error(), "rerun with --create, or create the table first with `tabula table create`"
 	}
 	if errors.Is(err, cell.ErrInvalid) {
 		return err.Error(), "fix the argument named in the message; `tabula COMMAND --help` shows the expected forms"

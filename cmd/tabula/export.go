@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,70 +12,177 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tabuladb/tabula/cell"
-	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/export"
+	"github.com/tabuladb/tabula/rowfilter"
 )
 
-// Export and import move whole tables (or row ranges) as JSON lines: one
-// cell per line, every version, in read order, in exactly the format of
-// `--output json` (see printer). Import writes every cell with the
-// timestamp of its line, so a rerun of an import (after a failure) writes
-// the same cells again and changes nothing that was already imported.
-
-// errBadInput marks an import line that is not a cell in export's format.
-var errBadInput = errors.New("malformed import input")
-
-// importBatchBytes bounds the encoded size of one ApplyBulk call, well under
-// gRPC's default 4 MiB message limit, whatever --batch says.
-const importBatchBytes = 2 << 20
+// export and import only parse flags: the formats and the jobs are the
+// export package's (docs/OPERATIONS.md "Exports and imports").
 
 func newExportCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "export TABLE [--start ROW] [--end ROW] [--prefix P] [--columns ...] [--file PATH]",
-		Short: "Write every cell (all versions) of a table as JSON lines",
-		Long: `Write every cell of the rows in [--start, --end) (or with --prefix), all versions,
-in read order, one JSON object per line in the format of --output json.
-"tabula import" reads it back. Progress goes to stderr every second when stderr
-is a terminal or --progress is given; a summary line goes to stderr at the end.`,
-		Example: "  tabula export users --file users.jsonl\n  tabula export users --prefix a --columns profile > a.jsonl",
-		Args:    cobra.ExactArgs(1),
-		RunE:    runExport,
+		Use:   "export TABLE [--file PATH | --to DIR|s3://BUCKET/PREFIX [--workers N]] [--range START,END] [--as-of T]",
+		Short: "Write every cell (all versions) of a table as JSON lines, with its schema",
+		Long: `Write every cell of the rows in [--start, --end) (or --range START,END, or --prefix),
+all versions, as JSON lines: a header line with the table's schema (families
+with every setting, split points), the cut and the format version, then one
+line per row in Cloud Bigtable's row schema, every key, qualifier and value
+in base64. "tabula import" reads it back (--create recreates the table).
+
+--as-of T (RFC 3339 or microseconds; default: when the export starts) exports
+the cells with timestamps <= T, so that parallel exports agree on one cut.
+--to DIR or s3://BUCKET/PREFIX writes part-NNNNN.jsonl files and manifest.json
+there; --workers N cuts the range into N parts of similar size (SampleRowKeys)
+exported at once. Progress goes to stderr every second when stderr is a
+terminal or --progress is given; a summary line goes to stderr at the end.`,
+		Example: `  tabula export users --file users.jsonl
+  tabula export users --to ./users-export --workers 4
+  tabula export users --to s3://backups/users?endpoint=http://127.0.0.1:8333 --workers 8
+  tabula export users --range a,m --as-of 2026-12-06T19:00:00Z --file a-m.jsonl`,
+		Args: cobra.ExactArgs(1),
+		RunE: runExport,
 	}
 	c.Flags().String("start", "", "first row (inclusive; default: the first row)")
 	c.Flags().String("end", "", "end row (exclusive; default: past the last row)")
 	c.Flags().String("prefix", "", "only rows starting with this prefix (not with --start/--end)")
+	c.Flags().String("range", "", "rows in [START,END) (either may be left out), as keys are typed")
 	c.Flags().StringSlice("columns", nil, "only these columns: FAMILY or FAMILY:QUALIFIER, comma-separated")
 	c.Flags().String("file", "", "write to this file (default: stdout)")
+	c.Flags().String("to", "", "write part files and a manifest to this directory or s3://BUCKET/PREFIX")
+	c.Flags().Int("workers", 1, "with --to: export this many key ranges of similar size at once")
+	c.Flags().String("as-of", "", "export cells with timestamps <= T (RFC 3339 or microseconds; default: now)")
 	c.Flags().Bool("progress", false, "print progress to stderr every second even when it is not a terminal")
 	return c
 }
 
-func runExport(cmd *cobra.Command, args []string) (err error) {
-	table := args[0]
+// exportSpec parses export's flags into options.
+func exportSpec(cmd *cobra.Command, table string) (export.ExportOptions, error) {
+	o := export.ExportOptions{Table: table}
 	items, _ := cmd.Flags().GetStringSlice("columns")
 	cols, err := parseColumns(items, false)
 	if err != nil {
-		return err
+		return o, err
 	}
-	f, err := readSpec{cols: cols}.filter()
+	if o.Filter, err = (readSpec{cols: cols}).filter(); err != nil {
+		return o, err
+	}
+	if asOf, _ := cmd.Flags().GetString("as-of"); asOf != "" {
+		if o.AsOf, err = rowfilter.ParseTime(asOf); err != nil {
+			return o, cell.Invalidf("--as-of: %v", err)
+		}
+		if o.AsOf == 0 {
+			return o, cell.Invalidf("--as-of 0 would export nothing but cells at timestamp 0; give a time after the epoch")
+		}
+	}
+	if rng, _ := cmd.Flags().GetString("range"); rng != "" {
+		for _, f := range []string{"start", "end", "prefix"} {
+			if cmd.Flags().Changed(f) {
+				return o, cell.Invalidf("--range cannot be combined with --%s; use one or the other", f)
+			}
+		}
+		a, b, err := splitPair("--range", rng)
+		if err != nil {
+			return o, err
+		}
+		if a != "" {
+			if o.Start, err = parseBytesArg("--range START", a, false); err != nil {
+				return o, err
+			}
+		}
+		if b != "" {
+			if o.End, err = parseBytesArg("--range END", b, false); err != nil {
+				return o, err
+			}
+			if string(o.End) <= string(o.Start) {
+				return o, cell.Invalidf("--range %q is empty: END must sort after START (the range is [START, END))", rng)
+			}
+		}
+		return o, nil
+	}
+	var keys [3][]byte
+	for i, name := range []string{"start", "end", "prefix"} {
+		if v, _ := cmd.Flags().GetString(name); v != "" {
+			if keys[i], err = parseBytesArg("--"+name, v, false); err != nil {
+				return o, err
+			}
+		}
+	}
+	o.Start, o.End = keys[0], keys[1]
+	if keys[2] != nil {
+		if o.Start != nil || o.End != nil {
+			return o, cell.Invalidf("--prefix cannot be combined with --start or --end; use one or the other")
+		}
+		o.Start, o.End = keys[2], prefixEnd(keys[2])
+	}
+	if o.Start != nil && o.End != nil && string(o.Start) >= string(o.End) {
+		return o, cell.Invalidf("--start %s is not before --end %s; the range is [start, end)", display(o.Start), display(o.End))
+	}
+	return o, nil
+}
+
+// prefixEnd is the first key after every key starting with p (nil: none).
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+func runExport(cmd *cobra.Command, args []string) (err error) {
+	o, err := exportSpec(cmd, args[0])
 	if err != nil {
 		return err
 	}
-	var opts []client.ReadOption
-	if f != nil {
-		opts = append(opts, client.WithFilter(f))
+	to, _ := cmd.Flags().GetString("to")
+	path, _ := cmd.Flags().GetString("file")
+	o.Workers, _ = cmd.Flags().GetInt("workers")
+	if o.Workers < 1 {
+		return cell.Invalidf("--workers %d is not positive; give how many ranges to export at once, e.g. 4", o.Workers)
 	}
-	rs, err := scanRowSet(cmd)
-	if err != nil {
-		return err
+	if to != "" && path != "" {
+		return cell.Invalidf("--file and --to cannot be combined; give a file, or a directory or s3:// prefix for part files")
+	}
+	if o.Workers > 1 && to == "" {
+		return cell.Invalidf("--workers %d needs --to DIR or s3://BUCKET/PREFIX: a parallel export writes one file per range", o.Workers)
+	}
+	if o.AsOf == 0 {
+		o.AsOf = export.AsOfNow()
 	}
 	s, err := connectLong(cmd)
 	if err != nil {
 		return err
 	}
 	defer s.close()
+	prog := startProgress(cmd, "export")
+	defer func() { prog.finish("exported", err) }()
+	o.Progress = func(rows, cells, bytes int64) { prog.add(rows, cells, bytes) }
 
+	if to != "" {
+		loc, err := export.OpenLocation(s.ctx, to, true)
+		if err != nil {
+			return fmt.Errorf("--to %s: %w", to, err)
+		}
+		m, err := export.Export(s.ctx, s.cli, loc, o)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "export: %d files and %s in %s, as of %d\n", len(m.Files), export.ManifestName, loc, o.AsOf)
+		return nil
+	}
+	h, err := export.ReadHeader(s.ctx, s.cli, o.Table, o.AsOf, o.Start, o.End)
+	if err != nil {
+		return err
+	}
+	hb, err := export.EncodeHeader(h)
+	if err != nil {
+		return err
+	}
 	out := cmd.OutOrStdout()
-	if path, _ := cmd.Flags().GetString("file"); path != "" {
+	if path != "" {
 		file, err := os.Create(path)
 		if err != nil {
 			return fmt.Errorf("creating export file: %w", err)
@@ -91,275 +194,126 @@ func runExport(cmd *cobra.Command, args []string) (err error) {
 		}()
 		out = file
 	}
-	cw := &countingWriter{w: out}
-	bw := bufio.NewWriterSize(cw, 256<<10)
-	p := &printer{w: bw, json: true}
-
-	prog := startProgress(cmd, "export")
-	defer func() { prog.finish("exported", err) }()
-	// Each row is written out before the next is read.
-	opts = append(opts, client.ReuseRows())
-	it := s.cli.Open(table).ReadRows(s.ctx, rs, opts...)
-	defer it.Close()
-	for it.Next() {
-		cells := it.Row().Cells
-		if err := p.cells(cells); err != nil {
-			return fmt.Errorf("writing export: %w", err)
-		}
-		prog.add(1, int64(len(cells)), 0)
-		prog.bytes.Store(cw.n.Load())
-	}
-	if err := it.Err(); err != nil {
-		return wrapf(err, "exporting %s", table)
-	}
-	if err := bw.Flush(); err != nil {
+	jw, err := export.NewJSONLinesWriter(out, export.FileOptions{Header: hb})
+	if err != nil {
 		return fmt.Errorf("writing export: %w", err)
 	}
-	prog.bytes.Store(cw.n.Load())
+	if _, err := export.WriteRange(s.ctx, s.cli.Open(o.Table), o.Start, o.End, export.Cut(o.AsOf, o.Filter), jw, o.Progress); err != nil {
+		return err
+	}
+	if err := jw.Close(); err != nil {
+		return fmt.Errorf("writing export: %w", err)
+	}
 	return nil
 }
 
 func newImportCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "import TABLE [--file PATH] [--batch N]",
-		Short: "Write the cells of JSON lines (as made by export) to a table",
-		Long: `Read JSON lines in the format of "tabula export" (and --output json) and write
-their cells, each with the timestamp of its line. Consecutive lines of the same
-row become one atomic row mutation; rows are sent in batches of --batch rows.
-Because every timestamp is explicit, an import that failed part way can be
-rerun: rows already written are written again unchanged.
-The first malformed line or failed batch stops the import with an error
-naming the line; rows of earlier batches stay written, no row is half-written.`,
-		Example: "  tabula import users2 --file users.jsonl\n  tabula export users | tabula import users2",
-		Args:    cobra.ExactArgs(1),
-		RunE:    runImport,
+		Use:   "import TABLE [--file PATH | --from DIR|s3://BUCKET/PREFIX] [--create] [--workers N] [--batch N]",
+		Short: "Write the rows of an export to a table",
+		Long: `Read an export (this release's JSON lines, or the cell lines of earlier
+releases) and write its cells, each with the timestamp it has. Each row is
+one atomic mutation (rows wider than 100,000 cells or 2 MiB go in several);
+rows are sent in batches of --batch whole rows, --workers batches at once.
+Because every timestamp is explicit, rerunning an import writes the same cells
+again and changes nothing.
+
+--from DIR or s3://BUCKET/PREFIX imports the files of its manifest.json (or
+every *.jsonl file), --workers at once, recording each finished file in the
+--state file (default: DIR/import-TABLE.state, or ./import-TABLE.state for
+s3://): a rerun after a kill or a failure skips them.
+A missing table fails before any row is written, unless --create recreates it
+from the export's header (families with their settings, split points).`,
+		Example: `  tabula import users2 --file users.jsonl --create
+  tabula import users2 --from ./users-export --workers 8 --create
+  tabula export users | tabula import users2`,
+		Args: cobra.ExactArgs(1),
+		RunE: runImport,
 	}
 	c.Flags().String("file", "", "read from this file (default: stdin)")
+	c.Flags().String("from", "", "import the export in this directory or s3://BUCKET/PREFIX")
+	c.Flags().Bool("create", false, "create the table from the export's header when it does not exist")
+	c.Flags().Int("workers", 4, "batches written at once (and files read at once with --from)")
+	c.Flags().String("state", "", "with --from: the local file recording finished files (resume)")
 	c.Flags().Int("batch", 500, "rows per ApplyBulk call")
 	c.Flags().Bool("progress", false, "print progress to stderr every second even when it is not a terminal")
 	return c
 }
 
-// importRow is one row mutation being gathered, with the line it started on.
-type importRow struct {
-	key   []byte
-	line  int
-	mut   *client.Mutation
-	cells int
-	size  int
-}
-
 func runImport(cmd *cobra.Command, args []string) (err error) {
-	table := args[0]
-	batch, _ := cmd.Flags().GetInt("batch")
-	if batch < 1 {
-		return cell.Invalidf("--batch %d is not positive; give the number of rows per write, e.g. 500", batch)
+	o := export.ImportOptions{Table: args[0]}
+	o.BatchRows, _ = cmd.Flags().GetInt("batch")
+	if o.BatchRows < 1 {
+		return cell.Invalidf("--batch %d is not positive; give the number of rows per write, e.g. 500", o.BatchRows)
 	}
-	in, name := cmd.InOrStdin(), "stdin"
-	if path, _ := cmd.Flags().GetString("file"); path != "" {
-		name = path
-		file, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("opening import file: %w", err)
-		}
-		defer file.Close()
-		in = file
+	o.Workers, _ = cmd.Flags().GetInt("workers")
+	if o.Workers < 1 {
+		return cell.Invalidf("--workers %d is not positive; give how many batches to write at once, e.g. 4", o.Workers)
+	}
+	o.Create, _ = cmd.Flags().GetBool("create")
+	from, _ := cmd.Flags().GetString("from")
+	path, _ := cmd.Flags().GetString("file")
+	o.State, _ = cmd.Flags().GetString("state")
+	if from != "" && path != "" {
+		return cell.Invalidf("--file and --from cannot be combined; give a file, or the directory or s3:// prefix of an export")
+	}
+	if o.State != "" && from == "" {
+		return cell.Invalidf("--state needs --from: only a directory or prefix of files is resumed file by file")
 	}
 	s, err := connectLong(cmd)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	tab := s.cli.Open(table)
+
+	var srcs []export.Source
+	var header []byte
+	switch {
+	case from != "":
+		loc, err := export.OpenLocation(s.ctx, from, false)
+		if err != nil {
+			return fmt.Errorf("--from %s: %w", from, err)
+		}
+		if srcs, header, err = export.LocationSources(s.ctx, loc); err != nil {
+			return err
+		}
+		if o.State == "" {
+			o.State = "import-" + o.Table + ".state"
+			if !isURL(from) {
+				o.State = filepath.Join(from, o.State)
+			}
+		}
+	case path != "":
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("opening import file: %w", err)
+		}
+		srcs = []export.Source{export.FileSource(path)}
+	default:
+		src, h, err := export.StreamSource("stdin", cmd.InOrStdin())
+		if err != nil {
+			return err
+		}
+		srcs, header = []export.Source{src}, h
+	}
 
 	prog := startProgress(cmd, "import")
 	defer func() { prog.finish("imported", err) }()
-
-	var (
-		pending   []*importRow
-		pendBytes int
-		cur       *importRow
-	)
-	flush := func() error {
-		if len(pending) == 0 {
-			return nil
-		}
-		rows := make([][]byte, len(pending))
-		muts := make([]*client.Mutation, len(pending))
-		for i, r := range pending {
-			rows[i], muts[i] = r.key, r.mut
-		}
-		errs, err := tab.ApplyBulk(s.ctx, rows, muts)
-		var first error
-		var failed int
-		for i, e := range errs {
-			if e == nil {
-				prog.add(1, int64(pending[i].cells), 0)
-				continue
-			}
-			failed++
-			if first == nil {
-				first = fmt.Errorf("importing into %s: row %s starting at line %d: %w", table, display(pending[i].key), pending[i].line, e)
-			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "import: row %s starting at line %d failed: %v\n", display(pending[i].key), pending[i].line, e)
-			}
-		}
-		if err != nil && first == nil {
-			first = wrapf(err, "importing into %s: batch starting at line %d", table, pending[0].line)
-		}
-		if first != nil {
-			if failed > 1 {
-				first = fmt.Errorf("%d rows of the batch failed (rows of earlier batches are written; rerunning the import is safe); first: %w", failed, first)
-			}
-			return first
-		}
-		pending, pendBytes = pending[:0], 0
-		return nil
+	o.Progress = func(rows, cells, bytes int64) { prog.add(rows, cells, bytes) }
+	st, err := export.Import(s.ctx, s.cli, srcs, header, o)
+	if st.Created {
+		fmt.Fprintf(cmd.ErrOrStderr(), "import: created table %s from the export's header\n", o.Table)
 	}
-	// closeRow moves the current row into the batch, sending the batch
-	// when it is full.
-	closeRow := func() error {
-		if cur == nil {
-			return nil
-		}
-		pending = append(pending, cur)
-		pendBytes += cur.size
-		cur = nil
-		if len(pending) >= batch || pendBytes >= importBatchBytes {
-			return flush()
-		}
-		return nil
+	if st.Skipped > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "import: skipped %d files %s records as imported\n", st.Skipped, o.State)
 	}
-
-	br := bufio.NewReaderSize(in, 256<<10)
-	for lineNo := 1; ; lineNo++ {
-		line, rerr := br.ReadBytes('\n')
-		if rerr != nil && !errors.Is(rerr, io.EOF) {
-			return fmt.Errorf("reading import input at line %d: %w", lineNo, rerr)
-		}
-		prog.bytes.Add(int64(len(line)))
-		if len(bytes.TrimSpace(line)) > 0 {
-			c, err := decodeCellLine(line)
-			if err != nil {
-				return fmt.Errorf("%w: %s line %d: %v (its batch was not written)", errBadInput, name, lineNo, err)
-			}
-			// A row wider than one request allows (cell.MaxMutationsPerRow,
-			// or a batch's bytes) goes in several requests: each is atomic,
-			// and re-importing is idempotent (explicit timestamps).
-			if cur == nil || !bytes.Equal(cur.key, c.Row) || cur.cells >= cell.MaxMutationsPerRow || cur.size >= importBatchBytes {
-				if err := closeRow(); err != nil {
-					return err
-				}
-				cur = &importRow{key: c.Row, line: lineNo, mut: client.NewMutation()}
-			}
-			cur.mut.Set(c.Family, c.Qualifier, c.Timestamp, c.Value)
-			cur.cells++
-			cur.size += len(c.Family) + len(c.Qualifier) + len(c.Value) + 16
-		}
-		if errors.Is(rerr, io.EOF) {
-			break
-		}
+	if err != nil && o.State != "" {
+		err = fmt.Errorf("%w (%d files finished are recorded in %s; rerunning skips them)", err, st.Files+st.Skipped, o.State)
 	}
-	if err := closeRow(); err != nil {
-		return err
-	}
-	return flush()
+	return err
 }
 
-// jsonCell is one line of export: the JSON object printer.cells writes.
-// Pointers tell a missing field from an empty one.
-type jsonCell struct {
-	Row               *string `json:"row"`
-	RowEncoding       string  `json:"row_encoding"`
-	Family            *string `json:"family"`
-	Qualifier         *string `json:"qualifier"`
-	QualifierEncoding string  `json:"qualifier_encoding"`
-	Timestamp         *int64  `json:"timestamp"`
-	Value             *string `json:"value"`
-	ValueEncoding     string  `json:"value_encoding"`
-}
-
-// decodeCellLine parses one line of export into a cell with an explicit
-// timestamp, checking every field; the error says what is wrong.
-func decodeCellLine(line []byte) (cell.Cell, error) {
-	if err := checkUniqueKeys(line); err != nil {
-		return cell.Cell{}, err
-	}
-	var j jsonCell
-	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
-		return cell.Cell{}, fmt.Errorf("not a JSON cell object: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return cell.Cell{}, errors.New("text after the JSON object; write one object per line")
-	}
-	var c cell.Cell
-	var err error
-	if c.Row, err = fieldBytes("row", j.Row, j.RowEncoding); err != nil {
-		return cell.Cell{}, err
-	}
-	if err := cell.ValidateRow(c.Row); err != nil {
-		return cell.Cell{}, err
-	}
-	if j.Family == nil {
-		return cell.Cell{}, errors.New(`field "family" is missing`)
-	}
-	c.Family = *j.Family
-	if err := cell.ValidateFamilyName(c.Family); err != nil {
-		return cell.Cell{}, fmt.Errorf("family %q must be 1 to 64 characters of A-Z a-z 0-9 _ . -", c.Family)
-	}
-	if c.Qualifier, err = fieldBytes("qualifier", j.Qualifier, j.QualifierEncoding); err != nil {
-		return cell.Cell{}, err
-	}
-	if err := cell.ValidateQualifier(c.Qualifier); err != nil {
-		return cell.Cell{}, err
-	}
-	if j.Timestamp == nil {
-		return cell.Cell{}, errors.New(`field "timestamp" is missing`)
-	}
-	if c.Timestamp = *j.Timestamp; c.Timestamp < 0 {
-		return cell.Cell{}, fmt.Errorf("timestamp %d is negative; give microseconds since the Unix epoch", c.Timestamp)
-	}
-	if c.Value, err = fieldBytes("value", j.Value, j.ValueEncoding); err != nil {
-		return cell.Cell{}, err
-	}
-	if len(c.Value) > cell.MaxValueLen {
-		return cell.Cell{}, fmt.Errorf("value of %d bytes is larger than %d", len(c.Value), cell.MaxValueLen)
-	}
-	return c, nil
-}
-
-// fieldBytes decodes a byte-string field: plain text, or base64 when its
-// _encoding field says so.
-func fieldBytes(name string, v *string, encoding string) ([]byte, error) {
-	if v == nil {
-		return nil, fmt.Errorf("field %q is missing", name)
-	}
-	switch encoding {
-	case "":
-		return []byte(*v), nil
-	case "base64":
-		b, err := base64.StdEncoding.Strict().DecodeString(*v)
-		if err != nil {
-			return nil, fmt.Errorf("field %q is not valid standard base64: %v", name, err)
-		}
-		return b, nil
-	}
-	return nil, fmt.Errorf("field %q has %s_encoding %q; the only encoding is \"base64\"", name, name, encoding)
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n atomic.Int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n.Add(int64(n))
-	return n, err
-}
+// isURL reports whether a location is an object store's.
+func isURL(s string) bool { return len(s) > 5 && s[:5] == "s3://" }
 
 // progress counts rows, cells and bytes of an export or import and, when
 // stderr is a terminal or --progress is given, prints them every second
@@ -437,32 +391,3 @@ func (p *progress) finish(what string, err error) {
 	fmt.Fprintf(p.w, "%s %s\n", what, p.line())
 }
 
-// checkUniqueKeys refuses a JSON object that names a field twice:
-// encoding/json would silently keep the last, so `{"value":"a","value":"b"}`
-// would import "b" without a word.
-func checkUniqueKeys(line []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(line))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil // not an object: the full decode says what is wrong
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		key, ok := t.(string)
-		if !ok {
-			return nil
-		}
-		if seen[key] {
-			return fmt.Errorf("field %q appears twice; give each field once", key)
-		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return nil
-		}
-	}
-	return nil
-}
