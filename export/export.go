@@ -190,6 +190,18 @@ func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOp
 			return Manifest{}, fmt.Errorf("sampling %s's keys: %w", opts.Table, err)
 		}
 		ranges = SplitRange(samples, opts.Start, opts.End, workers)
+		if len(ranges) < workers && len(h.Splits) > 0 {
+			// Samples come from SSTables: a table still in its memtables
+			// has none. Its tablet boundaries, counted as equal sizes,
+			// still cut the work.
+			byTablet := make([]client.KeySample, len(h.Splits))
+			for i, k := range h.Splits {
+				byTablet[i] = client.KeySample{Key: k, OffsetBytes: int64(i + 1)}
+			}
+			if alt := SplitRange(byTablet, opts.Start, opts.End, workers); len(alt) > len(ranges) {
+				ranges = alt
+			}
+		}
 	}
 	m := Manifest{Format: FormatVersion, Header: hb, Files: make([]ManifestFile, len(ranges))}
 	for i, r := range ranges {

@@ -390,4 +390,3 @@ func (p *progress) finish(what string, err error) {
 	}
 	fmt.Fprintf(p.w, "%s %s\n", what, p.line())
 }
-

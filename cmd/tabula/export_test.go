@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -96,9 +98,21 @@ func FuzzLegacyLine(f *testing.F) {
 	})
 }
 
+// exportLines splits an export into its header and its row lines.
+func exportLines(t *testing.T, out string) (export.Header, []string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	h, err := export.DecodeHeader([]byte(lines[0]))
+	if err != nil {
+		t.Fatalf("export's first line is not a header: %v\n%s", err, out)
+	}
+	return h, lines[1:]
+}
+
 func TestExportImport(t *testing.T) {
 	dir := t.TempDir()
-	ok(t, "table", "create", "exp_src", "--family", "a:versions=10", "--family", "b:versions=10", "--splits", "m")
+	ok(t, "table", "create", "exp_src", "--family", "a:gc=union(versions=3,intersection(age=7d,versions=5)),compression=zstd,blocksize=16k,inmemory=true",
+		"--family", "b:versions=10,bloom=row+column", "--splits", "m")
 	ok(t, "table", "create", "exp_dst", "--family", "a:versions=10", "--family", "b:versions=10", "--splits", "c,p")
 	waitTabletsAssigned(t, "exp_src")
 	waitTabletsAssigned(t, "exp_dst")
@@ -113,20 +127,25 @@ func TestExportImport(t *testing.T) {
 	ok(t, "put", "exp_src", "nick", `a:json="quoted" <tag> & \`, "--timestamp", "7")
 	ok(t, "put", "exp_src", "zed", "b:z=last", "a:z=", "--timestamp", "9")
 	ok(t, "put", "exp_src", "zoe", "b:z=server clock") // server timestamp
+	scanSrc := ok(t, "scan", "exp_src", "-o", "json")
 
 	src := ok(t, "export", "exp_src")
-	if scan := ok(t, "scan", "exp_src", "-o", "json"); src != scan {
-		t.Errorf("export differs from scan -o json:\nexport %s\nscan   %s", src, scan)
+	h, rows := exportLines(t, src)
+	if len(rows) != 5 {
+		t.Errorf("export has %d row lines, want 5:\n%s", len(rows), src)
 	}
-	if n := strings.Count(src, "\n"); n != 11 {
-		t.Errorf("export has %d lines, want 11 cells:\n%s", n, src)
+	if h.Table != "exp_src" || len(h.Families) != 2 || h.Families[0].GCRule.String() != "union(versions=3,intersection(age=7d,versions=5))" ||
+		!h.Families[0].InMemory || h.Families[0].BlockSize != 16<<10 || len(h.Splits) != 1 || string(h.Splits[0]) != "m" {
+		t.Errorf("header %+v lacks the schema", h)
 	}
-	for _, w := range []string{`"row_encoding":"base64"`, `"qualifier_encoding":"base64"`, `"value_encoding":"base64"`, `"timestamp":3000`} {
-		if !strings.Contains(src, w) {
-			t.Errorf("export lacks %s:\n%s", w, src)
-		}
+	// One encoding on every line: base64 for key, qualifier and value.
+	if !strings.Contains(src, `{"key":"YWxpY2U=","cells":[{"family":"a","qualifier":"bmFtZQ==","timestamp":3000,"value":"QWw="}`) {
+		t.Errorf("export lacks alice's line in base64:\n%s", src)
 	}
-	if part := ok(t, "export", "exp_src", "--prefix", "a", "--columns", "b"); strings.Count(part, "\n") != 1 || !strings.Contains(part, `"x"`) {
+	if strings.Contains(src, "_encoding") {
+		t.Errorf("export has per-line encodings:\n%s", src)
+	}
+	if part := ok(t, "export", "exp_src", "--prefix", "a", "--columns", "b"); strings.Count(part, "\n") != 2 || !strings.Contains(part, `"eA=="`) {
 		t.Errorf("export --prefix a --columns b:\n%s", part)
 	}
 
@@ -135,45 +154,161 @@ func TestExportImport(t *testing.T) {
 	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "exported 5 rows, 11 cells") {
 		t.Fatalf("export --file: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if b, err := os.ReadFile(srcFile); err != nil || string(b) != src {
-		t.Fatalf("export --file wrote %q (%v), want the stdout export", b, err)
-	}
 
-	r = tabula(t, "import", "exp_dst", "--file", srcFile, "--batch", "2")
-	if r.code != 0 || !strings.Contains(r.stderr, "imported 5 rows, 11 cells") {
-		t.Fatalf("import: exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
-	}
-	dstFile := filepath.Join(dir, "dst.jsonl")
-	ok(t, "export", "exp_dst", "--file", dstFile)
-	if b, _ := os.ReadFile(dstFile); string(b) != src {
-		t.Errorf("export of the imported table differs:\nsource %s\ncopy   %s", src, b)
-	}
-	// Importing again writes the same cells: nothing changes.
-	ok(t, "import", "exp_dst", "--file", srcFile)
-	if again := ok(t, "export", "exp_dst"); again != src {
-		t.Errorf("a second import changed the table:\nsource %s\ncopy   %s", src, again)
-	}
+	t.Run("import --create recreates the table", func(t *testing.T) {
+		r := fails(t, []string{"import", "exp_new", "--file", srcFile}, "exp_new", "does not exist", "--create")
+		if r.code != 1 || strings.Count(r.stderr, "does not exist") != 1 {
+			t.Errorf("exit %d, want 1 and one message:\n%s", r.code, r.stderr)
+		}
+		fails(t, []string{"table", "describe", "exp_new"}, "exp_new")
+		r = tabula(t, "import", "exp_new", "--file", srcFile, "--create", "--batch", "2")
+		if r.code != 0 || !strings.Contains(r.stderr, "created table exp_new") || !strings.Contains(r.stderr, "imported 5 rows, 11 cells") {
+			t.Fatalf("import --create: exit %d stderr %q", r.code, r.stderr)
+		}
+		defer ok(t, "table", "delete", "exp_new")
+		if got := ok(t, "scan", "exp_new", "-o", "json"); got != scanSrc {
+			t.Errorf("imported table differs:\nsource %s\ncopy   %s", scanSrc, got)
+		}
+		h2, _ := exportLines(t, ok(t, "export", "exp_new"))
+		if len(h2.Families) != len(h.Families) || len(h2.Splits) != 1 || string(h2.Splits[0]) != "m" {
+			t.Fatalf("recreated schema %+v, want %+v", h2, h)
+		}
+		for i := range h.Families {
+			if !h.Families[i].Equal(h2.Families[i]) {
+				t.Errorf("family %d: %+v, want %+v", i, h2.Families[i], h.Families[i])
+			}
+		}
+		// Again: nothing changes (explicit timestamps).
+		ok(t, "import", "exp_new", "--file", srcFile, "--create")
+		if got := ok(t, "scan", "exp_new", "-o", "json"); got != scanSrc {
+			t.Errorf("a second import changed the table")
+		}
+	})
+
+	t.Run("an earlier release's file imports", func(t *testing.T) {
+		old := filepath.Join(dir, "old.jsonl")
+		if err := os.WriteFile(old, []byte(scanSrc), 0o644); err != nil { // scan -o json is the old export format
+			t.Fatal(err)
+		}
+		r := tabula(t, "import", "exp_dst", "--file", old, "--batch", "2")
+		if r.code != 0 || !strings.Contains(r.stderr, "imported 5 rows, 11 cells") {
+			t.Fatalf("import of the old format: exit %d stderr %q", r.code, r.stderr)
+		}
+		if got := ok(t, "scan", "exp_dst", "-o", "json"); got != scanSrc {
+			t.Errorf("old-format import differs:\nsource %s\ncopy   %s", scanSrc, got)
+		}
+		fails(t, []string{"import", "exp_old", "--file", old, "--create"}, "no header", "table create")
+	})
+
+	t.Run("parallel export equals a single export", func(t *testing.T) {
+		for i := range 40 {
+			ok(t, "put", "exp_src", fmt.Sprintf("row%02d", i), "b:n=v", "--timestamp", "11")
+		}
+		asOf := "2026-01-01T00:00:00Z"
+		single := ok(t, "export", "exp_src", "--as-of", asOf)
+		_, want := exportLines(t, single)
+		out := filepath.Join(dir, "par")
+		ok(t, "export", "exp_src", "--to", out, "--workers", "3", "--as-of", asOf)
+		var m export.Manifest
+		b, err := os.ReadFile(filepath.Join(out, "manifest.json"))
+		if err != nil || json.Unmarshal(b, &m) != nil {
+			t.Fatalf("manifest: %v %s", err, b)
+		}
+		if len(m.Files) < 2 {
+			t.Errorf("manifest lists %d files, want 2 or 3 (split by SampleRowKeys)", len(m.Files))
+		}
+		var got []string
+		var cells int64
+		for _, f := range m.Files {
+			b, err := os.ReadFile(filepath.Join(out, f.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			fh, lines := exportLines(t, string(b))
+			if fh.AsOf != 1767225600000000 {
+				t.Errorf("%s: as_of %d", f.Name, fh.AsOf)
+			}
+			got = append(got, lines...)
+			cells += f.Cells
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("parts together differ from the single export:\nparts  %s\nsingle %s", got, want)
+		}
+		if cells != 50 { // zoe's cell has the server's timestamp, after the cut
+			t.Errorf("manifest counts %d cells, want 50", cells)
+		}
+		fails(t, []string{"export", "exp_src", "--to", out}, "part-00000.jsonl", "empty directory")
+
+		r := tabula(t, "import", "exp_par", "--from", out, "--workers", "4", "--create")
+		if r.code != 0 || !strings.Contains(r.stderr, "imported 44 rows, 50 cells") {
+			t.Fatalf("import --from: exit %d stderr %q", r.code, r.stderr)
+		}
+		defer ok(t, "table", "delete", "exp_par")
+		if got, want := ok(t, "scan", "exp_par", "-o", "json"), ok(t, "scan", "exp_src", "-o", "json", "--time-range", ",2026-01-01T00:00:00.000001Z"); got != want {
+			t.Errorf("parallel import differs:\nsource %s\ncopy   %s", want, got)
+		}
+		// The state file records the files: a rerun skips them all.
+		r = tabula(t, "import", "exp_par", "--from", out)
+		if r.code != 0 || !strings.Contains(r.stderr, fmt.Sprintf("skipped %d files", len(m.Files))) || !strings.Contains(r.stderr, "imported 0 rows") {
+			t.Errorf("rerun: exit %d stderr %q", r.code, r.stderr)
+		}
+	})
+
+	t.Run("as-of", func(t *testing.T) {
+		_, lines := exportLines(t, ok(t, "export", "exp_src", "--as-of", "5", "--prefix", "bin"))
+		if len(lines) != 1 || strings.Count(lines[0], `"family"`) != 2 {
+			t.Errorf("--as-of 5 exported %s, want bin's two cells at 5", lines)
+		}
+		if out := ok(t, "export", "exp_src", "--as-of", "4"); strings.Count(out, "\n") != 1 {
+			t.Errorf("--as-of 4 exported rows:\n%s", out)
+		}
+	})
+
+	t.Run("bad flags", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want []string
+		}{
+			{[]string{"export", "exp_src", "--workers", "0", "--to", dir}, []string{"--workers 0"}},
+			{[]string{"export", "exp_src", "--workers", "2"}, []string{"--workers 2 needs --to"}},
+			{[]string{"export", "exp_src", "--file", "x", "--to", dir}, []string{"--file and --to"}},
+			{[]string{"export", "exp_src", "--range", "a"}, []string{"--range", "no ','"}},
+			{[]string{"export", "exp_src", "--range", "m,a"}, []string{"--range", "empty"}},
+			{[]string{"export", "exp_src", "--range", "a,m", "--start", "b"}, []string{"--range cannot be combined with --start"}},
+			{[]string{"export", "exp_src", "--as-of", "yesterday"}, []string{"--as-of", "RFC 3339"}},
+			{[]string{"export", "exp_src", "--to", "s3://"}, []string{"--to s3://", "s3://BUCKET"}},
+			{[]string{"import", "exp_dst", "--from", dir, "--file", srcFile}, []string{"--file and --from"}},
+			{[]string{"import", "exp_dst", "--state", "s", "--file", srcFile}, []string{"--state needs --from"}},
+			{[]string{"import", "exp_dst", "--from", filepath.Join(dir, "absent")}, []string{"--from", "absent"}},
+			{[]string{"import", "exp_dst", "--from", t.TempDir()}, []string{"no manifest.json"}},
+			{[]string{"import", "exp_dst", "--workers", "0", "--file", srcFile}, []string{"--workers 0"}},
+			{[]string{"import", "exp_dst", "--file", srcFile, "--batch", "0"}, []string{"--batch"}},
+		} {
+			if r := fails(t, tc.args, tc.want...); r.code != 1 {
+				t.Errorf("%v: exit %d, want 1", tc.args, r.code)
+			}
+		}
+	})
 
 	t.Run("bad input changes nothing", func(t *testing.T) {
 		before := ok(t, "scan", "exp_dst", "-o", "json")
-		good := `{"family":"a","qualifier":"q","row":"new1","timestamp":1,"value":"v"}` + "\n" +
-			`{"family":"b","qualifier":"q","row":"new2","timestamp":1,"value":"v"}` + "\n"
+		good := `{"key":"bmV3MQ==","cells":[{"family":"a","qualifier":"cQ==","timestamp":1,"value":"dg=="}]}` + "\n" +
+			`{"key":"bmV3Mg==","cells":[{"family":"b","qualifier":"cQ==","timestamp":1,"value":"dg=="}]}` + "\n"
 		for i, tc := range []struct {
 			input string
 			want  []string
 		}{
-			{good + `{"row":"new3","family":"a",` + "\n", []string{"line 3", "not a JSON"}},
-			{good + `{"row":"new3","family":"a","qualifier":"q","value":"v"}` + "\n", []string{"line 3", `"timestamp" is missing`}},
-			{good + "\n" + `{"row":"new3","family":"a","qualifier":"q","timestamp":1,"value":"%%%","value_encoding":"base64"}`, []string{"line 4", "base64"}},
+			{good + `{"key":"bmV3Mw==","cells":[` + "\n", []string{"line 3", "not a JSON"}},
+			{good + `{"key":"bmV3Mw==","cells":[{"family":"a","qualifier":"cQ==","value":"dg=="}]}` + "\n", []string{"line 3", `"timestamp" is missing`}},
+			{good + "\n" + `{"key":"bmV3Mw==","cells":[{"family":"a","qualifier":"cQ==","timestamp":1,"value":"%%%"}]}`, []string{"line 4", "base64"}},
 			// One unknown family rejects its whole row, and the batch stops the import.
-			{`{"family":"a","qualifier":"q","row":"half","timestamp":1,"value":"v"}` + "\n" +
-				`{"family":"nofam","qualifier":"q","row":"half","timestamp":1,"value":"v"}` + "\n", []string{"line 1", "half", "nofam", "hint:"}},
+			{`{"key":"aGFsZg==","cells":[{"family":"a","qualifier":"cQ==","timestamp":1,"value":"dg=="},{"family":"nofam","qualifier":"cQ==","timestamp":1,"value":"dg=="}]}` + "\n", []string{"line 1", "half", "nofam"}},
 		} {
 			path := filepath.Join(dir, "bad.jsonl")
 			if err := os.WriteFile(path, []byte(tc.input), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r := fails(t, []string{"import", "exp_dst", "--file", path}, tc.want...)
+			r := fails(t, []string{"import", "exp_dst", "--file", path, "--workers", "1"}, tc.want...)
 			t.Logf("case %d: %s", i, r.stderr)
 			if r.code != 1 {
 				t.Errorf("case %d: exit %d, want 1", i, r.code)
@@ -183,16 +318,6 @@ func TestExportImport(t *testing.T) {
 			}
 		}
 		fails(t, []string{"import", "exp_dst", "--file", filepath.Join(dir, "absent.jsonl")}, "absent.jsonl")
-
-		// With --batch 1, the row before the bad line's row is already
-		// written; the bad line's own row is not.
-		path := filepath.Join(dir, "late.jsonl")
-		if err := os.WriteFile(path, []byte(good+`{"row":"new2","family":"a"}`+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		fails(t, []string{"import", "exp_dst", "--file", path, "--batch", "1"}, "line 3", "malformed")
-		wantList(t, "rows written before the bad line", rowsOf(t, ok(t, "scan", "exp_dst", "--prefix", "new", "-o", "json")), "new1")
-		fails(t, []string{"import", "exp_dst", "--file", srcFile, "--batch", "0"}, "--batch")
-		fails(t, []string{"import", "nosuch", "--file", srcFile}, "nosuch")
+		fails(t, []string{"import", "nosuch", "--file", srcFile}, "nosuch", "--create")
 	})
 }
