@@ -116,6 +116,16 @@ func DecodeHeader(b []byte) (Header, error) {
 		return Header{}, fmt.Errorf("export: header format %d is not %d, the one this tabula reads; import it with a tabula of that version", *j.Format, FormatVersion)
 	}
 	h := Header{Table: j.Table, AsOf: j.AsOf, Start: j.Start, End: j.End, Splits: j.Splits, SplitThreshold: j.SplitThreshold}
+	// Empty is none: the encoder leaves empty fields out.
+	if len(h.Start) == 0 {
+		h.Start = nil
+	}
+	if len(h.End) == 0 {
+		h.End = nil
+	}
+	if len(h.Splits) == 0 {
+		h.Splits = nil
+	}
 	if h.AsOf < 0 {
 		return Header{}, fmt.Errorf("export: header as_of %d is negative", h.AsOf)
 	}

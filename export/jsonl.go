@@ -207,7 +207,7 @@ func NewJSONLinesReader(r io.Reader, name string) (*JSONLinesReader, error) {
 		if _, err := DecodeHeader(line); err != nil {
 			return nil, fmt.Errorf("%w: %s line %d: %v", ErrBadInput, name, jr.lineNo, err)
 		}
-		jr.header = bytes.Clone(line)
+		jr.header = bytes.Clone(bytes.TrimSpace(line))
 		return jr, nil
 	}
 	jr.legacy = isLegacyLine(line)
