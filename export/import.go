@@ -367,6 +367,9 @@ func (im *importer) send(ctx context.Context) {
 
 func (im *importer) write(ctx context.Context, b *batch) error {
 	errs, err := im.tbl.ApplyBulk(ctx, b.keys, b.muts)
+	if ctx.Err() != nil {
+		return ctx.Err() // cancelled (killed, or another batch failed): not this batch's fault
+	}
 	var first error
 	failed := 0
 	for i, e := range errs {
