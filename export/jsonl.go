@@ -244,6 +244,16 @@ func (jr *JSONLinesReader) line() ([]byte, error) {
 	return nil, nil
 }
 
+// nextLine returns the line peeked at first, then the next lines; nil at
+// the end.
+func (jr *JSONLinesReader) nextLine() ([]byte, error) {
+	if line := jr.peeked; line != nil {
+		jr.peeked = nil
+		return line, nil
+	}
+	return jr.line()
+}
+
 func isHeaderLine(line []byte) bool {
 	return bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte(`{"`+headerTag+`"`))
 }
@@ -253,17 +263,12 @@ func (jr *JSONLinesReader) ReadRow() (Row, error) {
 	if jr.legacy {
 		return jr.readLegacyRow()
 	}
-	line := jr.peeked
-	if line != nil {
-		jr.peeked = nil
-	} else {
-		var err error
-		if line, err = jr.line(); err != nil {
-			return Row{}, err
-		}
-		if line == nil {
-			return Row{}, io.EOF
-		}
+	line, err := jr.nextLine()
+	if err != nil {
+		return Row{}, err
+	}
+	if line == nil {
+		return Row{}, io.EOF
 	}
 	jr.Line = jr.lineNo
 	r, err := DecodeJSONLine(line)

@@ -43,14 +43,9 @@ func (jr *JSONLinesReader) readLegacyRow() (Row, error) {
 	var r Row
 	for {
 		if jr.next == nil {
-			line := jr.peeked
-			if line != nil {
-				jr.peeked = nil
-			} else {
-				var err error
-				if line, err = jr.line(); err != nil {
-					return Row{}, err
-				}
+			line, err := jr.nextLine()
+			if err != nil {
+				return Row{}, err
 			}
 			if line == nil {
 				if r.Key == nil {
