@@ -264,3 +264,69 @@ func TestImportKilledAndRerun(t *testing.T) {
 		t.Errorf("manifest counts %d cells, want %d", cells, wantCells)
 	}
 }
+
+// TestImportAggregateFamilies: an aggregate family's exported value (its
+// merged state) imports by merging into the cell at its timestamp, so the
+// copy reads the same; importing again keeps a max and adds a sum again
+// (docs/OPERATIONS.md "Exports and imports").
+func TestImportAggregateFamilies(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli := startCluster(ctx, t)
+	fams := []families.Family{{Name: "hi", ValueType: families.Max}, {Name: "n", ValueType: families.Sum}, {Name: "raw", MaxVersions: 2}}
+	if err := cli.Admin().CreateTable(ctx, "agg", fams, nil); err != nil {
+		t.Fatal(err)
+	}
+	tbl := cli.Open("agg")
+	for i, d := range []int64{5, 7, -2} {
+		m := client.NewMutation().AddToCell("n", []byte("q"), 100, d).AddToCell("hi", []byte("q"), 100, d*10).Set("raw", []byte("q"), int64(i+1), []byte{byte(i)})
+		if err := tbl.Apply(ctx, []byte("row"), m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := readAll(ctx, t, cli, "agg")
+	h, err := export.ReadHeader(ctx, cli, "agg", export.AsOfNow(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, err := export.EncodeHeader(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file bytes.Buffer
+	w, err := export.NewJSONLinesWriter(&file, export.FileOptions{Header: hb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := export.WriteRange(ctx, tbl, nil, nil, export.Cut(h.AsOf, nil), w, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	importOnce := func() {
+		t.Helper()
+		src, header, err := export.StreamSource("file", bytes.NewReader(file.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := export.Import(ctx, cli, []export.Source{src}, header, export.ImportOptions{Table: "copy", Create: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	importOnce()
+	if got := readAll(ctx, t, cli, "copy"); !reflect.DeepEqual(normalRows(got), normalRows(want)) {
+		t.Fatalf("copy reads %+v, want %+v", got, want)
+	}
+	importOnce()
+	got := readAll(ctx, t, cli, "copy")
+	sums := map[string]int64{}
+	for _, c := range got[0].Cells {
+		if n, ok := families.DecodeAggregate(c.Value); ok && c.Family != "raw" {
+			sums[c.Family] = n
+		}
+	}
+	if sums["hi"] != 70 || sums["n"] != 20 {
+		t.Errorf("after a second import: max %d (want 70), sum %d (want 20: added again)", sums["hi"], sums["n"])
+	}
+}

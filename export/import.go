@@ -18,6 +18,7 @@ import (
 
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/client"
+	"github.com/tabuladb/tabula/families"
 )
 
 // importBatchBytes bounds the encoded size of one ApplyBulk call, well under
@@ -111,7 +112,8 @@ func Import(ctx context.Context, cli *client.Client, srcs []Source, header []byt
 	if err != nil {
 		return st, err
 	}
-	if err := prepareTable(ctx, cli, srcs, header, opts, &st); err != nil {
+	fams, err := prepareTable(ctx, cli, srcs, header, opts, &st)
+	if err != nil {
 		return st, err
 	}
 	var todo []Source
@@ -122,7 +124,12 @@ func Import(ctx context.Context, cli *client.Client, srcs []Source, header []byt
 		}
 		todo = append(todo, s)
 	}
-	im := &importer{tbl: cli.Open(opts.Table), opts: opts, batches: make(chan *batch, max(opts.Workers, 1))}
+	im := &importer{tbl: cli.Open(opts.Table), opts: opts, batches: make(chan *batch, max(opts.Workers, 1)), aggregate: map[string]bool{}}
+	for _, f := range fams {
+		if f.ValueType.IsAggregate() {
+			im.aggregate[f.Name] = true
+		}
+	}
 	if im.opts.BatchRows <= 0 {
 		im.opts.BatchRows = 500
 	}
@@ -208,36 +215,37 @@ func readState(path string) (map[string]bool, error) {
 	return done, nil
 }
 
-// prepareTable checks that the table exists, or creates it from the header.
-func prepareTable(ctx context.Context, cli *client.Client, srcs []Source, header []byte, opts ImportOptions, st *ImportStats) error {
-	_, err := cli.Admin().DescribeTable(ctx, opts.Table)
+// prepareTable checks that the table exists, or creates it from the
+// header, and returns its families.
+func prepareTable(ctx context.Context, cli *client.Client, srcs []Source, header []byte, opts ImportOptions, st *ImportStats) ([]families.Family, error) {
+	info, err := cli.Admin().DescribeTable(ctx, opts.Table)
 	if err == nil {
-		return nil
+		return info.Families, nil
 	}
 	if status.Code(err) != codes.NotFound {
-		return fmt.Errorf("checking table %s: %w", opts.Table, err)
+		return nil, fmt.Errorf("checking table %s: %w", opts.Table, err)
 	}
 	if !opts.Create {
-		return fmt.Errorf("%w: %s; rerun the import with --create to create it from the export's header (families, splits), or create it with `tabula table create`", ErrNoTable, opts.Table)
+		return nil, fmt.Errorf("%w: %s; rerun the import with --create to create it from the export's header (families, splits), or create it with `tabula table create`", ErrNoTable, opts.Table)
 	}
 	if header == nil && len(srcs) > 0 {
 		if header, err = fileHeader(ctx, srcs[0]); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if header == nil {
-		return fmt.Errorf("%w: %s, and the input has no header to create it from (an export of an earlier release); create it with `tabula table create`", ErrNoTable, opts.Table)
+		return nil, fmt.Errorf("%w: %s, and the input has no header to create it from (an export of an earlier release); create it with `tabula table create`", ErrNoTable, opts.Table)
 	}
 	h, err := DecodeHeader(header)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	info := client.TableInfo{Name: opts.Table, Families: h.Families, SplitThreshold: h.SplitThreshold}
+	info = client.TableInfo{Name: opts.Table, Families: h.Families, SplitThreshold: h.SplitThreshold}
 	if err := cli.Admin().CreateTableWithInfo(ctx, info, h.Splits); err != nil {
-		return fmt.Errorf("creating %s from the export's header: %w", opts.Table, err)
+		return nil, fmt.Errorf("creating %s from the export's header: %w", opts.Table, err)
 	}
 	st.Created = true
-	return nil
+	return h.Families, nil
 }
 
 func fileHeader(ctx context.Context, s Source) ([]byte, error) {
@@ -259,6 +267,8 @@ type importer struct {
 	opts    ImportOptions
 	batches chan *batch
 	cancel  context.CancelFunc
+	// aggregate are the table's aggregate families.
+	aggregate map[string]bool
 
 	rows, cells, bytes, files atomic.Int64
 
@@ -326,7 +336,15 @@ func (im *importer) file(ctx context.Context, s Source) error {
 			m, n, size := client.NewMutation(), 0, 0
 			for ; start < len(row.Cells) && n < cell.MaxMutationsPerRow && (n == 0 || size < importBatchBytes); start++ {
 				c := row.Cells[start]
-				m.Set(c.Family, c.Qualifier, c.Timestamp, c.Value)
+				if im.aggregate[c.Family] {
+					// An aggregate's exported value is its merged state:
+					// merged into the cell at its timestamp (SetCell is
+					// refused there). min and max merge idempotently; sum
+					// adds again when a row is imported twice.
+					m.MergeToCell(c.Family, c.Qualifier, c.Timestamp, c.Value)
+				} else {
+					m.Set(c.Family, c.Qualifier, c.Timestamp, c.Value)
+				}
 				n++
 				size += len(c.Family) + len(c.Qualifier) + len(c.Value) + 16
 			}

@@ -109,6 +109,17 @@ type cellJSON struct {
 // would (key, family name, qualifier and value limits, timestamp >= 0);
 // the error says what is wrong.
 func DecodeJSONLine(line []byte) (Row, error) {
+	if r, ok := decodeCanonical(line); ok {
+		if err := cell.ValidateRow(r.Key); err != nil {
+			return Row{}, err
+		}
+		for i, c := range r.Cells {
+			if err := checkCell(c); err != nil {
+				return Row{}, fmt.Errorf("cell %d: %w", i, err)
+			}
+		}
+		return r, nil
+	}
 	var j rowJSON
 	dec := json.NewDecoder(bytes.NewReader(line))
 	dec.DisallowUnknownFields()

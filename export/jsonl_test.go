@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"reflect"
@@ -139,7 +140,24 @@ func FuzzJSONLine(f *testing.F) {
 	f.Add([]byte(`{"key":"eA==","cells":[{"family":"f","qualifier":"","timestamp":1,"value":""}]}`))
 	f.Add([]byte(`{"key":"eA==","cells":[{"family":"f","qualifier":"!","timestamp":1.5,"value":null}]}`))
 	f.Add([]byte(`{"key":null,"cells":{}}`))
+	f.Add([]byte(`{"key":"eA==","cells":[{"family":"f","qualifier":"","timestamp":01,"value":""}]}`))
+	f.Add([]byte(`{"key":"eA==","cells":[{"family":"f","qualifier":"","timestamp":1,"value":"dg=="},{"family":"g","qualifier":"cQ==","timestamp":9223372036854775807,"value":""}]}` + "\r\n"))
+	f.Add([]byte(`{"key":"eA=\u003d","cells":[{"family":"f","qualifier":"","timestamp":1,"value":""}]}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// The fast parser agrees with encoding/json wherever it accepts.
+		if fast, ok := decodeCanonical(line); ok {
+			var j rowJSON
+			if err := json.Unmarshal(line, &j); err != nil || j.Key == nil || len(j.Cells) != len(fast.Cells) || !bytes.Equal(*j.Key, fast.Key) {
+				t.Fatalf("fast parse %+v of %q, encoding/json %+v, %v", fast, line, j, err)
+			}
+			for i, cj := range j.Cells {
+				c := fast.Cells[i]
+				if cj.Family == nil || cj.Qualifier == nil || cj.Timestamp == nil || cj.Value == nil || *cj.Family != c.Family ||
+					!bytes.Equal(*cj.Qualifier, c.Qualifier) || *cj.Timestamp != c.Timestamp || !bytes.Equal(*cj.Value, c.Value) {
+					t.Fatalf("fast parse of %q: cell %d %+v, encoding/json %+v", line, i, c, cj)
+				}
+			}
+		}
 		r, err := DecodeJSONLine(line)
 		if err != nil {
 			return
