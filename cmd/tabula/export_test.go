@@ -269,6 +269,20 @@ func TestExportImport(t *testing.T) {
 		}
 	})
 
+	t.Run("range", func(t *testing.T) {
+		// A binary bound typed as the output prints it; END excluded.
+		rh, lines := exportLines(t, ok(t, "export", "exp_src", "--range", `"bin\xff\xfe",o`))
+		if len(lines) != 2 || !strings.HasPrefix(lines[0], `{"key":"Ymlu//4="`) || !strings.HasPrefix(lines[1], `{"key":"bmljaw=="`) {
+			t.Errorf("--range exported %s, want bin\\xff\\xfe and nick", lines)
+		}
+		if string(rh.Start) != "bin\xff\xfe" || string(rh.End) != "o" {
+			t.Errorf("header range %q..%q", rh.Start, rh.End)
+		}
+		if _, lines := exportLines(t, ok(t, "export", "exp_src", "--range", "zed,")); len(lines) != 2 {
+			t.Errorf("--range zed, exported %s, want zed and zoe", lines)
+		}
+	})
+
 	t.Run("bad flags", func(t *testing.T) {
 		for _, tc := range []struct {
 			args []string
