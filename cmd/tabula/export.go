@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -220,8 +221,8 @@ again and changes nothing.
 
 --from DIR or s3://BUCKET/PREFIX imports the files of its manifest.json (or
 every *.jsonl file), --workers at once, recording each finished file in the
---state file (default: DIR/import-TABLE.state, or ./import-TABLE.state for
-s3://): a rerun after a kill or a failure skips them.
+--state file (default: DIR/import-TABLE.state, or ./import-TABLE-HASH.state
+for s3://, HASH from the URL): a rerun after a kill or a failure skips them.
 A missing table fails before any row is written, unless --create recreates it
 from the export's header (families with their settings, split points).`,
 		Example: `  tabula import users2 --file users.jsonl --create
@@ -278,9 +279,12 @@ func runImport(cmd *cobra.Command, args []string) (err error) {
 			return err
 		}
 		if o.State == "" {
-			o.State = "import-" + o.Table + ".state"
-			if !isURL(from) {
-				o.State = filepath.Join(from, o.State)
+			o.State = filepath.Join(from, "import-"+o.Table+".state")
+			if isURL(from) {
+				// In the working directory, named for the prefix too, so
+				// that imports of one table from two prefixes do not share it.
+				sum := sha256.Sum256([]byte(from))
+				o.State = fmt.Sprintf("import-%s-%x.state", o.Table, sum[:4])
 			}
 		}
 	case path != "":
