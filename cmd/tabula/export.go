@@ -94,7 +94,9 @@ func exportSpec(cmd *cobra.Command, table string) (export.ExportOptions, error) 
 			if o.End, err = parseBytesArg("--range END", b, false); err != nil {
 				return o, err
 			}
-			if string(o.End) <= string(o.Start) {
+			// An empty END ("" as `table ranges` prints the table's end)
+			// is the table's end.
+			if len(o.End) > 0 && string(o.End) <= string(o.Start) {
 				return o, cell.Invalidf("--range %q is empty: END must sort after START (the range is [START, END))", rng)
 			}
 		}

@@ -281,6 +281,10 @@ func TestExportImport(t *testing.T) {
 		if _, lines := exportLines(t, ok(t, "export", "exp_src", "--range", "zed,")); len(lines) != 2 {
 			t.Errorf("--range zed, exported %s, want zed and zoe", lines)
 		}
+		// As `table ranges` prints a range that runs to the table's end.
+		if _, lines := exportLines(t, ok(t, "export", "exp_src", "--range", `zed,""`)); len(lines) != 2 {
+			t.Errorf(`--range zed,"" exported %s, want zed and zoe`, lines)
+		}
 	})
 
 	t.Run("bad flags", func(t *testing.T) {
