@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/storepath"
 )
@@ -130,7 +133,11 @@ func (m *Master) deleteTable(ctx context.Context, name string) error {
 		return fmt.Errorf("%w: table %s changed while being deleted; retry", meta.ErrConflict, name)
 	}
 	// 4. Files.
-	if m.opts.StorageRoot != "" {
+	if m.opts.StorageRoot != "" && m.tableHasHolds(name) {
+		// A snapshot may hold its files: the GC's sweep removes what no
+		// live snapshot holds (docs/CONTRACTS.md §4a).
+		m.log.Info("deleted table's files are left to the GC: snapshot holds in its folder", "table", name)
+	} else if m.opts.StorageRoot != "" {
 		if err := storepath.RemoveTable(m.fs(), m.opts.StorageRoot, name); err != nil {
 			m.log.Warn("removing a deleted table's files", "table", name, "err", err)
 		}
@@ -307,4 +314,29 @@ func (m *Master) callServer(ctx context.Context, addr string, call func(context.
 	ctx, cancel := context.WithTimeout(ctx, m.opts.RPCTimeout)
 	defer cancel()
 	return call(ctx, c)
+}
+
+// tableHasHolds reports whether some tablet folder of table holds a
+// snapshot hold (or its folder cannot be read: then it may).
+func (m *Master) tableHasHolds(table string) bool {
+	dir, err := storepath.Table(m.opts.StorageRoot, table)
+	if err != nil {
+		return true
+	}
+	entries, err := m.fs().List(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if !e.IsDir {
+			continue
+		}
+		if held, err := manifest.HasHolds(m.fs(), filepath.Join(dir, e.Name)); err != nil || held {
+			return true
+		}
+	}
+	return false
 }

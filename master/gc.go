@@ -39,7 +39,13 @@ import (
 //  3. the folder and everything inside it are older than Options.GCGrace:
 //     a split in progress writes its children's folders before the etcd
 //     transaction that names them commits;
-//  4. this master is still the leader when it deletes.
+//  4. this master is still the leader when it deletes;
+//  5. no live snapshot holds it: a folder holding a hold whose record
+//     (snapshots/<id>) the read found is kept, and the files the hold
+//     references keep their folders as a kept tablet's manifest does
+//     (docs/CONTRACTS.md §4a). A hold whose record is gone goes with its
+//     folder. A live hold that cannot be read keeps every folder of the
+//     table.
 //
 // An empty table folder is removed too when the table has neither a schema
 // nor tablets in etcd and the folder was already older than the grace
@@ -88,6 +94,9 @@ type gcView struct {
 	tables map[string]bool
 	// leases holds the lease of every registered tablet server.
 	leases map[int64]bool
+	// snapshots holds the id of every snapshot record: their holds are
+	// live.
+	snapshots map[string]bool
 }
 
 // readGCView reads tables/ and tablets/ at one revision, guarded by term.
@@ -100,7 +109,10 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 	if err != nil {
 		return nil, err
 	}
-	v := &gcView{rev: keys.Rev, ids: map[string]bool{}, live: map[string][]string{}, tables: map[string]bool{}, leases: map[int64]bool{}}
+	v := &gcView{rev: keys.Rev, ids: map[string]bool{}, live: map[string][]string{}, tables: map[string]bool{}, leases: map[int64]bool{}, snapshots: map[string]bool{}}
+	for _, id := range keys.SnapshotIDs {
+		v.snapshots[id] = true
+	}
 	for _, lease := range keys.ServerLeases {
 		v.leases[lease] = true
 	}
@@ -182,6 +194,8 @@ type gcFolder struct {
 	// references have been added to the referenced set.
 	keep, refsRead bool
 	why            string
+	// holds are the ids of the live snapshots' holds in the folder.
+	holds []string
 }
 
 // sweepTable sweeps one table folder, adding to logs the shared commit
@@ -201,7 +215,20 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 			continue
 		}
 		f := &gcFolder{name: e.Name, dir: filepath.Join(dir, e.Name)}
+		ids, err := manifest.ListHolds(fsys, f.dir)
+		if err != nil {
+			m.log.Error("gc: cannot list a tablet folder's snapshot holds; keeping every folder of the table",
+				"table", table, "tablet", f.name, "err", err)
+			return nil, true, nil
+		}
+		for _, id := range ids {
+			if view.snapshots[id] {
+				f.holds = append(f.holds, id)
+			}
+		}
 		switch {
+		case len(f.holds) > 0:
+			f.keep, f.why = true, "held by a snapshot"
 		case view.ids[f.name]:
 			f.keep, f.why = true, "live"
 		case !olderThan(fsys, f.dir, cutoff, true):
@@ -239,6 +266,15 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 				m.log.Error("gc: cannot read a tablet manifest; keeping every folder of the table",
 					"table", table, "tablet", f.name, "err", err)
 				return nil, true, nil
+			}
+			for _, id := range f.holds {
+				held, err := manifest.HeldFiles(fsys, f.dir, id)
+				if err != nil {
+					m.log.Error("gc: cannot read a live snapshot hold; keeping every folder of the table",
+						"table", table, "tablet", f.name, "snapshot", id, "err", err)
+					return nil, true, nil
+				}
+				r.Files = append(r.Files, held...)
 			}
 			f.refsRead = true
 			refs = append(refs, r.Files...)

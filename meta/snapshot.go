@@ -89,9 +89,12 @@ type GCKeys struct {
 	TableKeys, TabletKeys []string
 	// ServerLeases are the leases servers/<id> are bound to, in key order.
 	ServerLeases []int64
+	// SnapshotIDs are the ids of the snapshot records (snapshots/<id>), in
+	// key order: the snapshots whose holds are live.
+	SnapshotIDs []string
 }
 
-// ReadGCKeys reads tables/, tablets/ (keys only) and servers/ in one
+// ReadGCKeys reads tables/, tablets/, snapshots/ (keys only) and servers/ in one
 // transaction guarded by g (ErrConflict if it fails).
 func ReadGCKeys(ctx context.Context, kv clientv3.KV, l Layout, g Guard) (*GCKeys, error) {
 	resp, err := kv.Txn(ctx).If(g.cmp).Then(
@@ -99,6 +102,7 @@ func ReadGCKeys(ctx context.Context, kv clientv3.KV, l Layout, g Guard) (*GCKeys
 		clientv3.OpGet(l.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		// With values: a keys-only read leaves out the lease too.
 		clientv3.OpGet(l.ServersPrefix(), clientv3.WithPrefix()),
+		clientv3.OpGet(l.SnapshotsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("meta: reading keys for the GC: %w", err)
@@ -115,6 +119,13 @@ func ReadGCKeys(ctx context.Context, kv clientv3.KV, l Layout, g Guard) (*GCKeys
 	}
 	for _, e := range resp.Responses[1].GetResponseRange().Kvs {
 		v.TabletKeys = append(v.TabletKeys, string(e.Key))
+	}
+	for _, e := range resp.Responses[3].GetResponseRange().Kvs {
+		id, ok := l.SnapshotFromKey(string(e.Key))
+		if !ok {
+			return nil, fmt.Errorf("meta: reading keys for the GC: unexpected key %q under snapshots/", e.Key)
+		}
+		v.SnapshotIDs = append(v.SnapshotIDs, id)
 	}
 	return v, nil
 }

@@ -404,6 +404,12 @@ func (s *Server) collectParents() {
 			keep = append(keep, p)
 			continue
 		}
+		// A snapshot's hold in the folder may be live: the server reads no
+		// snapshot records, the master's GC does (docs/CONTRACTS.md §4a).
+		if held, err := manifest.HasHolds(s.fs(), p.dir); err != nil || held {
+			s.logger.Info("leaving a parent folder with snapshot holds to the master's GC", "dir", p.dir, "err", err)
+			continue
+		}
 		if err := storepath.RemoveTabletDir(s.fs(), s.opts.DataDir, p.dir); err != nil {
 			s.logger.Warn("removing split parent folder", "dir", p.dir, "err", err)
 			keep = append(keep, p)

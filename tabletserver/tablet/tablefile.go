@@ -207,6 +207,10 @@ func (f *tableFile) unref() {
 	}
 	f.close()
 	if f.obsolete.Load() && f.own {
+		// A snapshot's hold names it: kept until the hold is released.
+		if f.t.holds.keep(f.path) {
+			return
+		}
 		// Another owner's manifest may list the file (see guard.go): leave
 		// it behind when the guard refuses.
 		if !f.t.mayDelete("remove obsolete sstable") {

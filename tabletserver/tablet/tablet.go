@@ -121,6 +121,8 @@ type Tablet struct {
 	testHookStall func()
 	// writing holds the SSTable writers in flight (writers.go).
 	writing writerSet
+	// holds are the own files snapshots keep (holds.go).
+	holds holdSet
 }
 
 // immutable is a memtable waiting to be flushed.
@@ -242,6 +244,13 @@ func Open(opts Options) (_ *Tablet, err error) {
 		sortNewestFirst(fs)
 	}
 	t.cur = newVersion(files)
+	// Before anything can be removed: the files snapshots keep (holds.go).
+	// Only a folder listed with holds costs the listing of them.
+	if folder.HasDir(manifest.HoldsDir) {
+		if err := t.loadHolds(files); err != nil {
+			return nil, err
+		}
+	}
 
 	// The folder's listing shows whether the tablet's own log/ exists:
 	// without it there is nothing to replay there (on an object store the

@@ -1,0 +1,20 @@
+package meta
+
+import "strings"
+
+// Snapshots (docs/CONTRACTS.md §4a): snapshots/<id> is a snapshot's
+// record. Its holds on storage (manifest.SaveHold) are live while the
+// record exists: the master's GC keeps the folders they need, and a
+// tablet's owner releases the holds of ids without a record.
+
+// SnapshotsPrefix returns the prefix of every snapshot record.
+func (l Layout) SnapshotsPrefix() string { return l.root() + "snapshots/" }
+
+// SnapshotKey returns the key of snapshot id's record.
+func (l Layout) SnapshotKey(id string) string { return l.SnapshotsPrefix() + id }
+
+// SnapshotFromKey returns the snapshot id of a key under SnapshotsPrefix.
+func (l Layout) SnapshotFromKey(key string) (id string, ok bool) {
+	id, ok = strings.CutPrefix(key, l.SnapshotsPrefix())
+	return id, ok && id != "" && !strings.Contains(id, "/")
+}
