@@ -112,7 +112,7 @@ func TestSnapshotHoldOutlivesEveryEngineDeleter(t *testing.T) {
 			}
 		}
 	}
-	apply(t, tb, "row007", delRow())                       // in the memtable at the cut
+	apply(t, tb, "row007", delRow())                     // in the memtable at the cut
 	apply(t, tb, "row008", set("a", "q", 5, "memtable")) // likewise
 	if _, err := tb.Snapshot(bg, "s1"); err != nil {
 		t.Fatal(err)
