@@ -133,15 +133,7 @@ func (m *Master) deleteTable(ctx context.Context, name string) error {
 		return fmt.Errorf("%w: table %s changed while being deleted; retry", meta.ErrConflict, name)
 	}
 	// 4. Files.
-	if m.opts.StorageRoot != "" && m.tableHasHolds(name) {
-		// A snapshot may hold its files: the GC's sweep removes what no
-		// live snapshot holds (docs/CONTRACTS.md §4a).
-		m.log.Info("deleted table's files are left to the GC: snapshot holds in its folder", "table", name)
-	} else if m.opts.StorageRoot != "" {
-		if err := storepath.RemoveTable(m.fs(), m.opts.StorageRoot, name); err != nil {
-			m.log.Warn("removing a deleted table's files", "table", name, "err", err)
-		}
-	}
+	m.removeTableFiles(name)
 	m.log.Info("deleted table", "table", name)
 	return nil
 }
@@ -314,6 +306,22 @@ func (m *Master) callServer(ctx context.Context, addr string, call func(context.
 	ctx, cancel := context.WithTimeout(ctx, m.opts.RPCTimeout)
 	defer cancel()
 	return call(ctx, c)
+}
+
+// removeTableFiles removes a deleted table's folder, unless a snapshot
+// may hold some of its files: then the GC's sweep removes what no live
+// snapshot holds (docs/CONTRACTS.md §4a).
+func (m *Master) removeTableFiles(name string) {
+	if m.opts.StorageRoot == "" {
+		return
+	}
+	if m.tableHasHolds(name) {
+		m.log.Info("deleted table's files are left to the GC: snapshot holds in its folder", "table", name)
+		return
+	}
+	if err := storepath.RemoveTable(m.fs(), m.opts.StorageRoot, name); err != nil {
+		m.log.Warn("removing a deleted table's files", "table", name, "err", err)
+	}
 }
 
 // tableHasHolds reports whether some tablet folder of table holds a
