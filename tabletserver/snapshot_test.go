@@ -1,0 +1,50 @@
+package tabletserver
+
+import (
+	"os"
+	"testing"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/manifest"
+)
+
+// TestParentWithASnapshotHoldIsLeftToTheGC: a merge parent whose folder
+// holds a snapshot's hold is not removed by the server once unreferenced
+// (it cannot tell whether the snapshot lives; the master's GC can), and
+// the other parent is (docs/CONTRACTS.md §4a).
+func TestParentWithASnapshotHoldIsLeftToTheGC(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.DisableBackgroundWork = true })
+	c := e.dial(srv)
+	lref, rref, _ := twoTablets(e, c, srv)
+	ldir := srv.tabletDir("users", "left")
+	st, found, err := manifest.Load(nil, ldir)
+	if err != nil || !found {
+		t.Fatalf("left manifest: %v", err)
+	}
+	if err := manifest.SaveHold(nil, ldir, "snap-1", st); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: lref, Right: rref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mref := &tabulapb.TabletRef{Table: "users", TabletId: resp.Tablet.TabletId, Epoch: resp.Tablet.Epoch}
+	if _, err := c.CompactTablet(e.ctx, &tabulapb.CompactTabletRequest{Tablet: mref, Major: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv.collectParents()
+	if _, err := os.Stat(ldir); err != nil {
+		t.Fatalf("the held parent's folder was removed: %v", err)
+	}
+	if _, err := os.Stat(srv.tabletDir("users", "right")); !os.IsNotExist(err) {
+		t.Fatalf("the other parent's folder is left: %v", err)
+	}
+	// Left to the GC, not retried by the server for ever.
+	srv.mu.Lock()
+	n := len(srv.parents)
+	srv.mu.Unlock()
+	if n != 0 {
+		t.Fatalf("the server still tracks %d parents", n)
+	}
+}
