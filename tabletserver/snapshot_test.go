@@ -2,6 +2,7 @@ package tabletserver
 
 import (
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -46,5 +47,48 @@ func TestParentWithASnapshotHoldIsLeftToTheGC(t *testing.T) {
 	srv.mu.Unlock()
 	if n != 0 {
 		t.Fatalf("the server still tracks %d parents", n)
+	}
+}
+
+// TestDeletedSnapshotsHoldsAreReleased: the split loop's round releases the
+// holds whose snapshot record is gone, and keeps the others.
+func TestDeletedSnapshotsHoldsAreReleased(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.DisableBackgroundWork = true })
+	c := e.dial(srv)
+	twoTablets(e, c, srv)
+	for _, id := range []string{"gone", "kept"} {
+		if _, err := e.cli.Put(e.ctx, e.layout.SnapshotKey(id), "{}"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hs := srv.heldTablets("users")
+	if len(hs) != 2 {
+		t.Fatalf("%d tablets held", len(hs))
+	}
+	for _, h := range hs {
+		for _, id := range []string{"gone", "kept"} {
+			if _, err := h.t.Snapshot(e.ctx, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	srv.releaseDeadHolds(e.ctx)
+	for _, h := range hs {
+		if ids, err := manifest.ListHolds(nil, h.dir); err != nil || !slices.Equal(ids, []string{"gone", "kept"}) {
+			t.Fatalf("holds of %s with both records: %v, %v", h.id, ids, err)
+		}
+	}
+	if _, err := e.cli.Delete(e.ctx, e.layout.SnapshotKey("gone")); err != nil {
+		t.Fatal(err)
+	}
+	srv.releaseDeadHolds(e.ctx)
+	for _, h := range hs {
+		if ids, err := manifest.ListHolds(nil, h.dir); err != nil || !slices.Equal(ids, []string{"kept"}) {
+			t.Fatalf("holds of %s once one record went: %v, %v", h.id, ids, err)
+		}
+		if got := h.t.Snapshots(); !slices.Equal(got, []string{"kept"}) {
+			t.Fatalf("engine holds of %s: %v", h.id, got)
+		}
 	}
 }

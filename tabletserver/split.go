@@ -342,8 +342,9 @@ func (s *Server) splitLoop(ctx context.Context) {
 
 // checkSplits is one round of the split loop: it splits the tablets past
 // their table's size threshold at their size midpoint, and those hot for
-// long enough where their load is halved (hotsplit.go), and deletes split
-// parents' folders no longer referenced. It returns how many tablets it
+// long enough where their load is halved (hotsplit.go), deletes split
+// parents' folders no longer referenced, and releases the holds of deleted
+// snapshots (snapshots.go). It returns how many tablets it
 // split. Tests call it directly (with the loop disabled) to drive
 // splitting round by round.
 func (s *Server) checkSplits(ctx context.Context) (splits int) {
@@ -379,6 +380,7 @@ func (s *Server) checkSplits(ctx context.Context) (splits int) {
 		}
 	}
 	s.collectParents()
+	s.releaseDeadHolds(ctx)
 	return splits
 }
 
