@@ -436,3 +436,86 @@ func runSnapshotModel(t *testing.T, seed uint64) {
 		t.Fatalf("the deleted table's folder is left: %v", ssts(t, filepath.Join(e.root, "tables", w.table)))
 	}
 }
+
+// TestSnapshotOutlivesItsTable is Accumulo's data loss (apache/accumulo#1309,
+// shared files deleted by the GC) asked of Tabula: the source table is
+// split, compacted, merged, dropped and deleted around a snapshot, the GC
+// sweeps after each, and the snapshot still reads whole; once it is
+// deleted, nothing of the table is left.
+func TestSnapshotOutlivesItsTable(t *testing.T) {
+	e := newGCEnv(t, Options{})
+	w := &snapWorld{t: t, e: e, rng: rand.New(rand.NewPCG(1, 1)), table: "t", rows: map[string]string{}, snaps: map[string]*snapModel{}, scratch: t.TempDir()}
+	first := w.open(meta.NewTabletID(), nil, nil)
+	w.put(first)
+	w.tablets = []*snapTablet{first}
+	t.Cleanup(func() {
+		for _, st := range w.tablets {
+			_ = st.tb.Close()
+		}
+	})
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"write", w.write}, {"write", w.write}, {"split", w.split}, {"write", w.write},
+		{"snapshot", func() {
+			w.snapshot()
+			// Over split children that reference their parent's files.
+			outside := 0
+			for id, s := range w.snaps {
+				for _, dir := range s.dirs {
+					files, err := manifest.HeldFiles(nil, dir, id)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range files {
+						if !strings.HasPrefix(f, dir+string(filepath.Separator)) {
+							outside++
+						}
+					}
+				}
+			}
+			if outside == 0 {
+				t.Fatal("no hold references a parent's file: the test proves less than it says")
+			}
+		}},
+		{"write", w.write}, {"split", w.split}, {"split", w.split},
+		{"compact every tablet", func() {
+			for _, st := range w.tablets {
+				if err := st.tb.Compact(context.Background(), true); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"sweep", w.sweep},
+		{"merge", w.merge}, {"merge", w.merge},
+		{"drop every row", func() {
+			for _, st := range w.tablets {
+				if err := st.tb.DropRange(context.Background(), nil, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			clear(w.rows)
+		}},
+		{"sweep", w.sweep},
+		{"delete the table", w.deleteTable},
+		{"sweep", w.sweep},
+	}
+	for i, s := range steps {
+		s.do()
+		w.check(i, s.name)
+	}
+	if len(w.snaps) != 1 {
+		t.Fatalf("%d snapshots", len(w.snaps))
+	}
+	for id, s := range w.snaps {
+		if len(s.rows) == 0 {
+			t.Fatal("the snapshot holds no row: the test proves nothing")
+		}
+		w.deleteSnapshot(id)
+	}
+	w.sweep()
+	if exists(t, filepath.Join(e.root, "tables", w.table)) {
+		t.Fatalf("the deleted table's folder is left: %v", ssts(t, filepath.Join(e.root, "tables", w.table)))
+	}
+}
