@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
 )
 
 // Snapshots (docs/CONTRACTS.md §4a): snapshots/<id> is a snapshot's
@@ -39,4 +42,113 @@ func ReadSnapshotIDs(ctx context.Context, kv clientv3.KV, l Layout) ([]string, e
 		}
 	}
 	return ids, nil
+}
+
+// SnapshotNameKey returns the key that reserves a snapshot's name:
+// snapshot-names/<name> holds its id, written and deleted with its record,
+// so that two creations of one name cannot both succeed.
+func (l Layout) SnapshotNameKey(name string) string { return l.root() + "snapshot-names/" + name }
+
+// Snapshot states.
+const (
+	SnapshotCreating = "creating"
+	SnapshotReady    = "ready"
+)
+
+// EncodeSnapshot returns the value stored under SnapshotKey.
+func EncodeSnapshot(s *tabulapb.Snapshot) string {
+	b, err := protojson.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("meta: encoding snapshot: %v", err)) // a valid message always marshals
+	}
+	return string(b)
+}
+
+// DecodeSnapshot parses a value stored under SnapshotKey.
+func DecodeSnapshot(b []byte) (*tabulapb.Snapshot, error) {
+	s := &tabulapb.Snapshot{}
+	if err := protojson.Unmarshal(b, s); err != nil {
+		return nil, fmt.Errorf("%w: snapshot: %v", ErrCorrupt, err)
+	}
+	return s, nil
+}
+
+// VersionedSnapshot is a snapshot record with its key's ModRevision.
+type VersionedSnapshot struct {
+	*tabulapb.Snapshot
+	ModRevision int64
+}
+
+// CreateSnapshotRecord writes s's record (state creating) and reserves its
+// name, guarded by neither existing, by the table's record being at
+// ModRevision tableRev, and by g. ErrConflict if any of those fails.
+func CreateSnapshotRecord(ctx context.Context, kv clientv3.KV, l Layout, s *tabulapb.Snapshot, tableRev int64, g Guard) (int64, error) {
+	k, nk := l.SnapshotKey(s.GetId()), l.SnapshotNameKey(s.GetName())
+	resp, err := kv.Txn(ctx).
+		If(cmps([]clientv3.Cmp{
+			clientv3.Compare(clientv3.CreateRevision(k), "=", 0),
+			clientv3.Compare(clientv3.CreateRevision(nk), "=", 0),
+			clientv3.Compare(clientv3.ModRevision(l.TableKey(s.GetTable())), "=", tableRev),
+		}, g)...).
+		Then(clientv3.OpPut(k, EncodeSnapshot(s)), clientv3.OpPut(nk, s.GetId())).
+		Commit()
+	if err != nil {
+		return 0, fmt.Errorf("meta: creating snapshot %s: %w", s.GetName(), err)
+	}
+	if !resp.Succeeded {
+		return 0, fmt.Errorf("%w: snapshot %s exists, or table %s changed (or the guard failed)", ErrConflict, s.GetName(), s.GetTable())
+	}
+	return resp.Header.Revision, nil
+}
+
+// PutSnapshotRecord writes s over its record at ModRevision rev, guarded
+// by that and by g.
+func PutSnapshotRecord(ctx context.Context, kv clientv3.KV, l Layout, s *tabulapb.Snapshot, rev int64, g Guard) error {
+	k := l.SnapshotKey(s.GetId())
+	resp, err := kv.Txn(ctx).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)}, g)...).
+		Then(clientv3.OpPut(k, EncodeSnapshot(s))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("meta: writing snapshot %s: %w", s.GetName(), err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: snapshot %s changed since revision %d (or the guard failed)", ErrConflict, s.GetName(), rev)
+	}
+	return nil
+}
+
+// DeleteSnapshotRecord deletes s's record and its name's reservation,
+// guarded by g. Its holds are dead from then on.
+func DeleteSnapshotRecord(ctx context.Context, kv clientv3.KV, l Layout, s *tabulapb.Snapshot, g Guard) error {
+	// The name is reserved exactly while its record exists (both are
+	// written and deleted together), so it is this snapshot's.
+	resp, err := kv.Txn(ctx).
+		If(cmps(nil, g)...).
+		Then(clientv3.OpDelete(l.SnapshotKey(s.GetId())), clientv3.OpDelete(l.SnapshotNameKey(s.GetName()))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("meta: deleting snapshot %s: %w", s.GetName(), err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: deleting snapshot %s: the guard failed", ErrConflict, s.GetName())
+	}
+	return nil
+}
+
+// ListSnapshotRecords reads every snapshot record, in key order.
+func ListSnapshotRecords(ctx context.Context, kv clientv3.KV, l Layout) ([]VersionedSnapshot, error) {
+	resp, err := kv.Get(ctx, l.SnapshotsPrefix(), clientv3.WithPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("meta: reading the snapshot records: %w", err)
+	}
+	out := make([]VersionedSnapshot, 0, len(resp.Kvs))
+	for _, e := range resp.Kvs {
+		s, err := DecodeSnapshot(e.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%w (key %s)", err, e.Key)
+		}
+		out = append(out, VersionedSnapshot{s, e.ModRevision})
+	}
+	return out, nil
 }
