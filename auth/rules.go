@@ -71,6 +71,7 @@ func MasterRules() map[string]Rule {
 	maps.Copy(rules, HealthRules())
 	maps.Copy(rules, NamespaceRules())
 	maps.Copy(rules, QuotaRules())
+	maps.Copy(rules, SnapshotRules())
 	return rules
 }
 
@@ -147,9 +148,34 @@ func TabletServerRules() map[string]Rule {
 		svc + "ServerStats":        master,
 		svc + "DropRange":          master,
 		svc + "MergeTablets":       master,
+		// Snapshots (snapshot.proto): a tablet's hold, the master's call.
+		"/" + "tabula.v1.TabletSnapshots/HoldTablet": master,
 	}
 	maps.Copy(rules, HealthRules())
 	return rules
+}
+
+// SnapshotRules are the rules of the Snapshots service, which the master
+// serves beside Master (docs/OPERATIONS.md "Snapshots"), as HBase's
+// AccessController has them: creating and deleting a snapshot needs admin
+// on its table, describing it read on its table; listing every table's
+// needs read on the cluster, one table's read on that table. Describe and
+// delete name the snapshot only: the master checks the role on the
+// snapshot's table itself (master/snapshots.go), as this table cannot
+// name it.
+func SnapshotRules() map[string]Rule {
+	const svc = "/" + "tabula.v1.Snapshots/"
+	return map[string]Rule{
+		svc + "CreateSnapshot": {Role: Admin, Audit: true, Tables: func(r any) []string { return one(r.(*pb.CreateSnapshotRequest).GetTable()) }},
+		svc + "ListSnapshots": {Role: Read, Tables: func(r any) []string {
+			if t := r.(*pb.ListSnapshotsRequest).GetTable(); t != "" {
+				return one(t)
+			}
+			return one(AllTables)
+		}},
+		svc + "DescribeSnapshot": {},
+		svc + "DeleteSnapshot":   {Audit: true},
+	}
 }
 
 // HealthRules open the standard gRPC health service to anyone who can

@@ -17,6 +17,7 @@ func TestAdminConcernsCoverEveryMethod(t *testing.T) {
 		reflect.TypeFor[SecurityAdmin](),
 		reflect.TypeFor[NamespaceAdmin](),
 		reflect.TypeFor[QuotaAdmin](),
+		reflect.TypeFor[SnapshotAdmin](),
 	}
 	in := map[string][]string{}
 	for _, c := range concerns {

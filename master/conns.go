@@ -73,6 +73,21 @@ func (p *connPool) client(addr string) (tabulapb.TabletServerClient, error) {
 	return tabulapb.NewTabletServerClient(cc), nil
 }
 
+// snapshots returns the TabletSnapshots client (snapshot.proto) of the
+// tablet server at addr, over the same connection as client's.
+func (p *connPool) snapshots(addr string) (tabulapb.TabletSnapshotsClient, error) {
+	if _, err := p.client(addr); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cc, ok := p.conns[addr]
+	if !ok {
+		return nil, ErrClosed
+	}
+	return tabulapb.NewTabletSnapshotsClient(cc), nil
+}
+
 // retain closes the connections to addresses not in live.
 func (p *connPool) retain(live map[string]bool) {
 	p.mu.Lock()

@@ -85,6 +85,11 @@ func (m *Master) campaignOnce() error {
 		defer termWG.Done()
 		m.repairAssignments(term)
 	}()
+	termWG.Add(1)
+	go func() {
+		defer termWG.Done()
+		m.abortCreatingSnapshots(term)
+	}()
 	termLoop(&termWG, term, m.opts.LoadInterval, nil, m.loadRound)
 	if !m.opts.Merge.Disabled {
 		termLoop(&termWG, term, m.opts.Merge.Interval, nil, func(ctx context.Context) { m.autoMergeTick(ctx, term) })

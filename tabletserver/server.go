@@ -303,6 +303,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.grpc = grpc.NewServer(s.serverOptions(s.work.ctx)...)
 	tabulapb.RegisterTabletServerServer(s.grpc, s)
 	tabulapb.RegisterBulkLoadServer(s.grpc, bulkLoadServer{s: s})
+	tabulapb.RegisterTabletSnapshotsServer(s.grpc, snapshotServer{s: s})
 	s.health = opshttp.NewHealth(s.Ready)
 	s.health.Register(s.grpc)
 	if s.metrics != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/tabuladb/tabula/api/tabulapb"
+	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
 	"github.com/tabuladb/tabula/tabletserver/tablet"
 )
@@ -51,4 +53,32 @@ func (s *Server) releaseDeadHolds(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// snapshotServer serves TabletSnapshots (api/tabulapb/snapshot.proto), the
+// master's calls that take a snapshot's holds.
+type snapshotServer struct {
+	tabulapb.UnimplementedTabletSnapshotsServer
+	s *Server
+}
+
+// HoldTablet flushes the tablet and saves the snapshot's hold of its
+// files (tablet.Snapshot). The master wrote the snapshot's record before
+// the call, so releaseDeadHolds never takes the hold for a dead one.
+func (ss snapshotServer) HoldTablet(ctx context.Context, req *tabulapb.HoldTabletRequest) (*tabulapb.HoldTabletResponse, error) {
+	ref := req.GetTablet()
+	h, err := ss.s.resolve(ref, nil)
+	var st manifest.State
+	if err == nil {
+		st, err = h.t.Snapshot(ctx, req.GetSnapshotId())
+	}
+	if err != nil {
+		return nil, toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
+	}
+	out := &tabulapb.HoldTabletResponse{Files: uint64(len(st.Files))}
+	for _, f := range st.Files {
+		out.Bytes += f.Size
+	}
+	ss.s.logger.Info("snapshot hold taken", "table", h.table, "tablet", h.id, "snapshot", req.GetSnapshotId(), "files", out.Files, "bytes", out.Bytes)
+	return out, nil
 }

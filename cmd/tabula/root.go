@@ -67,6 +67,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newBalanceCmd(), newTabletCmd(), newBalancerCmd(),
 		newQuotaCmd(),
 		newVersionCmd(),
+		newSnapshotCmd(),
 	)
 	wrapArgs(root)
 	return root

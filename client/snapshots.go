@@ -1,0 +1,114 @@
+package client
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/tabuladb/tabula/api/tabulapb"
+)
+
+// SnapshotAdmin creates, lists, describes and deletes table snapshots
+// through the master (tabula snapshot; docs/OPERATIONS.md "Snapshots"). A
+// snapshot is metadata only: it holds the table's files, which no
+// compaction, split, merge, range drop or table deletion removes while it
+// exists. Creating and deleting one needs admin on its table; listing and
+// describing, read.
+type SnapshotAdmin interface {
+	CreateSnapshot(ctx context.Context, table, name string) (SnapshotInfo, error)
+	ListSnapshots(ctx context.Context, table string) ([]SnapshotInfo, error)
+	DescribeSnapshot(ctx context.Context, name string) (SnapshotDescription, error)
+	DeleteSnapshot(ctx context.Context, name string) error
+}
+
+var _ SnapshotAdmin = (*AdminClient)(nil)
+
+// SnapshotInfo is a snapshot: its Name, the ID of its record and holds, its
+// Table, State ("creating" or "ready"), when it was created and how many
+// tablets it holds.
+type SnapshotInfo struct {
+	Name, ID, Table, State string
+	Created                time.Time
+	Tablets                int
+}
+
+// SnapshotDescription is a snapshot with its sizes: the distinct files it
+// names and their bytes, of which ExclusiveBytes only it holds (what
+// deleting it frees) and SharedBytes the table or another snapshot holds
+// too.
+type SnapshotDescription struct {
+	SnapshotInfo
+	Files, Bytes, ExclusiveBytes, SharedBytes uint64
+}
+
+func snapshotInfo(s *tabulapb.Snapshot) SnapshotInfo {
+	return SnapshotInfo{Name: s.GetName(), ID: s.GetId(), Table: s.GetTable(), State: s.GetState(),
+		Created: time.UnixMicro(s.GetCreatedUnixMicros()), Tablets: len(s.GetTablets())}
+}
+
+// callSnapshots runs fn on a master's Snapshots service, retrying as call
+// does.
+func (a *AdminClient) callSnapshots(ctx context.Context, fn func(context.Context, tabulapb.SnapshotsClient) error) error {
+	return a.retry(ctx, func(ctx context.Context) error {
+		return a.c.loc.CallMasterConn(ctx, func(ctx context.Context, cc grpc.ClientConnInterface) error {
+			return fn(ctx, tabulapb.NewSnapshotsClient(cc))
+		})
+	})
+}
+
+// CreateSnapshot snapshots table as name: it holds every write
+// acknowledged before the call began (ALREADY_EXISTS if the name is
+// taken, NOT_FOUND without the table).
+func (a *AdminClient) CreateSnapshot(ctx context.Context, table, name string) (SnapshotInfo, error) {
+	var s *tabulapb.Snapshot
+	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
+		s, err = c.CreateSnapshot(ctx, &tabulapb.CreateSnapshotRequest{Table: table, Name: name})
+		return err
+	})
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	return snapshotInfo(s), nil
+}
+
+// ListSnapshots lists the snapshots of table, or of every table when it is
+// empty, by table and name.
+func (a *AdminClient) ListSnapshots(ctx context.Context, table string) ([]SnapshotInfo, error) {
+	var resp *tabulapb.ListSnapshotsResponse
+	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
+		resp, err = c.ListSnapshots(ctx, &tabulapb.ListSnapshotsRequest{Table: table})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]SnapshotInfo, 0, len(resp.GetSnapshots()))
+	for _, s := range resp.GetSnapshots() {
+		out = append(out, snapshotInfo(s))
+	}
+	return out, nil
+}
+
+// DescribeSnapshot returns the snapshot name with its sizes.
+func (a *AdminClient) DescribeSnapshot(ctx context.Context, name string) (SnapshotDescription, error) {
+	var d *tabulapb.SnapshotDescription
+	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
+		d, err = c.DescribeSnapshot(ctx, &tabulapb.SnapshotNameRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return SnapshotDescription{}, err
+	}
+	return SnapshotDescription{SnapshotInfo: snapshotInfo(d.GetSnapshot()), Files: d.GetFiles(), Bytes: d.GetBytes(),
+		ExclusiveBytes: d.GetExclusiveBytes(), SharedBytes: d.GetSharedBytes()}, nil
+}
+
+// DeleteSnapshot deletes the snapshot name: the files only it held are
+// removed by the tablet servers and the master's GC.
+func (a *AdminClient) DeleteSnapshot(ctx context.Context, name string) error {
+	return a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) error {
+		_, err := c.DeleteSnapshot(ctx, &tabulapb.SnapshotNameRequest{Name: name})
+		return err
+	})
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Snapshot commands (docs/OPERATIONS.md "Snapshots"). They call the
+// master's Snapshots service: a snapshot is metadata only, an etcd record
+// and, per tablet, a hold beside its files that every deleter honours.
+
+func newSnapshotCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Create, list, describe and delete table snapshots",
+		Long: `A snapshot keeps a table's data as it was: it records the table's schema and,
+per tablet, the SSTables that held its rows, and no compaction, split, merge,
+drop-rows or table deletion removes a file a snapshot holds. It copies
+nothing, so it takes time proportional to the tablets, not the bytes. Each
+tablet is flushed first: a snapshot holds every write acknowledged before
+"snapshot create" started (a write acknowledged while it ran may be in some
+tablets' part and not in others': the cut is per tablet, as in HBase).
+
+Deleting a snapshot frees the bytes only it held (see "describe"), once the
+tablet servers have released its holds and the master's GC has swept.
+Creating and deleting a snapshot needs the admin role on its table; listing
+and describing, read.`,
+	}
+	c.AddCommand(newSnapshotCreateCmd(), newSnapshotListCmd(), newSnapshotDescribeCmd(), newSnapshotDeleteCmd())
+	return c
+}
+
+func newSnapshotCreateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "create TABLE NAME",
+		Short:   "Snapshot a table (every write acknowledged before the command started is in it)",
+		Example: "  tabula snapshot create users users-before-migration",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			info, err := s.cli.Admin().CreateSnapshot(s.ctx, args[0], args[1])
+			if err != nil {
+				return wrapf(err, "snapshotting table %s", args[0])
+			}
+			return s.out.message(fmt.Sprintf("created snapshot %s of table %s (%d tablets)", info.Name, info.Table, info.Tablets), "created", info.Name)
+		},
+	}
+}
+
+func newSnapshotListCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list [TABLE]",
+		Short: "List the snapshots, of one table or of every table",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			table := ""
+			if len(args) == 1 {
+				table = args[0]
+			}
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			snaps, err := s.cli.Admin().ListSnapshots(s.ctx, table)
+			if err != nil {
+				return wrapf(err, "listing snapshots")
+			}
+			rows := make([][]any, 0, len(snaps))
+			for _, sn := range snaps {
+				rows = append(rows, []any{sn.Name, sn.Table, sn.State, sn.Created.UTC().Format(time.RFC3339), sn.Tablets})
+			}
+			return s.out.table([]string{"name", "table", "state", "created", "tablets"}, rows)
+		},
+	}
+}
+
+func newSnapshotDescribeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a snapshot with its sizes: bytes only it holds, and bytes shared with the table or other snapshots",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			d, err := s.cli.Admin().DescribeSnapshot(s.ctx, args[0])
+			if err != nil {
+				return wrapf(err, "describing snapshot %s", args[0])
+			}
+			if s.out.json {
+				return s.out.object(map[string]any{
+					"name": d.Name, "id": d.ID, "table": d.Table, "state": d.State, "created": d.Created.UTC().Format(time.RFC3339Nano),
+					"tablets": d.Tablets, "files": d.Files, "bytes": d.Bytes, "exclusive_bytes": d.ExclusiveBytes, "shared_bytes": d.SharedBytes,
+				})
+			}
+			w := s.out.w
+			fmt.Fprintf(w, "snapshot %s of table %s (id %s)\n", d.Name, d.Table, d.ID)
+			fmt.Fprintf(w, "state: %s\ncreated: %s\ntablets: %d\n", d.State, d.Created.UTC().Format(time.RFC3339), d.Tablets)
+			fmt.Fprintf(w, "files: %d, %d bytes\n", d.Files, d.Bytes)
+			fmt.Fprintf(w, "only this snapshot holds: %d bytes (freed by deleting it)\n", d.ExclusiveBytes)
+			fmt.Fprintf(w, "shared with the table or other snapshots: %d bytes\n", d.SharedBytes)
+			return nil
+		},
+	}
+}
+
+func newSnapshotDeleteCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a snapshot (the bytes only it held are freed by the next GC sweep)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := connect(cmd)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			if err := s.cli.Admin().DeleteSnapshot(s.ctx, args[0]); err != nil {
+				return wrapf(err, "deleting snapshot %s", args[0])
+			}
+			return s.out.message("deleted snapshot "+args[0], "deleted", args[0])
+		},
+	}
+}
