@@ -1,0 +1,55 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// tabula snapshot create, list, describe and delete go through the
+// master's Snapshots service (docs/OPERATIONS.md "Snapshots"). The names
+// are this test's own: the dev cluster is shared. In the secure pass
+// (TABULA_TEST_SECURE=1) a token with only the write role on the table is
+// refused to create and delete a snapshot, and one with read lists and
+// describes them.
+func TestSnapshotCommands(t *testing.T) {
+	ok(t, "table", "create", "snapcli", "--family", "f")
+	ok(t, "put", "snapcli", "r1", "f:a=1", "--timestamp", "5")
+	out := ok(t, "snapshot", "create", "snapcli", "snapcli-1")
+	if !strings.Contains(out, "created snapshot snapcli-1 of table snapcli") {
+		t.Fatalf("snapshot create: %s", out)
+	}
+	fails(t, []string{"snapshot", "create", "snapcli", "snapcli-1"}, "exists")
+	fails(t, []string{"snapshot", "create", "snapcli-nosuch", "snapcli-2"}, "does not exist")
+	fails(t, []string{"snapshot", "create", "snapcli", "bad/name"}, "A-Z a-z 0-9 _ . -")
+	out = ok(t, "snapshot", "list", "snapcli", "-o", "json")
+	if !strings.Contains(out, `"name":"snapcli-1"`) || !strings.Contains(out, `"state":"ready"`) {
+		t.Fatalf("snapshot list: %s", out)
+	}
+	out = ok(t, "snapshot", "describe", "snapcli-1", "-o", "json")
+	if !strings.Contains(out, `"table":"snapcli"`) || strings.Contains(out, `"files":0`) || !strings.Contains(out, `"exclusive_bytes":0`) {
+		t.Fatalf("snapshot describe: %s", out)
+	}
+
+	if secureAll() {
+		out := ok(t, "auth", "token", "create", "snapcli-writer")
+		token := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
+		ok(t, "auth", "grant", "snapcli-writer", "snapcli", "write")
+		as := func(args ...string) result { return tabulaEnv(t, devEnvWithToken(t, token), args...) }
+		for _, args := range [][]string{
+			{"snapshot", "create", "snapcli", "snapcli-w"},
+			{"snapshot", "delete", "snapcli-1"},
+		} {
+			if r := as(args...); r.code == 0 || !strings.Contains(r.stderr, "needs the admin role") {
+				t.Errorf("a writer's tabula %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
+			}
+		}
+		if r := as("snapshot", "describe", "snapcli-1"); r.code != 0 || !strings.Contains(r.stdout, "snapshot snapcli-1 of table snapcli") {
+			t.Errorf("a writer's snapshot describe: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+		}
+		ok(t, "auth", "revoke", "snapcli-writer", "snapcli")
+	}
+
+	ok(t, "snapshot", "delete", "snapcli-1")
+	fails(t, []string{"snapshot", "delete", "snapcli-1"}, "does not exist")
+	ok(t, "table", "delete", "snapcli")
+}
