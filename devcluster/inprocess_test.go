@@ -82,11 +82,15 @@ func dataCalls(t *testing.T, reg *prometheus.Registry, server string) float64 {
 	return n
 }
 
-// startWithAdmin starts a cluster of cfg (with the tests' Dir, lease and
-// no fsync) and connects its admin; both are closed by t.Cleanup.
+// startWithAdmin starts a cluster of cfg (with the tests' lease and no
+// fsync, and a Dir of its own unless cfg names one) and connects its
+// admin; both are closed by t.Cleanup.
 func startWithAdmin(ctx context.Context, t *testing.T, cfg Config) (*Cluster, *client.Client) {
 	t.Helper()
-	cfg.Dir, cfg.LeaseTTL, cfg.NoFsync = t.TempDir(), 5*time.Second, true
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	cfg.LeaseTTL, cfg.NoFsync = 5*time.Second, true
 	c, err := Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

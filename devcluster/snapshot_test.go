@@ -3,7 +3,6 @@ package devcluster
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,20 +24,9 @@ func readSnapshotFiles(t *testing.T, root string, info client.SnapshotInfo, tabl
 	got := map[string]string{}
 	for i, id := range tabletIDs {
 		dir := filepath.Join(root, "tables", info.Table, id)
-		h, err := manifest.LoadHold(nil, dir, info.ID)
-		if err != nil {
-			t.Fatalf("hold of tablet %s: %v", id, err)
-		}
 		to := filepath.Join(t.TempDir(), fmt.Sprint("c", i))
-		if err := os.MkdirAll(to, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		c, err := manifest.Rebase(h, manifest.HoldDir(dir, info.ID), to)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := manifest.Save(nil, to, c); err != nil {
-			t.Fatal(err)
+		if _, err := manifest.SaveClone(nil, dir, info.ID, to); err != nil {
+			t.Fatalf("hold of tablet %s: %v", id, err)
 		}
 		tb, err := tablet.Open(tablet.Options{Dir: to, Families: []families.Family{families.Default("cf")}, DisableBackgroundWork: true})
 		if err != nil {
@@ -70,16 +58,7 @@ func TestSnapshotThroughTheCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := Start(ctx, Config{Servers: 2, Dir: dir, LeaseTTL: 5 * time.Second, NoFsync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	admin, err := newClient(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { admin.Close() })
+	_, admin := startWithAdmin(ctx, t, Config{Servers: 2, Dir: dir})
 	const table = "snapped"
 	if err := admin.Admin().CreateTable(ctx, table, []families.Family{families.Default("cf")}, [][]byte{[]byte("r050")}); err != nil {
 		t.Fatal(err)

@@ -163,3 +163,23 @@ func HasHolds(fsys vfs.FS, dir string) (bool, error) {
 	ids, err := ListHolds(fsys, dir)
 	return len(ids) > 0, err
 }
+
+// SaveClone saves, in the folder to (made if missing), a tablet's first
+// manifest whose state is the hold id of the tablet folder dir, its paths
+// rebased there: a tablet opened in to reads what the snapshot holds, and
+// references its files where they lie (what a clone does; tests read
+// snapshots whole this way). It returns the state saved.
+func SaveClone(fsys vfs.FS, dir, id, to string) (State, error) {
+	s, err := LoadHold(fsys, dir, id)
+	if err != nil {
+		return State{}, err
+	}
+	c, err := Rebase(s, HoldDir(dir, id), to)
+	if err != nil {
+		return State{}, err
+	}
+	if err := vfs.Or(fsys).MkdirAll(to); err != nil {
+		return State{}, fmt.Errorf("manifest: %w", err)
+	}
+	return c, Save(fsys, to, c)
+}

@@ -53,6 +53,22 @@ type snapModel struct {
 	dirs []string
 }
 
+// newSnapWorld starts a GC leader over an empty storage root and a table
+// "t" of one empty tablet.
+func newSnapWorld(t *testing.T, seed uint64) *snapWorld {
+	w := &snapWorld{t: t, e: newGCEnv(t, Options{}), rng: rand.New(rand.NewPCG(seed, 1)), table: "t",
+		rows: map[string]string{}, snaps: map[string]*snapModel{}, scratch: t.TempDir()}
+	first := w.open(meta.NewTabletID(), nil, nil)
+	w.put(first)
+	w.tablets = []*snapTablet{first}
+	t.Cleanup(func() {
+		for _, st := range w.tablets {
+			_ = st.tb.Close()
+		}
+	})
+	return w
+}
+
 func (w *snapWorld) dir(id string) string { return w.e.dir(w.table, id) }
 
 func (w *snapWorld) open(id string, start, end []byte) *snapTablet {
@@ -235,21 +251,10 @@ func (w *snapWorld) readSnapshot(id string, s *snapModel) map[string]string {
 	w.t.Helper()
 	got := map[string]string{}
 	for _, dir := range s.dirs {
-		h, err := manifest.LoadHold(nil, dir, id)
-		if err != nil {
-			w.t.Fatalf("snapshot %s: hold in %s: %v", id, dir, err)
-		}
 		w.next++
 		to := filepath.Join(w.scratch, fmt.Sprintf("c%d", w.next))
-		if err := os.MkdirAll(to, 0o755); err != nil {
-			w.t.Fatal(err)
-		}
-		c, err := manifest.Rebase(h, manifest.HoldDir(dir, id), to)
-		if err != nil {
-			w.t.Fatal(err)
-		}
-		if err := manifest.Save(nil, to, c); err != nil {
-			w.t.Fatal(err)
+		if _, err := manifest.SaveClone(nil, dir, id, to); err != nil {
+			w.t.Fatalf("snapshot %s: hold in %s: %v", id, dir, err)
 		}
 		tb, err := tablet.Open(tablet.Options{Dir: to, Families: gcFamilies, DisableBackgroundWork: true})
 		if err != nil {
@@ -325,16 +330,8 @@ func TestSnapshotModel(t *testing.T) {
 }
 
 func runSnapshotModel(t *testing.T, seed uint64) {
-	e := newGCEnv(t, Options{})
-	w := &snapWorld{t: t, e: e, rng: rand.New(rand.NewPCG(seed, 1)), table: "t", rows: map[string]string{}, snaps: map[string]*snapModel{}, scratch: t.TempDir()}
-	first := w.open(meta.NewTabletID(), nil, nil)
-	w.put(first)
-	w.tablets = []*snapTablet{first}
-	t.Cleanup(func() {
-		for _, st := range w.tablets {
-			_ = st.tb.Close()
-		}
-	})
+	w := newSnapWorld(t, seed)
+	e := w.e
 	ops := []struct {
 		name   string
 		weight int
@@ -443,16 +440,8 @@ func runSnapshotModel(t *testing.T, seed uint64) {
 // sweeps after each, and the snapshot still reads whole; once it is
 // deleted, nothing of the table is left.
 func TestSnapshotOutlivesItsTable(t *testing.T) {
-	e := newGCEnv(t, Options{})
-	w := &snapWorld{t: t, e: e, rng: rand.New(rand.NewPCG(1, 1)), table: "t", rows: map[string]string{}, snaps: map[string]*snapModel{}, scratch: t.TempDir()}
-	first := w.open(meta.NewTabletID(), nil, nil)
-	w.put(first)
-	w.tablets = []*snapTablet{first}
-	t.Cleanup(func() {
-		for _, st := range w.tablets {
-			_ = st.tb.Close()
-		}
-	})
+	w := newSnapWorld(t, 1)
+	e := w.e
 	steps := []struct {
 		name string
 		do   func()

@@ -23,20 +23,9 @@ import (
 // and returns it: it reads what the snapshot holds, through the engine.
 func openHold(t *testing.T, dir, id, scratch string) *Tablet {
 	t.Helper()
-	s, err := manifest.LoadHold(nil, dir, id)
-	if err != nil {
-		t.Fatalf("load hold %s: %v", id, err)
-	}
 	to := filepath.Join(scratch, fmt.Sprintf("clone-%s-%d", id, len(mustList(t, scratch))))
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	c, err := manifest.Rebase(s, manifest.HoldDir(dir, id), to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := manifest.Save(nil, to, c); err != nil {
-		t.Fatal(err)
+	if _, err := manifest.SaveClone(nil, dir, id, to); err != nil {
+		t.Fatalf("clone of hold %s: %v", id, err)
 	}
 	opts := testOptions(to)
 	opts.Create = false
