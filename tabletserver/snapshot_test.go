@@ -11,8 +11,9 @@ import (
 
 // TestParentWithASnapshotHoldIsLeftToTheGC: a merge parent whose folder
 // holds a snapshot's hold is not removed by the server once unreferenced
-// (it cannot tell whether the snapshot lives; the master's GC can), and
-// the other parent is (docs/CONTRACTS.md §4a).
+// (it cannot tell whether the snapshot lives; the master's GC can), nor is
+// any other parent of a table with holds, since a hold may name its files
+// (docs/CONTRACTS.md §4a; TestParentsAChildsHoldNamesAreLeftToTheGC).
 func TestParentWithASnapshotHoldIsLeftToTheGC(t *testing.T) {
 	e := newEnv(t)
 	srv := e.start(func(o *Options) { o.DisableBackgroundWork = true })
@@ -38,8 +39,8 @@ func TestParentWithASnapshotHoldIsLeftToTheGC(t *testing.T) {
 	if _, err := os.Stat(ldir); err != nil {
 		t.Fatalf("the held parent's folder was removed: %v", err)
 	}
-	if _, err := os.Stat(srv.tabletDir("users", "right")); !os.IsNotExist(err) {
-		t.Fatalf("the other parent's folder is left: %v", err)
+	if _, err := os.Stat(srv.tabletDir("users", "right")); err != nil {
+		t.Fatalf("the other parent's folder was removed: %v", err)
 	}
 	// Left to the GC, not retried by the server for ever.
 	srv.mu.Lock()
@@ -89,6 +90,41 @@ func TestDeletedSnapshotsHoldsAreReleased(t *testing.T) {
 		}
 		if got := h.t.Snapshots(); !slices.Equal(got, []string{"kept"}) {
 			t.Fatalf("engine holds of %s: %v", h.id, got)
+		}
+	}
+}
+
+// TestParentsAChildsHoldNamesAreLeftToTheGC: a merged tablet's hold names
+// its parents' files; once its compaction has rewritten them, its manifest
+// no longer does, but the server still leaves the parents' folders to the
+// master's GC (which reads the hold), never removing them itself.
+func TestParentsAChildsHoldNamesAreLeftToTheGC(t *testing.T) {
+	e := newEnv(t)
+	srv := e.start(func(o *Options) { o.DisableBackgroundWork = true })
+	c := e.dial(srv)
+	lref, rref, _ := twoTablets(e, c, srv)
+	resp, err := c.MergeTablets(e.ctx, &tabulapb.MergeRequest{Left: lref, Right: rref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := srv.heldTablets("users")
+	if len(hs) != 1 {
+		t.Fatalf("%d tablets held", len(hs))
+	}
+	if _, err := e.cli.Put(e.ctx, e.layout.SnapshotKey("s"), "{}"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hs[0].t.Snapshot(e.ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	mref := &tabulapb.TabletRef{Table: "users", TabletId: resp.Tablet.TabletId, Epoch: resp.Tablet.Epoch}
+	if _, err := c.CompactTablet(e.ctx, &tabulapb.CompactTabletRequest{Tablet: mref, Major: true}); err != nil {
+		t.Fatal(err)
+	}
+	srv.collectParents()
+	for _, id := range []string{"left", "right"} {
+		if _, err := os.Stat(srv.tabletDir("users", id)); err != nil {
+			t.Fatalf("parent %s, whose files the merged tablet's hold names, was removed: %v", id, err)
 		}
 	}
 }

@@ -406,10 +406,12 @@ func (s *Server) collectParents() {
 			keep = append(keep, p)
 			continue
 		}
-		// A snapshot's hold in the folder may be live: the server reads no
-		// snapshot records, the master's GC does (docs/CONTRACTS.md §4a).
-		if held, err := manifest.HasHolds(s.fs(), p.dir); err != nil || held {
-			s.logger.Info("leaving a parent folder with snapshot holds to the master's GC", "dir", p.dir, "err", err)
+		// A snapshot's hold in any folder of the table (the parent's own,
+		// or a child's naming the parent's files) may be live: the server
+		// does not read what holds reference, the master's GC does
+		// (docs/CONTRACTS.md §4a).
+		if held, err := s.tableHasHolds(filepath.Dir(p.dir)); err != nil || held {
+			s.logger.Info("leaving a parent folder to the master's GC: its table has snapshot holds", "dir", p.dir, "err", err)
 			continue
 		}
 		if err := storepath.RemoveTabletDir(s.fs(), s.opts.DataDir, p.dir); err != nil {
@@ -449,6 +451,24 @@ func (s *Server) referenced(p splitParent) (bool, error) {
 			if strings.HasPrefix(filepath.Clean(r), p.dir+string(filepath.Separator)) {
 				return true, nil
 			}
+		}
+	}
+	return false, nil
+}
+
+// tableHasHolds reports whether some tablet folder in the table folder
+// tableDir holds a snapshot hold.
+func (s *Server) tableHasHolds(tableDir string) (bool, error) {
+	entries, err := s.fs().List(tableDir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		if !e.IsDir {
+			continue
+		}
+		if held, err := manifest.HasHolds(s.fs(), filepath.Join(tableDir, e.Name)); err != nil || held {
+			return true, err
 		}
 	}
 	return false, nil
