@@ -303,9 +303,9 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	s.grpc = grpc.NewServer(s.serverOptions(s.work.ctx)...)
 	tabulapb.RegisterTabletServerServer(s.grpc, s)
 	tabulapb.RegisterBulkLoadServer(s.grpc, bulkLoadServer{s: s})
-	tabulapb.RegisterTabletSnapshotsServer(s.grpc, snapshotServer{s: s})
 	s.health = opshttp.NewHealth(s.Ready)
 	s.health.Register(s.grpc)
+	tabulapb.RegisterTabletSnapshotsServer(s.grpc, snapshotServer{s: s})
 	if s.metrics != nil {
 		s.metrics.grpc.Init(s.grpc)
 	}

@@ -63,11 +63,10 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newExportCmd(), newImportCmd(),
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
-		newTopCmd(),
+		newTopCmd(), newSnapshotCmd(),
 		newBalanceCmd(), newTabletCmd(), newBalancerCmd(),
 		newQuotaCmd(),
 		newVersionCmd(),
-		newSnapshotCmd(),
 	)
 	wrapArgs(root)
 	return root
