@@ -87,6 +87,12 @@ type ImportOptions struct {
 	// FileDone, when set, is called after a file is finished and
 	// recorded, in the goroutine that read it.
 	FileDone func(name string)
+	// Bulk loads each file with client.Table.BulkLoad (new SSTables of
+	// the tablets, no commit log or memtable; docs/OPERATIONS.md "Bulk
+	// load") instead of writing its rows: each file's rows must be in
+	// ascending key order (an export's are) and in bytes families.
+	// BatchRows does not apply; Workers files load at once.
+	Bulk bool
 }
 
 // ImportStats say what an import did.
@@ -302,6 +308,9 @@ func (im *importer) file(ctx context.Context, s Source) error {
 	jr, err := NewJSONLinesReader(r, s.Name)
 	if err != nil {
 		return err
+	}
+	if im.opts.Bulk {
+		return im.bulkFile(ctx, s.Name, jr)
 	}
 	var inFile sync.WaitGroup
 	b := &batch{name: s.Name, inFile: &inFile}

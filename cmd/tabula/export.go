@@ -243,11 +243,47 @@ from the export's header (families with their settings, split points).`,
 	return c
 }
 
-func runImport(cmd *cobra.Command, args []string) (err error) {
-	o := export.ImportOptions{Table: args[0]}
-	o.BatchRows, _ = cmd.Flags().GetInt("batch")
-	if o.BatchRows < 1 {
-		return cell.Invalidf("--batch %d is not positive; give the number of rows per write, e.g. 500", o.BatchRows)
+func newBulkloadCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "bulkload TABLE [FILE...] [--from DIR|s3://BUCKET/PREFIX] [--create] [--workers N]",
+		Short: "Load an export as new SSTables of the tablets (no commit log, no memtable)",
+		Long: `Load the rows of an export (FILEs, or the files of --from's manifest.json) as
+"tabula import" does, but with the tablet servers' bulk load: each tablet's
+share of a file (up to 64 MiB of rows at a time) is written straight into new
+SSTables and published whole or not at all, without the commit log, the
+memtable or the compactions an import's writes cause (docs/OPERATIONS.md
+"Bulk load"). Each file's rows must be in key order (an export's are), in bytes
+families (an aggregate family's cells would add to what is there: import
+those). A loaded cell replaces an older one of the same column and
+timestamp; loading a file again writes the same cells. --workers files load at
+once; --from records finished files in --state, as import does.`,
+		Example: `  tabula bulkload users2 --from ./users-export --create
+  tabula bulkload users2 part-00000.jsonl part-00001.jsonl`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return runLoad(cmd, args, true) },
+	}
+	c.Flags().String("from", "", "load the export in this directory or s3://BUCKET/PREFIX")
+	c.Flags().Bool("create", false, "create the table from the export's header when it does not exist")
+	c.Flags().Int("workers", 4, "files loaded at once")
+	c.Flags().String("state", "", "with --from: the local file recording finished files (resume)")
+	c.Flags().Bool("progress", false, "print progress to stderr every second even when it is not a terminal")
+	return c
+}
+
+func runImport(cmd *cobra.Command, args []string) error { return runLoad(cmd, args, false) }
+
+// runLoad runs import, or bulkload when bulk is set (FILE arguments after
+// the table, and no --file or --batch).
+func runLoad(cmd *cobra.Command, args []string, bulk bool) (err error) {
+	o := export.ImportOptions{Table: args[0], Bulk: bulk}
+	verb := "import"
+	if bulk {
+		verb = "bulkload"
+	} else {
+		o.BatchRows, _ = cmd.Flags().GetInt("batch")
+		if o.BatchRows < 1 {
+			return cell.Invalidf("--batch %d is not positive; give the number of rows per write, e.g. 500", o.BatchRows)
+		}
 	}
 	o.Workers, _ = cmd.Flags().GetInt("workers")
 	if o.Workers < 1 {
@@ -256,7 +292,14 @@ func runImport(cmd *cobra.Command, args []string) (err error) {
 	o.Create, _ = cmd.Flags().GetBool("create")
 	from, _ := cmd.Flags().GetString("from")
 	path, _ := cmd.Flags().GetString("file")
+	files := args[1:]
 	o.State, _ = cmd.Flags().GetString("state")
+	if bulk && from == "" && len(files) == 0 {
+		return cell.Invalidf("bulkload needs files: give FILE arguments or --from DIR|s3://BUCKET/PREFIX (standard input cannot be loaded: its rows would have to be held whole)")
+	}
+	if from != "" && len(files) > 0 {
+		return cell.Invalidf("FILE arguments and --from cannot be combined; give files, or the directory or s3:// prefix of an export")
+	}
 	if from != "" && path != "" {
 		return cell.Invalidf("--file and --from cannot be combined; give a file, or the directory or s3:// prefix of an export")
 	}
@@ -281,13 +324,20 @@ func runImport(cmd *cobra.Command, args []string) (err error) {
 			return err
 		}
 		if o.State == "" {
-			o.State = filepath.Join(from, "import-"+o.Table+".state")
+			o.State = filepath.Join(from, verb+"-"+o.Table+".state")
 			if isURL(from) {
 				// In the working directory, named for the prefix too, so
 				// that imports of one table from two prefixes do not share it.
 				sum := sha256.Sum256([]byte(from))
-				o.State = fmt.Sprintf("import-%s-%x.state", o.Table, sum[:4])
+				o.State = fmt.Sprintf("%s-%s-%x.state", verb, o.Table, sum[:4])
 			}
+		}
+	case len(files) > 0:
+		for _, f := range files {
+			if _, err := os.Stat(f); err != nil {
+				return fmt.Errorf("opening %s file: %w", verb, err)
+			}
+			srcs = append(srcs, export.FileSource(f))
 		}
 	case path != "":
 		if _, err := os.Stat(path); err != nil {
@@ -302,15 +352,15 @@ func runImport(cmd *cobra.Command, args []string) (err error) {
 		srcs, header = []export.Source{src}, h
 	}
 
-	prog := startProgress(cmd, "import")
-	defer func() { prog.finish("imported", err) }()
+	prog := startProgress(cmd, verb)
+	defer func() { prog.finish(verb+"ed", err) }()
 	o.Progress = func(rows, cells, bytes int64) { prog.add(rows, cells, bytes) }
 	st, err := export.Import(s.ctx, s.cli, srcs, header, o)
 	if st.Created {
-		fmt.Fprintf(cmd.ErrOrStderr(), "import: created table %s from the export's header\n", o.Table)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: created table %s from the export's header\n", verb, o.Table)
 	}
 	if st.Skipped > 0 {
-		fmt.Fprintf(cmd.ErrOrStderr(), "import: skipped %d files %s records as imported\n", st.Skipped, o.State)
+		fmt.Fprintf(cmd.ErrOrStderr(), "%s: skipped %d files %s records as done\n", verb, st.Skipped, o.State)
 	}
 	if err != nil && o.State != "" {
 		err = fmt.Errorf("%w (%d files finished are recorded in %s; rerunning skips them)", err, st.Files+st.Skipped, o.State)

@@ -190,6 +190,25 @@ func TestExportImport(t *testing.T) {
 		}
 	})
 
+	t.Run("bulkload --create loads the same table", func(t *testing.T) {
+		fails(t, []string{"bulkload", "exp_bulk", srcFile}, "exp_bulk", "does not exist", "--create")
+		r := tabula(t, "bulkload", "exp_bulk", srcFile, "--create")
+		if r.code != 0 || !strings.Contains(r.stderr, "created table exp_bulk") || !strings.Contains(r.stderr, "bulkloaded 5 rows, 11 cells") {
+			t.Fatalf("bulkload --create: exit %d stderr %q", r.code, r.stderr)
+		}
+		defer ok(t, "table", "delete", "exp_bulk")
+		if got := ok(t, "scan", "exp_bulk", "-o", "json"); got != scanSrc {
+			t.Errorf("bulk-loaded table differs:\nsource %s\ncopy   %s", scanSrc, got)
+		}
+		ok(t, "bulkload", "exp_bulk", srcFile) // again: the same cells
+		if got := ok(t, "scan", "exp_bulk", "-o", "json"); got != scanSrc {
+			t.Errorf("a second bulk load changed the table")
+		}
+		fails(t, []string{"bulkload", "exp_bulk"}, "needs files", "--from")
+		fails(t, []string{"bulkload", "exp_bulk", srcFile, "--from", dir}, "cannot be combined")
+		fails(t, []string{"bulkload", "exp_bulk", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl")
+	})
+
 	t.Run("an earlier release's file imports", func(t *testing.T) {
 		old := filepath.Join(dir, "old.jsonl")
 		if err := os.WriteFile(old, []byte(scanSrc), 0o644); err != nil { // scan -o json is the old export format

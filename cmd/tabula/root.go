@@ -60,7 +60,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newNamespaceCmd(), newTableCmd(), newFamilyCmd(), newServersCmd(),
 		newPutCmd(), newAddCmd(), newGetCmd(), newScanCmd(), newDeleteCmd(), newCountCmd(),
 		newIncrCmd(), newAppendCmd(), newCheckAndPutCmd(),
-		newExportCmd(), newImportCmd(),
+		newExportCmd(), newImportCmd(), newBulkloadCmd(),
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
 		newTopCmd(), newSnapshotCmd(),
