@@ -137,6 +137,8 @@ func TestCLIAgainstDevCluster(t *testing.T) {
 		wantList(t, "scan", rowsOf(t, ok(t, "scan", "users", "-o", "json")), "alice", "bob", "hank", "zed", "zoe")
 		wantList(t, "scan --start b --end i", rowsOf(t, ok(t, "scan", "users", "--start", "b", "--end", "i", "-o", "json")), "bob", "hank")
 		wantList(t, "scan --start h", rowsOf(t, ok(t, "scan", "users", "--start", "h", "-o", "json")), "hank", "zed", "zoe")
+		// As `table ranges` prints the table's end.
+		wantList(t, `scan --start h --end ""`, rowsOf(t, ok(t, "scan", "users", "--start", "h", "--end", `""`, "-o", "json")), "hank", "zed", "zoe")
 		wantList(t, "scan --end bob", rowsOf(t, ok(t, "scan", "users", "--end", "bob", "-o", "json")), "alice")
 		wantList(t, "scan --prefix z", rowsOf(t, ok(t, "scan", "users", "--prefix", "z", "-o", "json")), "zed", "zoe")
 		wantList(t, "scan --limit 2", rowsOf(t, ok(t, "scan", "users", "--limit", "2", "-o", "json")), "alice", "bob")

@@ -259,7 +259,7 @@ func scanRowSet(cmd *cobra.Command) (client.RowSet, error) {
 		}
 		return client.PrefixRange(prefix), nil
 	}
-	if start != nil && end != nil && string(start) >= string(end) {
+	if len(start) > 0 && len(end) > 0 && string(start) >= string(end) { // an empty END ("") is the table's end
 		return nil, cell.Invalidf("--start %s is not before --end %s; the range is [start, end)", display(start), display(end))
 	}
 	return client.NewRange(start, end), nil

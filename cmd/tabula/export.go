@@ -117,7 +117,7 @@ func exportSpec(cmd *cobra.Command, table string) (export.ExportOptions, error) 
 		}
 		o.Start, o.End = keys[2], prefixEnd(keys[2])
 	}
-	if o.Start != nil && o.End != nil && string(o.Start) >= string(o.End) {
+	if len(o.Start) > 0 && len(o.End) > 0 && string(o.Start) >= string(o.End) { // an empty END ("") is the table's end
 		return o, cell.Invalidf("--start %s is not before --end %s; the range is [start, end)", display(o.Start), display(o.End))
 	}
 	return o, nil
