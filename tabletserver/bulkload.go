@@ -1,10 +1,13 @@
 package tabletserver
 
 import (
+	"context"
 	"errors"
 	"io"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/convert"
@@ -43,6 +46,9 @@ func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) er
 	}
 	start := time.Now()
 	var sent int
+	msgs := receiveIngest(ctx, stream)
+	idle := time.NewTimer(s.opts.IngestIdleTimeout)
+	defer idle.Stop()
 	res, err := h.t.Ingest(ctx, func(yield func([]byte, []cell.Cell) error) error {
 		for msg := first; ; {
 			for _, r := range msg.GetRows() {
@@ -54,12 +60,19 @@ func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) er
 					return err
 				}
 			}
-			var err error
-			if msg, err = stream.Recv(); errors.Is(err, io.EOF) {
-				return nil
-			} else if err != nil {
-				return err
+			idle.Reset(s.opts.IngestIdleTimeout)
+			var m received
+			select {
+			case m = <-msgs:
+			case <-idle.C:
+				return status.Errorf(codes.Unavailable, "bulk load: the client sent nothing for %v; the tablet's compactions wait while a load streams, so the call ends and loads nothing (send the share again)", s.opts.IngestIdleTimeout)
 			}
+			if errors.Is(m.err, io.EOF) {
+				return nil
+			} else if m.err != nil {
+				return m.err
+			}
+			msg = m.msg
 			if !proto.Equal(msg.GetTablet(), ref) {
 				return cell.Invalidf("%v (first %s/%s, then %s/%s)", errTabletChanged,
 					ref.GetTable(), ref.GetTabletId(), msg.GetTablet().GetTable(), msg.GetTablet().GetTabletId())
@@ -73,4 +86,33 @@ func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) er
 	return stream.SendAndClose(&tabulapb.IngestRowsResponse{
 		Rows: res.Rows, Cells: res.Cells, Files: int64(res.Files), Bytes: int64(res.Bytes),
 	})
+}
+
+// received is one message of an IngestRows call, or the error that ended
+// its receiving (io.EOF when the client closed its side).
+type received struct {
+	msg *tabulapb.IngestRowsRequest
+	err error
+}
+
+// receiveIngest receives the call's messages in a goroutine of its own, so that
+// the handler can give up on a client that sends nothing
+// (Options.IngestIdleTimeout); it ends with the call (when the handler
+// returns, gRPC cancels the stream and Recv fails).
+func receiveIngest(ctx context.Context, stream tabulapb.BulkLoad_IngestRowsServer) <-chan received {
+	out := make(chan received)
+	go func() {
+		for {
+			msg, err := stream.Recv()
+			select {
+			case out <- received{msg, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
 }

@@ -139,6 +139,13 @@ type Options struct {
 	// clients that stop reading cannot hold all MaxScans slots. The
 	// default is 1 minute.
 	ScanStallTimeout time.Duration
+	// IngestIdleTimeout ends a bulk load call (BulkLoad.IngestRows) whose
+	// client has sent nothing for this long: the tablet's compactions
+	// wait while a call streams (docs/CONTRACTS.md §3 "Bulk load"), so a
+	// client that stalls must not hold them off for good. The call fails
+	// with UNAVAILABLE and loads nothing; the client's retry sends the
+	// share again. The default is 1 minute.
+	IngestIdleTimeout time.Duration
 	// PauseRenewals is a fault hook for tests: while it returns true the
 	// server sends no lease renewals and does not register again, as if
 	// etcd were unreachable. The default is nil (never paused).
@@ -284,6 +291,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.IngestIdleTimeout <= 0 {
+		o.IngestIdleTimeout = time.Minute
 	}
 	if o.ScanStallTimeout <= 0 {
 		o.ScanStallTimeout = time.Minute

@@ -362,6 +362,7 @@ func newTabletServerCmd() *cobra.Command {
 				SplitThreshold:    sizes["split-threshold"],
 				MaxScans:          v.GetInt("max-scans"),
 				ScanStallTimeout:  v.GetDuration("scan-stall-timeout"),
+				IngestIdleTimeout: v.GetDuration("ingest-idle-timeout"),
 				LoadWindow:        ld.window,
 				HotSplitRPS:       ld.rps,
 				HotSplitWindows:   ld.windows,
@@ -424,6 +425,7 @@ func newTabletServerCmd() *cobra.Command {
 	f.String("sync", "", "commit log sync mode: always, interval, none or buffered (default always)")
 	f.String("max-log-size", "", "size of the server's shared commit log past which the tablets holding its oldest segment are flushed, e.g. 1GiB (default 1GiB)")
 	f.Duration("scan-stall-timeout", time.Minute, "end a scan whose client has read nothing for this long (UNAVAILABLE; clients resume it), freeing its slot")
+	f.Duration("ingest-idle-timeout", time.Minute, "end a bulk load call whose client has sent nothing for this long (UNAVAILABLE; nothing of it is loaded), so that the tablet's compactions, which wait while a load streams, run again")
 	f.Int("max-scans", 0, "scans (ReadRows streams) run at once; more get RESOURCE_EXHAUSTED and are retried by clients (default 256)")
 	addLoadFlags(c)
 	f.String("bigtable-addr", "", "also serve the Cloud Bigtable API (as tabula gateway does) on this address, reaching this server's tablets in process and the others' over gRPC; needs --master (the gateway's client uses --tls-* and --token; with --auth every Bigtable call runs as its caller, whose token it must carry)")
