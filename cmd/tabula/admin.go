@@ -339,13 +339,19 @@ returns; it cannot be undone. Needs the admin role on the table.`,
 				return err
 			}
 			defer s.close()
+			prog := startProgress(cmd, "drop-rows") // a spinner on a terminal: one call, nothing to count
+			defer prog.stop()
 			if all {
-				if err := s.cli.Admin().DropAllRows(s.ctx, args[0]); err != nil {
+				err := s.cli.Admin().DropAllRows(s.ctx, args[0])
+				prog.stop()
+				if err != nil {
 					return wrapf(err, "dropping every row of %s", args[0])
 				}
 				return s.out.message("dropped every row of "+args[0], "dropped", args[0])
 			}
-			if err := s.cli.Admin().DropRowRange(s.ctx, args[0], []byte(prefix)); err != nil {
+			err = s.cli.Admin().DropRowRange(s.ctx, args[0], []byte(prefix))
+			prog.stop()
+			if err != nil {
 				return wrapf(err, "dropping rows %q... of %s", prefix, args[0])
 			}
 			return s.out.message(fmt.Sprintf("dropped rows %q... of %s", prefix, args[0]), "dropped", args[0])

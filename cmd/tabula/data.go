@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/cobra"
 
@@ -239,6 +241,16 @@ across every tablet of the table. With --reverse the rows come from the last dow
 // --end and --prefix, typed as keys are (parseBytesArg; in hex with a
 // --hex flag).
 func scanRowSet(cmd *cobra.Command) (client.RowSet, error) {
+	start, end, err := scanBounds(cmd)
+	if err != nil {
+		return nil, err
+	}
+	return client.NewRange(start, end), nil
+}
+
+// scanBounds is scanRowSet's range as its start and end (empty end: the
+// table's end); --prefix P is [P, the first key after P's rows).
+func scanBounds(cmd *cobra.Command) (start, end []byte, err error) {
 	hexKeys, _ := cmd.Flags().GetBool("hex") // false where there is no --hex
 	var keys [3][]byte
 	for i, name := range []string{"start", "end", "prefix"} {
@@ -248,21 +260,21 @@ func scanRowSet(cmd *cobra.Command) (client.RowSet, error) {
 		}
 		b, err := parseBytesArg("--"+name, v, hexKeys)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		keys[i] = b
 	}
 	start, end, prefix := keys[0], keys[1], keys[2]
 	if prefix != nil {
 		if start != nil || end != nil {
-			return nil, cell.Invalidf("--prefix cannot be combined with --start or --end; use one or the other")
+			return nil, nil, cell.Invalidf("--prefix cannot be combined with --start or --end; use one or the other")
 		}
-		return client.PrefixRange(prefix), nil
+		return prefix, client.PrefixEnd(prefix), nil
 	}
 	if len(start) > 0 && len(end) > 0 && string(start) >= string(end) { // an empty END ("") is the table's end
-		return nil, cell.Invalidf("--start %s is not before --end %s; the range is [start, end)", display(start), display(end))
+		return nil, nil, cell.Invalidf("--start %s is not before --end %s; the range is [start, end)", display(start), display(end))
 	}
-	return client.NewRange(start, end), nil
+	return start, end, nil
 }
 
 func newDeleteCmd() *cobra.Command {
@@ -383,10 +395,11 @@ func newCountCmd() *cobra.Command {
 		Short: "Count the rows of a table (or of a range)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rs, err := scanRowSet(cmd)
+			start, end, err := scanBounds(cmd)
 			if err != nil {
 				return err
 			}
+			rs := client.NewRange(start, end)
 			s, err := connectLong(cmd)
 			if err != nil {
 				return err
@@ -394,12 +407,37 @@ func newCountCmd() *cobra.Command {
 			defer s.close()
 			// One cell per row, without its value, is enough to see the row.
 			f := rowfilter.Chain(rowfilter.CellsPerRowLimit(1), rowfilter.StripValue())
-			it := s.cli.Open(args[0]).ReadRows(s.ctx, rs, client.WithFilter(f), client.ReuseRows())
+			tbl := s.cli.Open(args[0])
+			prog := startProgress(cmd, "count")
+			defer prog.stop()
+			var at func([]byte) float64
+			if prog.shown() {
+				// How far the count is: its key against the table's samples.
+				if samples, err := tbl.SampleRowKeys(s.ctx, client.SampleTargetBytes(8<<20), client.SampleRange(start, end)); err == nil {
+					at = keyProgress(samples, start, end)
+				}
+			}
+			var last atomic.Pointer[[]byte]
+			if at != nil {
+				prog.estimate(func() float64 {
+					if k := last.Load(); k != nil {
+						return at(*k)
+					}
+					return 0
+				})
+			}
+			it := tbl.ReadRows(s.ctx, rs, client.WithFilter(f), client.ReuseRows())
 			defer it.Close()
 			var n int64
 			for it.Next() {
 				n++
+				prog.add(1, 1, 0)
+				if at != nil && n%1024 == 0 {
+					k := bytes.Clone(it.Row().Key)
+					last.Store(&k)
+				}
 			}
+			prog.stop()
 			if err := it.Err(); err != nil {
 				return wrapf(err, "counting %s", args[0])
 			}
@@ -409,5 +447,6 @@ func newCountCmd() *cobra.Command {
 	c.Flags().String("start", "", "first row (inclusive)")
 	c.Flags().String("end", "", "end row (exclusive)")
 	c.Flags().String("prefix", "", "only rows starting with this prefix")
+	c.Flags().Bool("progress", false, "print progress to stderr every second even when it is not a terminal")
 	return c
 }

@@ -3,12 +3,8 @@ package main
 import (
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,8 +30,8 @@ in base64. "tabula import" reads it back (--create recreates the table).
 the cells with timestamps <= T, so that parallel exports agree on one cut.
 --to DIR or s3://BUCKET/PREFIX writes part-NNNNN.jsonl files and manifest.json
 there; --workers N cuts the range into N parts of similar size (SampleRowKeys)
-exported at once. Progress goes to stderr every second when stderr is a
-terminal or --progress is given; a summary line goes to stderr at the end.`,
+exported at once. Progress goes to stderr: a progress bar when stderr is a
+terminal, a line a second with --progress otherwise; a summary line at the end.`,
 		Example: `  tabula export users --file users.jsonl
   tabula export users --to ./users-export --workers 4
   tabula export users --to s3://backups/users?endpoint=http://127.0.0.1:8333 --workers 8
@@ -355,6 +351,7 @@ func runLoad(cmd *cobra.Command, args []string, bulk bool) (err error) {
 	prog := startProgress(cmd, verb)
 	defer func() { prog.finish(verb+"ed", err) }()
 	o.Progress = func(rows, cells, bytes int64) { prog.add(rows, cells, bytes) }
+	srcs = measureSources(prog, srcs)
 	st, err := export.Import(s.ctx, s.cli, srcs, header, o)
 	if st.Created {
 		fmt.Fprintf(cmd.ErrOrStderr(), "%s: created table %s from the export's header\n", verb, o.Table)
@@ -370,79 +367,3 @@ func runLoad(cmd *cobra.Command, args []string, bulk bool) (err error) {
 
 // isURL reports whether a location is an object store's.
 func isURL(s string) bool { return len(s) > 5 && s[:5] == "s3://" }
-
-// progress counts rows, cells and bytes of an export or import and, when
-// stderr is a terminal or --progress is given, prints them every second
-// from a goroutine that stop ends and waits for.
-type progress struct {
-	verb  string
-	w     io.Writer
-	begin time.Time
-
-	rows, cells, bytes atomic.Int64
-
-	done     chan struct{}
-	wg       sync.WaitGroup
-	stopOnce sync.Once
-}
-
-func startProgress(cmd *cobra.Command, verb string) *progress {
-	p := &progress{verb: verb, w: cmd.ErrOrStderr(), begin: time.Now(), done: make(chan struct{})}
-	show, _ := cmd.Flags().GetBool("progress")
-	if !show {
-		if f, ok := p.w.(*os.File); ok {
-			if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
-				show = true
-			}
-		}
-	}
-	if show {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			t := time.NewTicker(time.Second)
-			defer t.Stop()
-			for {
-				select {
-				case <-p.done:
-					return
-				case <-t.C:
-					fmt.Fprintf(p.w, "%s: %s\n", p.verb, p.line())
-				}
-			}
-		}()
-	}
-	return p
-}
-
-func (p *progress) add(rows, cells, bytes int64) {
-	p.rows.Add(rows)
-	p.cells.Add(cells)
-	p.bytes.Add(bytes)
-}
-
-// line renders the counters and the cell rate so far.
-func (p *progress) line() string {
-	el := time.Since(p.begin)
-	secs := max(el.Seconds(), 1e-3)
-	return fmt.Sprintf("%d rows, %d cells, %d bytes in %s (%.0f cells/s, %.1f MiB/s)",
-		p.rows.Load(), p.cells.Load(), p.bytes.Load(), el.Round(time.Millisecond),
-		float64(p.cells.Load())/secs, float64(p.bytes.Load())/secs/(1<<20))
-}
-
-// stop ends the progress goroutine; it may be called more than once.
-func (p *progress) stop() {
-	p.stopOnce.Do(func() { close(p.done) })
-	p.wg.Wait()
-}
-
-// finish stops the progress lines and prints the summary line; after a
-// failure it says what was done before it.
-func (p *progress) finish(what string, err error) {
-	p.stop()
-	if err != nil {
-		fmt.Fprintf(p.w, "%s failed after %s\n", p.verb, p.line())
-		return
-	}
-	fmt.Fprintf(p.w, "%s %s\n", what, p.line())
-}
