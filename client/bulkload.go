@@ -42,8 +42,8 @@ const bulkLoadParallelism = 4
 // of the same column and timestamp, and later writes replace it.
 //
 // A share whose tablet split, merged or moved meanwhile is located again
-// and sent again, cut at the new boundaries; other errors stop the load.
-// Then the shares already loaded stay, and loading the same rows again
+// and sent again, cut at the new boundaries; other errors stop the load:
+// no share starts after one failed. The shares already loaded stay, and loading the same rows again
 // writes the same cells (with explicit timestamps, nothing changes): a
 // failed BulkLoad can be rerun whole.
 func (t *Table) BulkLoad(ctx context.Context, rows []Row) (BulkLoadStats, error) {
@@ -62,8 +62,15 @@ func (t *Table) BulkLoad(ctx context.Context, rows []Row) (BulkLoadStats, error)
 	// Shares are cut at the boundaries the locator knows now; a share
 	// whose tablet changed is cut again inside loadShare.
 	for len(rows) > 0 {
+		mu.Lock()
+		failed := first != nil
+		mu.Unlock()
+		if failed {
+			break // no share starts after one failed
+		}
 		tab, err := t.locateForLoad(ctx, rows[0].Key)
 		if err != nil {
+			wg.Wait()
 			return stats, err
 		}
 		n := shareLen(rows, tab)
