@@ -85,7 +85,7 @@ tidy:
 BENCH_FLAGS ?=
 bench:
 	cd bench && $(GO) build -o ../bin/enginebench ./enginebench
-	./bin/enginebench -sizes 100:1000000,1000:200000 -runs 3 -tabula-sync buffered $(BENCH_FLAGS)
+	./bin/enginebench -sizes 100:1000000,1000:200000 -runs 3 -durable-ops 8000 -tabula-sync buffered $(BENCH_FLAGS)
 
 # Short fuzzing of every decoder (the seed corpora also run in `make test`).
 FUZZTIME ?= 30s
