@@ -287,9 +287,11 @@ func TestCacheInMemoryConcurrent(t *testing.T) {
 	checkCacheInvariants(t, c)
 }
 
-// TestReaderInMemoryFamilySurvivesScans scans a big normal table over and
-// over through a cache smaller than it: a small in-memory table's blocks
-// stay cached, while the same table opened without the hint is evicted.
+// TestReaderInMemoryFamilySurvivesScans reads every key of a big normal
+// table, over and over, through a cache smaller than it (point reads: each
+// fills the cache, where one big scan would take only its share): a small
+// in-memory table's blocks stay cached, while the same table opened
+// without the hint is evicted.
 func TestReaderInMemoryFamilySurvivesScans(t *testing.T) {
 	rng := testRand(t)
 	dir := t.TempDir()
@@ -314,20 +316,29 @@ func TestReaderInMemoryFamilySurvivesScans(t *testing.T) {
 			if inMemory && before.InMemoryBytes == 0 || !inMemory && before.InMemoryBytes != 0 {
 				t.Fatalf("stats after loading the small table %+v", before)
 			}
+			readEach := func(r *Reader, want []kv) {
+				for _, e := range want {
+					it := r.NewIter(nil, nil)
+					if !it.SeekGE(e.key) || !bytes.Equal(it.Key(), e.key) {
+						t.Fatalf("point read of %q: %v", e.key, it.Err())
+					}
+					_ = it.Close()
+				}
+			}
 			for round := 0; round < 3; round++ {
-				scan(rb, big)
+				readEach(rb, big)
 				scan(rs, small)
 			}
 			st := c.Stats()
 			smallMisses := st.Misses - before.Misses - 3*bprops.NumDataBlocks
 			if st.Misses-before.Misses < 3*bprops.NumDataBlocks {
-				t.Fatalf("big table scans missed %d times, want at least %d: the cache is not too small", st.Misses-before.Misses, 3*bprops.NumDataBlocks)
+				t.Fatalf("big table reads missed %d times, want at least %d: the cache is not too small", st.Misses-before.Misses, 3*bprops.NumDataBlocks)
 			}
 			if inMemory && smallMisses != 0 {
 				t.Errorf("in-memory table missed %d times after scans of the big table", smallMisses)
 			}
 			if !inMemory && smallMisses < sprops.NumDataBlocks {
-				t.Errorf("normal small table missed only %d times: the big scans should evict it", smallMisses)
+				t.Errorf("normal small table missed only %d times: the big table's reads should evict it", smallMisses)
 			}
 			if st.Bytes > st.Capacity || st.InMemoryBytes > st.Bytes {
 				t.Errorf("stats %+v", st)
@@ -393,4 +404,54 @@ func TestCachePutIntoAFullCacheDoesNotAllocate(t *testing.T) {
 	if st := c.Stats(); st.Bytes > capacity || st.Bytes < capacity-blockLen {
 		t.Fatalf("cache holds %d bytes, want about %d", st.Bytes, capacity)
 	}
+}
+
+// TestBigScanFillsOnlyItsShareOfTheCache scans a table bigger than the
+// cache: the scan adds about a quarter of the cache's capacity and stops,
+// so a small table read before it stays cached whole. A table the cache
+// can hold, bigger than that share, is cached whole by one scan.
+func TestBigScanFillsOnlyItsShareOfTheCache(t *testing.T) {
+	rng := testRand(t)
+	dir := t.TempDir()
+	small, medium, big := randomEntries(rng, 60, 100), randomEntries(rng, 150, 200), randomEntries(rng, 3000, 200)
+	ps, sprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, small)
+	pm, mprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, medium)
+	pb, bprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, big)
+	const capacity = 64 << 10
+	const share = capacity / scanFillShareDiv
+	if sprops.DataSize >= share || mprops.DataSize <= share || mprops.DataSize+sprops.DataSize >= capacity/2 || bprops.DataSize <= 2*capacity {
+		t.Fatalf("test tables of %d, %d and %d bytes do not fit the test's premise", sprops.DataSize, mprops.DataSize, bprops.DataSize)
+	}
+	c := NewCache(capacity) // one shard
+	rs := openTable(t, ps, ReaderOptions{Cache: c})
+	rm := openTable(t, pm, ReaderOptions{Cache: c})
+	rb := openTable(t, pb, ReaderOptions{Cache: c})
+	scan := func(r *Reader, want []kv) {
+		it := r.NewIter(nil, nil)
+		sameEntries(t, "scan", collect(t, it), want)
+		_ = it.Close()
+	}
+	scan(rs, small)
+	smallBytes := c.Stats().Bytes
+	for range 3 {
+		scan(rb, big)
+	}
+	st := c.Stats()
+	// The share is counted in block bytes, the cache charges a little more
+	// per entry: allow one block and the entries' overhead.
+	if added, limit := st.Bytes-smallBytes, int64(share)+2<<10+int64(bprops.NumDataBlocks)*cacheEntryOverhead/4; added > limit {
+		t.Errorf("scans of a %d-byte table added %d bytes to a %d-byte cache, want at most about a quarter (%d)", bprops.DataSize, added, capacity, limit)
+	}
+	before := c.Stats()
+	scan(rs, small)
+	if st := c.Stats(); st.Misses != before.Misses || st.Hits-before.Hits != sprops.NumDataBlocks {
+		t.Errorf("the small table, cached before the big scans, missed %d times after them", st.Misses-before.Misses)
+	}
+	scan(rm, medium)
+	before = c.Stats()
+	scan(rm, medium)
+	if st := c.Stats(); st.Misses != before.Misses || st.Hits-before.Hits != mprops.NumDataBlocks {
+		t.Errorf("a %d-byte table (the cache holds %d) missed %d times on its second scan, want it cached whole by the first", mprops.DataSize, capacity, st.Misses-before.Misses)
+	}
+	checkCacheInvariants(t, c)
 }
