@@ -21,6 +21,7 @@ func (im *importer) bulkFile(ctx context.Context, name string, jr *JSONLinesRead
 	var (
 		rows []client.Row
 		size int
+		cp   rowCopier
 	)
 	flush := func() error {
 		if len(rows) == 0 {
@@ -51,16 +52,14 @@ func (im *importer) bulkFile(ctx context.Context, name string, jr *JSONLinesRead
 		if err != nil {
 			return err
 		}
-		r := client.Row{Key: append([]byte(nil), row.Key...), Cells: make([]cell.Cell, len(row.Cells))}
-		for i, c := range row.Cells {
+		for _, c := range row.Cells {
 			if im.aggregate[c.Family] {
 				return fmt.Errorf("%s: row %q at line %d: family %s is an aggregate family; a bulk load writes bytes families only (its cells would add to what is there): import this table without --bulk", name, row.Key, jr.Line, c.Family)
 			}
-			r.Cells[i] = cell.Cell{Family: c.Family, Qualifier: append([]byte(nil), c.Qualifier...), Timestamp: c.Timestamp, Value: append([]byte(nil), c.Value...)}
 			size += len(c.Family) + len(c.Qualifier) + len(c.Value) + 16
 		}
-		size += len(r.Key)
-		rows = append(rows, r)
+		size += len(row.Key)
+		rows = append(rows, cp.row(row))
 		if size >= bulkChunkBytes {
 			if err := flush(); err != nil {
 				return err
@@ -68,4 +67,38 @@ func (im *importer) bulkFile(ctx context.Context, name string, jr *JSONLinesRead
 		}
 	}
 	return flush()
+}
+
+// rowCopier copies rows (valid only until a reader's next call) into
+// memory of its own, handed out in chunks that are never written again:
+// a chunk of rows holds up to bulkChunkBytes, and copying each key,
+// qualifier and value into an allocation of its own cost the load's
+// client more than the copy.
+type rowCopier struct {
+	bytes []byte
+	cells []cell.Cell
+}
+
+// copierChunk is the size of the copier's byte chunks; a longer field gets
+// a chunk of its own size.
+const copierChunk = 1 << 20
+
+func (c *rowCopier) copy(b []byte) []byte {
+	if cap(c.bytes)-len(c.bytes) < len(b) {
+		c.bytes = make([]byte, 0, max(copierChunk, len(b)))
+	}
+	n := len(c.bytes)
+	c.bytes = append(c.bytes, b...)
+	return c.bytes[n:len(c.bytes):len(c.bytes)]
+}
+
+func (c *rowCopier) row(r Row) client.Row {
+	if cap(c.cells)-len(c.cells) < len(r.Cells) {
+		c.cells = make([]cell.Cell, 0, max(copierChunk/64, len(r.Cells)))
+	}
+	n := len(c.cells)
+	for _, x := range r.Cells {
+		c.cells = append(c.cells, cell.Cell{Family: x.Family, Qualifier: c.copy(x.Qualifier), Timestamp: x.Timestamp, Value: c.copy(x.Value)})
+	}
+	return client.Row{Key: c.copy(r.Key), Cells: c.cells[n:len(c.cells):len(c.cells)]}
 }

@@ -109,7 +109,13 @@ type cellJSON struct {
 // would (key, family name, qualifier and value limits, timestamp >= 0);
 // the error says what is wrong.
 func DecodeJSONLine(line []byte) (Row, error) {
-	if r, ok := decodeCanonical(line); ok {
+	var d lineDecoder
+	return d.decode(line)
+}
+
+// decode is DecodeJSONLine with d's memory.
+func (d *lineDecoder) decode(line []byte) (Row, error) {
+	if r, ok := d.canonical(line); ok {
 		if err := cell.ValidateRow(r.Key); err != nil {
 			return Row{}, err
 		}
@@ -198,6 +204,7 @@ type JSONLinesReader struct {
 	peeked []byte // the first row line, read while looking for the header
 	next   *legacyCell
 	eof    bool
+	dec    lineDecoder
 	// Line is the line number the last row returned starts on.
 	Line int
 }
@@ -206,7 +213,7 @@ type JSONLinesReader struct {
 // Header, a row line is returned first by ReadRow. name names the file in
 // errors.
 func NewJSONLinesReader(r io.Reader, name string) (*JSONLinesReader, error) {
-	jr := &JSONLinesReader{br: bufio.NewReaderSize(r, 256<<10), name: name}
+	jr := &JSONLinesReader{br: bufio.NewReaderSize(r, 256<<10), name: name, dec: lineDecoder{chunk: decoderChunk}}
 	line, err := jr.line()
 	if err != nil {
 		return nil, err
@@ -269,7 +276,9 @@ func isHeaderLine(line []byte) bool {
 	return bytes.HasPrefix(bytes.TrimLeft(line, " \t"), []byte(`{"`+headerTag+`"`))
 }
 
-// ReadRow returns the next row, io.EOF after the last.
+// ReadRow returns the next row, io.EOF after the last. Unlike RowReader's
+// minimum, its rows stay valid after later calls (they are never written
+// again): an import keeps them in batches.
 func (jr *JSONLinesReader) ReadRow() (Row, error) {
 	if jr.legacy {
 		return jr.readLegacyRow()
@@ -282,7 +291,7 @@ func (jr *JSONLinesReader) ReadRow() (Row, error) {
 		return Row{}, io.EOF
 	}
 	jr.Line = jr.lineNo
-	r, err := DecodeJSONLine(line)
+	r, err := jr.dec.decode(line)
 	if err != nil {
 		return Row{}, fmt.Errorf("%w: %s line %d: %v", ErrBadInput, jr.name, jr.lineNo, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -170,4 +171,56 @@ func FuzzJSONLine(f *testing.F) {
 			t.Fatalf("round trip changed %+v to %+v", r, again)
 		}
 	})
+}
+
+// TestJSONLinesReaderRowsStayValid reads a file whose rows fill many of
+// the reader's chunks, one row wider than a chunk of cells among them,
+// keeping every row: each still holds what was written once the file is
+// read (imports keep rows in batches across reads), and the reader's
+// memory comes in chunks, not an allocation per field.
+func TestJSONLinesReaderRowsStayValid(t *testing.T) {
+	var rows []Row
+	for i := range 2000 {
+		r := Row{Key: fmt.Appendf(nil, "row\x00%06d", i)}
+		n := 1 + i%7
+		if i == 1000 {
+			n = 3 * decoderChunk / 256 // more cells than one chunk of them holds
+		}
+		for j := range n {
+			r.Cells = append(r.Cells, Cell{Family: []string{"a", "b.c"}[j%2], Qualifier: fmt.Appendf(nil, "q%d", j),
+				Timestamp: int64(i*10 + j), Value: bytes.Repeat([]byte{byte(i + j)}, (i*j)%300)})
+		}
+		rows = append(rows, r)
+	}
+	file := writeRows(t, nil, rows)
+	jr, err := NewJSONLinesReader(bytes.NewReader(file), "rows.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Row
+	allocs := testing.AllocsPerRun(1, func() {
+		for {
+			r, err := jr.ReadRow()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r)
+		}
+	})
+	if !reflect.DeepEqual(got, rows) {
+		for i := range rows {
+			if i >= len(got) || !reflect.DeepEqual(got[i], rows[i]) {
+				t.Fatalf("row %d read back as %+v, want %+v", i, got[min(i, len(got)-1)], rows[i])
+			}
+		}
+		t.Fatalf("read %d rows, want %d", len(got), len(rows))
+	}
+	// About one allocation per chunk and per doubling of got, not one per
+	// key, qualifier and value (11,000 fields).
+	if allocs > 300 {
+		t.Errorf("reading %d rows allocated %v times", len(rows), allocs)
+	}
 }
