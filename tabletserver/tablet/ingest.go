@@ -155,8 +155,16 @@ type ingestWriter struct {
 	sch     *schema
 	outs    map[string]*tableOut
 	lastRow []byte
-	keys    [][]byte // the row's encoded keys of one family, reused
-	vals    map[string][]byte
+	muts    []cell.Mutation // the row's cells as writes, to check; reused
+	keyBuf  []byte          // the row's encoded keys of one family, reused
+	ents    []ingestEntry   // and their cells
+}
+
+// ingestEntry is one cell of the row being written: its encoded key at
+// keyBuf[start:end].
+type ingestEntry struct {
+	start, end int
+	c          *cell.Cell
 }
 
 // row checks one row and adds its cells to the families' files.
@@ -168,39 +176,42 @@ func (w *ingestWriter) row(row []byte, cells []cell.Cell) error {
 		return cell.Invalidf("ingest: row %q after %q: rows must come in strictly ascending key order", row, w.lastRow)
 	}
 	w.lastRow = append(w.lastRow[:0], row...)
-	muts := make([]cell.Mutation, len(cells))
-	for i, c := range cells {
-		muts[i] = cell.Mutation{Kind: cell.SetCell, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value}
+	w.muts = w.muts[:0]
+	for _, c := range cells {
+		w.muts = append(w.muts, cell.Mutation{Kind: cell.SetCell, Family: c.Family, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Value: c.Value})
 		if c.Timestamp < 0 {
 			return cell.Invalidf("ingest: row %q, %s:%q: timestamp %d is not an explicit timestamp (microseconds, >= 0)", row, c.Family, c.Qualifier, c.Timestamp)
 		}
 	}
-	if err := w.t.checkMutations(w.sch, row, muts, false); err != nil {
+	if err := w.t.checkMutations(w.sch, row, w.muts, false); err != nil {
 		return err
 	}
 	// One family at a time, in the order of the schema's names; each
-	// family's keys sorted (the cells may come in any order).
+	// family's keys sorted (the cells may come in any order), so a cell
+	// given twice (same qualifier and timestamp: the same key) is next to
+	// its twin.
 	for _, name := range w.sch.names {
-		w.keys = w.keys[:0]
-		clear(w.vals)
-		if w.vals == nil {
-			w.vals = map[string][]byte{}
-		}
-		for _, c := range cells {
+		w.keyBuf, w.ents = w.keyBuf[:0], w.ents[:0]
+		for i := range cells {
+			c := &cells[i]
 			if c.Family != name {
 				continue
 			}
-			k := cell.AppendKey(nil, cell.Key{Row: row, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Seq: w.seq, Kind: cell.KindSet})
-			if _, dup := w.vals[string(k)]; dup {
-				return cell.Invalidf("ingest: row %q holds %s:%q at timestamp %d twice", row, c.Family, c.Qualifier, c.Timestamp)
-			}
-			w.vals[string(k)] = c.Value
-			w.keys = append(w.keys, k)
+			start := len(w.keyBuf)
+			w.keyBuf = cell.AppendKey(w.keyBuf, cell.Key{Row: row, Qualifier: c.Qualifier, Timestamp: c.Timestamp, Seq: w.seq, Kind: cell.KindSet})
+			w.ents = append(w.ents, ingestEntry{start: start, end: len(w.keyBuf), c: c})
 		}
-		if len(w.keys) == 0 {
+		if len(w.ents) == 0 {
 			continue
 		}
-		slices.SortFunc(w.keys, bytes.Compare)
+		key := func(e ingestEntry) []byte { return w.keyBuf[e.start:e.end] }
+		slices.SortFunc(w.ents, func(a, b ingestEntry) int { return bytes.Compare(key(a), key(b)) })
+		for i := 1; i < len(w.ents); i++ {
+			if bytes.Equal(key(w.ents[i-1]), key(w.ents[i])) {
+				c := w.ents[i].c
+				return cell.Invalidf("ingest: row %q holds %s:%q at timestamp %d twice", row, c.Family, c.Qualifier, c.Timestamp)
+			}
+		}
 		o := w.outs[name]
 		if o == nil {
 			var err error
@@ -209,8 +220,8 @@ func (w *ingestWriter) row(row []byte, cells []cell.Cell) error {
 			}
 			w.outs[name] = o
 		}
-		for _, k := range w.keys {
-			if err := o.w.Add(k, w.vals[string(k)]); err != nil {
+		for _, e := range w.ents {
+			if err := o.w.Add(key(e), e.c.Value); err != nil {
 				return fmt.Errorf("tablet: ingest: %w", err)
 			}
 			o.n++
