@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 
+	"google.golang.org/grpc"
+
 	"github.com/tabuladb/tabula/api/convert"
 	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/locator"
@@ -181,30 +183,38 @@ func (t *Table) ingest(ctx context.Context, tab locator.Tablet, rows []Row) (*ta
 	if err != nil {
 		return nil, err
 	}
-	stream, err := bl.IngestRows(ctx)
+	stream, err := bl.IngestRows(ctx, grpc.ForceCodecV2(convert.Codec{}))
 	if err != nil {
 		return nil, err
 	}
-	ref := tab.Ref()
-	msg := &tabulapb.IngestRowsRequest{Tablet: ref}
-	size := 0
+	// Each message is encoded here (convert.AppendIngestRow) and sent
+	// as its bytes: no Row and Cell messages made per row.
+	head, err := convert.AppendIngestTablet(nil, tab.Ref())
+	if err != nil {
+		return nil, err
+	}
+	var buf *[]byte
 	for _, row := range rows {
-		pr := convert.CellsToProtoRow(row.Key, row.Cells)
-		sz := len(row.Key) + 16
-		for _, c := range row.Cells {
-			sz += len(c.Family) + len(c.Qualifier) + len(c.Value) + 16
+		if buf == nil {
+			buf = convert.MessageBuffer()
+			*buf = append(*buf, head...)
 		}
-		if size > 0 && size+sz > bulkLoadMessageBytes {
-			if err := stream.Send(msg); err != nil {
+		before := len(*buf)
+		*buf = convert.AppendIngestRow(*buf, row.Key, row.Cells)
+		if before > len(head) && len(*buf) > bulkLoadMessageBytes {
+			// The row goes in the next message.
+			next := convert.MessageBuffer()
+			*next = append(append(*next, head...), (*buf)[before:]...)
+			*buf = (*buf)[:before]
+			if err := stream.SendMsg(convert.EncodedMessage(buf)); err != nil {
+				buf = nil
 				break // the answer below says why
 			}
-			msg, size = &tabulapb.IngestRowsRequest{Tablet: ref}, 0
+			buf = next
 		}
-		msg.Rows = append(msg.Rows, pr)
-		size += sz
 	}
-	if len(msg.Rows) > 0 {
-		_ = stream.Send(msg) // an error shows in the answer
+	if buf != nil {
+		_ = stream.SendMsg(convert.EncodedMessage(buf)) // an error shows in the answer
 	}
 	return stream.CloseAndRecv()
 }

@@ -32,14 +32,14 @@ var errTabletChanged = errors.New("bulk load: a message names another tablet tha
 // and publishes when the client closes its side.
 func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) error {
 	s, ctx := b.s, stream.Context()
-	first, err := stream.Recv()
+	first, err := recvIngest(stream)
 	if errors.Is(err, io.EOF) {
 		return toStatus(ctx, cell.Invalidf("bulk load: the call sent no message; each names the tablet and carries rows"), "", "", nil)
 	}
 	if err != nil {
 		return err
 	}
-	ref := first.GetTablet()
+	ref := first.Tablet
 	h, err := s.resolve(ref, nil)
 	if err != nil {
 		return toStatus(ctx, err, ref.GetTable(), ref.GetTabletId(), nil)
@@ -51,12 +51,12 @@ func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) er
 	defer idle.Stop()
 	res, err := h.t.Ingest(ctx, func(yield func([]byte, []cell.Cell) error) error {
 		for msg := first; ; {
-			for _, r := range msg.GetRows() {
-				sent += len(r.GetKey())
-				for _, c := range r.GetCells() {
-					sent += len(c.GetFamily()) + len(c.GetQualifier()) + len(c.GetValue())
+			for _, r := range msg.Rows {
+				sent += len(r.Key)
+				for _, c := range r.Cells {
+					sent += len(c.Family) + len(c.Qualifier) + len(c.Value)
 				}
-				if err := yield(r.GetKey(), convert.CellsFromProtoRow(r)); err != nil {
+				if err := yield(r.Key, r.Cells); err != nil {
 					return err
 				}
 			}
@@ -73,9 +73,9 @@ func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) er
 				return m.err
 			}
 			msg = m.msg
-			if !proto.Equal(msg.GetTablet(), ref) {
+			if !proto.Equal(msg.Tablet, ref) {
 				return cell.Invalidf("%v (first %s/%s, then %s/%s)", errTabletChanged,
-					ref.GetTable(), ref.GetTabletId(), msg.GetTablet().GetTable(), msg.GetTablet().GetTabletId())
+					ref.GetTable(), ref.GetTabletId(), msg.Tablet.GetTable(), msg.Tablet.GetTabletId())
 			}
 		}
 	})
@@ -91,8 +91,18 @@ func (b bulkLoadServer) IngestRows(stream tabulapb.BulkLoad_IngestRowsServer) er
 // received is one message of an IngestRows call, or the error that ended
 // its receiving (io.EOF when the client closed its side).
 type received struct {
-	msg *tabulapb.IngestRowsRequest
+	msg *convert.IngestRequest
 	err error
+}
+
+// recvIngest receives one message of the call, its rows decoded straight
+// into cells (convert.IngestRequest: the server's codec is convert.Codec).
+func recvIngest(stream tabulapb.BulkLoad_IngestRowsServer) (*convert.IngestRequest, error) {
+	m := new(convert.IngestRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 // receiveIngest receives the call's messages in a goroutine of its own, so that
@@ -103,7 +113,7 @@ func receiveIngest(ctx context.Context, stream tabulapb.BulkLoad_IngestRowsServe
 	out := make(chan received)
 	go func() {
 		for {
-			msg, err := stream.Recv()
+			msg, err := recvIngest(stream)
 			select {
 			case out <- received{msg, err}:
 			case <-ctx.Done():

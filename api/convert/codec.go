@@ -41,9 +41,13 @@ func (Codec) Marshal(v any) (mem.BufferSlice, error) {
 	return protoCodec.Marshal(v)
 }
 
-// Unmarshal decodes into a ScanResponse as ScanResponse.decode says, and
-// anything else with the proto codec.
+// Unmarshal decodes into a ScanResponse as ScanResponse.decode says, into
+// an IngestRequest as its doc says, and anything else with the proto
+// codec.
 func (Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	if ir, ok := v.(*IngestRequest); ok {
+		return ir.decode(data)
+	}
 	r, ok := v.(*ScanResponse)
 	if !ok {
 		return protoCodec.Unmarshal(data, v)

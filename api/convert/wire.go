@@ -25,6 +25,9 @@ import (
 const (
 	respRows = 1 // ReadRowsResponse.rows
 
+	ingestTablet = 1 // IngestRowsRequest.tablet
+	ingestRows   = 2 // IngestRowsRequest.rows
+
 	rowKey       = 1 // Row.key
 	rowCells     = 2 // Row.cells
 	rowContinued = 3 // Row.continued
@@ -41,6 +44,17 @@ const (
 // row's key and its cells (the cells' Row fields are not consulted), as
 // CellsToProtoRow and proto.Marshal would make it.
 func AppendRow(b []byte, row []byte, cells []cell.Cell) []byte {
+	return appendRowField(b, respRows, row, cells)
+}
+
+// AppendIngestRow appends the encoding of one IngestRowsRequest.rows
+// entry, as AppendRow does for a ReadRowsResponse's.
+func AppendIngestRow(b []byte, row []byte, cells []cell.Cell) []byte {
+	return appendRowField(b, ingestRows, row, cells)
+}
+
+// appendRowField appends a Row message as field num.
+func appendRowField(b []byte, num protowire.Number, row []byte, cells []cell.Cell) []byte {
 	n := 0
 	if len(row) > 0 {
 		n += protowire.SizeTag(rowKey) + protowire.SizeBytes(len(row))
@@ -48,7 +62,7 @@ func AppendRow(b []byte, row []byte, cells []cell.Cell) []byte {
 	for i := range cells {
 		n += protowire.SizeTag(rowCells) + protowire.SizeBytes(cellSize(&cells[i]))
 	}
-	b = protowire.AppendTag(b, respRows, protowire.BytesType)
+	b = protowire.AppendTag(b, num, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(n))
 	b = AppendBytesField(b, rowKey, row)
 	for i := range cells {
