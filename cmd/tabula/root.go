@@ -64,6 +64,7 @@ Every setting can come from a flag, a TABULA_* environment variable
 		newBenchCmd(), newGatewayCmd(),
 		newEtcdCmd(), newVerifyCmd(), newAuthCmd(), newHealthCmd(),
 		newTopCmd(), newSnapshotCmd(),
+		newBackupCmd(),
 		newBalanceCmd(), newTabletCmd(), newBalancerCmd(),
 		newQuotaCmd(),
 		newVersionCmd(),
