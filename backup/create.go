@@ -134,7 +134,7 @@ func Create(ctx context.Context, opts CreateOptions) (*Result, error) {
 	if st != nil {
 		res.ResumedBackup = st.Name
 	} else {
-		name := plainName(opts.Table) + "." + now.UTC().Format("20060102T150405Z")
+		name := plainName(opts.Table) + "." + now.UTC().Format("20060102T150405.000Z")
 		st = &started{Name: name, Table: opts.Table, Snapshot: opts.Snapshot, StartedMicros: now.UnixMicro()}
 		if opts.Snapshot == "" {
 			st.Snapshot, st.OwnSnapshot = "backup-"+name, true
@@ -143,7 +143,7 @@ func Create(ctx context.Context, opts CreateOptions) (*Result, error) {
 			st.ExpiresMicros = now.Add(opts.Expire).UnixMicro()
 		}
 		if _, err := loc.readSmall(filepath.Join(loc.backupDir(name), ManifestFile)); err == nil {
-			return nil, fmt.Errorf("backup: a backup named %s exists at %s (one backup per table per second)", name, loc)
+			return nil, fmt.Errorf("backup: a backup named %s exists at %s (one backup per table per millisecond)", name, loc)
 		}
 		b, _ := json.Marshal(st)
 		// Written before the snapshot is taken: a run killed after it names

@@ -108,12 +108,9 @@ func Decode(name string, b []byte) (*Manifest, error) {
 	if !ok || len(hex) != 8 {
 		return bad("bad checksum trailer")
 	}
-	want, err := strconv.ParseUint(string(hex), 16, 32)
-	if err != nil {
-		return bad("bad checksum trailer")
-	}
-	if got := crc32.Checksum(content, castagnoli); got != uint32(want) {
-		return bad("checksum mismatch: file says %08x, content has %08x", want, got)
+	// Compared as written (lower-case hex), so that every byte counts.
+	if got := fmt.Sprintf("%08x", crc32.Checksum(content, castagnoli)); got != string(hex) {
+		return bad("checksum mismatch: file says %s, content has %s", hex, got)
 	}
 	header, body, ok := bytes.Cut(content, []byte("\n"))
 	if !ok {
