@@ -27,7 +27,7 @@ type world struct {
 	root string
 }
 
-func startWorld(ctx context.Context, t *testing.T) *world {
+func startWorld(ctx context.Context, t testing.TB) *world {
 	t.Helper()
 	dir := t.TempDir()
 	c, err := devcluster.Start(ctx, devcluster.Config{Dir: dir, Servers: 2, LeaseTTL: 5 * time.Second, NoFsync: true})
@@ -64,7 +64,7 @@ func (w *world) fill(ctx context.Context, t *testing.T, table string) {
 
 // applyWhenServing applies m, retrying while the new table's tablets are
 // being assigned.
-func applyWhenServing(ctx context.Context, t *testing.T, tbl *client.Table, row []byte, m *client.Mutation) {
+func applyWhenServing(ctx context.Context, t testing.TB, tbl *client.Table, row []byte, m *client.Mutation) {
 	t.Helper()
 	for {
 		err := tbl.Apply(ctx, row, m)

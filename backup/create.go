@@ -127,10 +127,13 @@ func Create(ctx context.Context, opts CreateOptions) (*Result, error) {
 	loc := opts.To
 	res := &Result{}
 	now := opts.Now()
-	st, err := findUnfinished(loc, opts.Table, opts.Snapshot)
+	// One read of the location's backups: the unfinished one to complete,
+	// and the files the complete ones recorded.
+	infos, err := List(loc)
 	if err != nil {
 		return nil, err
 	}
+	st := findUnfinished(infos, opts.Table, opts.Snapshot)
 	if st != nil {
 		res.ResumedBackup = st.Name
 	} else {
@@ -168,7 +171,7 @@ func Create(ctx context.Context, opts CreateOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := copyAll(ctx, opts, m, res); err != nil {
+	if err := copyAll(ctx, opts, m, knownFiles(infos), res); err != nil {
 		return nil, err
 	}
 	b, err := m.Encode()
@@ -193,13 +196,9 @@ func Create(ctx context.Context, opts CreateOptions) (*Result, error) {
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 
-// findUnfinished returns the newest unfinished backup of table at loc
+// findUnfinished returns the newest unfinished backup of table in infos
 // (of the snapshot snap when it is set), or nil.
-func findUnfinished(loc *Location, table, snap string) (*started, error) {
-	infos, err := List(loc)
-	if err != nil {
-		return nil, err
-	}
+func findUnfinished(infos []Info, table, snap string) *started {
 	var out *started
 	for _, in := range infos {
 		if in.Complete || in.Table != table || in.started == nil || (snap != "" && in.started.Snapshot != snap) || (snap == "" && !in.started.OwnSnapshot) {
@@ -209,7 +208,7 @@ func findUnfinished(loc *Location, table, snap string) (*started, error) {
 			out = in.started
 		}
 	}
-	return out, nil
+	return out
 }
 
 // plan builds the manifest of the snapshot rec: each tablet's hold read
@@ -254,12 +253,8 @@ func plan(opts CreateOptions, st *started, rec *tabulapb.Snapshot) (*Manifest, e
 
 // copyAll fills in m.Files' checksums, copying the files the location
 // lacks with opts.Workers at once.
-func copyAll(ctx context.Context, opts CreateOptions, m *Manifest, res *Result) error {
+func copyAll(ctx context.Context, opts CreateOptions, m *Manifest, known map[string]File, res *Result) error {
 	loc := opts.To
-	known, err := knownFiles(loc)
-	if err != nil {
-		return err
-	}
 	var total int64
 	for _, f := range m.Files {
 		total += f.Size
@@ -274,12 +269,12 @@ func copyAll(ctx context.Context, opts CreateOptions, m *Manifest, res *Result) 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu                       sync.Mutex
-		firstErr                 error
-		copied, present, resumed atomic.Int64
-		copiedBytes              atomic.Int64
-		next                     atomic.Int64
-		wg                       sync.WaitGroup
+		mu                        sync.Mutex
+		firstErr                  error
+		copied, presentN, resumed atomic.Int64
+		copiedBytes               atomic.Int64
+		next                      atomic.Int64
+		wg                        sync.WaitGroup
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -289,16 +284,43 @@ func copyAll(ctx context.Context, opts CreateOptions, m *Manifest, res *Result) 
 		mu.Unlock()
 		cancel()
 	}
+	// One listing per folder tells which files are present: on an object
+	// store a LIST per folder instead of a Stat (two LISTs) per file.
+	present := map[string]bool{}
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		dir := path.Dir(f.Path)
+		if listed[dir] {
+			continue
+		}
+		listed[dir] = true
+		ents, err := loc.FS.List(loc.file(dir))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("backup: listing %s at %s: %w", dir, loc, err)
+		}
+		for _, e := range ents {
+			if !e.IsDir {
+				present[dir+"/"+e.Name] = true
+			}
+		}
+	}
 	one := func(f *File) error {
 		src := filepath.Join(storepath.Tables(opts.SourceRoot), filepath.FromSlash(f.Path))
-		info, err := loc.FS.Stat(loc.file(f.Path))
-		switch {
-		case err == nil && info.Size == f.Size:
+		if present[f.Path] {
 			if k, ok := known[f.Path]; ok && k.Size == f.Size {
+				// Files are immutable and named once: the recorded file is
+				// this one (verify checks the bytes).
 				f.CRC32C = k.CRC32C
-				present.Add(1)
+				presentN.Add(1)
 				onBytes(f.Size)
 				return nil
+			}
+			info, err := loc.FS.Stat(loc.file(f.Path))
+			if err != nil {
+				return fmt.Errorf("backup: %s at %s: %w", f.Path, loc, err)
+			}
+			if info.Size != f.Size {
+				return fmt.Errorf("backup: %s at %s has %d bytes, but the snapshot's file has %d: not a copy of it (delete it, or back up elsewhere)", f.Path, loc, info.Size, f.Size)
 			}
 			// An interrupted run's copy: whole (a file appears at its name
 			// only once synced), but no manifest recorded its checksum.
@@ -312,10 +334,6 @@ func copyAll(ctx context.Context, opts CreateOptions, m *Manifest, res *Result) 
 			f.CRC32C = crc
 			resumed.Add(1)
 			return nil
-		case err == nil:
-			return fmt.Errorf("backup: %s at %s has %d bytes, but the snapshot's file has %d: not a copy of it (delete it, or back up elsewhere)", f.Path, loc, info.Size, f.Size)
-		case !errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("backup: %s at %s: %w", f.Path, loc, err)
 		}
 		n, crc, err := loc.copyFile(ctx, opts.Source, src, f.Path, onBytes)
 		if err != nil {
@@ -349,7 +367,7 @@ func copyAll(ctx context.Context, opts CreateOptions, m *Manifest, res *Result) 
 		}()
 	}
 	wg.Wait()
-	res.Copied, res.Present, res.Resumed = int(copied.Load()), int(present.Load()), int(resumed.Load())
+	res.Copied, res.Present, res.Resumed = int(copied.Load()), int(presentN.Load()), int(resumed.Load())
 	res.CopiedBytes = copiedBytes.Load()
 	if firstErr != nil {
 		return firstErr
@@ -357,12 +375,8 @@ func copyAll(ctx context.Context, opts CreateOptions, m *Manifest, res *Result) 
 	return ctx.Err()
 }
 
-// knownFiles returns the files the complete backups at loc record.
-func knownFiles(loc *Location) (map[string]File, error) {
-	infos, err := List(loc)
-	if err != nil {
-		return nil, err
-	}
+// knownFiles returns the files the complete backups of infos record.
+func knownFiles(infos []Info) map[string]File {
 	known := map[string]File{}
 	for _, in := range infos {
 		if in.manifest == nil {
@@ -372,5 +386,5 @@ func knownFiles(loc *Location) (map[string]File, error) {
 			known[f.Path] = f
 		}
 	}
-	return known, nil
+	return known
 }
