@@ -43,6 +43,15 @@ func startWorld(ctx context.Context, t testing.TB) *world {
 	return &world{c: c, cli: cli, root: filepath.Join(dir, "data")}
 }
 
+// startWorldAndStore is startWorld and a SeaweedFS (bucket "backups") to
+// back up to; without a weed binary t is skipped (seaweedtest.Need).
+func startWorldAndStore(ctx context.Context, t testing.TB) (*world, *seaweed.Server) {
+	t.Helper()
+	srv := seaweedtest.Start(t, seaweed.Config{Bucket: "backups"})
+	t.Setenv("AWS_ACCESS_KEY_ID", "")
+	return startWorld(ctx, t), srv
+}
+
 // fill creates table (two tablets split at "r100", families cf and g) and
 // writes rows with several versions, some deleted.
 func (w *world) fill(ctx context.Context, t *testing.T, table string) {
@@ -218,12 +227,9 @@ func TestRoundTripIncrementalVerifyDelete(t *testing.T) {
 // and a second one copying nothing; the store requests of each are logged
 // (docs/BENCHMARKS.md "Backups: store requests and bytes").
 func TestBackupOnAnObjectStore(t *testing.T) {
-	seaweedtest.Need(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv := seaweedtest.Start(t, seaweed.Config{Bucket: "backups"})
-	t.Setenv("AWS_ACCESS_KEY_ID", "")
-	w := startWorld(ctx, t)
+	w, srv := startWorldAndStore(ctx, t)
 	w.fill(ctx, t, "objsrc")
 	want := cells(ctx, t, w.cli, "objsrc")
 	loc, err := backup.Open(ctx, "s3://backups/nightly?endpoint="+srv.Endpoint(), t.TempDir())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -103,17 +102,12 @@ func newBackupCreateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := connectLong(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			loc, done, err := openBackupLocation(s.ctx, to)
+			s, loc, done, err := connectWithLocation(cmd, to)
 			if err != nil {
 				return err
 			}
 			defer done()
-			src, root, err := backend.Open(s.ctx, storage, filepath.Join(os.TempDir(), "tabula-backup-source-spool"))
+			src, root, err := backend.Open(s.ctx, storage, "") // read only: no spool
 			if err != nil {
 				return fmt.Errorf("--storage: %w", err)
 			}
@@ -171,6 +165,21 @@ func newBackupCreateCmd() *cobra.Command {
 	c.Flags().Int("workers", 4, "files copied at once")
 	c.Flags().Bool("progress", false, "print progress to stderr every second even when it is not a terminal")
 	return c
+}
+
+// connectWithLocation connects to the cluster (no default deadline) and
+// opens the backup location spec; done closes both.
+func connectWithLocation(cmd *cobra.Command, spec string) (*session, *backup.Location, func(), error) {
+	s, err := connectLong(cmd)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	loc, done, err := openBackupLocation(s.ctx, spec)
+	if err != nil {
+		s.close()
+		return nil, nil, nil, err
+	}
+	return s, loc, func() { done(); s.close() }, nil
 }
 
 // backupSession is a session without a cluster and the location of --at.
@@ -370,12 +379,7 @@ the source table at the snapshot, cell for cell.`,
 			if err != nil {
 				return err
 			}
-			s, err := connectLong(cmd)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			loc, done, err := openBackupLocation(s.ctx, locSpec)
+			s, loc, done, err := connectWithLocation(cmd, locSpec)
 			if err != nil {
 				return err
 			}
