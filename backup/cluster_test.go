@@ -280,3 +280,69 @@ func TestBackupOnAnObjectStore(t *testing.T) {
 		t.Fatalf("after deleting both: %+v, %v", list, err)
 	}
 }
+
+// TestUnfinishedBackupIsListedResumedAndDeleted: a create stopped after
+// its first copied file leaves an unfinished backup (listed so, refused by
+// describe and verify); deleting it removes the file it copied; a backup
+// of a named snapshot keeps the snapshot, and one resumed from it copies
+// only what the stopped run had not.
+func TestUnfinishedBackupIsListedResumedAndDeleted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w := startWorld(ctx, t)
+	w.fill(ctx, t, "half")
+	if _, err := w.cli.Admin().CreateSnapshot(ctx, "half", "kept"); err != nil {
+		t.Fatal(err)
+	}
+	loc, err := backup.Open(ctx, t.TempDir(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	namedOpts := func() backup.CreateOptions {
+		return backup.CreateOptions{Table: "half", To: loc, Source: vfs.Default, SourceRoot: w.root, Cluster: w.cli.Admin(),
+			Snapshot: "kept", Workers: 1, Now: clock()}
+	}
+	// Stopped after its first file: the context ends there.
+	sctx, scancel := context.WithCancel(ctx)
+	opts := namedOpts()
+	opts.OnCopied = func(string) { scancel() }
+	if _, err := backup.Create(sctx, opts); err == nil {
+		t.Fatal("a create whose context ended after one file completed")
+	}
+	list, err := backup.List(loc)
+	if err != nil || len(list) != 1 || list[0].Complete {
+		t.Fatalf("after a stopped create: %+v, %v", list, err)
+	}
+	name := list[0].Name
+	if _, err := backup.Describe(loc, name); err == nil || !strings.Contains(err.Error(), "unfinished") {
+		t.Fatalf("describe of an unfinished backup: %v", err)
+	}
+	if _, err := backup.Delete(ctx, loc, name); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(loc.Root, backup.FilesFolder, "half", "*", "*", "*")); len(left) != 0 {
+		t.Fatalf("deleting the unfinished backup left %v", left)
+	}
+
+	// Stopped again, then resumed: the second run completes the same backup.
+	sctx, scancel = context.WithCancel(ctx)
+	opts = namedOpts()
+	opts.OnCopied = func(string) { scancel() }
+	if _, err := backup.Create(sctx, opts); err == nil {
+		t.Fatal("a create whose context ended after one file completed")
+	}
+	opts.OnCopied = nil
+	res, err := backup.Create(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ResumedBackup == "" || res.Resumed != 1 || res.Copied != len(res.Manifest.Files)-1 || res.Manifest.Name != res.ResumedBackup {
+		t.Fatalf("the resumed create: %+v", res)
+	}
+	if snaps, err := w.cli.Admin().ListSnapshots(ctx, "half"); err != nil || len(snaps) != 1 || snaps[0].Name != "kept" {
+		t.Fatalf("the named snapshot after its backup: %+v, %v", snaps, err)
+	}
+	if rep, err := backup.Verify(ctx, loc, res.Manifest.Name, 1, nil); err != nil || len(rep.Damaged) != 0 {
+		t.Fatalf("verify of the resumed backup: %+v, %v", rep, err)
+	}
+}

@@ -28,7 +28,8 @@ func backupJSON(t *testing.T, env []string, args ...string) (map[string]any, res
 // the finished file again, and deletes the snapshot it took; a third run
 // copies nothing; verify passes, then names a damaged file and exits
 // non-zero; restore makes a table that scans as the source did; delete
-// empties the location (docs/CONTRACTS.md §7).
+// --expired deletes the backup whose --expire passed, and deleting the
+// other empties the location (docs/CONTRACTS.md §7).
 func TestBackupCommands(t *testing.T) {
 	devCluster(t)
 	storage := filepath.Join(dev.dir, "data")
@@ -55,7 +56,7 @@ func TestBackupCommands(t *testing.T) {
 	if done["resumed_files"].(float64) != 1 || done["copied_files"].(float64) != files-1 || done["resumed_backup"] == "" || files < 2 {
 		t.Fatalf("the rerun after a kill after 1 file: %v; want 1 file resumed, the other %v copied", done, files-1)
 	}
-	again, r := backupJSON(t, nil, create...)
+	again, r := backupJSON(t, nil, append(create, "--expire", "1ms")...)
 	if r.code != 0 || again["copied_files"].(float64) != 0 || again["present_files"].(float64) != files {
 		t.Fatalf("a backup of the unchanged table: %v (exit %d %s)", again, r.code, r.stderr)
 	}
@@ -96,9 +97,10 @@ func TestBackupCommands(t *testing.T) {
 		t.Fatalf("verify of a damaged backup: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 
-	for _, n := range []string{name, again["name"].(string)} {
-		ok(t, "backup", "delete", n, "--at", at)
+	if out := ok(t, "backup", "delete", "--expired", "--at", at); !strings.Contains(out, "deleted backup "+again["name"].(string)) || strings.Contains(out, name) {
+		t.Fatalf("delete --expired deleted:\n%s\nwant %s (expired) only", out, again["name"])
 	}
+	ok(t, "backup", "delete", name, "--at", at)
 	if left, _ := filepath.Glob(filepath.Join(at, "files", "bkcli", "*", "f", "*")); len(left) != 0 {
 		t.Fatalf("files left after deleting every backup: %v", left)
 	}
