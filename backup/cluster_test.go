@@ -52,18 +52,22 @@ func startWorldAndStore(ctx context.Context, t testing.TB) (*world, *seaweed.Ser
 	return startWorld(ctx, t), srv
 }
 
-// fill creates table (two tablets split at "r100", families cf and g) and
-// writes rows with several versions, some deleted.
+// fill creates table (two tablets split at "r100", families cf, g and the
+// sum family n) and writes rows with several versions, sums of two inputs,
+// some rows deleted.
 func (w *world) fill(ctx context.Context, t *testing.T, table string) {
 	t.Helper()
-	if err := w.cli.Admin().CreateTable(ctx, table, []families.Family{families.Default("cf"), families.Default("g")}, [][]byte{[]byte("r100")}); err != nil {
+	sum := families.Default("n")
+	sum.ValueType = families.Sum
+	if err := w.cli.Admin().CreateTable(ctx, table, []families.Family{families.Default("cf"), families.Default("g"), sum}, [][]byte{[]byte("r100")}); err != nil {
 		t.Fatal(err)
 	}
 	tbl := w.cli.Open(table)
 	for i := range 200 {
 		row := fmt.Appendf(nil, "r%03d", i)
 		m := client.NewMutation().Set("cf", []byte("q"), 1000, fmt.Appendf(nil, "v%d", i)).
-			Set("cf", []byte("q"), 2000, fmt.Appendf(nil, "w%d", i)).Set("g", fmt.Appendf(nil, "c%d", i%3), 1000, []byte("x"))
+			Set("cf", []byte("q"), 2000, fmt.Appendf(nil, "w%d", i)).Set("g", fmt.Appendf(nil, "c%d", i%3), 1000, []byte("x")).
+			AddToCell("n", []byte("s"), 0, int64(i)).AddToCell("n", []byte("s"), 0, 5)
 		applyWhenServing(ctx, t, tbl, row, m)
 	}
 	for i := 0; i < 200; i += 7 {
@@ -162,7 +166,7 @@ func TestRoundTripIncrementalVerifyDelete(t *testing.T) {
 		t.Fatalf("restored %d cells (%+v), want the source's %d at the snapshot:\ngot  %v\nwant %v", len(got), res, len(want), got, want)
 	}
 	info, err := w.cli.Admin().DescribeTable(ctx, "dst")
-	if err != nil || len(info.Families) != 2 {
+	if err != nil || len(info.Families) != 3 || !info.Families[2].ValueType.IsAggregate() {
 		t.Fatalf("restored schema: %+v, %v", info, err)
 	}
 	tablets, err := w.cli.Admin().Tablets(ctx, "dst")

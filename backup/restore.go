@@ -83,6 +83,11 @@ func Restore(ctx context.Context, opts RestoreOptions) (*RestoreResult, error) {
 	}
 	res := &RestoreResult{}
 	w := &rowWriter{ctx: ctx, tbl: opts.Client.Open(opts.Table), batch: opts.BatchRows, res: res, onRows: opts.OnRows}
+	// A write of an aggregate cell is never retried (its outcome may be
+	// unknown), so the writes start once every tablet serves.
+	if err := waitServing(ctx, w.tbl, m.Tablets); err != nil {
+		return res, err
+	}
 	for _, t := range m.Tablets {
 		if err := restoreTablet(ctx, opts, m, t, fams, sums, w); err != nil {
 			return res, err
@@ -123,6 +128,10 @@ func restoreTablet(ctx context.Context, opts RestoreOptions, m *Manifest, t Tabl
 	if err := manifest.Save(vfs.Default, dir, st); err != nil {
 		return err
 	}
+	aggregate := map[string]bool{}
+	for _, f := range fams {
+		aggregate[f.Name] = f.ValueType.IsAggregate()
+	}
 	tb, err := tablet.Open(tablet.Options{Dir: dir, Families: fams, DisableBackgroundWork: true})
 	if err != nil {
 		return fmt.Errorf("backup: opening tablet %s of %s: %w", t.ID, m.Name, err)
@@ -136,7 +145,14 @@ func restoreTablet(ctx context.Context, opts RestoreOptions, m *Manifest, t Tabl
 		mut := client.NewMutation()
 		cells := it.Cells()
 		for _, c := range cells {
-			mut.Set(c.Family, c.Qualifier, c.Timestamp, c.Value)
+			if aggregate[c.Family] {
+				// A read of an aggregate cell is its merged state; merged
+				// into a cell the new table does not have, it is that state
+				// (as an import of an export writes it).
+				mut.MergeToCell(c.Family, c.Qualifier, c.Timestamp, c.Value)
+			} else {
+				mut.Set(c.Family, c.Qualifier, c.Timestamp, c.Value)
+			}
 		}
 		if err := w.add(append([]byte(nil), it.Row()...), mut, int64(len(cells))); err != nil {
 			it.Close()
@@ -213,10 +229,14 @@ func (w *rowWriter) flush() error {
 		var rr [][]byte
 		var mm []*client.Mutation
 		for i, e := range errs {
-			if e != nil {
-				failed = e
-				rr, mm = append(rr, rows[i]), append(mm, muts[i])
+			if e == nil {
+				continue
 			}
+			if !muts[i].Idempotent() {
+				return fmt.Errorf("backup: writing row %q, which holds aggregate cells (a write not retried: its outcome is unknown; delete the table and restore again): %w", rows[i], e)
+			}
+			failed = e
+			rr, mm = append(rr, rows[i]), append(mm, muts[i])
 		}
 		if failed == nil {
 			break
@@ -238,5 +258,27 @@ func (w *rowWriter) flush() error {
 		w.onRows(int64(len(w.rows)), w.cells)
 	}
 	w.rows, w.muts, w.cells = nil, nil, 0
+	return nil
+}
+
+// waitServing reads a row of each tablet until every one answers: a new
+// table's tablets serve once the master has assigned them.
+func waitServing(ctx context.Context, tbl *client.Table, tablets []Tablet) error {
+	backoff := 20 * time.Millisecond
+	for _, t := range tablets {
+		key := t.State.RangeStart
+		for {
+			_, err := tbl.ReadRow(ctx, key)
+			if err == nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("backup: waiting for the new table's tablets to serve: %w (last: %v)", ctx.Err(), err)
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+	}
 	return nil
 }
