@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -91,7 +90,11 @@ func newBackupCreateCmd() *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			to, _ := cmd.Flags().GetString("to")
-			storage, _ := cmd.Flags().GetString("storage")
+			v, err := settings(cmd)
+			if err != nil {
+				return err
+			}
+			storage := v.GetString("storage") // also TABULA_STORAGE or the config file's, as the servers read it
 			snap, _ := cmd.Flags().GetString("snapshot")
 			workers, _ := cmd.Flags().GetInt("workers")
 			expire, _ := cmd.Flags().GetString("expire")
@@ -130,7 +133,9 @@ func newBackupCreateCmd() *cobra.Command {
 				OnBytes: func(n int64) { seen.Add(n); p.add(0, 0, n) },
 				OnCopied: func(string) {
 					if copied++; copied == killAfter {
-						_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+						if self, err := os.FindProcess(os.Getpid()); err == nil {
+							_ = self.Kill() // SIGKILL: no deferred call runs
+						}
 					}
 				},
 			})
@@ -159,7 +164,7 @@ func newBackupCreateCmd() *cobra.Command {
 		},
 	}
 	c.Flags().String("to", "", "backup location: a local folder or s3://BUCKET[/PREFIX]?endpoint=http://HOST:PORT")
-	c.Flags().String("storage", "", "the cluster's storage, where the snapshot's files are read: the tablet servers' --data root (a shared disk) or their --storage URL")
+	c.Flags().String("storage", "", "the cluster's storage, where the snapshot's files are read: the tablet servers' --data root (a shared disk) or their --storage URL (env TABULA_STORAGE)")
 	c.Flags().String("snapshot", "", "back up this ready snapshot of the table (kept afterwards) instead of taking one")
 	c.Flags().String("expire", "", "record an expiry: a number of days (30d) or a duration (12h); backup delete --expired removes it after that")
 	c.Flags().Int("workers", 4, "files copied at once")
