@@ -140,7 +140,7 @@ func Create(ctx context.Context, opts CreateOptions) (*Result, error) {
 		name := plainName(opts.Table) + "." + now.UTC().Format("20060102T150405.000Z")
 		st = &started{Name: name, Table: opts.Table, Snapshot: opts.Snapshot, StartedMicros: now.UnixMicro()}
 		if opts.Snapshot == "" {
-			st.Snapshot, st.OwnSnapshot = "backup-"+name, true
+			st.Snapshot, st.OwnSnapshot = ownSnapshotName(name), true
 		}
 		if opts.Expire > 0 {
 			st.ExpiresMicros = now.Add(opts.Expire).UnixMicro()
@@ -192,6 +192,18 @@ func Create(ctx context.Context, opts CreateOptions) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// ownSnapshotName names the snapshot a backup takes: backup-<name>, cut
+// from the front to a snapshot name's 100 characters (a long namespaced
+// table's), keeping the time that makes it unique.
+func ownSnapshotName(name string) string {
+	const prefix, most = "backup-", 100
+	if len(prefix)+len(name) > most {
+		name = name[len(name)-(most-len(prefix)):]
+		name = strings.TrimLeft(name, ".-")
+	}
+	return prefix + name
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"testing"
 
 	"github.com/tabuladb/tabula/manifest"
@@ -129,4 +130,19 @@ func FuzzDecodeManifestBody(f *testing.F) {
 			t.Fatalf("re-encoded manifest does not decode: %v", err)
 		}
 	})
+}
+
+// TestOwnSnapshotNameFits: the snapshot of a backup of the longest
+// namespaced table is a valid snapshot name (at most 100 characters),
+// and keeps the backup's time.
+func TestOwnSnapshotNameFits(t *testing.T) {
+	table := strings.Repeat("n", 33) + ":" + strings.Repeat("t", 50)
+	name := plainName(table) + ".20261207T011600.123Z"
+	got := ownSnapshotName(name)
+	if len(got) > 100 || !strings.HasPrefix(got, "backup-") || !strings.HasSuffix(got, ".20261207T011600.123Z") {
+		t.Fatalf("ownSnapshotName(%s) = %s (%d characters)", name, got, len(got))
+	}
+	if got := ownSnapshotName("users.x"); got != "backup-users.x" {
+		t.Fatalf("a short name: %s", got)
+	}
 }
