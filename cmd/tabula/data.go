@@ -17,18 +17,24 @@ import (
 
 func newPutCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "put TABLE ROW FAMILY:QUALIFIER=VALUE... [--timestamp MICROS]",
+		Use:   "put TABLE ROW FAMILY:QUALIFIER=VALUE... [--timestamp MICROS] [--hex]",
 		Short: "Write cells to one row, atomically",
 		Long: `Write one or more cells to one row; all of them are applied atomically or none is.
-Without --timestamp the server stamps the cells with its clock (microseconds).`,
-		Example: "  tabula put users alice profile:name=Alice profile:city=Paris",
-		Args:    cobra.MinimumNArgs(3),
+Without --timestamp the server stamps the cells with its clock (microseconds).
+ROW, QUALIFIER and VALUE are taken as they are, or Go-quoted when they start and
+end with '"', as get and scan print binary bytes ('"\xff\x01"' in the shell;
+a quoted qualifier may hold '='), or in hex with --hex.`,
+		Example: `  tabula put users alice profile:name=Alice profile:city=Paris
+  tabula put users '"id\x00\x01"' 'profile:"a=b"="\xff\xfe"'
+  tabula put users 69640001 profile:ff=fe01 --hex`,
+		Args: cobra.MinimumNArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ts, _ := cmd.Flags().GetInt64("timestamp")
 			if ts < cell.ServerTimestamp {
 				return cell.Invalidf("--timestamp %d is negative; give microseconds since the Unix epoch, or -1 for the server's clock", ts)
 			}
-			row, err := parseBytesArg("ROW", args[1], false)
+			hexKeys, _ := cmd.Flags().GetBool("hex")
+			row, err := parseBytesArg("ROW", args[1], hexKeys)
 			if err != nil {
 				return err
 			}
@@ -37,7 +43,7 @@ Without --timestamp the server stamps the cells with its clock (microseconds).`,
 			}
 			m := client.NewMutation()
 			for _, a := range args[2:] {
-				ca, err := parseCellArg(a)
+				ca, err := parseCellArgTyped("cell", a, hexKeys)
 				if err != nil {
 					return err
 				}
@@ -55,6 +61,7 @@ Without --timestamp the server stamps the cells with its clock (microseconds).`,
 		},
 	}
 	c.Flags().Int64("timestamp", cell.ServerTimestamp, "cell timestamp in microseconds since the Unix epoch (default: the server's clock)")
+	c.Flags().Bool("hex", false, "ROW, QUALIFIERs and VALUEs are typed in hex (ff01)")
 	return c
 }
 
@@ -83,7 +90,7 @@ timestamp holding an 8-byte big-endian int64. An add whose outcome is unknown
 			}
 			m := client.NewMutation()
 			for _, a := range args[2:] {
-				ca, err := parseCellArg(a)
+				ca, err := parseCellArgTyped("cell", a, false)
 				if err != nil {
 					return err
 				}

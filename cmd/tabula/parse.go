@@ -9,35 +9,11 @@ import (
 	"github.com/tabuladb/tabula/rowfilter"
 )
 
-// cellArg is one FAMILY:QUALIFIER=VALUE argument of `tabula put`.
+// cellArg is one FAMILY:QUALIFIER=VALUE argument of a write command
+// (parseCellArgTyped).
 type cellArg struct {
 	family           string
 	qualifier, value []byte
-}
-
-// parseCellArg parses FAMILY:QUALIFIER=VALUE. The family ends at the first
-// ':' and the qualifier at the first '=' after it; the qualifier and the
-// value may be empty.
-func parseCellArg(arg string) (cellArg, error) {
-	fam, rest, ok := strings.Cut(arg, ":")
-	if !ok {
-		return cellArg{}, cell.Invalidf("cell %q has no ':'; write FAMILY:QUALIFIER=VALUE", arg)
-	}
-	q, val, ok := strings.Cut(rest, "=")
-	if !ok {
-		return cellArg{}, cell.Invalidf("cell %q has no '='; write FAMILY:QUALIFIER=VALUE", arg)
-	}
-	if err := cell.ValidateFamilyName(fam); err != nil {
-		return cellArg{}, cell.Invalidf("cell %q: family %q must be 1 to 64 characters of A-Z a-z 0-9 _ . -; write FAMILY:QUALIFIER=VALUE", arg, fam)
-	}
-	c := cellArg{family: fam, qualifier: []byte(q), value: []byte(val)}
-	if err := cell.ValidateQualifier(c.qualifier); err != nil {
-		return cellArg{}, err
-	}
-	if len(c.value) > cell.MaxValueLen {
-		return cellArg{}, cell.Invalidf("cell %s:%s: value of %d bytes is larger than %d", fam, q, len(c.value), cell.MaxValueLen)
-	}
-	return c, nil
 }
 
 // column is one item of --columns: FAMILY or FAMILY:QUALIFIER.

@@ -28,17 +28,21 @@ func TestParseCellArg(t *testing.T) {
 		{in: ":q=v", wantErr: true},
 		{in: "c f:q=v", wantErr: true},
 		{in: "", wantErr: true},
+		{in: `cf:"a=b"="\xff\x00"`, fam: "cf", q: "a=b", v: "\xff\x00"},
+		{in: `cf:"\x01"=plain"quote`, fam: "cf", q: "\x01", v: `plain"quote`},
+		{in: `cf:"a=b`, wantErr: true},
+		{in: `cf:q="\xzz"`, wantErr: true},
 	}
 	for _, c := range cases {
-		got, err := parseCellArg(c.in)
+		got, err := parseCellArgTyped("cell", c.in, false)
 		if c.wantErr {
 			if !errors.Is(err, cell.ErrInvalid) {
-				t.Errorf("parseCellArg(%q) error = %v, want one wrapping cell.ErrInvalid", c.in, err)
+				t.Errorf("parseCellArgTyped(%q) error = %v, want one wrapping cell.ErrInvalid", c.in, err)
 			}
 			continue
 		}
 		if err != nil || got.family != c.fam || string(got.qualifier) != c.q || string(got.value) != c.v {
-			t.Errorf("parseCellArg(%q) = %+v, %v; want %s:%s=%s", c.in, got, err, c.fam, c.q, c.v)
+			t.Errorf("parseCellArgTyped(%q) = %+v, %v; want %s:%s=%s", c.in, got, err, c.fam, c.q, c.v)
 		}
 	}
 }

@@ -52,6 +52,9 @@ func parseColumnArg(what, arg string, hexKeys bool) (string, []byte, error) {
 func parseCellArgTyped(what, arg string, hexKeys bool) (cellArg, error) {
 	col, val, ok := cutValue(arg)
 	if !ok {
+		if _, q, _ := strings.Cut(arg, ":"); strings.HasPrefix(q, `"`) && strings.Contains(q, "=") {
+			return cellArg{}, cell.Invalidf(`%s %q has no '=' after its quoted qualifier; close the qualifier's quotes: FAMILY:"QUALIFIER"=VALUE`, what, arg)
+		}
 		return cellArg{}, cell.Invalidf("%s %q has no '='; write FAMILY:QUALIFIER=VALUE", what, arg)
 	}
 	fam, q, err := parseColumnArg(what, col, hexKeys)

@@ -53,6 +53,16 @@ func TestCLIWrites(t *testing.T) {
 		wantList(t, "incr --hex", lines("incr", "writes", "7231", "c:6e", "--hex"), "-7") // r1 c:n
 	})
 
+	t.Run("put typed", func(t *testing.T) {
+		// Quoted as get prints binary bytes, a quoted qualifier holding
+		// '=', and --hex: what get prints is what put takes.
+		ok(t, "put", "writes", `"p\x00\xff"`, `s:"a=b"="\x00\xfe"`, `s:"\x01"=plain"quote`)
+		wantList(t, "put quoted", cellsOf(`"p\x00\xff"`), `s:"\x01"="plain\"quote"`, `s:a=b="\x00\xfe"`)
+		ok(t, "put", "writes", "70317a", "s:ff=0001", "--hex") // p1z s:\xff
+		wantList(t, "put --hex", cellsOf("p1z"), `s:"\xff"="\x00\x01"`)
+		fails(t, []string{"put", "writes", "p2", `s:"a=b`}, `close the qualifier's quotes`)
+	})
+
 	t.Run("append", func(t *testing.T) {
 		wantList(t, "append to absent", cellsOf("r2"))
 		out := lines("append", "writes", "r2", "s:a=ab", "s:b=x")
