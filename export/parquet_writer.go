@@ -1,0 +1,255 @@
+package export
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/schema"
+)
+
+// parquetRowGroupBytes bounds the cell bytes (keys, families, qualifiers,
+// values, 8 per timestamp) a Parquet writer buffers before it writes them
+// out as one row group: a writer holds about this much plus one row, and a
+// row larger than it makes a row group of its own. parquet-mr's default row
+// group is 128 MiB; half of it keeps an export's memory small while row
+// groups stay large enough for readers to skip by their statistics.
+const parquetRowGroupBytes = 64 << 20
+
+// The leaf columns in schema order (parquetSchema).
+const (
+	pqKey = iota
+	pqFamily
+	pqQualifier
+	pqTimestamp
+	pqValue
+	pqColumns
+)
+
+// parquetSchema is the Parquet schema parquet-avro makes of the row schema
+// with its default settings (the Dataflow templates write through
+// parquet-avro's AvroParquetWriter without changing them):
+//
+//	message com.google.cloud.teleport.bigtable.BigtableRow {
+//	  required binary key;
+//	  required group cells (LIST) {
+//	    repeated group array {
+//	      required binary family (STRING);
+//	      required binary qualifier;
+//	      required int64 timestamp;
+//	      required binary value;
+//	    }
+//	  }
+//	}
+//
+// That is the two-level list ("parquet.avro.write-old-list-structure",
+// true by default): the files compare equal column by column to the
+// templates' own, and every reader of Parquet's backward-compatibility
+// rules (Spark, DuckDB, BigQuery, pyarrow) reads it as a list of structs.
+func parquetSchema() (*schema.GroupNode, error) {
+	family, err := schema.NewPrimitiveNodeLogical("family", parquet.Repetitions.Required,
+		schema.StringLogicalType{}, parquet.Types.ByteArray, -1, -1)
+	if err != nil {
+		return nil, err
+	}
+	cell, err := schema.NewGroupNode("array", parquet.Repetitions.Repeated, schema.FieldList{
+		family,
+		schema.NewByteArrayNode("qualifier", parquet.Repetitions.Required, -1),
+		schema.NewInt64Node("timestamp", parquet.Repetitions.Required, -1),
+		schema.NewByteArrayNode("value", parquet.Repetitions.Required, -1),
+	}, -1)
+	if err != nil {
+		return nil, err
+	}
+	cells, err := schema.NewGroupNodeConverted("cells", parquet.Repetitions.Required,
+		schema.FieldList{cell}, schema.ConvertedTypes.List, -1)
+	if err != nil {
+		return nil, err
+	}
+	return schema.NewGroupNode(bigtableRowName, parquet.Repetitions.Required, schema.FieldList{
+		schema.NewByteArrayNode("key", parquet.Repetitions.Required, -1),
+		cells,
+	}, -1)
+}
+
+// byteColumn buffers one binary column's values end to end; ends[i] is
+// where value i ends (offsets, not slices, so that growing data does not
+// keep earlier copies alive).
+type byteColumn struct {
+	data []byte
+	ends []int
+}
+
+func (c *byteColumn) add(b []byte) {
+	c.data = append(c.data, b...)
+	c.ends = append(c.ends, len(c.data))
+}
+
+func (c *byteColumn) values(dst []parquet.ByteArray) []parquet.ByteArray {
+	dst = dst[:0]
+	start := 0
+	for _, end := range c.ends {
+		dst = append(dst, parquet.ByteArray(c.data[start:end:end]))
+		start = end
+	}
+	return dst
+}
+
+func (c *byteColumn) reset() { c.data, c.ends = c.data[:0], c.ends[:0] }
+
+type parquetWriter struct {
+	fw *file.Writer
+
+	keys                    byteColumn
+	families, quals, values byteColumn
+	timestamps              []int64
+	defLevels, repLevels    []int16 // shared by the four cell columns
+	buffered                int
+	scratch                 []parquet.ByteArray
+	err                     error
+	closed                  bool
+}
+
+// NewParquetWriter returns a writer of one Parquet file in Cloud
+// Bigtable's row schema (parquetSchema), Snappy-compressed as the Dataflow
+// templates write it, with o.Header (if any) in the key-value metadata
+// under HeaderMetadataKey. Parquet's key-value metadata holds UTF-8 text,
+// so a header that is not valid UTF-8 is refused (this package's header
+// encoding is text).
+func NewParquetWriter(w io.Writer, o FileOptions) (RowWriter, error) {
+	if !utf8.Valid(o.Header) {
+		return nil, errors.New("export: parquet: the header is not UTF-8 text, which Parquet's key-value metadata requires")
+	}
+	sc, err := parquetSchema()
+	if err != nil {
+		return nil, fmt.Errorf("export: parquet schema: %w", err)
+	}
+	props := parquet.NewWriterProperties(
+		parquet.WithCompression(compress.Codecs.Snappy),
+		// A dictionary pays for families only (a few per table); keys,
+		// qualifiers and values would only fall back from it.
+		parquet.WithDictionaryDefault(false),
+		parquet.WithDictionaryFor("cells.array.family", true),
+		// Statistics of values and qualifiers prune nothing a reader asks.
+		parquet.WithStatsFor("cells.array.value", false),
+		parquet.WithStatsFor("cells.array.qualifier", false),
+		parquet.WithDataPageVersion(parquet.DataPageV1),
+		parquet.WithCreatedBy("tabula"),
+	)
+	meta := metadata.NewKeyValueMetadata()
+	if err := meta.Append("parquet.avro.schema", bigtableRowSchema); err != nil {
+		return nil, err
+	}
+	if o.Header != nil {
+		if err := meta.Append(HeaderMetadataKey, string(o.Header)); err != nil {
+			return nil, err
+		}
+	}
+	fw, err := file.NewParquetWriterWithError(w, sc, file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	if err != nil {
+		return nil, fmt.Errorf("export: parquet writer: %w", err)
+	}
+	return &parquetWriter{fw: fw}, nil
+}
+
+func (p *parquetWriter) WriteRow(r Row) error {
+	if p.err != nil {
+		return p.err
+	}
+	if p.closed {
+		return errors.New("export: parquet: WriteRow after Close")
+	}
+	p.keys.add(r.Key)
+	p.buffered += len(r.Key)
+	if len(r.Cells) == 0 {
+		// An empty list: one level entry, no value, in every cell column.
+		p.defLevels = append(p.defLevels, 0)
+		p.repLevels = append(p.repLevels, 0)
+	}
+	for i, c := range r.Cells {
+		rep := int16(1)
+		if i == 0 {
+			rep = 0
+		}
+		p.defLevels = append(p.defLevels, 1)
+		p.repLevels = append(p.repLevels, rep)
+		p.families.add([]byte(c.Family))
+		p.quals.add(c.Qualifier)
+		p.timestamps = append(p.timestamps, c.Timestamp)
+		p.values.add(c.Value)
+		p.buffered += len(c.Family) + len(c.Qualifier) + 8 + len(c.Value)
+	}
+	if p.buffered >= parquetRowGroupBytes {
+		p.err = p.flush()
+	}
+	return p.err
+}
+
+// flush writes the buffered rows as one row group, column after column.
+func (p *parquetWriter) flush() error {
+	if len(p.keys.ends) == 0 {
+		return nil
+	}
+	rg, err := p.fw.AppendRowGroupChecked()
+	if err != nil {
+		return fmt.Errorf("export: parquet row group: %w", err)
+	}
+	for col := 0; col < pqColumns; col++ {
+		cw, err := rg.NextColumn()
+		if err != nil {
+			return fmt.Errorf("export: parquet column %d: %w", col, err)
+		}
+		switch col {
+		case pqKey:
+			p.scratch = p.keys.values(p.scratch)
+			_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(p.scratch, nil, nil)
+		case pqTimestamp:
+			_, err = cw.(*file.Int64ColumnChunkWriter).WriteBatch(p.timestamps, p.defLevels, p.repLevels)
+		default:
+			src := &p.families
+			if col == pqQualifier {
+				src = &p.quals
+			} else if col == pqValue {
+				src = &p.values
+			}
+			p.scratch = src.values(p.scratch)
+			_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(p.scratch, p.defLevels, p.repLevels)
+		}
+		if err == nil {
+			err = cw.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("export: parquet column %d: %w", col, err)
+		}
+	}
+	if err := rg.Close(); err != nil {
+		return fmt.Errorf("export: parquet row group: %w", err)
+	}
+	p.keys.reset()
+	p.families.reset()
+	p.quals.reset()
+	p.values.reset()
+	p.timestamps, p.defLevels, p.repLevels = p.timestamps[:0], p.defLevels[:0], p.repLevels[:0]
+	clear(p.scratch)
+	p.buffered = 0
+	return nil
+}
+
+func (p *parquetWriter) Close() error {
+	if p.closed {
+		return p.err
+	}
+	p.closed = true
+	if p.err == nil {
+		p.err = p.flush()
+	}
+	if err := p.fw.Close(); p.err == nil && err != nil {
+		p.err = fmt.Errorf("export: parquet close: %w", err)
+	}
+	return p.err
+}
