@@ -182,6 +182,35 @@ func TestFormatsNoHeaderNoRows(t *testing.T) {
 	}
 }
 
+// closeRecorder is an io.WriteCloser that records a Close.
+type closeRecorder struct {
+	bytes.Buffer
+	closed bool
+}
+
+func (c *closeRecorder) Close() error { c.closed = true; return nil }
+
+// A writer's Close finishes the file but leaves the io.Writer open (a
+// caller may write several files to one stream, or close it itself).
+func TestFormatsLeaveWriterOpen(t *testing.T) {
+	for _, f := range formats {
+		var c closeRecorder
+		w, err := f.write(&c, FileOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteRow(Row{Key: []byte("k")}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if c.closed {
+			t.Errorf("%s: Close closed the io.Writer", f.name)
+		}
+	}
+}
+
 func TestParquetRefusesBinaryHeader(t *testing.T) {
 	if _, err := NewParquetWriter(io.Discard, FileOptions{Header: []byte{0xff}}); err == nil {
 		t.Fatal("a header that is not UTF-8 accepted (Parquet metadata is text)")

@@ -150,7 +150,9 @@ func NewParquetWriter(w io.Writer, o FileOptions) (RowWriter, error) {
 			return nil, err
 		}
 	}
-	fw, err := file.NewParquetWriterWithError(w, sc, file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	// Wrapped so that the library's Close, which closes an io.Closer it
+	// writes to, leaves w open (RowWriter's contract).
+	fw, err := file.NewParquetWriterWithError(struct{ io.Writer }{w}, sc, file.WithWriterProps(props), file.WithWriteMetadata(meta))
 	if err != nil {
 		return nil, fmt.Errorf("export: parquet writer: %w", err)
 	}
