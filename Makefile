@@ -24,10 +24,15 @@ vet:
 # changing anything (`make tidy` fixes it). It fetches missing modules from the
 # module proxy. Then the engine benchmark's own tests (a few thousand keys
 # through every engine, in child processes), so the harness cannot rot.
+# Then interop/ (a module of its own: DuckDB's Go bindings need cgo and link
+# DuckDB's library, which no other build should): DuckDB reads the export
+# package's Parquet files and writes files it reads.
 test: vet tools
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
+	cd interop && $(GO) mod tidy -diff
 	cd bench && $(GO) test -race -count=1 ./enginebench/
+	cd interop && CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 	TABULA_WEED=$(CURDIR)/$(WEED) TABULA_REQUIRE_WEED=1 TABULA_CBT=$(CURDIR)/$(CBT) TABULA_REQUIRE_CBT=1 \
 	  TABULA_BIGTABLE_IT=$(CURDIR)/$(BTIT) TABULA_REQUIRE_BIGTABLE_IT=1 \
 	  TABULA_NODESUITE=$(CURDIR)/$(NODESUITE) TABULA_REQUIRE_NODESUITE=1 \
@@ -65,11 +70,12 @@ soak: build $(WEED).$(WEED_VERSION)
 	TABULA_WEED=$(CURDIR)/$(WEED) ./bin/tabula verify run --object-store --duration $(SOAK_DURATION) --min-faults-per-kind 3 $(SOAK_FLAGS)
 	BALANCER_SOAK=$(BALANCER_SOAK) $(GO) test ./e2e/ -run '^TestBalancerSteadyLoad$$' -count=1 -timeout 20m -v
 
-# Rewrites go.mod and go.sum of both modules; bench/ replaces the root module
-# with ../, so it follows the root's requirements.
+# Rewrites go.mod and go.sum of the modules; bench/ and interop/ replace the
+# root module with ../, so they follow the root's requirements.
 tidy:
 	$(GO) mod tidy
 	cd bench && $(GO) mod tidy
+	cd interop && $(GO) mod tidy
 
 # The engine benchmark (bench/enginebench, module bench/): Tabula's tablet
 # engine against pebble v2, pebble v1 and goleveldb, configured alike, each

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
@@ -33,7 +34,13 @@ type pqLeaf struct {
 type parquetReader struct {
 	fr     *file.Reader
 	leaves [pqColumns]pqLeaf
-	group  int // next row group to load
+	// maxLevels bounds the entries of one column in one row group: run
+	// lengths and dictionaries let a few bytes claim millions of values,
+	// and a damaged file would have the reader decode them all. 256 cells
+	// per byte of file is far beyond what real cells (their timestamps and
+	// values differ) compress to.
+	maxLevels int64
+	group     int // next row group to load
 
 	// The loaded row group.
 	keys           []parquet.ByteArray
@@ -52,11 +59,15 @@ type parquetReader struct {
 // the key-value metadata (HeaderMetadataKey), nil when there is none.
 func NewParquetReader(r io.ReaderAt, size int64) (rr RowReader, header []byte, err error) {
 	defer recoverParquet(&err)
-	fr, err := file.NewParquetReader(io.NewSectionReader(r, 0, size))
+	if size < 0 {
+		return nil, nil, errors.New("export: parquet: negative file size")
+	}
+	props := parquet.NewReaderProperties(&boundedAllocator{max: 16<<20 + 64*size})
+	fr, err := file.NewParquetReader(io.NewSectionReader(r, 0, size), file.WithReadProps(props))
 	if err != nil {
 		return nil, nil, fmt.Errorf("export: parquet: %w", err)
 	}
-	p := &parquetReader{fr: fr}
+	p := &parquetReader{fr: fr, maxLevels: 1<<16 + 256*size}
 	if err := p.findColumns(fr.MetaData().Schema); err != nil {
 		return nil, nil, err
 	}
@@ -74,6 +85,29 @@ func recoverParquet(err *error) {
 		*err = fmt.Errorf("export: parquet: damaged file: %v", r)
 	}
 }
+
+// boundedAllocator is the Parquet library's allocator (page and
+// decompression buffers) with a bound on any one buffer: a damaged page
+// header may claim gigabytes. A page decompresses to at most 64 times the
+// whole file (Snappy, the templates' codec, to about 22 times); the panic
+// becomes an error in recoverParquet.
+type boundedAllocator struct{ max int64 }
+
+func (a *boundedAllocator) Allocate(n int) []byte {
+	if int64(n) > a.max {
+		panic(fmt.Sprintf("a buffer of %d bytes, over the bound of %d for this file", n, a.max))
+	}
+	return memory.DefaultAllocator.Allocate(n)
+}
+
+func (a *boundedAllocator) Reallocate(n int, b []byte) []byte {
+	if int64(n) > a.max {
+		panic(fmt.Sprintf("a buffer of %d bytes, over the bound of %d for this file", n, a.max))
+	}
+	return memory.DefaultAllocator.Reallocate(n, b)
+}
+
+func (a *boundedAllocator) Free(b []byte) { memory.DefaultAllocator.Free(b) }
 
 func (p *parquetReader) findColumns(sc *schema.Schema) error {
 	found := 0
@@ -154,6 +188,9 @@ func (p *parquetReader) readBytes(rg *file.RowGroupReader, col int, vals []parqu
 		if total == 0 {
 			break
 		}
+		if int64(len(def)) > p.maxLevels {
+			return nil, nil, nil, fmt.Errorf("more than %d values in a column chunk", p.maxLevels)
+		}
 	}
 	return vals, def, rep, br.Err()
 }
@@ -181,6 +218,9 @@ func (p *parquetReader) readInt64(rg *file.RowGroupReader, col int, vals []int64
 		vals, def, rep = vals[:n+nv], def[:l+int(total)], rep[:l+int(total)]
 		if total == 0 {
 			break
+		}
+		if int64(len(def)) > p.maxLevels {
+			return nil, nil, nil, fmt.Errorf("more than %d values in a column chunk", p.maxLevels)
 		}
 	}
 	return vals, def, rep, ir.Err()
