@@ -1,11 +1,18 @@
 package export
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
+
+
 )
 
 // benchFile is n rows as docs/BENCHMARKS.md "Export and import" loads
@@ -44,4 +51,137 @@ func BenchmarkJSONLinesRead(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/40000, "ns/cell")
+}
+
+// cpuTime is the process's user and system CPU time: on a shared machine
+// the MB/s of CPU time say more than those of wall time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports MB of rows per CPU second over the b.N iterations
+// since start.
+func reportCPU(b *testing.B, start time.Duration, raw int64) {
+	if d := cpuTime() - start; d > 0 {
+		b.ReportMetric(float64(raw)*float64(b.N)/1e6/d.Seconds(), "MB/cpu-s")
+	}
+}
+
+// benchRows is about 1M cells of 100 B values (docs/BENCHMARKS.md, "Export
+// formats"): 100,000 rows of 10 columns in 2 families, keys and qualifiers
+// as a table's are (sortable text), values random bytes half-compressible
+// (half random, half a repeated pattern, as real values often are).
+func benchRows() []Row {
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows := make([]Row, 100_000)
+	for i := range rows {
+		r := Row{Key: fmt.Appendf(nil, "user%08d", i*7919%10_000_000)}
+		for j := range 10 {
+			v := make([]byte, 100)
+			for k := range 50 {
+				v[k] = byte(rng.Uint32())
+			}
+			copy(v[50:], "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghij")
+			r.Cells = append(r.Cells, Cell{Family: []string{"profile", "events"}[j%2], Qualifier: fmt.Appendf(nil, "col%02d", j),
+				Timestamp: 1_700_000_000_000_000 + int64(i*10+j), Value: v})
+		}
+		rows[i] = r
+	}
+	return rows
+}
+
+// rawBytes is what the rows hold: keys, families, qualifiers, values and
+// 8 bytes per timestamp; MB/s are of these.
+func rawBytes(rows []Row) int64 {
+	var n int64
+	for _, r := range rows {
+		n += int64(len(r.Key))
+		for _, c := range r.Cells {
+			n += int64(len(c.Family) + len(c.Qualifier) + 8 + len(c.Value))
+		}
+	}
+	return n
+}
+
+// jsonLinesWriter is a plain encoding/json baseline for the same rows (one
+// object per row, bytes as base64 as encoding/json writes []byte), standing
+// in for the JSON-lines format of this package in the comparison.
+type jsonLinesWriter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+}
+
+func newJSONLines(w io.Writer, _ FileOptions) (RowWriter, error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	return &jsonLinesWriter{w: bw, enc: json.NewEncoder(bw)}, nil
+}
+
+func (j *jsonLinesWriter) WriteRow(r Row) error { return j.enc.Encode(r) }
+func (j *jsonLinesWriter) Close() error         { return j.w.Flush() }
+
+type jsonLinesReader struct {
+	dec *json.Decoder
+	row Row
+}
+
+func (j *jsonLinesReader) ReadRow() (Row, error) {
+	j.row = Row{}
+	err := j.dec.Decode(&j.row)
+	return j.row, err
+}
+
+// BenchmarkExportFormats writes and reads the same ~1M cells in each
+// format; it reports the file's size and write and read MB/s of the rows'
+// bytes (rawBytes).
+//
+//	go test -run '^$' -bench ExportFormats -benchtime 3x -count 5 ./export/
+func BenchmarkExportFormats(b *testing.B) {
+	rows := benchRows()
+	raw := rawBytes(rows)
+	all := append(formats, format{"jsonlines-baseline", newJSONLines, func(f []byte) (RowReader, []byte, error) {
+		return &jsonLinesReader{dec: json.NewDecoder(bytes.NewReader(f))}, nil, nil
+	}})
+	for _, f := range all {
+		b.Run(f.name+"/write", func(b *testing.B) {
+			var size int
+			start := cpuTime()
+			for b.Loop() {
+				size = len(writeFile(b, f, nil, rows))
+			}
+			reportCPU(b, start, raw)
+			b.SetBytes(raw)
+			b.ReportMetric(float64(size)/(1<<20), "file-MiB")
+			b.ReportMetric(float64(size)/float64(raw), "size/raw")
+		})
+		b.Run(f.name+"/read", func(b *testing.B) {
+			file := writeFile(b, f, nil, rows)
+			b.SetBytes(raw)
+			start := cpuTime()
+			for b.Loop() {
+				r, _, err := f.read(file)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				for {
+					_, err := r.ReadRow()
+					if err == io.EOF {
+						break
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if n != len(rows) {
+					b.Fatalf("read %d rows of %d", n, len(rows))
+				}
+			}
+			reportCPU(b, start, raw)
+		})
+	}
 }
