@@ -162,56 +162,33 @@ func (p *parquetReader) findColumns(sc *schema.Schema) error {
 	return nil
 }
 
-// readBytes reads a binary column of the current row group in full.
-func (p *parquetReader) readBytes(rg *file.RowGroupReader, col int, vals []parquet.ByteArray, def, rep []int16) ([]parquet.ByteArray, []int16, []int16, error) {
-	cr, err := rg.Column(col)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	br, ok := cr.(*file.ByteArrayColumnChunkReader)
-	if !ok {
-		return nil, nil, nil, fmt.Errorf("%w: column %d is not binary", ErrParquetSchema, col)
-	}
-	const batch = 4096
-	vals, def, rep = vals[:0], def[:0], rep[:0]
-	for br.HasNext() {
-		n := len(vals)
-		vals = slices.Grow(vals, batch)[:n+batch]
-		l := len(def)
-		def = slices.Grow(def, batch)[:l+batch]
-		rep = slices.Grow(rep, batch)[:l+batch]
-		total, nv, err := br.ReadBatch(batch, vals[n:], def[l:], rep[l:])
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		vals, def, rep = vals[:n+nv], def[:l+int(total)], rep[:l+int(total)]
-		if total == 0 {
-			break
-		}
-		if int64(len(def)) > p.maxLevels {
-			return nil, nil, nil, fmt.Errorf("more than %d values in a column chunk", p.maxLevels)
-		}
-	}
-	return vals, def, rep, br.Err()
+// columnReader is what readColumn uses of the library's typed column
+// chunk readers (ByteArrayColumnChunkReader, Int64ColumnChunkReader).
+type columnReader[T any] interface {
+	HasNext() bool
+	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (int64, int, error)
+	Err() error
 }
 
-func (p *parquetReader) readInt64(rg *file.RowGroupReader, col int, vals []int64, def, rep []int16) ([]int64, []int16, []int16, error) {
+// readColumn reads column col of row group rg in full: its values and its
+// definition and repetition levels, appended to vals, def and rep emptied.
+func readColumn[T any](rg *file.RowGroupReader, col int, maxLevels int64, vals []T, def, rep []int16) ([]T, []int16, []int16, error) {
 	cr, err := rg.Column(col)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	ir, ok := cr.(*file.Int64ColumnChunkReader)
+	tr, ok := cr.(columnReader[T])
 	if !ok {
-		return nil, nil, nil, fmt.Errorf("%w: column %d is not int64", ErrParquetSchema, col)
+		return nil, nil, nil, fmt.Errorf("%w: column %d is of another type", ErrParquetSchema, col)
 	}
 	const batch = 4096
 	vals, def, rep = vals[:0], def[:0], rep[:0]
-	for ir.HasNext() {
+	for tr.HasNext() {
 		n, l := len(vals), len(def)
 		vals = slices.Grow(vals, batch)[:n+batch]
 		def = slices.Grow(def, batch)[:l+batch]
 		rep = slices.Grow(rep, batch)[:l+batch]
-		total, nv, err := ir.ReadBatch(batch, vals[n:], def[l:], rep[l:])
+		total, nv, err := tr.ReadBatch(batch, vals[n:], def[l:], rep[l:])
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -219,11 +196,11 @@ func (p *parquetReader) readInt64(rg *file.RowGroupReader, col int, vals []int64
 		if total == 0 {
 			break
 		}
-		if int64(len(def)) > p.maxLevels {
-			return nil, nil, nil, fmt.Errorf("more than %d values in a column chunk", p.maxLevels)
+		if int64(len(def)) > maxLevels {
+			return nil, nil, nil, fmt.Errorf("more than %d values in a column chunk", maxLevels)
 		}
 	}
-	return vals, def, rep, ir.Err()
+	return vals, def, rep, tr.Err()
 }
 
 // load reads row group g's five columns and checks that they agree.
@@ -231,13 +208,13 @@ func (p *parquetReader) load(g int) error {
 	rg := p.fr.RowGroup(g)
 	var err error
 	var kdef, d, r []int16
-	if p.keys, kdef, _, err = p.readBytes(rg, p.leaves[pqKey].col, p.keys, nil, nil); err != nil {
+	if p.keys, kdef, _, err = readColumn(rg, p.leaves[pqKey].col, p.maxLevels, p.keys, nil, nil); err != nil {
 		return fmt.Errorf("export: parquet row group %d key: %w", g, err)
 	}
 	if len(kdef) > 0 && len(p.keys) != len(kdef) {
 		return fmt.Errorf("export: parquet row group %d: a null key", g)
 	}
-	if p.fam, p.def, p.rep, err = p.readBytes(rg, p.leaves[pqFamily].col, p.fam, p.def, p.rep); err != nil {
+	if p.fam, p.def, p.rep, err = readColumn(rg, p.leaves[pqFamily].col, p.maxLevels, p.fam, p.def, p.rep); err != nil {
 		return fmt.Errorf("export: parquet row group %d family: %w", g, err)
 	}
 	if !p.sameLevels(pqFamily, p.def, p.rep) {
@@ -248,14 +225,14 @@ func (p *parquetReader) load(g int) error {
 		dst  *[]parquet.ByteArray
 		name string
 	}{{pqQualifier, &p.qual, "qualifier"}, {pqValue, &p.val, "value"}} {
-		if *c.dst, d, r, err = p.readBytes(rg, p.leaves[c.idx].col, *c.dst, d, r); err != nil {
+		if *c.dst, d, r, err = readColumn(rg, p.leaves[c.idx].col, p.maxLevels, *c.dst, d, r); err != nil {
 			return fmt.Errorf("export: parquet row group %d %s: %w", g, c.name, err)
 		}
 		if !p.sameLevels(c.idx, d, r) {
 			return fmt.Errorf("export: parquet row group %d: %s's levels differ from family's", g, c.name)
 		}
 	}
-	if p.ts, d, r, err = p.readInt64(rg, p.leaves[pqTimestamp].col, p.ts, d, r); err != nil {
+	if p.ts, d, r, err = readColumn(rg, p.leaves[pqTimestamp].col, p.maxLevels, p.ts, d, r); err != nil {
 		return fmt.Errorf("export: parquet row group %d timestamp: %w", g, err)
 	}
 	if !p.sameLevels(pqTimestamp, d, r) {
