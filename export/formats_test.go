@@ -217,8 +217,9 @@ func TestParquetRefusesBinaryHeader(t *testing.T) {
 	}
 }
 
-// Rows beyond one row group / block: the writers cut them and the readers
-// go on across the cut, the cells of each row kept together.
+// Rows beyond one row group / block: the writers cut them (and Parquet's
+// columns into pages) and the readers go on across the cut, the cells of
+// each row kept together; one value is larger than a row group's bound.
 func TestFormatsManyGroups(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes over 64 MiB")
@@ -235,6 +236,10 @@ func TestFormatsManyGroups(t *testing.T) {
 		}
 		rows = append(rows, r)
 	}
+	// A value larger than a row group's bound and than the Parquet
+	// library's default page limit (64 MiB), incompressible: Bigtable
+	// allows 100 MiB.
+	rows = append(rows, Row{Key: []byte("row~big"), Cells: []Cell{{Family: "f", Timestamp: 1, Value: randBytes(rng, 65<<20)}}})
 	for _, f := range formats {
 		t.Run(f.name, func(t *testing.T) {
 			file := writeFile(t, f, nil, rows)

@@ -62,7 +62,13 @@ func NewParquetReader(r io.ReaderAt, size int64) (rr RowReader, header []byte, e
 	if size < 0 {
 		return nil, nil, errors.New("export: parquet: negative file size")
 	}
-	props := parquet.NewReaderProperties(&boundedAllocator{max: 16<<20 + 64*size})
+	bound := 16<<20 + 64*size
+	props := parquet.NewReaderProperties(&boundedAllocator{max: bound})
+	// A page is as large as the file allows (the library's default stops
+	// at 64 MiB compressed, and one Bigtable value may be 100 MiB) and
+	// decompresses to no more than the allocator's bound.
+	props.MaxCompressedPageSize = max(size, parquet.DefaultMaxCompressedPageSize)
+	props.MaxUncompressedPageSize = bound
 	fr, err := file.NewParquetReader(io.NewSectionReader(r, 0, size), file.WithReadProps(props))
 	if err != nil {
 		return nil, nil, fmt.Errorf("export: parquet: %w", err)

@@ -209,9 +209,18 @@ func (p *parquetWriter) flush() error {
 		switch col {
 		case pqKey:
 			p.scratch = p.keys.values(p.scratch)
-			_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(p.scratch, nil, nil)
+			vals := p.scratch
+			err = writeBatches(len(vals), nil, func(_, v int) (int, bool) { return len(vals[v]), true },
+				func(vlo, vhi, _, _ int) error {
+					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], nil, nil)
+					return err
+				})
 		case pqTimestamp:
-			_, err = cw.(*file.Int64ColumnChunkWriter).WriteBatch(p.timestamps, p.defLevels, p.repLevels)
+			err = writeBatches(len(p.timestamps), p.repLevels, p.cellValue(func(int) int { return 8 }),
+				func(vlo, vhi, llo, lhi int) error {
+					_, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(p.timestamps[vlo:vhi], p.defLevels[llo:lhi], p.repLevels[llo:lhi])
+					return err
+				})
 		default:
 			src := &p.families
 			if col == pqQualifier {
@@ -220,7 +229,12 @@ func (p *parquetWriter) flush() error {
 				src = &p.values
 			}
 			p.scratch = src.values(p.scratch)
-			_, err = cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(p.scratch, p.defLevels, p.repLevels)
+			vals := p.scratch
+			err = writeBatches(len(vals), p.repLevels, p.cellValue(func(v int) int { return len(vals[v]) }),
+				func(vlo, vhi, llo, lhi int) error {
+					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], p.defLevels[llo:lhi], p.repLevels[llo:lhi])
+					return err
+				})
 		}
 		if err == nil {
 			err = cw.Close()
@@ -240,6 +254,48 @@ func (p *parquetWriter) flush() error {
 	clear(p.scratch)
 	p.buffered = 0
 	return nil
+}
+
+// pqBatchBytes is how many value bytes go to the library per WriteBatch:
+// it cuts a data page (about 1 MiB) only between batches, so one batch of
+// a whole row group would make one page of it.
+const pqBatchBytes = 256 << 10
+
+// cellValue turns a per-value size into a per-level one for writeBatches:
+// a level entry with definition level 0 (an empty list) holds no value.
+func (p *parquetWriter) cellValue(size func(v int) int) func(l, v int) (int, bool) {
+	return func(l, v int) (int, bool) {
+		if p.defLevels[l] == 0 {
+			return 0, false
+		}
+		return size(v), true
+	}
+}
+
+// writeBatches calls write with consecutive ranges of values [vlo, vhi)
+// and of level entries [llo, lhi) of about pqBatchBytes each, cut between
+// rows (at repetition level 0). size(l, v) is the size of value v at level
+// entry l, false where the entry holds no value. Without levels (the key
+// column) every value is a row and a level entry of its own.
+func writeBatches(nvals int, rep []int16, size func(l, v int) (int, bool), write func(vlo, vhi, llo, lhi int) error) error {
+	nlev := len(rep)
+	if rep == nil {
+		nlev = nvals
+	}
+	llo, vlo, v, n := 0, 0, 0, 0
+	for l := 0; l < nlev; l++ {
+		if (rep == nil || rep[l] == 0) && l > llo && n >= pqBatchBytes {
+			if err := write(vlo, v, llo, l); err != nil {
+				return err
+			}
+			llo, vlo, n = l, v, 0
+		}
+		if b, ok := size(l, v); ok {
+			n += b
+			v++
+		}
+	}
+	return write(vlo, v, llo, nlev)
 }
 
 func (p *parquetWriter) Close() error {
