@@ -77,30 +77,50 @@ func parquetSchema() (*schema.GroupNode, error) {
 	}, -1)
 }
 
-// byteColumn buffers one binary column's values end to end; ends[i] is
-// where value i ends (offsets, not slices, so that growing data does not
-// keep earlier copies alive).
+// byteColumn buffers one binary column's values in chunks of
+// byteChunk bytes that never move once written (growing one buffer would
+// copy a row group's bytes again at every doubling), and the values as
+// slices of them, which is what the library's WriteBatch takes.
 type byteColumn struct {
-	data []byte
-	ends []int
+	chunks [][]byte // in use; the value being added goes into the last
+	free   [][]byte // emptied by reset, reused by add
+	vals   []parquet.ByteArray
 }
+
+const byteChunk = 1 << 20
 
 func (c *byteColumn) add(b []byte) {
-	c.data = append(c.data, b...)
-	c.ends = append(c.ends, len(c.data))
-}
-
-func (c *byteColumn) values(dst []parquet.ByteArray) []parquet.ByteArray {
-	dst = dst[:0]
-	start := 0
-	for _, end := range c.ends {
-		dst = append(dst, parquet.ByteArray(c.data[start:end:end]))
-		start = end
+	n := len(c.chunks)
+	if n == 0 || cap(c.chunks[n-1])-len(c.chunks[n-1]) < len(b) {
+		var chunk []byte
+		if k := len(c.free); k > 0 && cap(c.free[k-1]) >= len(b) {
+			chunk, c.free = c.free[k-1], c.free[:k-1]
+		} else {
+			chunk = make([]byte, 0, max(byteChunk, len(b)))
+		}
+		c.chunks = append(c.chunks, chunk)
+		n++
 	}
-	return dst
+	last := c.chunks[n-1]
+	start := len(last)
+	last = append(last, b...)
+	c.chunks[n-1] = last
+	c.vals = append(c.vals, parquet.ByteArray(last[start:len(last):len(last)]))
 }
 
-func (c *byteColumn) reset() { c.data, c.ends = c.data[:0], c.ends[:0] }
+// reset empties the column, keeping its chunks of the usual size for the
+// next row group (a chunk made for one large value is let go).
+func (c *byteColumn) reset() {
+	for _, ch := range c.chunks {
+		if cap(ch) == byteChunk {
+			c.free = append(c.free, ch[:0])
+		}
+	}
+	clear(c.chunks)
+	c.chunks = c.chunks[:0]
+	clear(c.vals)
+	c.vals = c.vals[:0]
+}
 
 type parquetWriter struct {
 	fw *file.Writer
@@ -110,7 +130,6 @@ type parquetWriter struct {
 	timestamps              []int64
 	defLevels, repLevels    []int16 // shared by the four cell columns
 	buffered                int
-	scratch                 []parquet.ByteArray
 	err                     error
 	closed                  bool
 }
@@ -194,7 +213,7 @@ func (p *parquetWriter) WriteRow(r Row) error {
 
 // flush writes the buffered rows as one row group, column after column.
 func (p *parquetWriter) flush() error {
-	if len(p.keys.ends) == 0 {
+	if len(p.keys.vals) == 0 {
 		return nil
 	}
 	rg, err := p.fw.AppendRowGroupChecked()
@@ -208,8 +227,7 @@ func (p *parquetWriter) flush() error {
 		}
 		switch col {
 		case pqKey:
-			p.scratch = p.keys.values(p.scratch)
-			vals := p.scratch
+			vals := p.keys.vals
 			err = writeBatches(len(vals), nil, func(_, v int) (int, bool) { return len(vals[v]), true },
 				func(vlo, vhi, _, _ int) error {
 					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], nil, nil)
@@ -228,8 +246,7 @@ func (p *parquetWriter) flush() error {
 			} else if col == pqValue {
 				src = &p.values
 			}
-			p.scratch = src.values(p.scratch)
-			vals := p.scratch
+			vals := src.vals
 			err = writeBatches(len(vals), p.repLevels, p.cellValue(func(v int) int { return len(vals[v]) }),
 				func(vlo, vhi, llo, lhi int) error {
 					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], p.defLevels[llo:lhi], p.repLevels[llo:lhi])
@@ -251,7 +268,6 @@ func (p *parquetWriter) flush() error {
 	p.quals.reset()
 	p.values.reset()
 	p.timestamps, p.defLevels, p.repLevels = p.timestamps[:0], p.defLevels[:0], p.repLevels[:0]
-	clear(p.scratch)
 	p.buffered = 0
 	return nil
 }
