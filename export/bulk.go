@@ -17,7 +17,7 @@ const bulkChunkBytes = 64 << 20
 
 // bulkFile loads one file's rows (an export file holds one key range in
 // key order) with client.Table.BulkLoad, in calls of up to bulkChunkBytes.
-func (im *importer) bulkFile(ctx context.Context, name string, jr *JSONLinesReader) error {
+func (im *importer) bulkFile(ctx context.Context, name string, jr *fileReader) error {
 	var (
 		rows []client.Row
 		size int
@@ -54,7 +54,8 @@ func (im *importer) bulkFile(ctx context.Context, name string, jr *JSONLinesRead
 		}
 		for _, c := range row.Cells {
 			if im.aggregate[c.Family] {
-				return fmt.Errorf("%s: row %q at line %d: family %s is an aggregate family; a bulk load writes bytes families only (its cells would add to what is there): import this table without --bulk", name, row.Key, jr.Line, c.Family)
+				unit, at := jr.pos()
+				return fmt.Errorf("%s: row %q at %s %d: family %s is an aggregate family; a bulk load writes bytes families only (its cells would add to what is there): import this table without --bulk", name, row.Key, unit, at, c.Family)
 			}
 			size += len(c.Family) + len(c.Qualifier) + len(c.Value) + 16
 		}

@@ -149,7 +149,7 @@ func TestImportKilledAndRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range files {
-		f, err := loc.Create(ctx, export.FileName(i))
+		f, err := loc.Create(ctx, export.FileName(i, export.JSONLines))
 		if err != nil {
 			t.Fatal(err)
 		}

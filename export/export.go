@@ -34,6 +34,8 @@ type ExportOptions struct {
 	Workers int
 	// Progress, when set, is called after each row with what it added.
 	Progress func(rows, cells, bytes int64)
+	// Format is the files' format ("": JSONLines).
+	Format Format
 }
 
 // Stats count what one file (or one export) holds.
@@ -162,11 +164,11 @@ func SplitRange(samples []client.KeySample, start, end []byte, n int) [][2][]byt
 	return append(out, [2][]byte{lo, end})
 }
 
-// FileName is the name of file i of a parallel export.
-func FileName(i int) string { return fmt.Sprintf("part-%05d.jsonl", i) }
+// FileName is the name of file i of a parallel export in format f.
+func FileName(i int, f Format) string { return fmt.Sprintf("part-%05d%s", i, f.Ext()) }
 
-// Export writes the rows of opts to loc as opts.Workers JSON-lines files
-// of key ranges of similar size (SplitRange of the table's
+// Export writes the rows of opts to loc as opts.Workers files in
+// opts.Format of key ranges of similar size (SplitRange of the table's
 // SampleRowKeys), each with the header, then the manifest listing them.
 // The files together hold what one export of the range holds.
 func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOptions) (Manifest, error) {
@@ -205,7 +207,7 @@ func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOp
 	}
 	m := Manifest{Format: FormatVersion, Header: hb, Files: make([]ManifestFile, len(ranges))}
 	for i, r := range ranges {
-		m.Files[i] = ManifestFile{Name: FileName(i), Start: r[0], End: r[1]}
+		m.Files[i] = ManifestFile{Name: FileName(i, opts.Format), Start: r[0], End: r[1]}
 		if m.Files[i].Start == nil {
 			m.Files[i].Start = []byte{}
 		}
@@ -228,7 +230,7 @@ func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOp
 				if i >= len(ranges) || ctx.Err() != nil {
 					return
 				}
-				st, err := exportFile(ctx, tbl, loc, m.Files[i].Name, hb, ranges[i], filter, opts.Progress)
+				st, err := exportFile(ctx, tbl, loc, opts.Format, m.Files[i].Name, hb, ranges[i], filter, opts.Progress)
 				if err != nil {
 					errMu.Lock()
 					if first == nil {
@@ -264,12 +266,12 @@ func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOp
 	return m, nil
 }
 
-func exportFile(ctx context.Context, tbl *client.Table, loc Location, name string, header []byte, r [2][]byte, filter *rowfilter.Filter, progress func(rows, cells, bytes int64)) (Stats, error) {
+func exportFile(ctx context.Context, tbl *client.Table, loc Location, format Format, name string, header []byte, r [2][]byte, filter *rowfilter.Filter, progress func(rows, cells, bytes int64)) (Stats, error) {
 	f, err := loc.Create(ctx, name)
 	if err != nil {
 		return Stats{}, fmt.Errorf("creating %s in %s: %w (export to an empty directory or prefix)", name, loc, err)
 	}
-	jw, err := NewJSONLinesWriter(f, FileOptions{Header: header})
+	jw, err := NewWriter(format, f, FileOptions{Header: header})
 	if err == nil {
 		var st Stats
 		st, err = WriteRange(ctx, tbl, r[0], r[1], filter, jw, progress)

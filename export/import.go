@@ -32,8 +32,8 @@ type Source struct {
 }
 
 // LocationSources lists the files of an export in loc: the manifest's, or
-// else every *.jsonl file in name order. header is the manifest's header,
-// or nil.
+// else every *.jsonl, *.parquet and *.avro file in name order. header is
+// the manifest's header, or nil.
 func LocationSources(ctx context.Context, loc Location) (srcs []Source, header []byte, err error) {
 	m, ok, err := ReadManifest(ctx, loc)
 	if err != nil {
@@ -51,12 +51,14 @@ func LocationSources(ctx context.Context, loc Location) (srcs []Source, header [
 			return nil, nil, err
 		}
 		for _, n := range all {
-			if strings.HasSuffix(n, ".jsonl") {
-				names = append(names, n)
+			for _, f := range Formats {
+				if strings.HasSuffix(n, f.Ext()) {
+					names = append(names, n)
+				}
 			}
 		}
 		if len(names) == 0 {
-			return nil, nil, fmt.Errorf("%s holds no %s and no .jsonl file; give the directory or prefix an export wrote", loc, ManifestName)
+			return nil, nil, fmt.Errorf("%s holds no %s and no .jsonl, .parquet or .avro file; give the directory or prefix an export wrote", loc, ManifestName)
 		}
 	}
 	for _, n := range names {
@@ -255,16 +257,12 @@ func prepareTable(ctx context.Context, cli *client.Client, srcs []Source, header
 }
 
 func fileHeader(ctx context.Context, s Source) ([]byte, error) {
-	r, err := s.Open(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", s.Name, err)
-	}
-	defer r.Close()
-	jr, err := NewJSONLinesReader(r, s.Name)
+	fr, err := openFile(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	return jr.Header(), nil
+	defer fr.Close()
+	return fr.header, nil
 }
 
 // importer runs the batches of an import.
@@ -291,7 +289,8 @@ func (im *importer) fail(err error) {
 type batch struct {
 	keys   [][]byte
 	muts   []*client.Mutation
-	lines  []int
+	lines  []int  // where each row starts in the file, in units of unit
+	unit   string // "line" (JSON lines) or "row"
 	cells  int
 	size   int
 	name   string
@@ -300,20 +299,17 @@ type batch struct {
 
 // file reads one file into batches and waits for them to be written.
 func (im *importer) file(ctx context.Context, s Source) error {
-	r, err := s.Open(ctx)
-	if err != nil {
-		return fmt.Errorf("opening %s: %w", s.Name, err)
-	}
-	defer r.Close()
-	jr, err := NewJSONLinesReader(r, s.Name)
+	jr, err := openFile(ctx, s)
 	if err != nil {
 		return err
 	}
+	defer jr.Close()
 	if im.opts.Bulk {
 		return im.bulkFile(ctx, s.Name, jr)
 	}
+	unit, _ := jr.pos()
 	var inFile sync.WaitGroup
-	b := &batch{name: s.Name, inFile: &inFile}
+	b := &batch{name: s.Name, unit: unit, inFile: &inFile}
 	send := func() bool {
 		if len(b.keys) == 0 {
 			return true
@@ -325,7 +321,7 @@ func (im *importer) file(ctx context.Context, s Source) error {
 			inFile.Done()
 			return false
 		}
-		b = &batch{name: s.Name, inFile: &inFile}
+		b = &batch{name: s.Name, unit: unit, inFile: &inFile}
 		return true
 	}
 	var rerr error
@@ -362,7 +358,8 @@ func (im *importer) file(ctx context.Context, s Source) error {
 					return ctx.Err()
 				}
 			}
-			b.keys, b.muts, b.lines = append(b.keys, row.Key), append(b.muts, m), append(b.lines, jr.Line)
+			_, at := jr.pos()
+			b.keys, b.muts, b.lines = append(b.keys, row.Key), append(b.muts, m), append(b.lines, at)
 			b.cells += n
 			b.size += size + len(row.Key)
 		}
@@ -405,11 +402,11 @@ func (im *importer) write(ctx context.Context, b *batch) error {
 		}
 		failed++
 		if first == nil {
-			first = fmt.Errorf("importing into %s: %s: row %q starting at line %d: %w", im.tbl.Name(), b.name, b.keys[i], b.lines[i], e)
+			first = fmt.Errorf("importing into %s: %s: row %q starting at %s %d: %w", im.tbl.Name(), b.name, b.keys[i], b.unit, b.lines[i], e)
 		}
 	}
 	if err != nil && first == nil {
-		first = fmt.Errorf("importing into %s: %s: batch starting at line %d: %w", im.tbl.Name(), b.name, b.lines[0], err)
+		first = fmt.Errorf("importing into %s: %s: batch starting at %s %d: %w", im.tbl.Name(), b.name, b.unit, b.lines[0], err)
 	}
 	if first != nil {
 		if failed > 1 {
@@ -429,11 +426,47 @@ func (im *importer) write(ctx context.Context, b *batch) error {
 // isNotExist reports a missing file of a Location.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
-// StreamSource is a Source reading r once (stdin): it reads the first
-// line now, so that the header (returned, or nil) is known before the
-// import starts.
+// StreamSource is a Source reading r once (stdin): it reads the header now
+// (returned, or nil), so that it is known before the import starts. A
+// Parquet stream is copied to an unlinked temporary file first (its index
+// is at its end).
 func StreamSource(name string, r io.Reader) (Source, []byte, error) {
 	br := bufio.NewReaderSize(r, 256<<10)
+	magic, err := br.Peek(4)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return Source{}, nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	var replay io.ReadCloser
+	switch sniff(magic) {
+	case Parquet:
+		tmp, err := spool(br)
+		if err != nil {
+			return Source{}, nil, fmt.Errorf("copying %s to a temporary file: %w", name, err)
+		}
+		replay = tmp
+	case Avro:
+		// The header is read through a copy of what the reader consumed,
+		// which is read again first.
+		var seen bytes.Buffer
+		if _, _, err := NewAvroReader(io.TeeReader(br, &seen)); err != nil {
+			return Source{}, nil, fmt.Errorf("%w: %s: %v", ErrBadInput, name, err)
+		}
+		replay = io.NopCloser(io.MultiReader(&seen, br))
+	}
+	if replay != nil {
+		fr, err := readerOf(replay, name)
+		if err != nil {
+			return Source{}, nil, err
+		}
+		opened := false
+		return Source{Name: name, Open: func(context.Context) (io.ReadCloser, error) {
+			if opened {
+				return nil, fmt.Errorf("%s can be read once", name)
+			}
+			opened = true
+			return preOpened{fr}, nil
+		}}, fr.header, nil
+	}
 	first, err := br.ReadBytes('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return Source{}, nil, fmt.Errorf("reading %s: %w", name, err)

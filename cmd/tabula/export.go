@@ -18,22 +18,30 @@ import (
 
 func newExportCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "export TABLE [--file PATH | --to DIR|s3://BUCKET/PREFIX [--workers N]] [--range START,END] [--as-of T]",
-		Short: "Write every cell (all versions) of a table as JSON lines, with its schema",
+		Use:   "export TABLE [--file PATH | --to DIR|s3://BUCKET/PREFIX [--workers N]] [--format jsonl|parquet|avro] [--range START,END] [--as-of T]",
+		Short: "Write every cell (all versions) of a table as JSON lines, Parquet or Avro, with its schema",
 		Long: `Write every cell of the rows in [--start, --end) (or --range START,END, or --prefix),
 all versions, as JSON lines: a header line with the table's schema (families
 with every setting, split points), the cut and the format version, then one
 line per row in Cloud Bigtable's row schema, every key, qualifier and value
 in base64. "tabula import" reads it back (--create recreates the table).
 
+--format parquet or avro (default: from --file's extension .parquet or .avro,
+else jsonl) writes the same rows in Cloud Bigtable's row schema as Google's
+Dataflow templates do (Parquet as parquet-avro lays it out, Snappy), which
+Spark, DuckDB, BigQuery and the templates read; the header is in the file's
+metadata under "tabula.header" (docs/OPERATIONS.md "Parquet and Avro files").
+
 --as-of T (RFC 3339 or microseconds; default: when the export starts) exports
 the cells with timestamps <= T, so that parallel exports agree on one cut.
---to DIR or s3://BUCKET/PREFIX writes part-NNNNN.jsonl files and manifest.json
-there; --workers N cuts the range into N parts of similar size (SampleRowKeys)
+--to DIR or s3://BUCKET/PREFIX writes part-NNNNN.jsonl (.parquet, .avro) files
+and manifest.json there; --workers N cuts the range into N parts of similar size (SampleRowKeys)
 exported at once. Progress goes to stderr: a progress bar when stderr is a
 terminal, a line a second with --progress otherwise; a summary line at the end.`,
 		Example: `  tabula export users --file users.jsonl
   tabula export users --to ./users-export --workers 4
+  tabula export users --file users.parquet
+  tabula export users --to ./users-parquet --workers 4 --format parquet
   tabula export users --to s3://backups/users?endpoint=http://127.0.0.1:8333 --workers 8
   tabula export users --range a,m --as-of 2026-12-06T19:00:00Z --file a-m.jsonl`,
 		Args: cobra.ExactArgs(1),
@@ -47,6 +55,7 @@ terminal, a line a second with --progress otherwise; a summary line at the end.`
 	c.Flags().String("file", "", "write to this file (default: stdout)")
 	c.Flags().String("to", "", "write part files and a manifest to this directory or s3://BUCKET/PREFIX")
 	c.Flags().Int("workers", 1, "with --to: export this many key ranges of similar size at once")
+	c.Flags().String("format", "", "file format: jsonl, parquet or avro (default: from --file's extension, else jsonl)")
 	c.Flags().String("as-of", "", "export cells with timestamps <= T (RFC 3339 or microseconds; default: now)")
 	c.Flags().Bool("progress", false, "print progress to stderr every second even when it is not a terminal")
 	return c
@@ -148,6 +157,13 @@ func runExport(cmd *cobra.Command, args []string) (err error) {
 	if o.Workers > 1 && to == "" {
 		return cell.Invalidf("--workers %d needs --to DIR or s3://BUCKET/PREFIX: a parallel export writes one file per range", o.Workers)
 	}
+	if f, _ := cmd.Flags().GetString("format"); f != "" {
+		if o.Format, err = export.ParseFormat(f); err != nil {
+			return cell.Invalidf("--format %q is not one of jsonl, parquet, avro", f)
+		}
+	} else if path != "" {
+		o.Format = export.FormatOfName(path)
+	}
 	if o.AsOf == 0 {
 		o.AsOf = export.AsOfNow()
 	}
@@ -193,7 +209,7 @@ func runExport(cmd *cobra.Command, args []string) (err error) {
 		}()
 		out = file
 	}
-	jw, err := export.NewJSONLinesWriter(out, export.FileOptions{Header: hb})
+	jw, err := export.NewWriter(o.Format, out, export.FileOptions{Header: hb})
 	if err != nil {
 		return fmt.Errorf("writing export: %w", err)
 	}
@@ -210,20 +226,27 @@ func newImportCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "import TABLE [--file PATH | --from DIR|s3://BUCKET/PREFIX] [--create] [--workers N] [--batch N]",
 		Short: "Write the rows of an export to a table",
-		Long: `Read an export (this release's JSON lines, or the cell lines of earlier
-releases) and write its cells, each with the timestamp it has. Each row is
+		Long: `Read an export (this release's JSON lines, Parquet or Avro in Cloud Bigtable's
+row schema, or the cell lines of earlier releases; the format is told by the
+file's first bytes, not its name) and write its cells, each with the timestamp
+it has. Each row is
 one atomic mutation (rows wider than 100,000 cells or 2 MiB go in several);
 rows are sent in batches of --batch whole rows, --workers batches at once.
 Because every timestamp is explicit, rerunning an import writes the same cells
 again and changes nothing.
 
 --from DIR or s3://BUCKET/PREFIX imports the files of its manifest.json (or
-every *.jsonl file), --workers at once, recording each finished file in the
+every *.jsonl, *.parquet and *.avro file), --workers at once, recording each finished file in the
 --state file (default: DIR/import-TABLE.state, or ./import-TABLE-HASH.state
 for s3://, HASH from the URL): a rerun after a kill or a failure skips them.
 A missing table fails before any row is written, unless --create recreates it
-from the export's header (families with their settings, split points).`,
+from the export's header (families with their settings, split points): the
+manifest's, the first line of JSON lines, or a Parquet or Avro file's
+"tabula.header" metadata (files other tools wrote have none: create the table
+first). A Parquet file that is not local (s3://, standard input) is first
+copied to a temporary file: its index is at its end.`,
 		Example: `  tabula import users2 --file users.jsonl --create
+  tabula import users2 --file users.parquet --create
   tabula import users2 --from ./users-export --workers 8 --create
   tabula export users | tabula import users2`,
 		Args: cobra.ExactArgs(1),
@@ -243,11 +266,12 @@ func newBulkloadCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "bulkload TABLE [FILE...] [--from DIR|s3://BUCKET/PREFIX] [--create] [--workers N]",
 		Short: "Load an export as new SSTables of the tablets (no commit log, no memtable)",
-		Long: `Load the rows of an export (FILEs, or the files of --from's manifest.json) as
-"tabula import" does, but with the tablet servers' bulk load: each tablet's
-share of a file (up to 64 MiB of rows at a time) is written straight into new
-SSTables and published whole or not at all, without the commit log, the
-memtable or the compactions an import's writes cause (docs/OPERATIONS.md
+		Long: `Load the rows of an export (FILEs, or the files of --from's manifest.json; JSON
+lines, Parquet or Avro, told by their first bytes) as "tabula import" does,
+but with the tablet servers' bulk load: each tablet's share of a file (up to
+64 MiB of rows at a time) is written straight into new SSTables and published
+whole or not at all, without the commit log, the memtable or the compactions
+an import's writes cause (docs/OPERATIONS.md
 "Bulk load"). Each file's rows must be in key order (an export's are), in bytes
 families (an aggregate family's cells would add to what is there: import
 those). A loaded cell replaces an older one of the same column and

@@ -209,6 +209,61 @@ func TestExportImport(t *testing.T) {
 		fails(t, []string{"bulkload", "exp_bulk", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl")
 	})
 
+	t.Run("parquet and avro", func(t *testing.T) {
+		// The format from the file name; import tells it by its first
+		// bytes and recreates the table from the header in its metadata.
+		pq := filepath.Join(dir, "src.parquet")
+		if r := tabula(t, "export", "exp_src", "--file", pq); r.code != 0 || !strings.Contains(r.stderr, "exported 5 rows, 11 cells") {
+			t.Fatalf("export --file %s: exit %d stderr %q", pq, r.code, r.stderr)
+		}
+		if b, err := os.ReadFile(pq); err != nil || !bytes.HasPrefix(b, []byte("PAR1")) {
+			t.Fatalf("%s is not a Parquet file: %v", pq, err)
+		}
+		r := tabula(t, "import", "exp_pq", "--file", pq, "--create")
+		if r.code != 0 || !strings.Contains(r.stderr, "created table exp_pq") || !strings.Contains(r.stderr, "imported 5 rows, 11 cells") {
+			t.Fatalf("import --file %s --create: exit %d stderr %q", pq, r.code, r.stderr)
+		}
+		defer ok(t, "table", "delete", "exp_pq")
+		if got := ok(t, "scan", "exp_pq", "-o", "json"); got != scanSrc {
+			t.Errorf("table imported from Parquet differs:\nsource %s\ncopy   %s", scanSrc, got)
+		}
+		// Families with every setting, and the split point.
+		schema := func(table string) string {
+			d := ok(t, "table", "describe", table)
+			return d[strings.Index(d, "user split keys"):strings.Index(d, "tablets:")]
+		}
+		if got, want := schema("exp_pq"), schema("exp_src"); got != want {
+			t.Errorf("schema from the Parquet metadata:\n%s\nwant\n%s", got, want)
+		}
+
+		// A parallel Avro export, bulk loaded; and Avro through a pipe.
+		av := filepath.Join(dir, "avro")
+		ok(t, "export", "exp_src", "--to", av, "--workers", "2", "--format", "avro")
+		ents, err := os.ReadDir(av)
+		if err != nil || len(ents) != 3 || ents[0].Name() != "manifest.json" || ents[1].Name() != "part-00000.avro" {
+			t.Fatalf("--format avro --to wrote %v, %v", ents, err)
+		}
+		if r := tabula(t, "bulkload", "exp_av", "--from", av, "--create"); r.code != 0 || !strings.Contains(r.stderr, "bulkloaded 5 rows, 11 cells") {
+			t.Fatalf("bulkload --from %s: exit %d stderr %q", av, r.code, r.stderr)
+		}
+		defer ok(t, "table", "delete", "exp_av")
+		if got := ok(t, "scan", "exp_av", "-o", "json"); got != scanSrc {
+			t.Errorf("table bulk loaded from Avro differs:\nsource %s\ncopy   %s", scanSrc, got)
+		}
+		stream := ok(t, "export", "exp_src", "--format", "avro")
+		if !strings.HasPrefix(stream, "Obj\x01") {
+			t.Fatalf("export --format avro to stdout starts %q", stream[:min(len(stream), 8)])
+		}
+		if r := tabulaStdin(t, []byte(stream), "import", "exp_avs", "--create"); r.code != 0 || !strings.Contains(r.stderr, "imported 5 rows, 11 cells") {
+			t.Fatalf("import of Avro from stdin: exit %d stderr %q", r.code, r.stderr)
+		}
+		defer ok(t, "table", "delete", "exp_avs")
+		if got := ok(t, "scan", "exp_avs", "-o", "json"); got != scanSrc {
+			t.Errorf("table imported from an Avro stream differs:\nsource %s\ncopy   %s", scanSrc, got)
+		}
+		fails(t, []string{"export", "exp_src", "--format", "csv"}, "--format", "jsonl, parquet, avro")
+	})
+
 	t.Run("an earlier release's file imports", func(t *testing.T) {
 		old := filepath.Join(dir, "old.jsonl")
 		if err := os.WriteFile(old, []byte(scanSrc), 0o644); err != nil { // scan -o json is the old export format

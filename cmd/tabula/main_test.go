@@ -180,10 +180,26 @@ func devSecurityEnv(t *testing.T) []string {
 
 func tabulaEnv(t *testing.T, env []string, args ...string) result {
 	t.Helper()
+	return tabulaRun(t, env, nil, args...)
+}
+
+// tabulaStdin runs the binary as tabula does, with stdin as its standard
+// input.
+func tabulaStdin(t *testing.T, stdin []byte, args ...string) result {
+	t.Helper()
+	addr := devCluster(t)
+	return tabulaRun(t, append([]string{"TABULA_MASTER=" + addr}, devSecurityEnv(t)...), stdin, args...)
+}
+
+func tabulaRun(t *testing.T, env []string, stdin []byte, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(t), args...)
 	cmd.Env = append(os.Environ(), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -210,6 +210,10 @@ func measureSources(p *progress, srcs []export.Source) []export.Source {
 			if err != nil {
 				return nil, err
 			}
+			if f, ok := rc.(*os.File); ok {
+				// A Parquet reader reads a local file in place (ReadAt).
+				return countingFile{countingReadCloser{rc, &read}, f}, nil
+			}
 			return countingReadCloser{rc, &read}, nil
 		}}
 	}
@@ -228,6 +232,21 @@ func (c countingReadCloser) Read(b []byte) (int, error) {
 	c.n.Add(int64(k))
 	return k, err
 }
+
+// countingFile is a countingReadCloser of a local file that counts what
+// is read with ReadAt too.
+type countingFile struct {
+	countingReadCloser
+	f *os.File
+}
+
+func (c countingFile) ReadAt(b []byte, off int64) (int, error) {
+	k, err := c.f.ReadAt(b, off)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+func (c countingFile) Stat() (os.FileInfo, error) { return c.f.Stat() }
 
 // keyProgress estimates how far a scan in key order is from the table's
 // samples (SampleRowKeys: a key about every few MiB and the bytes before
