@@ -29,6 +29,16 @@ func TestFormatsThroughCluster(t *testing.T) {
 	cli := startCluster(ctx, t)
 
 	want := testRows(rng, 300)
+	// Rows of 200 KB values after them: an Avro file of several blocks
+	// (about 1 MiB each), whose reader reuses its block buffer while an
+	// import still holds earlier rows in batches.
+	for i := range 30 {
+		v := make([]byte, 200<<10)
+		for j := range v {
+			v[j] = byte(rng.Uint32())
+		}
+		want = append(want, export.Row{Key: []byte{0xff, 0xff, byte(i)}, Cells: []export.Cell{{Family: "b", Qualifier: []byte("big"), Timestamp: 7, Value: v}}})
+	}
 	if err := cli.Admin().CreateTableWithInfo(ctx, client.TableInfo{Name: "src", Families: testFamilies}, [][]byte{{0x55}, {0xaa}}); err != nil {
 		t.Fatal(err)
 	}

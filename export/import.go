@@ -334,6 +334,9 @@ func (im *importer) file(ctx context.Context, s Source) error {
 			rerr = fmt.Errorf("%w (its batch was not written)", err)
 			break
 		}
+		if jr.jr == nil {
+			row = ownRow(row)
+		}
 		// A row wider than one request allows (cell.MaxMutationsPerRow,
 		// or a batch's bytes) goes in several requests: each is atomic,
 		// and importing again is idempotent (explicit timestamps).
@@ -375,6 +378,27 @@ func (im *importer) file(ctx context.Context, s Source) error {
 		return rerr
 	}
 	return ctx.Err()
+}
+
+// ownRow copies a row's byte strings into one new allocation. A Parquet or
+// Avro reader returns slices of buffers it reuses (RowReader's contract),
+// and a batch holds its rows' bytes until it is written, after the next
+// rows are read; the JSON-lines reader decodes every row into new slices.
+func ownRow(r Row) Row {
+	n := len(r.Key)
+	for _, c := range r.Cells {
+		n += len(c.Qualifier) + len(c.Value)
+	}
+	buf := make([]byte, 0, n)
+	take := func(b []byte) []byte {
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	out := Row{Key: take(r.Key), Cells: make([]Cell, len(r.Cells))}
+	for i, c := range r.Cells {
+		out.Cells[i] = Cell{Family: c.Family, Qualifier: take(c.Qualifier), Timestamp: c.Timestamp, Value: take(c.Value)}
+	}
+	return out
 }
 
 // send writes batches until there are no more.
