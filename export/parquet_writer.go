@@ -15,11 +15,12 @@ import (
 
 // parquetRowGroupBytes bounds the cell bytes (keys, families, qualifiers,
 // values, 8 per timestamp) a Parquet writer buffers before it writes them
-// out as one row group: a writer holds about this much plus one row, and a
-// row larger than it makes a row group of its own. parquet-mr's default row
-// group is 128 MiB; half of it keeps an export's memory small while row
-// groups stay large enough for readers to skip by their statistics.
-const parquetRowGroupBytes = 64 << 20
+// out as one row group, while it buffers the next: a writer holds about
+// twice this much plus one row, and a row larger than it makes a row group
+// of its own. parquet-mr's default row group is 128 MiB; a quarter of it
+// keeps an export's memory small while row groups stay large enough for
+// readers to skip by their statistics.
+const parquetRowGroupBytes = 32 << 20
 
 // The leaf columns in schema order (parquetSchema).
 const (
@@ -122,16 +123,37 @@ func (c *byteColumn) reset() {
 	c.vals = c.vals[:0]
 }
 
-type parquetWriter struct {
-	fw *file.Writer
-
+// pqGroup is one row group's rows, buffered column by column.
+type pqGroup struct {
 	keys                    byteColumn
 	families, quals, values byteColumn
 	timestamps              []int64
 	defLevels, repLevels    []int16 // shared by the four cell columns
 	buffered                int
-	err                     error
-	closed                  bool
+}
+
+func (g *pqGroup) reset() {
+	g.keys.reset()
+	g.families.reset()
+	g.quals.reset()
+	g.values.reset()
+	g.timestamps, g.defLevels, g.repLevels = g.timestamps[:0], g.defLevels[:0], g.repLevels[:0]
+	g.buffered = 0
+}
+
+// parquetWriter buffers a row group while the one before is encoded,
+// compressed and written by a goroutine of its own: an export reads rows
+// from the cluster and encodes them on two cores, not one after the other
+// (docs/BENCHMARKS.md "Export formats: the library and the real export").
+type parquetWriter struct {
+	fw *file.Writer
+
+	cur      *pqGroup   // being buffered
+	spare    *pqGroup   // emptied, for the next
+	inflight *pqGroup   // being written by the goroutine, which sends to done
+	done     chan error // buffered: the goroutine never waits
+	err      error
+	closed   bool
 }
 
 // NewParquetWriter returns a writer of one Parquet file in Cloud
@@ -175,7 +197,7 @@ func NewParquetWriter(w io.Writer, o FileOptions) (RowWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("export: parquet writer: %w", err)
 	}
-	return &parquetWriter{fw: fw}, nil
+	return &parquetWriter{fw: fw, cur: &pqGroup{}, done: make(chan error, 1)}, nil
 }
 
 func (p *parquetWriter) WriteRow(r Row) error {
@@ -185,35 +207,55 @@ func (p *parquetWriter) WriteRow(r Row) error {
 	if p.closed {
 		return errors.New("export: parquet: WriteRow after Close")
 	}
-	p.keys.add(r.Key)
-	p.buffered += len(r.Key)
+	g := p.cur
+	g.keys.add(r.Key)
+	g.buffered += len(r.Key)
 	if len(r.Cells) == 0 {
 		// An empty list: one level entry, no value, in every cell column.
-		p.defLevels = append(p.defLevels, 0)
-		p.repLevels = append(p.repLevels, 0)
+		g.defLevels = append(g.defLevels, 0)
+		g.repLevels = append(g.repLevels, 0)
 	}
 	for i, c := range r.Cells {
 		rep := int16(1)
 		if i == 0 {
 			rep = 0
 		}
-		p.defLevels = append(p.defLevels, 1)
-		p.repLevels = append(p.repLevels, rep)
-		p.families.add([]byte(c.Family))
-		p.quals.add(c.Qualifier)
-		p.timestamps = append(p.timestamps, c.Timestamp)
-		p.values.add(c.Value)
-		p.buffered += len(c.Family) + len(c.Qualifier) + 8 + len(c.Value)
+		g.defLevels = append(g.defLevels, 1)
+		g.repLevels = append(g.repLevels, rep)
+		g.families.add([]byte(c.Family))
+		g.quals.add(c.Qualifier)
+		g.timestamps = append(g.timestamps, c.Timestamp)
+		g.values.add(c.Value)
+		g.buffered += len(c.Family) + len(c.Qualifier) + 8 + len(c.Value)
 	}
-	if p.buffered >= parquetRowGroupBytes {
-		p.err = p.flush()
+	if g.buffered >= parquetRowGroupBytes {
+		if p.err = p.wait(); p.err == nil {
+			// Written in the background while the next group fills.
+			p.inflight, p.cur, p.spare = g, p.spare, nil
+			if p.cur == nil {
+				p.cur = &pqGroup{}
+			}
+			go func() { p.done <- p.flush(g) }()
+		}
 	}
 	return p.err
 }
 
-// flush writes the buffered rows as one row group, column after column.
-func (p *parquetWriter) flush() error {
-	if len(p.keys.vals) == 0 {
+// wait waits for the row group being written, if any, and keeps it for
+// the next.
+func (p *parquetWriter) wait() error {
+	if p.inflight == nil {
+		return nil
+	}
+	err := <-p.done
+	p.inflight.reset()
+	p.spare, p.inflight = p.inflight, nil
+	return err
+}
+
+// flush writes the rows of g as one row group, column after column.
+func (p *parquetWriter) flush(g *pqGroup) error {
+	if len(g.keys.vals) == 0 {
 		return nil
 	}
 	rg, err := p.fw.AppendRowGroupChecked()
@@ -227,29 +269,29 @@ func (p *parquetWriter) flush() error {
 		}
 		switch col {
 		case pqKey:
-			vals := p.keys.vals
+			vals := g.keys.vals
 			err = writeBatches(len(vals), nil, func(_, v int) (int, bool) { return len(vals[v]), true },
 				func(vlo, vhi, _, _ int) error {
 					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], nil, nil)
 					return err
 				})
 		case pqTimestamp:
-			err = writeBatches(len(p.timestamps), p.repLevels, p.cellValue(func(int) int { return 8 }),
+			err = writeBatches(len(g.timestamps), g.repLevels, g.cellValue(func(int) int { return 8 }),
 				func(vlo, vhi, llo, lhi int) error {
-					_, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(p.timestamps[vlo:vhi], p.defLevels[llo:lhi], p.repLevels[llo:lhi])
+					_, err := cw.(*file.Int64ColumnChunkWriter).WriteBatch(g.timestamps[vlo:vhi], g.defLevels[llo:lhi], g.repLevels[llo:lhi])
 					return err
 				})
 		default:
-			src := &p.families
+			src := &g.families
 			if col == pqQualifier {
-				src = &p.quals
+				src = &g.quals
 			} else if col == pqValue {
-				src = &p.values
+				src = &g.values
 			}
 			vals := src.vals
-			err = writeBatches(len(vals), p.repLevels, p.cellValue(func(v int) int { return len(vals[v]) }),
+			err = writeBatches(len(vals), g.repLevels, g.cellValue(func(v int) int { return len(vals[v]) }),
 				func(vlo, vhi, llo, lhi int) error {
-					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], p.defLevels[llo:lhi], p.repLevels[llo:lhi])
+					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], g.defLevels[llo:lhi], g.repLevels[llo:lhi])
 					return err
 				})
 		}
@@ -263,12 +305,6 @@ func (p *parquetWriter) flush() error {
 	if err := rg.Close(); err != nil {
 		return fmt.Errorf("export: parquet row group: %w", err)
 	}
-	p.keys.reset()
-	p.families.reset()
-	p.quals.reset()
-	p.values.reset()
-	p.timestamps, p.defLevels, p.repLevels = p.timestamps[:0], p.defLevels[:0], p.repLevels[:0]
-	p.buffered = 0
 	return nil
 }
 
@@ -279,9 +315,9 @@ const pqBatchBytes = 256 << 10
 
 // cellValue turns a per-value size into a per-level one for writeBatches:
 // a level entry with definition level 0 (an empty list) holds no value.
-func (p *parquetWriter) cellValue(size func(v int) int) func(l, v int) (int, bool) {
+func (g *pqGroup) cellValue(size func(v int) int) func(l, v int) (int, bool) {
 	return func(l, v int) (int, bool) {
-		if p.defLevels[l] == 0 {
+		if g.defLevels[l] == 0 {
 			return 0, false
 		}
 		return size(v), true
@@ -319,8 +355,11 @@ func (p *parquetWriter) Close() error {
 		return p.err
 	}
 	p.closed = true
+	if err := p.wait(); p.err == nil {
+		p.err = err
+	}
 	if p.err == nil {
-		p.err = p.flush()
+		p.err = p.flush(p.cur)
 	}
 	if err := p.fw.Close(); p.err == nil && err != nil {
 		p.err = fmt.Errorf("export: parquet close: %w", err)
