@@ -1,9 +1,7 @@
 package export
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,33 +106,6 @@ func rawBytes(rows []Row) int64 {
 	return n
 }
 
-// jsonLinesWriter is a plain encoding/json baseline for the same rows (one
-// object per row, bytes as base64 as encoding/json writes []byte), standing
-// in for the JSON-lines format of this package in the comparison.
-type jsonLinesWriter struct {
-	w   *bufio.Writer
-	enc *json.Encoder
-}
-
-func newJSONLines(w io.Writer, _ FileOptions) (RowWriter, error) {
-	bw := bufio.NewWriterSize(w, 1<<16)
-	return &jsonLinesWriter{w: bw, enc: json.NewEncoder(bw)}, nil
-}
-
-func (j *jsonLinesWriter) WriteRow(r Row) error { return j.enc.Encode(r) }
-func (j *jsonLinesWriter) Close() error         { return j.w.Flush() }
-
-type jsonLinesReader struct {
-	dec *json.Decoder
-	row Row
-}
-
-func (j *jsonLinesReader) ReadRow() (Row, error) {
-	j.row = Row{}
-	err := j.dec.Decode(&j.row)
-	return j.row, err
-}
-
 // s2BetterCodec encodes as the Parquet library's registered Snappy codec
 // does (klauspost's "better" Snappy encoder).
 type s2BetterCodec struct{ snappyCodec }
@@ -151,8 +122,16 @@ func (s2BetterCodec) EncodeLevel(dst, src []byte, _ int) []byte { return s2snapp
 func BenchmarkExportFormats(b *testing.B) {
 	rows := benchRows()
 	raw := rawBytes(rows)
-	all := append(formats, format{"jsonlines-baseline", newJSONLines, func(f []byte) (RowReader, []byte, error) {
-		return &jsonLinesReader{dec: json.NewDecoder(bytes.NewReader(f))}, nil, nil
+	// jsonl is this package's JSON-lines writer and reader, which
+	// `tabula export` and `import` use by default: the formats' yardstick.
+	all := append(formats, format{"jsonl", func(w io.Writer, o FileOptions) (RowWriter, error) {
+		return NewJSONLinesWriter(w, o)
+	}, func(f []byte) (RowReader, []byte, error) {
+		jr, err := NewJSONLinesReader(bytes.NewReader(f), "bench")
+		if err != nil {
+			return nil, nil, err
+		}
+		return jr, jr.Header(), nil
 	}}, format{"parquet-s2better", func(w io.Writer, o FileOptions) (RowWriter, error) {
 		// The Parquet library's own Snappy encoder (parquet_snappy.go),
 		// for the comparison.
