@@ -127,36 +127,7 @@ func TestDuckDBReadsTabulaParquet(t *testing.T) {
 		t.Fatalf("DuckDB sees header %q", header)
 	}
 
-	// One line per cell, in file order (DuckDB keeps a single file's
-	// order); a row with no cells gives one line of NULLs.
-	q := `SELECT key, c.family, c.qualifier, c."timestamp", c."value"
-	      FROM (SELECT file_row_number AS n, key, unnest(CASE WHEN len(cells) = 0 THEN [NULL] ELSE cells END) AS c
-	            FROM read_parquet(` + sqlString(path) + `, file_row_number = true)) ORDER BY n`
-	rs, err = db.Query(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	var got []export.Row
-	for rs.Next() {
-		var key, qual, val []byte
-		var fam sql.NullString
-		var ts sql.NullInt64
-		if err := rs.Scan(&key, &fam, &qual, &ts, &val); err != nil {
-			t.Fatal(err)
-		}
-		if len(got) == 0 || !bytes.Equal(got[len(got)-1].Key, key) {
-			got = append(got, export.Row{Key: key})
-		}
-		if fam.Valid {
-			r := &got[len(got)-1]
-			r.Cells = append(r.Cells, export.Cell{Family: fam.String, Qualifier: qual, Timestamp: ts.Int64, Value: val})
-		}
-	}
-	if err := rs.Err(); err != nil {
-		t.Fatal(err)
-	}
-	equal(t, got, want)
+	equal(t, duckRows(t, db, path), want)
 }
 
 // Tabula reads a Parquet file DuckDB wrote (COPY ... TO, its three-level
