@@ -459,4 +459,17 @@ func TestExportImportObjectStore(t *testing.T) {
 		t.Errorf("import from s3 differs:\nsource %s\ncopy   %s", want, got)
 	}
 	fails(t, []string{"import", "exps3_dst", "--from", "s3://nobucket/x?endpoint=" + srv.Endpoint()}, "nobucket", "does not exist")
+
+	// Parquet objects: read through a temporary copy (the index is at
+	// the file's end), the table created from their metadata.
+	pqURL := "s3://exports/users/pq?endpoint=" + srv.Endpoint()
+	ok(t, "export", "exps3_src", "--to", pqURL, "--workers", "2", "--format", "parquet")
+	r = tabula(t, "import", "exps3_pq", "--from", pqURL, "--create", "--state", filepath.Join(t.TempDir(), "pq.state"))
+	if r.code != 0 || !strings.Contains(r.stderr, "imported 30 rows, 30 cells") {
+		t.Fatalf("import --from s3 of Parquet: exit %d stderr %q", r.code, r.stderr)
+	}
+	defer ok(t, "table", "delete", "exps3_pq")
+	if got := ok(t, "scan", "exps3_pq", "-o", "json"); got != want {
+		t.Errorf("Parquet import from s3 differs:\nsource %s\ncopy   %s", want, got)
+	}
 }
