@@ -124,15 +124,7 @@ func BenchmarkExportFormats(b *testing.B) {
 	raw := rawBytes(rows)
 	// jsonl is this package's JSON-lines writer and reader, which
 	// `tabula export` and `import` use by default: the formats' yardstick.
-	all := append(formats, format{"jsonl", func(w io.Writer, o FileOptions) (RowWriter, error) {
-		return NewJSONLinesWriter(w, o)
-	}, func(f []byte) (RowReader, []byte, error) {
-		jr, err := NewJSONLinesReader(bytes.NewReader(f), "bench")
-		if err != nil {
-			return nil, nil, err
-		}
-		return jr, jr.Header(), nil
-	}}, format{"parquet-s2better", func(w io.Writer, o FileOptions) (RowWriter, error) {
+	all := append(formats, jsonLines, format{"parquet-s2better", func(w io.Writer, o FileOptions) (RowWriter, error) {
 		// The Parquet library's own Snappy encoder (parquet_snappy.go),
 		// for the comparison.
 		compress.RegisterCodec(compress.Codecs.Snappy, s2BetterCodec{})

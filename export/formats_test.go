@@ -17,6 +17,17 @@ type format struct {
 	read  func(b []byte) (RowReader, []byte, error)
 }
 
+// jsonLines is this package's JSON-lines format as a format.
+var jsonLines = format{"jsonl", func(w io.Writer, o FileOptions) (RowWriter, error) {
+	return NewJSONLinesWriter(w, o)
+}, func(b []byte) (RowReader, []byte, error) {
+	jr, err := NewJSONLinesReader(bytes.NewReader(b), "test")
+	if err != nil {
+		return nil, nil, err
+	}
+	return jr, jr.Header(), nil
+}}
+
 var formats = []format{
 	{"parquet", NewParquetWriter, func(b []byte) (RowReader, []byte, error) {
 		return NewParquetReader(bytes.NewReader(b), int64(len(b)))

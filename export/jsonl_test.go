@@ -23,20 +23,7 @@ var sampleRows = []Row{
 // writeRows writes rows as a JSON-lines file with header.
 func writeRows(t testing.TB, header []byte, rows []Row) []byte {
 	t.Helper()
-	var b bytes.Buffer
-	w, err := NewJSONLinesWriter(&b, FileOptions{Header: header})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		if err := w.WriteRow(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
+	return writeFile(t, jsonLines, header, rows)
 }
 
 func readRows(t testing.TB, in []byte) ([]byte, []Row, error) {
