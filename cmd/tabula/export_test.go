@@ -227,6 +227,18 @@ func TestExportImport(t *testing.T) {
 		if got := ok(t, "scan", "exp_pq", "-o", "json"); got != scanSrc {
 			t.Errorf("table imported from Parquet differs:\nsource %s\ncopy   %s", scanSrc, got)
 		}
+		// The format is told by the first bytes, not the name.
+		b, err := os.ReadFile(pq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		misnamed := filepath.Join(dir, "parquet-named.jsonl")
+		if err := os.WriteFile(misnamed, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := tabula(t, "import", "exp_pq", "--file", misnamed); r.code != 0 || !strings.Contains(r.stderr, "imported 5 rows, 11 cells") {
+			t.Fatalf("import of a Parquet file named .jsonl: exit %d stderr %q", r.code, r.stderr)
+		}
 		// Families with every setting, and the split point.
 		schema := func(table string) string {
 			d := ok(t, "table", "describe", table)
