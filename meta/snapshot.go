@@ -92,9 +92,13 @@ type GCKeys struct {
 	// SnapshotIDs are the ids of the snapshot records (snapshots/<id>), in
 	// key order: the snapshots whose holds are live.
 	SnapshotIDs []string
+	// Retired maps the id of each retired snapshot record (deleted while
+	// it had clones, SnapshotRetired) to its ModRevision: the GC deletes
+	// such a record once nothing else names its files.
+	Retired map[string]int64
 }
 
-// ReadGCKeys reads tables/, tablets/, snapshots/ (keys only) and servers/ in one
+// ReadGCKeys reads tables/, tablets/ (keys only), snapshots/ and servers/ in one
 // transaction guarded by g (ErrConflict if it fails).
 func ReadGCKeys(ctx context.Context, kv clientv3.KV, l Layout, g Guard) (*GCKeys, error) {
 	resp, err := kv.Txn(ctx).If(g.cmp).Then(
@@ -102,7 +106,8 @@ func ReadGCKeys(ctx context.Context, kv clientv3.KV, l Layout, g Guard) (*GCKeys
 		clientv3.OpGet(l.AllTabletsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
 		// With values: a keys-only read leaves out the lease too.
 		clientv3.OpGet(l.ServersPrefix(), clientv3.WithPrefix()),
-		clientv3.OpGet(l.SnapshotsPrefix(), clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		// With values: the GC tells the retired records (small) apart.
+		clientv3.OpGet(l.SnapshotsPrefix(), clientv3.WithPrefix()),
 	).Commit()
 	if err != nil {
 		return nil, fmt.Errorf("meta: reading keys for the GC: %w", err)
@@ -110,7 +115,7 @@ func ReadGCKeys(ctx context.Context, kv clientv3.KV, l Layout, g Guard) (*GCKeys
 	if !resp.Succeeded {
 		return nil, fmt.Errorf("%w: reading keys for the GC: the guard failed", ErrConflict)
 	}
-	v := &GCKeys{Rev: resp.Header.Revision}
+	v := &GCKeys{Rev: resp.Header.Revision, Retired: map[string]int64{}}
 	for _, e := range resp.Responses[2].GetResponseRange().Kvs {
 		v.ServerLeases = append(v.ServerLeases, e.Lease)
 	}
@@ -126,6 +131,10 @@ func ReadGCKeys(ctx context.Context, kv clientv3.KV, l Layout, g Guard) (*GCKeys
 			return nil, fmt.Errorf("meta: reading keys for the GC: unexpected key %q under snapshots/", e.Key)
 		}
 		v.SnapshotIDs = append(v.SnapshotIDs, id)
+		// A record that does not decode is live: its holds are kept.
+		if s, err := DecodeSnapshot(e.Value); err == nil && s.GetState() == SnapshotRetired {
+			v.Retired[id] = e.ModRevision
+		}
 	}
 	return v, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
 )
@@ -53,6 +54,11 @@ func (l Layout) SnapshotNameKey(name string) string { return l.root() + "snapsho
 const (
 	SnapshotCreating = "creating"
 	SnapshotReady    = "ready"
+	// SnapshotRetired is a snapshot deleted while tables cloned from it
+	// existed: its name is free and it is no longer listed, but its holds
+	// stay live until the master's GC finds nothing else naming its files
+	// (docs/CONTRACTS.md §4a).
+	SnapshotRetired = "retired"
 )
 
 // EncodeSnapshot returns the value stored under SnapshotKey.
@@ -121,17 +127,29 @@ func PutSnapshotRecord(ctx context.Context, kv clientv3.KV, l Layout, s *tabulap
 // DeleteSnapshotRecord deletes s's record and its name's reservation,
 // guarded by g. Its holds are dead from then on.
 func DeleteSnapshotRecord(ctx context.Context, kv clientv3.KV, l Layout, s *tabulapb.Snapshot, g Guard) error {
+	return DeleteSnapshotRecordAt(ctx, kv, l, s, 0, g)
+}
+
+// DeleteSnapshotRecordAt is DeleteSnapshotRecord guarded besides by the
+// record's ModRevision still being rev (0: any): a user's delete must not
+// pass a clone committed since its read (CloneTable), whose files the
+// holds keep.
+func DeleteSnapshotRecordAt(ctx context.Context, kv clientv3.KV, l Layout, s *tabulapb.Snapshot, rev int64, g Guard) error {
+	var first []clientv3.Cmp
+	if rev != 0 {
+		first = append(first, clientv3.Compare(clientv3.ModRevision(l.SnapshotKey(s.GetId())), "=", rev))
+	}
 	// The name is reserved exactly while its record exists (both are
 	// written and deleted together), so it is this snapshot's.
 	resp, err := kv.Txn(ctx).
-		If(cmps(nil, g)...).
+		If(cmps(first, g)...).
 		Then(clientv3.OpDelete(l.SnapshotKey(s.GetId())), clientv3.OpDelete(l.SnapshotNameKey(s.GetName()))).
 		Commit()
 	if err != nil {
 		return fmt.Errorf("meta: deleting snapshot %s: %w", s.GetName(), err)
 	}
 	if !resp.Succeeded {
-		return fmt.Errorf("%w: deleting snapshot %s: the guard failed", ErrConflict, s.GetName())
+		return fmt.Errorf("%w: deleting snapshot %s: it changed since revision %d, or the guard failed", ErrConflict, s.GetName(), rev)
 	}
 	return nil
 }
@@ -151,4 +169,42 @@ func ListSnapshotRecords(ctx context.Context, kv clientv3.KV, l Layout) ([]Versi
 		out = append(out, VersionedSnapshot{s, e.ModRevision})
 	}
 	return out, nil
+}
+
+// RetireSnapshotRecord marks s's record retired (SnapshotRetired) and
+// frees its name, guarded by the record's ModRevision rev and g: a clone
+// committed since fails the guard, and the caller reads again.
+func RetireSnapshotRecord(ctx context.Context, kv clientv3.KV, l Layout, s *tabulapb.Snapshot, rev int64, g Guard) error {
+	k := l.SnapshotKey(s.GetId())
+	r := proto.Clone(s).(*tabulapb.Snapshot)
+	r.State = SnapshotRetired
+	resp, err := kv.Txn(ctx).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)}, g)...).
+		Then(clientv3.OpPut(k, EncodeSnapshot(r)), clientv3.OpDelete(l.SnapshotNameKey(s.GetName()))).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("meta: retiring snapshot %s: %w", s.GetName(), err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: snapshot %s changed since revision %d (or the guard failed)", ErrConflict, s.GetName(), rev)
+	}
+	return nil
+}
+
+// DropRetiredSnapshot deletes the retired record id, guarded by its
+// ModRevision still being rev and by g (ErrConflict otherwise). Its name
+// was freed when it retired.
+func DropRetiredSnapshot(ctx context.Context, kv clientv3.KV, l Layout, id string, rev int64, g Guard) error {
+	k := l.SnapshotKey(id)
+	resp, err := kv.Txn(ctx).
+		If(cmps([]clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(k), "=", rev)}, g)...).
+		Then(clientv3.OpDelete(k)).
+		Commit()
+	if err != nil {
+		return fmt.Errorf("meta: dropping retired snapshot %s: %w", id, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: retired snapshot %s changed since revision %d (or the guard failed)", ErrConflict, id, rev)
+	}
+	return nil
 }

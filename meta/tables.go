@@ -18,12 +18,19 @@ import (
 // (namespaceCmps: ErrNotFound or ErrNamespaceFull before any write), and
 // by g. The puts are in order: the schema, then the tablets as given.
 func CreateTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecord, tablets []TabletRecord, g Guard) error {
+	return createTable(ctx, kv, l, table, tablets, nil, nil, g)
+}
+
+// createTable is CreateTable with more conditions and writes in its
+// transaction (a clone's snapshot record: CloneTable).
+func createTable(ctx context.Context, kv clientv3.KV, l Layout, table TableRecord, tablets []TabletRecord, moreCmps []clientv3.Cmp, moreOps []clientv3.Op, g Guard) error {
 	tk := l.TableKey(table.Schema.GetName())
 	nsCmps, err := namespaceCmps(ctx, kv, l, table.Schema.GetName())
 	if err != nil {
 		return err
 	}
-	ops := []clientv3.Op{clientv3.OpPut(tk, EncodeTable(table))}
+	nsCmps = append(nsCmps, moreCmps...)
+	ops := append([]clientv3.Op{clientv3.OpPut(tk, EncodeTable(table))}, moreOps...)
 	for _, t := range tablets {
 		v := EncodeTablet(t)
 		ops = append(ops, clientv3.OpPut(l.TabletKey(t.Table, t.ID), v))

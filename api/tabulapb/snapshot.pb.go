@@ -106,7 +106,13 @@ type Snapshot struct {
 	State             string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
 	CreatedUnixMicros int64  `protobuf:"varint,6,opt,name=created_unix_micros,json=createdUnixMicros,proto3" json:"created_unix_micros,omitempty"`
 	// Set once ready, in key order; their ranges tile the key space.
-	Tablets       []*SnapshotTablet `protobuf:"bytes,7,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	Tablets []*SnapshotTablet `protobuf:"bytes,7,rep,name=tablets,proto3" json:"tablets,omitempty"`
+	// The tables cloned from it (CloneSnapshot, RestoreSnapshot), added in
+	// the transaction that creates each. A snapshot deleted while this is
+	// not empty is "retired": its name is free and it is listed no more, but
+	// its record and holds stay until the master's GC finds no other table's
+	// folder naming a file it holds (docs/CONTRACTS.md §4a).
+	Clones        []string `protobuf:"bytes,8,rep,name=clones,proto3" json:"clones,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -186,6 +192,13 @@ func (x *Snapshot) GetCreatedUnixMicros() int64 {
 func (x *Snapshot) GetTablets() []*SnapshotTablet {
 	if x != nil {
 		return x.Tablets
+	}
+	return nil
+}
+
+func (x *Snapshot) GetClones() []string {
+	if x != nil {
+		return x.Clones
 	}
 	return nil
 }
@@ -494,6 +507,221 @@ func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
 	return file_snapshot_proto_rawDescGZIP(), []int{7}
 }
 
+type CloneSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The snapshot to clone.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The new table: it must not exist.
+	Table         string `protobuf:"bytes,2,opt,name=table,proto3" json:"table,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloneSnapshotRequest) Reset() {
+	*x = CloneSnapshotRequest{}
+	mi := &file_snapshot_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloneSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloneSnapshotRequest) ProtoMessage() {}
+
+func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_snapshot_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloneSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*CloneSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_snapshot_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CloneSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CloneSnapshotRequest) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+type CloneSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The new table's schema: the snapshot's under the new name.
+	Schema *TableSchema `protobuf:"bytes,1,opt,name=schema,proto3" json:"schema,omitempty"`
+	// Its tablets, one per tablet of the snapshot.
+	Tablets       uint32 `protobuf:"varint,2,opt,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloneSnapshotResponse) Reset() {
+	*x = CloneSnapshotResponse{}
+	mi := &file_snapshot_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloneSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloneSnapshotResponse) ProtoMessage() {}
+
+func (x *CloneSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_snapshot_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloneSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*CloneSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_snapshot_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CloneSnapshotResponse) GetSchema() *TableSchema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *CloneSnapshotResponse) GetTablets() uint32 {
+	if x != nil {
+		return x.Tablets
+	}
+	return 0
+}
+
+type RestoreSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The snapshot to put its table back to.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotRequest) Reset() {
+	*x = RestoreSnapshotRequest{}
+	mi := &file_snapshot_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotRequest) ProtoMessage() {}
+
+func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_snapshot_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_snapshot_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RestoreSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type RestoreSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name of the snapshot of the table's state before the restore;
+	// empty when the table did not exist.
+	SafetySnapshot string       `protobuf:"bytes,1,opt,name=safety_snapshot,json=safetySnapshot,proto3" json:"safety_snapshot,omitempty"`
+	Schema         *TableSchema `protobuf:"bytes,2,opt,name=schema,proto3" json:"schema,omitempty"`
+	Tablets        uint32       `protobuf:"varint,3,opt,name=tablets,proto3" json:"tablets,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *RestoreSnapshotResponse) Reset() {
+	*x = RestoreSnapshotResponse{}
+	mi := &file_snapshot_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreSnapshotResponse) ProtoMessage() {}
+
+func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_snapshot_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_snapshot_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *RestoreSnapshotResponse) GetSafetySnapshot() string {
+	if x != nil {
+		return x.SafetySnapshot
+	}
+	return ""
+}
+
+func (x *RestoreSnapshotResponse) GetSchema() *TableSchema {
+	if x != nil {
+		return x.Schema
+	}
+	return nil
+}
+
+func (x *RestoreSnapshotResponse) GetTablets() uint32 {
+	if x != nil {
+		return x.Tablets
+	}
+	return 0
+}
+
 type HoldTabletRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Tablet *TabletRef             `protobuf:"bytes,1,opt,name=tablet,proto3" json:"tablet,omitempty"`
@@ -505,7 +733,7 @@ type HoldTabletRequest struct {
 
 func (x *HoldTabletRequest) Reset() {
 	*x = HoldTabletRequest{}
-	mi := &file_snapshot_proto_msgTypes[8]
+	mi := &file_snapshot_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -517,7 +745,7 @@ func (x *HoldTabletRequest) String() string {
 func (*HoldTabletRequest) ProtoMessage() {}
 
 func (x *HoldTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[8]
+	mi := &file_snapshot_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -530,7 +758,7 @@ func (x *HoldTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldTabletRequest.ProtoReflect.Descriptor instead.
 func (*HoldTabletRequest) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{8}
+	return file_snapshot_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HoldTabletRequest) GetTablet() *TabletRef {
@@ -558,7 +786,7 @@ type HoldTabletResponse struct {
 
 func (x *HoldTabletResponse) Reset() {
 	*x = HoldTabletResponse{}
-	mi := &file_snapshot_proto_msgTypes[9]
+	mi := &file_snapshot_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +798,7 @@ func (x *HoldTabletResponse) String() string {
 func (*HoldTabletResponse) ProtoMessage() {}
 
 func (x *HoldTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[9]
+	mi := &file_snapshot_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +811,7 @@ func (x *HoldTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldTabletResponse.ProtoReflect.Descriptor instead.
 func (*HoldTabletResponse) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{9}
+	return file_snapshot_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HoldTabletResponse) GetFiles() uint64 {
@@ -608,7 +836,7 @@ const file_snapshot_proto_rawDesc = "" +
 	"\x0eSnapshotTablet\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\tR\btabletId\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
-	"\aend_key\x18\x03 \x01(\fR\x06endKey\"\xef\x01\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\"\x87\x02\n" +
 	"\bSnapshot\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
@@ -616,7 +844,8 @@ const file_snapshot_proto_rawDesc = "" +
 	"\x06schema\x18\x04 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\x12\x14\n" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12.\n" +
 	"\x13created_unix_micros\x18\x06 \x01(\x03R\x11createdUnixMicros\x123\n" +
-	"\atablets\x18\a \x03(\v2\x19.tabula.v1.SnapshotTabletR\atablets\"A\n" +
+	"\atablets\x18\a \x03(\v2\x19.tabula.v1.SnapshotTabletR\atablets\x12\x16\n" +
+	"\x06clones\x18\b \x03(\tR\x06clones\"A\n" +
 	"\x15CreateSnapshotRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\",\n" +
@@ -632,19 +861,33 @@ const file_snapshot_proto_rawDesc = "" +
 	"\x05bytes\x18\x03 \x01(\x04R\x05bytes\x12'\n" +
 	"\x0fexclusive_bytes\x18\x04 \x01(\x04R\x0eexclusiveBytes\x12!\n" +
 	"\fshared_bytes\x18\x05 \x01(\x04R\vsharedBytes\"\x18\n" +
-	"\x16DeleteSnapshotResponse\"b\n" +
+	"\x16DeleteSnapshotResponse\"@\n" +
+	"\x14CloneSnapshotRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05table\x18\x02 \x01(\tR\x05table\"a\n" +
+	"\x15CloneSnapshotResponse\x12.\n" +
+	"\x06schema\x18\x01 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\x12\x18\n" +
+	"\atablets\x18\x02 \x01(\rR\atablets\",\n" +
+	"\x16RestoreSnapshotRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x8c\x01\n" +
+	"\x17RestoreSnapshotResponse\x12'\n" +
+	"\x0fsafety_snapshot\x18\x01 \x01(\tR\x0esafetySnapshot\x12.\n" +
+	"\x06schema\x18\x02 \x01(\v2\x16.tabula.v1.TableSchemaR\x06schema\x12\x18\n" +
+	"\atablets\x18\x03 \x01(\rR\atablets\"b\n" +
 	"\x11HoldTabletRequest\x12,\n" +
 	"\x06tablet\x18\x01 \x01(\v2\x14.tabula.v1.TabletRefR\x06tablet\x12\x1f\n" +
 	"\vsnapshot_id\x18\x02 \x01(\tR\n" +
 	"snapshotId\"@\n" +
 	"\x12HoldTabletResponse\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x04R\x05files\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\x04R\x05bytes2\xd1\x02\n" +
+	"\x05bytes\x18\x02 \x01(\x04R\x05bytes2\xff\x03\n" +
 	"\tSnapshots\x12G\n" +
 	"\x0eCreateSnapshot\x12 .tabula.v1.CreateSnapshotRequest\x1a\x13.tabula.v1.Snapshot\x12R\n" +
 	"\rListSnapshots\x12\x1f.tabula.v1.ListSnapshotsRequest\x1a .tabula.v1.ListSnapshotsResponse\x12R\n" +
 	"\x10DescribeSnapshot\x12\x1e.tabula.v1.SnapshotNameRequest\x1a\x1e.tabula.v1.SnapshotDescription\x12S\n" +
-	"\x0eDeleteSnapshot\x12\x1e.tabula.v1.SnapshotNameRequest\x1a!.tabula.v1.DeleteSnapshotResponse2\\\n" +
+	"\x0eDeleteSnapshot\x12\x1e.tabula.v1.SnapshotNameRequest\x1a!.tabula.v1.DeleteSnapshotResponse\x12R\n" +
+	"\rCloneSnapshot\x12\x1f.tabula.v1.CloneSnapshotRequest\x1a .tabula.v1.CloneSnapshotResponse\x12X\n" +
+	"\x0fRestoreSnapshot\x12!.tabula.v1.RestoreSnapshotRequest\x1a\".tabula.v1.RestoreSnapshotResponse2\\\n" +
 	"\x0fTabletSnapshots\x12I\n" +
 	"\n" +
 	"HoldTablet\x12\x1c.tabula.v1.HoldTabletRequest\x1a\x1d.tabula.v1.HoldTabletResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
@@ -661,42 +904,52 @@ func file_snapshot_proto_rawDescGZIP() []byte {
 	return file_snapshot_proto_rawDescData
 }
 
-var file_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_snapshot_proto_goTypes = []any{
-	(*SnapshotTablet)(nil),         // 0: tabula.v1.SnapshotTablet
-	(*Snapshot)(nil),               // 1: tabula.v1.Snapshot
-	(*CreateSnapshotRequest)(nil),  // 2: tabula.v1.CreateSnapshotRequest
-	(*ListSnapshotsRequest)(nil),   // 3: tabula.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),  // 4: tabula.v1.ListSnapshotsResponse
-	(*SnapshotNameRequest)(nil),    // 5: tabula.v1.SnapshotNameRequest
-	(*SnapshotDescription)(nil),    // 6: tabula.v1.SnapshotDescription
-	(*DeleteSnapshotResponse)(nil), // 7: tabula.v1.DeleteSnapshotResponse
-	(*HoldTabletRequest)(nil),      // 8: tabula.v1.HoldTabletRequest
-	(*HoldTabletResponse)(nil),     // 9: tabula.v1.HoldTabletResponse
-	(*TableSchema)(nil),            // 10: tabula.v1.TableSchema
-	(*TabletRef)(nil),              // 11: tabula.v1.TabletRef
+	(*SnapshotTablet)(nil),          // 0: tabula.v1.SnapshotTablet
+	(*Snapshot)(nil),                // 1: tabula.v1.Snapshot
+	(*CreateSnapshotRequest)(nil),   // 2: tabula.v1.CreateSnapshotRequest
+	(*ListSnapshotsRequest)(nil),    // 3: tabula.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 4: tabula.v1.ListSnapshotsResponse
+	(*SnapshotNameRequest)(nil),     // 5: tabula.v1.SnapshotNameRequest
+	(*SnapshotDescription)(nil),     // 6: tabula.v1.SnapshotDescription
+	(*DeleteSnapshotResponse)(nil),  // 7: tabula.v1.DeleteSnapshotResponse
+	(*CloneSnapshotRequest)(nil),    // 8: tabula.v1.CloneSnapshotRequest
+	(*CloneSnapshotResponse)(nil),   // 9: tabula.v1.CloneSnapshotResponse
+	(*RestoreSnapshotRequest)(nil),  // 10: tabula.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil), // 11: tabula.v1.RestoreSnapshotResponse
+	(*HoldTabletRequest)(nil),       // 12: tabula.v1.HoldTabletRequest
+	(*HoldTabletResponse)(nil),      // 13: tabula.v1.HoldTabletResponse
+	(*TableSchema)(nil),             // 14: tabula.v1.TableSchema
+	(*TabletRef)(nil),               // 15: tabula.v1.TabletRef
 }
 var file_snapshot_proto_depIdxs = []int32{
-	10, // 0: tabula.v1.Snapshot.schema:type_name -> tabula.v1.TableSchema
+	14, // 0: tabula.v1.Snapshot.schema:type_name -> tabula.v1.TableSchema
 	0,  // 1: tabula.v1.Snapshot.tablets:type_name -> tabula.v1.SnapshotTablet
 	1,  // 2: tabula.v1.ListSnapshotsResponse.snapshots:type_name -> tabula.v1.Snapshot
 	1,  // 3: tabula.v1.SnapshotDescription.snapshot:type_name -> tabula.v1.Snapshot
-	11, // 4: tabula.v1.HoldTabletRequest.tablet:type_name -> tabula.v1.TabletRef
-	2,  // 5: tabula.v1.Snapshots.CreateSnapshot:input_type -> tabula.v1.CreateSnapshotRequest
-	3,  // 6: tabula.v1.Snapshots.ListSnapshots:input_type -> tabula.v1.ListSnapshotsRequest
-	5,  // 7: tabula.v1.Snapshots.DescribeSnapshot:input_type -> tabula.v1.SnapshotNameRequest
-	5,  // 8: tabula.v1.Snapshots.DeleteSnapshot:input_type -> tabula.v1.SnapshotNameRequest
-	8,  // 9: tabula.v1.TabletSnapshots.HoldTablet:input_type -> tabula.v1.HoldTabletRequest
-	1,  // 10: tabula.v1.Snapshots.CreateSnapshot:output_type -> tabula.v1.Snapshot
-	4,  // 11: tabula.v1.Snapshots.ListSnapshots:output_type -> tabula.v1.ListSnapshotsResponse
-	6,  // 12: tabula.v1.Snapshots.DescribeSnapshot:output_type -> tabula.v1.SnapshotDescription
-	7,  // 13: tabula.v1.Snapshots.DeleteSnapshot:output_type -> tabula.v1.DeleteSnapshotResponse
-	9,  // 14: tabula.v1.TabletSnapshots.HoldTablet:output_type -> tabula.v1.HoldTabletResponse
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	14, // 4: tabula.v1.CloneSnapshotResponse.schema:type_name -> tabula.v1.TableSchema
+	14, // 5: tabula.v1.RestoreSnapshotResponse.schema:type_name -> tabula.v1.TableSchema
+	15, // 6: tabula.v1.HoldTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	2,  // 7: tabula.v1.Snapshots.CreateSnapshot:input_type -> tabula.v1.CreateSnapshotRequest
+	3,  // 8: tabula.v1.Snapshots.ListSnapshots:input_type -> tabula.v1.ListSnapshotsRequest
+	5,  // 9: tabula.v1.Snapshots.DescribeSnapshot:input_type -> tabula.v1.SnapshotNameRequest
+	5,  // 10: tabula.v1.Snapshots.DeleteSnapshot:input_type -> tabula.v1.SnapshotNameRequest
+	8,  // 11: tabula.v1.Snapshots.CloneSnapshot:input_type -> tabula.v1.CloneSnapshotRequest
+	10, // 12: tabula.v1.Snapshots.RestoreSnapshot:input_type -> tabula.v1.RestoreSnapshotRequest
+	12, // 13: tabula.v1.TabletSnapshots.HoldTablet:input_type -> tabula.v1.HoldTabletRequest
+	1,  // 14: tabula.v1.Snapshots.CreateSnapshot:output_type -> tabula.v1.Snapshot
+	4,  // 15: tabula.v1.Snapshots.ListSnapshots:output_type -> tabula.v1.ListSnapshotsResponse
+	6,  // 16: tabula.v1.Snapshots.DescribeSnapshot:output_type -> tabula.v1.SnapshotDescription
+	7,  // 17: tabula.v1.Snapshots.DeleteSnapshot:output_type -> tabula.v1.DeleteSnapshotResponse
+	9,  // 18: tabula.v1.Snapshots.CloneSnapshot:output_type -> tabula.v1.CloneSnapshotResponse
+	11, // 19: tabula.v1.Snapshots.RestoreSnapshot:output_type -> tabula.v1.RestoreSnapshotResponse
+	13, // 20: tabula.v1.TabletSnapshots.HoldTablet:output_type -> tabula.v1.HoldTabletResponse
+	14, // [14:21] is the sub-list for method output_type
+	7,  // [7:14] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_snapshot_proto_init() }
@@ -711,7 +964,7 @@ func file_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_snapshot_proto_rawDesc), len(file_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

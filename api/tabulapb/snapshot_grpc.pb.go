@@ -31,6 +31,8 @@ const (
 	Snapshots_ListSnapshots_FullMethodName    = "/tabula.v1.Snapshots/ListSnapshots"
 	Snapshots_DescribeSnapshot_FullMethodName = "/tabula.v1.Snapshots/DescribeSnapshot"
 	Snapshots_DeleteSnapshot_FullMethodName   = "/tabula.v1.Snapshots/DeleteSnapshot"
+	Snapshots_CloneSnapshot_FullMethodName    = "/tabula.v1.Snapshots/CloneSnapshot"
+	Snapshots_RestoreSnapshot_FullMethodName  = "/tabula.v1.Snapshots/RestoreSnapshot"
 )
 
 // SnapshotsClient is the client API for Snapshots service.
@@ -46,6 +48,14 @@ type SnapshotsClient interface {
 	// DeleteSnapshot deletes the record; the tablet servers release its
 	// holds and the master's GC removes the files only it kept.
 	DeleteSnapshot(ctx context.Context, in *SnapshotNameRequest, opts ...grpc.CallOption) (*DeleteSnapshotResponse, error)
+	// CloneSnapshot creates a new table serving the snapshot's data: one
+	// tablet per hold, whose manifest names the held files where they lie
+	// (no copy). ALREADY_EXISTS if the table exists.
+	CloneSnapshot(ctx context.Context, in *CloneSnapshotRequest, opts ...grpc.CallOption) (*CloneSnapshotResponse, error)
+	// RestoreSnapshot puts the snapshot's table back to it: a safety
+	// snapshot of the table first (when it exists), then the table deleted
+	// and created again as a clone of the snapshot.
+	RestoreSnapshot(ctx context.Context, in *RestoreSnapshotRequest, opts ...grpc.CallOption) (*RestoreSnapshotResponse, error)
 }
 
 type snapshotsClient struct {
@@ -96,6 +106,26 @@ func (c *snapshotsClient) DeleteSnapshot(ctx context.Context, in *SnapshotNameRe
 	return out, nil
 }
 
+func (c *snapshotsClient) CloneSnapshot(ctx context.Context, in *CloneSnapshotRequest, opts ...grpc.CallOption) (*CloneSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CloneSnapshotResponse)
+	err := c.cc.Invoke(ctx, Snapshots_CloneSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *snapshotsClient) RestoreSnapshot(ctx context.Context, in *RestoreSnapshotRequest, opts ...grpc.CallOption) (*RestoreSnapshotResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RestoreSnapshotResponse)
+	err := c.cc.Invoke(ctx, Snapshots_RestoreSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SnapshotsServer is the server API for Snapshots service.
 // All implementations must embed UnimplementedSnapshotsServer
 // for forward compatibility.
@@ -109,6 +139,14 @@ type SnapshotsServer interface {
 	// DeleteSnapshot deletes the record; the tablet servers release its
 	// holds and the master's GC removes the files only it kept.
 	DeleteSnapshot(context.Context, *SnapshotNameRequest) (*DeleteSnapshotResponse, error)
+	// CloneSnapshot creates a new table serving the snapshot's data: one
+	// tablet per hold, whose manifest names the held files where they lie
+	// (no copy). ALREADY_EXISTS if the table exists.
+	CloneSnapshot(context.Context, *CloneSnapshotRequest) (*CloneSnapshotResponse, error)
+	// RestoreSnapshot puts the snapshot's table back to it: a safety
+	// snapshot of the table first (when it exists), then the table deleted
+	// and created again as a clone of the snapshot.
+	RestoreSnapshot(context.Context, *RestoreSnapshotRequest) (*RestoreSnapshotResponse, error)
 	mustEmbedUnimplementedSnapshotsServer()
 }
 
@@ -130,6 +168,12 @@ func (UnimplementedSnapshotsServer) DescribeSnapshot(context.Context, *SnapshotN
 }
 func (UnimplementedSnapshotsServer) DeleteSnapshot(context.Context, *SnapshotNameRequest) (*DeleteSnapshotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteSnapshot not implemented")
+}
+func (UnimplementedSnapshotsServer) CloneSnapshot(context.Context, *CloneSnapshotRequest) (*CloneSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CloneSnapshot not implemented")
+}
+func (UnimplementedSnapshotsServer) RestoreSnapshot(context.Context, *RestoreSnapshotRequest) (*RestoreSnapshotResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestoreSnapshot not implemented")
 }
 func (UnimplementedSnapshotsServer) mustEmbedUnimplementedSnapshotsServer() {}
 func (UnimplementedSnapshotsServer) testEmbeddedByValue()                   {}
@@ -224,6 +268,42 @@ func _Snapshots_DeleteSnapshot_Handler(srv interface{}, ctx context.Context, dec
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Snapshots_CloneSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CloneSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SnapshotsServer).CloneSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Snapshots_CloneSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SnapshotsServer).CloneSnapshot(ctx, req.(*CloneSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Snapshots_RestoreSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestoreSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SnapshotsServer).RestoreSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Snapshots_RestoreSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SnapshotsServer).RestoreSnapshot(ctx, req.(*RestoreSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Snapshots_ServiceDesc is the grpc.ServiceDesc for Snapshots service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -246,6 +326,14 @@ var Snapshots_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteSnapshot",
 			Handler:    _Snapshots_DeleteSnapshot_Handler,
+		},
+		{
+			MethodName: "CloneSnapshot",
+			Handler:    _Snapshots_CloneSnapshot_Handler,
+		},
+		{
+			MethodName: "RestoreSnapshot",
+			Handler:    _Snapshots_RestoreSnapshot_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
