@@ -162,7 +162,9 @@ func TabletServerRules() map[string]Rule {
 // needs read on the cluster, one table's read on that table. Describe and
 // delete name the snapshot only: the master checks the role on the
 // snapshot's table itself (master/snapshots.go), as this table cannot
-// name it.
+// name it. Cloning needs admin on the new table (as CreateTable) and, the
+// master checks, read on the snapshot's; restoring admin on the
+// snapshot's table, which the master checks.
 func SnapshotRules() map[string]Rule {
 	const svc = "/" + "tabula.v1.Snapshots/"
 	return map[string]Rule{
@@ -175,6 +177,8 @@ func SnapshotRules() map[string]Rule {
 		}},
 		svc + "DescribeSnapshot": {},
 		svc + "DeleteSnapshot":   {Audit: true},
+		svc + "CloneSnapshot":    {Role: Admin, Audit: true, Tables: func(r any) []string { return one(r.(*pb.CloneSnapshotRequest).GetTable()) }},
+		svc + "RestoreSnapshot":  {Audit: true},
 	}
 }
 

@@ -47,6 +47,18 @@ import (
 //     folder. A live hold that cannot be read keeps every folder of the
 //     table.
 //
+// And a retired snapshot record (deleted while it had clones, clone.go) is
+// dropped, which makes its holds dead, only when the sweep read every
+// manifest and hold (no table blocked), the record was retired at or
+// before the sweep's read, and no file its holds name is named by
+// anything else the sweep keeps: a kept folder's manifest, of any table,
+// or another live hold (rule 6). Until then its holds keep, by rule 5 and
+// every other deleter's, the files a clone's tablets name in the source
+// table's folders. A clone committed before the retirement has its
+// tablets in the read (the record's ModRevision guards the clone's
+// transaction); their folders, read even when the listing lags, name the
+// files for as long as they need them.
+//
 // An empty table folder is removed too when the table has neither a schema
 // nor tablets in etcd and the folder was already older than the grace
 // period before the sweep.
@@ -97,6 +109,8 @@ type gcView struct {
 	// snapshots holds the id of every snapshot record: their holds are
 	// live.
 	snapshots map[string]bool
+	// retired maps the retired snapshot records to their ModRevisions.
+	retired map[string]int64
 }
 
 // readGCView reads tables/ and tablets/ at one revision, guarded by term.
@@ -110,6 +124,7 @@ func (m *Master) readGCView(ctx context.Context, term *leadership) (*gcView, err
 		return nil, err
 	}
 	v := &gcView{rev: keys.Rev, ids: map[string]bool{}, live: map[string][]string{}, tables: map[string]bool{}, leases: map[int64]bool{}, snapshots: map[string]bool{}}
+	v.retired = keys.Retired
 	for _, id := range keys.SnapshotIDs {
 		v.snapshots[id] = true
 	}
@@ -157,6 +172,10 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 	}
 	now := time.Now()
 	logs := map[string]bool{}
+	var uses *gcUses
+	if len(view.retired) > 0 {
+		uses = newGCUses()
+	}
 	for _, e := range entries {
 		if !e.IsDir || cell.ValidateTableName(e.Name) != nil {
 			continue // not a table folder of ours
@@ -164,7 +183,7 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 		if !m.stillLeading(term) {
 			return res, ErrNotLeader
 		}
-		removed, blocked, err := m.sweepTable(ctx, term, view, e.Name, filepath.Join(root, e.Name), now, logs)
+		removed, blocked, err := m.sweepTable(ctx, term, view, e.Name, filepath.Join(root, e.Name), now, logs, uses)
 		res.removed = append(res.removed, removed...)
 		if blocked {
 			res.blocked = append(res.blocked, e.Name)
@@ -178,6 +197,9 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 		removed, err := m.sweepLogs(ctx, term, view, logs, now)
 		res.removed = append(res.removed, removed...)
 		if err != nil {
+			return res, err
+		}
+		if err := m.dropRetired(ctx, term, view, uses); err != nil {
 			return res, err
 		}
 	}
@@ -201,7 +223,7 @@ type gcFolder struct {
 // sweepTable sweeps one table folder, adding to logs the shared commit
 // logs the manifests of the folders it keeps name. blocked reports that an
 // unreadable manifest kept every folder.
-func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView, table, dir string, now time.Time, logs map[string]bool) (removed []string, blocked bool, err error) {
+func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView, table, dir string, now time.Time, logs map[string]bool, uses *gcUses) (removed []string, blocked bool, err error) {
 	fsys := m.fs()
 	tableOld := olderThan(fsys, dir, now.Add(-m.opts.GCGrace), false)
 	entries, err := fsys.List(dir)
@@ -267,6 +289,7 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 					"table", table, "tablet", f.name, "err", err)
 				return nil, true, nil
 			}
+			uses.add("", r.Files)
 			for _, id := range f.holds {
 				held, err := manifest.HeldFiles(fsys, f.dir, id)
 				if err != nil {
@@ -274,6 +297,7 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 						"table", table, "tablet", f.name, "snapshot", id, "err", err)
 					return nil, true, nil
 				}
+				uses.add(id, held)
 				r.Files = append(r.Files, held...)
 			}
 			f.refsRead = true

@@ -57,6 +57,9 @@ type Master struct {
 	// mergeWatch is what the automatic merge remembers (automerge.go).
 	mergeWatch *mergeWatch
 
+	// testHooks are set by tests only (adopt.go).
+	testHooks testHooks
+
 	// ctx is cancelled by Close; every background goroutine runs under it.
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -182,7 +182,8 @@ func (m *Master) findSnapshot(ctx context.Context, name string) (meta.VersionedS
 		return meta.VersionedSnapshot{}, err
 	}
 	for _, r := range recs {
-		if r.GetName() == name {
+		// A retired record's name is free: it is no longer the snapshot's.
+		if r.GetName() == name && r.GetState() != meta.SnapshotRetired {
 			return r, nil
 		}
 	}
@@ -216,7 +217,7 @@ func (s snapshotServer) ListSnapshots(ctx context.Context, req *tabulapb.ListSna
 	}
 	out := &tabulapb.ListSnapshotsResponse{}
 	for _, r := range recs {
-		if req.GetTable() == "" || r.GetTable() == req.GetTable() {
+		if r.GetState() != meta.SnapshotRetired && (req.GetTable() == "" || r.GetTable() == req.GetTable()) {
 			out.Snapshots = append(out.Snapshots, r.Snapshot)
 		}
 	}
@@ -322,7 +323,8 @@ func (m *Master) snapshotFiles(snap *tabulapb.Snapshot) (map[string]uint64, erro
 }
 
 // DeleteSnapshot deletes a snapshot's record; its holds are released by
-// the tablet servers and swept with their folders by the GC.
+// the tablet servers and swept with their folders by the GC. A snapshot
+// with clones retires instead (clone.go).
 func (s snapshotServer) DeleteSnapshot(ctx context.Context, req *tabulapb.SnapshotNameRequest) (*tabulapb.DeleteSnapshotResponse, error) {
 	err := s.m.deleteSnapshot(ctx, req.GetName())
 	if err != nil {
@@ -343,8 +345,17 @@ func (m *Master) deleteSnapshot(ctx context.Context, name string) error {
 	if err := m.mayOnSnapshot(ctx, r.Snapshot, auth.Admin); err != nil {
 		return err
 	}
-	if err := meta.DeleteSnapshotRecord(ctx, m.cli, m.layout, r.Snapshot, term.guard()); err != nil {
-		return err
+	if len(r.GetClones()) > 0 {
+		// Tables cloned from it may name its files: it retires, and the
+		// GC drops it once nothing else names them (clone.go).
+		if err := meta.RetireSnapshotRecord(ctx, m.cli, m.layout, r.Snapshot, r.ModRevision, term.guard()); err != nil {
+			return err
+		}
+		m.log.Info("snapshot deleted; retired until no clone names its files", "snapshot", name, "id", r.GetId(), "table", r.GetTable(), "clones", r.GetClones())
+		return nil
+	}
+	if err := meta.DeleteSnapshotRecordAt(ctx, m.cli, m.layout, r.Snapshot, r.ModRevision, term.guard()); err != nil {
+		return err // ErrConflict: a clone was made since the read; retry
 	}
 	m.log.Info("snapshot deleted", "snapshot", name, "id", r.GetId(), "table", r.GetTable())
 	return nil
