@@ -9,17 +9,34 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 )
 
-// SnapshotAdmin creates, lists, describes and deletes table snapshots
-// through the master (tabula snapshot; docs/OPERATIONS.md "Snapshots"). A
-// snapshot is metadata only: it holds the table's files, which no
-// compaction, split, merge, range drop or table deletion removes while it
-// exists. Creating and deleting one needs admin on its table; listing and
-// describing, read.
+// SnapshotAdmin creates, lists, describes, deletes, clones and restores
+// table snapshots through the master (tabula snapshot; docs/OPERATIONS.md
+// "Snapshots"). A snapshot is metadata only: it holds the table's files,
+// which no compaction, split, merge, range drop or table deletion removes
+// while it exists. Creating, deleting and restoring one needs admin on its
+// table; listing and describing, read; cloning, read on its table and
+// admin on the new one.
 type SnapshotAdmin interface {
 	CreateSnapshot(ctx context.Context, table, name string) (SnapshotInfo, error)
 	ListSnapshots(ctx context.Context, table string) ([]SnapshotInfo, error)
 	DescribeSnapshot(ctx context.Context, name string) (SnapshotDescription, error)
 	DeleteSnapshot(ctx context.Context, name string) error
+	CloneSnapshot(ctx context.Context, name, table string) (CloneInfo, error)
+	RestoreSnapshot(ctx context.Context, name string) (RestoreInfo, error)
+}
+
+// CloneInfo is the table a clone made: its name and number of tablets.
+type CloneInfo struct {
+	Table   string
+	Tablets int
+}
+
+// RestoreInfo is what a restore did: the table it put back, its tablets,
+// and SafetySnapshot, the snapshot of the table's state before the
+// restore (empty when the table did not exist).
+type RestoreInfo struct {
+	Table, SafetySnapshot string
+	Tablets               int
 }
 
 var _ SnapshotAdmin = (*AdminClient)(nil)
@@ -111,4 +128,37 @@ func (a *AdminClient) DeleteSnapshot(ctx context.Context, name string) error {
 		_, err := c.DeleteSnapshot(ctx, &tabulapb.SnapshotNameRequest{Name: name})
 		return err
 	})
+}
+
+// CloneSnapshot creates the table from the snapshot name: it serves the
+// snapshot's data at once, sharing its files (nothing is copied; the
+// clone's compactions write files of its own). ALREADY_EXISTS if the table
+// exists, NOT_FOUND without the snapshot.
+func (a *AdminClient) CloneSnapshot(ctx context.Context, name, table string) (CloneInfo, error) {
+	var resp *tabulapb.CloneSnapshotResponse
+	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
+		resp, err = c.CloneSnapshot(ctx, &tabulapb.CloneSnapshotRequest{Name: name, Table: table})
+		return err
+	})
+	if err != nil {
+		return CloneInfo{}, err
+	}
+	return CloneInfo{Table: resp.GetSchema().GetName(), Tablets: int(resp.GetTablets())}, nil
+}
+
+// RestoreSnapshot puts the snapshot's table back to the snapshot name: a
+// safety snapshot of the table first (named in the answer), then the table
+// replaced by a clone of the snapshot; a table that no longer exists is
+// created again. Writes acknowledged after the call began may be lost
+// (the safety snapshot holds those acknowledged before it began).
+func (a *AdminClient) RestoreSnapshot(ctx context.Context, name string) (RestoreInfo, error) {
+	var resp *tabulapb.RestoreSnapshotResponse
+	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
+		resp, err = c.RestoreSnapshot(ctx, &tabulapb.RestoreSnapshotRequest{Name: name})
+		return err
+	})
+	if err != nil {
+		return RestoreInfo{}, err
+	}
+	return RestoreInfo{Table: resp.GetSchema().GetName(), SafetySnapshot: resp.GetSafetySnapshot(), Tablets: int(resp.GetTablets())}, nil
 }
