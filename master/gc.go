@@ -51,8 +51,10 @@ import (
 // dropped, which makes its holds dead, only when the sweep read every
 // manifest and hold (no table blocked), the record was retired at or
 // before the sweep's read, and no file its holds name is named by
-// anything else the sweep keeps: a kept folder's manifest, of any table,
-// or another live hold (rule 6). Until then its holds keep, by rule 5 and
+// anything else that may still be read: the manifest of a folder live in
+// etcd or within the grace period, of any table, or a live hold not
+// retired (rule 6; gcretired.go). A dead folder kept only for the files
+// it holds is never served again, so its manifest does not count. Until then its holds keep, by rule 5 and
 // every other deleter's, the files a clone's tablets name in the source
 // table's folders. A clone committed before the retirement has its
 // tablets in the read (the record's ModRevision guards the clone's
@@ -174,7 +176,7 @@ func (m *Master) sweep(ctx context.Context, term *leadership) (gcResult, error) 
 	logs := map[string]bool{}
 	var uses *gcUses
 	if len(view.retired) > 0 {
-		uses = newGCUses()
+		uses = newGCUses(view.retired)
 	}
 	for _, e := range entries {
 		if !e.IsDir || cell.ValidateTableName(e.Name) != nil {
@@ -218,6 +220,11 @@ type gcFolder struct {
 	why            string
 	// holds are the ids of the live snapshots' holds in the folder.
 	holds []string
+	// served is set for a folder a tablet serves or may serve: live in
+	// etcd, or within the grace period (a split or a clone being made).
+	// Only these manifests keep a retired snapshot (rule 6): a dead
+	// folder kept for its held files would otherwise keep its hold.
+	served bool
 }
 
 // sweepTable sweeps one table folder, adding to logs the shared commit
@@ -251,10 +258,13 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 		switch {
 		case len(f.holds) > 0:
 			f.keep, f.why = true, "held by a snapshot"
+			// Whether it is served matters only to rule 6 (and costs a
+			// walk of the folder).
+			f.served = view.ids[f.name] || uses != nil && !olderThan(fsys, f.dir, cutoff, true)
 		case view.ids[f.name]:
-			f.keep, f.why = true, "live"
+			f.keep, f.why, f.served = true, "live", true
 		case !olderThan(fsys, f.dir, cutoff, true):
-			f.keep, f.why = true, "within grace period"
+			f.keep, f.why, f.served = true, "within grace period", true
 		}
 		folders = append(folders, f)
 	}
@@ -263,7 +273,7 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 	// all the same: what it references must stay.
 	for _, id := range view.live[table] {
 		if !slices.ContainsFunc(folders, func(f *gcFolder) bool { return f.name == id }) {
-			folders = append(folders, &gcFolder{name: id, dir: filepath.Join(dir, id), keep: true, why: "live"})
+			folders = append(folders, &gcFolder{name: id, dir: filepath.Join(dir, id), keep: true, why: "live", served: true})
 		}
 	}
 
@@ -289,7 +299,9 @@ func (m *Master) sweepTable(ctx context.Context, term *leadership, view *gcView,
 					"table", table, "tablet", f.name, "err", err)
 				return nil, true, nil
 			}
-			uses.add("", r.Files)
+			if f.served {
+				uses.add("", r.Files)
+			}
 			for _, id := range f.holds {
 				held, err := manifest.HeldFiles(fsys, f.dir, id)
 				if err != nil {

@@ -13,54 +13,52 @@ import (
 // Retired snapshots (gc.go, rule 6): a snapshot deleted while it had
 // clones keeps its record and holds until no one else names its files.
 
-// gcUses is who, in one sweep, names each file: the manifests of the
-// folders kept (holder "") and the live holds (holder: the snapshot id).
-// Only gathered when some record is retired. A nil *gcUses ignores adds.
+// gcUses is what, in one sweep, names each file: the manifests of the
+// folders kept and the live holds that are not retired. The files the
+// retired records' holds name are gathered apart. Only made when some
+// record is retired; a nil *gcUses ignores adds.
+//
+// A retired record's holds do not count as a use of another's files: a
+// retired record stays only for what its clones' manifests (and live
+// holds) name, which count themselves; so two retired records naming one
+// file (a snapshot of a clone and the clone's source snapshot) do not keep
+// each other for ever.
 type gcUses struct {
-	by   map[string]fileUse
-	held map[string][]string // snapshot id -> the files its holds name
+	retired map[string]int64
+	named   map[string]bool
+	held    map[string][]string // retired snapshot id -> the files its holds name
 }
 
-// fileUse is a file's first holder, and whether another names it too.
-type fileUse struct {
-	first string
-	other bool
+func newGCUses(retired map[string]int64) *gcUses {
+	return &gcUses{retired: retired, named: map[string]bool{}, held: map[string][]string{}}
 }
 
-func newGCUses() *gcUses {
-	return &gcUses{by: map[string]fileUse{}, held: map[string][]string{}}
-}
-
-// add records that holder names files.
+// add records that holder (a snapshot id, or "" for a manifest) names
+// files.
 func (u *gcUses) add(holder string, files []string) {
 	if u == nil {
 		return
 	}
+	_, retired := u.retired[holder]
 	for _, f := range files {
 		f = filepath.Clean(f)
-		if holder != "" {
+		if retired {
 			u.held[holder] = append(u.held[holder], f)
-		}
-		e, ok := u.by[f]
-		switch {
-		case !ok:
-			u.by[f] = fileUse{first: holder}
-		case e.first != holder && !e.other:
-			e.other = true
-			u.by[f] = e
+		} else {
+			u.named[f] = true
 		}
 	}
 }
 
-// needed reports whether something besides the holds of id names a file
-// those holds name.
-func (u *gcUses) needed(id string) bool {
+// needed returns a file the holds of the retired record id name that a
+// manifest or a live hold that is not retired names too ("" if none).
+func (u *gcUses) needed(id string) string {
 	for _, f := range u.held[id] {
-		if e := u.by[f]; e.other || e.first != id {
-			return true
+		if u.named[f] {
+			return f
 		}
 	}
-	return false
+	return ""
 }
 
 // dropRetired deletes the retired records whose files nothing else the
@@ -72,7 +70,11 @@ func (m *Master) dropRetired(ctx context.Context, term *leadership, view *gcView
 	}
 	for _, id := range slices.Sorted(maps.Keys(view.retired)) {
 		rev := view.retired[id]
-		if rev > view.rev || uses.needed(id) {
+		if rev > view.rev {
+			continue
+		}
+		if f := uses.needed(id); f != "" {
+			m.log.Debug("gc: keeping a retired snapshot: a clone names its files", "snapshot", id, "file", f)
 			continue
 		}
 		if !m.stillLeading(term) {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/manifest"
 	"github.com/tabuladb/tabula/meta"
@@ -39,6 +40,9 @@ type snapWorld struct {
 	deleted bool // the table is deleted
 	next    int  // for values and ids
 	scratch string
+	// all lists every world over the same storage root: this one and its
+	// clones' (TestCloneModel), whose held tablets release dead holds.
+	all *[]*snapWorld
 }
 
 type snapTablet struct {
@@ -58,6 +62,7 @@ type snapModel struct {
 func newSnapWorld(t *testing.T, seed uint64) *snapWorld {
 	w := &snapWorld{t: t, e: newGCEnv(t, Options{}), rng: rand.New(rand.NewPCG(seed, 1)), table: "t",
 		rows: map[string]string{}, snaps: map[string]*snapModel{}, scratch: t.TempDir()}
+	w.all = &[]*snapWorld{w}
 	first := w.open(meta.NewTabletID(), nil, nil)
 	w.put(first)
 	w.tablets = []*snapTablet{first}
@@ -166,34 +171,63 @@ func (w *snapWorld) dropRows() {
 }
 
 // snapshot does what a snapshot's creation does: the record first, then a
-// hold on every tablet.
-func (w *snapWorld) snapshot() {
+// hold on every tablet, then the record ready with its tablets. It
+// returns the snapshot's id, which is also its name.
+func (w *snapWorld) snapshot() string {
 	w.next++
-	id := fmt.Sprintf("s%d", w.next)
-	if _, err := w.e.c.cli.Put(context.Background(), w.e.c.layout.SnapshotKey(id), "{}"); err != nil {
-		w.t.Fatal(err)
-	}
+	// Unique across the worlds, a table restored under its name too.
+	id := fmt.Sprintf("%s-%d-s%d", w.table, len(*w.all), w.next)
+	rec := &tabulapb.Snapshot{Name: id, Id: id, Table: w.table, Schema: &tabulapb.TableSchema{Name: w.table}, State: meta.SnapshotCreating}
+	w.putSnapshot(rec)
 	s := &snapModel{rows: maps.Clone(w.rows)}
 	for _, st := range w.tablets {
 		if _, err := st.tb.Snapshot(context.Background(), id); err != nil {
 			w.t.Fatal(err)
 		}
 		s.dirs = append(s.dirs, w.dir(st.id))
+		rec.Tablets = append(rec.Tablets, &tabulapb.SnapshotTablet{TabletId: st.id, StartKey: st.start, EndKey: st.end})
 	}
+	rec.State = meta.SnapshotReady
+	w.putSnapshot(rec)
 	w.snaps[id] = s
+	return id
 }
 
-// deleteSnapshot removes the record, then releases the holds the live
-// tablets have (a tablet server's part).
-func (w *snapWorld) deleteSnapshot(id string) {
-	if _, err := w.e.c.cli.Delete(context.Background(), w.e.c.layout.SnapshotKey(id)); err != nil {
+func (w *snapWorld) putSnapshot(rec *tabulapb.Snapshot) {
+	w.t.Helper()
+	if _, err := w.e.c.cli.Put(context.Background(), w.e.c.layout.SnapshotKey(rec.Id), meta.EncodeSnapshot(rec)); err != nil {
 		w.t.Fatal(err)
 	}
+}
+
+// deleteSnapshot deletes the snapshot through the master (a snapshot with
+// clones retires), then releases the holds whose record is gone (a tablet
+// server's part).
+func (w *snapWorld) deleteSnapshot(id string) {
+	if err := w.e.m.deleteSnapshot(context.Background(), id); err != nil {
+		w.t.Fatalf("deleting snapshot %s: %v", id, err)
+	}
 	delete(w.snaps, id)
-	for _, st := range w.tablets {
-		if slices.Contains(st.tb.Snapshots(), id) {
-			if err := st.tb.ReleaseSnapshot(id); err != nil {
-				w.t.Fatal(err)
+	w.releaseDead()
+}
+
+// releaseDead releases, on every held tablet of every world, the holds
+// whose record is gone, as the tablet servers' releaseDeadHolds does.
+func (w *snapWorld) releaseDead() {
+	w.t.Helper()
+	live, err := meta.ReadSnapshotIDs(context.Background(), w.e.c.cli, w.e.c.layout)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, o := range *w.all {
+		for _, st := range o.tablets {
+			for _, id := range st.tb.Snapshots() {
+				if _, found := slices.BinarySearch(live, id); found {
+					continue
+				}
+				if err := st.tb.ReleaseSnapshot(id); err != nil {
+					w.t.Fatal(err)
+				}
 			}
 		}
 	}
@@ -208,6 +242,9 @@ func (w *snapWorld) deleteTable() {
 		}
 		w.e.deleteTablet(w.table, st.id)
 	}
+	if _, err := w.e.c.cli.Delete(context.Background(), w.e.c.layout.TableKey(w.table)); err != nil {
+		w.t.Fatal(err)
+	}
 	w.tablets, w.rows, w.deleted = nil, nil, true
 	w.e.m.removeTableFiles(w.table)
 }
@@ -218,6 +255,8 @@ func (w *snapWorld) sweep() {
 		age(w.t, d, 2*w.e.m.opts.GCGrace)
 	}
 	w.e.sweep()
+	// The servers release the holds of records the sweep dropped.
+	w.releaseDead()
 }
 
 // renderRows renders rows as "row=value ..." in key order.
@@ -351,7 +390,7 @@ func runSnapshotModel(t *testing.T, seed uint64) {
 		{"split", 2, w.split},
 		{"merge", 2, w.merge},
 		{"drop-rows", 1, w.dropRows},
-		{"snapshot", 2, w.snapshot},
+		{"snapshot", 2, func() { w.snapshot() }},
 		{"snapshot-delete", 1, func() {
 			if len(w.snaps) > 0 {
 				ids := slices.Sorted(maps.Keys(w.snaps))
