@@ -1,0 +1,90 @@
+package master
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tabuladb/tabula/auth"
+	"github.com/tabuladb/tabula/meta"
+)
+
+// TestCloneCrashLeavesNoTableAndIsSwept: a clone fails between writing its
+// tablets' folders and the transaction that names them, first as a master
+// dying there, then as one whose term ended there and that commits late
+// (refused by the term's guard). Neither leaves a table, a tablet or a
+// clone in the snapshot's record; the new leader's GC keeps the folders
+// through the grace period, then removes them and the table's folder; the
+// snapshot still reads whole, and the new leader's clone succeeds.
+func TestCloneCrashLeavesNoTableAndIsSwept(t *testing.T) {
+	ctx := context.Background()
+	w := newSnapWorld(t, 1)
+	w.write()
+	w.split()
+	w.write()
+	id := w.snapshot()
+	m1 := w.e.m
+	cloneDir := filepath.Join(w.e.root, "tables", "c")
+	noClone := func(what string) {
+		t.Helper()
+		if _, _, err := meta.GetTable(ctx, w.e.c.cli, w.e.c.layout, "c"); !errors.Is(err, meta.ErrNotFound) {
+			t.Fatalf("%s: the table's record: %v, want none", what, err)
+		}
+		if ts := w.e.c.tablets("c"); len(ts) != 0 {
+			t.Fatalf("%s: tablets %v, want none", what, ts)
+		}
+		recs, err := meta.ListSnapshotRecords(ctx, w.e.c.cli, w.e.c.layout)
+		if err != nil || len(recs) != 1 || len(recs[0].GetClones()) != 0 {
+			t.Fatalf("%s: snapshot records %v, %v; want one without clones", what, recs, err)
+		}
+		entries, err := os.ReadDir(cloneDir)
+		if err != nil || len(entries) != 2*len(w.tablets) && len(entries) != len(w.tablets) {
+			t.Fatalf("%s: the clone's folders %v, %v: the test proves less than it says", what, entries, err)
+		}
+	}
+
+	// 1. The master dies after the folders, before the transaction.
+	m1.testHooks.adoptFault = func(string) error { return errors.New("the master dies here") }
+	if _, _, err := m1.cloneSnapshot(ctx, id, "c", auth.Read); err == nil {
+		t.Fatal("the clone succeeded past its fault")
+	}
+	noClone("a master dead before the commit")
+
+	// 2. Its term ends there (a new leader is elected) and it commits late.
+	m2 := w.e.c.startMaster(Options{StorageRoot: w.e.root, GCInterval: -1, GCGrace: time.Minute})
+	m1.testHooks.adoptFault = func(string) error {
+		if err := m1.Close(); err != nil { // resigns: m2 leads
+			t.Error(err)
+		}
+		w.e.c.waitLeader(m2)
+		return nil
+	}
+	if _, _, err := m1.cloneSnapshot(ctx, id, "c", auth.Read); err == nil {
+		t.Fatal("a clone committed after its master's term ended")
+	}
+	noClone("a late commit of an ended term")
+	w.e.m = m2
+
+	// The new leader's GC: the folders stay through the grace period (a
+	// clone in progress looks the same), then go, the table's folder too.
+	w.e.sweep()
+	if _, err := os.Stat(cloneDir); err != nil {
+		t.Fatalf("a sweep within the grace period removed a clone's folders: %v", err)
+	}
+	w.sweep()
+	if _, err := os.Stat(cloneDir); !os.IsNotExist(err) {
+		t.Fatalf("the failed clones' folders outlived the grace period: %v", err)
+	}
+	w.check(0, "after the sweep")
+
+	// The new leader clones.
+	c := w.cloneFrom(id, w.snaps[id], "c")
+	c.check(1, "the clone")
+	recs, err := meta.ListSnapshotRecords(ctx, w.e.c.cli, w.e.c.layout)
+	if err != nil || len(recs) != 1 || len(recs[0].GetClones()) != 1 || recs[0].GetClones()[0] != "c" {
+		t.Fatalf("the snapshot's record after the clone: %v, %v", recs, err)
+	}
+}
