@@ -88,3 +88,70 @@ func TestCloneCrashLeavesNoTableAndIsSwept(t *testing.T) {
 		t.Fatalf("the snapshot's record after the clone: %v, %v", recs, err)
 	}
 }
+
+// TestCloneOutlivesItsSourceAndSnapshot is Accumulo's clone data loss
+// (apache/accumulo#1309: a clone's shared files deleted by the GC) asked of
+// Tabula: a clone of a snapshot over split children, then the snapshot
+// deleted (it retires), the source compacted, split, merged and deleted
+// and the clone split, merged and compacted, with GC sweeps and the
+// servers' releases between: the clone reads whole throughout. Once the
+// clone names none of the source's files, the retired snapshot goes, and
+// with the clone deleted nothing is left.
+func TestCloneOutlivesItsSourceAndSnapshot(t *testing.T) {
+	w := newSnapWorld(t, 2)
+	w.write()
+	w.split()
+	w.write()
+	id := w.snapshot()
+	c := w.cloneFrom(id, w.snaps[id], "c")
+	compactAll := func(x *snapWorld) func() {
+		return func() {
+			for _, st := range x.tablets {
+				if err := st.tb.Compact(context.Background(), true); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"delete the snapshot", func() { w.deleteSnapshot(id) }},
+		{"sweep", w.sweep},
+		{"compact the source", compactAll(w)},
+		{"sweep", w.sweep},
+		{"split the source", w.split}, {"merge the source", w.merge},
+		{"compact the source", compactAll(w)},
+		{"sweep", w.sweep},
+		{"delete the source", w.deleteTable},
+		{"sweep", w.sweep},
+		{"split the clone", c.split}, {"write the clone", c.write},
+		{"sweep", w.sweep},
+		{"merge the clone", c.merge},
+		{"sweep", w.sweep},
+	}
+	for i, s := range steps {
+		s.do()
+		c.check(i, s.name)
+	}
+	retired, err := meta.ReadSnapshotIDs(context.Background(), w.e.c.cli, w.e.c.layout)
+	if err != nil || len(retired) != 1 {
+		t.Fatalf("the retired snapshot is gone while the clone names its files: %v, %v", retired, err)
+	}
+	compactAll(c)()
+	w.sweep()
+	w.sweep()
+	if ids, err := meta.ReadSnapshotIDs(context.Background(), w.e.c.cli, w.e.c.layout); err != nil || len(ids) != 0 {
+		t.Fatalf("the retired snapshot outlived the clone's last reference: %v, %v", ids, err)
+	}
+	if got := ssts(t, filepath.Join(w.e.root, "tables", w.table)); len(got) != 0 {
+		t.Fatalf("the deleted source's files are left: %v", got)
+	}
+	c.check(len(steps), "compacted")
+	c.deleteTable()
+	w.sweep()
+	if got := ssts(t, filepath.Join(w.e.root, "tables")); len(got) != 0 {
+		t.Fatalf("with every table deleted the storage holds %v", got)
+	}
+}
