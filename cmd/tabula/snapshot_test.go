@@ -30,6 +30,29 @@ func TestSnapshotCommands(t *testing.T) {
 		t.Fatalf("snapshot describe: %s", out)
 	}
 
+	// Clone and restore.
+	out = ok(t, "snapshot", "clone", "snapcli-1", "snapcli-clone")
+	if !strings.Contains(out, "created table snapcli-clone from snapshot snapcli-1") {
+		t.Fatalf("snapshot clone: %s", out)
+	}
+	if got, want := ok(t, "get", "snapcli-clone", "r1"), "r1\tf:a\t@5\t1\n"; got != want {
+		t.Fatalf("the clone reads %q, want %q", got, want)
+	}
+	fails(t, []string{"snapshot", "clone", "snapcli-1", "snapcli-clone"}, "exists")
+	ok(t, "put", "snapcli", "r1", "f:a=2", "--timestamp", "6")
+	fails(t, []string{"snapshot", "restore", "snapcli-1"}, "not confirmed", "--yes")
+	out = ok(t, "snapshot", "restore", "snapcli-1", "--yes")
+	if !strings.Contains(out, "restored table snapcli from snapshot snapcli-1") || !strings.Contains(out, "snapshot failsafe-snapcli-1-") {
+		t.Fatalf("snapshot restore: %s", out)
+	}
+	if got, want := ok(t, "get", "snapcli", "r1"), "r1\tf:a\t@5\t1\n"; got != want {
+		t.Fatalf("the restored table reads %q, want %q", got, want)
+	}
+	safety := strings.Fields(out[strings.Index(out, "snapshot failsafe-")+len("snapshot "):])[0]
+	if out := ok(t, "snapshot", "list", "snapcli"); !strings.Contains(out, safety) {
+		t.Fatalf("the safety snapshot %s is not listed: %s", safety, out)
+	}
+
 	if secureAll() {
 		out := ok(t, "auth", "token", "create", "snapcli-writer")
 		token := strings.TrimSpace(strings.SplitN(out, "\n", 2)[0])
@@ -38,6 +61,8 @@ func TestSnapshotCommands(t *testing.T) {
 		for _, args := range [][]string{
 			{"snapshot", "create", "snapcli", "snapcli-w"},
 			{"snapshot", "delete", "snapcli-1"},
+			{"snapshot", "restore", "snapcli-1", "--yes"},
+			{"snapshot", "clone", "snapcli-1", "snapcli-w"},
 		} {
 			if r := as(args...); r.code == 0 || !strings.Contains(r.stderr, "needs the admin role") {
 				t.Errorf("a writer's tabula %s: exit %d\n%s", strings.Join(args, " "), r.code, r.stderr)
@@ -51,5 +76,7 @@ func TestSnapshotCommands(t *testing.T) {
 
 	ok(t, "snapshot", "delete", "snapcli-1")
 	fails(t, []string{"snapshot", "delete", "snapcli-1"}, "does not exist")
+	ok(t, "snapshot", "delete", safety)
 	ok(t, "table", "delete", "snapcli")
+	ok(t, "table", "delete", "snapcli-clone")
 }
