@@ -39,7 +39,17 @@ func TestSnapshotCommands(t *testing.T) {
 		t.Fatalf("the clone reads %q, want %q", got, want)
 	}
 	fails(t, []string{"snapshot", "clone", "snapcli-1", "snapcli-clone"}, "exists")
+	// The source rewritten, split and merged: the clone reads the same.
 	ok(t, "put", "snapcli", "r1", "f:a=2", "--timestamp", "6")
+	ok(t, "put", "snapcli", "r2", "f:a=3", "--timestamp", "6")
+	ok(t, "table", "compact", "snapcli", "--major")
+	ok(t, "table", "split", "snapcli", "r2")
+	ok(t, "table", "compact", "snapcli", "--major")
+	ok(t, "table", "merge", "snapcli", "", "")
+	ok(t, "table", "compact", "snapcli", "--major")
+	if got, want := ok(t, "get", "snapcli-clone", "r1"), "r1\tf:a\t@5\t1\n"; got != want {
+		t.Fatalf("after the source's compactions, split and merge the clone reads %q, want %q", got, want)
+	}
 	fails(t, []string{"snapshot", "restore", "snapcli-1"}, "not confirmed", "--yes")
 	out = ok(t, "snapshot", "restore", "snapcli-1", "--yes")
 	if !strings.Contains(out, "restored table snapcli from snapshot snapcli-1") || !strings.Contains(out, "snapshot failsafe-snapcli-1-") {
@@ -47,6 +57,13 @@ func TestSnapshotCommands(t *testing.T) {
 	}
 	if got, want := ok(t, "get", "snapcli", "r1"), "r1\tf:a\t@5\t1\n"; got != want {
 		t.Fatalf("the restored table reads %q, want %q", got, want)
+	}
+	if got := ok(t, "get", "snapcli", "r2"); got != "" {
+		t.Fatalf("the restored table has a row written after the snapshot: %q", got)
+	}
+	// The restore deleted the table the clone came from.
+	if got, want := ok(t, "get", "snapcli-clone", "r1"), "r1\tf:a\t@5\t1\n"; got != want {
+		t.Fatalf("after its source's deletion the clone reads %q, want %q", got, want)
 	}
 	safety := strings.Fields(out[strings.Index(out, "snapshot failsafe-")+len("snapshot "):])[0]
 	if out := ok(t, "snapshot", "list", "snapcli"); !strings.Contains(out, safety) {
