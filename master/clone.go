@@ -66,11 +66,8 @@ func (m *Master) tryClone(ctx context.Context, name, table string, role auth.Rol
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := m.findSnapshot(ctx, name)
+	r, err := m.findSnapshotAs(ctx, name, role)
 	if err != nil {
-		return nil, 0, err
-	}
-	if err := m.mayOnSnapshot(ctx, r.Snapshot, role); err != nil {
 		return nil, 0, err
 	}
 	if r.GetState() != meta.SnapshotReady {
@@ -129,11 +126,8 @@ func safetySnapshotName(snapshot string, now time.Time) string {
 // exist; a restore that stops there (its master died) is finished by
 // running it again, which finds no table and only clones.
 func (m *Master) restoreSnapshot(ctx context.Context, name string) (*tabulapb.RestoreSnapshotResponse, error) {
-	r, err := m.findSnapshot(ctx, name)
+	r, err := m.findSnapshotAs(ctx, name, auth.Admin)
 	if err != nil {
-		return nil, err
-	}
-	if err := m.mayOnSnapshot(ctx, r.Snapshot, auth.Admin); err != nil {
 		return nil, err
 	}
 	if r.GetState() != meta.SnapshotReady {

@@ -190,6 +190,16 @@ func (m *Master) findSnapshot(ctx context.Context, name string) (meta.VersionedS
 	return meta.VersionedSnapshot{}, notFoundf("snapshot %s does not exist (`tabula snapshot list` lists them)", name)
 }
 
+// findSnapshotAs returns the record of the snapshot named name, if the
+// caller has role on its table.
+func (m *Master) findSnapshotAs(ctx context.Context, name string, role auth.Role) (meta.VersionedSnapshot, error) {
+	r, err := m.findSnapshot(ctx, name)
+	if err != nil {
+		return r, err
+	}
+	return r, m.mayOnSnapshot(ctx, r.Snapshot, role)
+}
+
 // mayOnSnapshot checks that the caller has role on the snapshot's table:
 // the guard cannot tell the table from a request naming the snapshot only
 // (auth.SnapshotRules).
@@ -237,11 +247,8 @@ func (s snapshotServer) DescribeSnapshot(ctx context.Context, req *tabulapb.Snap
 }
 
 func (m *Master) describeSnapshot(ctx context.Context, name string) (*tabulapb.SnapshotDescription, error) {
-	r, err := m.findSnapshot(ctx, name)
+	r, err := m.findSnapshotAs(ctx, name, auth.Read)
 	if err != nil {
-		return nil, err
-	}
-	if err := m.mayOnSnapshot(ctx, r.Snapshot, auth.Read); err != nil {
 		return nil, err
 	}
 	d := &tabulapb.SnapshotDescription{Snapshot: r.Snapshot}
@@ -338,11 +345,8 @@ func (m *Master) deleteSnapshot(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	r, err := m.findSnapshot(ctx, name)
+	r, err := m.findSnapshotAs(ctx, name, auth.Admin)
 	if err != nil {
-		return err
-	}
-	if err := m.mayOnSnapshot(ctx, r.Snapshot, auth.Admin); err != nil {
 		return err
 	}
 	if len(r.GetClones()) > 0 {
