@@ -24,9 +24,17 @@ func (w *snapWorld) cloneFrom(id string, s *snapModel, table string) *snapWorld 
 	if _, _, err := w.e.m.cloneSnapshot(ctx, id, table, auth.Read); err != nil {
 		w.t.Fatalf("clone of %s into %s: %v", id, table, err)
 	}
-	c := &snapWorld{t: w.t, e: w.e, rng: w.rng, table: table, rows: maps.Clone(s.rows),
+	return w.cloneWorld(table, s.rows)
+}
+
+// cloneWorld returns the world of table, which the master made from a
+// snapshot reading rows: its tablets opened where their records say, as
+// their servers would.
+func (w *snapWorld) cloneWorld(table string, rows map[string]string) *snapWorld {
+	w.t.Helper()
+	c := &snapWorld{t: w.t, e: w.e, rng: w.rng, table: table, rows: maps.Clone(rows),
 		snaps: map[string]*snapModel{}, scratch: w.t.TempDir(), all: w.all}
-	recs, _, err := meta.GetTablets(ctx, w.e.c.cli, w.e.c.layout, table)
+	recs, _, err := meta.GetTablets(context.Background(), w.e.c.cli, w.e.c.layout, table)
 	if err != nil {
 		w.t.Fatal(err)
 	}

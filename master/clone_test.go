@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tabuladb/tabula/api/tabulapb"
 	"github.com/tabuladb/tabula/auth"
 	"github.com/tabuladb/tabula/meta"
 )
@@ -153,5 +154,45 @@ func TestCloneOutlivesItsSourceAndSnapshot(t *testing.T) {
 	w.sweep()
 	if got := ssts(t, filepath.Join(w.e.root, "tables")); len(got) != 0 {
 		t.Fatalf("with every table deleted the storage holds %v", got)
+	}
+}
+
+// TestRestoreFinishesAnUnfinishedRestore: a restore whose master died
+// after it began deleting the table (the table left `deleting`, its
+// tablets unloaded) is finished by running it again: the delete is
+// finished, no safety snapshot is taken of a table being deleted, and the
+// table is created again from the snapshot, reading what it holds.
+func TestRestoreFinishesAnUnfinishedRestore(t *testing.T) {
+	ctx := context.Background()
+	w := newSnapWorld(t, 3)
+	w.write()
+	w.split()
+	w.write()
+	id := w.snapshot()
+	w.write() // after the snapshot: the restore drops it
+	// The first restore's master died inside DeleteTable: the table is
+	// deleting and its tablets are unloaded.
+	schema := &tabulapb.TableSchema{Name: w.table, State: meta.TableDeleting}
+	if _, err := w.e.c.cli.Put(ctx, w.e.c.layout.TableKey(w.table), meta.EncodeTable(meta.TableRecord{Schema: schema})); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range w.tablets {
+		if err := st.tb.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.tablets, w.deleted = nil, true
+	resp, err := w.e.m.restoreSnapshot(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.GetSafetySnapshot() != "" || resp.GetSchema().GetName() != w.table || resp.GetSchema().GetState() != "" {
+		t.Fatalf("restore answered %v", resp)
+	}
+	r := w.cloneWorld(w.table, w.snaps[id].rows)
+	r.check(0, "restored")
+	recs, err := meta.ListSnapshotRecords(ctx, w.e.c.cli, w.e.c.layout)
+	if err != nil || len(recs) != 1 || len(recs[0].GetClones()) != 1 {
+		t.Fatalf("the snapshot's record after the restore: %v, %v", recs, err)
 	}
 }
