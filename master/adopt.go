@@ -42,38 +42,72 @@ type adoptTablet struct {
 // meta.CreateTable, or a variant with more conditions (meta.CloneTable).
 type adoptCommit func(ctx context.Context, table meta.TableRecord, tablets []meta.TabletRecord, g meta.Guard) error
 
+// adoption is a table whose tablets' folders are written (step 1) and
+// whose records are not yet committed (step 2).
+type adoption struct {
+	schema *tabulapb.TableSchema
+	recs   []meta.TabletRecord
+	commit adoptCommit
+}
+
 // adoptTable creates the table schema.Name from tablets (in key order,
 // tiling the key space) as described above. ALREADY_EXISTS if the table
 // exists; a commit that fails for another reason is ErrConflict (retry).
 func (m *Master) adoptTable(ctx context.Context, term *leadership, schema *tabulapb.TableSchema, tablets []adoptTablet, commit adoptCommit) error {
-	if m.opts.StorageRoot == "" {
-		return notReadyf("table %s: this master has no storage root (--storage-root) to write its tablets' manifests in", schema.GetName())
+	if err := m.adoptableName(ctx, schema.GetName()); err != nil {
+		return err
 	}
-	table := schema.GetName()
+	a, err := m.prepareAdopt(schema, tablets, commit)
+	if err != nil {
+		return err
+	}
+	return m.commitAdopt(ctx, term, a)
+}
+
+// adoptableName fails with ALREADY_EXISTS if table exists.
+func (m *Master) adoptableName(ctx context.Context, table string) error {
 	if _, _, err := meta.GetTable(ctx, m.cli, m.layout, table); err == nil {
 		return existsf("table %s already exists", table)
 	} else if !errors.Is(err, meta.ErrNotFound) {
 		return err
 	}
-	recs := make([]meta.TabletRecord, len(tablets))
+	return nil
+}
+
+// prepareAdopt is step 1: each tablet's folder, under a new id, with its
+// first manifest. It looks at no record: a caller may write the folders
+// of a table that still exists and is to be replaced (a restore), since
+// nothing names them until the commit.
+func (m *Master) prepareAdopt(schema *tabulapb.TableSchema, tablets []adoptTablet, commit adoptCommit) (*adoption, error) {
+	if m.opts.StorageRoot == "" {
+		return nil, notReadyf("table %s: this master has no storage root (--storage-root) to write its tablets' manifests in", schema.GetName())
+	}
+	table := schema.GetName()
+	a := &adoption{schema: schema, recs: make([]meta.TabletRecord, len(tablets)), commit: commit}
 	for i, t := range tablets {
 		id := meta.NewTabletID()
 		dir, err := storepath.Tablet(m.opts.StorageRoot, table, id)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := t.write(dir); err != nil {
-			return fmt.Errorf("table %s: writing the manifest of tablet %s: %w", table, id, err)
+			return nil, fmt.Errorf("table %s: writing the manifest of tablet %s: %w", table, id, err)
 		}
-		recs[i] = meta.TabletRecord{Table: table, ID: id, Start: t.start, End: t.end, State: meta.StateUnassigned}
+		a.recs[i] = meta.TabletRecord{Table: table, ID: id, Start: t.start, End: t.end, State: meta.StateUnassigned}
 	}
-	// The folders exist before the records that name them (step 2).
+	return a, nil
+}
+
+// commitAdopt is step 2: the records in one transaction guarded by term.
+func (m *Master) commitAdopt(ctx context.Context, term *leadership, a *adoption) error {
+	// The folders exist before the records that name them.
 	if err := m.adoptFault("commit"); err != nil {
 		return err
 	}
-	err := commit(ctx, meta.TableRecord{Schema: schema}, recs, term.guard())
+	table := a.schema.GetName()
+	err := a.commit(ctx, meta.TableRecord{Schema: a.schema}, a.recs, term.guard())
 	if err == nil {
-		m.log.Info("adopted table", "table", table, "tablets", len(recs))
+		m.log.Info("adopted table", "table", table, "tablets", len(a.recs))
 		term.assign.poke()
 		return nil
 	}

@@ -66,12 +66,31 @@ func (m *Master) tryClone(ctx context.Context, name, table string, role auth.Rol
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := m.findSnapshotAs(ctx, name, role)
+	if err := m.adoptableName(ctx, table); err != nil {
+		return nil, 0, err
+	}
+	a, err := m.prepareClone(ctx, name, table, role)
 	if err != nil {
 		return nil, 0, err
 	}
+	if err := m.commitAdopt(ctx, term, a); err != nil {
+		return nil, 0, err
+	}
+	m.log.Info("snapshot cloned", "snapshot", name, "table", table, "tablets", len(a.recs))
+	return a.schema, len(a.recs), nil
+}
+
+// prepareClone reads the snapshot name (role on its table needed, and
+// ready) and writes the folders of its clone into table (adoption step
+// 1); the commit adds table to the record's clones, guarded by the
+// record's revision of this read.
+func (m *Master) prepareClone(ctx context.Context, name, table string, role auth.Role) (*adoption, error) {
+	r, err := m.findSnapshotAs(ctx, name, role)
+	if err != nil {
+		return nil, err
+	}
 	if r.GetState() != meta.SnapshotReady {
-		return nil, 0, notReadyf("snapshot %s is still being created", name)
+		return nil, notReadyf("snapshot %s is still being created", name)
 	}
 	schema := cloneSchema(r.GetSchema())
 	schema.Name, schema.State = table, ""
@@ -80,7 +99,7 @@ func (m *Master) tryClone(ctx context.Context, name, table string, role auth.Rol
 	for i, t := range r.GetTablets() {
 		src, err := storepath.Tablet(m.opts.StorageRoot, r.GetTable(), t.GetTabletId())
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		tablets[i] = adoptTablet{start: t.GetStartKey(), end: t.GetEndKey(), write: func(dir string) error {
 			_, err := manifest.SaveClone(fsys, src, r.GetId(), dir)
@@ -91,14 +110,9 @@ func (m *Master) tryClone(ctx context.Context, name, table string, role auth.Rol
 	if !slices.Contains(snap.Clones, table) {
 		snap.Clones = append(snap.Clones, table)
 	}
-	err = m.adoptTable(ctx, term, schema, tablets, func(ctx context.Context, tr meta.TableRecord, recs []meta.TabletRecord, g meta.Guard) error {
+	return m.prepareAdopt(schema, tablets, func(ctx context.Context, tr meta.TableRecord, recs []meta.TabletRecord, g meta.Guard) error {
 		return meta.CloneTable(ctx, m.cli, m.layout, tr, recs, snap, r.ModRevision, g)
 	})
-	if err != nil {
-		return nil, 0, err
-	}
-	m.log.Info("snapshot cloned", "snapshot", name, "id", r.GetId(), "source", r.GetTable(), "table", table, "tablets", len(tablets))
-	return schema, len(tablets), nil
 }
 
 // RestoreSnapshot puts a snapshot's table back to it.
@@ -121,9 +135,9 @@ func safetySnapshotName(snapshot string, now time.Time) string {
 
 // restoreSnapshot puts the snapshot's table back to the snapshot: when the
 // table exists, a safety snapshot of it first (its name is answered), then
-// the table deleted, then the snapshot cloned under the table's name.
-// Between the delete and the clone's transaction the table does not
-// exist; a restore that stops there (its master died) is finished by
+// the clone's folders, the table deleted, and the clone's transaction
+// under the table's name. Between the delete and that transaction the
+// table does not exist; a restore that stops there (its master died) is finished by
 // running it again, which finds no table and only clones.
 func (m *Master) restoreSnapshot(ctx context.Context, name string) (*tabulapb.RestoreSnapshotResponse, error) {
 	r, err := m.findSnapshotAs(ctx, name, auth.Admin)
@@ -152,9 +166,25 @@ func (m *Master) restoreSnapshot(ctx context.Context, name string) (*tabulapb.Re
 			return nil, fmt.Errorf("restore of %s: the safety snapshot %s of table %s: %w", name, safety, table, err)
 		}
 		m.log.Info("restore: safety snapshot taken", "snapshot", name, "table", table, "safety", safety)
+		// The new tablets' folders before the delete, so that the table
+		// is missing only from the delete to one transaction.
+		a, err := m.prepareClone(ctx, name, table, auth.Admin)
+		if err != nil {
+			return nil, fmt.Errorf("restore of %s: preparing table %s (its state is in snapshot %s): %w", name, table, safety, err)
+		}
 		if err := m.deleteTable(ctx, table); err != nil {
 			return nil, fmt.Errorf("restore of %s: deleting table %s (its state is in snapshot %s): %w", name, table, safety, err)
 		}
+		term, err := m.lead(ctx)
+		if err == nil {
+			if err = m.commitAdopt(ctx, term, a); err == nil {
+				m.log.Info("snapshot restored", "snapshot", name, "table", table, "safety", safety)
+				return &tabulapb.RestoreSnapshotResponse{SafetySnapshot: safety, Schema: a.schema, Tablets: uint32(len(a.recs))}, nil
+			}
+		}
+		// The snapshot's record changed meanwhile (another clone), or
+		// the term: clone anew below (the prepared folders are swept).
+		m.log.Info("restore: cloning again", "snapshot", name, "table", table, "err", err)
 	}
 	schema, n, err := m.cloneSnapshot(ctx, name, table, auth.Admin)
 	if err != nil {
