@@ -176,10 +176,10 @@ snapshot. If the table no longer exists, it is created again.
 
 What clients see: writes acknowledged before the restore started are in the
 safety snapshot; writes acknowledged while it runs may be in it or not, and
-are not in the restored table. Between the delete and the new table's
-creation (moments: time proportional to the tablets) the table does not
-exist (NOT_FOUND); then its tablets are placed (UNAVAILABLE until then,
-which clients retry). A restore that failed midway is finished by running
+are not in the restored table. The new tablets' manifests are written
+before the delete; from the delete to the one transaction that creates the
+table again, the table does not exist (NOT_FOUND); then its tablets are
+placed (UNAVAILABLE until then, which clients retry). A restore that failed midway is finished by running
 it again. Refused while the table has deletion protection. Needs admin on
 the table. Without --yes it asks for confirmation on the terminal.`,
 		Example: "  tabula snapshot restore users-before-migration --yes",
