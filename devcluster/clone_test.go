@@ -14,6 +14,7 @@ import (
 
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/families"
+	"github.com/tabuladb/tabula/internal/seaweed/seaweedtest"
 )
 
 // readTable reads table whole through the client (row → value of family
@@ -56,9 +57,19 @@ func render(rows map[string]string) string {
 // then recreates the deleted source table from the snapshot, and, run
 // again on the live table, takes a safety snapshot of its state first.
 func TestCloneThroughTheCluster(t *testing.T) {
+	t.Run("disk", func(t *testing.T) { runCloneThroughTheCluster(t, "") })
+	t.Run("seaweedfs", func(t *testing.T) {
+		seaweedtest.Need(t)
+		runCloneThroughTheCluster(t, LocalStore)
+	})
+}
+
+// runCloneThroughTheCluster is TestCloneThroughTheCluster with the
+// tablets on storage (Config.Storage: "" for the local disk).
+func runCloneThroughTheCluster(t *testing.T, storage string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	_, admin := startWithAdmin(ctx, t, Config{Servers: 2, Dir: t.TempDir()})
+	_, admin := startWithAdmin(ctx, t, Config{Servers: 2, Dir: t.TempDir(), Storage: storage})
 	a := admin.Admin()
 	const src, clone = "source", "cloned"
 	if err := a.CreateTable(ctx, src, []families.Family{families.Default("cf")}, [][]byte{[]byte("r050")}); err != nil {
