@@ -21,6 +21,7 @@ type SnapshotAdmin interface {
 	ListSnapshots(ctx context.Context, table string) ([]SnapshotInfo, error)
 	DescribeSnapshot(ctx context.Context, name string) (SnapshotDescription, error)
 	DeleteSnapshot(ctx context.Context, name string) error
+	SnapshotRecord(ctx context.Context, name string) (*tabulapb.Snapshot, error)
 	CloneSnapshot(ctx context.Context, name, table string) (CloneInfo, error)
 	RestoreSnapshot(ctx context.Context, name string) (RestoreInfo, error)
 }
