@@ -2,7 +2,7 @@
 GO ?= go
 export PATH := /usr/local/go/bin:$(PATH)
 
-.PHONY: all build run test vet tidy proto bench fuzz soak clean tools chromium nftables node
+.PHONY: all build run test vet tidy proto bench fuzz soak clean tools chromium nftables node cxx
 
 all: build
 
@@ -141,7 +141,12 @@ BTIT = .tools/bin/bigtable-it.test
 # with it against the dev cluster's gateway. Again whenever the lockfile
 # changes; about a minute the first time, nothing after.
 NODESUITE = .tools/nodesuite/node_modules
-tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) $(BTIT).$(BTIT_VERSION) $(NODESUITE)/.installed chromium nftables
+tools: $(WEED).$(WEED_VERSION) $(CBT).$(CBT_VERSION) $(BTIT).$(BTIT_VERSION) $(NODESUITE)/.installed chromium nftables cxx
+
+# A C++ toolchain for interop/'s cgo link of DuckDB's library (Debian's g++;
+# the machines here have it, a bare one gets it with apt-get).
+cxx:
+	command -v g++ >/dev/null || (apt-get update && apt-get install -y g++)
 
 # Debian's chromium, the headless browser e2e TestStatusPageInABrowser
 # drives (with github.com/chromedp/chromedp): installed with apt-get when
