@@ -114,7 +114,7 @@ proto:
 	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 	cd api/tabulapb && PATH="$$($(GO) env GOPATH)/bin:$$PATH" protoc --go_out=. --go_opt=paths=source_relative \
-		--go-grpc_out=. --go-grpc_opt=paths=source_relative tabula.proto namespace.proto quota.proto bulkload.proto snapshot.proto
+		--go-grpc_out=. --go-grpc_opt=paths=source_relative tabula.proto namespace.proto quota.proto bulkload.proto snapshot.proto backupsched.proto
 
 # SeaweedFS, the S3-compatible object store the s3fs backend is tested
 # against, built from its Go module (pinned) into .tools/ once; about 9

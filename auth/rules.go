@@ -72,6 +72,7 @@ func MasterRules() map[string]Rule {
 	maps.Copy(rules, NamespaceRules())
 	maps.Copy(rules, QuotaRules())
 	maps.Copy(rules, SnapshotRules())
+	maps.Copy(rules, BackupScheduleRules())
 	return rules
 }
 
@@ -118,6 +119,20 @@ func QuotaRules() map[string]Rule {
 			return on(q.GetScope(), q.GetName())
 		}},
 		svc + "ListQuotas": {Role: Read, Cluster: true},
+	}
+}
+
+// BackupScheduleRules are the rules of the BackupSchedules service, which
+// the master serves beside Master (docs/OPERATIONS.md "Scheduled
+// backups"): setting and deleting a table's schedule needs admin on the
+// table, as creating its snapshot does (the master takes one per run);
+// listing needs read on the cluster: the list names every scheduled table.
+func BackupScheduleRules() map[string]Rule {
+	const svc = "/" + "tabula.v1.BackupSchedules/"
+	return map[string]Rule{
+		svc + "SetBackupSchedule":    {Role: Admin, Audit: true, Tables: func(r any) []string { return one(r.(*pb.SetBackupScheduleRequest).GetTable()) }},
+		svc + "DeleteBackupSchedule": {Role: Admin, Audit: true, Tables: func(r any) []string { return one(r.(*pb.DeleteBackupScheduleRequest).GetTable()) }},
+		svc + "ListBackupSchedules":  {Role: Read, Cluster: true},
 	}
 }
 

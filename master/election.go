@@ -98,6 +98,9 @@ func (m *Master) campaignOnce() error {
 	if m.opts.StorageRoot != "" {
 		termLoop(&termWG, term, m.opts.GCInterval, nil, func(ctx context.Context) { m.gcTick(ctx, term) })
 	}
+	if m.opts.BackupRunner != nil {
+		termLoop(&termWG, term, m.opts.BackupScheduleInterval, nil, func(ctx context.Context) { m.backupScheduleTick(ctx, term) })
+	}
 	<-cctx.Done() // session lost or master closing
 
 	m.mu.Lock()

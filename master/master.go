@@ -143,6 +143,7 @@ func Start(ctx context.Context, opts Options) (_ *Master, err error) {
 	tabulapb.RegisterNamespacesServer(m.srv, namespaceServer{m: m})
 	tabulapb.RegisterQuotasServer(m.srv, quotaServer{m: m})
 	tabulapb.RegisterSnapshotsServer(m.srv, snapshotServer{m: m})
+	tabulapb.RegisterBackupSchedulesServer(m.srv, backupScheduleServer{m: m})
 	m.health = opshttp.NewHealth(m.Ready)
 	m.health.Register(m.srv)
 	m.grpcMetrics.Init(m.srv)

@@ -109,7 +109,15 @@ type Options struct {
 	// DialTLS, when set, is the TLS client configuration for calls to
 	// tablet servers; its certificate is the master's identity.
 	DialTLS *tls.Config
-	// now is the balancer's clock (tests set it); nil is time.Now.
+	// BackupRunner, when set, makes the backups of the tables' backup
+	// schedules (backupsched.go); without one the leader runs none. The
+	// default is nil.
+	BackupRunner BackupRunner
+	// BackupScheduleInterval is how often the leader looks for due
+	// scheduled backups, and the first wait before retrying a failed one;
+	// negative turns the loop off. The default is 1 minute.
+	BackupScheduleInterval time.Duration
+	// now is the balancer's and the backup schedules' clock (tests set it); nil is time.Now.
 	now func() time.Time
 	// plan overrides the planner's weights, margin and floors (tests).
 	plan PlanConfig
@@ -168,6 +176,9 @@ func (o *Options) fill() error {
 	}
 	if o.BalancerCooldown < 0 {
 		return fmt.Errorf("master: Options.BalancerCooldown %v is negative", o.BalancerCooldown)
+	}
+	if o.BackupScheduleInterval == 0 {
+		o.BackupScheduleInterval = defaultBackupScheduleInterval
 	}
 	if o.now == nil {
 		o.now = time.Now
