@@ -30,6 +30,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tabuladb/tabula/backup/schedrun"
 	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/gateway"
 	"github.com/tabuladb/tabula/internal/embedetcd"
@@ -247,8 +248,16 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 			return nil, fmt.Errorf("devcluster: %w", err)
 		}
 	}
+	// The master's scheduled backups read the storage as the servers do.
+	runner := schedrun.Runner{Source: fsys, SourceRoot: storage}
+	if fsys == nil {
+		if runner.Source, runner.SourceRoot, err = backend.Open(ctx, storage, ""); err != nil {
+			return nil, fmt.Errorf("devcluster: %w", err)
+		}
+	}
 	c.master, err = master.Start(ctx, master.Options{
 		Etcd:                  c.etcd.Endpoints(),
+		BackupRunner:          runner,
 		Cluster:               cfg.Cluster,
 		ListenAddr:            cfg.MasterAddr,
 		StorageRoot:           storage,

@@ -38,7 +38,7 @@ with --storage (the tablet servers' --data root on a shared disk, or their
 object store URL).`,
 	}
 	c.AddCommand(newBackupCreateCmd(), newBackupListCmd(), newBackupDescribeCmd(), newBackupDeleteCmd(),
-		newBackupVerifyCmd(), newBackupRestoreCmd())
+		newBackupVerifyCmd(), newBackupRestoreCmd(), newBackupScheduleCmd())
 	return c
 }
 

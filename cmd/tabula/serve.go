@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 
+	"github.com/tabuladb/tabula/backup/schedrun"
 	"github.com/tabuladb/tabula/cell"
 	"github.com/tabuladb/tabula/devcluster"
 	"github.com/tabuladb/tabula/master"
@@ -255,7 +256,14 @@ func newMasterCmd() *cobra.Command {
 				return err
 			}
 			reg, routes := opsMetrics(v)
+			// The leader runs the tables' scheduled backups, reading the
+			// storage as the servers do; without storage it runs none.
+			var runner master.BackupRunner
+			if fsys != nil {
+				runner = schedrun.Runner{Source: fsys, SourceRoot: root}
+			}
 			m, err := master.Start(cmd.Context(), master.Options{
+				BackupRunner:          runner,
 				Etcd:                  stringList(v, "etcd"),
 				Cluster:               v.GetString("cluster"),
 				ListenAddr:            v.GetString("listen"),
