@@ -132,3 +132,15 @@ func scheduleProto(s *meta.BackupSchedule, now time.Time) *tabulapb.BackupSchedu
 	}
 	return p
 }
+
+// ListBackupSchedules lists every table's backup schedule, as the
+// BackupSchedules service does (the status page reads it in process).
+func (m *Master) ListBackupSchedules(ctx context.Context, req *tabulapb.ListBackupSchedulesRequest) (*tabulapb.ListBackupSchedulesResponse, error) {
+	return backupScheduleServer{m: m}.ListBackupSchedules(ctx, req)
+}
+
+// ListSnapshots lists the snapshots, as the Snapshots service does (the
+// status page reads it in process).
+func (m *Master) ListSnapshots(ctx context.Context, req *tabulapb.ListSnapshotsRequest) (*tabulapb.ListSnapshotsResponse, error) {
+	return snapshotServer{m: m}.ListSnapshots(ctx, req)
+}

@@ -107,6 +107,7 @@ func (p *Page) Routes() []opshttp.Route {
 		{Pattern: "GET /tables", Handler: http.HandlerFunc(p.tables)},
 		{Pattern: "GET /tables/{table}", Handler: http.HandlerFunc(p.table)},
 		{Pattern: "GET /events", Handler: http.HandlerFunc(p.eventsPage)},
+		{Pattern: "GET /backups", Handler: http.HandlerFunc(p.backups)},
 	}
 }
 

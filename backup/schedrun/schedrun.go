@@ -117,4 +117,6 @@ func (c cluster) SnapshotRecord(ctx context.Context, name string) (*tabulapb.Sna
 	return c.s.SnapshotRecord(ctx, name)
 }
 
-func (c cluster) DeleteSnapshot(ctx context.Context, name string) error { return c.s.DeleteSnapshot(ctx, name) }
+func (c cluster) DeleteSnapshot(ctx context.Context, name string) error {
+	return c.s.DeleteSnapshot(ctx, name)
+}
