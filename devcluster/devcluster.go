@@ -135,6 +135,9 @@ type Config struct {
 	BalanceInterval  time.Duration
 	BalancerMaxMoves int
 	BalancerCooldown time.Duration
+	// BackupScheduleInterval is how often the master looks for due
+	// scheduled backups (master.Options); zero means its default (1m).
+	BackupScheduleInterval time.Duration
 }
 
 // LocalStore is the Storage value that starts an object store (SeaweedFS)
@@ -256,24 +259,25 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 	}
 	c.master, err = master.Start(ctx, master.Options{
-		Etcd:                  c.etcd.Endpoints(),
-		BackupRunner:          runner,
-		Cluster:               cfg.Cluster,
-		ListenAddr:            cfg.MasterAddr,
-		StorageRoot:           storage,
-		FS:                    fsys,
-		DefaultSplitThreshold: cfg.SplitThreshold,
-		SessionTTL:            cfg.LeaseTTL,
-		LoadInterval:          cfg.LoadInterval,
-		BalanceInterval:       cfg.BalanceInterval,
-		BalancerMaxMoves:      cfg.BalancerMaxMoves,
-		BalancerCooldown:      cfg.BalancerCooldown,
-		Logger:                cfg.Logger.With("component", "master"),
-		EtcdTLS:               c.sec.master.etcd,
-		ServerTLS:             c.sec.master.server,
-		DialTLS:               c.sec.master.dial,
-		Auth:                  cfg.Auth,
-		Metrics:               metrics.ForServer(cfg.Metrics, "master"),
+		Etcd:                   c.etcd.Endpoints(),
+		BackupRunner:           runner,
+		BackupScheduleInterval: cfg.BackupScheduleInterval,
+		Cluster:                cfg.Cluster,
+		ListenAddr:             cfg.MasterAddr,
+		StorageRoot:            storage,
+		FS:                     fsys,
+		DefaultSplitThreshold:  cfg.SplitThreshold,
+		SessionTTL:             cfg.LeaseTTL,
+		LoadInterval:           cfg.LoadInterval,
+		BalanceInterval:        cfg.BalanceInterval,
+		BalancerMaxMoves:       cfg.BalancerMaxMoves,
+		BalancerCooldown:       cfg.BalancerCooldown,
+		Logger:                 cfg.Logger.With("component", "master"),
+		EtcdTLS:                c.sec.master.etcd,
+		ServerTLS:              c.sec.master.server,
+		DialTLS:                c.sec.master.dial,
+		Auth:                   cfg.Auth,
+		Metrics:                metrics.ForServer(cfg.Metrics, "master"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: starting the master on %s: %w", cfg.MasterAddr, err)
