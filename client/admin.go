@@ -18,7 +18,7 @@ import (
 // (a table's column families), ClusterAdmin (tablets, servers, splits,
 // merges, compactions, the balancer) and SecurityAdmin (tokens and
 // grants), plus NamespaceAdmin (namespaces), QuotaAdmin (quotas) and
-// SnapshotAdmin (snapshots). Code
+// SnapshotAdmin (snapshots) and BackupAdmin (backup schedules). Code
 // that needs only one concern can take that interface, so
 // that a reader sees what it may do and a test can hand it a small fake;
 // every exported method belongs to exactly one of them

@@ -18,6 +18,7 @@ func TestAdminConcernsCoverEveryMethod(t *testing.T) {
 		reflect.TypeFor[NamespaceAdmin](),
 		reflect.TypeFor[QuotaAdmin](),
 		reflect.TypeFor[SnapshotAdmin](),
+		reflect.TypeFor[BackupAdmin](),
 	}
 	in := map[string][]string{}
 	for _, c := range concerns {

@@ -9,6 +9,17 @@ import (
 	"github.com/tabuladb/tabula/api/tabulapb"
 )
 
+// BackupAdmin is the master's backup schedules (tabula backup schedule;
+// docs/OPERATIONS.md "Scheduled backups"). Setting and deleting a
+// schedule needs admin on its table; listing, read on the cluster.
+type BackupAdmin interface {
+	SetBackupSchedule(ctx context.Context, table, location string, every, keep time.Duration) (BackupSchedule, error)
+	ListBackupSchedules(ctx context.Context) ([]BackupSchedule, error)
+	DeleteBackupSchedule(ctx context.Context, table string) error
+}
+
+var _ BackupAdmin = (*AdminClient)(nil)
+
 // BackupSchedule is a table's backup schedule (tabula backup schedule;
 // docs/OPERATIONS.md "Scheduled backups"): its policy and the state of its
 // runs. Zero times are never.

@@ -259,25 +259,26 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 		}
 	}
 	c.master, err = master.Start(ctx, master.Options{
-		Etcd:                   c.etcd.Endpoints(),
+		Etcd:                  c.etcd.Endpoints(),
+		Cluster:               cfg.Cluster,
+		ListenAddr:            cfg.MasterAddr,
+		StorageRoot:           storage,
+		FS:                    fsys,
+		DefaultSplitThreshold: cfg.SplitThreshold,
+		SessionTTL:            cfg.LeaseTTL,
+		LoadInterval:          cfg.LoadInterval,
+		BalanceInterval:       cfg.BalanceInterval,
+		BalancerMaxMoves:      cfg.BalancerMaxMoves,
+		BalancerCooldown:      cfg.BalancerCooldown,
+		Logger:                cfg.Logger.With("component", "master"),
+		EtcdTLS:               c.sec.master.etcd,
+		ServerTLS:             c.sec.master.server,
+		DialTLS:               c.sec.master.dial,
+		Auth:                  cfg.Auth,
+		Metrics:               metrics.ForServer(cfg.Metrics, "master"),
+
 		BackupRunner:           runner,
 		BackupScheduleInterval: cfg.BackupScheduleInterval,
-		Cluster:                cfg.Cluster,
-		ListenAddr:             cfg.MasterAddr,
-		StorageRoot:            storage,
-		FS:                     fsys,
-		DefaultSplitThreshold:  cfg.SplitThreshold,
-		SessionTTL:             cfg.LeaseTTL,
-		LoadInterval:           cfg.LoadInterval,
-		BalanceInterval:        cfg.BalanceInterval,
-		BalancerMaxMoves:       cfg.BalancerMaxMoves,
-		BalancerCooldown:       cfg.BalancerCooldown,
-		Logger:                 cfg.Logger.With("component", "master"),
-		EtcdTLS:                c.sec.master.etcd,
-		ServerTLS:              c.sec.master.server,
-		DialTLS:                c.sec.master.dial,
-		Auth:                   cfg.Auth,
-		Metrics:                metrics.ForServer(cfg.Metrics, "master"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("devcluster: starting the master on %s: %w", cfg.MasterAddr, err)

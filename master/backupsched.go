@@ -77,16 +77,21 @@ func (s masterSnapshots) SnapshotRecord(ctx context.Context, name string) (*tabu
 	return r.Snapshot, toStatus(ctx, err)
 }
 
-// DeleteSnapshot deletes a snapshot as deleteSnapshot does, without its
-// check of the caller's role: there is no caller.
+// DeleteSnapshot deletes a snapshot as deleteSnapshot does (retiring it
+// if tables were cloned from it), without its check of the caller's role:
+// there is no caller.
 func (s masterSnapshots) DeleteSnapshot(ctx context.Context, name string) error {
 	term, err := s.m.lead(ctx)
 	if err != nil {
 		return toStatus(ctx, err)
 	}
 	r, err := s.m.findSnapshot(ctx, name)
-	if err == nil {
-		err = meta.DeleteSnapshotRecord(ctx, s.m.cli, s.m.layout, r.Snapshot, term.guard())
+	switch {
+	case err != nil:
+	case len(r.GetClones()) > 0:
+		err = meta.RetireSnapshotRecord(ctx, s.m.cli, s.m.layout, r.Snapshot, r.ModRevision, term.guard())
+	default:
+		err = meta.DeleteSnapshotRecordAt(ctx, s.m.cli, s.m.layout, r.Snapshot, r.ModRevision, term.guard())
 	}
 	return toStatus(ctx, err)
 }
