@@ -221,7 +221,11 @@ func (m *Master) runSchedule(ctx context.Context, term *leadership, s meta.Versi
 				return // a resumed backup, recorded by an earlier term
 			}
 		}
-		r.Backups = append(r.Backups, meta.ScheduledBackup{Name: name, Created: now})
+		created := now
+		if !since.IsZero() {
+			created = since.UnixMicro() // the backup began under the earlier claim
+		}
+		r.Backups = append(r.Backups, meta.ScheduledBackup{Name: name, Created: created})
 	})
 	switch {
 	case err != nil:

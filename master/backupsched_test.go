@@ -41,8 +41,10 @@ type locationWorld struct {
 	deleted    []string
 	fail       error
 	// hold, when set, makes the next CreateBackup start its backup, send
-	// on it and wait for its context to end (a term ending mid-run).
-	hold chan struct{}
+	// on it and wait for its context to end (a term ending mid-run);
+	// holdDone the same after completing the backup, then reporting
+	// success (a term ending before the run's outcome is recorded).
+	hold, holdDone chan struct{}
 }
 
 func newLocationWorld(clock *testClock) *locationWorld {
@@ -70,8 +72,8 @@ func (w *locationWorld) CreateBackup(ctx context.Context, table, location string
 		w.started[name] = w.clock.now()
 		w.unfinished[location+table] = name
 	}
-	hold := w.hold
-	w.hold = nil
+	hold, holdDone := w.hold, w.holdDone
+	w.hold, w.holdDone = nil, nil
 	w.mu.Unlock()
 	if hold != nil {
 		hold <- struct{}{}
@@ -79,9 +81,13 @@ func (w *locationWorld) CreateBackup(ctx context.Context, table, location string
 		return "", ctx.Err()
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	delete(w.unfinished, location+table)
 	w.complete[location] = append(w.complete[location], name)
+	w.mu.Unlock()
+	if holdDone != nil {
+		holdDone <- struct{}{}
+		<-ctx.Done()
+	}
 	return name, nil
 }
 
@@ -183,18 +189,9 @@ func TestBackupScheduleRunsEachSlotOnceAcrossFailover(t *testing.T) {
 	w.mu.Lock()
 	w.hold = held
 	w.mu.Unlock()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		term, err := leader.lead(context.Background())
-		if err == nil {
-			_ = leader.runBackupSchedules(context.Background(), term)
-		}
-	}()
-	<-held
-	leader.Close()
-	<-done
+	endTermDuring(t, leader, held)
 	wantComplete("interrupted", "manual", "t.0101T0000", "t.0101T0100", "t.0101T0259")
+	third := c.startMaster(Options{BackupRunner: w, BackupScheduleInterval: -1, now: clock.now})
 	leader = c.waitLeader(other)
 	sc = tabulapb.NewBackupSchedulesClient(c.conn(leader.Addr()))
 	if s := listSchedules(t, sc)[0]; !s.GetRunning() {
@@ -214,21 +211,56 @@ func TestBackupScheduleRunsEachSlotOnceAcrossFailover(t *testing.T) {
 	scheduleRound(t, leader)
 	wantComplete("slot 6h", "manual", "t.0101T0301", "t.0101T0530", "t.0101T0600")
 
+	// Slot 7h: the backup completes, then the term ends before its outcome
+	// is recorded; the next leader finds that backup and records it
+	// instead of making a second one.
+	at(7 * time.Hour)
+	held = make(chan struct{})
+	w.mu.Lock()
+	w.holdDone = held
+	w.mu.Unlock()
+	endTermDuring(t, leader, held)
+	leader = c.waitLeader(third)
+	sc = tabulapb.NewBackupSchedulesClient(c.conn(leader.Addr()))
+	at(7*time.Hour + time.Minute)
+	scheduleRound(t, leader)
+	scheduleRound(t, leader)
+	wantComplete("slot 7h after failover", "manual", "t.0101T0530", "t.0101T0600", "t.0101T0700")
+
 	creates, _, deleted := w.state()
 	wantCreates := []string{"t@/backups since=false", "t@/backups since=false", "t@/backups since=false",
-		"t@/backups since=false", "t@/backups since=true", "t@/backups since=false", "t@/backups since=false"}
+		"t@/backups since=false", "t@/backups since=true", "t@/backups since=false", "t@/backups since=false",
+		"t@/backups since=false", "t@/backups since=true"}
 	if !slices.Equal(creates, wantCreates) {
 		t.Errorf("runs %q, want %q", creates, wantCreates)
 	}
-	if want := []string{"t.0101T0000", "t.0101T0100", "t.0101T0259"}; !slices.Equal(deleted, want) {
+	if want := []string{"t.0101T0000", "t.0101T0100", "t.0101T0259", "t.0101T0301"}; !slices.Equal(deleted, want) {
 		t.Errorf("deleted %v, want %v", deleted, want)
 	}
 	s := listSchedules(t, sc)[0]
-	if s.GetLastBackup() != "t.0101T0600" || s.GetRunning() || s.GetFailures() != 0 ||
-		!slices.Equal(s.GetBackups(), []string{"t.0101T0301", "t.0101T0530", "t.0101T0600"}) ||
-		s.GetNextDue() != t0.Add(7*time.Hour).UnixMicro() {
+	if s.GetLastBackup() != "t.0101T0700" || s.GetRunning() || s.GetFailures() != 0 ||
+		!slices.Equal(s.GetBackups(), []string{"t.0101T0530", "t.0101T0600", "t.0101T0700"}) ||
+		s.GetNextDue() != t0.Add(8*time.Hour).UnixMicro() {
 		t.Errorf("schedule after the runs: %v", s)
 	}
+}
+
+// endTermDuring runs a round on leader and closes it once the runner
+// sends on held (inside a run), then waits for the round to return.
+func endTermDuring(t *testing.T, leader *Master, held chan struct{}) {
+	t.Helper()
+	term, err := leader.lead(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = leader.runBackupSchedules(context.Background(), term)
+	}()
+	<-held
+	leader.Close()
+	<-done
 }
 
 // TestFailedScheduledBackupIsReportedAndRetried: a failing run shows its
