@@ -9,8 +9,6 @@ package schedrun
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/tabuladb/tabula/api/tabulapb"
@@ -31,28 +29,13 @@ type Runner struct {
 
 var _ master.BackupRunner = Runner{}
 
-// open opens a location with a spool folder of its own for uploads,
-// removed by the returned func.
-func open(ctx context.Context, spec string) (*backup.Location, func(), error) {
-	spool, err := os.MkdirTemp("", "tabula-backup-spool")
-	if err != nil {
-		return nil, nil, err
-	}
-	loc, err := backup.Open(ctx, spec, spool)
-	if err != nil {
-		os.RemoveAll(spool)
-		return nil, nil, fmt.Errorf("backup location %s: %w", spec, err)
-	}
-	return loc, func() { os.RemoveAll(spool) }, nil
-}
-
 // CreateBackup backs table up to location. With since set (a run an
 // earlier term claimed), the newest complete backup of the table started
 // since then is that run's, and is returned as it is; otherwise
 // backup.Create runs, completing an unfinished backup of the table at the
 // location if there is one.
 func (r Runner) CreateBackup(ctx context.Context, table, location string, since time.Time, snaps master.BackupSnapshots) (string, error) {
-	loc, done, err := open(ctx, location)
+	loc, done, err := backup.OpenSpooled(ctx, location)
 	if err != nil {
 		return "", err
 	}
@@ -84,7 +67,7 @@ func (r Runner) CreateBackup(ctx context.Context, table, location string, since 
 
 // DeleteBackup deletes one backup; one already gone is no error.
 func (r Runner) DeleteBackup(ctx context.Context, location, name string) error {
-	loc, done, err := open(ctx, location)
+	loc, done, err := backup.OpenSpooled(ctx, location)
 	if err != nil {
 		return err
 	}

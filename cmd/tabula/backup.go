@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -46,38 +45,27 @@ object store URL).`,
 // that many files were copied (a crash at a point the test chooses).
 const backupKillAfterEnv = "TABULA_BACKUP_TEST_KILL_AFTER"
 
-// openBackupLocation opens spec with a spool folder of its own for
-// uploads, removed by the returned func.
-func openBackupLocation(ctx context.Context, spec string) (*backup.Location, func(), error) {
-	spool, err := os.MkdirTemp("", "tabula-backup-spool")
-	if err != nil {
-		return nil, nil, err
-	}
-	loc, err := backup.Open(ctx, spec, spool)
-	if err != nil {
-		os.RemoveAll(spool)
-		return nil, nil, fmt.Errorf("backup location %s: %w", spec, err)
-	}
-	return loc, func() { os.RemoveAll(spool) }, nil
-}
-
 // parseExpiry parses --expire: a Go duration or a number of days ("30d").
 func parseExpiry(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, nil
 	}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(d)
-		if err != nil || n <= 0 {
-			return 0, cell.Invalidf("--expire %q: want a number of days (30d) or a duration (12h)", s)
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
+	d, ok := parseDaysOrDuration(s)
+	if !ok {
 		return 0, cell.Invalidf("--expire %q: want a number of days (30d) or a duration (12h)", s)
 	}
 	return d, nil
+}
+
+// parseDaysOrDuration parses a positive number of days ("30d") or Go
+// duration ("12h").
+func parseDaysOrDuration(s string) (time.Duration, bool) {
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(d)
+		return time.Duration(n) * 24 * time.Hour, err == nil && n > 0
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil && d > 0
 }
 
 func newBackupCreateCmd() *cobra.Command {
@@ -179,7 +167,7 @@ func connectWithLocation(cmd *cobra.Command, spec string) (*session, *backup.Loc
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	loc, done, err := openBackupLocation(s.ctx, spec)
+	loc, done, err := backup.OpenSpooled(s.ctx, spec)
 	if err != nil {
 		s.close()
 		return nil, nil, nil, err
@@ -197,7 +185,7 @@ func backupSession(cmd *cobra.Command) (*session, *backup.Location, func(), erro
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	loc, done, err := openBackupLocation(s.ctx, at)
+	loc, done, err := backup.OpenSpooled(s.ctx, at)
 	if err != nil {
 		s.close()
 		return nil, nil, nil, err

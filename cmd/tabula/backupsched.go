@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -70,17 +68,9 @@ table; the masters must have --storage (or --storage-root).`,
 // parseSchedulePeriod parses --every and --keep: a Go duration or a
 // number of days, in whole seconds.
 func parseSchedulePeriod(flag, s string) (time.Duration, error) {
-	bad := &usageError{cmd: "backup schedule", err: fmt.Errorf("--%s %q: want a duration (12h, 90m) or a number of days (7d)", flag, s)}
-	if d, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(d)
-		if err != nil || n <= 0 {
-			return 0, bad
-		}
-		return time.Duration(n) * 24 * time.Hour, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, bad
+	d, ok := parseDaysOrDuration(s)
+	if !ok {
+		return 0, &usageError{cmd: "backup schedule", err: fmt.Errorf("--%s %q: want a duration (12h, 90m) or a number of days (7d)", flag, s)}
 	}
 	if d%time.Second != 0 {
 		return 0, &usageError{cmd: "backup schedule", err: fmt.Errorf("--%s %v: give whole seconds", flag, d)}
