@@ -240,7 +240,9 @@ func (m *Master) runSchedule(ctx context.Context, term *leadership, s meta.Versi
 // expireScheduled deletes table's scheduled backups older than its keep,
 // each dropped from the record once deleted.
 func (m *Master) expireScheduled(ctx context.Context, term *leadership, table string) {
-	for ctx.Err() == nil {
+	// A deposed leader deletes nothing: the record it would correct is no
+	// longer its own to write.
+	for ctx.Err() == nil && m.stillLeading(term) {
 		s, err := meta.GetBackupSchedule(ctx, m.cli, m.layout, table)
 		if err != nil || len(s.Backups) == 0 {
 			return
