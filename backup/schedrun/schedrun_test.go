@@ -41,12 +41,20 @@ func (s adminSnapshots) DeleteSnapshot(ctx context.Context, name string) error {
 // and records it; the runner asked again for a run claimed before that
 // backup finds it instead of making another; deleting it removes it, and
 // deleting it again is no error (docs/CONTRACTS.md §7). The wait for the
-// master's first round is bounded by a context, not a sleep.
+// master's first round is bounded by a context, not a sleep. Run on a
+// plain cluster and on one with TLS and authentication, where the master
+// takes its snapshots in process without a caller's token.
 func TestRunnerMakesFindsAndDeletesBackups(t *testing.T) {
+	for _, secure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("auth=%v", secure), func(t *testing.T) { testRunner(t, secure) })
+	}
+}
+
+func testRunner(t *testing.T, secure bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := devcluster.Start(ctx, devcluster.Config{Dir: dir, Servers: 1, LeaseTTL: 5 * time.Second, NoFsync: true,
+	c, err := devcluster.Start(ctx, devcluster.Config{Dir: dir, Servers: 1, LeaseTTL: 5 * time.Second, NoFsync: true, Auth: secure,
 		BackupScheduleInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
