@@ -298,7 +298,7 @@ func TestImportAggregateFamilies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := export.WriteRange(ctx, tbl, nil, nil, export.Cut(h.AsOf, nil), w, nil); err != nil {
+	if _, err := export.WriteRange(ctx, tbl, nil, nil, export.Cut(h.AsOf, nil), w, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

@@ -34,6 +34,10 @@ type ExportOptions struct {
 	Workers int
 	// Progress, when set, is called after each row with what it added.
 	Progress func(rows, cells, bytes int64)
+	// At, when set, is told how far each key range is: with the last key
+	// written every atEvery rows, and with key nil once the range is
+	// written whole. Workers call it at once; its keys are its own.
+	At func(rangeStart, rangeEnd, key []byte)
 	// Format is the files' format ("": JSONLines).
 	Format Format
 }
@@ -93,10 +97,15 @@ func Cut(asOf int64, filter *rowfilter.Filter) *rowfilter.Filter {
 // AsOfNow is the default cut: the current time in microseconds.
 func AsOfNow() int64 { return time.Now().UnixMicro() }
 
+// atEvery is how many rows WriteRange writes between two calls of its at.
+const atEvery = 1024
+
 // WriteRange reads the rows of [start, end) of tbl through filter (Cut's)
 // and writes them to w, in key order; progress (may be nil) is called per
-// row. It does not close w.
-func WriteRange(ctx context.Context, tbl *client.Table, start, end []byte, filter *rowfilter.Filter, w RowWriter, progress func(rows, cells, bytes int64)) (Stats, error) {
+// row, and at (may be nil) with a copy of the last key written every
+// atEvery rows, so that a caller can tell how far the range is. It does
+// not close w.
+func WriteRange(ctx context.Context, tbl *client.Table, start, end []byte, filter *rowfilter.Filter, w RowWriter, progress func(rows, cells, bytes int64), at func(key []byte)) (Stats, error) {
 	var st Stats
 	// Each row is written before the next is read.
 	it := tbl.ReadRows(ctx, client.NewRange(start, end), client.WithFilter(filter), client.ReuseRows())
@@ -118,6 +127,9 @@ func WriteRange(ctx context.Context, tbl *client.Table, start, end []byte, filte
 		st.Bytes += size + int64(len(r.Key))
 		if progress != nil {
 			progress(1, int64(len(r.Cells)), size+int64(len(r.Key)))
+		}
+		if at != nil && st.Rows%atEvery == 0 {
+			at(bytes.Clone(r.Key))
 		}
 	}
 	if err := it.Err(); err != nil {
@@ -230,7 +242,11 @@ func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOp
 				if i >= len(ranges) || ctx.Err() != nil {
 					return
 				}
-				st, err := exportFile(ctx, tbl, loc, opts.Format, m.Files[i].Name, hb, ranges[i], filter, opts.Progress)
+				var at func([]byte)
+				if opts.At != nil {
+					at = func(key []byte) { opts.At(ranges[i][0], ranges[i][1], key) }
+				}
+				st, err := exportFile(ctx, tbl, loc, opts.Format, m.Files[i].Name, hb, ranges[i], filter, opts.Progress, at)
 				if err != nil {
 					errMu.Lock()
 					if first == nil {
@@ -241,6 +257,9 @@ func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOp
 					return
 				}
 				m.Files[i].Stats = st
+				if opts.At != nil {
+					opts.At(ranges[i][0], ranges[i][1], nil)
+				}
 			}
 		}()
 	}
@@ -266,7 +285,7 @@ func Export(ctx context.Context, cli *client.Client, loc Location, opts ExportOp
 	return m, nil
 }
 
-func exportFile(ctx context.Context, tbl *client.Table, loc Location, format Format, name string, header []byte, r [2][]byte, filter *rowfilter.Filter, progress func(rows, cells, bytes int64)) (Stats, error) {
+func exportFile(ctx context.Context, tbl *client.Table, loc Location, format Format, name string, header []byte, r [2][]byte, filter *rowfilter.Filter, progress func(rows, cells, bytes int64), at func([]byte)) (Stats, error) {
 	f, err := loc.Create(ctx, name)
 	if err != nil {
 		return Stats{}, fmt.Errorf("creating %s in %s: %w (export to an empty directory or prefix)", name, loc, err)
@@ -274,7 +293,7 @@ func exportFile(ctx context.Context, tbl *client.Table, loc Location, format For
 	jw, err := NewWriter(format, f, FileOptions{Header: header})
 	if err == nil {
 		var st Stats
-		st, err = WriteRange(ctx, tbl, r[0], r[1], filter, jw, progress)
+		st, err = WriteRange(ctx, tbl, r[0], r[1], filter, jw, progress, at)
 		if err == nil {
 			err = jw.Close()
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tabuladb/tabula/cell"
+	"github.com/tabuladb/tabula/client"
 	"github.com/tabuladb/tabula/export"
 	"github.com/tabuladb/tabula/rowfilter"
 )
@@ -175,6 +176,13 @@ func runExport(cmd *cobra.Command, args []string) (err error) {
 	prog := startProgress(cmd, "export")
 	defer func() { prog.finish("exported", err) }()
 	o.Progress = func(rows, cells, bytes int64) { prog.add(rows, cells, bytes) }
+	if prog.shown() {
+		// How far it is: each range's last key against the table's
+		// samples, as count does.
+		if samples, err := s.cli.Open(o.Table).SampleRowKeys(s.ctx, client.SampleTargetBytes(8<<20), client.SampleRange(o.Start, o.End)); err == nil {
+			o.At = rangesProgress(prog, samples, o.Start, o.End)
+		}
+	}
 
 	if to != "" {
 		loc, err := export.OpenLocation(s.ctx, to, true)
@@ -213,7 +221,11 @@ func runExport(cmd *cobra.Command, args []string) (err error) {
 	if err != nil {
 		return fmt.Errorf("writing export: %w", err)
 	}
-	if _, err := export.WriteRange(s.ctx, s.cli.Open(o.Table), o.Start, o.End, export.Cut(o.AsOf, o.Filter), jw, o.Progress); err != nil {
+	var at func([]byte)
+	if o.At != nil {
+		at = func(key []byte) { o.At(o.Start, o.End, key) }
+	}
+	if _, err := export.WriteRange(s.ctx, s.cli.Open(o.Table), o.Start, o.End, export.Cut(o.AsOf, o.Filter), jw, o.Progress, at); err != nil {
 		return err
 	}
 	if err := jw.Close(); err != nil {

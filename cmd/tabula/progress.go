@@ -277,3 +277,43 @@ func keyProgress(samples []client.KeySample, start, end []byte) func(key []byte)
 	}
 	return func(key []byte) float64 { return float64(before(key)-lo) / float64(hi-lo) }
 }
+
+// rangesProgress estimates how far an export of [start, end) is from the
+// table's samples (keyProgress): each key range a worker exports counts
+// the share of the bytes between its start and the last key it reported,
+// or its end once written whole. It returns nil when the samples cannot
+// tell; otherwise its func is export.ExportOptions.At, and it has set p's
+// estimate.
+func rangesProgress(p *progress, samples []client.KeySample, start, end []byte) func(rangeStart, rangeEnd, key []byte) {
+	f := keyProgress(samples, start, end)
+	if f == nil {
+		return nil
+	}
+	endOf := func(rangeEnd []byte) float64 {
+		if len(rangeEnd) == 0 || (len(end) > 0 && bytes.Compare(rangeEnd, end) >= 0) {
+			return 1 // the export's end
+		}
+		return f(rangeEnd)
+	}
+	var (
+		mu      sync.Mutex
+		reached = map[string]float64{} // by range start: its share done
+		total   float64
+	)
+	p.estimate(func() float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return total
+	})
+	return func(rangeStart, rangeEnd, key []byte) {
+		at := endOf(rangeEnd)
+		if key != nil {
+			at = f(key)
+		}
+		share := max(at-max(f(rangeStart), 0), 0)
+		mu.Lock()
+		total += share - reached[string(rangeStart)]
+		reached[string(rangeStart)] = share
+		mu.Unlock()
+	}
+}

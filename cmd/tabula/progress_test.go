@@ -33,6 +33,34 @@ func TestKeyProgress(t *testing.T) {
 	}
 }
 
+// A parallel export's ranges each count the bytes from their start to the
+// last key they reported, or to their end once written whole; the whole
+// export is done when every range is.
+func TestRangesProgress(t *testing.T) {
+	samples := []client.KeySample{{Key: []byte("b"), OffsetBytes: 100}, {Key: []byte("d"), OffsetBytes: 200}, {Key: []byte("f"), OffsetBytes: 300}, {Key: nil, OffsetBytes: 400}}
+	p := &progress{}
+	at := rangesProgress(p, samples, nil, nil)
+	check := func(what string, want float64) {
+		t.Helper()
+		if got := p.done01(); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: %v done, want %v", what, got, want)
+		}
+	}
+	check("nothing reported", 0)
+	at(nil, []byte("d"), []byte("b")) // range [, d) at b: bytes 0..100
+	at([]byte("d"), nil, []byte("e")) // range [d, ) at e: bytes 200..200
+	check("two ranges started", 0.25)
+	at([]byte("d"), nil, []byte("f")) // now at f: 200..300
+	check("one range further", 0.5)
+	at(nil, []byte("d"), nil) // [, d) written whole: 0..200
+	check("first range written", 0.75)
+	at([]byte("d"), nil, nil) // [d, ) written whole: 200..400
+	check("every range written", 1)
+	if rangesProgress(&progress{}, samples[:1], nil, nil) != nil {
+		t.Error("rangesProgress estimates from samples that cannot tell")
+	}
+}
+
 // An import of local files measures how far it is by the bytes read.
 func TestMeasureSourcesCountsTheFilesRead(t *testing.T) {
 	dir := t.TempDir()
