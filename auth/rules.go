@@ -136,6 +136,14 @@ func BackupScheduleRules() map[string]Rule {
 	}
 }
 
+// ingestTablet is the tablet of an IngestRows message: a
+// tabulapb.IngestRowsRequest, or the message a tablet server receives
+// it as (api/convert.IngestRequest, its rows decoded as bytes); either
+// says its tablet.
+func ingestTablet(r any) *pb.TabletRef {
+	return r.(interface{ GetTablet() *pb.TabletRef }).GetTablet()
+}
+
 // TabletServerRules are the rules of the TabletServer service.
 func TabletServerRules() map[string]Rule {
 	const svc = "/" + "tabula.v1.TabletServer/"
@@ -152,7 +160,7 @@ func TabletServerRules() map[string]Rule {
 		svc + "CheckAndMutateRow":  on(Write, func(r any) *pb.TabletRef { return r.(*pb.CheckAndMutateRowRequest).GetTablet() }),
 		svc + "ReadModifyWriteRow": on(Write, func(r any) *pb.TabletRef { return r.(*pb.ReadModifyWriteRowRequest).GetTablet() }),
 		svc + "MutateRows":         {Role: Write, Tables: mutateRowsTables},
-		bulk + "IngestRows":        on(Write, func(r any) *pb.TabletRef { return r.(*pb.IngestRowsRequest).GetTablet() }),
+		bulk + "IngestRows":        on(Write, ingestTablet),
 		svc + "LoadTablet":         master,
 		svc + "LoadTablets":        master,
 		svc + "UnloadTablet":       master,

@@ -41,6 +41,15 @@ type IngestRequest struct {
 	dec    rowDecoder
 }
 
+// GetTablet returns the message's tablet (nil if none), as the generated
+// IngestRowsRequest's does: the authorization rules read it.
+func (r *IngestRequest) GetTablet() *tabulapb.TabletRef {
+	if r == nil {
+		return nil
+	}
+	return r.Tablet
+}
+
 // errIngestWire is what an IngestRequest's receive returns for bytes
 // that are no IngestRowsRequest.
 var errIngestWire = errors.New("convert: malformed IngestRowsRequest")
