@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,11 @@ import (
 // keeps an export's memory small while row groups stay large enough for
 // readers to skip by their statistics.
 const parquetRowGroupBytes = 32 << 20
+
+// parquetOutBuffer is the buffer between the library and the file: a data
+// page is about 1 MiB before compression, so a buffer of one holds a few
+// of the compressed pages and their headers per write.
+const parquetOutBuffer = 1 << 20
 
 // The leaf columns in schema order (parquetSchema).
 const (
@@ -80,13 +86,22 @@ func parquetSchema() (*schema.GroupNode, error) {
 
 // byteColumn buffers one binary column's values in chunks of
 // byteChunk bytes that never move once written (growing one buffer would
-// copy a row group's bytes again at every doubling), and the values as
-// slices of them, which is what the library's WriteBatch takes.
+// copy a row group's bytes again at every doubling), and where each value
+// is in them as a span: pointer-free, unlike the []parquet.ByteArray the
+// library's WriteBatch takes, which are made a batch at a time (values).
+// A row group's million slice headers were a million pointers for the
+// garbage collector to scan and write barriers for every append that
+// grew them, a fifth of a Parquet export's CPU time (docs/BENCHMARKS.md
+// "Parquet export at the JSON-lines export's rate").
 type byteColumn struct {
-	chunks [][]byte // in use; the value being added goes into the last
-	free   [][]byte // emptied by reset, reused by add
-	vals   []parquet.ByteArray
+	chunks  [][]byte // in use; the value being added goes into the last
+	free    [][]byte // emptied by reset, reused by add
+	spans   []byteSpan
+	scratch []parquet.ByteArray // values' result, reused
 }
+
+// byteSpan is where a value is: chunks[chunk][start:end].
+type byteSpan struct{ chunk, start, end uint32 }
 
 const byteChunk = 1 << 20
 
@@ -106,7 +121,20 @@ func (c *byteColumn) add(b []byte) {
 	start := len(last)
 	last = append(last, b...)
 	c.chunks[n-1] = last
-	c.vals = append(c.vals, parquet.ByteArray(last[start:len(last):len(last)]))
+	c.spans = append(c.spans, byteSpan{uint32(n - 1), uint32(start), uint32(len(last))})
+}
+
+// size is the length of value v.
+func (c *byteColumn) size(v int) int { return int(c.spans[v].end - c.spans[v].start) }
+
+// values returns values [lo, hi) as the library takes them, valid until
+// the next call (the bytes they point to stay until reset).
+func (c *byteColumn) values(lo, hi int) []parquet.ByteArray {
+	c.scratch = c.scratch[:0]
+	for _, s := range c.spans[lo:hi] {
+		c.scratch = append(c.scratch, parquet.ByteArray(c.chunks[s.chunk][s.start:s.end:s.end]))
+	}
+	return c.scratch
 }
 
 // reset empties the column, keeping its chunks of the usual size for the
@@ -119,8 +147,9 @@ func (c *byteColumn) reset() {
 	}
 	clear(c.chunks)
 	c.chunks = c.chunks[:0]
-	clear(c.vals)
-	c.vals = c.vals[:0]
+	c.spans = c.spans[:0]
+	clear(c.scratch)
+	c.scratch = c.scratch[:0]
 }
 
 // pqGroup is one row group's rows, buffered column by column.
@@ -146,7 +175,8 @@ func (g *pqGroup) reset() {
 // from the cluster and encodes them on two cores, not one after the other
 // (docs/BENCHMARKS.md "Export formats: the library and the real export").
 type parquetWriter struct {
-	fw *file.Writer
+	fw  *file.Writer
+	out *bufio.Writer // between fw and the caller's writer
 
 	cur      *pqGroup   // being buffered
 	spare    *pqGroup   // emptied, for the next
@@ -191,13 +221,18 @@ func NewParquetWriter(w io.Writer, o FileOptions) (RowWriter, error) {
 			return nil, err
 		}
 	}
-	// Wrapped so that the library's Close, which closes an io.Closer it
-	// writes to, leaves w open (RowWriter's contract).
-	fw, err := file.NewParquetWriterWithError(struct{ io.Writer }{w}, sc, file.WithWriterProps(props), file.WithWriteMetadata(meta))
+	// The library writes each page header and each page with a call of
+	// its own: straight to a file that is two system calls per page, a
+	// fifth of a Parquet export's time (docs/BENCHMARKS.md "Parquet export:
+	// ..."). A *bufio.Writer is no io.Closer, so the library's Close,
+	// which closes an io.Closer it writes to, leaves w open (RowWriter's
+	// contract).
+	out := bufio.NewWriterSize(w, parquetOutBuffer)
+	fw, err := file.NewParquetWriterWithError(out, sc, file.WithWriterProps(props), file.WithWriteMetadata(meta))
 	if err != nil {
 		return nil, fmt.Errorf("export: parquet writer: %w", err)
 	}
-	return &parquetWriter{fw: fw, cur: &pqGroup{}, done: make(chan error, 1)}, nil
+	return &parquetWriter{fw: fw, out: out, cur: &pqGroup{}, done: make(chan error, 1)}, nil
 }
 
 func (p *parquetWriter) WriteRow(r Row) error {
@@ -255,7 +290,7 @@ func (p *parquetWriter) wait() error {
 
 // flush writes the rows of g as one row group, column after column.
 func (p *parquetWriter) flush(g *pqGroup) error {
-	if len(g.keys.vals) == 0 {
+	if len(g.keys.spans) == 0 {
 		return nil
 	}
 	rg, err := p.fw.AppendRowGroupChecked()
@@ -269,10 +304,10 @@ func (p *parquetWriter) flush(g *pqGroup) error {
 		}
 		switch col {
 		case pqKey:
-			vals := g.keys.vals
-			err = writeBatches(len(vals), nil, func(_, v int) (int, bool) { return len(vals[v]), true },
+			keys := &g.keys
+			err = writeBatches(len(keys.spans), nil, func(_, v int) (int, bool) { return keys.size(v), true },
 				func(vlo, vhi, _, _ int) error {
-					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], nil, nil)
+					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(keys.values(vlo, vhi), nil, nil)
 					return err
 				})
 		case pqTimestamp:
@@ -288,10 +323,9 @@ func (p *parquetWriter) flush(g *pqGroup) error {
 			} else if col == pqValue {
 				src = &g.values
 			}
-			vals := src.vals
-			err = writeBatches(len(vals), g.repLevels, g.cellValue(func(v int) int { return len(vals[v]) }),
+			err = writeBatches(len(src.spans), g.repLevels, g.cellValue(src.size),
 				func(vlo, vhi, llo, lhi int) error {
-					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(vals[vlo:vhi], g.defLevels[llo:lhi], g.repLevels[llo:lhi])
+					_, err := cw.(*file.ByteArrayColumnChunkWriter).WriteBatch(src.values(vlo, vhi), g.defLevels[llo:lhi], g.repLevels[llo:lhi])
 					return err
 				})
 		}
@@ -363,6 +397,9 @@ func (p *parquetWriter) Close() error {
 	}
 	if err := p.fw.Close(); p.err == nil && err != nil {
 		p.err = fmt.Errorf("export: parquet close: %w", err)
+	}
+	if err := p.out.Flush(); p.err == nil && err != nil {
+		p.err = fmt.Errorf("export: parquet: %w", err)
 	}
 	return p.err
 }
