@@ -18,10 +18,13 @@ import (
 // values, 8 per timestamp) a Parquet writer buffers before it writes them
 // out as one row group, while it buffers the next: a writer holds about
 // twice this much plus one row, and a row larger than it makes a row group
-// of its own. parquet-mr's default row group is 128 MiB; a quarter of it
-// keeps an export's memory small while row groups stay large enough for
-// readers to skip by their statistics.
-const parquetRowGroupBytes = 32 << 20
+// of its own. 8 MiB (about 80,000 cells of 100 B) keeps row groups large
+// enough for readers to skip by their statistics (DuckDB writes groups of
+// 122,880 rows) while an export touches little new memory: with 32 MiB
+// groups, faulting in the buffers of two of them and the collections a
+// larger heap paces cost the client 8% more CPU for a file 0.05% smaller
+// (docs/BENCHMARKS.md "Parquet export at the JSON-lines export's rate").
+const parquetRowGroupBytes = 8 << 20
 
 // parquetOutBuffer is the buffer between the library and the file: a data
 // page is about 1 MiB before compression, so a buffer of one holds a few
@@ -222,9 +225,8 @@ func NewParquetWriter(w io.Writer, o FileOptions) (RowWriter, error) {
 		}
 	}
 	// The library writes each page header and each page with a call of
-	// its own: straight to a file that is two system calls per page, a
-	// fifth of a Parquet export's time (docs/BENCHMARKS.md "Parquet export:
-	// ..."). A *bufio.Writer is no io.Closer, so the library's Close,
+	// its own: straight to a file that would be two system calls per page
+	// of about 1 MiB. A *bufio.Writer is no io.Closer, so the library's Close,
 	// which closes an io.Closer it writes to, leaves w open (RowWriter's
 	// contract).
 	out := bufio.NewWriterSize(w, parquetOutBuffer)
