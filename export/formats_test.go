@@ -41,7 +41,14 @@ var formats = []format{
 func writeFile(t testing.TB, f format, header []byte, rows []Row) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := f.write(&buf, FileOptions{Header: header})
+	writeFileTo(t, f, &buf, header, rows)
+	return buf.Bytes()
+}
+
+// writeFileTo writes rows with f to out.
+func writeFileTo(t testing.TB, f format, out io.Writer, header []byte, rows []Row) {
+	t.Helper()
+	w, err := f.write(out, FileOptions{Header: header})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,6 @@ func writeFile(t testing.TB, f format, header []byte, rows []Row) []byte {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
 }
 
 // readAll reads every row of a file, copying each (a reader's rows are

@@ -57,18 +57,7 @@ func TestParquetWritesLarge(t *testing.T) {
 		rows = append(rows, r)
 	}
 	var w countingWriter
-	pw, err := NewParquetWriter(&w, FileOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rows {
-		if err := pw.WriteRow(r); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := pw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	writeFileTo(t, formats[0], &w, nil, rows) // parquet
 	if max := w.Len()/parquetOutBuffer + 1; w.writes > max {
 		t.Errorf("%d writes for a file of %d bytes, want at most %d", w.writes, w.Len(), max)
 	}
