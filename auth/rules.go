@@ -187,7 +187,8 @@ func TabletServerRules() map[string]Rule {
 // snapshot's table itself (master/snapshots.go), as this table cannot
 // name it. Cloning needs admin on the new table (as CreateTable) and, the
 // master checks, read on the snapshot's; restoring admin on the
-// snapshot's table, which the master checks.
+// snapshot's table, which the master checks; so does updating one's
+// expire time.
 func SnapshotRules() map[string]Rule {
 	const svc = "/" + "tabula.v1.Snapshots/"
 	return map[string]Rule{
@@ -202,6 +203,7 @@ func SnapshotRules() map[string]Rule {
 		svc + "DeleteSnapshot":   {Audit: true},
 		svc + "CloneSnapshot":    {Role: Admin, Audit: true, Tables: func(r any) []string { return one(r.(*pb.CloneSnapshotRequest).GetTable()) }},
 		svc + "RestoreSnapshot":  {Audit: true},
+		svc + "UpdateSnapshot":   {Audit: true},
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 // admin on the new one.
 type SnapshotAdmin interface {
 	CreateSnapshot(ctx context.Context, table, name string) (SnapshotInfo, error)
+	CreateSnapshotExpiring(ctx context.Context, table, name string, expires time.Time) (SnapshotInfo, error)
+	SetSnapshotExpiry(ctx context.Context, name string, expires time.Time) (SnapshotInfo, error)
 	ListSnapshots(ctx context.Context, table string) ([]SnapshotInfo, error)
 	DescribeSnapshot(ctx context.Context, name string) (SnapshotDescription, error)
 	DeleteSnapshot(ctx context.Context, name string) error
@@ -43,11 +45,12 @@ type RestoreInfo struct {
 var _ SnapshotAdmin = (*AdminClient)(nil)
 
 // SnapshotInfo is a snapshot: its Name, the ID of its record and holds, its
-// Table, State ("creating" or "ready"), when it was created and how many
-// tablets it holds.
+// Table, State ("creating" or "ready"), when it was created, when it
+// expires (zero: never; recorded only, nothing deletes it then) and how
+// many tablets it holds.
 type SnapshotInfo struct {
 	Name, ID, Table, State string
-	Created                time.Time
+	Created, Expires       time.Time
 	Tablets                int
 }
 
@@ -61,8 +64,20 @@ type SnapshotDescription struct {
 }
 
 func snapshotInfo(s *tabulapb.Snapshot) SnapshotInfo {
-	return SnapshotInfo{Name: s.GetName(), ID: s.GetId(), Table: s.GetTable(), State: s.GetState(),
+	info := SnapshotInfo{Name: s.GetName(), ID: s.GetId(), Table: s.GetTable(), State: s.GetState(),
 		Created: time.UnixMicro(s.GetCreatedUnixMicros()), Tablets: len(s.GetTablets())}
+	if e := s.GetExpireUnixMicros(); e != 0 {
+		info.Expires = time.UnixMicro(e)
+	}
+	return info
+}
+
+// unixMicros is t in unix microseconds, 0 for the zero time (never).
+func unixMicros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
 }
 
 // callSnapshots runs fn on a master's Snapshots service, retrying as call
@@ -79,9 +94,30 @@ func (a *AdminClient) callSnapshots(ctx context.Context, fn func(context.Context
 // acknowledged before the call began (ALREADY_EXISTS if the name is
 // taken, NOT_FOUND without the table).
 func (a *AdminClient) CreateSnapshot(ctx context.Context, table, name string) (SnapshotInfo, error) {
+	return a.CreateSnapshotExpiring(ctx, table, name, time.Time{})
+}
+
+// CreateSnapshotExpiring is CreateSnapshot recording expires as the
+// snapshot's expire time (zero: never). The time is recorded and
+// reported only: nothing deletes the snapshot when it passes.
+func (a *AdminClient) CreateSnapshotExpiring(ctx context.Context, table, name string, expires time.Time) (SnapshotInfo, error) {
 	var s *tabulapb.Snapshot
 	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
-		s, err = c.CreateSnapshot(ctx, &tabulapb.CreateSnapshotRequest{Table: table, Name: name})
+		s, err = c.CreateSnapshot(ctx, &tabulapb.CreateSnapshotRequest{Table: table, Name: name, ExpireUnixMicros: unixMicros(expires)})
+		return err
+	})
+	if err != nil {
+		return SnapshotInfo{}, err
+	}
+	return snapshotInfo(s), nil
+}
+
+// SetSnapshotExpiry sets the expire time of the ready snapshot name (zero:
+// never); it needs admin on its table.
+func (a *AdminClient) SetSnapshotExpiry(ctx context.Context, name string, expires time.Time) (SnapshotInfo, error) {
+	var s *tabulapb.Snapshot
+	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
+		s, err = c.UpdateSnapshot(ctx, &tabulapb.UpdateSnapshotRequest{Name: name, ExpireUnixMicros: unixMicros(expires)})
 		return err
 	})
 	if err != nil {

@@ -68,7 +68,7 @@ const (
 type masterSnapshots struct{ m *Master }
 
 func (s masterSnapshots) CreateSnapshot(ctx context.Context, table, name string) (*tabulapb.Snapshot, error) {
-	snap, err := s.m.createSnapshot(ctx, table, name)
+	snap, err := s.m.createSnapshot(ctx, table, name, 0)
 	return snap, toStatus(ctx, err)
 }
 

@@ -162,7 +162,7 @@ func (m *Master) restoreSnapshot(ctx context.Context, name string) (*tabulapb.Re
 		}
 	default:
 		safety = safetySnapshotName(name, time.Now())
-		if _, err := m.createSnapshot(ctx, table, safety); err != nil {
+		if _, err := m.createSnapshot(ctx, table, safety, 0); err != nil {
 			return nil, fmt.Errorf("restore of %s: the safety snapshot %s of table %s: %w", name, safety, table, err)
 		}
 		m.log.Info("restore: safety snapshot taken", "snapshot", name, "table", table, "safety", safety)

@@ -62,11 +62,13 @@ func newSnapshotID(name string) string {
 
 // CreateSnapshot snapshots a table.
 func (s snapshotServer) CreateSnapshot(ctx context.Context, req *tabulapb.CreateSnapshotRequest) (*tabulapb.Snapshot, error) {
-	out, err := s.m.createSnapshot(ctx, req.GetTable(), req.GetName())
+	out, err := s.m.createSnapshot(ctx, req.GetTable(), req.GetName(), req.GetExpireUnixMicros())
 	return out, toStatus(ctx, err)
 }
 
-func (m *Master) createSnapshot(ctx context.Context, table, name string) (*tabulapb.Snapshot, error) {
+// createSnapshot snapshots table as name, recording expire (unix micros,
+// 0: never) as its expire time.
+func (m *Master) createSnapshot(ctx context.Context, table, name string, expire int64) (*tabulapb.Snapshot, error) {
 	if err := cell.ValidateTableName(table); err != nil {
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func (m *Master) createSnapshot(ctx context.Context, table, name string) (*tabul
 	}
 	var last error
 	for range snapshotAttempts {
-		snap, retry, err := m.trySnapshot(ctx, table, name)
+		snap, retry, err := m.trySnapshot(ctx, table, name, expire)
 		if err == nil {
 			return snap, nil
 		}
@@ -89,7 +91,7 @@ func (m *Master) createSnapshot(ctx context.Context, table, name string) (*tabul
 
 // trySnapshot is one attempt; retry reports a failure that another attempt
 // may not meet (a tablet that moved, split or merged).
-func (m *Master) trySnapshot(ctx context.Context, table, name string) (_ *tabulapb.Snapshot, retry bool, _ error) {
+func (m *Master) trySnapshot(ctx context.Context, table, name string, expire int64) (_ *tabulapb.Snapshot, retry bool, _ error) {
 	term, err := m.lead(ctx)
 	if err != nil {
 		return nil, false, err
@@ -106,7 +108,7 @@ func (m *Master) trySnapshot(ctx context.Context, table, name string) (_ *tabula
 	}
 	snap := &tabulapb.Snapshot{
 		Name: name, Id: newSnapshotID(name), Table: table, Schema: rec.Schema,
-		State: meta.SnapshotCreating, CreatedUnixMicros: time.Now().UnixMicro(),
+		State: meta.SnapshotCreating, CreatedUnixMicros: time.Now().UnixMicro(), ExpireUnixMicros: expire,
 	}
 	// 1. The record first: every hold is written after it exists.
 	if _, err := meta.CreateSnapshotRecord(ctx, m.cli, m.layout, snap, tableRev, term.guard()); err != nil {

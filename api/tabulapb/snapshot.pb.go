@@ -112,9 +112,12 @@ type Snapshot struct {
 	// not empty is "retired": its name is free and it is listed no more, but
 	// its record and holds stay until the master's GC finds no other table's
 	// folder naming a file it holds (docs/CONTRACTS.md §4a).
-	Clones        []string `protobuf:"bytes,8,rep,name=clones,proto3" json:"clones,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Clones []string `protobuf:"bytes,8,rep,name=clones,proto3" json:"clones,omitempty"`
+	// When it expires (0: never). Only recorded and reported: the master
+	// does not delete an expired snapshot (docs/CONTRACTS.md §4a).
+	ExpireUnixMicros int64 `protobuf:"varint,9,opt,name=expire_unix_micros,json=expireUnixMicros,proto3" json:"expire_unix_micros,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -203,12 +206,21 @@ func (x *Snapshot) GetClones() []string {
 	return nil
 }
 
+func (x *Snapshot) GetExpireUnixMicros() int64 {
+	if x != nil {
+		return x.ExpireUnixMicros
+	}
+	return 0
+}
+
 type CreateSnapshotRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Table         string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Table string                 `protobuf:"bytes,1,opt,name=table,proto3" json:"table,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// Recorded as the snapshot's expire time (0: never).
+	ExpireUnixMicros int64 `protobuf:"varint,3,opt,name=expire_unix_micros,json=expireUnixMicros,proto3" json:"expire_unix_micros,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *CreateSnapshotRequest) Reset() {
@@ -255,6 +267,67 @@ func (x *CreateSnapshotRequest) GetName() string {
 	return ""
 }
 
+func (x *CreateSnapshotRequest) GetExpireUnixMicros() int64 {
+	if x != nil {
+		return x.ExpireUnixMicros
+	}
+	return 0
+}
+
+// UpdateSnapshotRequest sets a ready snapshot's expire time.
+type UpdateSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The new expire time (0: never).
+	ExpireUnixMicros int64 `protobuf:"varint,2,opt,name=expire_unix_micros,json=expireUnixMicros,proto3" json:"expire_unix_micros,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *UpdateSnapshotRequest) Reset() {
+	*x = UpdateSnapshotRequest{}
+	mi := &file_snapshot_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpdateSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpdateSnapshotRequest) ProtoMessage() {}
+
+func (x *UpdateSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_snapshot_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpdateSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*UpdateSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_snapshot_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *UpdateSnapshotRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpdateSnapshotRequest) GetExpireUnixMicros() int64 {
+	if x != nil {
+		return x.ExpireUnixMicros
+	}
+	return 0
+}
+
 type ListSnapshotsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only this table's snapshots; empty: every table's.
@@ -265,7 +338,7 @@ type ListSnapshotsRequest struct {
 
 func (x *ListSnapshotsRequest) Reset() {
 	*x = ListSnapshotsRequest{}
-	mi := &file_snapshot_proto_msgTypes[3]
+	mi := &file_snapshot_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +350,7 @@ func (x *ListSnapshotsRequest) String() string {
 func (*ListSnapshotsRequest) ProtoMessage() {}
 
 func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[3]
+	mi := &file_snapshot_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +363,7 @@ func (x *ListSnapshotsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsRequest.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsRequest) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{3}
+	return file_snapshot_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListSnapshotsRequest) GetTable() string {
@@ -310,7 +383,7 @@ type ListSnapshotsResponse struct {
 
 func (x *ListSnapshotsResponse) Reset() {
 	*x = ListSnapshotsResponse{}
-	mi := &file_snapshot_proto_msgTypes[4]
+	mi := &file_snapshot_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -322,7 +395,7 @@ func (x *ListSnapshotsResponse) String() string {
 func (*ListSnapshotsResponse) ProtoMessage() {}
 
 func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[4]
+	mi := &file_snapshot_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -335,7 +408,7 @@ func (x *ListSnapshotsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSnapshotsResponse.ProtoReflect.Descriptor instead.
 func (*ListSnapshotsResponse) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{4}
+	return file_snapshot_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListSnapshotsResponse) GetSnapshots() []*Snapshot {
@@ -354,7 +427,7 @@ type SnapshotNameRequest struct {
 
 func (x *SnapshotNameRequest) Reset() {
 	*x = SnapshotNameRequest{}
-	mi := &file_snapshot_proto_msgTypes[5]
+	mi := &file_snapshot_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -366,7 +439,7 @@ func (x *SnapshotNameRequest) String() string {
 func (*SnapshotNameRequest) ProtoMessage() {}
 
 func (x *SnapshotNameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[5]
+	mi := &file_snapshot_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -379,7 +452,7 @@ func (x *SnapshotNameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotNameRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotNameRequest) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{5}
+	return file_snapshot_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SnapshotNameRequest) GetName() string {
@@ -408,7 +481,7 @@ type SnapshotDescription struct {
 
 func (x *SnapshotDescription) Reset() {
 	*x = SnapshotDescription{}
-	mi := &file_snapshot_proto_msgTypes[6]
+	mi := &file_snapshot_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +493,7 @@ func (x *SnapshotDescription) String() string {
 func (*SnapshotDescription) ProtoMessage() {}
 
 func (x *SnapshotDescription) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[6]
+	mi := &file_snapshot_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +506,7 @@ func (x *SnapshotDescription) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotDescription.ProtoReflect.Descriptor instead.
 func (*SnapshotDescription) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{6}
+	return file_snapshot_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SnapshotDescription) GetSnapshot() *Snapshot {
@@ -479,7 +552,7 @@ type DeleteSnapshotResponse struct {
 
 func (x *DeleteSnapshotResponse) Reset() {
 	*x = DeleteSnapshotResponse{}
-	mi := &file_snapshot_proto_msgTypes[7]
+	mi := &file_snapshot_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -491,7 +564,7 @@ func (x *DeleteSnapshotResponse) String() string {
 func (*DeleteSnapshotResponse) ProtoMessage() {}
 
 func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[7]
+	mi := &file_snapshot_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -504,7 +577,7 @@ func (x *DeleteSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{7}
+	return file_snapshot_proto_rawDescGZIP(), []int{8}
 }
 
 type CloneSnapshotRequest struct {
@@ -519,7 +592,7 @@ type CloneSnapshotRequest struct {
 
 func (x *CloneSnapshotRequest) Reset() {
 	*x = CloneSnapshotRequest{}
-	mi := &file_snapshot_proto_msgTypes[8]
+	mi := &file_snapshot_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -531,7 +604,7 @@ func (x *CloneSnapshotRequest) String() string {
 func (*CloneSnapshotRequest) ProtoMessage() {}
 
 func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[8]
+	mi := &file_snapshot_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -544,7 +617,7 @@ func (x *CloneSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*CloneSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{8}
+	return file_snapshot_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CloneSnapshotRequest) GetName() string {
@@ -573,7 +646,7 @@ type CloneSnapshotResponse struct {
 
 func (x *CloneSnapshotResponse) Reset() {
 	*x = CloneSnapshotResponse{}
-	mi := &file_snapshot_proto_msgTypes[9]
+	mi := &file_snapshot_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -585,7 +658,7 @@ func (x *CloneSnapshotResponse) String() string {
 func (*CloneSnapshotResponse) ProtoMessage() {}
 
 func (x *CloneSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[9]
+	mi := &file_snapshot_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +671,7 @@ func (x *CloneSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*CloneSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{9}
+	return file_snapshot_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CloneSnapshotResponse) GetSchema() *TableSchema {
@@ -625,7 +698,7 @@ type RestoreSnapshotRequest struct {
 
 func (x *RestoreSnapshotRequest) Reset() {
 	*x = RestoreSnapshotRequest{}
-	mi := &file_snapshot_proto_msgTypes[10]
+	mi := &file_snapshot_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -637,7 +710,7 @@ func (x *RestoreSnapshotRequest) String() string {
 func (*RestoreSnapshotRequest) ProtoMessage() {}
 
 func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[10]
+	mi := &file_snapshot_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -650,7 +723,7 @@ func (x *RestoreSnapshotRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotRequest.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotRequest) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{10}
+	return file_snapshot_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RestoreSnapshotRequest) GetName() string {
@@ -673,7 +746,7 @@ type RestoreSnapshotResponse struct {
 
 func (x *RestoreSnapshotResponse) Reset() {
 	*x = RestoreSnapshotResponse{}
-	mi := &file_snapshot_proto_msgTypes[11]
+	mi := &file_snapshot_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -685,7 +758,7 @@ func (x *RestoreSnapshotResponse) String() string {
 func (*RestoreSnapshotResponse) ProtoMessage() {}
 
 func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[11]
+	mi := &file_snapshot_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -698,7 +771,7 @@ func (x *RestoreSnapshotResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreSnapshotResponse.ProtoReflect.Descriptor instead.
 func (*RestoreSnapshotResponse) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{11}
+	return file_snapshot_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RestoreSnapshotResponse) GetSafetySnapshot() string {
@@ -733,7 +806,7 @@ type HoldTabletRequest struct {
 
 func (x *HoldTabletRequest) Reset() {
 	*x = HoldTabletRequest{}
-	mi := &file_snapshot_proto_msgTypes[12]
+	mi := &file_snapshot_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -745,7 +818,7 @@ func (x *HoldTabletRequest) String() string {
 func (*HoldTabletRequest) ProtoMessage() {}
 
 func (x *HoldTabletRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[12]
+	mi := &file_snapshot_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -758,7 +831,7 @@ func (x *HoldTabletRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldTabletRequest.ProtoReflect.Descriptor instead.
 func (*HoldTabletRequest) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{12}
+	return file_snapshot_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HoldTabletRequest) GetTablet() *TabletRef {
@@ -786,7 +859,7 @@ type HoldTabletResponse struct {
 
 func (x *HoldTabletResponse) Reset() {
 	*x = HoldTabletResponse{}
-	mi := &file_snapshot_proto_msgTypes[13]
+	mi := &file_snapshot_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +871,7 @@ func (x *HoldTabletResponse) String() string {
 func (*HoldTabletResponse) ProtoMessage() {}
 
 func (x *HoldTabletResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_snapshot_proto_msgTypes[13]
+	mi := &file_snapshot_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -811,7 +884,7 @@ func (x *HoldTabletResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldTabletResponse.ProtoReflect.Descriptor instead.
 func (*HoldTabletResponse) Descriptor() ([]byte, []int) {
-	return file_snapshot_proto_rawDescGZIP(), []int{13}
+	return file_snapshot_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HoldTabletResponse) GetFiles() uint64 {
@@ -836,7 +909,7 @@ const file_snapshot_proto_rawDesc = "" +
 	"\x0eSnapshotTablet\x12\x1b\n" +
 	"\ttablet_id\x18\x01 \x01(\tR\btabletId\x12\x1b\n" +
 	"\tstart_key\x18\x02 \x01(\fR\bstartKey\x12\x17\n" +
-	"\aend_key\x18\x03 \x01(\fR\x06endKey\"\x87\x02\n" +
+	"\aend_key\x18\x03 \x01(\fR\x06endKey\"\xb5\x02\n" +
 	"\bSnapshot\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x14\n" +
@@ -845,10 +918,15 @@ const file_snapshot_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12.\n" +
 	"\x13created_unix_micros\x18\x06 \x01(\x03R\x11createdUnixMicros\x123\n" +
 	"\atablets\x18\a \x03(\v2\x19.tabula.v1.SnapshotTabletR\atablets\x12\x16\n" +
-	"\x06clones\x18\b \x03(\tR\x06clones\"A\n" +
+	"\x06clones\x18\b \x03(\tR\x06clones\x12,\n" +
+	"\x12expire_unix_micros\x18\t \x01(\x03R\x10expireUnixMicros\"o\n" +
 	"\x15CreateSnapshotRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\x12\x12\n" +
-	"\x04name\x18\x02 \x01(\tR\x04name\",\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12,\n" +
+	"\x12expire_unix_micros\x18\x03 \x01(\x03R\x10expireUnixMicros\"Y\n" +
+	"\x15UpdateSnapshotRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12,\n" +
+	"\x12expire_unix_micros\x18\x02 \x01(\x03R\x10expireUnixMicros\",\n" +
 	"\x14ListSnapshotsRequest\x12\x14\n" +
 	"\x05table\x18\x01 \x01(\tR\x05table\"J\n" +
 	"\x15ListSnapshotsResponse\x121\n" +
@@ -880,14 +958,15 @@ const file_snapshot_proto_rawDesc = "" +
 	"snapshotId\"@\n" +
 	"\x12HoldTabletResponse\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x04R\x05files\x12\x14\n" +
-	"\x05bytes\x18\x02 \x01(\x04R\x05bytes2\xff\x03\n" +
+	"\x05bytes\x18\x02 \x01(\x04R\x05bytes2\xc8\x04\n" +
 	"\tSnapshots\x12G\n" +
 	"\x0eCreateSnapshot\x12 .tabula.v1.CreateSnapshotRequest\x1a\x13.tabula.v1.Snapshot\x12R\n" +
 	"\rListSnapshots\x12\x1f.tabula.v1.ListSnapshotsRequest\x1a .tabula.v1.ListSnapshotsResponse\x12R\n" +
 	"\x10DescribeSnapshot\x12\x1e.tabula.v1.SnapshotNameRequest\x1a\x1e.tabula.v1.SnapshotDescription\x12S\n" +
 	"\x0eDeleteSnapshot\x12\x1e.tabula.v1.SnapshotNameRequest\x1a!.tabula.v1.DeleteSnapshotResponse\x12R\n" +
 	"\rCloneSnapshot\x12\x1f.tabula.v1.CloneSnapshotRequest\x1a .tabula.v1.CloneSnapshotResponse\x12X\n" +
-	"\x0fRestoreSnapshot\x12!.tabula.v1.RestoreSnapshotRequest\x1a\".tabula.v1.RestoreSnapshotResponse2\\\n" +
+	"\x0fRestoreSnapshot\x12!.tabula.v1.RestoreSnapshotRequest\x1a\".tabula.v1.RestoreSnapshotResponse\x12G\n" +
+	"\x0eUpdateSnapshot\x12 .tabula.v1.UpdateSnapshotRequest\x1a\x13.tabula.v1.Snapshot2\\\n" +
 	"\x0fTabletSnapshots\x12I\n" +
 	"\n" +
 	"HoldTablet\x12\x1c.tabula.v1.HoldTabletRequest\x1a\x1d.tabula.v1.HoldTabletResponseB)Z'github.com/tabuladb/tabula/api/tabulapbb\x06proto3"
@@ -904,49 +983,52 @@ func file_snapshot_proto_rawDescGZIP() []byte {
 	return file_snapshot_proto_rawDescData
 }
 
-var file_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_snapshot_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_snapshot_proto_goTypes = []any{
 	(*SnapshotTablet)(nil),          // 0: tabula.v1.SnapshotTablet
 	(*Snapshot)(nil),                // 1: tabula.v1.Snapshot
 	(*CreateSnapshotRequest)(nil),   // 2: tabula.v1.CreateSnapshotRequest
-	(*ListSnapshotsRequest)(nil),    // 3: tabula.v1.ListSnapshotsRequest
-	(*ListSnapshotsResponse)(nil),   // 4: tabula.v1.ListSnapshotsResponse
-	(*SnapshotNameRequest)(nil),     // 5: tabula.v1.SnapshotNameRequest
-	(*SnapshotDescription)(nil),     // 6: tabula.v1.SnapshotDescription
-	(*DeleteSnapshotResponse)(nil),  // 7: tabula.v1.DeleteSnapshotResponse
-	(*CloneSnapshotRequest)(nil),    // 8: tabula.v1.CloneSnapshotRequest
-	(*CloneSnapshotResponse)(nil),   // 9: tabula.v1.CloneSnapshotResponse
-	(*RestoreSnapshotRequest)(nil),  // 10: tabula.v1.RestoreSnapshotRequest
-	(*RestoreSnapshotResponse)(nil), // 11: tabula.v1.RestoreSnapshotResponse
-	(*HoldTabletRequest)(nil),       // 12: tabula.v1.HoldTabletRequest
-	(*HoldTabletResponse)(nil),      // 13: tabula.v1.HoldTabletResponse
-	(*TableSchema)(nil),             // 14: tabula.v1.TableSchema
-	(*TabletRef)(nil),               // 15: tabula.v1.TabletRef
+	(*UpdateSnapshotRequest)(nil),   // 3: tabula.v1.UpdateSnapshotRequest
+	(*ListSnapshotsRequest)(nil),    // 4: tabula.v1.ListSnapshotsRequest
+	(*ListSnapshotsResponse)(nil),   // 5: tabula.v1.ListSnapshotsResponse
+	(*SnapshotNameRequest)(nil),     // 6: tabula.v1.SnapshotNameRequest
+	(*SnapshotDescription)(nil),     // 7: tabula.v1.SnapshotDescription
+	(*DeleteSnapshotResponse)(nil),  // 8: tabula.v1.DeleteSnapshotResponse
+	(*CloneSnapshotRequest)(nil),    // 9: tabula.v1.CloneSnapshotRequest
+	(*CloneSnapshotResponse)(nil),   // 10: tabula.v1.CloneSnapshotResponse
+	(*RestoreSnapshotRequest)(nil),  // 11: tabula.v1.RestoreSnapshotRequest
+	(*RestoreSnapshotResponse)(nil), // 12: tabula.v1.RestoreSnapshotResponse
+	(*HoldTabletRequest)(nil),       // 13: tabula.v1.HoldTabletRequest
+	(*HoldTabletResponse)(nil),      // 14: tabula.v1.HoldTabletResponse
+	(*TableSchema)(nil),             // 15: tabula.v1.TableSchema
+	(*TabletRef)(nil),               // 16: tabula.v1.TabletRef
 }
 var file_snapshot_proto_depIdxs = []int32{
-	14, // 0: tabula.v1.Snapshot.schema:type_name -> tabula.v1.TableSchema
+	15, // 0: tabula.v1.Snapshot.schema:type_name -> tabula.v1.TableSchema
 	0,  // 1: tabula.v1.Snapshot.tablets:type_name -> tabula.v1.SnapshotTablet
 	1,  // 2: tabula.v1.ListSnapshotsResponse.snapshots:type_name -> tabula.v1.Snapshot
 	1,  // 3: tabula.v1.SnapshotDescription.snapshot:type_name -> tabula.v1.Snapshot
-	14, // 4: tabula.v1.CloneSnapshotResponse.schema:type_name -> tabula.v1.TableSchema
-	14, // 5: tabula.v1.RestoreSnapshotResponse.schema:type_name -> tabula.v1.TableSchema
-	15, // 6: tabula.v1.HoldTabletRequest.tablet:type_name -> tabula.v1.TabletRef
+	15, // 4: tabula.v1.CloneSnapshotResponse.schema:type_name -> tabula.v1.TableSchema
+	15, // 5: tabula.v1.RestoreSnapshotResponse.schema:type_name -> tabula.v1.TableSchema
+	16, // 6: tabula.v1.HoldTabletRequest.tablet:type_name -> tabula.v1.TabletRef
 	2,  // 7: tabula.v1.Snapshots.CreateSnapshot:input_type -> tabula.v1.CreateSnapshotRequest
-	3,  // 8: tabula.v1.Snapshots.ListSnapshots:input_type -> tabula.v1.ListSnapshotsRequest
-	5,  // 9: tabula.v1.Snapshots.DescribeSnapshot:input_type -> tabula.v1.SnapshotNameRequest
-	5,  // 10: tabula.v1.Snapshots.DeleteSnapshot:input_type -> tabula.v1.SnapshotNameRequest
-	8,  // 11: tabula.v1.Snapshots.CloneSnapshot:input_type -> tabula.v1.CloneSnapshotRequest
-	10, // 12: tabula.v1.Snapshots.RestoreSnapshot:input_type -> tabula.v1.RestoreSnapshotRequest
-	12, // 13: tabula.v1.TabletSnapshots.HoldTablet:input_type -> tabula.v1.HoldTabletRequest
-	1,  // 14: tabula.v1.Snapshots.CreateSnapshot:output_type -> tabula.v1.Snapshot
-	4,  // 15: tabula.v1.Snapshots.ListSnapshots:output_type -> tabula.v1.ListSnapshotsResponse
-	6,  // 16: tabula.v1.Snapshots.DescribeSnapshot:output_type -> tabula.v1.SnapshotDescription
-	7,  // 17: tabula.v1.Snapshots.DeleteSnapshot:output_type -> tabula.v1.DeleteSnapshotResponse
-	9,  // 18: tabula.v1.Snapshots.CloneSnapshot:output_type -> tabula.v1.CloneSnapshotResponse
-	11, // 19: tabula.v1.Snapshots.RestoreSnapshot:output_type -> tabula.v1.RestoreSnapshotResponse
-	13, // 20: tabula.v1.TabletSnapshots.HoldTablet:output_type -> tabula.v1.HoldTabletResponse
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
+	4,  // 8: tabula.v1.Snapshots.ListSnapshots:input_type -> tabula.v1.ListSnapshotsRequest
+	6,  // 9: tabula.v1.Snapshots.DescribeSnapshot:input_type -> tabula.v1.SnapshotNameRequest
+	6,  // 10: tabula.v1.Snapshots.DeleteSnapshot:input_type -> tabula.v1.SnapshotNameRequest
+	9,  // 11: tabula.v1.Snapshots.CloneSnapshot:input_type -> tabula.v1.CloneSnapshotRequest
+	11, // 12: tabula.v1.Snapshots.RestoreSnapshot:input_type -> tabula.v1.RestoreSnapshotRequest
+	3,  // 13: tabula.v1.Snapshots.UpdateSnapshot:input_type -> tabula.v1.UpdateSnapshotRequest
+	13, // 14: tabula.v1.TabletSnapshots.HoldTablet:input_type -> tabula.v1.HoldTabletRequest
+	1,  // 15: tabula.v1.Snapshots.CreateSnapshot:output_type -> tabula.v1.Snapshot
+	5,  // 16: tabula.v1.Snapshots.ListSnapshots:output_type -> tabula.v1.ListSnapshotsResponse
+	7,  // 17: tabula.v1.Snapshots.DescribeSnapshot:output_type -> tabula.v1.SnapshotDescription
+	8,  // 18: tabula.v1.Snapshots.DeleteSnapshot:output_type -> tabula.v1.DeleteSnapshotResponse
+	10, // 19: tabula.v1.Snapshots.CloneSnapshot:output_type -> tabula.v1.CloneSnapshotResponse
+	12, // 20: tabula.v1.Snapshots.RestoreSnapshot:output_type -> tabula.v1.RestoreSnapshotResponse
+	1,  // 21: tabula.v1.Snapshots.UpdateSnapshot:output_type -> tabula.v1.Snapshot
+	14, // 22: tabula.v1.TabletSnapshots.HoldTablet:output_type -> tabula.v1.HoldTabletResponse
+	15, // [15:23] is the sub-list for method output_type
+	7,  // [7:15] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -964,7 +1046,7 @@ func file_snapshot_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_snapshot_proto_rawDesc), len(file_snapshot_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -33,6 +33,7 @@ const (
 	Snapshots_DeleteSnapshot_FullMethodName   = "/tabula.v1.Snapshots/DeleteSnapshot"
 	Snapshots_CloneSnapshot_FullMethodName    = "/tabula.v1.Snapshots/CloneSnapshot"
 	Snapshots_RestoreSnapshot_FullMethodName  = "/tabula.v1.Snapshots/RestoreSnapshot"
+	Snapshots_UpdateSnapshot_FullMethodName   = "/tabula.v1.Snapshots/UpdateSnapshot"
 )
 
 // SnapshotsClient is the client API for Snapshots service.
@@ -56,6 +57,9 @@ type SnapshotsClient interface {
 	// snapshot of the table first (when it exists), then the table deleted
 	// and created again as a clone of the snapshot.
 	RestoreSnapshot(ctx context.Context, in *RestoreSnapshotRequest, opts ...grpc.CallOption) (*RestoreSnapshotResponse, error)
+	// UpdateSnapshot sets a ready snapshot's expire time (admin on its
+	// table, NOT_FOUND without it) and returns its record.
+	UpdateSnapshot(ctx context.Context, in *UpdateSnapshotRequest, opts ...grpc.CallOption) (*Snapshot, error)
 }
 
 type snapshotsClient struct {
@@ -126,6 +130,16 @@ func (c *snapshotsClient) RestoreSnapshot(ctx context.Context, in *RestoreSnapsh
 	return out, nil
 }
 
+func (c *snapshotsClient) UpdateSnapshot(ctx context.Context, in *UpdateSnapshotRequest, opts ...grpc.CallOption) (*Snapshot, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Snapshot)
+	err := c.cc.Invoke(ctx, Snapshots_UpdateSnapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SnapshotsServer is the server API for Snapshots service.
 // All implementations must embed UnimplementedSnapshotsServer
 // for forward compatibility.
@@ -147,6 +161,9 @@ type SnapshotsServer interface {
 	// snapshot of the table first (when it exists), then the table deleted
 	// and created again as a clone of the snapshot.
 	RestoreSnapshot(context.Context, *RestoreSnapshotRequest) (*RestoreSnapshotResponse, error)
+	// UpdateSnapshot sets a ready snapshot's expire time (admin on its
+	// table, NOT_FOUND without it) and returns its record.
+	UpdateSnapshot(context.Context, *UpdateSnapshotRequest) (*Snapshot, error)
 	mustEmbedUnimplementedSnapshotsServer()
 }
 
@@ -174,6 +191,9 @@ func (UnimplementedSnapshotsServer) CloneSnapshot(context.Context, *CloneSnapsho
 }
 func (UnimplementedSnapshotsServer) RestoreSnapshot(context.Context, *RestoreSnapshotRequest) (*RestoreSnapshotResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RestoreSnapshot not implemented")
+}
+func (UnimplementedSnapshotsServer) UpdateSnapshot(context.Context, *UpdateSnapshotRequest) (*Snapshot, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpdateSnapshot not implemented")
 }
 func (UnimplementedSnapshotsServer) mustEmbedUnimplementedSnapshotsServer() {}
 func (UnimplementedSnapshotsServer) testEmbeddedByValue()                   {}
@@ -304,6 +324,24 @@ func _Snapshots_RestoreSnapshot_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Snapshots_UpdateSnapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateSnapshotRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SnapshotsServer).UpdateSnapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Snapshots_UpdateSnapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SnapshotsServer).UpdateSnapshot(ctx, req.(*UpdateSnapshotRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Snapshots_ServiceDesc is the grpc.ServiceDesc for Snapshots service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -334,6 +372,10 @@ var Snapshots_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RestoreSnapshot",
 			Handler:    _Snapshots_RestoreSnapshot_Handler,
+		},
+		{
+			MethodName: "UpdateSnapshot",
+			Handler:    _Snapshots_UpdateSnapshot_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
