@@ -23,9 +23,9 @@ import (
 	"github.com/tabuladb/tabula/families"
 )
 
-// adminServer serves google.bigtable.admin.v2.BigtableTableAdmin. Backups,
-// snapshots, authorized views, schema bundles and IAM answer UNIMPLEMENTED
-// (the embedded defaults name the method).
+// adminServer serves google.bigtable.admin.v2.BigtableTableAdmin, backups
+// in backups.go. CopyBackup, snapshots, authorized views, schema bundles
+// and IAM answer UNIMPLEMENTED (the embedded defaults name the method).
 type adminServer struct {
 	btapb.UnimplementedBigtableTableAdminServer
 	s *Server
@@ -62,13 +62,22 @@ func (a *adminServer) UpdateTable(ctx context.Context, req *btapb.UpdateTableReq
 	if err != nil {
 		return nil, err
 	}
-	return doneOperation(n.String()+"/operations/update-"+strconv.FormatInt(start.AsTime().UnixMicro(), 10),
+	return a.s.done(n.String()+"/operations/update-"+strconv.FormatInt(start.AsTime().UnixMicro(), 10),
 		&btapb.UpdateTableMetadata{Name: n.String(), StartTime: start, EndTime: timestamppb.Now()}, t)
 }
 
+// done is doneOperation, kept for GetOperation (operations.go).
+func (s *Server) done(name string, metadata, response proto.Message) (*longrunningpb.Operation, error) {
+	op, err := doneOperation(name, metadata, response)
+	if err == nil {
+		s.ops.keep(op)
+	}
+	return op, err
+}
+
 // doneOperation is a finished long-running operation: the clients' Wait
-// returns its response without polling (the gateway serves no
-// Operations service: every change is done when the call returns).
+// returns its response without polling (every change is done when the
+// call returns; the Operations service answers it again, operations.go).
 func doneOperation(name string, metadata, response proto.Message) (*longrunningpb.Operation, error) {
 	md, err := anypb.New(metadata)
 	if err != nil {
@@ -99,7 +108,7 @@ func (a *adminServer) CreateTable(ctx context.Context, req *btapb.CreateTableReq
 		return nil, unimplemented("table.change_stream_config", "Tabula has no change streams")
 	}
 	if t.GetAutomatedBackupPolicy() != nil {
-		return nil, unimplemented("table.automated_backup_policy", "Tabula has no backups")
+		return nil, unimplemented("table.automated_backup_policy", "use `tabula backup schedule` for scheduled backups")
 	}
 	if t.GetRowKeySchema() != nil {
 		return nil, unimplemented("table.row_key_schema", "Tabula has no row key schemas")

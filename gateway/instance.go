@@ -101,7 +101,7 @@ func (i *instanceServer) CreateInstance(ctx context.Context, req *btapb.CreateIn
 	}
 	i.s.ns.set(id, true)
 	n := instanceName{project: project, instance: id}
-	return doneOperation(n.String()+"/operations/create-"+strconv.FormatInt(start.AsTime().UnixMicro(), 10),
+	return i.s.done(n.String()+"/operations/create-"+strconv.FormatInt(start.AsTime().UnixMicro(), 10),
 		&btapb.CreateInstanceMetadata{OriginalRequest: req, RequestTime: start, FinishTime: timestamppb.Now()},
 		i.instance(n, req.GetInstance().GetDisplayName()))
 }

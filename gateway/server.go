@@ -10,6 +10,7 @@ import (
 
 	btapb "cloud.google.com/go/bigtable/admin/apiv2/adminpb"
 	btpb "cloud.google.com/go/bigtable/apiv2/bigtablepb"
+	"cloud.google.com/go/longrunning/autogen/longrunningpb"
 
 	"github.com/tabuladb/tabula/client"
 )
@@ -99,7 +100,8 @@ func (o Options) withDefaults() Options {
 }
 
 // Server answers the Cloud Bigtable API with a Tabula client. It is safe
-// for concurrent use and holds no state but the client's caches.
+// for concurrent use and holds no state but the client's caches and the
+// operations it returned (operations.go).
 type Server struct {
 	c    *client.Client
 	opts Options
@@ -112,6 +114,8 @@ type Server struct {
 	instance instanceServer
 	// ns maps instances to namespaces (namespaces.go).
 	ns *namespaces
+	// ops are the operations it returned, for GetOperation.
+	ops operations
 }
 
 // New returns a Server that serves the cluster c talks to. The caller
@@ -126,14 +130,15 @@ func New(c *client.Client, opts Options) *Server {
 	return s
 }
 
-// Register registers the data, table admin and instance admin services on
-// g. On a server of one's own, ReadRows answers are protos for gRPC's
+// Register registers the data, table admin, instance admin and
+// long-running operations services on g. On a server of one's own, ReadRows answers are protos for gRPC's
 // codec; Start's server has convert.Codec and is sent their bytes as
 // written (wire.go), which costs less.
 func (s *Server) Register(g *grpc.Server) {
 	btpb.RegisterBigtableServer(g, &s.data)
 	btapb.RegisterBigtableTableAdminServer(g, &s.admin)
 	btapb.RegisterBigtableInstanceAdminServer(g, &s.instance)
+	longrunningpb.RegisterOperationsServer(g, &s.ops)
 }
 
 // table returns the client handle of the table a resource name names.
