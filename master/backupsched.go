@@ -137,8 +137,10 @@ func (m *Master) retryBase() time.Duration {
 	return defaultBackupScheduleInterval
 }
 
-// backupScheduleTick runs one round (every BackupScheduleInterval).
+// backupScheduleTick runs one round (every BackupScheduleInterval), and
+// the sweep of expired snapshots (snapshot_expire.go).
 func (m *Master) backupScheduleTick(ctx context.Context, term *leadership) {
+	m.expireSnapshots(ctx, term)
 	if err := m.runBackupSchedules(ctx, term); err != nil && ctx.Err() == nil {
 		m.log.Warn("backup schedules: round failed", "err", err)
 	}

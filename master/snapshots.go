@@ -351,6 +351,14 @@ func (m *Master) deleteSnapshot(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	return m.dropSnapshot(ctx, term, r)
+}
+
+// dropSnapshot deletes the record r read, or retires it when tables were
+// cloned from it; a record changed since the read fails (ErrConflict).
+// DeleteSnapshot and the expiry sweep (snapshot_expire.go) call it.
+func (m *Master) dropSnapshot(ctx context.Context, term *leadership, r meta.VersionedSnapshot) error {
+	name := r.GetName()
 	if len(r.GetClones()) > 0 {
 		// Tables cloned from it may name its files: it retires, and the
 		// GC drops it once nothing else names them (clone.go).

@@ -113,8 +113,8 @@ type Snapshot struct {
 	// its record and holds stay until the master's GC finds no other table's
 	// folder naming a file it holds (docs/CONTRACTS.md §4a).
 	Clones []string `protobuf:"bytes,8,rep,name=clones,proto3" json:"clones,omitempty"`
-	// When it expires (0: never). Only recorded and reported: the master
-	// does not delete an expired snapshot (docs/CONTRACTS.md §4a).
+	// When it expires (0: never): the master leader deletes it then, as
+	// DeleteSnapshot does (one with clones retires; docs/CONTRACTS.md §4a).
 	ExpireUnixMicros int64 `protobuf:"varint,9,opt,name=expire_unix_micros,json=expireUnixMicros,proto3" json:"expire_unix_micros,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
