@@ -37,24 +37,44 @@ read on its table and admin on the new one.`,
 }
 
 func newSnapshotCreateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "create TABLE NAME",
-		Short:   "Snapshot a table (every write acknowledged before the command started is in it)",
-		Example: "  tabula snapshot create users users-before-migration",
+	c := &cobra.Command{
+		Use:   "create TABLE NAME",
+		Short: "Snapshot a table (every write acknowledged before the command started is in it)",
+		Long: `Snapshot a table: every write acknowledged before the command started is in it.
+With --expire the snapshot is deleted once that time has passed, by the
+master leader (within a minute, its backup schedules' interval), as
+"snapshot delete" would: one with clones is retired, its files kept while a
+clone names them.`,
+		Example: "  tabula snapshot create users users-before-migration\n  tabula snapshot create users users-daily --expire 7d",
 		Args:    cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			expire, _ := cmd.Flags().GetString("expire")
+			life, err := parseExpiry(expire)
+			if err != nil {
+				return err
+			}
 			s, err := connect(cmd)
 			if err != nil {
 				return err
 			}
 			defer s.close()
-			info, err := s.cli.Admin().CreateSnapshot(s.ctx, args[0], args[1])
+			var expires time.Time
+			if life > 0 {
+				expires = time.Now().Add(life)
+			}
+			info, err := s.cli.Admin().CreateSnapshotExpiring(s.ctx, args[0], args[1], expires)
 			if err != nil {
 				return wrapf(err, "snapshotting table %s", args[0])
 			}
-			return s.out.message(fmt.Sprintf("created snapshot %s of table %s (%d tablets)", info.Name, info.Table, info.Tablets), "created", info.Name)
+			msg := fmt.Sprintf("created snapshot %s of table %s (%d tablets)", info.Name, info.Table, info.Tablets)
+			if !info.Expires.IsZero() {
+				msg += ", expiring " + formatExpiry(info.Expires.UTC())
+			}
+			return s.out.message(msg, "created", info.Name)
 		},
 	}
+	c.Flags().String("expire", "", "delete the snapshot after this long: a number of days (7d) or a duration (12h); default never")
+	return c
 }
 
 func newSnapshotListCmd() *cobra.Command {
@@ -78,9 +98,9 @@ func newSnapshotListCmd() *cobra.Command {
 			}
 			rows := make([][]any, 0, len(snaps))
 			for _, sn := range snaps {
-				rows = append(rows, []any{sn.Name, sn.Table, sn.State, sn.Created.UTC().Format(time.RFC3339), sn.Tablets})
+				rows = append(rows, []any{sn.Name, sn.Table, sn.State, sn.Created.UTC().Format(time.RFC3339), formatExpiry(sn.Expires.UTC()), sn.Tablets})
 			}
-			return s.out.table([]string{"name", "table", "state", "created", "tablets"}, rows)
+			return s.out.table([]string{"name", "table", "state", "created", "expires", "tablets"}, rows)
 		},
 	}
 }
@@ -103,12 +123,13 @@ func newSnapshotDescribeCmd() *cobra.Command {
 			if s.out.json {
 				return s.out.object(map[string]any{
 					"name": d.Name, "id": d.ID, "table": d.Table, "state": d.State, "created": d.Created.UTC().Format(time.RFC3339Nano),
+					"expires": formatExpiry(d.Expires.UTC()),
 					"tablets": d.Tablets, "files": d.Files, "bytes": d.Bytes, "exclusive_bytes": d.ExclusiveBytes, "shared_bytes": d.SharedBytes,
 				})
 			}
 			w := s.out.w
 			fmt.Fprintf(w, "snapshot %s of table %s (id %s)\n", d.Name, d.Table, d.ID)
-			fmt.Fprintf(w, "state: %s\ncreated: %s\ntablets: %d\n", d.State, d.Created.UTC().Format(time.RFC3339), d.Tablets)
+			fmt.Fprintf(w, "state: %s\ncreated: %s\nexpires: %s\ntablets: %d\n", d.State, d.Created.UTC().Format(time.RFC3339), formatExpiry(d.Expires.UTC()), d.Tablets)
 			fmt.Fprintf(w, "files: %d, %d bytes\n", d.Files, d.Bytes)
 			fmt.Fprintf(w, "only this snapshot holds: %d bytes (freed by deleting it)\n", d.ExclusiveBytes)
 			fmt.Fprintf(w, "shared with the table or other snapshots: %d bytes\n", d.SharedBytes)

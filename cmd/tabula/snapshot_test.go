@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tabula snapshot create, list, describe and delete go through the
@@ -22,9 +24,28 @@ func TestSnapshotCommands(t *testing.T) {
 	fails(t, []string{"snapshot", "create", "snapcli-nosuch", "snapcli-2"}, "does not exist")
 	fails(t, []string{"snapshot", "create", "snapcli", "bad/name"}, "A-Z a-z 0-9 _ . -")
 	out = ok(t, "snapshot", "list", "snapcli", "-o", "json")
-	if !strings.Contains(out, `"name":"snapcli-1"`) || !strings.Contains(out, `"state":"ready"`) {
+	if !strings.Contains(out, `"name":"snapcli-1"`) || !strings.Contains(out, `"state":"ready"`) || !strings.Contains(out, `"expires":"never"`) {
 		t.Fatalf("snapshot list: %s", out)
 	}
+	// --expire records the time, which list and describe show.
+	fails(t, []string{"snapshot", "create", "snapcli", "snapcli-exp", "--expire", "soon"}, "--expire")
+	before := time.Now()
+	if out := ok(t, "snapshot", "create", "snapcli", "snapcli-exp", "--expire", "7d"); !strings.Contains(out, "expiring") {
+		t.Fatalf("snapshot create --expire: %s", out)
+	}
+	out = ok(t, "snapshot", "describe", "snapcli-exp", "-o", "json")
+	var d struct{ Expires string }
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("snapshot describe: %v: %s", err, out)
+	}
+	exp, err := time.Parse(time.RFC3339, d.Expires)
+	if err != nil || exp.Before(before.Add(7*24*time.Hour).Truncate(time.Second)) || exp.After(time.Now().Add(7*24*time.Hour)) {
+		t.Fatalf("snapshot describe: expires %q (%v), want 7 days after the create", d.Expires, err)
+	}
+	if out := ok(t, "snapshot", "list", "snapcli"); !strings.Contains(out, d.Expires) {
+		t.Fatalf("snapshot list does not show the expiry %s: %s", d.Expires, out)
+	}
+	ok(t, "snapshot", "delete", "snapcli-exp")
 	out = ok(t, "snapshot", "describe", "snapcli-1", "-o", "json")
 	if !strings.Contains(out, `"table":"snapcli"`) || strings.Contains(out, `"files":0`) || !strings.Contains(out, `"exclusive_bytes":0`) {
 		t.Fatalf("snapshot describe: %s", out)
