@@ -149,7 +149,7 @@ func TestOperationsTabulaLacksAreUnimplemented(t *testing.T) {
 	c, a := bigtableClients(t)
 	ctx := testContext(t)
 	createTable(t, a, &bigtable.TableConf{TableID: "lacks", Families: map[string]bigtable.GCPolicy{"cf": bigtable.NoGcPolicy()}})
-	testkit.WantCode(t, "CreateBackup", a.CreateBackup(ctx, "lacks", "tabula", "b1", time.Now().Add(time.Hour)), codes.Unimplemented, "CreateBackup")
+	testkit.WantCode(t, "CopyBackup", a.CopyBackup(ctx, "tabula", "b1", project, instance, "tabula", "b2", time.Now().Add(24*time.Hour)), codes.Unimplemented, "CopyBackup")
 	testkit.WantCode(t, "SnapshotTable", a.SnapshotTable(ctx, "lacks", "tabula", "s1", time.Hour), codes.Unimplemented, "SnapshotTable")
 	testkit.WantCode(t, "a change stream", a.UpdateTableWithChangeStream(ctx, "lacks", time.Hour), codes.Unimplemented, "UpdateTable of change_stream_config")
 	testkit.WantCode(t, "CreateAuthorizedView", a.CreateAuthorizedView(ctx, &bigtable.AuthorizedViewConf{TableID: "lacks", AuthorizedViewID: "v",

@@ -25,8 +25,8 @@ import (
 // the Tabula snapshot named B (docs/OPERATIONS.md "Snapshots"): in the
 // cluster, metadata only, made at once. Its table is in the instance's
 // namespace; snapshot names are one space for the whole cluster, so two
-// instances cannot both have a backup B. Its expire time is recorded and
-// reported; nothing deletes it when it passes.
+// instances cannot both have a backup B. Once its expire time passes the
+// master deletes it (docs/CONTRACTS.md §4a).
 
 // Bigtable's bounds on a backup's expire time, from its creation.
 const (
