@@ -14,6 +14,20 @@ import (
 	"github.com/tabuladb/tabula/meta"
 )
 
+// putSnapshotRecords writes snapshot records and their names' reservations
+// straight into etcd, as a master would have.
+func putSnapshotRecords(t *testing.T, c *cluster, snaps ...*tabulapb.Snapshot) {
+	t.Helper()
+	for _, s := range snaps {
+		if _, err := c.cli.Put(context.Background(), c.layout.SnapshotKey(s.Id), meta.EncodeSnapshot(s)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.cli.Put(context.Background(), c.layout.SnapshotNameKey(s.Name), s.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestUpdateSnapshotSetsTheExpireTime: UpdateSnapshot writes a ready
 // snapshot's expire time into its record (and 0 clears it), leaving the
 // rest of the record as it was; a missing snapshot is NOT_FOUND, one
@@ -23,19 +37,9 @@ func TestUpdateSnapshotSetsTheExpireTime(t *testing.T) {
 	m := c.startMaster(Options{})
 	c.waitLeader(m)
 	ctx := context.Background()
-	put := func(s *tabulapb.Snapshot) {
-		t.Helper()
-		if _, err := c.cli.Put(ctx, c.layout.SnapshotKey(s.Id), meta.EncodeSnapshot(s)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.cli.Put(ctx, c.layout.SnapshotNameKey(s.Name), s.Id); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ready := &tabulapb.Snapshot{Name: "ready", Id: "ready.00000001", Table: "t", State: meta.SnapshotReady, CreatedUnixMicros: 5,
 		Tablets: []*tabulapb.SnapshotTablet{{TabletId: "t1"}}}
-	put(ready)
-	put(&tabulapb.Snapshot{Name: "creating", Id: "creating.00000002", Table: "t", State: meta.SnapshotCreating})
+	putSnapshotRecords(t, c, ready, &tabulapb.Snapshot{Name: "creating", Id: "creating.00000002", Table: "t", State: meta.SnapshotCreating})
 	sc := tabulapb.NewSnapshotsClient(c.conn(m.Addr()))
 	record := func() *tabulapb.Snapshot {
 		t.Helper()
@@ -101,14 +105,7 @@ func TestExpiredSnapshotsAreDeleted(t *testing.T) {
 		{Name: "never", Id: "never.00000004", Table: "t", State: meta.SnapshotReady},
 		{Name: "creating", Id: "creating.00000005", Table: "t", State: meta.SnapshotCreating, ExpireUnixMicros: past},
 	}
-	for _, s := range snaps {
-		if _, err := c.cli.Put(ctx, c.layout.SnapshotKey(s.Id), meta.EncodeSnapshot(s)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.cli.Put(ctx, c.layout.SnapshotNameKey(s.Name), s.Id); err != nil {
-			t.Fatal(err)
-		}
-	}
+	putSnapshotRecords(t, c, snaps...)
 	m.backupScheduleTick(ctx, term)
 	recs, err := meta.ListSnapshotRecords(ctx, c.cli, c.layout)
 	if err != nil {
