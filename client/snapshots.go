@@ -46,7 +46,7 @@ var _ SnapshotAdmin = (*AdminClient)(nil)
 
 // SnapshotInfo is a snapshot: its Name, the ID of its record and holds, its
 // Table, State ("creating" or "ready"), when it was created, when it
-// expires (zero: never; recorded only, nothing deletes it then) and how
+// expires (zero: never; the master deletes it then) and how
 // many tablets it holds.
 type SnapshotInfo struct {
 	Name, ID, Table, State string
@@ -98,8 +98,9 @@ func (a *AdminClient) CreateSnapshot(ctx context.Context, table, name string) (S
 }
 
 // CreateSnapshotExpiring is CreateSnapshot recording expires as the
-// snapshot's expire time (zero: never). The time is recorded and
-// reported only: nothing deletes the snapshot when it passes.
+// snapshot's expire time (zero: never): once it passes, the master
+// deletes the snapshot as DeleteSnapshot does (within its backup
+// schedules' interval, a minute by default).
 func (a *AdminClient) CreateSnapshotExpiring(ctx context.Context, table, name string, expires time.Time) (SnapshotInfo, error) {
 	var s *tabulapb.Snapshot
 	err := a.callSnapshots(ctx, func(ctx context.Context, c tabulapb.SnapshotsClient) (err error) {
