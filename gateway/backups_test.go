@@ -161,3 +161,61 @@ func TestBackupOperationsAreListed(t *testing.T) {
 	_, err = ops.GetOperation(ctx, &longrunningpb.GetOperationRequest{Name: parent + "/operations/never"})
 	testkit.WantCode(t, "GetOperation of an unknown operation", err, codes.NotFound, "")
 }
+
+// TestBackupsStayInTheirInstance: a backup of a table of an instance that
+// is a namespace is listed, described and restorable there only; the
+// default instance does not see it.
+func TestBackupsStayInTheirInstance(t *testing.T) {
+	_, def := bigtableClients(t)
+	ctx := testContext(t)
+	ia, err := bigtable.NewInstanceAdminClient(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ia.Close() })
+	if err := ia.CreateInstance(ctx, &bigtable.InstanceConf{InstanceId: "bkns", DisplayName: "bkns", ClusterId: "c", Zone: "z", NumNodes: 1, StorageType: bigtable.SSD}); err != nil {
+		t.Fatalf("CreateInstance: %v", err)
+	}
+	t.Cleanup(func() {
+		// After the tables' and the backup's cleanups (LIFO): the
+		// namespace is empty by then, and later tests see one instance.
+		if err := ia.DeleteInstance(context.Background(), "bkns"); err != nil {
+			t.Errorf("DeleteInstance(bkns): %v", err)
+		}
+	})
+	c, err := bigtable.NewClient(ctx, project, "bkns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a, err := bigtable.NewAdminClient(ctx, project, "bkns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() }) // after the cleanups that use it
+	createTable(t, a, &bigtable.TableConf{TableID: "src", Families: map[string]bigtable.GCPolicy{"f": bigtable.NoGcPolicy()}})
+	apply(t, c.Open("src"), "r", set("f", "q", 1000, "v"))
+	if err := a.CreateBackup(ctx, "src", gatewayCluster, "bk-ns", time.Now().Add(24*time.Hour)); err != nil {
+		t.Fatalf("CreateBackup: %v", err)
+	}
+	t.Cleanup(func() { a.DeleteBackup(context.Background(), gatewayCluster, "bk-ns") })
+	if info, err := a.BackupInfo(ctx, gatewayCluster, "bk-ns"); err != nil || info.SourceTable != "src" {
+		t.Fatalf("BackupInfo in its instance = %+v, %v", info, err)
+	}
+	if ids := backupIDs(t, a, gatewayCluster); !slices.Equal(ids, []string{"bk-ns"}) {
+		t.Errorf("Backups of bkns = %v, want [bk-ns]", ids)
+	}
+	_, err = def.BackupInfo(ctx, gatewayCluster, "bk-ns")
+	testkit.WantCode(t, "BackupInfo from the default instance", err, codes.NotFound, "")
+	if ids := backupIDs(t, def, gatewayCluster); slices.Contains(ids, "bk-ns") {
+		t.Errorf("the default instance lists bkns's backup: %v", ids)
+	}
+	testkit.WantCode(t, "RestoreTable from the default instance", def.RestoreTable(ctx, "bk-ns-stolen", gatewayCluster, "bk-ns"), codes.NotFound, "")
+	if err := a.RestoreTable(ctx, "restored", gatewayCluster, "bk-ns"); err != nil {
+		t.Fatalf("RestoreTable: %v", err)
+	}
+	t.Cleanup(func() { a.DeleteTable(context.Background(), "restored") })
+	if got := readAll(t, c.Open("restored"), bigtable.InfiniteRange("")); !slices.Equal(got, []string{"r: f:q@1000=v"}) {
+		t.Errorf("restored table reads %q", got)
+	}
+}
