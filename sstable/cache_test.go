@@ -413,12 +413,15 @@ func TestCachePutIntoAFullCacheDoesNotAllocate(t *testing.T) {
 func TestBigScanFillsOnlyItsShareOfTheCache(t *testing.T) {
 	rng := testRand(t)
 	dir := t.TempDir()
-	small, medium, big := randomEntries(rng, 60, 100), randomEntries(rng, 150, 200), randomEntries(rng, 3000, 200)
+	// Sizes with wide margins over the premise below for any seed (the
+	// values' lengths and compressibility are random).
+	small, medium, big := randomEntries(rng, 60, 100), randomEntries(rng, 800, 200), randomEntries(rng, 8000, 200)
 	ps, sprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, small)
 	pm, mprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, medium)
 	pb, bprops := writeTable(t, dir, WriterOptions{BlockSize: 1024}, big)
-	const capacity = 64 << 10
+	const capacity = 256 << 10
 	const share = capacity / scanFillShareDiv
+	t.Logf("tables of %d, %d and %d bytes", sprops.DataSize, mprops.DataSize, bprops.DataSize)
 	if sprops.DataSize >= share || mprops.DataSize <= share || mprops.DataSize+sprops.DataSize >= capacity/2 || bprops.DataSize <= 2*capacity {
 		t.Fatalf("test tables of %d, %d and %d bytes do not fit the test's premise", sprops.DataSize, mprops.DataSize, bprops.DataSize)
 	}
